@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Runs a ClickHouse server on loopback with a data directory of its own, for the
+# tests and the demo. Usage:
+#   scripts/clickhouse.sh install   # apt-get install clickhouse-server clickhouse-client if missing
+#   scripts/clickhouse.sh start     # start (if not already answering) and wait until it answers
+#   scripts/clickhouse.sh stop      # stop the server this script started
+#   scripts/clickhouse.sh status    # exit 0 when a server answers on CLICKHOUSE_TCP_PORT
+# Environment: CLICKHOUSE_DIR (default /tmp/pubsub-to-clickhouse-ch), CLICKHOUSE_TCP_PORT
+# (default 9000), CLICKHOUSE_HTTP_PORT (default 8123).
+set -euo pipefail
+
+dir=${CLICKHOUSE_DIR:-/tmp/pubsub-to-clickhouse-ch}
+tcp_port=${CLICKHOUSE_TCP_PORT:-9000}
+http_port=${CLICKHOUSE_HTTP_PORT:-8123}
+
+answers() {
+  clickhouse-client --host 127.0.0.1 --port "$tcp_port" --query 'SELECT 1' >/dev/null 2>&1
+}
+
+install() {
+  if command -v clickhouse-server >/dev/null 2>&1 || [ -x /usr/bin/clickhouse ] && command -v clickhouse-client >/dev/null 2>&1; then
+    return 0
+  fi
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq || true
+  $sudo apt-get install -y -qq clickhouse-server clickhouse-client >/dev/null
+}
+
+start() {
+  if answers; then
+    echo "clickhouse: a server already answers on 127.0.0.1:$tcp_port"
+    return 0
+  fi
+  mkdir -p "$dir"/{data,tmp,user_files,format_schemas,log}
+  # The packaged config, with this directory's paths and ports, on IPv4 loopback only.
+  sed -e "s#/var/lib/clickhouse/#$dir/data/#g" \
+      -e "s#$dir/data/tmp/#$dir/tmp/#" \
+      -e "s#$dir/data/user_files/#$dir/user_files/#" \
+      -e "s#$dir/data/format_schemas/#$dir/format_schemas/#" \
+      -e "s#/var/log/clickhouse-server/#$dir/log/#g" \
+      -e "s#<http_port>8123</http_port>#<http_port>$http_port</http_port>#" \
+      -e "s#<tcp_port>9000</tcp_port>#<tcp_port>$tcp_port</tcp_port>#" \
+      -e "s#<interserver_http_port>9009</interserver_http_port>##" \
+      -e "s#<listen_host>::1</listen_host>##" \
+      /etc/clickhouse-server/config.xml > "$dir/config.xml"
+  cp /etc/clickhouse-server/users.xml "$dir/users.xml"
+  local bin=clickhouse-server
+  command -v clickhouse-server >/dev/null 2>&1 || bin="/usr/bin/clickhouse server"
+  (cd "$dir" && nohup $bin --config-file="$dir/config.xml" --pid-file="$dir/clickhouse.pid" \
+      >"$dir/log/stdout.log" 2>&1 &)
+  for _ in $(seq 1 120); do
+    if answers; then
+      echo "clickhouse: server answers on 127.0.0.1:$tcp_port (data in $dir)"
+      return 0
+    fi
+    sleep 0.5
+  done
+  echo "clickhouse: server did not answer within 60 s; last log lines:" >&2
+  tail -n 30 "$dir/log/clickhouse-server.err.log" "$dir/log/stdout.log" >&2 || true
+  return 1
+}
+
+stop() {
+  if [ -f "$dir/clickhouse.pid" ]; then
+    local pid
+    pid=$(cat "$dir/clickhouse.pid")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 60); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.5
+    done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$dir/clickhouse.pid"
+  fi
+}
+
+case "${1:-}" in
+  install) install ;;
+  start) start ;;
+  stop) stop ;;
+  status) answers ;;
+  *) echo "usage: $0 install|start|stop|status" >&2; exit 2 ;;
+esac

@@ -1,0 +1,379 @@
+// Package convert turns one JSON message into one row of a ClickHouse table, exactly or not at all.
+//
+// A payload must be exactly one JSON object (RFC 8259), valid UTF-8, with nothing but white space
+// after it. Its top-level field names are matched to column names exactly (case-sensitive); fields
+// without a column are ignored (but must still be valid JSON) and a field given twice is an error.
+// Each field is converted by the converter of its column's type family (one file per family:
+// int.go, float.go, string.go, datetime.go, composite.go). A value that does not fit its column
+// exactly is an error; nothing is rounded, wrapped, clamped or guessed.
+//
+// The row is encoded in ClickHouse's RowBinaryWithDefaults format over the table's writable
+// columns (see schema.Table.Writable), in table order: for each column one byte, 1 when the server
+// must compute the column's DEFAULT, else 0 followed by the value in RowBinary
+// (https://clickhouse.com/docs/interfaces/formats/RowBinaryWithDefaults). The write stage decodes it
+// (package rowbinary).
+//
+// Missing fields and JSON null: an explicit null gives NULL for a Nullable column, [] for an
+// Array, the DEFAULT for a column that has one, else an error. A missing field gives the DEFAULT
+// when the column has one, else NULL for Nullable, [] for Array, else an error. MATERIALIZED, ALIAS
+// and EPHEMERAL columns are never written, whatever the payload holds.
+package convert
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	_ "time/tzdata" // DateTime('Zone') must resolve in minimal containers, e.g. the template's image.
+	"unicode/utf8"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
+)
+
+// maxValueText is how many bytes of an offending value an error quotes.
+const maxValueText = 100
+
+// ValueError says why a JSON value cannot become a value of its column.
+type ValueError struct {
+	Column string // column name
+	Type   string // the column's ClickHouse type, e.g. "Array(UInt8)"
+	Path   string // within the value: "" for the value itself, "[1]" for an array's second element
+	Value  string // the offending JSON text, cut to 100 bytes; "" for a missing field
+	Rule   string // the rule it breaks, e.g. "is out of range for UInt8 (0 to 255)"
+}
+
+func (e *ValueError) Error() string {
+	path := ""
+	if e.Path != "" {
+		path = "element " + e.Path + ": "
+	}
+	if e.Value == "" {
+		return fmt.Sprintf("column %q (%s): %s%s", e.Column, e.Type, path, e.Rule)
+	}
+	return fmt.Sprintf("column %q (%s): %s%s %s", e.Column, e.Type, path, e.Value, e.Rule)
+}
+
+// RowError lists the columns of one payload that cannot take their fields, in table order.
+type RowError struct {
+	Errs []*ValueError
+}
+
+// Error joins the column errors with "; ".
+func (e *RowError) Error() string {
+	var b strings.Builder
+	for i, err := range e.Errs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the column errors.
+func (e *RowError) Unwrap() []error {
+	out := make([]error, len(e.Errs))
+	for i, err := range e.Errs {
+		out[i] = err
+	}
+	return out
+}
+
+// PayloadError says why a payload is not one JSON object.
+type PayloadError struct {
+	Rule string
+}
+
+func (e *PayloadError) Error() string { return "payload: " + e.Rule }
+
+// UnsupportedTypeError is returned by New for a column whose type has no converter.
+type UnsupportedTypeError struct {
+	Column string
+	Type   string
+	Reason string
+}
+
+func (e *UnsupportedTypeError) Error() string {
+	s := fmt.Sprintf("column %q: unsupported type %s", e.Column, e.Type)
+	if e.Reason != "" {
+		s += " (" + e.Reason + ")"
+	}
+	return s
+}
+
+// quote renders a JSON value's text for an error message, cut to maxValueText bytes on a UTF-8
+// boundary.
+func quote(raw []byte) string {
+	if len(raw) <= maxValueText {
+		return string(raw)
+	}
+	cut := maxValueText
+	for cut > 0 && !utf8.RuneStart(raw[cut]) {
+		cut--
+	}
+	return string(raw[:cut]) + "…"
+}
+
+// errValue builds a ValueError for v; the caller fills Column and Type.
+func errValue(v value, rule string) *ValueError {
+	return &ValueError{Value: quote(v.raw), Rule: rule}
+}
+
+// encoder appends the RowBinary encoding of a non-null JSON value to dst.
+type encoder interface {
+	encode(dst []byte, v value, c *Converter) ([]byte, error)
+}
+
+// column is one writable column with its encoder.
+type column struct {
+	name       string
+	typeName   string
+	enc        encoder
+	hasDefault bool
+	nullable   bool // Nullable, possibly under LowCardinality
+	array      bool // Array: null and missing give []
+}
+
+// Converter converts payloads into rows of one table. It keeps scratch buffers, so one Converter
+// must not be used by two goroutines at once.
+type Converter struct {
+	columns []column
+	index   map[string]int
+	names   []string
+
+	fields  []value // per column, the field's value in the current payload
+	scratch []byte  // unescaped string text
+}
+
+// New builds the converter for t's writable columns. Every column type must have a converter:
+// otherwise the error is an *UnsupportedTypeError naming the first such column, so that the
+// pipeline stops at start-up instead of dead-lettering every message.
+func New(t *schema.Table) (*Converter, error) {
+	serverLoc, err := loadZone(t.ServerTimeZone)
+	if err != nil {
+		return nil, fmt.Errorf("server time zone: %w", err)
+	}
+	c := &Converter{index: map[string]int{}}
+	for _, col := range t.Writable() {
+		enc, err := newEncoder(col.Type, serverLoc)
+		if err != nil {
+			return nil, &UnsupportedTypeError{Column: col.Name, Type: col.TypeName, Reason: err.Error()}
+		}
+		base, nullable := col.Type.Unwrap()
+		c.index[col.Name] = len(c.columns)
+		c.names = append(c.names, col.Name)
+		c.columns = append(c.columns, column{
+			name:       col.Name,
+			typeName:   col.TypeName,
+			enc:        enc,
+			hasDefault: col.HasDefault(),
+			nullable:   nullable,
+			array:      base.Name == "Array",
+		})
+	}
+	c.fields = make([]value, len(c.columns))
+	return c, nil
+}
+
+// Columns returns the names of the columns a row holds, in order.
+func (c *Converter) Columns() []string { return c.names }
+
+// errUnsupported says why a type has no converter.
+var errUnsupported = errors.New("no converter for this type yet")
+
+// newEncoder returns the encoder of a (possibly wrapped) type.
+func newEncoder(t *chtype.Type, serverLoc *time.Location) (encoder, error) {
+	switch t.Name {
+	case "Nullable":
+		inner, err := newEncoder(t.Elems[0], serverLoc)
+		if err != nil {
+			return nil, err
+		}
+		return nullableEncoder{inner}, nil
+	case "LowCardinality": // RowBinary encodes LowCardinality(T) as T.
+		return newEncoder(t.Elems[0], serverLoc)
+	case "Array":
+		inner, err := newEncoder(t.Elems[0], serverLoc)
+		if err != nil {
+			return nil, err
+		}
+		return arrayEncoder{elem: inner, elemType: t.Elems[0]}, nil
+	case "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64":
+		return newIntEncoder(t.Name), nil
+	case "Float32", "Float64":
+		return floatEncoder{bits: map[string]int{"Float32": 32, "Float64": 64}[t.Name]}, nil
+	case "String":
+		return stringEncoder{}, nil
+	case "Date":
+		return dateEncoder{}, nil
+	case "DateTime":
+		loc := serverLoc
+		if len(t.Args) > 0 {
+			var err error
+			if loc, err = loadZone(t.Args[0]); err != nil {
+				return nil, err
+			}
+		}
+		return dateTimeEncoder{loc: loc}, nil
+	}
+	return nil, errUnsupported
+}
+
+func loadZone(name string) (*time.Location, error) {
+	if name == "" || name == "UTC" || name == "Etc/UTC" {
+		return time.UTC, nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("unknown time zone %q: %w", name, err)
+	}
+	return loc, nil
+}
+
+// Convert appends the RowBinaryWithDefaults encoding of payload's row to dst. The error is a
+// *PayloadError when the payload is not one JSON object, else a *RowError with one *ValueError per
+// column that cannot take its field.
+func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
+	if err := c.scanFields(payload); err != nil {
+		return dst, err
+	}
+	var errs []*ValueError
+	for i := range c.columns {
+		col := &c.columns[i]
+		v := c.fields[i]
+		var err error
+		switch {
+		case v.kind == kindNone || v.kind == kindNull:
+			dst, err = c.appendAbsent(dst, col, v.kind == kindNull)
+		default:
+			dst = append(dst, 0)
+			dst, err = col.enc.encode(dst, v, c)
+		}
+		if err != nil {
+			ve, ok := err.(*ValueError)
+			if !ok {
+				ve = &ValueError{Value: quote(v.raw), Rule: err.Error()}
+			}
+			ve.Column, ve.Type = col.name, col.typeName
+			errs = append(errs, ve)
+		}
+	}
+	if len(errs) > 0 {
+		return dst, &RowError{Errs: errs}
+	}
+	return dst, nil
+}
+
+// appendAbsent encodes a missing field or an explicit null.
+func (c *Converter) appendAbsent(dst []byte, col *column, isNull bool) ([]byte, error) {
+	switch {
+	case isNull && col.nullable:
+		return append(dst, 0, 1), nil
+	case isNull && col.array:
+		return append(dst, 0, 0), nil
+	case col.hasDefault:
+		return append(dst, 1), nil
+	case col.nullable:
+		return append(dst, 0, 1), nil
+	case col.array:
+		return append(dst, 0, 0), nil
+	case isNull:
+		return dst, &ValueError{Value: "null", Rule: "is not allowed: the column is not Nullable and has no DEFAULT"}
+	default:
+		return dst, &ValueError{Rule: "the field is missing, and the column has no DEFAULT and is not Nullable"}
+	}
+}
+
+// scanFields validates payload and records, per column, the value of its field.
+func (c *Converter) scanFields(b []byte) error {
+	clear(c.fields)
+	if !utf8.Valid(b) {
+		return &PayloadError{Rule: fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b))}
+	}
+	i := skipSpace(b, 0)
+	if i >= len(b) {
+		return &PayloadError{Rule: "empty, expected one JSON object"}
+	}
+	if b[i] != '{' {
+		v, _, err := scanValue(b, i, 0)
+		if err != nil {
+			return &PayloadError{Rule: err.Error()}
+		}
+		return &PayloadError{Rule: fmt.Sprintf("%s is not a JSON object; a message must hold exactly one JSON object", quote(v.raw))}
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(b) || b[i] != '"' {
+				return &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + ", expected a field name in double quotes"}).Error()}
+			}
+			keyEnd, escaped, err := scanString(b, i)
+			if err != nil {
+				return &PayloadError{Rule: err.Error()}
+			}
+			key := value{kind: kindString, raw: b[i:keyEnd], escaped: escaped}
+			if i = skipSpace(b, keyEnd); i >= len(b) || b[i] != ':' {
+				return &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + `, expected ":" after a field name`}).Error()}
+			}
+			i = skipSpace(b, i+1)
+			v, end, err := scanValue(b, i, 1)
+			if err != nil {
+				return &PayloadError{Rule: err.Error()}
+			}
+			name, err := c.text(key)
+			if err != nil {
+				return &PayloadError{Rule: fmt.Sprintf("field name %s %v", quote(key.raw), err)}
+			}
+			if col, ok := c.index[string(name)]; ok {
+				if c.fields[col].kind != kindNone {
+					return &PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
+				}
+				c.fields[col] = v
+			}
+			i = skipSpace(b, end)
+			if i >= len(b) {
+				return &PayloadError{Rule: (&syntaxError{i, "unexpected end of the payload in an object"}).Error()}
+			}
+			if b[i] == '}' {
+				i++
+				break
+			}
+			if b[i] != ',' {
+				return &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + ` in an object, expected "," or "}"`}).Error()}
+			}
+			i = skipSpace(b, i+1)
+		}
+	}
+	if i = skipSpace(b, i); i < len(b) {
+		return &PayloadError{Rule: fmt.Sprintf("unexpected text after the JSON object at byte %d: %s; a message must hold exactly one JSON object", i, quote(b[i:]))}
+	}
+	return nil
+}
+
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// appendUvarint appends a RowBinary length (LEB128).
+func appendUvarint(dst []byte, n int) []byte { return binary.AppendUvarint(dst, uint64(n)) }
+
+// text returns the decoded content of a string value. The result may alias the converter's
+// scratch buffer: use it before the next call.
+func (c *Converter) text(v value) ([]byte, error) {
+	s, err := stringContent(v, c.scratch)
+	if err == nil && v.escaped {
+		c.scratch = s[:0]
+	}
+	return s, err
+}

@@ -1,0 +1,225 @@
+package convert
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// Date and DateTime.
+//
+// Accepted: an ISO-8601 string, YYYY-MM-DD or YYYY-MM-DD[T ]hh:mm:ss[.fraction][Z|±hh:mm|±hhmm|±hh]
+// (the T or a space between date and time; lowercase t and z too, as RFC 3339 allows). A fraction
+// of a second is truncated (DateTime holds whole seconds). Without Z or an offset, the time is read
+// in the column's time zone (DateTime('Asia/Tokyo')), else in the server's. A date alone is
+// midnight of that day.
+//
+// Date takes a date; a date-time only when it is exactly midnight in its own zone or without one
+// ("2024-01-01T00:00:00Z"), since any other time of day would be silently cut away.
+//
+// Ranges, checked, never clamped (ClickHouse docs, "Date", "DateTime"): Date 1970-01-01 to
+// 2149-06-06; DateTime 1970-01-01 00:00:00 UTC to 2106-02-07 06:28:15 UTC.
+// Errors: other layouts ("10/03/2024", epoch numbers), impossible dates (2023-02-29), hour 24,
+// second 60 (ClickHouse has no leap seconds), values out of range, non-string JSON values.
+
+const (
+	maxDateDays     = 65535     // 2149-06-06
+	maxDateTimeUnix = 1<<32 - 1 // 2106-02-07 06:28:15 UTC
+	isoLayouts      = "YYYY-MM-DD or YYYY-MM-DD[T ]hh:mm:ss[.fraction][Z|±hh:mm]"
+)
+
+// civil is a parsed ISO-8601 date or date-time.
+type civil struct {
+	year, month, day     int
+	hour, minute, second int
+	nanos                int  // fraction of a second, truncated to nanoseconds
+	hasTime              bool // a time of day was given
+	hasZone              bool // Z or an offset was given
+	offset               int  // seconds east of UTC, when hasZone
+}
+
+// parseISO parses s; ok is false when s is not one of the accepted layouts or not a real date.
+func parseISO(s []byte) (c civil, ok bool) {
+	num := func(b []byte) (int, bool) {
+		n := 0
+		for _, ch := range b {
+			if ch < '0' || ch > '9' {
+				return 0, false
+			}
+			n = n*10 + int(ch-'0')
+		}
+		return n, true
+	}
+	if len(s) < 10 || s[4] != '-' || s[7] != '-' {
+		return c, false
+	}
+	var ok1, ok2, ok3 bool
+	c.year, ok1 = num(s[0:4])
+	c.month, ok2 = num(s[5:7])
+	c.day, ok3 = num(s[8:10])
+	if !ok1 || !ok2 || !ok3 || c.month < 1 || c.month > 12 || c.day < 1 || c.day > daysIn(c.year, c.month) {
+		return c, false
+	}
+	if len(s) == 10 {
+		return c, true
+	}
+	if sep := s[10]; sep != 'T' && sep != 't' && sep != ' ' || len(s) < 19 || s[13] != ':' || s[16] != ':' {
+		return c, false
+	}
+	c.hasTime = true
+	c.hour, ok1 = num(s[11:13])
+	c.minute, ok2 = num(s[14:16])
+	c.second, ok3 = num(s[17:19])
+	if !ok1 || !ok2 || !ok3 || c.hour > 23 || c.minute > 59 || c.second > 59 {
+		return c, false
+	}
+	i := 19
+	if i < len(s) && (s[i] == '.' || s[i] == ',') {
+		i++
+		start := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			if i-start < 9 {
+				c.nanos = c.nanos*10 + int(s[i]-'0')
+			}
+			i++
+		}
+		if i == start {
+			return c, false
+		}
+		for k := i - start; k < 9; k++ {
+			c.nanos *= 10
+		}
+	}
+	if i == len(s) {
+		return c, true
+	}
+	c.hasZone = true
+	switch s[i] {
+	case 'Z', 'z':
+		return c, i+1 == len(s)
+	case '+', '-':
+		sign := 1
+		if s[i] == '-' {
+			sign = -1
+		}
+		rest := s[i+1:]
+		var hh, mm int
+		switch {
+		case len(rest) == 2:
+			hh, ok1 = num(rest)
+			ok2 = true
+		case len(rest) == 4:
+			hh, ok1 = num(rest[:2])
+			mm, ok2 = num(rest[2:])
+		case len(rest) == 5 && rest[2] == ':':
+			hh, ok1 = num(rest[:2])
+			mm, ok2 = num(rest[3:])
+		default:
+			return c, false
+		}
+		if !ok1 || !ok2 || hh > 23 || mm > 59 {
+			return c, false
+		}
+		c.offset = sign * (hh*3600 + mm*60)
+		return c, true
+	}
+	return c, false
+}
+
+func isLeap(y int) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
+
+func daysIn(y, m int) int {
+	switch m {
+	case 2:
+		if isLeap(y) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil returns the number of days from 1970-01-01 to y-m-d in the proleptic Gregorian
+// calendar (H. Hinnant's algorithm).
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era--
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
+}
+
+// unix returns the instant c names, in seconds since the epoch, reading a zone-less time in loc.
+func (c civil) unix(loc *time.Location) int64 {
+	secs := daysFromCivil(c.year, c.month, c.day)*86400 + int64(c.hour*3600+c.minute*60+c.second)
+	switch {
+	case c.hasZone:
+		return secs - int64(c.offset)
+	case loc == time.UTC:
+		return secs
+	default:
+		return time.Date(c.year, time.Month(c.month), c.day, c.hour, c.minute, c.second, 0, loc).Unix()
+	}
+}
+
+// isoText returns the string content of v, or an error when v is not a string.
+func isoText(v value, c *Converter, typ string) ([]byte, error) {
+	if v.kind != kindString {
+		return nil, errValue(v, fmt.Sprintf("is %s; %s takes an ISO-8601 string (%s)", v.kind, typ, isoLayouts))
+	}
+	s, err := c.text(v)
+	if err != nil {
+		return nil, errValue(v, err.Error())
+	}
+	return s, nil
+}
+
+type dateEncoder struct{}
+
+func (dateEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
+	s, err := isoText(v, c, "Date")
+	if err != nil {
+		return dst, err
+	}
+	t, ok := parseISO(s)
+	switch {
+	case !ok:
+		return dst, errValue(v, "is not an ISO-8601 date (YYYY-MM-DD)")
+	case t.hasTime && (t.hour != 0 || t.minute != 0 || t.second != 0 || t.nanos != 0 || t.offset != 0):
+		return dst, errValue(v, "has a time of day other than midnight UTC; a Date column takes a date (YYYY-MM-DD), and cutting the time away would change the value")
+	}
+	days := daysFromCivil(t.year, t.month, t.day)
+	if days < 0 || days > maxDateDays {
+		return dst, errValue(v, "is out of range for Date (1970-01-01 to 2149-06-06)")
+	}
+	return binary.LittleEndian.AppendUint16(dst, uint16(days)), nil
+}
+
+type dateTimeEncoder struct {
+	loc *time.Location // for values without Z or an offset
+}
+
+func (e dateTimeEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
+	s, err := isoText(v, c, "DateTime")
+	if err != nil {
+		return dst, err
+	}
+	t, ok := parseISO(s)
+	if !ok {
+		return dst, errValue(v, "is not an ISO-8601 date-time ("+isoLayouts+")")
+	}
+	unix := t.unix(e.loc)
+	if unix < 0 || unix > maxDateTimeUnix {
+		return dst, errValue(v, "is out of range for DateTime (1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC)")
+	}
+	return binary.LittleEndian.AppendUint32(dst, uint32(unix)), nil
+}

@@ -1,0 +1,86 @@
+package convert
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unsafe"
+)
+
+// Floats: Float32, Float64.
+//
+// Accepted: a JSON number, rounded to the nearest value of the column's type as IEEE 754 does
+// (0.1 into Float32 is 0.1f; 1e-400 underflows to 0); a string holding a number in JSON's syntax;
+// the strings "NaN", "Infinity", "-Infinity" (also "+Infinity", "inf", "-inf", any letter case),
+// as Java's Double.valueOf and ClickHouse's own text formats read them.
+// Errors: a finite literal beyond the type's range (3.5e38 into Float32, 1e400 into Float64) is an
+// error, never infinity; booleans, other strings, arrays and objects.
+
+type floatEncoder struct {
+	bits int // 32 or 64
+}
+
+func (e floatEncoder) name() string { return fmt.Sprintf("Float%d", e.bits) }
+
+func (e floatEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
+	var f float64
+	switch v.kind {
+	case kindNumber:
+		var err error
+		if f, err = strconv.ParseFloat(bytesString(v.raw), e.bits); err != nil && math.IsInf(f, 0) {
+			return dst, errValue(v, fmt.Sprintf("is out of range for %s", e.name()))
+		}
+	case kindString:
+		s, err := c.text(v)
+		if err != nil {
+			return dst, errValue(v, err.Error())
+		}
+		var ok bool
+		if f, ok = specialFloat(s); !ok {
+			if end, ok := numberEnd(s, 0); !ok || end != len(s) || len(s) == 0 {
+				return dst, errValue(v, fmt.Sprintf("is not a number; %s takes a number or one of \"NaN\", \"Infinity\", \"-Infinity\"", e.name()))
+			}
+			if f, err = strconv.ParseFloat(bytesString(s), e.bits); err != nil && math.IsInf(f, 0) {
+				return dst, errValue(v, fmt.Sprintf("is out of range for %s", e.name()))
+			}
+		}
+	default:
+		return dst, errValue(v, fmt.Sprintf("is %s; %s takes a number", v.kind, e.name()))
+	}
+	if e.bits == 32 {
+		return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(f))), nil
+	}
+	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
+}
+
+// specialFloat reads the spelled-out non-finite values.
+func specialFloat(s []byte) (float64, bool) {
+	if len(s) < 3 || len(s) > len("-infinity") {
+		return 0, false
+	}
+	t := strings.ToLower(string(s))
+	sign := 1
+	if t != "" && (t[0] == '-' || t[0] == '+') {
+		if t[0] == '-' {
+			sign = -1
+		}
+		t = t[1:]
+	}
+	switch t {
+	case "nan":
+		return math.NaN(), true
+	case "infinity", "inf":
+		return math.Inf(sign), true
+	}
+	return 0, false
+}
+
+// bytesString views b as a string without copying, for parsers that do not keep their input.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}

@@ -1,0 +1,193 @@
+package convert
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Integers: Int8…Int64, UInt8…UInt64.
+//
+// Accepted: a JSON number, or a string holding one in JSON's number syntax, whose value is a whole
+// number within the column's range: 42, -7, "42", 1e3, 42.0, 1.5e1. The value is computed from the
+// text with integer arithmetic, never through float64, so 9007199254740993 and
+// 18446744073709551615 are kept exactly. JSON true and false are 1 and 0.
+// Errors: a fraction (2.5), a value outside the range (300 into UInt8, -1 into UInt16: nothing
+// wraps), an empty or non-numeric string ("", "42abc", " 42", "0x1F"), an array or object.
+
+type intEncoder struct {
+	name   string
+	signed bool
+	bytes  int
+	max    uint64 // largest magnitude of a positive value
+	minMag uint64 // largest magnitude of a negative value (0 for unsigned)
+}
+
+func newIntEncoder(name string) intEncoder {
+	e := intEncoder{name: name}
+	switch name {
+	case "Int8", "UInt8":
+		e.bytes = 1
+	case "Int16", "UInt16":
+		e.bytes = 2
+	case "Int32", "UInt32":
+		e.bytes = 4
+	default:
+		e.bytes = 8
+	}
+	bits := uint(e.bytes * 8)
+	if name[0] == 'I' {
+		e.signed = true
+		e.max = 1<<(bits-1) - 1
+		e.minMag = 1 << (bits - 1)
+	} else {
+		e.max = math.MaxUint64 >> (64 - bits)
+	}
+	return e
+}
+
+func (e intEncoder) rangeRule() string {
+	if e.signed {
+		return fmt.Sprintf("is out of range for %s (%d to %d)", e.name, -int64(e.minMag-1)-1, e.max)
+	}
+	return fmt.Sprintf("is out of range for %s (0 to %d)", e.name, e.max)
+}
+
+func (e intEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
+	var text []byte
+	switch v.kind {
+	case kindNumber:
+		text = v.raw
+	case kindString:
+		s, err := c.text(v)
+		if err != nil {
+			return dst, errValue(v, err.Error())
+		}
+		if end, ok := numberEnd(s, 0); !ok || end != len(s) {
+			return dst, errValue(v, fmt.Sprintf("is not a number; %s takes an integer, a string holding one, true or false", e.name))
+		}
+		text = s
+	case kindTrue:
+		return e.put(dst, 1), nil
+	case kindFalse:
+		return e.put(dst, 0), nil
+	default:
+		return dst, errValue(v, fmt.Sprintf("is %s; %s takes an integer", v.kind, e.name))
+	}
+	neg, mag, whole, inRange := parseWhole(text)
+	switch {
+	case !whole:
+		return dst, errValue(v, fmt.Sprintf("is not a whole number; %s takes an integer", e.name))
+	case !inRange:
+		return dst, errValue(v, e.rangeRule())
+	}
+	switch {
+	case neg && mag == 0:
+		return e.put(dst, 0), nil
+	case neg && mag > e.minMag, !neg && mag > e.max:
+		return dst, errValue(v, e.rangeRule())
+	case neg:
+		return e.put(dst, -mag), nil // two's complement of the magnitude
+	default:
+		return e.put(dst, mag), nil
+	}
+}
+
+// put appends the low e.bytes bytes of u, little-endian (RowBinary).
+func (e intEncoder) put(dst []byte, u uint64) []byte {
+	switch e.bytes {
+	case 1:
+		return append(dst, byte(u))
+	case 2:
+		return binary.LittleEndian.AppendUint16(dst, uint16(u))
+	case 4:
+		return binary.LittleEndian.AppendUint32(dst, uint32(u))
+	default:
+		return binary.LittleEndian.AppendUint64(dst, u)
+	}
+}
+
+// parseWhole reads a JSON number's text (already known to follow the grammar) as a whole number:
+// its sign and magnitude. whole is false when the number has a fractional part, inRange false when
+// its magnitude is beyond 2^64-1.
+func parseWhole(text []byte) (neg bool, mag uint64, whole, inRange bool) {
+	i := 0
+	if text[0] == '-' {
+		neg = true
+		i++
+	}
+	intStart := i
+	for i < len(text) && text[i] >= '0' && text[i] <= '9' {
+		i++
+	}
+	intDigits := text[intStart:i]
+	var fracDigits []byte
+	if i < len(text) && text[i] == '.' {
+		i++
+		fs := i
+		for i < len(text) && text[i] >= '0' && text[i] <= '9' {
+			i++
+		}
+		fracDigits = text[fs:i]
+	}
+	exp := 0
+	if i < len(text) && (text[i] == 'e' || text[i] == 'E') {
+		i++
+		expNeg := false
+		if text[i] == '+' || text[i] == '-' {
+			expNeg = text[i] == '-'
+			i++
+		}
+		for ; i < len(text); i++ {
+			if exp < 1_000_000 { // beyond this, any non-zero mantissa is out of range or a fraction
+				exp = exp*10 + int(text[i]-'0')
+			}
+		}
+		if expNeg {
+			exp = -exp
+		}
+	}
+	// The value is digits × 10^(exp - len(fracDigits)), digits = intDigits followed by fracDigits.
+	digit := func(k int) byte {
+		if k < len(intDigits) {
+			return intDigits[k]
+		}
+		return fracDigits[k-len(intDigits)]
+	}
+	n := len(intDigits) + len(fracDigits)
+	first := 0
+	for first < n && digit(first) == '0' {
+		first++
+	}
+	if first == n {
+		return neg, 0, true, true
+	}
+	scale := exp - len(fracDigits)
+	last := n // digits[first:last] are the significant digits kept
+	if scale < 0 {
+		if -scale > n-first {
+			return neg, 0, false, false
+		}
+		for k := n + scale; k < n; k++ {
+			if digit(k) != '0' {
+				return neg, 0, false, false
+			}
+		}
+		last = n + scale
+		scale = 0
+	}
+	if last-first+scale > 20 {
+		return neg, 0, true, false
+	}
+	for k := first; k < last+scale; k++ {
+		d := uint64(0)
+		if k < last {
+			d = uint64(digit(k) - '0')
+		}
+		if mag > (math.MaxUint64-d)/10 {
+			return neg, 0, true, false
+		}
+		mag = mag*10 + d
+	}
+	return neg, mag, true, true
+}

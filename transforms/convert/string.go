@@ -1,0 +1,77 @@
+package convert
+
+// String.
+//
+// Accepted: a JSON string, stored as its text with escapes resolved ("" is an empty string, not
+// NULL); any other JSON value is stored as its original text, compacted: the number 1.50 stays
+// "1.50", true is "true", an object keeps its key order and its numbers' spelling, only the white
+// space between tokens is removed ({"zeta": 1, "alpha": 2.50} becomes {"zeta":1,"alpha":2.50}).
+// ClickHouse's own JSONEachRow reads numbers into String columns but not objects or arrays.
+// Errors: a string with a \u escape of a lone UTF-16 surrogate (it has no UTF-8 form).
+
+type stringEncoder struct{}
+
+func (stringEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
+	if v.kind == kindString {
+		s, err := c.text(v)
+		if err != nil {
+			return dst, errValue(v, err.Error())
+		}
+		dst = appendUvarint(dst, len(s))
+		return append(dst, s...), nil
+	}
+	return appendCompact(dst, v.raw), nil
+}
+
+// appendCompact appends the RowBinary string of a scanned JSON value's text without the white
+// space between its tokens (strings are copied as they are).
+func appendCompact(dst []byte, raw []byte) []byte {
+	n := compactLen(raw)
+	dst = appendUvarint(dst, n)
+	if n == len(raw) {
+		return append(dst, raw...)
+	}
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		ch := raw[i]
+		switch {
+		case inString:
+			dst = append(dst, ch)
+			if ch == '\\' {
+				i++
+				dst = append(dst, raw[i])
+			} else if ch == '"' {
+				inString = false
+			}
+		case isSpace(ch):
+		default:
+			dst = append(dst, ch)
+			inString = ch == '"'
+		}
+	}
+	return dst
+}
+
+// compactLen returns the length of raw without the white space between its tokens.
+func compactLen(raw []byte) int {
+	n := 0
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		ch := raw[i]
+		switch {
+		case inString:
+			n++
+			if ch == '\\' {
+				i++
+				n++
+			} else if ch == '"' {
+				inString = false
+			}
+		case isSpace(ch):
+		default:
+			n++
+			inString = ch == '"'
+		}
+	}
+	return n
+}

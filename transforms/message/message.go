@@ -1,0 +1,17 @@
+// Package message defines the Pub/Sub message as it travels from the source to the parse stage.
+package message
+
+// Message is one Pub/Sub message. Its fields are exported so that Beam's schema coder encodes it.
+type Message struct {
+	// ID is the message id the Pub/Sub service assigned.
+	ID string
+	// Data is the payload bytes, unchanged.
+	Data []byte
+	// Attributes are the message's attributes; nil when it has none.
+	Attributes map[string]string
+	// PublishTimeMillis is the publish time in Unix milliseconds (UTC).
+	PublishTimeMillis int64
+	// AckID acknowledges the message on a subscription (the local source). Empty on Dataflow, where
+	// the service acknowledges at its own checkpoints.
+	AckID string
+}

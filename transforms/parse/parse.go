@@ -1,0 +1,114 @@
+// Package parse is the parse stage: each Pub/Sub message becomes either a row of the target table
+// (main output) or a dead-letter record that says why not (second output).
+//
+// The DoFn fetches the table's schema in Setup (system.columns and the server time zone), so
+// every worker converts against the table as it is when the worker starts. Metrics, in the Beam
+// namespace PubSubToClickHouse: counters messages-received (every message, before parsing),
+// rows-parsed-ok and rows-parse-failed, and the distribution message-payload-bytes.
+package parse
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
+)
+
+// Namespace is the Beam metrics namespace of every metric of the pipeline.
+const Namespace = "PubSubToClickHouse"
+
+var (
+	messagesReceived    = beam.NewCounter(Namespace, "messages-received")
+	rowsParsedOK        = beam.NewCounter(Namespace, "rows-parsed-ok")
+	rowsParseFailed     = beam.NewCounter(Namespace, "rows-parse-failed")
+	messagePayloadBytes = beam.NewDistribution(Namespace, "message-payload-bytes")
+)
+
+// Row is one converted message: the row in RowBinaryWithDefaults over the table's writable
+// columns (see package convert), compact for the shuffle; the write stage decodes it.
+type Row struct {
+	Data []byte
+	// AckID acknowledges the source message once the row is inserted (local source only).
+	AckID string
+}
+
+func init() {
+	register.DoFn4x1[context.Context, message.Message, func(Row), func(deadletter.Record), error](&parseFn{})
+	register.Emitter1[Row]()
+	register.Emitter1[deadletter.Record]()
+}
+
+// Parse converts each message of msgs (a PCollection<message.Message>) into a row of
+// conn's database.table. It returns the rows (PCollection<Row>) and the dead-letter records
+// (PCollection<deadletter.Record>) of the messages that cannot become a row.
+func Parse(s beam.Scope, conn chclient.Config, table string, msgs beam.PCollection) (rows, deadLetters beam.PCollection) {
+	s = s.Scope("Parse")
+	return beam.ParDo2(s, &parseFn{ClickHouse: conn, Table: table}, msgs)
+}
+
+// parseFn converts messages into rows. Exported fields are its configuration (serialised to
+// workers); the converter is built in Setup.
+type parseFn struct {
+	ClickHouse chclient.Config
+	Table      string
+
+	conv *convert.Converter
+	buf  []byte
+}
+
+// Setup fetches the table's schema and builds the converter. An unsupported column type fails
+// here, before any message is read.
+func (f *parseFn) Setup(ctx context.Context) error {
+	conn, err := chclient.Open(ctx, f.ClickHouse)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	t, err := schema.Fetch(ctx, conn, f.ClickHouse.Database, f.Table)
+	if err != nil {
+		return err
+	}
+	f.conv, err = convert.New(t)
+	return err
+}
+
+// ProcessElement converts one message.
+func (f *parseFn) ProcessElement(ctx context.Context, m message.Message, emitRow func(Row), emitDeadLetter func(deadletter.Record)) error {
+	messagesReceived.Inc(ctx, 1)
+	messagePayloadBytes.Update(ctx, int64(len(m.Data)))
+	var err error
+	f.buf, err = f.conv.Convert(f.buf[:0], m.Data)
+	if err != nil {
+		rowsParseFailed.Inc(ctx, 1)
+		emitDeadLetter(NewDeadLetter(m, err))
+		return nil
+	}
+	rowsParsedOK.Inc(ctx, 1)
+	emitRow(Row{Data: append([]byte(nil), f.buf...), AckID: m.AckID})
+	return nil
+}
+
+// NewDeadLetter builds the dead-letter record of a message that failed to parse.
+func NewDeadLetter(m message.Message, err error) deadletter.Record {
+	column := ""
+	var ve *convert.ValueError
+	if errors.As(err, &ve) {
+		column = ve.Column
+	}
+	return deadletter.Record{
+		Payload:        m.Data,
+		ErrorMessage:   err.Error(),
+		StackTrace:     deadletter.StackTrace("parse", column, err),
+		FailedAtMillis: time.Now().UnixMilli(),
+		MessageID:      m.ID,
+		AckID:          m.AckID,
+	}
+}

@@ -1,0 +1,100 @@
+// Package schema reads a ClickHouse table's columns from system.columns, together with the
+// server's time zone, and parses each column's type into a chtype.Type tree.
+package schema
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+)
+
+// Column is one column of the target table as system.columns describes it.
+type Column struct {
+	Name string
+	// TypeName is the type as the server spells it, e.g. "Array(Nullable(DateTime('UTC')))".
+	TypeName string
+	// Type is TypeName parsed.
+	Type *chtype.Type
+	// DefaultKind is "" (no default), "DEFAULT", "MATERIALIZED", "ALIAS" or "EPHEMERAL".
+	DefaultKind string
+	// DefaultExpression is the expression text when DefaultKind is not empty.
+	DefaultExpression string
+}
+
+// Writable reports whether an INSERT may name the column. MATERIALIZED and ALIAS columns are
+// computed by the server and EPHEMERAL ones exist only in INSERTs' default expressions; the
+// pipeline never writes any of them (ClickHouse docs: "CREATE TABLE", default values).
+func (c Column) Writable() bool {
+	switch c.DefaultKind {
+	case "MATERIALIZED", "ALIAS", "EPHEMERAL":
+		return false
+	}
+	return true
+}
+
+// HasDefault reports whether the server computes the column's value when an INSERT omits it
+// (DefaultKind DEFAULT).
+func (c Column) HasDefault() bool { return c.DefaultKind == "DEFAULT" }
+
+// Table is the target table's schema.
+type Table struct {
+	Database string
+	Name     string
+	// Columns in table order, including the ones the pipeline never writes.
+	Columns []Column
+	// ServerTimeZone is the server's time zone (SELECT timezone()), e.g. "Etc/UTC". DateTime
+	// columns without a time zone of their own use it.
+	ServerTimeZone string
+}
+
+// Writable returns the columns an INSERT may name, in table order.
+func (t *Table) Writable() []Column {
+	var out []Column
+	for _, c := range t.Columns {
+		if c.Writable() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Fetch reads the schema of database.table. It fails when the table does not exist or has no
+// writable column, and when a column type does not parse; each error names the table.
+func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Table, error) {
+	t := &Table{Database: database, Name: table}
+	if err := conn.QueryRow(ctx, "SELECT timezone()").Scan(&t.ServerTimeZone); err != nil {
+		return nil, fmt.Errorf("reading the server time zone: %w", err)
+	}
+	rows, err := conn.Query(ctx,
+		"SELECT name, type, default_kind, default_expression FROM system.columns WHERE database = ? AND table = ?",
+		database, table)
+	if err != nil {
+		return nil, fmt.Errorf("reading the columns of table %s.%s from system.columns: %w", database, table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c Column
+		if err := rows.Scan(&c.Name, &c.TypeName, &c.DefaultKind, &c.DefaultExpression); err != nil {
+			return nil, fmt.Errorf("reading the columns of table %s.%s: %w", database, table, err)
+		}
+		c.DefaultKind = strings.ToUpper(c.DefaultKind)
+		if c.Type, err = chtype.Parse(c.TypeName); err != nil {
+			return nil, fmt.Errorf("table %s.%s column %q: %w", database, table, c.Name, err)
+		}
+		t.Columns = append(t.Columns, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the columns of table %s.%s: %w", database, table, err)
+	}
+	if len(t.Columns) == 0 {
+		return nil, fmt.Errorf("table %s.%s does not exist (no columns in system.columns); check clickHouseDatabase and clickHouseTable, and that user may read it", database, table)
+	}
+	if len(t.Writable()) == 0 {
+		return nil, fmt.Errorf("table %s.%s has no column an INSERT may write (all are MATERIALIZED, ALIAS or EPHEMERAL)", database, table)
+	}
+	return t, nil
+}
