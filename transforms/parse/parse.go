@@ -10,6 +10,7 @@ package parse
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -98,11 +99,14 @@ func (f *parseFn) ProcessElement(ctx context.Context, m message.Message, emitRow
 
 // NewDeadLetter builds the dead-letter record of a message that failed to parse.
 func NewDeadLetter(m message.Message, err error) deadletter.Record {
-	column := ""
-	var ve *convert.ValueError
-	if errors.As(err, &ve) {
-		column = ve.Column
+	var columns []string
+	var re *convert.RowError
+	if errors.As(err, &re) {
+		for _, ve := range re.Errs {
+			columns = append(columns, ve.Column)
+		}
 	}
+	column := strings.Join(columns, ", ")
 	return deadletter.Record{
 		Payload:        m.Data,
 		ErrorMessage:   err.Error(),

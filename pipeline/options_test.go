@@ -1,0 +1,937 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// secret is the password of the tests: it must never show in any output.
+const secret = "s3cr3t-PW"
+
+// allFlags are the template parameter names, in field order.
+var allFlags = []string{
+	"inputSubscription", "clickHouseUrl", "clickHouseDatabase", "clickHouseTable",
+	"clickHouseUsername", "clickHousePassword", "clickHouseDeadLetterTable", "deadLetterTopic",
+	"windowSeconds", "batchRowCount", "maxInsertBlockSize", "maxRetries",
+	"insertDeduplicate", "insertQuorum", "insertDistributedSync",
+}
+
+// validOptions returns parameters that pass Validate.
+func validOptions() Options {
+	o := Defaults()
+	o.InputSubscription = "projects/my-project/subscriptions/events-sub"
+	o.ClickHouseURL = "https://ch.example.com:8443"
+	o.ClickHouseDatabase = "analytics"
+	o.ClickHouseTable = "events"
+	o.ClickHouseUsername = "default"
+	o.ClickHousePassword = secret
+	o.ClickHouseDeadLetterTable = "events_dead_letter"
+	o.DeadLetterTopic = "projects/my-project/topics/events-dead-letter"
+	return o
+}
+
+// parseFlags registers the flags on a new FlagSet and parses args.
+func parseFlags(args ...string) (Options, *flag.FlagSet, error) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var o Options
+	RegisterFlags(fs, &o)
+	err := fs.Parse(args)
+	return o, fs, err
+}
+
+// problems returns the ParamErrors joined in err, failing the test if err is
+// not a join of *ParamError.
+func problems(t *testing.T, err error) []*ParamError {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("Validate error %T is not from errors.Join: %v", err, err)
+	}
+	var out []*ParamError
+	for _, e := range j.Unwrap() {
+		var pe *ParamError
+		if !errors.As(e, &pe) {
+			t.Fatalf("joined error %T is not a *ParamError: %v", e, e)
+		}
+		out = append(out, pe)
+	}
+	return out
+}
+
+func params(ps []*ParamError) []string {
+	var names []string
+	for _, p := range ps {
+		names = append(names, p.Param)
+	}
+	return names
+}
+
+func TestDefaults(t *testing.T) {
+	want := Options{
+		MaxInsertBlockSize:    1000000,
+		MaxRetries:            5,
+		InsertDeduplicate:     true,
+		InsertDistributedSync: true,
+	}
+	if diff := cmp.Diff(want, Defaults()); diff != "" {
+		t.Errorf("Defaults() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestRegisterFlagsDefinesEveryParameter(t *testing.T) {
+	_, fs, err := parseFlags()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	fs.VisitAll(func(f *flag.Flag) { got = append(got, f.Name) })
+	want := append([]string(nil), allFlags...)
+	sort.Strings(want) // VisitAll visits in lexical order
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("flags mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestRegisterFlagsResetsToDefaults(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o := Options{ClickHouseTable: "stale", MaxRetries: 99, WindowSeconds: GivenInt(7)}
+	RegisterFlags(fs, &o)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Defaults(), o); diff != "" {
+		t.Errorf("after RegisterFlags and no args (-want +got):\n%s", diff)
+	}
+}
+
+func TestRegisterFlagsNilPanics(t *testing.T) {
+	for name, f := range map[string]func(){
+		"nil FlagSet": func() { RegisterFlags(nil, &Options{}) },
+		"nil Options": func() { RegisterFlags(flag.NewFlagSet("x", flag.ContinueOnError), nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic")
+				}
+			}()
+			f()
+		})
+	}
+}
+
+func TestUsage(t *testing.T) {
+	_, fs, _ := parseFlags()
+	// Each flag's help line (usage plus what the flag package adds) must
+	// tell its meaning, unit and default or whether it is required.
+	want := map[string][]string{
+		"inputSubscription":         {"Pub/Sub", "projects/<project>/subscriptions/<name>", "Required"},
+		"clickHouseUrl":             {"http://host:8123", "https://host:8443 (ClickHouse Cloud)", "clickhouse://host:9000 (native protocol)", "Required"},
+		"clickHouseDatabase":        {"database", "Required"},
+		"clickHouseTable":           {"table", "Required"},
+		"clickHouseUsername":        {"user", "Required"},
+		"clickHousePassword":        {"password", "Required", "may be empty"},
+		"clickHouseDeadLetterTable": {"table", "Optional, unset by default"},
+		"deadLetterTopic":           {"projects/<project>/topics/<name>", "Optional, unset by default"},
+		"windowSeconds":             {"seconds", "positive", "Optional, unset by default"},
+		"batchRowCount":             {"rows", "positive", "Optional, unset by default"},
+		"maxInsertBlockSize":        {"max_insert_block_size", "rows", "(default 1000000)"},
+		"maxRetries":                {"retried", "count", "(default 5)"},
+		"insertDeduplicate":         {"insert_deduplicate", "--insertDeduplicate=false", "(default true)"},
+		"insertQuorum":              {"insert_quorum", "replicas", "0 disables", "Optional, unset by default"},
+		"insertDistributedSync":     {"insert_distributed_sync", "--insertDistributedSync=false", "(default true)"},
+	}
+	for _, name := range allFlags {
+		var buf bytes.Buffer
+		one := flag.NewFlagSet("one", flag.ContinueOnError)
+		one.SetOutput(&buf)
+		one.Var(fs.Lookup(name).Value, name, fs.Lookup(name).Usage)
+		one.PrintDefaults()
+		help := buf.String()
+		for _, w := range want[name] {
+			if !strings.Contains(help, w) {
+				t.Errorf("help of -%s does not contain %q:\n%s", name, w, help)
+			}
+		}
+	}
+	// The defaults are also each flag's DefValue.
+	for name, def := range map[string]string{
+		"maxInsertBlockSize": "1000000", "maxRetries": "5",
+		"insertDeduplicate": "true", "insertDistributedSync": "true",
+		"windowSeconds": "", "batchRowCount": "", "insertQuorum": "", "clickHousePassword": "",
+	} {
+		if got := fs.Lookup(name).DefValue; got != def {
+			t.Errorf("-%s DefValue = %q, want %q", name, got, def)
+		}
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	with := func(f func(o *Options)) Options {
+		o := Defaults()
+		f(&o)
+		return o
+	}
+	tests := []struct {
+		name string
+		args []string
+		want Options
+	}{
+		{"no flags", nil, Defaults()},
+		{
+			"every flag, as Dataflow passes them",
+			[]string{
+				"--inputSubscription=projects/my-project/subscriptions/events-sub",
+				"--clickHouseUrl=clickhouse://default:" + secret + "@ch.example.com:9000/analytics",
+				"--clickHouseDatabase=analytics",
+				"--clickHouseTable=events",
+				"--clickHouseUsername=default",
+				"--clickHousePassword=" + secret,
+				"--clickHouseDeadLetterTable=events_dead_letter",
+				"--deadLetterTopic=projects/my-project/topics/events-dead-letter",
+				"--windowSeconds=30",
+				"--batchRowCount=5000",
+				"--maxInsertBlockSize=500000",
+				"--maxRetries=0",
+				"--insertDeduplicate=false",
+				"--insertQuorum=2",
+				"--insertDistributedSync=false",
+			},
+			Options{
+				InputSubscription:         "projects/my-project/subscriptions/events-sub",
+				ClickHouseURL:             "clickhouse://default:" + secret + "@ch.example.com:9000/analytics",
+				ClickHouseDatabase:        "analytics",
+				ClickHouseTable:           "events",
+				ClickHouseUsername:        "default",
+				ClickHousePassword:        secret,
+				ClickHouseDeadLetterTable: "events_dead_letter",
+				DeadLetterTopic:           "projects/my-project/topics/events-dead-letter",
+				WindowSeconds:             GivenInt(30),
+				BatchRowCount:             GivenInt(5000),
+				MaxInsertBlockSize:        500000,
+				MaxRetries:                0,
+				InsertDeduplicate:         false,
+				InsertQuorum:              GivenInt(2),
+				InsertDistributedSync:     false,
+			},
+		},
+		{
+			"single dash and separate values",
+			[]string{"-clickHouseTable", "events", "-windowSeconds", "10", "-maxRetries", "3"},
+			with(func(o *Options) { o.ClickHouseTable = "events"; o.WindowSeconds = GivenInt(10); o.MaxRetries = 3 }),
+		},
+		{"insertQuorum=0 is given", []string{"--insertQuorum=0"}, with(func(o *Options) { o.InsertQuorum = GivenInt(0) })},
+		{"insertQuorum absent is unset", []string{"--maxRetries=1"}, with(func(o *Options) { o.MaxRetries = 1 })},
+		{"windowSeconds=0 is given", []string{"--windowSeconds=0"}, with(func(o *Options) { o.WindowSeconds = GivenInt(0) })},
+		{"batchRowCount=-1 is given", []string{"--batchRowCount=-1"}, with(func(o *Options) { o.BatchRowCount = GivenInt(-1) })},
+		{"empty optional ints are unset", []string{"--windowSeconds=", "--batchRowCount=", "--insertQuorum="}, Defaults()},
+		{"blank optional int is unset", []string{"--windowSeconds= "}, Defaults()},
+		{"empty after a value unsets", []string{"--windowSeconds=5", "--windowSeconds="}, Defaults()},
+		{"ints like flag.Int", []string{"--batchRowCount=0x10", "--maxInsertBlockSize=1_000", "--insertQuorum=+3"},
+			with(func(o *Options) {
+				o.BatchRowCount = GivenInt(16)
+				o.MaxInsertBlockSize = 1000
+				o.InsertQuorum = GivenInt(3)
+			})},
+		{"empty defaulted int is the default", []string{"--maxInsertBlockSize=", "--maxRetries="}, Defaults()},
+		{"empty after a value is the default", []string{"--maxRetries=1", "--maxRetries="}, Defaults()},
+		{"booleans =false", []string{"--insertDeduplicate=false", "--insertDistributedSync=false"},
+			with(func(o *Options) { o.InsertDeduplicate = false; o.InsertDistributedSync = false })},
+		{"booleans =true", []string{"--insertDeduplicate=true", "--insertDistributedSync=true"}, Defaults()},
+		{"booleans as strconv.ParseBool", []string{"--insertDeduplicate=0", "--insertDistributedSync=F"},
+			with(func(o *Options) { o.InsertDeduplicate = false; o.InsertDistributedSync = false })},
+		{"bare boolean is true", []string{"--insertDeduplicate=false", "--insertDeduplicate"}, Defaults()},
+		{"empty boolean is the default", []string{"--insertDeduplicate=", "--insertDistributedSync="}, Defaults()},
+		{"empty password", []string{"--clickHousePassword="}, Defaults()},
+		{"empty dead-letter parameters", []string{"--clickHouseDeadLetterTable=", "--deadLetterTopic="}, Defaults()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, err := parseFlags(tt.args...)
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", tt.args, err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Parse(%q) mismatch (-want +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
+
+func TestParseFlagsErrors(t *testing.T) {
+	tests := []struct {
+		arg  string
+		want string // in the error
+	}{
+		{"--windowSeconds=abc", "-windowSeconds: not a whole number"},
+		{"--windowSeconds=1.5", "-windowSeconds: not a whole number"},
+		{"--batchRowCount=ten", "-batchRowCount: not a whole number"},
+		{"--insertQuorum=all", "-insertQuorum: not a whole number"},
+		{"--insertQuorum=99999999999999999999", "-insertQuorum: out of range"},
+		{"--maxInsertBlockSize=1e6", "-maxInsertBlockSize: not a whole number"},
+		{"--maxRetries=many", "-maxRetries: not a whole number"},
+		{"--insertDeduplicate=maybe", "-insertDeduplicate: not true or false"},
+		{"--insertDistributedSync=yes", "-insertDistributedSync: not true or false"},
+		{"--clickHouseTabel=events", "-clickHouseTabel"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.arg, func(t *testing.T) {
+			_, _, err := parseFlags(tt.arg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Parse(%q) error = %v, want one containing %q", tt.arg, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestOptionalInt(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    OptionalInt
+		wantErr bool
+	}{
+		{"", OptionalInt{}, false},
+		{"   ", OptionalInt{}, false},
+		{"0", GivenInt(0), false},
+		{"-3", GivenInt(-3), false},
+		{" 42 ", GivenInt(42), false},
+		{"0x10", GivenInt(16), false},
+		{"1_000", GivenInt(1000), false},
+		{"abc", OptionalInt{}, true},
+		{"1.5", OptionalInt{}, true},
+		{"99999999999999999999", OptionalInt{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Quote(tt.in), func(t *testing.T) {
+			var v OptionalInt
+			err := v.Set(tt.in)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Set(%q) error = %v, want error %t", tt.in, err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if v != tt.want {
+				t.Errorf("Set(%q) = %+v, want %+v", tt.in, v, tt.want)
+			}
+			wantString, wantGet := "", any(nil)
+			if tt.want.Given {
+				wantString, wantGet = strconv.Itoa(tt.want.Value), tt.want.Value
+			}
+			if got := v.String(); got != wantString {
+				t.Errorf("String() = %q, want %q", got, wantString)
+			}
+			if got := v.Get(); got != wantGet {
+				t.Errorf("Get() = %v, want %v", got, wantGet)
+			}
+		})
+	}
+	var nilp *OptionalInt
+	if got := nilp.String(); got != "" {
+		t.Errorf("(*OptionalInt)(nil).String() = %q", got)
+	}
+}
+
+func TestValidateAcceptsValid(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(o *Options)
+	}{
+		{"as is", func(o *Options) {}},
+		{"empty password (default user)", func(o *Options) { o.ClickHousePassword = "" }},
+		{"dead-letter table only", func(o *Options) { o.DeadLetterTopic = "" }},
+		{"dead-letter topic only", func(o *Options) { o.ClickHouseDeadLetterTable = "" }},
+		{"http URL", func(o *Options) { o.ClickHouseURL = "http://localhost:8123" }},
+		{"URL without port", func(o *Options) { o.ClickHouseURL = "http://ch.example.com" }},
+		{"upper-case scheme, query", func(o *Options) { o.ClickHouseURL = "HTTPS://ch.example.com:8443/?secure=true" }},
+		{"native URL, userinfo, hosts, path", func(o *Options) {
+			o.ClickHouseURL = "clickhouse://default:pw@h1.example.com:9000,h2.example.com:9000/analytics?dial_timeout=5s"
+		}},
+		{"IPv6 host", func(o *Options) { o.ClickHouseURL = "clickhouse://[::1]:9000" }},
+		{"domain-scoped project", func(o *Options) {
+			o.InputSubscription = "projects/example.com:my-project/subscriptions/events"
+			o.DeadLetterTopic = "projects/example.com:my-project/topics/dead"
+		}},
+		{"project of 6 and 30 characters", func(o *Options) {
+			o.InputSubscription = "projects/abcdef/subscriptions/events"
+			o.DeadLetterTopic = "projects/" + strings.Repeat("a", 29) + "1/topics/dead"
+		}},
+		{"names of every allowed character", func(o *Options) {
+			o.InputSubscription = "projects/my-project/subscriptions/A-_.~+%z09"
+			o.DeadLetterTopic = "projects/my-project/topics/Goog" // only lower-case "goog" is reserved
+		}},
+		{"names of 3 and 255 characters", func(o *Options) {
+			o.InputSubscription = "projects/my-project/subscriptions/abc"
+			o.DeadLetterTopic = "projects/my-project/topics/" + strings.Repeat("t", 255)
+		}},
+		{"names with hyphen and unicode", func(o *Options) {
+			o.ClickHouseDatabase = "analytics-2024"
+			o.ClickHouseTable = "événements"
+			o.ClickHouseDeadLetterTable = "dead letters"
+		}},
+		{"smallest given ints", func(o *Options) {
+			o.WindowSeconds, o.BatchRowCount, o.MaxInsertBlockSize = GivenInt(1), GivenInt(1), 1
+			o.MaxRetries, o.InsertQuorum = 0, GivenInt(0)
+		}},
+		{"larger ints", func(o *Options) {
+			o.WindowSeconds, o.BatchRowCount, o.InsertQuorum = GivenInt(60), GivenInt(100000), GivenInt(2)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := validOptions()
+			tt.mutate(&o)
+			if err := o.Validate(); err != nil {
+				t.Errorf("Validate() = %v, want nil", err)
+			}
+		})
+	}
+}
+
+func TestValidateRules(t *testing.T) {
+	long := strings.Repeat("a", 31)
+	tests := []struct {
+		name   string
+		mutate func(o *Options)
+		param  string
+		value  string // the value as the error shows it
+		rule   string // part of the rule
+	}{
+		// Required parameters.
+		{"inputSubscription empty", func(o *Options) { o.InputSubscription = "" }, "inputSubscription", "", "is required"},
+		{"inputSubscription blank", func(o *Options) { o.InputSubscription = "   " }, "inputSubscription", "   ", "is required"},
+		{"clickHouseUrl empty", func(o *Options) { o.ClickHouseURL = "" }, "clickHouseUrl", "", "is required"},
+		{"clickHouseDatabase blank", func(o *Options) { o.ClickHouseDatabase = " " }, "clickHouseDatabase", " ", "is required"},
+		{"clickHouseTable empty", func(o *Options) { o.ClickHouseTable = "" }, "clickHouseTable", "", "is required"},
+		{"clickHouseUsername blank", func(o *Options) { o.ClickHouseUsername = "\t" }, "clickHouseUsername", "\t", "is required"},
+
+		// Dead letters.
+		{"no dead letter", func(o *Options) { o.ClickHouseDeadLetterTable, o.DeadLetterTopic = "", "" },
+			"clickHouseDeadLetterTable", "", "so is deadLetterTopic: set at least one"},
+		{"dead-letter table blank", func(o *Options) { o.ClickHouseDeadLetterTable = "  " },
+			"clickHouseDeadLetterTable", "  ", "is blank"},
+		{"dead-letter topic blank", func(o *Options) { o.DeadLetterTopic = " " }, "deadLetterTopic", " ", "is blank"},
+
+		// inputSubscription.
+		{"subscription bare name", func(o *Options) { o.InputSubscription = "events-sub" },
+			"inputSubscription", "events-sub", "must have the form projects/<project>/subscriptions/<name>"},
+		{"subscription is a topic", func(o *Options) { o.InputSubscription = "projects/my-project/topics/events" },
+			"inputSubscription", "projects/my-project/topics/events", "is the name of a Pub/Sub topic, not of a subscription"},
+		{"subscription trailing slash", func(o *Options) { o.InputSubscription = "projects/my-project/subscriptions/events/" },
+			"inputSubscription", "projects/my-project/subscriptions/events/", "must have the form"},
+		{"subscription full URL", func(o *Options) {
+			o.InputSubscription = "https://pubsub.googleapis.com/v1/projects/my-project/subscriptions/events"
+		}, "inputSubscription", "https://pubsub.googleapis.com/v1/projects/my-project/subscriptions/events", "must have the form"},
+		{"subscription ID empty", func(o *Options) { o.InputSubscription = "projects/my-project/subscriptions/" },
+			"inputSubscription", "projects/my-project/subscriptions/", `subscription ID "" must not be empty`},
+		{"project empty", func(o *Options) { o.InputSubscription = "projects//subscriptions/events" },
+			"inputSubscription", "projects//subscriptions/events", `project ID "" must not be empty`},
+		{"project too short", func(o *Options) { o.InputSubscription = "projects/abcde/subscriptions/events" },
+			"inputSubscription", "projects/abcde/subscriptions/events", `project ID "abcde" must be 6 to 30 characters long (not 5)`},
+		{"project too long", func(o *Options) { o.InputSubscription = "projects/" + long + "/subscriptions/events" },
+			"inputSubscription", "projects/" + long + "/subscriptions/events", "must be 6 to 30 characters long (not 31)"},
+		{"project upper case", func(o *Options) { o.InputSubscription = "projects/My-Project/subscriptions/events" },
+			"inputSubscription", "projects/My-Project/subscriptions/events", "must start with a lowercase letter"},
+		{"project starts with digit", func(o *Options) { o.InputSubscription = "projects/1project/subscriptions/events" },
+			"inputSubscription", "projects/1project/subscriptions/events", "must start with a lowercase letter"},
+		{"project underscore", func(o *Options) { o.InputSubscription = "projects/my_project/subscriptions/events" },
+			"inputSubscription", "projects/my_project/subscriptions/events", "may hold only lowercase letters, digits and hyphens"},
+		{"project ends with hyphen", func(o *Options) { o.InputSubscription = "projects/my-project-/subscriptions/events" },
+			"inputSubscription", "projects/my-project-/subscriptions/events", "must not end with a hyphen"},
+		{"project bad domain", func(o *Options) { o.InputSubscription = "projects/example:my-project/subscriptions/events" },
+			"inputSubscription", "projects/example:my-project/subscriptions/events", "invalid domain"},
+		{"domain-scoped project too short", func(o *Options) { o.InputSubscription = "projects/example.com:abc/subscriptions/events" },
+			"inputSubscription", "projects/example.com:abc/subscriptions/events", "must be 6 to 30 characters long (not 3)"},
+		{"subscription ID too short", func(o *Options) { o.InputSubscription = "projects/my-project/subscriptions/ab" },
+			"inputSubscription", "projects/my-project/subscriptions/ab", `subscription ID "ab" must be 3 to 255 characters long (not 2)`},
+		{"subscription ID too long", func(o *Options) {
+			o.InputSubscription = "projects/my-project/subscriptions/" + strings.Repeat("s", 256)
+		}, "inputSubscription", "projects/my-project/subscriptions/" + strings.Repeat("s", 256), "(not 256)"},
+		{"subscription ID starts with digit", func(o *Options) { o.InputSubscription = "projects/my-project/subscriptions/1events" },
+			"inputSubscription", "projects/my-project/subscriptions/1events", "must start with a letter"},
+		{"subscription ID bad character", func(o *Options) { o.InputSubscription = "projects/my-project/subscriptions/events!" },
+			"inputSubscription", "projects/my-project/subscriptions/events!", "may hold only letters, digits and - _ . ~ + %"},
+		{"subscription ID with space", func(o *Options) { o.InputSubscription = "projects/my-project/subscriptions/events sub" },
+			"inputSubscription", "projects/my-project/subscriptions/events sub", "may hold only letters"},
+		{"subscription ID goog", func(o *Options) { o.InputSubscription = "projects/my-project/subscriptions/goog-events" },
+			"inputSubscription", "projects/my-project/subscriptions/goog-events", `must not start with "goog"`},
+
+		// deadLetterTopic.
+		{"topic bare name", func(o *Options) { o.DeadLetterTopic = "dead-letters" },
+			"deadLetterTopic", "dead-letters", "must have the form projects/<project>/topics/<name>"},
+		{"topic is a subscription", func(o *Options) { o.DeadLetterTopic = "projects/my-project/subscriptions/dead" },
+			"deadLetterTopic", "projects/my-project/subscriptions/dead", "is the name of a Pub/Sub subscription, not of a topic"},
+		{"topic project", func(o *Options) { o.DeadLetterTopic = "projects/proj/topics/dead" },
+			"deadLetterTopic", "projects/proj/topics/dead", `project ID "proj" must be 6 to 30`},
+		{"topic ID goog", func(o *Options) { o.DeadLetterTopic = "projects/my-project/topics/google-dead" },
+			"deadLetterTopic", "projects/my-project/topics/google-dead", `topic ID "google-dead" must not start with "goog"`},
+		{"topic ID too short", func(o *Options) { o.DeadLetterTopic = "projects/my-project/topics/dl" },
+			"deadLetterTopic", "projects/my-project/topics/dl", "must be 3 to 255 characters long (not 2)"},
+
+		// clickHouseUrl.
+		{"URL tcp", func(o *Options) { o.ClickHouseURL = "tcp://ch.example.com:9000" },
+			"clickHouseUrl", "tcp://ch.example.com:9000", `scheme "tcp" is not supported; ` + acceptedURLForms},
+		{"URL no scheme", func(o *Options) { o.ClickHouseURL = "ch.example.com:8123" },
+			"clickHouseUrl", "ch.example.com:8123", "has no scheme; " + acceptedURLForms},
+		{"URL JDBC", func(o *Options) { o.ClickHouseURL = "jdbc:clickhouse://ch.example.com:8123/analytics" },
+			"clickHouseUrl", "jdbc:clickhouse://ch.example.com:8123/analytics", `is a JDBC URL, which is not supported; drop the "jdbc:" prefix`},
+		{"URL ftp", func(o *Options) { o.ClickHouseURL = "ftp://ch.example.com" },
+			"clickHouseUrl", "ftp://ch.example.com", `scheme "ftp" is not supported`},
+		{"URL empty scheme", func(o *Options) { o.ClickHouseURL = "://ch.example.com" },
+			"clickHouseUrl", "://ch.example.com", "has no valid scheme; " + acceptedURLForms},
+		{"URL empty host", func(o *Options) { o.ClickHouseURL = "http://:8123" },
+			"clickHouseUrl", "http://:8123", "has an empty host; " + acceptedURLForms},
+		{"URL no host", func(o *Options) { o.ClickHouseURL = "http://" },
+			"clickHouseUrl", "http://", "has no host; " + acceptedURLForms},
+		{"URL path only", func(o *Options) { o.ClickHouseURL = "https:///analytics" },
+			"clickHouseUrl", "https:///analytics", "has no host"},
+		{"URL userinfo only", func(o *Options) { o.ClickHouseURL = "clickhouse://default@/analytics" },
+			"clickHouseUrl", "clickhouse://default@/analytics", "has no host"},
+		{"URL empty host among hosts", func(o *Options) { o.ClickHouseURL = "clickhouse://h1:9000,:9000" },
+			"clickHouseUrl", "clickhouse://h1:9000,:9000", "has an empty host"},
+		{"URL bad port", func(o *Options) { o.ClickHouseURL = "http://ch.example.com:80a" },
+			"clickHouseUrl", "http://ch.example.com:80a", "has an invalid port"},
+		{"URL port 0", func(o *Options) { o.ClickHouseURL = "http://ch.example.com:0" },
+			"clickHouseUrl", "http://ch.example.com:0", "has an invalid port"},
+		{"URL leading space", func(o *Options) { o.ClickHouseURL = " http://ch.example.com:8123" },
+			"clickHouseUrl", " http://ch.example.com:8123", "must not begin or end with spaces"},
+		{"URL tcp with password", func(o *Options) { o.ClickHouseURL = "tcp://default:" + secret + "@ch.example.com:9000" },
+			"clickHouseUrl", "tcp://default:xxxxx@ch.example.com:9000", `scheme "tcp" is not supported`},
+		{"URL password with slash", func(o *Options) { o.ClickHouseURL = "http://default:s3cr3t/PW@ch.example.com:8123" },
+			"clickHouseUrl", "http://default:xxxxx@ch.example.com:8123", "password must be percent-encoded"},
+
+		// Plain names.
+		{"database with dot", func(o *Options) { o.ClickHouseDatabase = "analytics.prod" },
+			"clickHouseDatabase", "analytics.prod", "must be a database name without a dot"},
+		{"database with backtick", func(o *Options) { o.ClickHouseDatabase = "ana`lytics" },
+			"clickHouseDatabase", "ana`lytics", "must not contain a backtick"},
+		{"database with NUL", func(o *Options) { o.ClickHouseDatabase = "analytics\x00" },
+			"clickHouseDatabase", "analytics\x00", "must not contain a NUL character"},
+		{"table with dot", func(o *Options) { o.ClickHouseTable = "analytics.events" },
+			"clickHouseTable", "analytics.events", "put the database in clickHouseDatabase"},
+		{"table with backtick", func(o *Options) { o.ClickHouseTable = "`events`" },
+			"clickHouseTable", "`events`", "must not contain a backtick"},
+		{"table with NUL", func(o *Options) { o.ClickHouseTable = "ev\x00ents" },
+			"clickHouseTable", "ev\x00ents", "must not contain a NUL character"},
+		{"dead-letter table with dot", func(o *Options) { o.ClickHouseDeadLetterTable = "analytics.dead" },
+			"clickHouseDeadLetterTable", "analytics.dead", "the dead-letter table is in clickHouseDatabase"},
+		{"dead-letter table with backtick", func(o *Options) { o.ClickHouseDeadLetterTable = "dead`" },
+			"clickHouseDeadLetterTable", "dead`", "must not contain a backtick"},
+		{"dead-letter table with NUL", func(o *Options) { o.ClickHouseDeadLetterTable = "\x00" },
+			"clickHouseDeadLetterTable", "\x00", "must not contain a NUL character"},
+
+		// Numbers.
+		{"windowSeconds 0", func(o *Options) { o.WindowSeconds = GivenInt(0) },
+			"windowSeconds", "0", "must be a positive number of seconds"},
+		{"windowSeconds negative", func(o *Options) { o.WindowSeconds = GivenInt(-5) },
+			"windowSeconds", "-5", "must be a positive number of seconds"},
+		{"batchRowCount 0", func(o *Options) { o.BatchRowCount = GivenInt(0) },
+			"batchRowCount", "0", "must be a positive number of rows"},
+		{"maxInsertBlockSize 0", func(o *Options) { o.MaxInsertBlockSize = 0 },
+			"maxInsertBlockSize", "0", "must be a positive number of rows (default 1000000)"},
+		{"maxInsertBlockSize negative", func(o *Options) { o.MaxInsertBlockSize = -1 },
+			"maxInsertBlockSize", "-1", "must be a positive number of rows"},
+		{"maxRetries negative", func(o *Options) { o.MaxRetries = -1 },
+			"maxRetries", "-1", "must be 0 or more retries"},
+		{"insertQuorum negative", func(o *Options) { o.InsertQuorum = GivenInt(-1) },
+			"insertQuorum", "-1", "must be 0 or more replicas"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := validOptions()
+			tt.mutate(&o)
+			ps := problems(t, o.Validate())
+			if len(ps) != 1 {
+				t.Fatalf("Validate() gave %d problems, want 1: %v", len(ps), ps)
+			}
+			p := ps[0]
+			want := &ParamError{Param: tt.param, Value: tt.value}
+			if diff := cmp.Diff(want, p, cmp.FilterPath(func(p cmp.Path) bool {
+				return p.Last().String() == ".Rule"
+			}, cmp.Ignore())); diff != "" {
+				t.Errorf("problem mismatch (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(p.Rule, tt.rule) {
+				t.Errorf("rule %q does not contain %q", p.Rule, tt.rule)
+			}
+			msg := p.Error()
+			prefix := tt.param + " " + quoteCut(tt.value) + ": "
+			if !strings.HasPrefix(msg, prefix) {
+				t.Errorf("Error() = %q, want it to start with %q", msg, prefix)
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	t.Run("zero Options", func(t *testing.T) {
+		err := Options{}.Validate()
+		got := params(problems(t, err))
+		want := []string{
+			"inputSubscription", "clickHouseUrl", "clickHouseDatabase", "clickHouseTable",
+			"clickHouseUsername", "clickHouseDeadLetterTable", "maxInsertBlockSize",
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("problems mismatch (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("several bad values", func(t *testing.T) {
+		o := validOptions()
+		o.InputSubscription = "projects/my-project/topics/events"
+		o.ClickHouseURL = "tcp://default:" + secret + "@ch.example.com:9000"
+		o.ClickHouseTable = "analytics.events"
+		o.DeadLetterTopic = "dead"
+		o.WindowSeconds = GivenInt(0)
+		o.MaxRetries = -2
+		o.InsertQuorum = GivenInt(-1)
+		err := o.Validate()
+		ps := problems(t, err)
+		want := []string{
+			"inputSubscription", "clickHouseUrl", "clickHouseTable", "deadLetterTopic",
+			"windowSeconds", "maxRetries", "insertQuorum",
+		}
+		if diff := cmp.Diff(want, params(ps)); diff != "" {
+			t.Errorf("problems mismatch (-want +got):\n%s", diff)
+		}
+		// The joined message has one line per problem, each naming its
+		// parameter and value.
+		lines := strings.Split(err.Error(), "\n")
+		if len(lines) != len(want) {
+			t.Fatalf("error has %d lines, want %d:\n%v", len(lines), len(want), err)
+		}
+		for i, p := range ps {
+			if lines[i] != p.Error() {
+				t.Errorf("line %d = %q, want %q", i, lines[i], p.Error())
+			}
+			if !strings.HasPrefix(lines[i], want[i]+` "`) {
+				t.Errorf("line %d = %q does not start with the parameter and quoted value", i, lines[i])
+			}
+		}
+		var pe *ParamError
+		if !errors.As(err, &pe) || pe.Param != "inputSubscription" {
+			t.Errorf("errors.As found %v, want the inputSubscription problem", pe)
+		}
+	})
+}
+
+func TestParamErrorCutsLongValues(t *testing.T) {
+	tests := []struct {
+		name  string
+		value string
+		want  string
+	}{
+		{"short", "abc", `x "abc": rule`},
+		{"100 characters", strings.Repeat("a", 100), `x "` + strings.Repeat("a", 100) + `": rule`},
+		{"101 characters", strings.Repeat("a", 101), `x "` + strings.Repeat("a", 100) + `"... (101 characters in all): rule`},
+		{"multi-byte", strings.Repeat("é", 150), `x "` + strings.Repeat("é", 100) + `"... (150 characters in all): rule`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := (&ParamError{Param: "x", Value: tt.value, Rule: "rule"}).Error()
+			if got != tt.want {
+				t.Errorf("Error() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+
+	o := validOptions()
+	o.ClickHouseTable = strings.Repeat("t", 1000) + ".x"
+	msg := o.Validate().Error()
+	if len(msg) > 400 || !strings.Contains(msg, "(1002 characters in all)") {
+		t.Errorf("Validate() error for a 1002-character table is not cut: %d bytes: %.200s", len(msg), msg)
+	}
+}
+
+func TestSplitSubscriptionAndTopic(t *testing.T) {
+	tests := []struct {
+		split       func(string) (string, string, error)
+		in          string
+		project, id string
+		err         string // part of the error; "" for none
+	}{
+		{SplitSubscription, "projects/my-project/subscriptions/events", "my-project", "events", ""},
+		{SplitSubscription, "projects/example.com:my-project/subscriptions/a.b~c+d%e_f-g", "example.com:my-project", "a.b~c+d%e_f-g", ""},
+		{SplitSubscription, "projects/my-project/topics/events", "", "", "not of a subscription"},
+		{SplitSubscription, "projects/my-project/subscriptions/goog", "", "", `must not start with "goog"`},
+		{SplitSubscription, "", "", "", "must have the form projects/<project>/subscriptions/<name>"},
+		{SplitTopic, "projects/my-project/topics/dead", "my-project", "dead", ""},
+		{SplitTopic, "projects/my-project/subscriptions/dead", "", "", "not of a topic"},
+		{SplitTopic, "projects/my-project/topics/d", "", "", "must be 3 to 255 characters"},
+		{SplitTopic, "topics/dead", "", "", "must have the form projects/<project>/topics/<name>"},
+	}
+	for _, tt := range tests {
+		project, id, err := tt.split(tt.in)
+		if tt.err == "" {
+			if err != nil || project != tt.project || id != tt.id {
+				t.Errorf("split(%q) = %q, %q, %v; want %q, %q, nil", tt.in, project, id, err, tt.project, tt.id)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.err) || project != "" || id != "" {
+			t.Errorf("split(%q) = %q, %q, %v; want an error containing %q", tt.in, project, id, err, tt.err)
+		}
+	}
+}
+
+func TestRedactedURL(t *testing.T) {
+	tests := []struct {
+		url, password, want string
+	}{
+		{"", "", ""},
+		{"http://ch.example.com:8123", secret, "http://ch.example.com:8123"},
+		{"http://default@ch.example.com:8123", secret, "http://default@ch.example.com:8123"},
+		{"http://default:pw@ch.example.com:8123/db", "", "http://default:xxxxx@ch.example.com:8123/db"},
+		{"http://default:@ch.example.com:8123", "", "http://default:xxxxx@ch.example.com:8123"},
+		{"https://u:p@ss@ch.example.com:8443", "", "https://u:xxxxx@ch.example.com:8443"},
+		{"https://u:p%40ss@ch.example.com:8443", "", "https://u:xxxxx@ch.example.com:8443"},
+		{"http://u:pa/ss@h:8123", "", "http://u:xxxxx@h:8123"},
+		{"http://u:pa?ss@h:8123", "", "http://u:xxxxx@h:8123"},
+		{"clickhouse://h:9000/db?username=u&password=pw&secure=true", "", "clickhouse://h:9000/db?username=u&password=xxxxx&secure=true"},
+		{"clickhouse://h:9000?PASSWORD=p@w&x=1", "", "clickhouse://h:9000?PASSWORD=xxxxx&x=1"},
+		{"clickhouse://h:9000?password=a&b&x=1", "", "clickhouse://h:9000?password=xxxxx&x=1"},
+		{"http://h:8123?http_proxy=http%3A%2F%2Fu%3Apw%40proxy%3A3128", "",
+			"http://h:8123?http_proxy=" + "http%3A%2F%2Fu%3Axxxxx%40proxy%3A3128"},
+		{"u:pw@h:9000", "", "u:xxxxx@h:9000"},
+		{"jdbc:clickhouse://u:pw@h:8123", "", "jdbc:clickhouse://u:xxxxx@h:8123"},
+		// The password given as clickHousePassword is hidden wherever it is.
+		{"http://" + secret + "@h:8123", secret, "http://xxxxx@h:8123"},
+		{"http://h:8123/" + secret, secret, "http://h:8123/xxxxx"},
+		// In doubt, too much is hidden: an "@" after the port.
+		{"http://h:8123/?q=a@b", "", "http://h:xxxxx@b"},
+	}
+	for _, tt := range tests {
+		o := Options{ClickHouseURL: tt.url, ClickHousePassword: tt.password}
+		if got := o.RedactedURL(); got != tt.want {
+			t.Errorf("RedactedURL(%q) = %q, want %q", tt.url, got, tt.want)
+		}
+	}
+}
+
+func TestString(t *testing.T) {
+	o := validOptions()
+	o.ClickHouseURL = "https://default:" + secret + "@ch.example.com:8443"
+	o.BatchRowCount = GivenInt(5000)
+	o.InsertQuorum = GivenInt(0)
+	want := `inputSubscription="projects/my-project/subscriptions/events-sub" ` +
+		`clickHouseUrl="https://default:xxxxx@ch.example.com:8443" ` +
+		`clickHouseDatabase="analytics" clickHouseTable="events" clickHouseUsername="default" ` +
+		`clickHousePassword="xxxxx" clickHouseDeadLetterTable="events_dead_letter" ` +
+		`deadLetterTopic="projects/my-project/topics/events-dead-letter" ` +
+		`windowSeconds=unset batchRowCount=5000 maxInsertBlockSize=1000000 maxRetries=5 ` +
+		`insertDeduplicate=true insertQuorum=0 insertDistributedSync=true`
+	if got := o.String(); got != want {
+		t.Errorf("String() =\n%s\nwant\n%s", got, want)
+	}
+	for _, name := range allFlags {
+		if !strings.Contains(want, name+"=") {
+			t.Errorf("String() lacks %s", name)
+		}
+	}
+
+	o.ClickHousePassword = ""
+	if got := o.String(); !strings.Contains(got, `clickHousePassword="" `) {
+		t.Errorf("String() with an empty password = %s", got)
+	}
+
+	gs := validOptions().GoString()
+	for _, w := range []string{"pipeline.Options{", `ClickHousePassword:"xxxxx"`, `ClickHouseTable:"events"`,
+		"WindowSeconds:pipeline.OptionalInt{Value:0, Given:false}"} {
+		if !strings.Contains(gs, w) {
+			t.Errorf("GoString() = %s\nlacks %s", gs, w)
+		}
+	}
+	if got := fmt.Sprintf("%#v", validOptions()); got != gs {
+		t.Errorf("%%#v = %s, want GoString() %s", got, gs)
+	}
+}
+
+// TestPasswordNeverShown checks every way of printing parameters for the
+// password, whether given as clickHousePassword, in the URL's userinfo or
+// query, or pasted into another parameter.
+func TestPasswordNeverShown(t *testing.T) {
+	scenarios := map[string]func(o *Options){
+		"valid": func(o *Options) {},
+		"valid, password also in URL userinfo": func(o *Options) {
+			o.ClickHouseURL = "https://default:" + secret + "@ch.example.com:8443"
+		},
+		"password only in URL userinfo, bad scheme": func(o *Options) {
+			o.ClickHousePassword = ""
+			o.ClickHouseURL = "tcp://default:" + secret + "@ch.example.com:9000"
+		},
+		"password only in URL userinfo, bad port": func(o *Options) {
+			o.ClickHousePassword = ""
+			o.ClickHouseURL = "http://default:" + secret + "@ch.example.com:port"
+		},
+		"password only in URL userinfo with slash, bad port": func(o *Options) {
+			o.ClickHousePassword = ""
+			o.ClickHouseURL = "http://default:" + secret + "/x@ch.example.com:8123"
+		},
+		"password only in URL query, bad scheme": func(o *Options) {
+			o.ClickHousePassword = ""
+			o.ClickHouseURL = "jdbc:clickhouse://ch.example.com:8123/?user=default&password=" + secret
+		},
+		"password as scheme": func(o *Options) {
+			o.ClickHouseURL = secret + "://ch.example.com:8123"
+		},
+		"password pasted into other parameters": func(o *Options) {
+			o.InputSubscription = "projects/my-project/subscriptions/" + secret + "!"
+			o.ClickHouseDatabase = secret + ".db"
+			o.ClickHouseTable = "`" + secret
+			o.ClickHouseUsername = secret
+			o.ClickHouseDeadLetterTable = secret + "\x00"
+			o.DeadLetterTopic = secret
+		},
+		"URL pasted into database": func(o *Options) {
+			o.ClickHousePassword = ""
+			o.ClickHouseDatabase = "http://default:" + secret + "@ch.example.com:8123"
+		},
+		"everything wrong": func(o *Options) {
+			*o = Options{ClickHousePassword: secret, ClickHouseURL: "tcp://u:" + secret + "@h",
+				WindowSeconds: GivenInt(0), MaxRetries: -1}
+		},
+	}
+	forbidden := []string{secret, "s3cr3t", hex.EncodeToString([]byte("s3cr3t"))}
+	for name, mutate := range scenarios {
+		t.Run(name, func(t *testing.T) {
+			o := validOptions()
+			mutate(&o)
+			outputs := map[string]string{
+				"String":      o.String(),
+				"GoString":    o.GoString(),
+				"RedactedURL": o.RedactedURL(),
+			}
+			for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d", "%50.200s"} {
+				outputs[verb] = fmt.Sprintf(verb, o)
+				outputs["pointer "+verb] = fmt.Sprintf(verb, &o)
+				outputs["field "+verb] = fmt.Sprintf(verb, struct{ O Options }{o})
+			}
+			outputs["Sprint"] = fmt.Sprint(o, &o)
+			outputs["Sprintln slice"] = fmt.Sprintln([]Options{o})
+			if err := o.Validate(); err != nil {
+				outputs["Validate"] = err.Error()
+				outputs["Validate %+v"] = fmt.Sprintf("%+v", err)
+				for i, p := range problems(t, err) {
+					outputs[fmt.Sprintf("problem %d %%#v", i)] = fmt.Sprintf("%#v", *p)
+				}
+			} else if name != "valid" && !strings.HasPrefix(name, "valid,") {
+				t.Errorf("Validate() = nil, want problems")
+			}
+			for what, out := range outputs {
+				for _, f := range forbidden {
+					if strings.Contains(out, f) {
+						t.Errorf("%s shows the password (%q):\n%s", what, f, out)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestFlagsNeverShowPassword checks the flag values that code listing the
+// flags reads, as Beam's runners do to fill the job's pipeline options.
+func TestFlagsNeverShowPassword(t *testing.T) {
+	o, fs, err := parseFlags(
+		"--clickHousePassword="+secret,
+		"--clickHouseUrl=clickhouse://default:"+secret+"@ch.example.com:9000?password="+secret,
+		"--clickHouseTable=events",
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ClickHousePassword != secret || !strings.Contains(o.ClickHouseURL, secret) {
+		t.Fatalf("the fields must hold the real values: %q %q", o.ClickHousePassword, o.ClickHouseURL)
+	}
+	var out strings.Builder
+	fs.Visit(func(f *flag.Flag) { fmt.Fprintf(&out, "%s=%s %q %v\n", f.Name, f.Value, f.DefValue, f.Value) })
+	fs.SetOutput(&out)
+	fs.PrintDefaults()
+	if strings.Contains(out.String(), "s3cr3t") {
+		t.Errorf("flag listing shows the password:\n%s", out.String())
+	}
+	if got := fs.Lookup("clickHousePassword").Value.String(); got != "xxxxx" {
+		t.Errorf("password flag String() = %q, want xxxxx", got)
+	}
+	if got, want := fs.Lookup("clickHouseUrl").Value.String(), "clickhouse://default:xxxxx@ch.example.com:9000?password=xxxxx"; got != want {
+		t.Errorf("URL flag String() = %q, want %q", got, want)
+	}
+	if got := fs.Lookup("clickHouseTable").Value.String(); got != "events" {
+		t.Errorf("table flag String() = %q", got)
+	}
+
+	// An empty password prints as empty.
+	_, fs, _ = parseFlags("--clickHousePassword=")
+	if got := fs.Lookup("clickHousePassword").Value.String(); got != "" {
+		t.Errorf("empty password flag String() = %q, want \"\"", got)
+	}
+}
+
+// TestJSONKeepsPassword documents that Options keeps its plain JSON
+// encoding: Beam serializes DoFn fields as JSON, and the workers need the
+// password.
+func TestJSONKeepsPassword(t *testing.T) {
+	o := validOptions()
+	o.WindowSeconds = GivenInt(10)
+	o.InsertQuorum = GivenInt(0)
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Options
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(o, got); diff != "" {
+		t.Errorf("JSON round trip mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestFlagsThenValidate(t *testing.T) {
+	base := []string{
+		"--inputSubscription=projects/my-project/subscriptions/events-sub",
+		"--clickHouseUrl=http://localhost:8123",
+		"--clickHouseDatabase=analytics",
+		"--clickHouseTable=events",
+		"--clickHouseUsername=default",
+		"--clickHousePassword=",
+		"--deadLetterTopic=projects/my-project/topics/dead",
+	}
+	tests := []struct {
+		extra []string
+		want  []string // parameters with a problem
+	}{
+		{nil, nil},
+		{[]string{"--windowSeconds=", "--batchRowCount=", "--insertQuorum="}, nil},
+		{[]string{"--insertQuorum=0", "--maxRetries=0"}, nil},
+		{[]string{"--windowSeconds=0"}, []string{"windowSeconds"}},
+		{[]string{"--windowSeconds=0", "--batchRowCount=0", "--insertQuorum=-1", "--maxInsertBlockSize=0"},
+			[]string{"windowSeconds", "batchRowCount", "maxInsertBlockSize", "insertQuorum"}},
+		{[]string{"--deadLetterTopic="}, []string{"clickHouseDeadLetterTable"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.extra, " "), func(t *testing.T) {
+			o, _, err := parseFlags(append(append([]string(nil), base...), tt.extra...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := params(problems(t, o.Validate()))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("problems mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

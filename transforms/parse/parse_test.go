@@ -1,0 +1,140 @@
+package parse
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/rowbinary"
+)
+
+// TestMain runs the pipelines on prism, unless -args --runner=... says otherwise (the parse stage
+// is stateless, so it also runs on the direct runner).
+func TestMain(m *testing.M) { ptest.Main(m) }
+
+func init() {
+	register.DoFn1x2[Row, string, error](&rowTextFn{})
+	register.Function1x1(deadLetterText)
+}
+
+// rowTextFn renders a row as "v1|v2|..." with DEFAULT for a column the server computes.
+type rowTextFn struct {
+	Types []string
+}
+
+func (f *rowTextFn) ProcessElement(r Row) (string, error) {
+	types := make([]*chtype.Type, len(f.Types))
+	for i, s := range f.Types {
+		var err error
+		if types[i], err = chtype.Parse(s); err != nil {
+			return "", err
+		}
+	}
+	spans, err := rowbinary.Split(types, r.Data, nil)
+	if err != nil {
+		return "", err
+	}
+	parts := make([]string, len(spans))
+	for i, s := range spans {
+		if s == nil {
+			parts[i] = "DEFAULT"
+			continue
+		}
+		col, err := rowbinary.NewColumn(types[i])
+		if err != nil {
+			return "", err
+		}
+		if err := col.Append(s); err != nil {
+			return "", err
+		}
+		v := reflect.ValueOf(col.Values()).Index(0)
+		switch {
+		case v.Kind() == reflect.Pointer && v.IsNil():
+			parts[i] = "NULL"
+		case v.Kind() == reflect.Pointer:
+			parts[i] = fmt.Sprint(v.Elem().Interface())
+		default:
+			parts[i] = fmt.Sprint(v.Interface())
+		}
+	}
+	return strings.Join(parts, "|") + " ack=" + r.AckID, nil
+}
+
+func deadLetterText(r deadletter.Record) string {
+	return fmt.Sprintf("%s => %s [stage=%v column=%v id=%s ack=%s]", r.Payload, r.ErrorMessage,
+		strings.Contains(r.StackTrace, "stage: parse"), columnLine(r.StackTrace), r.MessageID, r.AckID)
+}
+
+func columnLine(trace string) string {
+	for _, l := range strings.Split(trace, "\n") {
+		if c, ok := strings.CutPrefix(l, "column: "); ok {
+			return c
+		}
+	}
+	return ""
+}
+
+// TestParsePipeline sends good and bad messages through the parse DoFn against a real table and
+// checks both outputs and all four metrics.
+func TestParsePipeline(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, name String DEFAULT 'anon', ts DateTime('UTC'), tags Array(String), score Nullable(Float64)) ENGINE = MergeTree ORDER BY id`, "events")
+
+	in := []message.Message{
+		{ID: "m1", AckID: "a1", Data: []byte(`{"id":1,"name":"Zoë","ts":"2024-05-01T10:00:00+02:00","tags":["x","y"],"score":0.5}`)},
+		{ID: "m2", AckID: "a2", Data: []byte(`{"id":"2","ts":"2024-05-01 10:00:00","extra":{"a":1}}`)},
+		{ID: "m3", AckID: "a3", Data: []byte(`{"id":-3,"ts":"2024-05-01T10:00:00Z"}`)},
+		{ID: "m4", AckID: "a4", Data: []byte(`{"id":4,"ts":"yesterday"}`)},
+		{ID: "m5", AckID: "a5", Data: []byte(`not json`)},
+	}
+	p, s := beam.NewPipelineWithRoot()
+	rows, deadLetters := Parse(s, srv.Config(), "events", beam.CreateList(s, in))
+	passert.Equals(s, beam.ParDo(s, &rowTextFn{Types: []string{"UInt32", "String", "DateTime('UTC')", "Array(String)", "Nullable(Float64)"}}, rows),
+		"1|Zoë|2024-05-01 08:00:00 +0000 UTC|[x y]|0.5 ack=a1",
+		"2|DEFAULT|2024-05-01 10:00:00 +0000 UTC|[]|NULL ack=a2",
+	)
+	passert.Equals(s, beam.ParDo(s, deadLetterText, deadLetters),
+		`{"id":-3,"ts":"2024-05-01T10:00:00Z"} => column "id" (UInt32): -3 is out of range for UInt32 (0 to 4294967295) [stage=true column=id id=m3 ack=a3]`,
+		`{"id":4,"ts":"yesterday"} => column "ts" (DateTime('UTC')): "yesterday" is not an ISO-8601 date-time (YYYY-MM-DD or YYYY-MM-DD[T ]hh:mm:ss[.fraction][Z|±hh:mm]) [stage=true column=ts id=m4 ack=a4]`,
+		`not json => payload: invalid JSON at byte 0: unexpected character 'n', expected a value [stage=true column= id=m5 ack=a5]`,
+	)
+	res, err := ptest.RunWithMetrics(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counters := map[string]int64{}
+	for _, c := range res.Metrics().AllMetrics().Counters() {
+		if c.Key.Namespace == Namespace {
+			counters[c.Key.Name] += c.Committed
+		}
+	}
+	want := map[string]int64{"messages-received": 5, "rows-parsed-ok": 2, "rows-parse-failed": 3}
+	for name, n := range want {
+		if counters[name] != n {
+			t.Errorf("counter %s = %d, want %d (all: %v)", name, counters[name], n, counters)
+		}
+	}
+	var dist []int64
+	for _, d := range res.Metrics().AllMetrics().Distributions() {
+		if d.Key.Namespace == Namespace && d.Key.Name == "message-payload-bytes" {
+			dist = append(dist, d.Committed.Count, d.Committed.Sum, d.Committed.Min, d.Committed.Max)
+		}
+	}
+	total := 0
+	for _, m := range in {
+		total += len(m.Data)
+	}
+	if fmt.Sprint(dist) != fmt.Sprint([]int64{5, int64(total), 8, int64(len(in[0].Data))}) {
+		t.Errorf("message-payload-bytes (count, sum, min, max) = %v, want [5 %d 8 %d]", dist, total, len(in[0].Data))
+	}
+}
