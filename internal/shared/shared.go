@@ -42,11 +42,11 @@ func Dir(t testing.TB) string {
 
 // Case is one entry of cases/conversion-cases.json (see its README).
 type Case struct {
-	ID            string `json:"id"`
-	Source        string `json:"source"`
-	DDL           string `json:"ddl"`
+	ID            string  `json:"id"`
+	Source        string  `json:"source"`
+	DDL           string  `json:"ddl"`
 	Payload       *string `json:"payload"`
-	PayloadBase64 string `json:"payloadBase64"`
+	PayloadBase64 string  `json:"payloadBase64"`
 	Expect        struct {
 		Row        map[string]string `json:"row"`
 		DeadLetter *struct {

@@ -40,18 +40,24 @@ func (e arrayEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 	}
 	dst = appendUvarint(dst, countElements(v.raw))
 	_, elemNullable := e.elemType.Unwrap()
-	err := forEachElement(v.raw, func(i int, el value) error {
+	it := newElements(v.raw)
+	for i := 0; ; i++ {
+		el, ok := it.next()
+		if !ok {
+			return dst, nil
+		}
 		var err error
 		if el.kind == kindNull && !elemNullable && e.elemType.Name != "Array" {
 			err = errValue(el, fmt.Sprintf("is not allowed: the element type %s is not Nullable", e.elemType))
 		} else {
 			dst, err = e.elem.encode(dst, el, c)
 		}
-		var ve *ValueError
-		if errors.As(err, &ve) {
-			ve.Path = fmt.Sprintf("[%d]", i) + ve.Path
+		if err != nil {
+			var ve *ValueError
+			if errors.As(err, &ve) {
+				ve.Path = fmt.Sprintf("[%d]", i) + ve.Path
+			}
+			return dst, err
 		}
-		return err
-	})
-	return dst, err
+	}
 }

@@ -181,7 +181,7 @@ func New(t *schema.Table) (*Converter, error) {
 func (c *Converter) Columns() []string { return c.names }
 
 // errUnsupported says why a type has no converter.
-var errUnsupported = errors.New("no converter for this type yet")
+var errUnsupported = errors.New("this pipeline has no JSON converter for it")
 
 // newEncoder returns the encoder of a (possibly wrapped) type.
 func newEncoder(t *chtype.Type, serverLoc *time.Location) (encoder, error) {

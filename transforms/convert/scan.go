@@ -1,7 +1,9 @@
 package convert
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -39,6 +41,8 @@ type value struct {
 	raw []byte
 	// escaped is true for a string that contains backslash escapes.
 	escaped bool
+	// spaced is true for an array or object with white space between its tokens.
+	spaced bool
 }
 
 // syntaxError is a JSON syntax error at a byte offset of the payload.
@@ -82,11 +86,11 @@ func scanValue(b []byte, i, depth int) (value, int, error) {
 		end, err := scanNumber(b, i)
 		return value{kind: kindNumber, raw: b[i:end]}, end, err
 	case c == '{':
-		end, err := scanObject(b, i, depth+1)
-		return value{kind: kindObject, raw: b[i:end]}, end, err
+		end, spaced, err := scanObject(b, i, depth+1)
+		return value{kind: kindObject, raw: b[i:end], spaced: spaced}, end, err
 	case c == '[':
-		end, err := scanArray(b, i, depth+1)
-		return value{kind: kindArray, raw: b[i:end]}, end, err
+		end, spaced, err := scanArray(b, i, depth+1)
+		return value{kind: kindArray, raw: b[i:end], spaced: spaced}, end, err
 	case c == 't':
 		return scanLiteral(b, i, "true", kindTrue)
 	case c == 'f':
@@ -110,7 +114,10 @@ func scanLiteral(b []byte, i int, lit string, k kind) (value, int, error) {
 func scanString(b []byte, i int) (end int, escaped bool, err error) {
 	start := i
 	i++
-	for i < len(b) {
+	for {
+		if i = skipPlain(b, i); i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -138,6 +145,34 @@ func scanString(b []byte, i int) (end int, escaped bool, err error) {
 		}
 	}
 	return start, escaped, &syntaxError{start, "unterminated string"}
+}
+
+const (
+	lows  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// skipPlain returns the index of the first quote, backslash or control character at or after
+// b[i], or len(b). It tests 8 bytes at a time with the bit tricks of "Bit Twiddling Hacks"
+// (determine if a word has a byte less than n / equal to n): the lowest flagged byte of a word is
+// always a true match, so the scan jumps straight to it. Bytes >= 0x80 never match, so UTF-8 text
+// passes through.
+func skipPlain(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		quote := w ^ (lows * '"')
+		bslash := w ^ (lows * '\\')
+		m := ((w - lows*0x20) & ^w) | ((quote - lows) & ^quote) | ((bslash - lows) & ^bslash)
+		if m &= highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+			return i
+		}
+	}
+	return i
 }
 
 func isHex4(b []byte) bool {
@@ -214,80 +249,81 @@ func numberEnd(b []byte, i int) (int, bool) {
 	return i, true
 }
 
-func scanArray(b []byte, i, depth int) (int, error) {
+// scanArray scans the array that starts at b[i]; spaced reports white space between its tokens,
+// at any depth.
+func scanArray(b []byte, i, depth int) (end int, spaced bool, err error) {
 	if depth > maxDepth {
-		return i, &syntaxError{i, fmt.Sprintf("nesting deeper than %d levels", maxDepth)}
+		return i, false, &syntaxError{i, fmt.Sprintf("nesting deeper than %d levels", maxDepth)}
 	}
-	i = skipSpace(b, i+1)
+	i, spaced = skipSpaced(b, i+1, spaced)
 	if i < len(b) && b[i] == ']' {
-		return i + 1, nil
+		return i + 1, spaced, nil
 	}
 	for {
-		_, end, err := scanValue(b, i, depth)
+		v, end, err := scanValue(b, i, depth)
 		if err != nil {
-			return end, err
+			return end, spaced, err
 		}
-		i = skipSpace(b, end)
-		if i >= len(b) {
-			return i, &syntaxError{i, "unexpected end of the payload in an array"}
+		spaced = spaced || v.spaced
+		if i, spaced = skipSpaced(b, end, spaced); i >= len(b) {
+			return i, spaced, &syntaxError{i, "unexpected end of the payload in an array"}
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i, spaced = skipSpaced(b, i+1, spaced)
 		case ']':
-			return i + 1, nil
+			return i + 1, spaced, nil
 		default:
-			return i, &syntaxError{i, describeAt(b, i) + ` in an array, expected "," or "]"`}
+			return i, spaced, &syntaxError{i, describeAt(b, i) + ` in an array, expected "," or "]"`}
 		}
 	}
 }
 
-func scanObject(b []byte, i, depth int) (int, error) {
+// scanObject scans the object that starts at b[i]; spaced reports white space between its
+// tokens, at any depth.
+func scanObject(b []byte, i, depth int) (end int, spaced bool, err error) {
 	if depth > maxDepth {
-		return i, &syntaxError{i, fmt.Sprintf("nesting deeper than %d levels", maxDepth)}
+		return i, false, &syntaxError{i, fmt.Sprintf("nesting deeper than %d levels", maxDepth)}
 	}
-	i = skipSpace(b, i+1)
+	i, spaced = skipSpaced(b, i+1, spaced)
 	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
+		return i + 1, spaced, nil
 	}
 	for {
-		var err error
-		if i, err = scanKey(b, i); err != nil {
-			return i, err
+		if i >= len(b) || b[i] != '"' {
+			return i, spaced, &syntaxError{i, describeAt(b, i) + ", expected a field name in double quotes"}
 		}
-		_, end, err := scanValue(b, i, depth)
+		keyEnd, _, err := scanString(b, i)
 		if err != nil {
-			return end, err
+			return keyEnd, spaced, err
 		}
-		i = skipSpace(b, end)
-		if i >= len(b) {
-			return i, &syntaxError{i, "unexpected end of the payload in an object"}
+		if i, spaced = skipSpaced(b, keyEnd, spaced); i >= len(b) || b[i] != ':' {
+			return i, spaced, &syntaxError{i, describeAt(b, i) + `, expected ":" after a field name`}
+		}
+		i, spaced = skipSpaced(b, i+1, spaced)
+		v, end, err := scanValue(b, i, depth)
+		if err != nil {
+			return end, spaced, err
+		}
+		spaced = spaced || v.spaced
+		if i, spaced = skipSpaced(b, end, spaced); i >= len(b) {
+			return i, spaced, &syntaxError{i, "unexpected end of the payload in an object"}
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i, spaced = skipSpaced(b, i+1, spaced)
 		case '}':
-			return i + 1, nil
+			return i + 1, spaced, nil
 		default:
-			return i, &syntaxError{i, describeAt(b, i) + ` in an object, expected "," or "}"`}
+			return i, spaced, &syntaxError{i, describeAt(b, i) + ` in an object, expected "," or "}"`}
 		}
 	}
 }
 
-// scanKey scans `"key" :` starting at b[i] and returns the index of the value after it.
-func scanKey(b []byte, i int) (int, error) {
-	if i >= len(b) || b[i] != '"' {
-		return i, &syntaxError{i, describeAt(b, i) + ", expected a field name in double quotes"}
-	}
-	end, _, err := scanString(b, i)
-	if err != nil {
-		return end, err
-	}
-	i = skipSpace(b, end)
-	if i >= len(b) || b[i] != ':' {
-		return i, &syntaxError{i, describeAt(b, i) + `, expected ":" after a field name`}
-	}
-	return skipSpace(b, i+1), nil
+// skipSpaced is skipSpace that also reports whether it skipped anything (or spaced was set).
+func skipSpaced(b []byte, i int, spaced bool) (int, bool) {
+	j := skipSpace(b, i)
+	return j, spaced || j != i
 }
 
 // stringContent returns the decoded content of a scanned string value: its bytes as they are when
@@ -345,31 +381,41 @@ func stringContent(v value, scratch []byte) ([]byte, error) {
 	return out, nil
 }
 
-// forEachElement calls fn for each element of a scanned (hence valid) array, with its index.
-func forEachElement(arr []byte, fn func(i int, v value) error) error {
+// elements iterates over the elements of a scanned (hence valid) array.
+type elements struct {
+	arr []byte
+	i   int // index of the next element, or len(arr) when done
+}
+
+func newElements(arr []byte) elements {
 	i := skipSpace(arr, 1)
 	if arr[i] == ']' {
-		return nil
+		i = len(arr)
 	}
-	for n := 0; ; n++ {
-		v, end, err := scanValue(arr, i, 0)
-		if err != nil {
-			return err
-		}
-		if err := fn(n, v); err != nil {
-			return err
-		}
-		i = skipSpace(arr, end)
-		if arr[i] == ']' {
-			return nil
-		}
-		i = skipSpace(arr, i+1)
+	return elements{arr: arr, i: i}
+}
+
+// next returns the next element; ok is false after the last one.
+func (e *elements) next() (v value, ok bool) {
+	if e.i >= len(e.arr) {
+		return value{}, false
 	}
+	v, end, _ := scanValue(e.arr, e.i, 0)
+	i := skipSpace(e.arr, end)
+	if e.arr[i] == ']' {
+		e.i = len(e.arr)
+	} else {
+		e.i = skipSpace(e.arr, i+1)
+	}
+	return v, true
 }
 
 // countElements returns the number of elements of a scanned (hence valid) array.
 func countElements(arr []byte) int {
 	n := 0
-	forEachElement(arr, func(int, value) error { n++; return nil })
-	return n
+	for it := newElements(arr); ; n++ {
+		if _, ok := it.next(); !ok {
+			return n
+		}
+	}
 }

@@ -20,6 +20,10 @@ func (stringEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 		dst = appendUvarint(dst, len(s))
 		return append(dst, s...), nil
 	}
+	if !v.spaced {
+		dst = appendUvarint(dst, len(v.raw))
+		return append(dst, v.raw...), nil
+	}
 	return appendCompact(dst, v.raw), nil
 }
 

@@ -10,6 +10,7 @@ package parse
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -67,18 +68,30 @@ type parseFn struct {
 
 // Setup fetches the table's schema and builds the converter. An unsupported column type fails
 // here, before any message is read.
-func (f *parseFn) Setup(ctx context.Context) error {
-	conn, err := chclient.Open(ctx, f.ClickHouse)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	t, err := schema.Fetch(ctx, conn, f.ClickHouse.Database, f.Table)
-	if err != nil {
-		return err
-	}
-	f.conv, err = convert.New(t)
+func (f *parseFn) Setup(ctx context.Context) (err error) {
+	_, f.conv, err = Check(ctx, f.ClickHouse, f.Table)
 	return err
+}
+
+// Check fetches the schema of the table conn.Database.table and builds its converter, as every
+// worker does at start-up. Call it when the pipeline is constructed, so that a missing table,
+// wrong credentials, an unreachable host or an unsupported column type stop the launch with a
+// clear message instead of failing on workers.
+func Check(ctx context.Context, conn chclient.Config, table string) (*schema.Table, *convert.Converter, error) {
+	c, err := chclient.Open(ctx, conn)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer c.Close()
+	t, err := schema.Fetch(ctx, c, conn.Database, table)
+	if err != nil {
+		return nil, nil, err
+	}
+	conv, err := convert.New(t)
+	if err != nil {
+		return nil, nil, fmt.Errorf("table %s.%s: %w", conn.Database, table, err)
+	}
+	return t, conv, nil
 }
 
 // ProcessElement converts one message.

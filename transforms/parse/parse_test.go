@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
@@ -136,5 +138,44 @@ func TestParsePipeline(t *testing.T) {
 	}
 	if fmt.Sprint(dist) != fmt.Sprint([]int64{5, int64(total), 8, int64(len(in[0].Data))}) {
 		t.Errorf("message-payload-bytes (count, sum, min, max) = %v, want [5 %d 8 %d]", dist, total, len(in[0].Data))
+	}
+}
+
+// TestCheck shows what a launch reports when the table cannot be converted into.
+func TestCheck(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (a UInt8, agg AggregateFunction(uniq, String)) ENGINE = AggregatingMergeTree ORDER BY a`, "agg")
+	srv.CreateTable(t, `CREATE TABLE {table} (a UInt8) ENGINE = MergeTree ORDER BY a`, "ok")
+	ctx := context.Background()
+	cfg := srv.Config()
+	if _, _, err := Check(ctx, cfg, "ok"); err != nil {
+		t.Errorf("Check(ok): %v", err)
+	}
+	for _, tc := range []struct {
+		name  string
+		cfg   func(c *chclient.Config)
+		table string
+		want  string
+	}{
+		{"unsupported type", nil, "agg", `column "agg": unsupported type AggregateFunction(uniq, String)`},
+		{"missing table", nil, "nope", `table ` + cfg.Database + `.nope does not exist`},
+		{"missing database", func(c *chclient.Config) { c.Database = "no_such_db" }, "ok", `no_such_db`},
+		{"wrong user", func(c *chclient.Config) { c.Username = "nobody"; c.Password = "s3cr3t-PW" }, "ok", `as user "nobody"`},
+		{"unreachable host", func(c *chclient.Config) { c.URL = "clickhouse://127.0.0.1:1" }, "ok", `clickhouse://127.0.0.1:1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cfg
+			if tc.cfg != nil {
+				tc.cfg(&c)
+			}
+			_, _, err := Check(ctx, c, tc.table)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Check: %v, want an error containing %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "s3cr3t-PW") {
+				t.Fatalf("the error shows the password: %v", err)
+			}
+			t.Log(err)
+		})
 	}
 }
