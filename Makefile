@@ -2,7 +2,7 @@
 GO ?= go
 SHELL := /bin/bash
 
-.PHONY: test unit check bench clickhouse clickhouse-stop build
+.PHONY: test unit check bench fuzz clickhouse clickhouse-stop build
 
 # Starts a ClickHouse server on loopback when none answers (scripts/clickhouse.sh), then runs every
 # test: unit tests, pipeline tests on prism, and the end-to-end tests against the server.
@@ -29,3 +29,9 @@ clickhouse:
 
 clickhouse-stop:
 	@scripts/clickhouse.sh stop
+
+# Fuzz the payload parser and converters (FUZZTIME=10m for a long run). A short minimize time keeps
+# the fuzzer from stalling for a minute on each new input.
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run=NONE -fuzz=FuzzConvert -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./transforms/convert/
