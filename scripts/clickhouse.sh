@@ -18,7 +18,7 @@ answers() {
 }
 
 install() {
-  if command -v clickhouse-server >/dev/null 2>&1 || [ -x /usr/bin/clickhouse ] && command -v clickhouse-client >/dev/null 2>&1; then
+  if { command -v clickhouse-server || [ -x /usr/sbin/clickhouse-server ]; } >/dev/null 2>&1 && command -v clickhouse-client >/dev/null 2>&1; then
     return 0
   fi
   local sudo=""
@@ -47,9 +47,11 @@ start() {
       /etc/clickhouse-server/config.xml > "$dir/config.xml"
   cp /etc/clickhouse-server/users.xml "$dir/users.xml"
   local bin=clickhouse-server
-  command -v clickhouse-server >/dev/null 2>&1 || bin="/usr/bin/clickhouse server"
-  (cd "$dir" && nohup $bin --config-file="$dir/config.xml" --pid-file="$dir/clickhouse.pid" \
-      >"$dir/log/stdout.log" 2>&1 &)
+  command -v clickhouse-server >/dev/null 2>&1 || bin=/usr/sbin/clickhouse-server
+  cd "$dir"
+  nohup setsid $bin --config-file="$dir/config.xml" >"$dir/log/stdout.log" 2>&1 </dev/null &
+  echo $! >"$dir/server.pid"
+  cd - >/dev/null
   for _ in $(seq 1 120); do
     if answers; then
       echo "clickhouse: server answers on 127.0.0.1:$tcp_port (data in $dir)"
@@ -63,16 +65,16 @@ start() {
 }
 
 stop() {
-  if [ -f "$dir/clickhouse.pid" ]; then
+  if [ -f "$dir/server.pid" ]; then
     local pid
-    pid=$(cat "$dir/clickhouse.pid")
+    pid=$(cat "$dir/server.pid")
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 1 60); do
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.5
     done
     kill -9 "$pid" 2>/dev/null || true
-    rm -f "$dir/clickhouse.pid"
+    rm -f "$dir/server.pid"
   fi
 }
 
