@@ -2,10 +2,12 @@
 //
 // A payload must be exactly one JSON object (RFC 8259), valid UTF-8, with nothing but white space
 // after it. Its top-level field names are matched to column names exactly (case-sensitive); fields
-// without a column are ignored (but must still be valid JSON) and a field given twice is an error.
+// without a column are ignored (but must still be valid JSON), and a field with a column given
+// twice is an error (which value is meant is ambiguous).
 // Each field is converted by the converter of its column's type family (one file per family:
 // int.go, float.go, string.go, datetime.go, composite.go). A value that does not fit its column
-// exactly is an error; nothing is rounded, wrapped, clamped or guessed.
+// exactly is an error; nothing is wrapped, clamped, truncated (except fractions of a second for
+// DateTime) or guessed. Floats round to the nearest value of their type, as IEEE 754 does.
 //
 // The row is encoded in ClickHouse's RowBinaryWithDefaults format over the table's writable
 // columns (see schema.Table.Writable), in table order: for each column one byte, 1 when the server

@@ -214,7 +214,7 @@ func TestFloats(t *testing.T) {
 		{"Float64 overflow in a string", []string{"a Float64"}, `{"a":"1e400"}`, nil, `is out of range for Float64`},
 		{"bare NaN is not JSON", []string{"a Float64"}, `{"a":NaN}`, nil, `payload: invalid JSON at byte 5`},
 		{"word", []string{"a Float64"}, `{"a":"abc"}`, nil, `"abc" is not a number`},
-		{"boolean", []string{"a Float64"}, `{"a":true}`, nil, `true is true; Float64 takes a number`},
+		{"boolean", []string{"a Float64"}, `{"a":true}`, nil, `true is a boolean; Float64 takes a number`},
 	})
 }
 

@@ -14,8 +14,9 @@ import (
 // in the column's time zone (DateTime('Asia/Tokyo')), else in the server's. A date alone is
 // midnight of that day.
 //
-// Date takes a date; a date-time only when it is exactly midnight in its own zone or without one
-// ("2024-01-01T00:00:00Z"), since any other time of day would be silently cut away.
+// Date takes a date; a date-time only when it is exactly midnight, without a zone or in UTC
+// ("2024-01-01T00:00:00Z"), since any other time of day, or another zone's midnight, would have
+// to be cut away or shifted to another day.
 //
 // Ranges, checked, never clamped (ClickHouse docs, "Date", "DateTime"): Date 1970-01-01 to
 // 2149-06-06; DateTime 1970-01-01 00:00:00 UTC to 2106-02-07 06:28:15 UTC.
@@ -25,7 +26,7 @@ import (
 const (
 	maxDateDays     = 65535     // 2149-06-06
 	maxDateTimeUnix = 1<<32 - 1 // 2106-02-07 06:28:15 UTC
-	isoLayouts      = "YYYY-MM-DD or YYYY-MM-DD[T ]hh:mm:ss[.fraction][Z|±hh:mm]"
+	isoLayouts      = "YYYY-MM-DD or YYYY-MM-DD[T ]hh:mm:ss[.fraction][Z|±hh:mm|±hhmm|±hh]"
 )
 
 // civil is a parsed ISO-8601 date or date-time.

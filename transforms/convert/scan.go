@@ -27,7 +27,7 @@ const (
 )
 
 func (k kind) String() string {
-	return [...]string{"nothing", "null", "false", "true", "a number", "a string", "an array", "an object"}[k]
+	return [...]string{"nothing", "null", "a boolean", "a boolean", "a number", "a string", "an array", "an object"}[k]
 }
 
 // maxDepth bounds the nesting of arrays and objects, so that a hostile payload cannot exhaust the

@@ -6,7 +6,7 @@ package convert
 // NULL); any other JSON value is stored as its original text, compacted: the number 1.50 stays
 // "1.50", true is "true", an object keeps its key order and its numbers' spelling, only the white
 // space between tokens is removed ({"zeta": 1, "alpha": 2.50} becomes {"zeta":1,"alpha":2.50}).
-// ClickHouse's own JSONEachRow reads numbers into String columns but not objects or arrays.
+// ClickHouse 18.16's own JSONEachRow rejects numbers, objects and arrays for String columns.
 // Errors: a string with a \u escape of a lone UTF-16 surrogate (it has no UTF-8 form).
 
 type stringEncoder struct{}

@@ -107,7 +107,7 @@ func TestParsePipeline(t *testing.T) {
 	)
 	passert.Equals(s, beam.ParDo(s, deadLetterText, deadLetters),
 		`{"id":-3,"ts":"2024-05-01T10:00:00Z"} => column "id" (UInt32): -3 is out of range for UInt32 (0 to 4294967295) [stage=true column=id id=m3 ack=a3]`,
-		`{"id":4,"ts":"yesterday"} => column "ts" (DateTime('UTC')): "yesterday" is not an ISO-8601 date-time (YYYY-MM-DD or YYYY-MM-DD[T ]hh:mm:ss[.fraction][Z|±hh:mm]) [stage=true column=ts id=m4 ack=a4]`,
+		`{"id":4,"ts":"yesterday"} => column "ts" (DateTime('UTC')): "yesterday" is not an ISO-8601 date-time (YYYY-MM-DD or YYYY-MM-DD[T ]hh:mm:ss[.fraction][Z|±hh:mm|±hhmm|±hh]) [stage=true column=ts id=m4 ack=a4]`,
 		`not json => payload: invalid JSON at byte 0: unexpected character 'n', expected a value [stage=true column= id=m5 ack=a5]`,
 	)
 	res, err := ptest.RunWithMetrics(p)
