@@ -10,6 +10,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/shared"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/write"
 )
@@ -54,12 +55,12 @@ func TestConversionCases(t *testing.T) {
 			if convErr != nil {
 				t.Fatalf("payload %q: %v", c.Data(), convErr)
 			}
-			blocks, err := write.Blocks(sch.Writable(), [][]byte{row})
+			blocks, err := write.Blocks(sch.Writable(), []*parse.Row{{Data: row, MessageID: c.ID}}, 1000)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, b := range blocks {
-				if err := b.Insert(ctx, conn, srv.Database, table); err != nil {
+				if err := b.Insert(ctx, conn, srv.Database, table, nil); err != nil {
 					t.Fatalf("insert: %v", err)
 				}
 			}

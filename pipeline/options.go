@@ -36,6 +36,10 @@ const (
 	flagInsertDeduplicate         = "insertDeduplicate"
 	flagInsertQuorum              = "insertQuorum"
 	flagInsertDistributedSync     = "insertDistributedSync"
+	flagNumShards                 = "numShards"
+	flagRetryInitialBackoffMillis = "retryInitialBackoffMillis"
+	flagRetryMaxBackoffMillis     = "retryMaxBackoffMillis"
+	flagStopAfterIdle             = "stopAfterIdle"
 )
 
 // Defaults of the parameters that have one; see [Defaults].
@@ -44,6 +48,9 @@ const (
 	defaultMaxRetries            = 5
 	defaultInsertDeduplicate     = true
 	defaultInsertDistributedSync = true
+	defaultNumShards             = 1
+	defaultRetryInitialBackoffMs = 5_000
+	defaultRetryMaxBackoffMs     = 60_000
 )
 
 // redacted replaces a password wherever one would be shown.
@@ -148,6 +155,25 @@ type Options struct {
 	// alias): an insert into a Distributed table returns only once the data
 	// is stored on the shards.
 	InsertDistributedSync bool
+
+	// NumShards (flag numShards, default 1) is the number of parallel INSERT streams: rows are
+	// keyed by a shard number in [0, numShards) before they are batched. It must be positive.
+	NumShards int
+
+	// RetryInitialBackoffMillis (flag retryInitialBackoffMillis, default 5000) is the wait before
+	// the first retry of a failed INSERT, in milliseconds; each further retry doubles it, up to
+	// RetryMaxBackoffMillis, with jitter. It must be positive.
+	RetryInitialBackoffMillis int
+
+	// RetryMaxBackoffMillis (flag retryMaxBackoffMillis, default 60000) caps the wait between two
+	// attempts of an INSERT, in milliseconds. It must be at least RetryInitialBackoffMillis.
+	RetryMaxBackoffMillis int
+
+	// StopAfterIdle (flag stopAfterIdle, optional; unset = run forever) ends a run on the local
+	// runner once no message has arrived for that many seconds and everything pulled has been
+	// written, so that the pipeline drains and finishes. Ignored on Dataflow (drain the job
+	// instead). When given it must be positive.
+	StopAfterIdle OptionalInt
 }
 
 // Defaults returns the parameters as they are before any flag is given:
@@ -155,10 +181,13 @@ type Options struct {
 // insertDistributedSync true; every other parameter empty or unset.
 func Defaults() Options {
 	return Options{
-		MaxInsertBlockSize:    defaultMaxInsertBlockSize,
-		MaxRetries:            defaultMaxRetries,
-		InsertDeduplicate:     defaultInsertDeduplicate,
-		InsertDistributedSync: defaultInsertDistributedSync,
+		MaxInsertBlockSize:        defaultMaxInsertBlockSize,
+		MaxRetries:                defaultMaxRetries,
+		InsertDeduplicate:         defaultInsertDeduplicate,
+		InsertDistributedSync:     defaultInsertDistributedSync,
+		NumShards:                 defaultNumShards,
+		RetryInitialBackoffMillis: defaultRetryInitialBackoffMs,
+		RetryMaxBackoffMillis:     defaultRetryMaxBackoffMs,
 	}
 }
 
@@ -229,6 +258,15 @@ func RegisterFlags(fs *flag.FlagSet, o *Options) {
 	fs.Var(&boolFlag{&o.InsertDistributedSync, o.InsertDistributedSync}, flagInsertDistributedSync,
 		"ClickHouse setting insert_distributed_sync (distributed_foreground_insert): an insert into a Distributed table "+
 			"returns once the data is on the shards. true or false; give --insertDistributedSync=false to turn it off.")
+	fs.Var(&intFlag{&o.NumShards, o.NumShards}, flagNumShards,
+		"Number of parallel INSERT streams (`shards`) the rows are spread over before batching; positive.")
+	fs.Var(&intFlag{&o.RetryInitialBackoffMillis, o.RetryInitialBackoffMillis}, flagRetryInitialBackoffMillis,
+		"Wait before the first retry of a failed INSERT, in `milliseconds`; doubled at each retry up to retryMaxBackoffMillis, with jitter; positive.")
+	fs.Var(&intFlag{&o.RetryMaxBackoffMillis, o.RetryMaxBackoffMillis}, flagRetryMaxBackoffMillis,
+		"Longest wait between two attempts of an INSERT, in `milliseconds`; at least retryInitialBackoffMillis.")
+	fs.Var(&o.StopAfterIdle, flagStopAfterIdle,
+		"Local runner only: end the run once no message has arrived for this many `seconds` and everything pulled has been written. "+
+			"Optional, unset by default (run until stopped).")
 }
 
 // OptionalInt is an integer parameter without a default, which tells "not
@@ -503,6 +541,22 @@ func (o Options) Validate() error {
 	if o.InsertQuorum.Given && o.InsertQuorum.Value < 0 {
 		c.fail(flagInsertQuorum, strconv.Itoa(o.InsertQuorum.Value),
 			"must be 0 or more replicas (0 disables the quorum; leave it empty for the server's setting)")
+	}
+	if o.NumShards <= 0 {
+		c.fail(flagNumShards, strconv.Itoa(o.NumShards),
+			fmt.Sprintf("must be a positive number of shards (default %d)", defaultNumShards))
+	}
+	if o.RetryInitialBackoffMillis <= 0 {
+		c.fail(flagRetryInitialBackoffMillis, strconv.Itoa(o.RetryInitialBackoffMillis),
+			fmt.Sprintf("must be a positive number of milliseconds (default %d)", defaultRetryInitialBackoffMs))
+	}
+	if o.RetryMaxBackoffMillis < o.RetryInitialBackoffMillis {
+		c.fail(flagRetryMaxBackoffMillis, strconv.Itoa(o.RetryMaxBackoffMillis),
+			fmt.Sprintf("must be at least retryInitialBackoffMillis (%d) milliseconds (default %d)", o.RetryInitialBackoffMillis, defaultRetryMaxBackoffMs))
+	}
+	if o.StopAfterIdle.Given && o.StopAfterIdle.Value <= 0 {
+		c.fail(flagStopAfterIdle, strconv.Itoa(o.StopAfterIdle.Value),
+			"must be a positive number of seconds (leave it empty to run until stopped)")
 	}
 	return errors.Join(c.errs...)
 }
@@ -848,6 +902,10 @@ func (o Options) String() string {
 	val(flagInsertDeduplicate, r.InsertDeduplicate)
 	val(flagInsertQuorum, r.InsertQuorum.show())
 	val(flagInsertDistributedSync, r.InsertDistributedSync)
+	val(flagNumShards, r.NumShards)
+	val(flagRetryInitialBackoffMillis, r.RetryInitialBackoffMillis)
+	val(flagRetryMaxBackoffMillis, r.RetryMaxBackoffMillis)
+	val(flagStopAfterIdle, r.StopAfterIdle.show())
 	return strings.TrimSuffix(b.String(), " ")
 }
 

@@ -25,6 +25,7 @@ var allFlags = []string{
 	"clickHouseUsername", "clickHousePassword", "clickHouseDeadLetterTable", "deadLetterTopic",
 	"windowSeconds", "batchRowCount", "maxInsertBlockSize", "maxRetries",
 	"insertDeduplicate", "insertQuorum", "insertDistributedSync",
+	"numShards", "retryInitialBackoffMillis", "retryMaxBackoffMillis", "stopAfterIdle",
 }
 
 // validOptions returns parameters that pass Validate.
@@ -83,10 +84,13 @@ func params(ps []*ParamError) []string {
 
 func TestDefaults(t *testing.T) {
 	want := Options{
-		MaxInsertBlockSize:    1000000,
-		MaxRetries:            5,
-		InsertDeduplicate:     true,
-		InsertDistributedSync: true,
+		MaxInsertBlockSize:        1000000,
+		MaxRetries:                5,
+		InsertDeduplicate:         true,
+		InsertDistributedSync:     true,
+		NumShards:                 1,
+		RetryInitialBackoffMillis: 5000,
+		RetryMaxBackoffMillis:     60000,
 	}
 	if diff := cmp.Diff(want, Defaults()); diff != "" {
 		t.Errorf("Defaults() mismatch (-want +got):\n%s", diff)
@@ -155,6 +159,10 @@ func TestUsage(t *testing.T) {
 		"insertDeduplicate":         {"insert_deduplicate", "--insertDeduplicate=false", "(default true)"},
 		"insertQuorum":              {"insert_quorum", "replicas", "0 disables", "Optional, unset by default"},
 		"insertDistributedSync":     {"insert_distributed_sync", "--insertDistributedSync=false", "(default true)"},
+		"numShards":                 {"INSERT streams", "positive", "(default 1)"},
+		"retryInitialBackoffMillis": {"first retry", "milliseconds", "(default 5000)"},
+		"retryMaxBackoffMillis":     {"milliseconds", "(default 60000)"},
+		"stopAfterIdle":             {"Local runner only", "seconds", "Optional, unset by default"},
 	}
 	for _, name := range allFlags {
 		var buf bytes.Buffer
@@ -211,6 +219,10 @@ func TestParseFlags(t *testing.T) {
 				"--insertDeduplicate=false",
 				"--insertQuorum=2",
 				"--insertDistributedSync=false",
+				"--numShards=4",
+				"--retryInitialBackoffMillis=100",
+				"--retryMaxBackoffMillis=2000",
+				"--stopAfterIdle=60",
 			},
 			Options{
 				InputSubscription:         "projects/my-project/subscriptions/events-sub",
@@ -228,6 +240,10 @@ func TestParseFlags(t *testing.T) {
 				InsertDeduplicate:         false,
 				InsertQuorum:              GivenInt(2),
 				InsertDistributedSync:     false,
+				NumShards:                 4,
+				RetryInitialBackoffMillis: 100,
+				RetryMaxBackoffMillis:     2000,
+				StopAfterIdle:             GivenInt(60),
 			},
 		},
 		{
@@ -548,6 +564,14 @@ func TestValidateRules(t *testing.T) {
 			"maxInsertBlockSize", "-1", "must be a positive number of rows"},
 		{"maxRetries negative", func(o *Options) { o.MaxRetries = -1 },
 			"maxRetries", "-1", "must be 0 or more retries"},
+		{"numShards zero", func(o *Options) { o.NumShards = 0 },
+			"numShards", "0", "must be a positive number of shards"},
+		{"retryInitialBackoffMillis zero", func(o *Options) { o.RetryInitialBackoffMillis = 0; o.RetryMaxBackoffMillis = 10 },
+			"retryInitialBackoffMillis", "0", "must be a positive number of milliseconds"},
+		{"retryMaxBackoffMillis below the initial backoff", func(o *Options) { o.RetryMaxBackoffMillis = 100 },
+			"retryMaxBackoffMillis", "100", "must be at least retryInitialBackoffMillis (5000)"},
+		{"stopAfterIdle zero", func(o *Options) { o.StopAfterIdle = GivenInt(0) },
+			"stopAfterIdle", "0", "must be a positive number of seconds"},
 		{"insertQuorum negative", func(o *Options) { o.InsertQuorum = GivenInt(-1) },
 			"insertQuorum", "-1", "must be 0 or more replicas"},
 	}
@@ -585,6 +609,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		want := []string{
 			"inputSubscription", "clickHouseUrl", "clickHouseDatabase", "clickHouseTable",
 			"clickHouseUsername", "clickHouseDeadLetterTable", "maxInsertBlockSize",
+			"numShards", "retryInitialBackoffMillis",
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("problems mismatch (-want +got):\n%s", diff)
@@ -733,7 +758,8 @@ func TestString(t *testing.T) {
 		`clickHousePassword="xxxxx" clickHouseDeadLetterTable="events_dead_letter" ` +
 		`deadLetterTopic="projects/my-project/topics/events-dead-letter" ` +
 		`windowSeconds=unset batchRowCount=5000 maxInsertBlockSize=1000000 maxRetries=5 ` +
-		`insertDeduplicate=true insertQuorum=0 insertDistributedSync=true`
+		`insertDeduplicate=true insertQuorum=0 insertDistributedSync=true ` +
+		`numShards=1 retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 stopAfterIdle=unset`
 	if got := o.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)
 	}

@@ -14,7 +14,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"net/url"
 	"strings"
 	"time"
 
@@ -46,28 +45,43 @@ func redacted(s string) string {
 	return "xxxxx"
 }
 
-// RedactURL returns raw with the password of its userinfo, if any, replaced by "xxxxx". A value
-// that does not parse as a URL is returned as "<unparseable URL>" since it may hold a password.
+// RedactURL returns raw with the password of its userinfo, if any, replaced by "xxxxx".
 func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparseable URL>"
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
 	}
-	return u.Redacted()
+	end := len(rest)
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		end = i
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword {
+		return raw
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
-// Options translates c into clickhouse-go options. Default ports: 8123 for http, 8443 for https,
-// 9000 for clickhouse. Errors name the parameter clickHouseUrl and never contain the password.
+// Options translates c into clickhouse-go options. The URL's host part may list several
+// comma-separated hosts (clickhouse-go tries them in order); default ports: 8123 for http, 8443
+// for https, 9000 for clickhouse. Credentials come from c's fields, not the URL. Errors name the
+// parameter clickHouseUrl and never contain the password.
 func (c Config) Options() (*clickhouse.Options, error) {
-	u, err := url.Parse(c.URL)
-	if err != nil {
-		return nil, fmt.Errorf("clickHouseUrl %q does not parse as a URL", RedactURL(c.URL))
+	scheme, rest, ok := strings.Cut(c.URL, "://")
+	if !ok {
+		return nil, fmt.Errorf("clickHouseUrl %q has no scheme; use http://host:8123, https://host:8443 (ClickHouse Cloud) or clickhouse://host:9000 (native protocol)", RedactURL(c.URL))
 	}
-	host := u.Hostname()
-	if host == "" {
-		return nil, fmt.Errorf("clickHouseUrl %q has no host", u.Redacted())
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
 	}
-	port := u.Port()
+	if i := strings.LastIndex(authority, "@"); i >= 0 {
+		authority = authority[i+1:]
+	}
 	o := &clickhouse.Options{
 		Auth: clickhouse.Auth{Database: c.Database, Username: c.Username, Password: c.Password},
 		// Dial and read timeouts bound how long a dead server stalls a bundle; an INSERT of
@@ -79,27 +93,34 @@ func (c Config) Options() (*clickhouse.Options, error) {
 		ConnMaxLifetime:  time.Hour,
 		ConnOpenStrategy: clickhouse.ConnOpenInOrder,
 	}
-	switch strings.ToLower(u.Scheme) {
+	var defaultPort string
+	switch strings.ToLower(scheme) {
 	case "http":
-		o.Protocol = clickhouse.HTTP
-		if port == "" {
-			port = "8123"
-		}
+		o.Protocol, defaultPort = clickhouse.HTTP, "8123"
 	case "https":
-		o.Protocol = clickhouse.HTTP
-		o.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
-		if port == "" {
-			port = "8443"
-		}
+		o.Protocol, defaultPort = clickhouse.HTTP, "8443"
 	case "clickhouse":
-		o.Protocol = clickhouse.Native
-		if port == "" {
-			port = "9000"
-		}
+		o.Protocol, defaultPort = clickhouse.Native, "9000"
 	default:
-		return nil, fmt.Errorf("clickHouseUrl %q: scheme %q is not one of http://host:8123, https://host:8443 (ClickHouse Cloud), clickhouse://host:9000 (native protocol)", u.Redacted(), u.Scheme)
+		return nil, fmt.Errorf("clickHouseUrl %q: scheme %q is not one of http://host:8123, https://host:8443 (ClickHouse Cloud), clickhouse://host:9000 (native protocol)", RedactURL(c.URL), scheme)
 	}
-	o.Addr = []string{net.JoinHostPort(host, port)}
+	var firstHost string
+	for _, hp := range strings.Split(authority, ",") {
+		host, port, err := net.SplitHostPort(hp)
+		if err != nil { // no port
+			host, port = strings.Trim(hp, "[]"), defaultPort
+		}
+		if host == "" {
+			return nil, fmt.Errorf("clickHouseUrl %q has an empty host", RedactURL(c.URL))
+		}
+		if firstHost == "" {
+			firstHost = host
+		}
+		o.Addr = append(o.Addr, net.JoinHostPort(host, port))
+	}
+	if strings.EqualFold(scheme, "https") {
+		o.TLS = &tls.Config{ServerName: firstHost, MinVersion: tls.VersionTLS12}
+	}
 	return o, nil
 }
 

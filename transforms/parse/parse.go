@@ -38,6 +38,9 @@ var (
 // columns (see package convert), compact for the shuffle; the write stage decodes it.
 type Row struct {
 	Data []byte
+	// MessageID is the source message's Pub/Sub id. It is stable across redeliveries, so the
+	// write stage derives each INSERT's insert_deduplication_token from it.
+	MessageID string
 	// AckID acknowledges the source message once the row is inserted (local source only).
 	AckID string
 }
@@ -106,7 +109,7 @@ func (f *parseFn) ProcessElement(ctx context.Context, m message.Message, emitRow
 		return nil
 	}
 	rowsParsedOK.Inc(ctx, 1)
-	emitRow(Row{Data: append([]byte(nil), f.buf...), AckID: m.AckID})
+	emitRow(Row{Data: append([]byte(nil), f.buf...), MessageID: m.ID, AckID: m.AckID})
 	return nil
 }
 

@@ -1,0 +1,36 @@
+// Package ack acknowledges Pub/Sub messages read by the local source (package source) once
+// their rows are inserted or their dead letters written, and keeps their ack deadlines extended
+// until then.
+//
+// Why: on prism (the local runner) buffered rows live only in memory, so a message acknowledged
+// on receipt, or at bundle finalization, would be lost with the rows still waiting in a window if
+// the process died. The ack id therefore travels with the row (parse.Row.AckID,
+// deadletter.Record.AckID) and the write and dead-letter stages call Manager.Ack after success.
+// On Dataflow the source is pubsubio.Read, the service acknowledges at its own checkpoints and
+// the ack ids are empty.
+//
+// One Manager per subscription per process (ForSubscription): prism runs the Go SDK worker in
+// the launching process (loopback), so the source and the write stage share it.
+package ack
+
+import (
+	"context"
+)
+
+// Manager tracks the messages pulled from one subscription until they are acknowledged.
+type Manager interface {
+	// Track registers ack ids that were just pulled: their ack deadline is extended until Ack.
+	Track(ackIDs ...string)
+	// Ack acknowledges the messages and stops tracking them. Empty ids are ignored. An error means
+	// the acknowledgement may not have reached Pub/Sub; the message will then be redelivered.
+	Ack(ctx context.Context, ackIDs []string) error
+	// Outstanding returns the number of tracked messages not yet acknowledged.
+	Outstanding() int
+}
+
+// ForSubscription returns the process's Manager of subscription
+// (projects/<project>/subscriptions/<name>), creating it and its Pub/Sub client on first use. The
+// client honours PUBSUB_EMULATOR_HOST.
+func ForSubscription(ctx context.Context, subscription string) (Manager, error) {
+	return forSubscription(ctx, subscription)
+}

@@ -1,0 +1,442 @@
+package ack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Settings tune an Acker. A zero field takes its default.
+type Settings struct {
+	// Deadline is the ack deadline every extension asks for (ModifyAckDeadline), rounded up to
+	// whole seconds, between 1 s and 600 s. Default 60 s.
+	Deadline time.Duration
+	// ExtendEvery is how often the deadline of a tracked message is extended again. Default
+	// Deadline/3 (20 s).
+	ExtendEvery time.Duration
+	// FirstExtendAfter is how long after Track a message's deadline is first extended; until then
+	// the subscription's own ack deadline (at least 10 s) holds it, and a message acknowledged
+	// sooner never costs a ModifyAckDeadline. Keep it well below the subscription's ack deadline.
+	// Default 5 s.
+	FirstExtendAfter time.Duration
+	// Tick is how often the background loop looks for deadlines to extend. Default 1 s.
+	Tick time.Duration
+	// AckAttempts is how many times an Acknowledge request is tried when it fails with a
+	// transient gRPC error (Unavailable, DeadlineExceeded, Internal, ResourceExhausted). Default 4.
+	AckAttempts int
+	// MaxIDsPerRequest caps the ack ids of one Acknowledge or ModifyAckDeadline request. Default
+	// and maximum 1000 (Pub/Sub accepts about 2500 ids or 512 KB per request).
+	MaxIDsPerRequest int
+}
+
+const (
+	maxIDsPerRequest   = 1000
+	maxBytesPerRequest = 400 << 10 // ack ids' bytes per request, under Pub/Sub's 512 KB limit
+	rpcTimeout         = 30 * time.Second
+	warnEvery          = 10 * time.Second
+)
+
+func (s Settings) withDefaults() Settings {
+	if s.Deadline <= 0 {
+		s.Deadline = 60 * time.Second
+	}
+	if s.Deadline > 600*time.Second {
+		s.Deadline = 600 * time.Second
+	}
+	if s.ExtendEvery <= 0 {
+		s.ExtendEvery = s.Deadline / 3
+	}
+	if s.FirstExtendAfter <= 0 {
+		s.FirstExtendAfter = 5 * time.Second
+	}
+	if s.Tick <= 0 {
+		s.Tick = time.Second
+	}
+	if s.AckAttempts <= 0 {
+		s.AckAttempts = 4
+	}
+	if s.MaxIDsPerRequest <= 0 || s.MaxIDsPerRequest > maxIDsPerRequest {
+		s.MaxIDsPerRequest = maxIDsPerRequest
+	}
+	return s
+}
+
+// deadlineSeconds is Deadline in whole seconds, rounded up, within [1, 600].
+func (s Settings) deadlineSeconds() int32 {
+	secs := int32((s.Deadline + time.Second - 1) / time.Second)
+	return min(max(secs, 1), 600)
+}
+
+// Stats are an Acker's counters since it was created.
+type Stats struct {
+	Outstanding     int   // ids tracked now
+	Tracked         int64 // ids ever tracked
+	Acked           int64 // ids acknowledged successfully
+	AckFailed       int64 // ids whose acknowledgement failed
+	AckRequests     int64 // Acknowledge requests sent (retries included)
+	Extended        int64 // ids whose deadline was extended successfully (counted per extension)
+	ExtendRequests  int64 // ModifyAckDeadline requests sent
+	ExtendFailures  int64 // ModifyAckDeadline requests that failed
+	MaxIDsInRequest int   // most ids sent in one Acknowledge or ModifyAckDeadline request
+}
+
+// Acker is the Manager of one subscription: it owns a Pub/Sub client and a goroutine that
+// extends the ack deadlines of the messages it tracks.
+type Acker struct {
+	sub      string
+	settings Settings
+	client   *pubsub.Client
+	ctx      context.Context // cancelled by Close
+	cancel   context.CancelFunc
+	done     chan struct{} // closed when the extension loop has returned
+
+	mu       sync.Mutex
+	tracked  map[string]entry
+	closed   bool
+	lastWarn time.Time
+
+	tracks, acked, ackFailed, ackRequests    atomic.Int64
+	extended, extendRequests, extendFailures atomic.Int64
+	maxIDsInRequest                          atomic.Int64
+}
+
+type entry struct {
+	pulled time.Time // when Track was called
+	next   time.Time // when the deadline is to be extended next
+}
+
+var _ Manager = (*Acker)(nil)
+
+// New creates an Acker of subscription (projects/<project>/subscriptions/<name>) that is not in
+// the process registry: its owner must Close it. ForSubscription is what the pipeline uses.
+func New(ctx context.Context, subscription string, settings Settings) (*Acker, error) {
+	project, _, err := splitSubscription(subscription)
+	if err != nil {
+		return nil, fmt.Errorf("ack: %w", err)
+	}
+	// The client keeps ctx (e.g. for token refreshes): it must outlive a cancelled caller.
+	client, err := pubsub.NewClient(context.WithoutCancel(ctx), project)
+	if err != nil {
+		return nil, fmt.Errorf("ack: subscription %s: creating the Pub/Sub client: %w", subscription, err)
+	}
+	loopCtx, cancel := context.WithCancel(context.Background())
+	a := &Acker{
+		sub:      subscription,
+		settings: settings.withDefaults(),
+		client:   client,
+		ctx:      loopCtx,
+		cancel:   cancel,
+		done:     make(chan struct{}),
+		tracked:  map[string]entry{},
+	}
+	go a.loop()
+	return a, nil
+}
+
+// Subscription returns the subscription the Acker acknowledges on.
+func (a *Acker) Subscription() string { return a.sub }
+
+// Track registers ack ids that were just pulled: their deadline is first extended
+// Settings.FirstExtendAfter later, then every Settings.ExtendEvery, until Ack.
+func (a *Acker) Track(ackIDs ...string) {
+	now := time.Now()
+	next := now.Add(a.settings.FirstExtendAfter)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range ackIDs {
+		if id == "" {
+			continue
+		}
+		if _, ok := a.tracked[id]; !ok {
+			a.tracked[id] = entry{pulled: now, next: next}
+			a.tracks.Add(1)
+		}
+	}
+}
+
+// Outstanding returns the number of tracked ids not yet acknowledged.
+func (a *Acker) Outstanding() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.tracked)
+}
+
+// Ack acknowledges ackIDs in requests of at most Settings.MaxIDsPerRequest ids, retrying
+// transient errors, then stops tracking them whatever the outcome (a message whose
+// acknowledgement failed is redelivered once its deadline passes). Empty ids are ignored.
+func (a *Acker) Ack(ctx context.Context, ackIDs []string) error {
+	ids := make([]string, 0, len(ackIDs))
+	for _, id := range ackIDs {
+		if id != "" {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	a.mu.Lock()
+	closed := a.closed
+	a.mu.Unlock()
+	if closed {
+		return fmt.Errorf("ack: subscription %s: acknowledging %d messages: the manager is closed", a.sub, len(ids))
+	}
+	var errs []error
+	for _, chunk := range chunks(ids, a.settings.MaxIDsPerRequest) {
+		if err := a.ackChunk(ctx, chunk); err != nil {
+			a.ackFailed.Add(int64(len(chunk)))
+			errs = append(errs, err)
+		} else {
+			a.acked.Add(int64(len(chunk)))
+		}
+	}
+	a.untrack(ids)
+	if len(errs) > 0 {
+		return fmt.Errorf("ack: subscription %s: acknowledging %d messages: %w", a.sub, len(ids), errors.Join(errs...))
+	}
+	return nil
+}
+
+func (a *Acker) ackChunk(ctx context.Context, chunk []string) error {
+	backoff := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		a.ackRequests.Add(1)
+		a.noteRequestSize(len(chunk))
+		callCtx, cancel := context.WithTimeout(ctx, rpcTimeout)
+		err := a.client.SubscriptionAdminClient.Acknowledge(callCtx, &pubsubpb.AcknowledgeRequest{
+			Subscription: a.sub,
+			AckIds:       chunk,
+		})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if attempt >= a.settings.AckAttempts || !transient(err) || ctx.Err() != nil {
+			return fmt.Errorf("Acknowledge of %d ids failed after %d attempts: %w", len(chunk), attempt, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("Acknowledge of %d ids failed after %d attempts: %w (then %w)", len(chunk), attempt, err, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff *= 2
+	}
+}
+
+func (a *Acker) untrack(ids []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range ids {
+		delete(a.tracked, id)
+	}
+}
+
+// transient reports whether a failed request is worth retrying.
+func transient(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Internal, codes.ResourceExhausted:
+		return true
+	}
+	return false
+}
+
+func (a *Acker) noteRequestSize(n int) {
+	for {
+		cur := a.maxIDsInRequest.Load()
+		if int64(n) <= cur || a.maxIDsInRequest.CompareAndSwap(cur, int64(n)) {
+			return
+		}
+	}
+}
+
+// Stats returns the Acker's counters.
+func (a *Acker) Stats() Stats {
+	return Stats{
+		Outstanding:     a.Outstanding(),
+		Tracked:         a.tracks.Load(),
+		Acked:           a.acked.Load(),
+		AckFailed:       a.ackFailed.Load(),
+		AckRequests:     a.ackRequests.Load(),
+		Extended:        a.extended.Load(),
+		ExtendRequests:  a.extendRequests.Load(),
+		ExtendFailures:  a.extendFailures.Load(),
+		MaxIDsInRequest: int(a.maxIDsInRequest.Load()),
+	}
+}
+
+func (a *Acker) loop() {
+	defer close(a.done)
+	ticker := time.NewTicker(a.settings.Tick)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case now := <-ticker.C:
+			a.extendDue(now)
+		}
+	}
+}
+
+// extendDue extends the deadline of every tracked id whose extension is due.
+func (a *Acker) extendDue(now time.Time) {
+	a.mu.Lock()
+	var due []string
+	for id, e := range a.tracked {
+		if !e.next.After(now) {
+			due = append(due, id)
+			e.next = now.Add(a.settings.ExtendEvery)
+			a.tracked[id] = e
+		}
+	}
+	a.mu.Unlock()
+	if len(due) == 0 {
+		return
+	}
+	secs := a.settings.deadlineSeconds()
+	var failed []string
+	var lastErr error
+	for _, chunk := range chunks(due, a.settings.MaxIDsPerRequest) {
+		a.extendRequests.Add(1)
+		a.noteRequestSize(len(chunk))
+		ctx, cancel := context.WithTimeout(a.ctx, rpcTimeout)
+		err := a.client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{
+			Subscription:       a.sub,
+			AckIds:             chunk,
+			AckDeadlineSeconds: secs,
+		})
+		cancel()
+		if err != nil {
+			if a.ctx.Err() != nil {
+				return // closing
+			}
+			a.extendFailures.Add(1)
+			failed = append(failed, chunk...)
+			lastErr = err
+			continue
+		}
+		a.extended.Add(int64(len(chunk)))
+	}
+	if len(failed) == 0 {
+		return
+	}
+	// Retry the failed ids on the next tick.
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range failed {
+		if e, ok := a.tracked[id]; ok {
+			e.next = time.Time{}
+			a.tracked[id] = e
+		}
+	}
+	if now.Sub(a.lastWarn) >= warnEvery {
+		a.lastWarn = now
+		slog.Warn("ack: extending ack deadlines failed; retrying", "subscription", a.sub, "ids", len(failed), "error", lastErr)
+	}
+}
+
+// Close stops the extension loop and closes the client. Tracked messages are redelivered once
+// their deadlines pass.
+func (a *Acker) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	a.mu.Unlock()
+	a.cancel()
+	<-a.done
+	if err := a.client.Close(); err != nil {
+		return fmt.Errorf("ack: subscription %s: closing the client: %w", a.sub, err)
+	}
+	return nil
+}
+
+// chunks cuts ids into slices of at most n ids and maxBytesPerRequest bytes.
+func chunks(ids []string, n int) [][]string {
+	var out [][]string
+	start, size := 0, 0
+	for i, id := range ids {
+		if i > start && (i-start >= n || size+len(id) > maxBytesPerRequest) {
+			out = append(out, ids[start:i])
+			start, size = i, 0
+		}
+		size += len(id)
+	}
+	if start < len(ids) {
+		out = append(out, ids[start:])
+	}
+	return out
+}
+
+// splitSubscription splits projects/<project>/subscriptions/<id>.
+func splitSubscription(sub string) (project, id string, err error) {
+	parts := strings.Split(sub, "/")
+	if len(parts) != 4 || parts[0] != "projects" || parts[1] == "" || parts[2] != "subscriptions" || parts[3] == "" {
+		return "", "", fmt.Errorf("subscription %q is not of the form projects/<project>/subscriptions/<name>", sub)
+	}
+	return parts[1], parts[3], nil
+}
+
+// The process registry of ForSubscription.
+var (
+	registryMu       sync.Mutex
+	registry         = map[string]*Acker{}
+	registrySettings Settings
+)
+
+func forSubscription(ctx context.Context, subscription string) (Manager, error) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if a, ok := registry[subscription]; ok {
+		return a, nil
+	}
+	a, err := New(ctx, subscription, registrySettings)
+	if err != nil {
+		return nil, err
+	}
+	registry[subscription] = a
+	return a, nil
+}
+
+// SetDefaultSettings sets the Settings of the Managers that ForSubscription creates from now on
+// (tests shorten the deadlines with it). Existing Managers keep theirs.
+func SetDefaultSettings(s Settings) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	registrySettings = s
+}
+
+// Lookup returns the registry's Acker of subscription, if ForSubscription created one.
+func Lookup(subscription string) (*Acker, bool) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	a, ok := registry[subscription]
+	return a, ok
+}
+
+// CloseAll closes every Manager of the registry and empties it; the next ForSubscription creates
+// a new one. For tests, and for a process that is about to exit.
+func CloseAll() error {
+	registryMu.Lock()
+	all := registry
+	registry = map[string]*Acker{}
+	registryMu.Unlock()
+	var errs []error
+	for _, a := range all {
+		if err := a.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,359 @@
+package ack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"cloud.google.com/go/pubsub/v2/pstest"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+const (
+	testProject = "projects/p"
+	testTopic   = testProject + "/topics/t"
+	testSub     = testProject + "/subscriptions/s"
+)
+
+// recorder is a pstest reactor that records the sizes of the requests of one method and fails
+// the first failures calls with code.
+type recorder struct {
+	mu       sync.Mutex
+	sizes    []int
+	failures int
+	code     codes.Code
+}
+
+func (r *recorder) React(req any) (bool, any, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch req := req.(type) {
+	case *pubsubpb.AcknowledgeRequest:
+		r.sizes = append(r.sizes, len(req.AckIds))
+	case *pubsubpb.ModifyAckDeadlineRequest:
+		r.sizes = append(r.sizes, len(req.AckIds))
+	}
+	if r.failures > 0 {
+		r.failures--
+		return true, nil, status.Error(r.code, "injected")
+	}
+	return false, nil, nil
+}
+
+func (r *recorder) requestSizes() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.sizes...)
+}
+
+type fixture struct {
+	srv    *pstest.Server
+	client *pubsub.Client
+}
+
+// newFixture starts pstest, points PUBSUB_EMULATOR_HOST at it and creates testTopic and testSub
+// with the given ack deadline.
+func newFixture(t *testing.T, ackDeadline time.Duration, opts ...pstest.ServerReactorOption) *fixture {
+	t.Helper()
+	srv := pstest.NewServer(opts...)
+	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
+	ctx := context.Background()
+	client, err := pubsub.NewClient(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		client.Close()
+		srv.Close()
+	})
+	if _, err := client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: testTopic}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.SubscriptionAdminClient.CreateSubscription(ctx, &pubsubpb.Subscription{
+		Name:               testSub,
+		Topic:              testTopic,
+		AckDeadlineSeconds: int32(ackDeadline / time.Second),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{srv: srv, client: client}
+}
+
+// publishAndPull publishes n messages and pulls them all, returning their ack ids.
+func (f *fixture) publishAndPull(t *testing.T, n int) []string {
+	t.Helper()
+	for i := range n {
+		f.srv.Publish(testTopic, fmt.Appendf(nil, "m%d", i), nil)
+	}
+	var ids []string
+	for len(ids) < n {
+		resp, err := f.client.SubscriptionAdminClient.Pull(context.Background(), &pubsubpb.PullRequest{
+			Subscription: testSub,
+			MaxMessages:  1000,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.ReceivedMessages) == 0 {
+			t.Fatalf("pulled %d messages of %d, then nothing", len(ids), n)
+		}
+		for _, m := range resp.ReceivedMessages {
+			ids = append(ids, m.AckId)
+		}
+	}
+	return ids
+}
+
+// pullNow pulls without waiting and returns the message data.
+func (f *fixture) pullNow(t *testing.T) []string {
+	t.Helper()
+	resp, err := f.client.SubscriptionAdminClient.Pull(context.Background(), &pubsubpb.PullRequest{
+		Subscription:      testSub,
+		MaxMessages:       1000,
+		ReturnImmediately: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data []string
+	for _, m := range resp.ReceivedMessages {
+		data = append(data, string(m.Message.Data))
+	}
+	return data
+}
+
+func newAcker(t *testing.T, s Settings) *Acker {
+	t.Helper()
+	a, err := New(context.Background(), testSub, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+func TestChunks(t *testing.T) {
+	ids := make([]string, 2500)
+	for i := range ids {
+		ids[i] = fmt.Sprint(i)
+	}
+	var sizes []int
+	for _, c := range chunks(ids, 1000) {
+		sizes = append(sizes, len(c))
+	}
+	if fmt.Sprint(sizes) != "[1000 1000 500]" {
+		t.Errorf("chunk sizes = %v, want [1000 1000 500]", sizes)
+	}
+	long := strings.Repeat("x", 1000) // 1000 ids of 1000 bytes exceed the byte cap
+	ids = make([]string, 1000)
+	for i := range ids {
+		ids[i] = long
+	}
+	total := 0
+	for _, c := range chunks(ids, 1000) {
+		if len(c)*len(long) > maxBytesPerRequest {
+			t.Errorf("chunk of %d bytes exceeds %d", len(c)*len(long), maxBytesPerRequest)
+		}
+		total += len(c)
+	}
+	if total != 1000 {
+		t.Errorf("chunks hold %d ids, want 1000", total)
+	}
+	if c := chunks(nil, 1000); len(c) != 0 {
+		t.Errorf("chunks(nil) = %v", c)
+	}
+}
+
+func TestSplitSubscription(t *testing.T) {
+	if p, s, err := splitSubscription("projects/a/subscriptions/b"); err != nil || p != "a" || s != "b" {
+		t.Errorf("got %q %q %v", p, s, err)
+	}
+	for _, bad := range []string{"", "b", "projects/a/topics/b", "projects//subscriptions/b", "projects/a/subscriptions/"} {
+		if _, _, err := splitSubscription(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// Acknowledging 2500 messages sends requests of at most 1000 ids, and Pub/Sub has nothing left.
+func TestAckChunksAndAcknowledges(t *testing.T) {
+	start := time.Now()
+	rec := &recorder{}
+	f := newFixture(t, 10*time.Second, pstest.ServerReactorOption{FuncName: "Acknowledge", Reactor: rec})
+	ids := f.publishAndPull(t, 2500)
+	a := newAcker(t, Settings{})
+	a.Track(ids...)
+	a.Track(ids[:10]...) // tracking twice counts once
+	if got := a.Outstanding(); got != 2500 {
+		t.Fatalf("Outstanding = %d, want 2500", got)
+	}
+	if err := a.Ack(context.Background(), append(ids, "")); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Outstanding(); got != 0 {
+		t.Errorf("Outstanding after Ack = %d, want 0", got)
+	}
+	sizes := rec.requestSizes()
+	if fmt.Sprint(sizes) != "[1000 1000 500]" {
+		t.Errorf("Acknowledge request sizes = %v, want [1000 1000 500]", sizes)
+	}
+	for _, m := range f.srv.Messages() {
+		if m.Acks != 1 {
+			t.Fatalf("message %s: %d acks, want 1", m.ID, m.Acks)
+		}
+	}
+	if left := f.pullNow(t); len(left) != 0 {
+		t.Errorf("%d messages redelivered after Ack", len(left))
+	}
+	st := a.Stats()
+	if st.Acked != 2500 || st.AckRequests != 3 || st.MaxIDsInRequest != 1000 {
+		t.Errorf("stats = %+v", st)
+	}
+	t.Logf("acknowledged 2500 messages in %v (including setup)", time.Since(start))
+}
+
+// A message tracked for longer than the subscription's ack deadline is not redelivered; an
+// untracked one is. The extensions go out in requests of at most 1000 ids.
+func TestDeadlineExtension(t *testing.T) {
+	start := time.Now()
+	pstest.SetMinAckDeadline(time.Second)
+	t.Cleanup(pstest.ResetMinAckDeadline)
+	rec := &recorder{}
+	f := newFixture(t, time.Second, pstest.ServerReactorOption{FuncName: "ModifyAckDeadline", Reactor: rec})
+	ids := f.publishAndPull(t, 1201)
+	// The ack ids are "<message id>:<delivery>"; keep the message "m0" untracked.
+	var untracked string
+	for _, m := range f.srv.Messages() {
+		if string(m.Data) == "m0" {
+			untracked = m.ID + ":1"
+		}
+	}
+	var tracked []string
+	for _, id := range ids {
+		if id != untracked {
+			tracked = append(tracked, id)
+		}
+	}
+	if len(tracked) != 1200 {
+		t.Fatalf("tracked %d ids, want 1200 (untracked %q)", len(tracked), untracked)
+	}
+	a := newAcker(t, Settings{
+		Deadline:         3 * time.Second,
+		ExtendEvery:      500 * time.Millisecond,
+		FirstExtendAfter: 200 * time.Millisecond,
+		Tick:             100 * time.Millisecond,
+	})
+	a.Track(tracked...)
+	time.Sleep(2500 * time.Millisecond) // 2.5 × the subscription's ack deadline
+	got := f.pullNow(t)
+	if len(got) != 1 || got[0] != "m0" {
+		t.Errorf("redelivered %d messages (%.20v), want only the untracked m0", len(got), got)
+	}
+	st := a.Stats()
+	if st.ExtendFailures != 0 || st.Extended < 2*1200 {
+		t.Errorf("stats = %+v, want at least two extensions of 1200 ids and no failure", st)
+	}
+	for _, n := range rec.requestSizes() {
+		if n > 1000 {
+			t.Errorf("a ModifyAckDeadline request carried %d ids", n)
+		}
+	}
+	if err := a.Ack(context.Background(), tracked); err != nil {
+		t.Fatal(err)
+	}
+	acks := 0
+	for _, m := range f.srv.Messages() {
+		acks += m.Acks
+		for _, ma := range m.Modacks {
+			if ma.AckDeadline != 3 {
+				t.Fatalf("modack asked for %d s, want 3", ma.AckDeadline)
+			}
+		}
+	}
+	if acks != 1200 {
+		t.Errorf("%d acks, want 1200", acks)
+	}
+	t.Logf("stats %+v; took %v", st, time.Since(start))
+}
+
+// Transient errors are retried; a permanent one fails at once, names the subscription, and the
+// ids are no longer tracked.
+func TestAckRetries(t *testing.T) {
+	rec := &recorder{failures: 2, code: codes.Internal}
+	f := newFixture(t, 10*time.Second, pstest.ServerReactorOption{FuncName: "Acknowledge", Reactor: rec})
+	ids := f.publishAndPull(t, 3)
+	a := newAcker(t, Settings{})
+	a.Track(ids...)
+	if err := a.Ack(context.Background(), ids[:1]); err != nil {
+		t.Fatalf("Ack after 2 transient errors: %v", err)
+	}
+	if n := len(rec.requestSizes()); n != 3 {
+		t.Errorf("%d Acknowledge requests, want 3", n)
+	}
+
+	rec.mu.Lock()
+	rec.failures, rec.code = 1, codes.InvalidArgument
+	rec.mu.Unlock()
+	err := a.Ack(context.Background(), ids[1:2])
+	if err == nil || !strings.Contains(err.Error(), testSub) {
+		t.Fatalf("Ack with a permanent error: %v, want an error naming %s", err, testSub)
+	}
+	if n := len(rec.requestSizes()); n != 4 {
+		t.Errorf("%d Acknowledge requests, want 4 (no retry of InvalidArgument)", n)
+	}
+	if got := a.Outstanding(); got != 1 {
+		t.Errorf("Outstanding = %d, want 1", got)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Ack(context.Background(), ids[2:]); err == nil {
+		t.Error("Ack after Close: no error")
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	newFixture(t, 10*time.Second)
+	t.Cleanup(func() { CloseAll() })
+	ctx := context.Background()
+	m1, err := ForSubscription(ctx, testSub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := ForSubscription(ctx, testSub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m1 != m2 {
+		t.Error("ForSubscription returned two managers for one subscription")
+	}
+	if a, ok := Lookup(testSub); !ok || Manager(a) != m1 {
+		t.Error("Lookup does not find the manager")
+	}
+	other, err := ForSubscription(ctx, testProject+"/subscriptions/other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other == m1 {
+		t.Error("two subscriptions share a manager")
+	}
+	if err := CloseAll(); err != nil {
+		t.Fatal(err)
+	}
+	m3, err := ForSubscription(ctx, testSub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m3 == m1 {
+		t.Error("CloseAll kept the manager")
+	}
+	if _, err := ForSubscription(ctx, "subscriptions/x"); err == nil || !strings.Contains(err.Error(), "subscriptions/x") {
+		t.Errorf("bad name: %v", err)
+	}
+}

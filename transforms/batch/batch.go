@@ -1,0 +1,107 @@
+// Package batch groups a stream into batches, one INSERT stream per shard, as the template's
+// windowSeconds and batchRowCount parameters say (see Mode). Triggers act at a GroupByKey, so
+// elements are first keyed by a shard number in [0, numShards); each fired pane of a shard is one
+// batch. Fired panes are discarded, allowed lateness is 0, and count triggers are always wrapped
+// in trigger.Repeat (prism needs it; see ../shared/DESIGN.md).
+//
+// The SDK's transforms/batch.GroupIntoBatches is not used: v2.77.0 hangs on prism when a
+// buffering duration is set.
+package batch
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+)
+
+// Defaults of the combined mode when neither windowSeconds nor batchRowCount is given.
+const (
+	DefaultWindow = 30 * time.Second
+	DefaultRows   = 1000
+)
+
+// Mode is one of the template's four batching modes:
+//
+//	windowSeconds  batchRowCount  behaviour
+//	set            unset          fixed windows of windowSeconds; a window's rows are inserted when it closes
+//	unset          set            global window, a batch every batchRowCount rows
+//	set            set            global window, a batch at batchRowCount rows or windowSeconds after
+//	                              the first row of the pane, whichever comes first
+//	unset          unset          the combined mode with 30 seconds and 1000 rows
+type Mode struct {
+	// Window is the fixed window length, or the longest a pane waits in the combined mode; 0 when
+	// windowSeconds is unset in count mode.
+	Window time.Duration
+	// Rows is the count trigger, in rows; 0 in fixed-window mode.
+	Rows int
+}
+
+// ModeFor returns the mode of the given parameters; 0 means unset.
+func ModeFor(windowSeconds, batchRowCount int) Mode {
+	if windowSeconds == 0 && batchRowCount == 0 {
+		return Mode{Window: DefaultWindow, Rows: DefaultRows}
+	}
+	return Mode{Window: time.Duration(windowSeconds) * time.Second, Rows: batchRowCount}
+}
+
+// String describes the mode for the start-up log.
+func (m Mode) String() string {
+	switch {
+	case m.Rows == 0:
+		return fmt.Sprintf("fixed windows of %v: each window's rows are inserted when it closes", m.Window)
+	case m.Window == 0:
+		return fmt.Sprintf("global window, count trigger: a batch every %d rows", m.Rows)
+	default:
+		return fmt.Sprintf("global window, combined trigger: a batch at %d rows or %v after the first row of the pane, whichever comes first", m.Rows, m.Window)
+	}
+}
+
+func init() {
+	register.DoFn1x2[beam.T, int, beam.T](&shardFn{})
+}
+
+// Batches windows col (a PCollection<T>) by mode, keys its elements by shard and groups them: the
+// result is a PCollection<KV<int, Iter<T>>> in which each element is one batch of one shard.
+// numShards must be positive.
+func Batches(s beam.Scope, mode Mode, numShards int, col beam.PCollection) beam.PCollection {
+	s = s.Scope("Batch")
+	if numShards < 1 {
+		panic(fmt.Sprintf("batch.Batches: numShards %d must be positive", numShards))
+	}
+	var windowed beam.PCollection
+	switch {
+	case mode.Rows == 0:
+		if mode.Window <= 0 {
+			panic(fmt.Sprintf("batch.Batches: mode %+v has neither a window nor a row count", mode))
+		}
+		windowed = beam.WindowInto(s, window.NewFixedWindows(mode.Window), col,
+			beam.Trigger(trigger.AfterEndOfWindow()), beam.PanesDiscard(), beam.AllowedLateness(0))
+	case mode.Window == 0:
+		windowed = beam.WindowInto(s, window.NewGlobalWindows(), col,
+			beam.Trigger(trigger.Repeat(trigger.AfterCount(int32(mode.Rows)))), beam.PanesDiscard(), beam.AllowedLateness(0))
+	default:
+		windowed = beam.WindowInto(s, window.NewGlobalWindows(), col,
+			beam.Trigger(trigger.Repeat(trigger.AfterAny([]trigger.Trigger{
+				trigger.AfterCount(int32(mode.Rows)),
+				trigger.AfterProcessingTime().PlusDelay(mode.Window),
+			}))), beam.PanesDiscard(), beam.AllowedLateness(0))
+	}
+	keyed := beam.ParDo(s, &shardFn{NumShards: numShards}, windowed)
+	return beam.GroupByKey(s, keyed)
+}
+
+// shardFn keys elements by shard, round robin per worker.
+type shardFn struct {
+	NumShards int
+	next      int
+}
+
+func (f *shardFn) ProcessElement(elem beam.T) (int, beam.T) {
+	shard := f.next
+	f.next = (f.next + 1) % f.NumShards
+	return shard, elem
+}

@@ -1,0 +1,110 @@
+package chclient
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Settings are the insert settings of the template (ClickHouse docs, "Settings"). They are sent
+// with every INSERT, but only those the server knows: ClickHouse 18.16 rejects unknown settings.
+type Settings struct {
+	// Deduplicate is insert_deduplicate (insertDeduplicate).
+	Deduplicate bool
+	// Quorum is insert_quorum (insertQuorum), sent only when QuorumSet; 0 disables the quorum.
+	Quorum    int
+	QuorumSet bool
+	// DistributedSync is insert_distributed_sync (insertDistributedSync).
+	DistributedSync bool
+	// MaxInsertBlockSize is max_insert_block_size (maxInsertBlockSize), in rows; it also bounds the
+	// rows of each INSERT the pipeline sends.
+	MaxInsertBlockSize int
+}
+
+// TokenSetting is the per-INSERT deduplication token (ClickHouse 22.2 and newer).
+const TokenSetting = "insert_deduplication_token"
+
+// wanted returns the settings to send, before filtering by what the server knows.
+func (s Settings) wanted() clickhouse.Settings {
+	m := clickhouse.Settings{
+		"insert_deduplicate":      boolSetting(s.Deduplicate),
+		"insert_distributed_sync": boolSetting(s.DistributedSync),
+		"max_insert_block_size":   s.MaxInsertBlockSize,
+	}
+	if s.QuorumSet {
+		m["insert_quorum"] = s.Quorum
+	}
+	return m
+}
+
+func boolSetting(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// knownSettings reads which of names the server knows from system.settings. It returns the known
+// ones and the left-out ones, sorted.
+func knownSettings(ctx context.Context, conn driver.Conn, names []string) (known map[string]bool, leftOut []string, err error) {
+	rows, err := conn.Query(ctx, "SELECT name FROM system.settings WHERE has(?, name)", names)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading system.settings: %w", err)
+	}
+	defer rows.Close()
+	known = map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, nil, fmt.Errorf("reading system.settings: %w", err)
+		}
+		known[n] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("reading system.settings: %w", err)
+	}
+	for _, n := range names {
+		if !known[n] {
+			leftOut = append(leftOut, n)
+		}
+	}
+	sort.Strings(leftOut)
+	return known, leftOut, nil
+}
+
+// LogOnce logs each distinct message once per process, so that every worker thread's Setup does
+// not repeat it.
+func LogOnce(msg string, args ...any) {
+	key := fmt.Sprint(append([]any{msg}, args...)...)
+	if _, dup := logged.LoadOrStore(key, true); !dup {
+		slog.Info(msg, args...)
+	}
+}
+
+// ResolveSettings returns the settings to send to the server behind conn (without the
+// per-INSERT token), whether it takes insert_deduplication_token, and the names left out.
+func ResolveSettings(ctx context.Context, conn driver.Conn, s Settings) (send clickhouse.Settings, token bool, leftOut []string, err error) {
+	want := s.wanted()
+	names := []string{TokenSetting}
+	for n := range want {
+		names = append(names, n)
+	}
+	known, leftOut, err := knownSettings(ctx, conn, names)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	send = clickhouse.Settings{}
+	for n, v := range want {
+		if known[n] {
+			send[n] = v
+		}
+	}
+	return send, known[TokenSetting], leftOut, nil
+}
+
+var logged sync.Map

@@ -1,0 +1,301 @@
+package deadletter
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/ack"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
+)
+
+// Namespace is the Beam metrics namespace of the pipeline (the same as parse.Namespace).
+const Namespace = "PubSubToClickHouse"
+
+var (
+	rowsToTable = beam.NewCounter(Namespace, "dead-letter-rows-clickhouse")
+	rowsToTopic = beam.NewCounter(Namespace, "dead-letter-rows-pubsub")
+)
+
+// Pub/Sub limits (https://cloud.google.com/pubsub/quotas#resource_limits).
+const (
+	maxAttributeValueBytes = 1024
+	// FailedAtLayout is the failedAt attribute: RFC 3339, UTC, milliseconds.
+	FailedAtLayout = "2006-01-02T15:04:05.000Z"
+)
+
+// Columns of the dead-letter table, in order, with their types.
+var tableColumns = []struct{ name, typ string }{
+	{"raw_message", "String"},
+	{"error_message", "String"},
+	{"stack_trace", "String"},
+	{"failed_at", "DateTime"},
+}
+
+// CreateTable returns the CREATE TABLE statement of a dead-letter table.
+func CreateTable(database, table string) string {
+	return fmt.Sprintf("CREATE TABLE `%s`.`%s` (raw_message String, error_message String, stack_trace String, failed_at DateTime) ENGINE = MergeTree PARTITION BY toYYYYMM(failed_at) ORDER BY failed_at", database, table)
+}
+
+// CheckTable verifies that the dead-letter table exists with the four columns (raw_message
+// String, error_message String, stack_trace String, failed_at DateTime, a time zone allowed); the
+// error shows the CREATE TABLE statement to run.
+func CheckTable(ctx context.Context, conn driver.Conn, database, table string) error {
+	fix := "; create it with: " + CreateTable(database, table)
+	t, err := schema.Fetch(ctx, conn, database, table)
+	if err != nil {
+		return fmt.Errorf("clickHouseDeadLetterTable: %w%s", err, fix)
+	}
+	have := map[string]string{}
+	for _, c := range t.Writable() {
+		base, _ := c.Type.Unwrap()
+		have[c.Name] = base.Name
+	}
+	var problems []string
+	for _, c := range tableColumns {
+		switch got, ok := have[c.name]; {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("no writable column %s %s", c.name, c.typ))
+		case got != c.typ:
+			problems = append(problems, fmt.Sprintf("column %s is %s, not %s", c.name, got, c.typ))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("clickHouseDeadLetterTable %s.%s: %s%s", database, table, strings.Join(problems, "; "), fix)
+	}
+	return nil
+}
+
+// Config says where dead letters go.
+type Config struct {
+	ClickHouse chclient.Config
+	// Table is the dead-letter table in ClickHouse.Database; "" for none.
+	Table string
+	// Topic is the dead-letter topic, projects/<project>/topics/<name>; "" for none.
+	Topic string
+	// Retry is the retry policy of the table's INSERTs.
+	Retry chclient.Retry
+	// Settings are the insert settings (insert_deduplicate and the others).
+	Settings chclient.Settings
+	// Subscription is the source subscription to acknowledge after the record is written to every
+	// destination; "" on Dataflow.
+	Subscription string
+}
+
+func init() {
+	register.DoFn3x1[context.Context, int, func(*Record) bool, error](&writeFn{})
+	register.Iter1[Record]()
+}
+
+// Write writes each batch of batches (a PCollection<KV<int, Iter<Record>>> from batch.Batches)
+// to the dead-letter table, to the dead-letter topic, or to both, then acknowledges the records'
+// messages. It panics at construction when neither destination is set.
+func Write(s beam.Scope, cfg Config, batches beam.PCollection) {
+	s = s.Scope("DeadLetter")
+	if cfg.Table == "" && cfg.Topic == "" {
+		panic("deadletter.Write: neither a dead-letter table nor a dead-letter topic is set")
+	}
+	beam.ParDo0(s, &writeFn{Config: cfg}, batches)
+}
+
+type writeFn struct {
+	Config
+
+	conn      driver.Conn
+	settings  clickhouse.Settings
+	withToken bool
+	client    *pubsub.Client
+	publisher *pubsub.Publisher
+	acks      ack.Manager
+}
+
+func (f *writeFn) Setup(ctx context.Context) error {
+	var err error
+	if f.Table != "" {
+		if f.conn, err = chclient.Open(ctx, f.ClickHouse); err != nil {
+			return err
+		}
+		if err := CheckTable(ctx, f.conn, f.ClickHouse.Database, f.Table); err != nil {
+			return err
+		}
+		if f.settings, f.withToken, _, err = chclient.ResolveSettings(ctx, f.conn, f.Settings); err != nil {
+			return err
+		}
+	}
+	if f.Topic != "" {
+		if f.client, f.publisher, err = OpenTopic(ctx, f.Topic); err != nil {
+			return err
+		}
+	}
+	if f.Subscription != "" {
+		if f.acks, err = ack.ForSubscription(ctx, f.Subscription); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// OpenTopic connects to the dead-letter topic (projects/<project>/topics/<name>) and checks that
+// it exists. The client honours PUBSUB_EMULATOR_HOST.
+func OpenTopic(ctx context.Context, topic string) (*pubsub.Client, *pubsub.Publisher, error) {
+	parts := strings.Split(topic, "/")
+	if len(parts) != 4 || parts[0] != "projects" || parts[2] != "topics" {
+		return nil, nil, fmt.Errorf("deadLetterTopic %q is not projects/<project>/topics/<name>", topic)
+	}
+	client, err := pubsub.NewClient(ctx, parts[1])
+	if err != nil {
+		return nil, nil, fmt.Errorf("deadLetterTopic %s: %w", topic, err)
+	}
+	if _, err := client.TopicAdminClient.GetTopic(ctx, &pubsubpb.GetTopicRequest{Topic: topic}); err != nil {
+		client.Close()
+		return nil, nil, fmt.Errorf("deadLetterTopic %s: %w; check that the topic exists and the job's service account may publish to it", topic, err)
+	}
+	return client, client.Publisher(topic), nil
+}
+
+func (f *writeFn) Teardown() error {
+	if f.publisher != nil {
+		f.publisher.Stop()
+	}
+	if f.client != nil {
+		f.client.Close()
+	}
+	if f.conn != nil {
+		return f.conn.Close()
+	}
+	return nil
+}
+
+func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*Record) bool) error {
+	var recs []*Record
+	for {
+		r := new(Record)
+		if !next(r) {
+			break
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	slices.SortFunc(recs, func(a, b *Record) int { return strings.Compare(a.MessageID, b.MessageID) })
+	if f.conn != nil {
+		if err := f.insert(ctx, recs); err != nil {
+			return err
+		}
+		rowsToTable.Inc(ctx, int64(len(recs)))
+	}
+	if f.publisher != nil {
+		if err := f.publish(ctx, recs); err != nil {
+			return err
+		}
+		rowsToTopic.Inc(ctx, int64(len(recs)))
+	}
+	if f.acks != nil {
+		ids := make([]string, 0, len(recs))
+		for _, r := range recs {
+			if r.AckID != "" {
+				ids = append(ids, r.AckID)
+			}
+		}
+		if err := f.acks.Ack(ctx, ids); err != nil {
+			slog.Warn("acknowledging dead-lettered messages failed; Pub/Sub will redeliver them", "messages", len(ids), "error", err)
+		}
+	}
+	return nil
+}
+
+// insert writes recs to the dead-letter table in one INSERT, with retries.
+func (f *writeFn) insert(ctx context.Context, recs []*Record) error {
+	raw := make([]string, len(recs))
+	msgs := make([]string, len(recs))
+	traces := make([]string, len(recs))
+	at := make([]time.Time, len(recs))
+	h := sha256.New()
+	for i, r := range recs {
+		raw[i], msgs[i], traces[i], at[i] = string(r.Payload), r.ErrorMessage, r.StackTrace, r.FailedAt()
+		fmt.Fprintf(h, "%d:%s%d:%s", len(r.MessageID), r.MessageID, len(r.Payload), r.Payload)
+	}
+	settings := f.settings
+	if f.withToken {
+		settings = clickhouse.Settings{chclient.TokenSetting: "dlq-" + hex.EncodeToString(h.Sum(nil))}
+		for k, v := range f.settings {
+			settings[k] = v
+		}
+	}
+	stmt := fmt.Sprintf("INSERT INTO `%s`.`%s` (raw_message, error_message, stack_trace, failed_at)", f.ClickHouse.Database, f.Table)
+	attempts, err := f.Retry.Do(ctx, func() error {
+		batch, err := f.conn.PrepareBatch(clickhouse.Context(ctx, clickhouse.WithSettings(settings)), stmt)
+		if err != nil {
+			return err
+		}
+		defer batch.Abort()
+		for i, col := range []any{raw, msgs, traces, at} {
+			if err := batch.Column(i).Append(col); err != nil {
+				return err
+			}
+		}
+		return batch.Send()
+	}, func(n int, err error) {
+		slog.Warn("dead-letter INSERT failed; retrying", "table", f.Table, "rows", len(recs), "attempt", n, "error", err)
+	})
+	if err != nil {
+		return fmt.Errorf("INSERT of %d dead letters into %s.%s failed after %d attempts: %w", len(recs), f.ClickHouse.Database, f.Table, attempts, err)
+	}
+	return nil
+}
+
+// publish sends recs to the dead-letter topic and waits for every publish; any failure fails the
+// bundle, so the runner retries it.
+func (f *writeFn) publish(ctx context.Context, recs []*Record) error {
+	results := make([]*pubsub.PublishResult, len(recs))
+	for i, r := range recs {
+		results[i] = f.publisher.Publish(ctx, TopicMessage(*r))
+	}
+	for i, res := range results {
+		if _, err := res.Get(ctx); err != nil {
+			return fmt.Errorf("publishing dead letter of message %q to %s: %w", recs[i].MessageID, f.Topic, err)
+		}
+	}
+	return nil
+}
+
+// TopicMessage is the dead-letter topic's message for r: the original payload bytes, with the
+// attributes errorMessage (cut to Pub/Sub's 1024-byte limit on a UTF-8 boundary) and failedAt
+// (RFC 3339, UTC, milliseconds, e.g. 2026-01-15T10:30:00.123Z).
+func TopicMessage(r Record) *pubsub.Message {
+	return &pubsub.Message{
+		Data: r.Payload,
+		Attributes: map[string]string{
+			"errorMessage": cutUTF8(r.ErrorMessage, maxAttributeValueBytes),
+			"failedAt":     r.FailedAt().Format(FailedAtLayout),
+		},
+	}
+}
+
+// cutUTF8 cuts s to at most n bytes without splitting a character; a cut text ends with "…".
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ellipsis = "…"
+	cut := n - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
