@@ -1,0 +1,102 @@
+// Package pubsubtest runs an in-process Pub/Sub emulator (pstest) for a test and gives the few
+// operations the tests need: topics, subscriptions, publishing and pulling everything back.
+package pubsubtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"cloud.google.com/go/pubsub/v2/pstest"
+)
+
+// Project is the project of every resource the tests create.
+const Project = "test-project"
+
+// Emulator is a running pstest server and a client of it.
+type Emulator struct {
+	Server *pstest.Server
+	Client *pubsub.Client
+}
+
+// Start starts an emulator, points PUBSUB_EMULATOR_HOST at it for the rest of the test (the
+// pipeline's DoFns run in this process on prism), and stops it when the test ends.
+func Start(t testing.TB) *Emulator {
+	t.Helper()
+	srv := pstest.NewServer()
+	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
+	client, err := pubsub.NewClient(context.Background(), Project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		client.Close()
+		srv.Close()
+	})
+	return &Emulator{Server: srv, Client: client}
+}
+
+// Topic creates a topic and returns its name, projects/<project>/topics/<id>.
+func (e *Emulator) Topic(t testing.TB, id string) string {
+	t.Helper()
+	name := "projects/" + Project + "/topics/" + id
+	if _, err := e.Client.TopicAdminClient.CreateTopic(context.Background(), &pubsubpb.Topic{Name: name}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// Subscription creates a subscription to topic and returns its name.
+func (e *Emulator) Subscription(t testing.TB, topic, id string, ackDeadline time.Duration) string {
+	t.Helper()
+	name := "projects/" + Project + "/subscriptions/" + id
+	_, err := e.Client.SubscriptionAdminClient.CreateSubscription(context.Background(), &pubsubpb.Subscription{
+		Name: name, Topic: topic, AckDeadlineSeconds: int32(ackDeadline / time.Second),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// Publish publishes messages to topic and returns their ids, in order.
+func (e *Emulator) Publish(t testing.TB, topic string, msgs ...*pubsubpb.PubsubMessage) []string {
+	t.Helper()
+	var ids []string
+	for start := 0; start < len(msgs); start += 1000 {
+		end := min(start+1000, len(msgs))
+		resp, err := e.Client.TopicAdminClient.Publish(context.Background(), &pubsubpb.PublishRequest{Topic: topic, Messages: msgs[start:end]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, resp.MessageIds...)
+	}
+	return ids
+}
+
+// PullAll pulls and acknowledges every message the subscription delivers until a pull returns
+// nothing.
+func (e *Emulator) PullAll(t testing.TB, subscription string) []*pubsubpb.PubsubMessage {
+	t.Helper()
+	ctx := context.Background()
+	var out []*pubsubpb.PubsubMessage
+	for {
+		resp, err := e.Client.SubscriptionAdminClient.Pull(ctx, &pubsubpb.PullRequest{Subscription: subscription, MaxMessages: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.ReceivedMessages) == 0 {
+			return out
+		}
+		var ackIDs []string
+		for _, m := range resp.ReceivedMessages {
+			out = append(out, m.Message)
+			ackIDs = append(ackIDs, m.AckId)
+		}
+		if err := e.Client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: subscription, AckIds: ackIDs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
