@@ -1,0 +1,125 @@
+// Command pubsub-to-clickhouse is the pipeline's launcher: the Flex Template's binary on
+// Dataflow, and the command that runs the pipeline locally on prism.
+//
+//	pubsub-to-clickhouse --inputSubscription=projects/p/subscriptions/s --clickHouseUrl=clickhouse://host:9000 \
+//	    --clickHouseDatabase=db --clickHouseTable=events --clickHouseUsername=default --clickHousePassword= \
+//	    --clickHouseDeadLetterTable=events_dead_letter [--runner=dataflow ...]
+//
+// It parses the flags (the template parameters, see package pipeline, and Beam's own), validates
+// them, checks the ClickHouse table and the dead-letter destinations (so that a launch with a
+// wrong table, password or host stops at once with a clear message), builds the graph and runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
+)
+
+func main() {
+	var o pipeline.Options
+	pipeline.RegisterFlags(flag.CommandLine, &o)
+	flag.Parse()
+	beam.Init()
+	if err := run(context.Background(), o); err != nil {
+		slog.Error("pubsub-to-clickhouse failed", "error", err)
+		fmt.Fprintln(os.Stderr, "pubsub-to-clickhouse:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o pipeline.Options) error {
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("invalid template parameters:\n%w", err)
+	}
+	runner := strings.ToLower(*runners.Runner)
+	if runner == "" {
+		runner = "prism"
+	}
+	src := pipeline.LocalSource
+	if runner == "dataflow" {
+		src = pipeline.DataflowSource
+		// The launcher does not pass itself on as the worker binary.
+		if *jobopts.WorkerBinary == "" {
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("finding the worker binary: %w", err)
+			}
+			*jobopts.WorkerBinary = exe
+		}
+	}
+	mode := o.Mode()
+	slog.Info("runner", "runner", runner)
+	slog.Info("source", "subscription", o.InputSubscription, "source", src.String())
+	slog.Info("window mode", "mode", mode.String(), "numShards", o.NumShards)
+	slog.Info("dead-letter destinations", "table", orNone(o.ClickHouseDeadLetterTable), "topic", orNone(o.DeadLetterTopic))
+	slog.Info("target", "clickHouseUrl", o.RedactedURL(), "table", o.ClickHouseDatabase+"."+o.ClickHouseTable, "user", o.ClickHouseUsername)
+
+	if dry := flag.Lookup("dry_run"); dry != nil && dry.Value.String() == "true" {
+		slog.Info("dry run: the ClickHouse table and the dead-letter destinations are not checked")
+	} else if err := preflight(ctx, o); err != nil {
+		return err
+	}
+
+	p, s := beam.NewPipelineWithRoot()
+	pipeline.Build(s, o, src)
+	return beamx.Run(ctx, p)
+}
+
+// preflight checks, before the job starts, what every worker checks in its Setup: the table and
+// its column types, the credentials, the dead-letter table and topic, and which insert settings
+// the server takes.
+func preflight(ctx context.Context, o pipeline.Options) error {
+	t, _, err := parse.Check(ctx, o.ClickHouse(), o.ClickHouseTable)
+	if err != nil {
+		return fmt.Errorf("clickHouseTable: %w", err)
+	}
+	slog.Info("table checked", "table", o.ClickHouseDatabase+"."+o.ClickHouseTable, "writable columns", len(t.Writable()), "server time zone", t.ServerTimeZone)
+	conn, err := chclient.Open(ctx, o.ClickHouse())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	send, token, leftOut, err := chclient.ResolveSettings(ctx, conn, o.InsertSettings())
+	if err != nil {
+		return err
+	}
+	if token {
+		send[chclient.TokenSetting] = "(per INSERT)"
+	}
+	slog.Info("insert settings", "sent", fmt.Sprint(send), "left out (unknown to the server)", strings.Join(leftOut, ", "))
+	if o.ClickHouseDeadLetterTable != "" {
+		if err := deadletter.CheckTable(ctx, conn, o.ClickHouseDatabase, o.ClickHouseDeadLetterTable); err != nil {
+			return err
+		}
+	}
+	if o.DeadLetterTopic != "" {
+		client, publisher, err := deadletter.OpenTopic(ctx, o.DeadLetterTopic)
+		if err != nil {
+			return err
+		}
+		publisher.Stop()
+		client.Close()
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
