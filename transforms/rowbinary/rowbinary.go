@@ -128,45 +128,97 @@ type Column interface {
 	Reset()
 }
 
-// NewColumn returns the Column for type t.
+// NewColumn returns the Column for type t. Scalars, Nullable(scalar) and Array(scalar) decode
+// into typed slices without reflection; deeper nestings use reflection (clickhouse-go reads them
+// by reflection anyway).
 func NewColumn(t *chtype.Type) (Column, error) {
 	switch t.Name {
-	case "Int8":
-		return &fixed[int8]{read: func(b []byte) int8 { return int8(b[0]) }, width: 1}, nil
-	case "Int16":
-		return &fixed[int16]{read: func(b []byte) int16 { return int16(binary.LittleEndian.Uint16(b)) }, width: 2}, nil
-	case "Int32":
-		return &fixed[int32]{read: func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) }, width: 4}, nil
-	case "Int64":
-		return &fixed[int64]{read: func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) }, width: 8}, nil
-	case "UInt8":
-		return &fixed[uint8]{read: func(b []byte) uint8 { return b[0] }, width: 1}, nil
-	case "UInt16":
-		return &fixed[uint16]{read: binary.LittleEndian.Uint16, width: 2}, nil
-	case "UInt32":
-		return &fixed[uint32]{read: binary.LittleEndian.Uint32, width: 4}, nil
-	case "UInt64":
-		return &fixed[uint64]{read: binary.LittleEndian.Uint64, width: 8}, nil
-	case "Float32":
-		return &fixed[float32]{read: func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }, width: 4}, nil
-	case "Float64":
-		return &fixed[float64]{read: func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) }, width: 8}, nil
-	case "Date":
-		return &fixed[time.Time]{read: readDate, width: 2}, nil
-	case "DateTime":
-		return &fixed[time.Time]{read: readDateTime, width: 4}, nil
-	case "String":
-		return &stringColumn{}, nil
 	case "LowCardinality":
 		return NewColumn(t.Elems[0])
 	case "Nullable", "Array":
+		inner := t.Elems[0]
+		if inner.Name == "LowCardinality" {
+			inner = inner.Elems[0]
+		}
+		if c := scalarColumn(inner.Name, t.Name); c != nil {
+			return c, nil
+		}
 		typ, err := goType(t)
 		if err != nil {
 			return nil, err
 		}
 		return &reflectColumn{t: t, slice: reflect.MakeSlice(reflect.SliceOf(typ), 0, 64)}, nil
 	}
+	if c := scalarColumn(t.Name, ""); c != nil {
+		return c, nil
+	}
 	return nil, fmt.Errorf("rowbinary: no decoder for type %s", t)
+}
+
+// codec reads one scalar from the start of b: the value, the bytes it took, and false when b is
+// too short.
+type codec[T any] func(b []byte) (T, int, bool)
+
+func fixedCodec[T any](width int, read func([]byte) T) codec[T] {
+	return func(b []byte) (T, int, bool) {
+		if len(b) < width {
+			var zero T
+			return zero, 0, false
+		}
+		return read(b), width, true
+	}
+}
+
+func stringCodec(b []byte) (string, int, bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return "", 0, false
+	}
+	return string(b[k : k+int(n)]), k + int(n), true
+}
+
+// scalarColumn returns the Column of a scalar type name, plain (wrap ""), or wrapped in
+// "Nullable" or "Array"; nil when name is not a scalar.
+func scalarColumn(name, wrap string) Column {
+	switch name {
+	case "Int8":
+		return wrapped(wrap, fixedCodec(1, func(b []byte) int8 { return int8(b[0]) }))
+	case "Int16":
+		return wrapped(wrap, fixedCodec(2, func(b []byte) int16 { return int16(binary.LittleEndian.Uint16(b)) }))
+	case "Int32":
+		return wrapped(wrap, fixedCodec(4, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) }))
+	case "Int64":
+		return wrapped(wrap, fixedCodec(8, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) }))
+	case "UInt8":
+		return wrapped(wrap, fixedCodec(1, func(b []byte) uint8 { return b[0] }))
+	case "UInt16":
+		return wrapped(wrap, fixedCodec(2, binary.LittleEndian.Uint16))
+	case "UInt32":
+		return wrapped(wrap, fixedCodec(4, binary.LittleEndian.Uint32))
+	case "UInt64":
+		return wrapped(wrap, fixedCodec(8, binary.LittleEndian.Uint64))
+	case "Float32":
+		return wrapped(wrap, fixedCodec(4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }))
+	case "Float64":
+		return wrapped(wrap, fixedCodec(8, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) }))
+	case "Date":
+		return wrapped(wrap, fixedCodec(2, readDate))
+	case "DateTime":
+		return wrapped(wrap, fixedCodec(4, readDateTime))
+	case "String":
+		return wrapped(wrap, codec[string](stringCodec))
+	}
+	return nil
+}
+
+func wrapped[T any](wrap string, c codec[T]) Column {
+	switch wrap {
+	case "Nullable":
+		return &nullableColumn[T]{read: c}
+	case "Array":
+		return &arrayColumn[T]{read: c}
+	}
+	return &plainColumn[T]{read: c}
 }
 
 func readDate(b []byte) time.Time {
@@ -177,34 +229,72 @@ func readDateTime(b []byte) time.Time {
 	return time.Unix(int64(binary.LittleEndian.Uint32(b)), 0).UTC()
 }
 
-type fixed[T any] struct {
-	vals  []T
-	read  func([]byte) T
-	width int
+type plainColumn[T any] struct {
+	vals []T
+	read codec[T]
 }
 
-func (c *fixed[T]) Append(b []byte) error {
-	if len(b) != c.width {
-		return fmt.Errorf("%w: %d bytes for a %d-byte value", ErrCorrupt, len(b), c.width)
+func (c *plainColumn[T]) Append(b []byte) error {
+	v, n, ok := c.read(b)
+	if !ok || n != len(b) {
+		return fmt.Errorf("%w: %d bytes do not hold one %T", ErrCorrupt, len(b), v)
 	}
-	c.vals = append(c.vals, c.read(b))
+	c.vals = append(c.vals, v)
 	return nil
 }
-func (c *fixed[T]) Values() any { return c.vals }
-func (c *fixed[T]) Reset()      { c.vals = c.vals[:0] }
+func (c *plainColumn[T]) Values() any { return c.vals }
+func (c *plainColumn[T]) Reset()      { c.vals = c.vals[:0] }
 
-type stringColumn struct{ vals []string }
+type nullableColumn[T any] struct {
+	vals []*T
+	read codec[T]
+}
 
-func (c *stringColumn) Append(b []byte) error {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || uint64(len(b)-k) != n {
-		return fmt.Errorf("%w: bad String value", ErrCorrupt)
+func (c *nullableColumn[T]) Append(b []byte) error {
+	if len(b) == 1 && b[0] == 1 {
+		c.vals = append(c.vals, nil)
+		return nil
 	}
-	c.vals = append(c.vals, string(b[k:]))
+	if len(b) == 0 || b[0] != 0 {
+		return fmt.Errorf("%w: bad Nullable value", ErrCorrupt)
+	}
+	v, n, ok := c.read(b[1:])
+	if !ok || n != len(b)-1 {
+		return fmt.Errorf("%w: %d bytes do not hold one Nullable(%T)", ErrCorrupt, len(b), v)
+	}
+	c.vals = append(c.vals, &v)
 	return nil
 }
-func (c *stringColumn) Values() any { return c.vals }
-func (c *stringColumn) Reset()      { c.vals = c.vals[:0] }
+func (c *nullableColumn[T]) Values() any { return c.vals }
+func (c *nullableColumn[T]) Reset()      { c.vals = c.vals[:0] }
+
+type arrayColumn[T any] struct {
+	vals [][]T
+	read codec[T]
+}
+
+func (c *arrayColumn[T]) Append(b []byte) error {
+	count, k := binary.Uvarint(b)
+	if k <= 0 || count > uint64(len(b)) {
+		return fmt.Errorf("%w: bad Array length", ErrCorrupt)
+	}
+	elems := make([]T, 0, count)
+	for b = b[k:]; count > 0; count-- {
+		v, n, ok := c.read(b)
+		if !ok {
+			return fmt.Errorf("%w: Array element cut short", ErrCorrupt)
+		}
+		elems = append(elems, v)
+		b = b[n:]
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("%w: %d bytes after an Array value", ErrCorrupt, len(b))
+	}
+	c.vals = append(c.vals, elems)
+	return nil
+}
+func (c *arrayColumn[T]) Values() any { return c.vals }
+func (c *arrayColumn[T]) Reset()      { c.vals = c.vals[:0] }
 
 // reflectColumn holds Nullable and Array values, whose Go types clickhouse-go reads by reflection
 // anyway.
