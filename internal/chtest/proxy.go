@@ -1,0 +1,104 @@
+package chtest
+
+import (
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+)
+
+// Proxy is a TCP proxy in front of the ClickHouse server's native port, which a test can take
+// down (every open connection is reset and new ones are refused) and bring up again, to make the
+// server unreachable for the pipeline without stopping the server other tests share.
+type Proxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	down  bool
+	conns map[net.Conn]bool
+}
+
+// Proxy starts a proxy to the server's native port for the rest of the test.
+func (s *Server) Proxy(t testing.TB) *Proxy {
+	t.Helper()
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{ln: ln, target: u.Host, conns: map[net.Conn]bool{}}
+	go p.serve()
+	t.Cleanup(func() { ln.Close(); p.Down() })
+	return p
+}
+
+// URL is the clickhouse:// URL of the proxy.
+func (p *Proxy) URL() string { return "clickhouse://" + p.ln.Addr().String() }
+
+// Down resets every open connection and refuses new ones until Up.
+func (p *Proxy) Down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for c := range p.conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0) // RST, as a crashed server would
+		}
+		c.Close()
+		delete(p.conns, c)
+	}
+}
+
+// Up accepts connections again.
+func (p *Proxy) Up() {
+	p.mu.Lock()
+	p.down = false
+	p.mu.Unlock()
+}
+
+func (p *Proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.down {
+			p.mu.Unlock()
+			if tc, ok := c.(*net.TCPConn); ok {
+				tc.SetLinger(0)
+			}
+			c.Close()
+			continue
+		}
+		p.conns[c] = true
+		p.mu.Unlock()
+		go p.pipe(c)
+	}
+}
+
+func (p *Proxy) pipe(client net.Conn) {
+	server, err := net.Dial("tcp", p.target)
+	if err != nil {
+		client.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns[server] = true
+	p.mu.Unlock()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(server, client); done <- struct{}{} }()
+	go func() { io.Copy(client, server); done <- struct{}{} }()
+	<-done
+	client.Close()
+	server.Close()
+	p.mu.Lock()
+	delete(p.conns, client)
+	delete(p.conns, server)
+	p.mu.Unlock()
+}
