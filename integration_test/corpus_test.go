@@ -94,7 +94,7 @@ var corpora = []corpus{
 				"insertId": str(t, l["insertId"]), "logName": str(t, l["logName"]), "resource": compact(t, l["resource"]),
 				"severity": severity, "toUnixTimestamp(timestamp)": unix(t, l["timestamp"]),
 				"toUnixTimestamp(receiveTimestamp)": unix(t, l["receiveTimestamp"]),
-				"protoPayload": opt("protoPayload"), "jsonPayload": opt("jsonPayload"), "textPayload": opt("textPayload"),
+				"protoPayload":                      opt("protoPayload"), "jsonPayload": opt("jsonPayload"), "textPayload": opt("textPayload"),
 				"labels": opt("labels"), "trace": opt("trace"),
 			}
 		},

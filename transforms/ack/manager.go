@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -388,24 +389,32 @@ func splitSubscription(sub string) (project, id string, err error) {
 	return parts[1], parts[3], nil
 }
 
-// The process registry of ForSubscription.
+// The process registry of ForSubscription, keyed by registryKey.
 var (
 	registryMu       sync.Mutex
 	registry         = map[string]*Acker{}
 	registrySettings Settings
 )
 
+// registryKey is the subscription and the emulator the client would talk to: a process that
+// points PUBSUB_EMULATOR_HOST at a new emulator (tests) gets a new Manager, not one whose client
+// talks to the old emulator.
+func registryKey(subscription string) string {
+	return os.Getenv("PUBSUB_EMULATOR_HOST") + " " + subscription
+}
+
 func forSubscription(ctx context.Context, subscription string) (Manager, error) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	if a, ok := registry[subscription]; ok {
+	key := registryKey(subscription)
+	if a, ok := registry[key]; ok {
 		return a, nil
 	}
 	a, err := New(ctx, subscription, registrySettings)
 	if err != nil {
 		return nil, err
 	}
-	registry[subscription] = a
+	registry[key] = a
 	return a, nil
 }
 
@@ -417,11 +426,12 @@ func SetDefaultSettings(s Settings) {
 	registrySettings = s
 }
 
-// Lookup returns the registry's Acker of subscription, if ForSubscription created one.
+// Lookup returns the Acker that ForSubscription returns for subscription (under the current
+// PUBSUB_EMULATOR_HOST), if it has created one.
 func Lookup(subscription string) (*Acker, bool) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	a, ok := registry[subscription]
+	a, ok := registry[registryKey(subscription)]
 	return a, ok
 }
 

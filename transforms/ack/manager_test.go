@@ -85,8 +85,9 @@ func newFixture(t *testing.T, ackDeadline time.Duration, opts ...pstest.ServerRe
 	return &fixture{srv: srv, client: client}
 }
 
-// publishAndPull publishes n messages and pulls them all, returning their ack ids.
-func (f *fixture) publishAndPull(t *testing.T, n int) []string {
+// publishAndPull publishes n messages and pulls them all, returning their ack ids; after each
+// pull it calls onPull, if not nil, with the pulled ack ids and data.
+func (f *fixture) publishAndPull(t *testing.T, n int, onPull func(ackIDs, data []string)) []string {
 	t.Helper()
 	for i := range n {
 		f.srv.Publish(testTopic, fmt.Appendf(nil, "m%d", i), nil)
@@ -103,9 +104,15 @@ func (f *fixture) publishAndPull(t *testing.T, n int) []string {
 		if len(resp.ReceivedMessages) == 0 {
 			t.Fatalf("pulled %d messages of %d, then nothing", len(ids), n)
 		}
+		var pulled, data []string
 		for _, m := range resp.ReceivedMessages {
-			ids = append(ids, m.AckId)
+			pulled = append(pulled, m.AckId)
+			data = append(data, string(m.Message.Data))
 		}
+		if onPull != nil {
+			onPull(pulled, data)
+		}
+		ids = append(ids, pulled...)
 	}
 	return ids
 }
@@ -186,7 +193,7 @@ func TestAckChunksAndAcknowledges(t *testing.T) {
 	start := time.Now()
 	rec := &recorder{}
 	f := newFixture(t, 10*time.Second, pstest.ServerReactorOption{FuncName: "Acknowledge", Reactor: rec})
-	ids := f.publishAndPull(t, 2500)
+	ids := f.publishAndPull(t, 2500, nil)
 	a := newAcker(t, Settings{})
 	a.Track(ids...)
 	a.Track(ids[:10]...) // tracking twice counts once
@@ -226,30 +233,25 @@ func TestDeadlineExtension(t *testing.T) {
 	t.Cleanup(pstest.ResetMinAckDeadline)
 	rec := &recorder{}
 	f := newFixture(t, time.Second, pstest.ServerReactorOption{FuncName: "ModifyAckDeadline", Reactor: rec})
-	ids := f.publishAndPull(t, 1201)
-	// The ack ids are "<message id>:<delivery>"; keep the message "m0" untracked.
-	var untracked string
-	for _, m := range f.srv.Messages() {
-		if string(m.Data) == "m0" {
-			untracked = m.ID + ":1"
-		}
-	}
-	var tracked []string
-	for _, id := range ids {
-		if id != untracked {
-			tracked = append(tracked, id)
-		}
-	}
-	if len(tracked) != 1200 {
-		t.Fatalf("tracked %d ids, want 1200 (untracked %q)", len(tracked), untracked)
-	}
 	a := newAcker(t, Settings{
 		Deadline:         3 * time.Second,
 		ExtendEvery:      500 * time.Millisecond,
 		FirstExtendAfter: 200 * time.Millisecond,
 		Tick:             100 * time.Millisecond,
 	})
-	a.Track(tracked...)
+	// Track every message but "m0" as soon as it is pulled.
+	var tracked []string
+	f.publishAndPull(t, 1201, func(ackIDs, data []string) {
+		for i, id := range ackIDs {
+			if data[i] != "m0" {
+				tracked = append(tracked, id)
+				a.Track(id)
+			}
+		}
+	})
+	if len(tracked) != 1200 {
+		t.Fatalf("tracked %d ids, want 1200", len(tracked))
+	}
 	time.Sleep(2500 * time.Millisecond) // 2.5 × the subscription's ack deadline
 	got := f.pullNow(t)
 	if len(got) != 1 || got[0] != "m0" {
@@ -287,7 +289,7 @@ func TestDeadlineExtension(t *testing.T) {
 func TestAckRetries(t *testing.T) {
 	rec := &recorder{failures: 2, code: codes.Internal}
 	f := newFixture(t, 10*time.Second, pstest.ServerReactorOption{FuncName: "Acknowledge", Reactor: rec})
-	ids := f.publishAndPull(t, 3)
+	ids := f.publishAndPull(t, 3, nil)
 	a := newAcker(t, Settings{})
 	a.Track(ids...)
 	if err := a.Ack(context.Background(), ids[:1]); err != nil {
@@ -342,6 +344,14 @@ func TestRegistry(t *testing.T) {
 	}
 	if other == m1 {
 		t.Error("two subscriptions share a manager")
+	}
+	t.Setenv("PUBSUB_EMULATOR_HOST", "127.0.0.1:1") // another emulator: another manager
+	m4, err := ForSubscription(ctx, testSub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m4 == m1 {
+		t.Error("a new PUBSUB_EMULATOR_HOST kept the manager")
 	}
 	if err := CloseAll(); err != nil {
 		t.Fatal(err)
