@@ -70,6 +70,7 @@ func Build(s beam.Scope, o Options, src Source) {
 	if err := o.Validate(); err != nil {
 		panic(fmt.Sprintf("pipeline.Build: invalid options: %v", err))
 	}
+	mode := o.Mode()
 	var msgs beam.PCollection
 	ackSubscription := ""
 	if src == DataflowSource {
@@ -77,13 +78,17 @@ func Build(s beam.Scope, o Options, src Source) {
 	} else {
 		msgs = source.Read(s, o.InputSubscription, source.ReadOptions{
 			StopAfterIdle: time.Duration(o.StopAfterIdle.Value) * time.Second,
+			// In count mode a last partial batch is inserted only when the input ends, so the
+			// reader must stop while those messages are still outstanding.
+			StopWithOutstanding: mode.Window == 0,
+			// Room for every shard to fill a batch, so that a count trigger can always fire.
+			MaxOutstanding: max(10_000, 2*o.NumShards*mode.Rows),
 		})
 		ackSubscription = o.InputSubscription
 	}
 
 	rows, deadLetters := parse.Parse(s, o.ClickHouse(), o.ClickHouseTable, msgs)
 
-	mode := o.Mode()
 	write.Write(s, write.Config{
 		ClickHouse:   o.ClickHouse(),
 		Table:        o.ClickHouseTable,

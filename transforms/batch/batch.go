@@ -72,26 +72,26 @@ func Batches(s beam.Scope, mode Mode, numShards int, col beam.PCollection) beam.
 	if numShards < 1 {
 		panic(fmt.Sprintf("batch.Batches: numShards %d must be positive", numShards))
 	}
+	keyed := beam.ParDo(s, &shardFn{NumShards: numShards}, col)
 	var windowed beam.PCollection
 	switch {
 	case mode.Rows == 0:
 		if mode.Window <= 0 {
 			panic(fmt.Sprintf("batch.Batches: mode %+v has neither a window nor a row count", mode))
 		}
-		windowed = beam.WindowInto(s, window.NewFixedWindows(mode.Window), col,
+		windowed = beam.WindowInto(s, window.NewFixedWindows(mode.Window), keyed,
 			beam.Trigger(trigger.AfterEndOfWindow()), beam.PanesDiscard(), beam.AllowedLateness(0))
 	case mode.Window == 0:
-		windowed = beam.WindowInto(s, window.NewGlobalWindows(), col,
+		windowed = beam.WindowInto(s, window.NewGlobalWindows(), keyed,
 			beam.Trigger(trigger.Repeat(trigger.AfterCount(int32(mode.Rows)))), beam.PanesDiscard(), beam.AllowedLateness(0))
 	default:
-		windowed = beam.WindowInto(s, window.NewGlobalWindows(), col,
+		windowed = beam.WindowInto(s, window.NewGlobalWindows(), keyed,
 			beam.Trigger(trigger.Repeat(trigger.AfterAny([]trigger.Trigger{
 				trigger.AfterCount(int32(mode.Rows)),
 				trigger.AfterProcessingTime().PlusDelay(mode.Window),
 			}))), beam.PanesDiscard(), beam.AllowedLateness(0))
 	}
-	keyed := beam.ParDo(s, &shardFn{NumShards: numShards}, windowed)
-	return beam.GroupByKey(s, keyed)
+	return beam.GroupByKey(s, windowed)
 }
 
 // shardFn keys elements by shard, round robin per worker.

@@ -15,6 +15,11 @@ type Retry struct {
 	MaxBackoff     time.Duration
 }
 
+// SetupRetry is the retry policy of a worker's start-up work against ClickHouse (connecting,
+// reading the schema): a worker that starts while the server is briefly unreachable waits for it,
+// about a minute and a half at most, instead of failing its bundle.
+var SetupRetry = Retry{MaxRetries: 12, InitialBackoff: 500 * time.Millisecond, MaxBackoff: 10 * time.Second}
+
 // backoff returns the wait before retry n (1-based).
 func (r Retry) backoff(n int) time.Duration {
 	d := r.InitialBackoff

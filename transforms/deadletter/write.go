@@ -124,6 +124,15 @@ type writeFn struct {
 }
 
 func (f *writeFn) Setup(ctx context.Context) error {
+	_, err := chclient.SetupRetry.Do(ctx, func() error { return f.setup(ctx) }, func(n int, err error) {
+		slog.Warn("dead letter: opening the destinations failed; retrying", "attempt", n, "error", err)
+	})
+	return err
+}
+
+func (f *writeFn) setup(ctx context.Context) error {
+	f.Teardown()
+	f.conn, f.client, f.publisher = nil, nil, nil
 	var err error
 	if f.Table != "" {
 		if f.conn, err = chclient.Open(ctx, f.ClickHouse); err != nil {

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -71,8 +72,13 @@ type parseFn struct {
 
 // Setup fetches the table's schema and builds the converter. An unsupported column type fails
 // here, before any message is read.
-func (f *parseFn) Setup(ctx context.Context) (err error) {
-	_, f.conv, err = Check(ctx, f.ClickHouse, f.Table)
+func (f *parseFn) Setup(ctx context.Context) error {
+	_, err := chclient.SetupRetry.Do(ctx, func() (err error) {
+		_, f.conv, err = Check(ctx, f.ClickHouse, f.Table)
+		return err
+	}, func(n int, err error) {
+		slog.Warn("parse: reading the table's schema failed; retrying", "table", f.Table, "attempt", n, "error", err)
+	})
 	return err
 }
 

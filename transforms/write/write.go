@@ -82,6 +82,16 @@ type insertFn struct {
 // Setup opens the connection pool, reads the table's writable columns and which insert settings
 // the server knows.
 func (f *insertFn) Setup(ctx context.Context) error {
+	_, err := chclient.SetupRetry.Do(ctx, func() error { return f.setup(ctx) }, func(n int, err error) {
+		slog.Warn("write: connecting to ClickHouse failed; retrying", "table", f.Table, "attempt", n, "error", err)
+	})
+	return err
+}
+
+func (f *insertFn) setup(ctx context.Context) error {
+	if f.conn != nil {
+		f.conn.Close()
+	}
 	var err error
 	if f.conn, err = chclient.Open(ctx, f.ClickHouse); err != nil {
 		return err

@@ -1,0 +1,359 @@
+// Package source reads the Pub/Sub subscription into a PCollection<message.Message>.
+//
+// Read is the reader for every runner except Dataflow (prism, the tests, the demo): a splittable
+// DoFn that pulls with the unary Pull RPC (the emulator's StreamingPull serves about 100 messages
+// per second), hands each ack id to the subscription's ack.Manager before emitting the message
+// and never acknowledges: the write and dead-letter stages do, once the row is stored. It can
+// stop after an idle period so that a local run ends.
+//
+// ReadDataflow is the reader for Dataflow: the SDK's pubsubio.Read, which only the Dataflow
+// service executes.
+package source
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/pubsubio"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	pb "google.golang.org/genproto/googleapis/pubsub/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/ack"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+)
+
+func init() {
+	register.DoFn5x2[context.Context, *watermarkEstimator, *sdf.LockRTracker, []byte,
+		func(beam.EventTime, message.Message), sdf.ProcessContinuation, error](&readFn{})
+	register.Emitter2[beam.EventTime, message.Message]()
+	register.Function1x1(fromPubsubMessage)
+	beam.RegisterType(reflect.TypeOf((*message.Message)(nil)).Elem())
+	restT := reflect.TypeOf((*Restriction)(nil)).Elem()
+	beam.RegisterType(restT)
+	beam.RegisterCoder(restT, encodeRestriction, decodeRestriction)
+}
+
+// ReadOptions configure Read.
+type ReadOptions struct {
+	// StopAfterIdle stops the reader once no message has arrived for this long and every message
+	// it pulled has been acknowledged; the pipeline then drains and ends. 0 reads forever.
+	StopAfterIdle time.Duration
+	// StopWithOutstanding lets StopAfterIdle stop the reader while messages are still
+	// outstanding. Set it when a downstream stage only flushes at the end of its input: a global
+	// window whose only trigger is a row count holds the last partial batch until the reader
+	// stops (the watermark then jumps to the end of time), so the reader would otherwise wait
+	// for acknowledgements that never come. The pipeline still writes and acknowledges those
+	// messages before it ends.
+	StopWithOutstanding bool
+	// MaxOutstanding caps the messages pulled but not yet acknowledged: the reader stops pulling
+	// while at the cap. Default 10000.
+	MaxOutstanding int
+	// PullBatch is the MaxMessages of one Pull. Default 1000.
+	PullBatch int
+}
+
+const (
+	defaultMaxOutstanding = 10000
+	defaultPullBatch      = 1000
+
+	assumedLag  = time.Second            // the watermark trails the pull time by this much
+	idleDelay   = 200 * time.Millisecond // resume delay after an empty pull
+	fullDelay   = 100 * time.Millisecond // resume delay while MaxOutstanding messages are outstanding
+	errorDelay  = time.Second            // resume delay after a transient Pull error
+	pullTimeout = 5 * time.Second        // a Pull that returns nothing in this time counts as empty
+	logEvery    = 10 * time.Second
+)
+
+// Read reads subscription (projects/<project>/subscriptions/<name>) and returns an unbounded
+// PCollection<message.Message> in the global window. An element's timestamp is the time it was
+// pulled (processing time), not its publish time, so a backlog is never late data downstream;
+// the watermark trails the pull time by a second. The elements carry their AckID: acknowledge
+// them through ack.ForSubscription(ctx, subscription) once they are stored.
+//
+// It is for every runner except Dataflow (see ReadDataflow). It panics if subscription is not a
+// full subscription name.
+func Read(s beam.Scope, subscription string, opts ReadOptions) beam.PCollection {
+	s = s.Scope("source.Read")
+	if _, _, err := SplitSubscription(subscription); err != nil {
+		panic(err)
+	}
+	if opts.MaxOutstanding <= 0 {
+		opts.MaxOutstanding = defaultMaxOutstanding
+	}
+	if opts.PullBatch <= 0 {
+		opts.PullBatch = defaultPullBatch
+	}
+	if opts.StopAfterIdle < 0 {
+		opts.StopAfterIdle = 0
+	}
+	imp := beam.Impulse(s)
+	return beam.ParDo(s, &readFn{
+		Subscription:        subscription,
+		StopAfterIdle:       opts.StopAfterIdle,
+		StopWithOutstanding: opts.StopWithOutstanding,
+		MaxOutstanding:      opts.MaxOutstanding,
+		PullBatch:           opts.PullBatch,
+	}, imp)
+}
+
+// SplitSubscription splits projects/<project>/subscriptions/<name> into project and name.
+func SplitSubscription(subscription string) (project, name string, err error) {
+	parts := strings.Split(subscription, "/")
+	if len(parts) != 4 || parts[0] != "projects" || parts[1] == "" || parts[2] != "subscriptions" || parts[3] == "" {
+		return "", "", fmt.Errorf("source: subscription %q is not of the form projects/<project>/subscriptions/<name>", subscription)
+	}
+	return parts[1], parts[3], nil
+}
+
+// readFn is the splittable reader. See Restriction and tracker for its restriction.
+type readFn struct {
+	Subscription        string
+	StopAfterIdle       time.Duration
+	StopWithOutstanding bool
+	MaxOutstanding      int
+	PullBatch           int
+
+	client  *pubsub.Client
+	acks    ack.Manager
+	lastLog map[string]time.Time // by message, for logf
+}
+
+func (fn *readFn) Setup(ctx context.Context) error {
+	project, _, err := SplitSubscription(fn.Subscription)
+	if err != nil {
+		return err
+	}
+	// The client keeps its context: it must outlive a cancelled caller.
+	fn.client, err = pubsub.NewClient(context.WithoutCancel(ctx), project)
+	if err != nil {
+		return fmt.Errorf("source: subscription %s: creating the Pub/Sub client: %w", fn.Subscription, err)
+	}
+	fn.acks, err = ack.ForSubscription(ctx, fn.Subscription)
+	if err != nil {
+		fn.client.Close()
+		fn.client = nil
+		return fmt.Errorf("source: %w", err)
+	}
+	return nil
+}
+
+func (fn *readFn) Teardown() error {
+	if fn.client == nil {
+		return nil
+	}
+	err := fn.client.Close()
+	fn.client = nil
+	return err
+}
+
+func (fn *readFn) CreateInitialRestriction(_ []byte) Restriction { return Restriction{} }
+
+func (fn *readFn) SplitRestriction(_ []byte, r Restriction) []Restriction { return []Restriction{r} }
+
+func (fn *readFn) RestrictionSize(_ []byte, r Restriction) float64 {
+	if r.Done {
+		return 0
+	}
+	return 1
+}
+
+func (fn *readFn) CreateTracker(r Restriction) *sdf.LockRTracker {
+	return sdf.NewLockRTracker(newTracker(r))
+}
+
+// TruncateRestriction, on drain, stops the reader: what it has not pulled stays in Pub/Sub.
+func (fn *readFn) TruncateRestriction(rt *sdf.LockRTracker, _ []byte) Restriction {
+	r := rt.GetRestriction().(Restriction)
+	r.Done = true
+	return r
+}
+
+func (fn *readFn) InitialWatermarkEstimatorState(et beam.EventTime, _ Restriction, _ []byte) int64 {
+	return et.Milliseconds()
+}
+
+func (fn *readFn) CreateWatermarkEstimator(state int64) *watermarkEstimator {
+	return &watermarkEstimator{state: state}
+}
+
+func (fn *readFn) WatermarkEstimatorState(we *watermarkEstimator) int64 { return we.state }
+
+// ProcessElement pulls once, emits what it got and returns: prism sends a bundle's outputs
+// downstream only when the bundle ends, so the reader resumes at once after a non-empty pull
+// and a little later after an empty one.
+func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt *sdf.LockRTracker, _ []byte,
+	emit func(beam.EventTime, message.Message)) (sdf.ProcessContinuation, error) {
+	now := time.Now()
+	var rest Restriction
+	if err := withTracker(rt, func(t *tracker) {
+		if t.rest.StartMillis == 0 {
+			t.rest.StartMillis = now.UnixMilli()
+			t.rest.LastMillis = t.rest.StartMillis
+			slog.Info("source: reader started", "subscription", fn.Subscription,
+				"stopAfterIdle", fn.StopAfterIdle, "maxOutstanding", fn.MaxOutstanding, "pullBatch", fn.PullBatch)
+		}
+		rest = t.rest
+	}); err != nil {
+		return sdf.StopProcessing(), err
+	}
+
+	room := fn.MaxOutstanding - fn.acks.Outstanding()
+	if room <= 0 {
+		we.advance(now.Add(-assumedLag))
+		fn.logf(now, "source: at MaxOutstanding; waiting for acknowledgements", "outstanding", fn.MaxOutstanding-room)
+		return sdf.ResumeProcessingIn(fullDelay), nil
+	}
+
+	// No split from the pull until the pulled messages are claimed and emitted.
+	withTracker(rt, func(t *tracker) { t.busy = true })
+	defer withTracker(rt, func(t *tracker) { t.busy = false })
+
+	pullStart := time.Now()
+	msgs, err := fn.pull(ctx, min(fn.PullBatch, room))
+	if err != nil {
+		if ctx.Err() != nil {
+			return sdf.StopProcessing(), fmt.Errorf("source: subscription %s: %w", fn.Subscription, ctx.Err())
+		}
+		switch status.Code(err) {
+		case codes.NotFound, codes.PermissionDenied, codes.InvalidArgument, codes.Unauthenticated, codes.FailedPrecondition:
+			return sdf.StopProcessing(), fmt.Errorf("source: subscription %s: pull: %w", fn.Subscription, err)
+		}
+		fn.logf(now, "source: pull failed; retrying", "error", err)
+		we.advance(pullStart.Add(-assumedLag))
+		return sdf.ResumeProcessingIn(errorDelay), nil
+	}
+	we.advance(pullStart.Add(-assumedLag))
+
+	if len(msgs) == 0 {
+		now := time.Now()
+		idle := now.Sub(time.UnixMilli(rest.LastMillis))
+		if fn.StopAfterIdle > 0 && idle >= fn.StopAfterIdle {
+			outstanding := fn.acks.Outstanding()
+			if outstanding == 0 || fn.StopWithOutstanding {
+				rt.TryClaim(int64(endPosition))
+				ran := now.Sub(time.UnixMilli(rest.StartMillis))
+				slog.Info("source: reader stopped: idle", "subscription", fn.Subscription,
+					"messages", rest.Next, "outstanding", outstanding, "ran", ran.Round(time.Millisecond), "idle", idle.Round(time.Millisecond),
+					"activeRatePerSec", rate(rest.Next, time.UnixMilli(rest.LastMillis).Sub(time.UnixMilli(rest.StartMillis))))
+				return sdf.StopProcessing(), nil
+			}
+			fn.logf(now, "source: idle, waiting for outstanding messages to be acknowledged before stopping",
+				"outstanding", outstanding, "idle", idle.Round(time.Second))
+		}
+		we.advance(now.Add(-assumedLag))
+		return sdf.ResumeProcessingIn(idleDelay), nil
+	}
+
+	arrived := time.Now()
+	ackIDs := make([]string, len(msgs))
+	for i, m := range msgs {
+		ackIDs[i] = m.GetAckId()
+	}
+	fn.acks.Track(ackIDs...)
+	et := mtime.FromTime(arrived)
+	for i, m := range msgs {
+		pos := rest.Next + int64(i)
+		if !rt.TryClaim(pos) {
+			// Unreachable: the tracker refuses splits while busy. The unclaimed messages are
+			// tracked and will never be acknowledged; fail the bundle rather than lose them quietly.
+			return sdf.StopProcessing(), fmt.Errorf("source: subscription %s: cannot claim position %d: %v",
+				fn.Subscription, pos, rt.GetError())
+		}
+		emit(et, toMessage(m))
+	}
+	withTracker(rt, func(t *tracker) { t.rest.LastMillis = arrived.UnixMilli() })
+	return sdf.ResumeProcessingIn(0), nil
+}
+
+// pull makes one Pull request; it returns no message and no error when none came within
+// pullTimeout.
+func (fn *readFn) pull(ctx context.Context, n int) ([]*pubsubpb.ReceivedMessage, error) {
+	pctx, cancel := context.WithTimeout(ctx, pullTimeout)
+	defer cancel()
+	resp, err := fn.client.SubscriptionAdminClient.Pull(pctx, &pubsubpb.PullRequest{
+		Subscription: fn.Subscription,
+		MaxMessages:  int32(n),
+	})
+	if err != nil {
+		if ctx.Err() == nil && (pctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return resp.GetReceivedMessages(), nil
+}
+
+// logf logs msg at most once per logEvery.
+func (fn *readFn) logf(now time.Time, msg string, args ...any) {
+	if now.Sub(fn.lastLog[msg]) < logEvery {
+		return
+	}
+	if fn.lastLog == nil {
+		fn.lastLog = map[string]time.Time{}
+	}
+	fn.lastLog[msg] = now
+	slog.Info(msg, append([]any{"subscription", fn.Subscription}, args...)...)
+}
+
+func rate(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(int64(float64(n)/d.Seconds()*10)) / 10
+}
+
+func toMessage(rm *pubsubpb.ReceivedMessage) message.Message {
+	m := rm.GetMessage()
+	out := message.Message{
+		ID:    m.GetMessageId(),
+		Data:  m.GetData(),
+		AckID: rm.GetAckId(),
+	}
+	if len(m.GetAttributes()) > 0 {
+		out.Attributes = m.GetAttributes()
+	}
+	if m.GetPublishTime() != nil {
+		out.PublishTimeMillis = m.GetPublishTime().AsTime().UnixMilli()
+	}
+	return out
+}
+
+// ReadDataflow reads subscription (projects/<project>/subscriptions/<name>) with the SDK's
+// pubsubio.Read, which only the Dataflow service executes (prism rejects it). The service
+// acknowledges at its own checkpoints: AckID is empty. Element timestamps are publish times,
+// and Dataflow's watermark follows the subscription's backlog. It panics if subscription is not a
+// full subscription name.
+func ReadDataflow(s beam.Scope, subscription string) beam.PCollection {
+	s = s.Scope("source.ReadDataflow")
+	project, name, err := SplitSubscription(subscription)
+	if err != nil {
+		panic(err)
+	}
+	raw := pubsubio.Read(s, project, pubsubio.ReadOptions{Subscription: name, WithAttributes: true})
+	return beam.ParDo(s, fromPubsubMessage, raw)
+}
+
+func fromPubsubMessage(m *pb.PubsubMessage) message.Message {
+	out := message.Message{
+		ID:   m.GetMessageId(),
+		Data: m.GetData(),
+	}
+	if len(m.GetAttributes()) > 0 {
+		out.Attributes = m.GetAttributes()
+	}
+	if m.GetPublishTime() != nil {
+		out.PublishTimeMillis = m.GetPublishTime().AsTime().UnixMilli()
+	}
+	return out
+}

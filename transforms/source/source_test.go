@@ -1,0 +1,711 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"cloud.google.com/go/pubsub/v2/pstest"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	pb "google.golang.org/genproto/googleapis/pubsub/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/ack"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+)
+
+func TestMain(m *testing.M) { ptest.Main(m) }
+
+func init() {
+	register.DoFn3x1[context.Context, beam.EventTime, message.Message, error](&ackFn{})
+	register.DoFn3x1[context.Context, int, func(*message.Message) bool, error](&ackGroupFn{})
+	register.Function1x2(shardOf)
+	register.Iter1[message.Message]()
+}
+
+const (
+	testProject = "projects/p"
+	testTopic   = testProject + "/topics/t"
+	testSub     = testProject + "/subscriptions/s"
+	runTimeout  = 60 * time.Second
+)
+
+var messagesCounter = beam.NewCounter("source_test", "messages")
+
+// collector records what the pipeline's last DoFn saw; DoFns find it by name (prism runs the
+// worker in the test process).
+type collector struct {
+	mu        sync.Mutex
+	seen      map[string]int // message id → times seen
+	msgs      map[string]message.Message
+	first     time.Time
+	last      time.Time
+	bundles   []int           // elements per bundle (or per group)
+	latencies []time.Duration // arrival downstream − publish time
+	live      []time.Duration // the same, of the messages published while the pipeline ran
+	held      []string        // ack ids the DoFn did not acknowledge (hold mode)
+	badTime   int             // elements whose timestamp precedes their publish time
+}
+
+var (
+	collectorsMu sync.Mutex
+	collectors   = map[string]*collector{}
+)
+
+func newCollector(t *testing.T) *collector {
+	c := &collector{seen: map[string]int{}, msgs: map[string]message.Message{}}
+	collectorsMu.Lock()
+	collectors[t.Name()] = c
+	collectorsMu.Unlock()
+	t.Cleanup(func() {
+		collectorsMu.Lock()
+		delete(collectors, t.Name())
+		collectorsMu.Unlock()
+	})
+	return c
+}
+
+func collectorOf(name string) *collector {
+	collectorsMu.Lock()
+	defer collectorsMu.Unlock()
+	return collectors[name]
+}
+
+func (c *collector) add(et beam.EventTime, msgs ...message.Message) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.first.IsZero() {
+		c.first = now
+	}
+	c.last = now
+	c.bundles = append(c.bundles, len(msgs))
+	for _, m := range msgs {
+		c.seen[m.ID]++
+		c.msgs[m.ID] = m
+		lat := now.Sub(time.UnixMilli(m.PublishTimeMillis))
+		c.latencies = append(c.latencies, lat)
+		if m.Attributes["kind"] == "live" {
+			c.live = append(c.live, lat)
+		}
+		if et != 0 && et.Milliseconds() < m.PublishTimeMillis {
+			c.badTime++
+		}
+	}
+}
+
+func (c *collector) hold(ids []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = append(c.held, ids...)
+}
+
+// takeHeld returns the held ack ids and forgets them.
+func (c *collector) takeHeld() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := c.held
+	c.held = nil
+	return ids
+}
+
+func (c *collector) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, k := range c.seen {
+		n += k
+	}
+	return n
+}
+
+// ackFn simulates the write stage: it records each message and acknowledges the bundle's
+// messages in FinishBundle (or, with Hold, hands their ack ids to the collector).
+type ackFn struct {
+	Subscription string
+	Collector    string
+	Hold         bool
+
+	acks ack.Manager
+	col  *collector
+	ids  []string
+	msgs []message.Message
+	et   beam.EventTime
+}
+
+func (f *ackFn) Setup(ctx context.Context) error {
+	var err error
+	f.acks, err = ack.ForSubscription(ctx, f.Subscription)
+	f.col = collectorOf(f.Collector)
+	return err
+}
+
+func (f *ackFn) StartBundle() {
+	f.ids, f.msgs = f.ids[:0], f.msgs[:0]
+}
+
+func (f *ackFn) ProcessElement(ctx context.Context, et beam.EventTime, m message.Message) error {
+	messagesCounter.Inc(ctx, 1)
+	f.ids = append(f.ids, m.AckID)
+	f.msgs = append(f.msgs, m)
+	f.et = et
+	if et.Milliseconds() < m.PublishTimeMillis {
+		return fmt.Errorf("message %s: timestamp %v before its publish time %d", m.ID, et, m.PublishTimeMillis)
+	}
+	return nil
+}
+
+func (f *ackFn) FinishBundle(ctx context.Context) error {
+	if len(f.msgs) == 0 {
+		return nil
+	}
+	f.col.add(f.et, f.msgs...)
+	if f.Hold {
+		f.col.hold(slices.Clone(f.ids))
+		return nil
+	}
+	return f.acks.Ack(ctx, f.ids)
+}
+
+// ackGroupFn records and acknowledges a grouped pane, as the write stage does after windowing.
+type ackGroupFn struct {
+	Subscription string
+	Collector    string
+
+	acks ack.Manager
+	col  *collector
+}
+
+func (f *ackGroupFn) Setup(ctx context.Context) error {
+	var err error
+	f.acks, err = ack.ForSubscription(ctx, f.Subscription)
+	f.col = collectorOf(f.Collector)
+	return err
+}
+
+func (f *ackGroupFn) ProcessElement(ctx context.Context, _ int, iter func(*message.Message) bool) error {
+	var msgs []message.Message
+	var ids []string
+	var m message.Message
+	for iter(&m) {
+		msgs = append(msgs, m)
+		ids = append(ids, m.AckID)
+	}
+	f.col.add(0, msgs...)
+	return f.acks.Ack(ctx, ids)
+}
+
+func shardOf(m message.Message) (int, message.Message) {
+	h := fnv.New32a()
+	h.Write([]byte(m.ID))
+	return int(h.Sum32() % 4), m
+}
+
+// emulator is an in-process pstest with testTopic and testSub.
+type emulator struct {
+	srv    *pstest.Server
+	client *pubsub.Client
+}
+
+func newEmulator(t *testing.T) *emulator {
+	t.Helper()
+	srv := pstest.NewServer()
+	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
+	ctx := context.Background()
+	client, err := pubsub.NewClient(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ack.CloseAll(); err != nil {
+			t.Error(err)
+		}
+		client.Close()
+		srv.Close()
+	})
+	if _, err := client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: testTopic}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.SubscriptionAdminClient.CreateSubscription(ctx, &pubsubpb.Subscription{
+		Name: testSub, Topic: testTopic, AckDeadlineSeconds: 10,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return &emulator{srv: srv, client: client}
+}
+
+// publish publishes n messages from first on, with attribute kind, and returns them by message
+// id.
+func (e *emulator) publish(first, n int, kind string) map[string]message.Message {
+	out := make(map[string]message.Message, n)
+	for i := first; i < first+n; i++ {
+		data := fmt.Appendf(nil, `{"n":%d,"s":"message %d"}`, i, i)
+		attrs := map[string]string{"i": strconv.Itoa(i), "kind": kind}
+		id := e.srv.Publish(testTopic, data, attrs)
+		out[id] = message.Message{ID: id, Data: data, Attributes: attrs}
+	}
+	return out
+}
+
+// pullNow returns how many messages the subscription delivers right now.
+func (e *emulator) pullNow(t *testing.T) int {
+	t.Helper()
+	resp, err := e.client.SubscriptionAdminClient.Pull(context.Background(), &pubsubpb.PullRequest{
+		Subscription: testSub, MaxMessages: 1000, ReturnImmediately: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(resp.ReceivedMessages)
+}
+
+// checkAllAcknowledged checks that every message was delivered once and acknowledged once, and
+// that the subscription has nothing left.
+func (e *emulator) checkAllAcknowledged(t *testing.T, n int) {
+	t.Helper()
+	msgs := e.srv.Messages()
+	if len(msgs) != n {
+		t.Errorf("the emulator holds %d messages, want %d", len(msgs), n)
+	}
+	for _, m := range msgs {
+		if m.Deliveries != 1 || m.Acks != 1 {
+			t.Errorf("message %s: %d deliveries, %d acks; want 1 and 1", m.ID, m.Deliveries, m.Acks)
+			break
+		}
+	}
+	if got := e.pullNow(t); got != 0 {
+		t.Errorf("the subscription still delivers %d messages", got)
+	}
+}
+
+// checkSeen checks that the collector saw every published message exactly once, intact.
+func checkSeen(t *testing.T, c *collector, want map[string]message.Message) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.seen) != len(want) {
+		t.Errorf("saw %d distinct messages, want %d", len(c.seen), len(want))
+	}
+	bad := 0
+	for id, w := range want {
+		got, ok := c.msgs[id]
+		switch {
+		case c.seen[id] != 1:
+			t.Errorf("message %s seen %d times", id, c.seen[id])
+		case !ok || string(got.Data) != string(w.Data) || !mapsEqual(got.Attributes, w.Attributes) ||
+			got.PublishTimeMillis == 0 || got.AckID == "":
+			t.Errorf("message %s: got %+v, want data %q, attributes %v, a publish time and an ack id", id, got, w.Data, w.Attributes)
+		default:
+			continue
+		}
+		if bad++; bad >= 5 {
+			t.Fatal("too many errors")
+		}
+	}
+	if c.badTime != 0 {
+		t.Errorf("%d elements have a timestamp before their publish time", c.badTime)
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// runPipeline runs p and fails the test if it does not end within runTimeout.
+func runPipeline(t *testing.T, p *beam.Pipeline) beam.PipelineResult {
+	t.Helper()
+	type result struct {
+		pr  beam.PipelineResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		pr, err := ptest.RunWithMetrics(p)
+		done <- result{pr, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("pipeline failed: %v", r.err)
+		}
+		return r.pr
+	case <-time.After(runTimeout):
+		t.Fatalf("the pipeline did not end within %v", runTimeout)
+		return nil
+	}
+}
+
+func counter(pr beam.PipelineResult, name string) int64 {
+	var n int64
+	for _, c := range pr.Metrics().AllMetrics().Counters() {
+		if c.Name() == name {
+			n += c.Result()
+		}
+	}
+	return n
+}
+
+func summarize(c *collector) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lat := slices.Clone(c.latencies)
+	slices.Sort(lat)
+	live := slices.Clone(c.live)
+	slices.Sort(live)
+	bundles := slices.Clone(c.bundles)
+	slices.Sort(bundles)
+	pct := func(lat []time.Duration, p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[int(p*float64(len(lat)-1))].Round(time.Millisecond)
+	}
+	span := c.last.Sub(c.first)
+	rate := 0.0
+	if span > 0 {
+		rate = float64(len(c.seen)) / span.Seconds()
+	}
+	med, maxB := 0, 0
+	if len(bundles) > 0 {
+		med, maxB = bundles[len(bundles)/2], bundles[len(bundles)-1]
+	}
+	out := fmt.Sprintf("%d messages in %d bundles (median %d, max %d); first→last downstream %v (%.0f msg/s); publish→downstream latency p50 %v p90 %v max %v",
+		len(c.seen), len(bundles), med, maxB, span.Round(time.Millisecond), rate, pct(lat, 0.5), pct(lat, 0.9), pct(lat, 1))
+	if len(live) > 0 {
+		out += fmt.Sprintf("; of the %d live messages p50 %v p90 %v max %v", len(live), pct(live, 0.5), pct(live, 0.9), pct(live, 1))
+	}
+	return out
+}
+
+// readAndAck runs Read → ackFn over a backlog of n messages and checks that the pipeline ends by
+// itself, every message was seen once, intact, and acknowledged.
+func readAndAck(t *testing.T, n int, opts ReadOptions) {
+	em := newEmulator(t)
+	want := em.publish(0, n, "backlog")
+	col := newCollector(t)
+
+	p, s := beam.NewPipelineWithRoot()
+	msgs := Read(s, testSub, opts)
+	beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name()}, msgs)
+
+	start := time.Now()
+	pr := runPipeline(t, p)
+	took := time.Since(start)
+
+	checkSeen(t, col, want)
+	if got := counter(pr, "messages"); got != int64(n) {
+		t.Errorf("counter messages = %d, want %d", got, n)
+	}
+	em.checkAllAcknowledged(t, n)
+	if a, ok := ack.Lookup(testSub); !ok || a.Outstanding() != 0 {
+		t.Errorf("the ack manager is missing or has outstanding messages")
+	} else {
+		t.Logf("ack manager: %+v", a.Stats())
+	}
+	t.Logf("pipeline ran %v (build, start, StopAfterIdle %v included); first element downstream after %v",
+		took.Round(time.Millisecond), opts.StopAfterIdle, col.first.Sub(start).Round(time.Millisecond))
+	t.Logf("%s", summarize(col))
+}
+
+// A backlog of 2000 messages is read once, acknowledged, and the pipeline ends by itself.
+func TestReadAcknowledgesAllAndStops(t *testing.T) {
+	readAndAck(t, 2000, ReadOptions{StopAfterIdle: 2 * time.Second})
+}
+
+// Set SOURCE_THROUGHPUT_N (e.g. 20000) to measure the reader on a larger backlog.
+func TestReadThroughput(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("SOURCE_THROUGHPUT_N"))
+	if n <= 0 {
+		t.Skip("set SOURCE_THROUGHPUT_N to run")
+	}
+	readAndAck(t, n, ReadOptions{StopAfterIdle: 2 * time.Second})
+}
+
+// Messages published while the pipeline runs reach the downstream DoFn, directly or through
+// fixed windows, which lose none of them: the element timestamps are pull times and the watermark
+// follows.
+func TestReadLive(t *testing.T) {
+	t.Run("direct", func(t *testing.T) { readLive(t, false) })
+	t.Run("fixed windows", func(t *testing.T) { readLive(t, true) })
+}
+
+func readLive(t *testing.T, windowed bool) {
+	em := newEmulator(t)
+	want := em.publish(0, 1000, "backlog") // a backlog first
+	col := newCollector(t)
+
+	p, s := beam.NewPipelineWithRoot()
+	msgs := Read(s, testSub, ReadOptions{StopAfterIdle: 2 * time.Second})
+	if windowed {
+		msgs = beam.WindowInto(s, window.NewFixedWindows(time.Second), msgs)
+		grouped := beam.GroupByKey(s, beam.ParDo(s, shardOf, msgs))
+		beam.ParDo0(s, &ackGroupFn{Subscription: testSub, Collector: t.Name()}, grouped)
+	} else {
+		beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name()}, msgs)
+	}
+
+	// Publish 20 waves of 50 messages, 100 ms apart, once the reader is running.
+	var pubMu sync.Mutex
+	go func() {
+		deadline := time.Now().Add(runTimeout)
+		for time.Now().Before(deadline) {
+			if a, ok := ack.Lookup(testSub); ok && a.Stats().Tracked > 0 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		for w := range 20 {
+			got := em.publish(1000+50*w, 50, "live")
+			pubMu.Lock()
+			for id, m := range got {
+				want[id] = m
+			}
+			pubMu.Unlock()
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+
+	start := time.Now()
+	runPipeline(t, p)
+	took := time.Since(start)
+	pubMu.Lock()
+	defer pubMu.Unlock()
+	if len(want) != 2000 {
+		t.Fatalf("published %d messages, want 2000 (the pipeline ended before the publisher)", len(want))
+	}
+	checkSeen(t, col, want)
+	em.checkAllAcknowledged(t, 2000)
+	unit := "bundles"
+	if windowed {
+		unit = "bundles (groups per window and shard)"
+	}
+	t.Logf("pipeline ran %v; %s; counted in %s", took.Round(time.Millisecond), summarize(col), unit)
+}
+
+// Behind a global window with a count-only trigger the last partial batch is flushed only when
+// the reader stops: with StopWithOutstanding the reader stops while it is outstanding, and the
+// pipeline still delivers and acknowledges it before it ends.
+func TestReadStopWithOutstandingFlushesCountTrigger(t *testing.T) {
+	em := newEmulator(t)
+	want := em.publish(0, 6000, "backlog") // ~1500 per shard: a count pane and a tail each
+	col := newCollector(t)
+
+	p, s := beam.NewPipelineWithRoot()
+	msgs := Read(s, testSub, ReadOptions{StopAfterIdle: time.Second, StopWithOutstanding: true})
+	windowed := beam.WindowInto(s, window.NewGlobalWindows(), msgs,
+		beam.Trigger(trigger.Repeat(trigger.AfterCount(1000))), beam.PanesDiscard(), beam.AllowedLateness(0))
+	grouped := beam.GroupByKey(s, beam.ParDo(s, shardOf, windowed))
+	beam.ParDo0(s, &ackGroupFn{Subscription: testSub, Collector: t.Name()}, grouped)
+
+	start := time.Now()
+	runPipeline(t, p)
+	checkSeen(t, col, want)
+	em.checkAllAcknowledged(t, 6000)
+	t.Logf("pipeline ran %v; %s; counted in panes", time.Since(start).Round(time.Millisecond), summarize(col))
+}
+
+// With MaxOutstanding 100 and a downstream that does not acknowledge, the reader stops pulling at
+// 100 messages; it does not stop on idleness while messages are outstanding; it ends once they are
+// acknowledged.
+func TestReadMaxOutstanding(t *testing.T) {
+	em := newEmulator(t)
+	want := em.publish(0, 150, "backlog")
+	col := newCollector(t)
+
+	p, s := beam.NewPipelineWithRoot()
+	msgs := Read(s, testSub, ReadOptions{StopAfterIdle: time.Second, MaxOutstanding: 100, PullBatch: 30})
+	beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name(), Hold: true}, msgs)
+
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- ptest.Run(p) }()
+	deadline := time.After(runTimeout)
+
+	// Sample the ack manager's outstanding count.
+	var maxOutstanding int
+	var sampleMu sync.Mutex
+	stopSampling := make(chan struct{})
+	defer close(stopSampling)
+	go func() {
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if a, ok := ack.Lookup(testSub); ok {
+				sampleMu.Lock()
+				maxOutstanding = max(maxOutstanding, a.Outstanding())
+				sampleMu.Unlock()
+			}
+		}
+	}()
+
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			select {
+			case err := <-done:
+				t.Fatalf("the pipeline ended (%v) while waiting for %s", err, what)
+			case <-deadline:
+				t.Fatalf("timed out waiting for %s", what)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	delivered := func() int {
+		n := 0
+		for _, m := range em.srv.Messages() {
+			n += m.Deliveries
+		}
+		return n
+	}
+	acker := func() *ack.Acker {
+		a, _ := ack.Lookup(testSub)
+		return a
+	}
+
+	waitFor("100 messages downstream", func() bool { return col.count() >= 100 })
+	t.Logf("100 messages downstream after %v", time.Since(start).Round(time.Millisecond))
+	time.Sleep(2 * time.Second) // the reader would have pulled the rest by now
+	if n, d, o := col.count(), delivered(), acker().Outstanding(); n != 100 || d != 100 || o != 100 {
+		t.Fatalf("at the limit: %d seen, %d delivered, %d outstanding; want 100 each", n, d, o)
+	}
+
+	// Acknowledge them: the reader reads the last 50 and holds them outstanding past
+	// StopAfterIdle without stopping.
+	if err := acker().Ack(context.Background(), col.takeHeld()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("150 messages downstream", func() bool { return col.count() >= 150 })
+	time.Sleep(2 * time.Second)
+	select {
+	case err := <-done:
+		t.Fatalf("the pipeline ended (%v) with 50 messages outstanding", err)
+	default:
+	}
+	if o := acker().Outstanding(); o != 50 {
+		t.Fatalf("%d outstanding, want 50", o)
+	}
+
+	if err := acker().Ack(context.Background(), col.takeHeld()); err != nil {
+		t.Fatal(err)
+	}
+	ackedAt := time.Now()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("pipeline failed: %v", err)
+		}
+	case <-deadline:
+		t.Fatal("the pipeline did not end after the last acknowledgement")
+	}
+	t.Logf("ended %v after the last acknowledgement; ran %v", time.Since(ackedAt).Round(time.Millisecond),
+		time.Since(start).Round(time.Millisecond))
+	sampleMu.Lock()
+	if maxOutstanding > 100 {
+		t.Errorf("up to %d messages outstanding, want at most 100", maxOutstanding)
+	}
+	sampleMu.Unlock()
+	checkSeen(t, col, want)
+	em.checkAllAcknowledged(t, 150)
+}
+
+// The Dataflow reader's graph constructs (it runs only on Dataflow).
+func TestReadDataflowBuilds(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	out := ReadDataflow(s, testSub)
+	if !out.IsValid() {
+		t.Fatal("invalid PCollection")
+	}
+	edges, _, err := p.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe, err := graphx.Marshal(edges, &graphx.Options{Environment: &pipepb.Environment{Urn: "beam:env:docker:v1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urns []string
+	for _, tr := range pipe.GetComponents().GetTransforms() {
+		if u := tr.GetSpec().GetUrn(); u != "" {
+			urns = append(urns, u)
+		}
+	}
+	if !slices.Contains(urns, "beam:transform:pubsub_read:v1") {
+		t.Errorf("no pubsub_read transform among %v", urns)
+	}
+}
+
+func TestFromPubsubMessage(t *testing.T) {
+	pt := time.UnixMilli(1700000000123)
+	got := fromPubsubMessage(&pb.PubsubMessage{
+		MessageId: "42", Data: []byte("x"), Attributes: map[string]string{"a": "b"}, PublishTime: timestamppb.New(pt),
+	})
+	if got.ID != "42" || string(got.Data) != "x" || got.Attributes["a"] != "b" || got.PublishTimeMillis != pt.UnixMilli() || got.AckID != "" {
+		t.Errorf("got %+v", got)
+	}
+	if got := fromPubsubMessage(&pb.PubsubMessage{Data: []byte("y")}); got.Attributes != nil || got.PublishTimeMillis != 0 {
+		t.Errorf("got %+v", got)
+	}
+}
+
+func TestTrackerNeverSplitsButCheckpoints(t *testing.T) {
+	tr := newTracker(Restriction{Next: 5, StartMillis: 1, LastMillis: 2})
+	if !tr.TryClaim(int64(5)) || !tr.TryClaim(int64(6)) {
+		t.Fatal("claims failed")
+	}
+	if tr.TryClaim(int64(8)) || tr.GetError() == nil {
+		t.Fatal("a claim that skips a position succeeded")
+	}
+	tr = newTracker(Restriction{Next: 5})
+	tr.TryClaim(int64(5))
+	if _, r, _ := tr.TrySplit(0.5); r != nil {
+		t.Errorf("split at 0.5 gave residual %v", r)
+	}
+	tr.busy = true
+	if _, r, _ := tr.TrySplit(0); r != nil || tr.IsDone() {
+		t.Errorf("split at 0 while busy gave residual %v", r)
+	}
+	tr.busy = false
+	p, r, err := tr.TrySplit(0)
+	if err != nil || r == nil || !tr.IsDone() || !p.(Restriction).Done || r.(Restriction).Done || r.(Restriction).Next != 6 {
+		t.Errorf("checkpoint: primary %v residual %v err %v done %v", p, r, err, tr.IsDone())
+	}
+	if tr.TryClaim(int64(6)) {
+		t.Error("claim after checkpoint succeeded")
+	}
+	tr = newTracker(Restriction{})
+	if tr.TryClaim(int64(endPosition)) || !tr.IsDone() || tr.GetError() != nil {
+		t.Error("claiming the end did not finish the restriction")
+	}
+	b, err := encodeRestriction(Restriction{Next: 7, StartMillis: 8, LastMillis: 9, Done: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := decodeRestriction(b); err != nil || d != (Restriction{7, 8, 9, true}) {
+		t.Errorf("round trip: %v %v", d, err)
+	}
+}
