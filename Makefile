@@ -2,7 +2,7 @@
 GO ?= go
 SHELL := /bin/bash
 
-.PHONY: test unit check bench fuzz clickhouse clickhouse-stop build
+.PHONY: test unit check bench fuzz clickhouse clickhouse-stop build demo bench-e2e
 
 # Starts a ClickHouse server on loopback when none answers (scripts/clickhouse.sh), then runs every
 # test: unit tests, pipeline tests on prism, and the end-to-end tests against the server.
@@ -22,6 +22,16 @@ bench:
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/pubsub-to-clickhouse ./flex-template
+
+# The main job on realistic data, on this machine only: ClickHouse on loopback, a Pub/Sub emulator,
+# 100,000 web/app events (2% malformed), the pipeline on the local runner until idle, a summary.
+demo: clickhouse build
+	$(GO) run ./integration_test/demo -binary bin/pubsub-to-clickhouse -messages $${MESSAGES:-100000}
+
+# Throughput of the whole pipeline: 200,000 demo messages; prints messages per second and the
+# pipeline process's CPU seconds per 100,000 messages.
+bench-e2e: clickhouse build
+	$(GO) run ./integration_test/demo -binary bin/pubsub-to-clickhouse -messages 200000
 
 clickhouse:
 	@scripts/clickhouse.sh install

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -76,7 +77,38 @@ func run(ctx context.Context, o pipeline.Options) error {
 
 	p, s := beam.NewPipelineWithRoot()
 	pipeline.Build(s, o, src)
-	return beamx.Run(ctx, p)
+	res, err := beamx.RunWithMetrics(ctx, p)
+	if err != nil {
+		return err
+	}
+	if res != nil {
+		printMetrics(res)
+	}
+	return nil
+}
+
+// printMetrics prints the job's metrics when it ends (a local run that stopped after idle, or a
+// Dataflow job run without --async), one line: "metrics: name=value ...", distributions as
+// count/sum/min/max.
+func printMetrics(res beam.PipelineResult) {
+	counters := map[string]int64{}
+	for _, c := range res.Metrics().AllMetrics().Counters() {
+		if c.Key.Namespace == parse.Namespace {
+			counters[c.Key.Name] += c.Result()
+		}
+	}
+	var parts []string
+	for name, v := range counters {
+		parts = append(parts, fmt.Sprintf("%s=%d", name, v))
+	}
+	for _, d := range res.Metrics().AllMetrics().Distributions() {
+		if d.Key.Namespace == parse.Namespace {
+			r := d.Result()
+			parts = append(parts, fmt.Sprintf("%s=count:%d,sum:%d,min:%d,max:%d", d.Key.Name, r.Count, r.Sum, r.Min, r.Max))
+		}
+	}
+	sort.Strings(parts)
+	fmt.Println("metrics: " + strings.Join(parts, " "))
 }
 
 // preflight checks, before the job starts, what every worker checks in its Setup: the table and

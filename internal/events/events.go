@@ -181,7 +181,7 @@ func (g *Generator) Malformed() (kind string, msg []byte) {
 	case 0:
 		return "invalid JSON", []byte(s[:len(s)/2])
 	case 1:
-		return "user_id out of range", []byte(strings.Replace(s, `"user_id":`, `"user_id":-`, 1))
+		return "user_id out of range", []byte(replaceField(s, "user_id", "-1"))
 	case 2:
 		return "ts not ISO-8601", []byte(replaceField(s, "ts", `"30/11/2026 10:00"`))
 	case 3:

@@ -1,0 +1,331 @@
+// Command demo runs the main job on realistic data, on this machine only: a Pub/Sub emulator
+// (pstest, in this process), the ClickHouse server on loopback, and the pipeline's own binary on
+// the local runner. It creates the topic, subscription, target table and dead-letter table,
+// publishes a stream of web/app events (about 2% malformed, of several kinds) while the pipeline
+// runs, prints progress, and when the pipeline has stopped by itself (stopAfterIdle) prints a
+// summary: messages published, rows in the table, dead letters by kind, the pipeline's metrics,
+// elapsed time, messages per second and the pipeline process's CPU time.
+//
+//	go run ./integration_test/demo -binary bin/pubsub-to-clickhouse [-messages 100000]
+//
+// `make demo` builds the binary, starts ClickHouse and runs this; `make bench-e2e` runs it with
+// 200,000 messages and no malformed ones.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"cloud.google.com/go/pubsub/v2/pstest"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
+	"google.golang.org/api/option"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/events"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
+)
+
+var (
+	binary     = flag.String("binary", "bin/pubsub-to-clickhouse", "the pipeline's binary (CGO_ENABLED=0 go build -o bin/pubsub-to-clickhouse ./flex-template)")
+	messages   = flag.Int("messages", 100_000, "messages to publish")
+	badPercent = flag.Float64("bad-percent", 2, "share of malformed messages, in percent")
+	chNative   = flag.String("clickhouse", "clickhouse://127.0.0.1:9000", "ClickHouse native-protocol URL for the pipeline")
+	chHTTP     = flag.String("clickhouse-http", "http://127.0.0.1:8123", "ClickHouse HTTP interface, for the demo's own queries")
+	database   = flag.String("database", "demo", "ClickHouse database to (re)create")
+	wave       = flag.Int("wave", 5000, "messages per publish wave; fewer than 4 waves are kept unwritten (pstest rescans its backlog every 10 ms)")
+	extra      = flag.String("pipeline-flags", "--batchRowCount=5000 --windowSeconds=5", "extra flags for the pipeline")
+)
+
+const project = "demo-project"
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx := context.Background()
+	start := time.Now()
+
+	// The emulator, in this process.
+	srv := pstest.NewServerWithAddress("127.0.0.1:0")
+	defer srv.Close()
+	conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	pub, err := pubsubapi.NewTopicAdminClient(ctx, option.WithGRPCConn(conn))
+	if err != nil {
+		return err
+	}
+	subs, err := pubsubapi.NewSubscriptionAdminClient(ctx, option.WithGRPCConn(conn))
+	if err != nil {
+		return err
+	}
+	topic := "projects/" + project + "/topics/events"
+	dlqTopic := "projects/" + project + "/topics/events-dead-letter"
+	sub := "projects/" + project + "/subscriptions/events"
+	for _, t := range []string{topic, dlqTopic} {
+		if _, err := pub.CreateTopic(ctx, &pubsubpb.Topic{Name: t}); err != nil {
+			return err
+		}
+	}
+	if _, err := subs.CreateSubscription(ctx, &pubsubpb.Subscription{Name: sub, Topic: topic, AckDeadlineSeconds: 60}); err != nil {
+		return err
+	}
+	fmt.Printf("emulator: PUBSUB_EMULATOR_HOST=%s, topic %s, subscription %s, dead-letter topic %s\n", srv.Addr, topic, sub, dlqTopic)
+
+	// The tables.
+	for _, q := range []string{
+		"DROP DATABASE IF EXISTS " + *database,
+		"CREATE DATABASE " + *database,
+		strings.ReplaceAll(events.DDL, "{table}", *database+".events"),
+		deadletter.CreateTable(*database, "events_dead_letter"),
+	} {
+		if _, err := query(q); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("clickhouse: tables %s.events and %s.events_dead_letter created\n", *database, *database)
+
+	// The pipeline, on the local runner, until it is idle.
+	args := []string{
+		"--runner=prism",
+		"--inputSubscription=" + sub,
+		"--clickHouseUrl=" + *chNative,
+		"--clickHouseDatabase=" + *database,
+		"--clickHouseTable=events",
+		"--clickHouseUsername=default",
+		"--clickHousePassword=",
+		"--clickHouseDeadLetterTable=events_dead_letter",
+		"--deadLetterTopic=" + dlqTopic,
+		"--stopAfterIdle=5",
+	}
+	args = append(args, strings.Fields(*extra)...)
+	cmd := exec.Command(*binary, args...)
+	cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+srv.Addr)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = cmd.Stdout
+	fmt.Printf("pipeline: %s %s\n", *binary, strings.Join(args, " "))
+	pipelineStart := time.Now()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	metricsLine := make(chan string, 1)
+	go scanPipelineOutput(out, metricsLine)
+
+	// Publish in waves while it runs, keeping the emulator's backlog bounded.
+	gen := events.NewGenerator(uint64(time.Now().UnixNano()), time.Now())
+	var published, bad atomic.Int64
+	badKinds := map[string]int{}
+	publishDone := make(chan error, 1)
+	go func() {
+		every := 0
+		if *badPercent > 0 {
+			every = int(100 / *badPercent)
+		}
+		for n := 0; n < *messages; {
+			for published.Load()-count("events")-count("events_dead_letter") > int64(4**wave) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			var batch []*pubsubpb.PubsubMessage
+			for ; n < *messages && len(batch) < *wave; n++ {
+				var data []byte
+				if every > 0 && n%every == every/2 {
+					kind, d := gen.Malformed()
+					badKinds[kind]++
+					bad.Add(1)
+					data = d
+				} else {
+					_, data = gen.Next()
+				}
+				batch = append(batch, &pubsubpb.PubsubMessage{Data: data, Attributes: map[string]string{"source": "demo"}})
+			}
+			for i := 0; i < len(batch); i += 1000 {
+				if _, err := pub.Publish(ctx, &pubsubpb.PublishRequest{Topic: topic, Messages: batch[i:min(i+1000, len(batch))]}); err != nil {
+					publishDone <- err
+					return
+				}
+			}
+			published.Add(int64(len(batch)))
+		}
+		publishDone <- nil
+	}()
+
+	// Progress until the pipeline exits.
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	var runErr error
+loop:
+	for {
+		select {
+		case err := <-publishDone:
+			if err != nil {
+				cmd.Process.Kill()
+				return fmt.Errorf("publishing: %w", err)
+			}
+			publishDone = nil
+			fmt.Printf("[%5.1fs] published all %d messages\n", time.Since(start).Seconds(), published.Load())
+		case <-tick.C:
+			rows, dls := count("events"), count("events_dead_letter")
+			fmt.Printf("[%5.1fs] published %d, rows %d, dead letters %d, %.0f msg/s\n", time.Since(start).Seconds(),
+				published.Load(), rows, dls, float64(rows+dls)/time.Since(pipelineStart).Seconds())
+		case runErr = <-exited:
+			break loop
+		}
+	}
+	elapsed := time.Since(pipelineStart)
+	if runErr != nil {
+		return fmt.Errorf("the pipeline failed: %w", runErr)
+	}
+
+	// Summary.
+	rows, dls := count("events"), count("events_dead_letter")
+	dlqOnTopic := len(srv.Messages()) - int(published.Load())
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	fmt.Println()
+	fmt.Println("==================== summary ====================")
+	fmt.Printf("messages published:        %d (%d malformed on purpose)\n", published.Load(), bad.Load())
+	fmt.Printf("rows in %s.events:       %d\n", *database, rows)
+	fmt.Printf("dead letters (table):      %d\n", dls)
+	fmt.Printf("dead letters (topic):      %d\n", dlqOnTopic)
+	fmt.Printf("accounted for:             %d of %d\n", rows+dls, published.Load())
+	if len(badKinds) > 0 {
+		fmt.Println("malformed messages published, by kind:")
+		printCounts(badKinds)
+		fmt.Println("dead letters by error kind (from error_message):")
+		printCounts(deadLetterKinds())
+	}
+	select {
+	case m := <-metricsLine:
+		fmt.Println("pipeline metrics:")
+		for _, kv := range strings.Fields(strings.TrimPrefix(m, "metrics: ")) {
+			fmt.Println("  " + kv)
+		}
+	default:
+		fmt.Println("pipeline metrics: (the pipeline printed none)")
+	}
+	busy := elapsed - 5*time.Second
+	fmt.Printf("elapsed: %v from the pipeline's start to its exit, of which 5 s idle wait (stopAfterIdle)\n", elapsed.Round(time.Millisecond))
+	fmt.Printf("throughput: %.0f messages/s (%.0f messages/s without the idle wait)\n",
+		float64(published.Load())/elapsed.Seconds(), float64(published.Load())/busy.Seconds())
+	fmt.Printf("pipeline process CPU: %.1f s (user %.1f s, system %.1f s), %.1f CPU-seconds per 100,000 messages\n",
+		cpu.Seconds(), cmd.ProcessState.UserTime().Seconds(), cmd.ProcessState.SystemTime().Seconds(), cpu.Seconds()*100_000/float64(published.Load()))
+	if rows+dls != published.Load() {
+		return fmt.Errorf("%d messages published but %d rows and %d dead letters", published.Load(), rows, dls)
+	}
+	return nil
+}
+
+// scanPipelineOutput passes the pipeline's output through, indented, keeping its log lines
+// short, and hands over its final metrics line.
+func scanPipelineOutput(r io.Reader, metricsLine chan<- string) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "metrics: ") {
+			metricsLine <- line
+			continue
+		}
+		if strings.Contains(line, "level=DEBUG") {
+			continue
+		}
+		if len(line) > 240 {
+			line = line[:240] + "…"
+		}
+		fmt.Println("  | " + line)
+	}
+}
+
+func query(q string) (string, error) {
+	resp, err := http.Post(*chHTTP+"/?"+url.Values{"query": {q}}.Encode(), "text/plain", nil)
+	if err != nil {
+		return "", fmt.Errorf("ClickHouse does not answer at %s (start it with scripts/clickhouse.sh start): %w", *chHTTP, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("clickhouse: %s: %s", q, strings.TrimSpace(string(body)))
+	}
+	return strings.TrimSpace(string(body)), nil
+}
+
+func count(table string) int64 {
+	out, err := query("SELECT count() FROM " + *database + "." + table)
+	if err != nil {
+		return -1
+	}
+	n, _ := strconv.ParseInt(out, 10, 64)
+	return n
+}
+
+var columnRule = regexp.MustCompile(`^column "([^"]+)" \(.+?\): (?:element \[\d+\]: )?.*?((?:is|has|the field is) (?:out of range|not a number|not a whole number|not an ISO-8601 date-time|not an ISO-8601 date|not allowed|missing|a string|a number|an object|an array|a boolean|a time of day)[^;(]*)`)
+
+// deadLetterKinds groups the dead-letter table's errors by column and rule, or by payload rule.
+func deadLetterKinds() map[string]int {
+	out, err := query("SELECT error_message FROM " + *database + ".events_dead_letter FORMAT TSVRaw")
+	kinds := map[string]int{}
+	if err != nil {
+		kinds["(query failed: "+err.Error()+")"]++
+		return kinds
+	}
+	for _, msg := range strings.Split(out, "\n") {
+		if msg == "" {
+			continue
+		}
+		first, _, _ := strings.Cut(msg, "; ")
+		switch {
+		case strings.HasPrefix(first, "payload: invalid JSON"):
+			kinds["payload: invalid JSON"]++
+		case strings.HasPrefix(first, "payload: "):
+			kind := strings.TrimPrefix(first, "payload: ")
+			if i := strings.Index(kind, " is not a JSON object"); i >= 0 {
+				kind = "not a JSON object"
+			}
+			kinds["payload: "+kind]++
+		default:
+			if m := columnRule.FindStringSubmatch(first); m != nil {
+				kinds[fmt.Sprintf("column %q: %s", m[1], strings.TrimSpace(m[2]))]++
+			} else {
+				kinds[first]++
+			}
+		}
+	}
+	return kinds
+}
+
+func printCounts(m map[string]int) {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || m[keys[i]] == m[keys[j]] && keys[i] < keys[j] })
+	for _, k := range keys {
+		fmt.Printf("  %7d  %s\n", m[k], k)
+	}
+}
