@@ -64,7 +64,7 @@ func TestWriteBatches(t *testing.T) {
 			}
 			p, s := beam.NewPipelineWithRoot()
 			cfg := srv.Config()
-			rows, _ := parse.Parse(s, cfg, "events", beam.CreateList(s, msgs))
+			rows, _ := parse.Parse(s, cfg, "events", 0, beam.CreateList(s, msgs))
 			write.Write(s, write.Config{
 				ClickHouse: cfg, Table: "events",
 				Settings: chclient.Settings{Deduplicate: true, DistributedSync: true, MaxInsertBlockSize: tc.blockSize},

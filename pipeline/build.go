@@ -64,7 +64,8 @@ func (o Options) Retry() chclient.Retry {
 }
 
 // Build wires the pipeline on s, in data-flow order: source, parse, window and batch, write, and
-// the dead letters of parse to their destinations, batched the same way. It does no I/O; o must
+// the dead letters (messages parse could not convert, rows the server rejected) to their
+// destinations, batched the same way. It does no I/O; o must
 // be valid (Options.Validate), else Build panics.
 func Build(s beam.Scope, o Options, src Source) {
 	if err := o.Validate(); err != nil {
@@ -87,9 +88,9 @@ func Build(s beam.Scope, o Options, src Source) {
 		ackSubscription = o.InputSubscription
 	}
 
-	rows, deadLetters := parse.Parse(s, o.ClickHouse(), o.ClickHouseTable, msgs)
+	rows, deadLetters := parse.Parse(s, o.ClickHouse(), o.ClickHouseTable, time.Duration(o.SchemaRefreshSeconds)*time.Second, msgs)
 
-	write.Write(s, write.Config{
+	rejected := write.Write(s, write.Config{
 		ClickHouse:   o.ClickHouse(),
 		Table:        o.ClickHouseTable,
 		Settings:     o.InsertSettings(),
@@ -105,5 +106,5 @@ func Build(s beam.Scope, o Options, src Source) {
 		Retry:        o.Retry(),
 		Settings:     o.InsertSettings(),
 		Subscription: ackSubscription,
-	}, batch.Batches(s.Scope("DeadLetters"), mode, o.NumShards, deadLetters))
+	}, batch.Batches(s.Scope("DeadLetters"), mode, o.NumShards, beam.Flatten(s, deadLetters, rejected)))
 }

@@ -40,6 +40,7 @@ const (
 	flagRetryInitialBackoffMillis = "retryInitialBackoffMillis"
 	flagRetryMaxBackoffMillis     = "retryMaxBackoffMillis"
 	flagStopAfterIdle             = "stopAfterIdle"
+	flagSchemaRefreshSeconds      = "schemaRefreshSeconds"
 )
 
 // Defaults of the parameters that have one; see [Defaults].
@@ -51,6 +52,7 @@ const (
 	defaultNumShards             = 1
 	defaultRetryInitialBackoffMs = 5_000
 	defaultRetryMaxBackoffMs     = 60_000
+	defaultSchemaRefreshSeconds  = 60
 )
 
 // redacted replaces a password wherever one would be shown.
@@ -174,6 +176,12 @@ type Options struct {
 	// written, so that the pipeline drains and finishes. Ignored on Dataflow (drain the job
 	// instead). When given it must be positive.
 	StopAfterIdle OptionalInt
+
+	// SchemaRefreshSeconds (flag schemaRefreshSeconds, default 60) is how often each worker reads
+	// the table's schema again, in seconds, so that a column added while the job runs is filled
+	// without a restart; 0 never (a dropped or changed column is still noticed at the next
+	// failing INSERT). It must not be negative.
+	SchemaRefreshSeconds int
 }
 
 // Defaults returns the parameters as they are before any flag is given:
@@ -188,6 +196,7 @@ func Defaults() Options {
 		NumShards:                 defaultNumShards,
 		RetryInitialBackoffMillis: defaultRetryInitialBackoffMs,
 		RetryMaxBackoffMillis:     defaultRetryMaxBackoffMs,
+		SchemaRefreshSeconds:      defaultSchemaRefreshSeconds,
 	}
 }
 
@@ -267,6 +276,8 @@ func RegisterFlags(fs *flag.FlagSet, o *Options) {
 	fs.Var(&o.StopAfterIdle, flagStopAfterIdle,
 		"Local runner only: end the run once no message has arrived for this many `seconds` and everything pulled has been written. "+
 			"Optional, unset by default (run until stopped).")
+	fs.Var(&intFlag{&o.SchemaRefreshSeconds, o.SchemaRefreshSeconds}, flagSchemaRefreshSeconds,
+		"How often each worker reads the table's schema again, in `seconds`, to pick up added columns; 0 = never.")
 }
 
 // OptionalInt is an integer parameter without a default, which tells "not
@@ -553,6 +564,10 @@ func (o Options) Validate() error {
 	if o.RetryMaxBackoffMillis < o.RetryInitialBackoffMillis {
 		c.fail(flagRetryMaxBackoffMillis, strconv.Itoa(o.RetryMaxBackoffMillis),
 			fmt.Sprintf("must be at least retryInitialBackoffMillis (%d) milliseconds (default %d)", o.RetryInitialBackoffMillis, defaultRetryMaxBackoffMs))
+	}
+	if o.SchemaRefreshSeconds < 0 {
+		c.fail(flagSchemaRefreshSeconds, strconv.Itoa(o.SchemaRefreshSeconds),
+			fmt.Sprintf("must be 0 (never) or more seconds (default %d)", defaultSchemaRefreshSeconds))
 	}
 	if o.StopAfterIdle.Given && o.StopAfterIdle.Value <= 0 {
 		c.fail(flagStopAfterIdle, strconv.Itoa(o.StopAfterIdle.Value),
@@ -906,6 +921,7 @@ func (o Options) String() string {
 	val(flagRetryInitialBackoffMillis, r.RetryInitialBackoffMillis)
 	val(flagRetryMaxBackoffMillis, r.RetryMaxBackoffMillis)
 	val(flagStopAfterIdle, r.StopAfterIdle.show())
+	val(flagSchemaRefreshSeconds, r.SchemaRefreshSeconds)
 	return strings.TrimSuffix(b.String(), " ")
 }
 

@@ -26,6 +26,7 @@ var allFlags = []string{
 	"windowSeconds", "batchRowCount", "maxInsertBlockSize", "maxRetries",
 	"insertDeduplicate", "insertQuorum", "insertDistributedSync",
 	"numShards", "retryInitialBackoffMillis", "retryMaxBackoffMillis", "stopAfterIdle",
+	"schemaRefreshSeconds",
 }
 
 // validOptions returns parameters that pass Validate.
@@ -91,6 +92,7 @@ func TestDefaults(t *testing.T) {
 		NumShards:                 1,
 		RetryInitialBackoffMillis: 5000,
 		RetryMaxBackoffMillis:     60000,
+		SchemaRefreshSeconds:      60,
 	}
 	if diff := cmp.Diff(want, Defaults()); diff != "" {
 		t.Errorf("Defaults() mismatch (-want +got):\n%s", diff)
@@ -163,6 +165,7 @@ func TestUsage(t *testing.T) {
 		"retryInitialBackoffMillis": {"first retry", "milliseconds", "(default 5000)"},
 		"retryMaxBackoffMillis":     {"milliseconds", "(default 60000)"},
 		"stopAfterIdle":             {"Local runner only", "seconds", "Optional, unset by default"},
+		"schemaRefreshSeconds":      {"schema", "seconds", "(default 60)"},
 	}
 	for _, name := range allFlags {
 		var buf bytes.Buffer
@@ -223,6 +226,7 @@ func TestParseFlags(t *testing.T) {
 				"--retryInitialBackoffMillis=100",
 				"--retryMaxBackoffMillis=2000",
 				"--stopAfterIdle=60",
+				"--schemaRefreshSeconds=0",
 			},
 			Options{
 				InputSubscription:         "projects/my-project/subscriptions/events-sub",
@@ -244,6 +248,7 @@ func TestParseFlags(t *testing.T) {
 				RetryInitialBackoffMillis: 100,
 				RetryMaxBackoffMillis:     2000,
 				StopAfterIdle:             GivenInt(60),
+				SchemaRefreshSeconds:      0,
 			},
 		},
 		{
@@ -570,6 +575,8 @@ func TestValidateRules(t *testing.T) {
 			"retryInitialBackoffMillis", "0", "must be a positive number of milliseconds"},
 		{"retryMaxBackoffMillis below the initial backoff", func(o *Options) { o.RetryMaxBackoffMillis = 100 },
 			"retryMaxBackoffMillis", "100", "must be at least retryInitialBackoffMillis (5000)"},
+		{"schemaRefreshSeconds negative", func(o *Options) { o.SchemaRefreshSeconds = -1 },
+			"schemaRefreshSeconds", "-1", "must be 0 (never) or more seconds"},
 		{"stopAfterIdle zero", func(o *Options) { o.StopAfterIdle = GivenInt(0) },
 			"stopAfterIdle", "0", "must be a positive number of seconds"},
 		{"insertQuorum negative", func(o *Options) { o.InsertQuorum = GivenInt(-1) },
@@ -759,7 +766,7 @@ func TestString(t *testing.T) {
 		`deadLetterTopic="projects/my-project/topics/events-dead-letter" ` +
 		`windowSeconds=unset batchRowCount=5000 maxInsertBlockSize=1000000 maxRetries=5 ` +
 		`insertDeduplicate=true insertQuorum=0 insertDistributedSync=true ` +
-		`numShards=1 retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 stopAfterIdle=unset`
+		`numShards=1 retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 stopAfterIdle=unset schemaRefreshSeconds=60`
 	if got := o.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)
 	}

@@ -18,6 +18,24 @@ type Proxy struct {
 	mu    sync.Mutex
 	down  bool
 	conns map[net.Conn]bool
+	// cuts, when above 0, is how many more connections to reset in the middle of an upload.
+	cuts     int
+	cutAfter int64
+}
+
+// CutUploads resets the next n connections that upload more than after bytes to the server, in
+// the middle of that upload: an INSERT cut this way is never committed by the server.
+func (p *Proxy) CutUploads(n int, after int64) {
+	p.mu.Lock()
+	p.cuts, p.cutAfter = n, after
+	p.mu.Unlock()
+}
+
+// Cuts returns how many cuts CutUploads has yet to make.
+func (p *Proxy) Cuts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cuts
 }
 
 // Proxy starts a proxy to the server's native port for the rest of the test.
@@ -82,6 +100,41 @@ func (p *Proxy) serve() {
 	}
 }
 
+// upload copies client to server, and resets both when a cut is due.
+func (p *Proxy) upload(server, client net.Conn) {
+	buf := make([]byte, 32<<10)
+	var sent int64
+	for {
+		n, err := client.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			cut := p.cuts > 0 && sent+int64(n) > p.cutAfter
+			if cut {
+				p.cuts--
+			}
+			p.mu.Unlock()
+			if cut {
+				half := max(0, int(p.cutAfter-sent))
+				server.Write(buf[:half])
+				for _, c := range []net.Conn{client, server} {
+					if tc, ok := c.(*net.TCPConn); ok {
+						tc.SetLinger(0)
+					}
+					c.Close()
+				}
+				return
+			}
+			if _, werr := server.Write(buf[:n]); werr != nil {
+				return
+			}
+			sent += int64(n)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
 func (p *Proxy) pipe(client net.Conn) {
 	server, err := net.Dial("tcp", p.target)
 	if err != nil {
@@ -92,7 +145,7 @@ func (p *Proxy) pipe(client net.Conn) {
 	p.conns[server] = true
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { io.Copy(server, client); done <- struct{}{} }()
+	go func() { p.upload(server, client); done <- struct{}{} }()
 	go func() { io.Copy(client, server); done <- struct{}{} }()
 	<-done
 	client.Close()

@@ -37,8 +37,13 @@ func (r Retry) backoff(n int) time.Duration {
 // retry with its number and the error that caused it. It returns the number of attempts made and
 // the last error.
 func (r Retry) Do(ctx context.Context, fn func() error, onRetry func(n int, err error)) (attempts int, err error) {
+	return r.DoIf(ctx, fn, func(error) bool { return true }, onRetry)
+}
+
+// DoIf is Do that retries only the errors for which retryable is true; others return at once.
+func (r Retry) DoIf(ctx context.Context, fn func() error, retryable func(error) bool, onRetry func(n int, err error)) (attempts int, err error) {
 	for attempts = 1; ; attempts++ {
-		if err = fn(); err == nil || attempts > r.MaxRetries {
+		if err = fn(); err == nil || attempts > r.MaxRetries || !retryable(err) {
 			return attempts, err
 		}
 		onRetry(attempts, err)

@@ -25,6 +25,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"time"
 	_ "time/tzdata" // DateTime('Zone') must resolve in minimal containers, e.g. the template's image.
@@ -144,6 +145,7 @@ type Converter struct {
 	columns []column
 	index   map[string]int
 	names   []string
+	hash    uint64
 
 	fields  []value // per column, the field's value in the current payload
 	scratch []byte  // unescaped string text
@@ -176,11 +178,20 @@ func New(t *schema.Table) (*Converter, error) {
 		})
 	}
 	c.fields = make([]value, len(c.columns))
+	h := fnv.New64a()
+	for _, col := range c.columns {
+		fmt.Fprintf(h, "%s\x00%s\x00%v\x00", col.name, col.typeName, col.hasDefault)
+	}
+	c.hash = h.Sum64()
 	return c, nil
 }
 
 // Columns returns the names of the columns a row holds, in order.
 func (c *Converter) Columns() []string { return c.names }
+
+// SchemaHash identifies the columns a row holds (names, types, DEFAULTs, in order): rows with the
+// same hash decode over the same columns. FNV-1a, 64 bits.
+func (c *Converter) SchemaHash() uint64 { return c.hash }
 
 // errUnsupported says why a type has no converter.
 var errUnsupported = errors.New("this pipeline has no JSON converter for it")

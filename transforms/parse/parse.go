@@ -39,6 +39,12 @@ var (
 // columns (see package convert), compact for the shuffle; the write stage decodes it.
 type Row struct {
 	Data []byte
+	// Schema is the convert.Converter.SchemaHash of the columns Data holds. The write stage
+	// converts Payload again when its own view of the table differs (the table changed).
+	Schema uint64
+	// Payload is the original message bytes, for a dead letter if the server rejects the row and
+	// for converting again after a schema change.
+	Payload []byte
 	// MessageID is the source message's Pub/Sub id. It is stable across redeliveries, so the
 	// write stage derives each INSERT's insert_deduplication_token from it.
 	MessageID string
@@ -55,19 +61,24 @@ func init() {
 // Parse converts each message of msgs (a PCollection<message.Message>) into a row of
 // conn's database.table. It returns the rows (PCollection<Row>) and the dead-letter records
 // (PCollection<deadletter.Record>) of the messages that cannot become a row.
-func Parse(s beam.Scope, conn chclient.Config, table string, msgs beam.PCollection) (rows, deadLetters beam.PCollection) {
+//
+// schemaRefresh is how often each worker reads the table's schema again, so that a column added
+// while the job runs is filled without a restart; 0 never.
+func Parse(s beam.Scope, conn chclient.Config, table string, schemaRefresh time.Duration, msgs beam.PCollection) (rows, deadLetters beam.PCollection) {
 	s = s.Scope("Parse")
-	return beam.ParDo2(s, &parseFn{ClickHouse: conn, Table: table}, msgs)
+	return beam.ParDo2(s, &parseFn{ClickHouse: conn, Table: table, SchemaRefresh: schemaRefresh}, msgs)
 }
 
 // parseFn converts messages into rows. Exported fields are its configuration (serialised to
 // workers); the converter is built in Setup.
 type parseFn struct {
-	ClickHouse chclient.Config
-	Table      string
+	ClickHouse    chclient.Config
+	Table         string
+	SchemaRefresh time.Duration
 
-	conv *convert.Converter
-	buf  []byte
+	conv      *convert.Converter
+	refreshed time.Time
+	buf       []byte
 }
 
 // Setup fetches the table's schema and builds the converter. An unsupported column type fails
@@ -79,7 +90,26 @@ func (f *parseFn) Setup(ctx context.Context) error {
 	}, func(n int, err error) {
 		slog.Warn("parse: reading the table's schema failed; retrying", "table", f.Table, "attempt", n, "error", err)
 	})
+	f.refreshed = time.Now()
 	return err
+}
+
+// refreshSchema reads the schema again when SchemaRefresh has passed. A failure keeps the
+// current converter: the write stage notices a real mismatch.
+func (f *parseFn) refreshSchema(ctx context.Context) {
+	if f.SchemaRefresh <= 0 || time.Since(f.refreshed) < f.SchemaRefresh {
+		return
+	}
+	f.refreshed = time.Now()
+	_, conv, err := Check(ctx, f.ClickHouse, f.Table)
+	if err != nil {
+		slog.Warn("parse: refreshing the table's schema failed; keeping the current one", "table", f.Table, "error", err)
+		return
+	}
+	if conv.SchemaHash() != f.conv.SchemaHash() {
+		slog.Info("parse: the table's schema changed", "table", f.Table, "columns", strings.Join(conv.Columns(), ", "))
+	}
+	f.conv = conv
 }
 
 // Check fetches the schema of the table conn.Database.table and builds its converter, as every
@@ -105,6 +135,7 @@ func Check(ctx context.Context, conn chclient.Config, table string) (*schema.Tab
 
 // ProcessElement converts one message.
 func (f *parseFn) ProcessElement(ctx context.Context, m message.Message, emitRow func(Row), emitDeadLetter func(deadletter.Record)) error {
+	f.refreshSchema(ctx)
 	messagesReceived.Inc(ctx, 1)
 	messagePayloadBytes.Update(ctx, int64(len(m.Data)))
 	var err error
@@ -115,7 +146,7 @@ func (f *parseFn) ProcessElement(ctx context.Context, m message.Message, emitRow
 		return nil
 	}
 	rowsParsedOK.Inc(ctx, 1)
-	emitRow(Row{Data: append([]byte(nil), f.buf...), MessageID: m.ID, AckID: m.AckID})
+	emitRow(Row{Data: append([]byte(nil), f.buf...), Schema: f.conv.SchemaHash(), Payload: m.Data, MessageID: m.ID, AckID: m.AckID})
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/rowbinary"
@@ -76,6 +77,14 @@ func Blocks(columns []schema.Column, rows []*parse.Row, maxRows int) ([]*Block, 
 	return blocks, nil
 }
 
+// Split returns the block's first and second halves (at least one row each; the block must have
+// two rows or more).
+func (b *Block) Split() (first, second *Block) {
+	half := len(b.Rows) / 2
+	return &Block{Columns: b.Columns, Rows: b.Rows[:half], spans: b.spans[:half]},
+		&Block{Columns: b.Columns, Rows: b.Rows[half:], spans: b.spans[half:]}
+}
+
 // Statement returns "INSERT INTO `db`.`table` (`a`, `b`)" for the block's columns. Naming the
 // columns also lets clickhouse-go's native batch work with ClickHouse 18.16.
 func (b *Block) Statement(database, table string) string {
@@ -128,7 +137,7 @@ func (b *Block) Insert(ctx context.Context, conn driver.Conn, database, table st
 	defer batch.Abort()
 	for j, col := range cols {
 		if err := batch.Column(j).Append(col.Values()); err != nil {
-			return fmt.Errorf("column %q: %w", b.Columns[j].Name, err)
+			return &chclient.AppendError{Column: b.Columns[j].Name, Err: err}
 		}
 	}
 	return batch.Send()

@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -26,6 +27,8 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/ack"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
@@ -37,11 +40,14 @@ var (
 	insertFailures  = beam.NewCounter(parse.Namespace, "insert-failures")
 	insertBatchRows = beam.NewDistribution(parse.Namespace, "insert-batch-rows")
 	insertLatencyMS = beam.NewDistribution(parse.Namespace, "insert-latency-ms")
+	insertSplits    = beam.NewCounter(parse.Namespace, "insert-splits")
+	rowsRejected    = beam.NewCounter(parse.Namespace, "rows-rejected-by-clickhouse")
 )
 
 func init() {
-	register.DoFn3x1[context.Context, int, func(*parse.Row) bool, error](&insertFn{})
+	register.DoFn4x1[context.Context, int, func(*parse.Row) bool, func(deadletter.Record), error](&insertFn{})
 	register.Iter1[parse.Row]()
+	register.Emitter1[deadletter.Record]()
 }
 
 // Config is what the write stage needs besides the rows.
@@ -59,13 +65,15 @@ type Config struct {
 }
 
 // Write inserts the batches of batches (a PCollection<KV<int, Iter<parse.Row>>> from
-// batch.Batches) into cfg.Table. It panics at construction when cfg is incomplete.
-func Write(s beam.Scope, cfg Config, batches beam.PCollection) {
+// batch.Batches) into cfg.Table. It returns the dead-letter records of the rows the server
+// rejected (PCollection<deadletter.Record>); their messages are acknowledged by the dead-letter
+// stage, not here. It panics at construction when cfg is incomplete.
+func Write(s beam.Scope, cfg Config, batches beam.PCollection) beam.PCollection {
 	s = s.Scope("Write")
 	if cfg.Table == "" || cfg.ClickHouse.URL == "" || cfg.Settings.MaxInsertBlockSize <= 0 {
 		panic(fmt.Sprintf("write.Write: incomplete configuration %v", cfg.ClickHouse))
 	}
-	beam.ParDo0(s, &insertFn{Config: cfg}, batches)
+	return beam.ParDo(s, &insertFn{Config: cfg}, batches)
 }
 
 // insertFn inserts one batch per call.
@@ -73,14 +81,17 @@ type insertFn struct {
 	Config
 
 	conn      driver.Conn
+	table     *schema.Table
 	columns   []schema.Column
+	conv      *convert.Converter
+	refreshed time.Time
 	settings  clickhouse.Settings
 	withToken bool
 	acks      ack.Manager
 }
 
-// Setup opens the connection pool, reads the table's writable columns and which insert settings
-// the server knows.
+// Setup opens the connection pool, reads the table's schema and which insert settings the server
+// knows. A server briefly unreachable is waited for (chclient.SetupRetry).
 func (f *insertFn) Setup(ctx context.Context) error {
 	_, err := chclient.SetupRetry.Do(ctx, func() error { return f.setup(ctx) }, func(n int, err error) {
 		slog.Warn("write: connecting to ClickHouse failed; retrying", "table", f.Table, "attempt", n, "error", err)
@@ -96,11 +107,9 @@ func (f *insertFn) setup(ctx context.Context) error {
 	if f.conn, err = chclient.Open(ctx, f.ClickHouse); err != nil {
 		return err
 	}
-	t, err := schema.Fetch(ctx, f.conn, f.ClickHouse.Database, f.Table)
-	if err != nil {
+	if err := f.refreshSchema(ctx); err != nil {
 		return err
 	}
-	f.columns = t.Writable()
 	var leftOut []string
 	if f.settings, f.withToken, leftOut, err = chclient.ResolveSettings(ctx, f.conn, f.Settings); err != nil {
 		return err
@@ -116,6 +125,25 @@ func (f *insertFn) setup(ctx context.Context) error {
 	return nil
 }
 
+// refreshSchema reads the table's schema and builds its converter, used for rows converted
+// against another schema. A column type without a converter stops the stage with an error
+// naming the column.
+func (f *insertFn) refreshSchema(ctx context.Context) error {
+	t, err := schema.Fetch(ctx, f.conn, f.ClickHouse.Database, f.Table)
+	if err != nil {
+		return err
+	}
+	conv, err := convert.New(t)
+	if err != nil {
+		return fmt.Errorf("table %s.%s changed: %w", f.ClickHouse.Database, f.Table, err)
+	}
+	if f.conv != nil && conv.SchemaHash() != f.conv.SchemaHash() {
+		slog.Info("write: the table's schema changed", "table", f.Table, "columns", strings.Join(conv.Columns(), ", "))
+	}
+	f.table, f.columns, f.conv, f.refreshed = t, t.Writable(), conv, time.Now()
+	return nil
+}
+
 // Teardown closes the connection pool.
 func (f *insertFn) Teardown() error {
 	if f.conn != nil {
@@ -124,8 +152,9 @@ func (f *insertFn) Teardown() error {
 	return nil
 }
 
-// ProcessElement inserts one batch, then acknowledges its messages.
-func (f *insertFn) ProcessElement(ctx context.Context, shard int, next func(*parse.Row) bool) error {
+// ProcessElement inserts one batch, dead-letters the rows the server rejects, then acknowledges
+// the messages of the inserted rows.
+func (f *insertFn) ProcessElement(ctx context.Context, shard int, next func(*parse.Row) bool, emitDeadLetter func(deadletter.Record)) error {
 	var rows []*parse.Row
 	for {
 		r := new(parse.Row)
@@ -139,23 +168,26 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, next func(*par
 	}
 	// The same pane retried by the runner yields the same INSERTs, hence the same tokens.
 	slices.SortFunc(rows, func(a, b *parse.Row) int { return strings.Compare(a.MessageID, b.MessageID) })
-	maxRows := f.Settings.MaxInsertBlockSize
-	if f.MaxRows > 0 && f.MaxRows < maxRows {
-		maxRows = f.MaxRows
+	rejected := map[*parse.Row]bool{}
+	reject := func(r *parse.Row, stage string, err error) {
+		rejected[r] = true
+		rowsRejected.Inc(ctx, 1)
+		emitDeadLetter(deadletter.Record{
+			Payload:        r.Payload,
+			ErrorMessage:   err.Error(),
+			StackTrace:     deadletter.StackTrace(stage, "", err),
+			FailedAtMillis: time.Now().UnixMilli(),
+			MessageID:      r.MessageID,
+			AckID:          r.AckID,
+		})
 	}
-	blocks, err := Blocks(f.columns, rows, maxRows)
-	if err != nil {
-		return fmt.Errorf("table %s.%s: %w", f.ClickHouse.Database, f.Table, err)
-	}
-	for _, b := range blocks {
-		if err := f.insert(ctx, b); err != nil {
-			return err
-		}
+	if err := f.insertRows(ctx, rows, reject, 0); err != nil {
+		return err
 	}
 	if f.acks != nil {
 		ids := make([]string, 0, len(rows))
 		for _, r := range rows {
-			if r.AckID != "" {
+			if r.AckID != "" && !rejected[r] {
 				ids = append(ids, r.AckID)
 			}
 		}
@@ -168,30 +200,104 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, next func(*par
 	return nil
 }
 
-// insert sends one block with retries.
-func (f *insertFn) insert(ctx context.Context, b *Block) error {
+// maxSchemaRefreshes bounds how often one batch refreshes the schema and starts again.
+const maxSchemaRefreshes = 2
+
+// insertRows converts rows to the current schema where needed, splits them into blocks and
+// inserts each.
+func (f *insertFn) insertRows(ctx context.Context, rows []*parse.Row, reject func(*parse.Row, string, error), refreshes int) error {
+	current := f.conv.SchemaHash()
+	stale := false
+	for _, r := range rows {
+		if r.Schema != current {
+			stale = true
+			break
+		}
+	}
+	if stale && time.Since(f.refreshed) > time.Second {
+		// Rows of another schema: the table may have changed since this worker read it.
+		if err := f.refreshSchema(ctx); err != nil {
+			return err
+		}
+		current = f.conv.SchemaHash()
+	}
+	var ok []*parse.Row
+	for _, r := range rows {
+		if r.Schema != current {
+			data, err := f.conv.Convert(nil, r.Payload)
+			if err != nil {
+				reject(r, "write (converting again after the table changed)", err)
+				continue
+			}
+			r.Data, r.Schema = data, current
+		}
+		ok = append(ok, r)
+	}
+	maxRows := f.Settings.MaxInsertBlockSize
+	if f.MaxRows > 0 && f.MaxRows < maxRows {
+		maxRows = f.MaxRows
+	}
+	blocks, err := Blocks(f.columns, ok, maxRows)
+	if err != nil {
+		return fmt.Errorf("table %s.%s: %w", f.ClickHouse.Database, f.Table, err)
+	}
+	for _, b := range blocks {
+		if err := f.insertBlock(ctx, b, reject, refreshes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insertBlock sends one block, retrying transient failures. A data error splits the block in
+// halves until the rejected rows are alone, and dead-letters them with the server's error; a
+// memory error splits it without dead-lettering; a schema error refreshes the schema and starts
+// again. It returns an error (the bundle fails, nothing is acknowledged) when the retries of a
+// transient failure are spent.
+func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*parse.Row, string, error), refreshes int) error {
 	settings := f.settings
 	if f.withToken {
-		settings = clickhouse.Settings{}
-		for k, v := range f.settings {
-			settings[k] = v
-		}
+		settings = maps.Clone(f.settings)
 		settings[chclient.TokenSetting] = b.DeduplicationToken()
 	}
 	start := time.Now()
-	attempts, err := f.Retry.Do(ctx, func() error {
+	attempts, err := f.Retry.DoIf(ctx, func() error {
 		return b.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, settings)
-	}, func(n int, err error) {
+	}, func(err error) bool { return chclient.Classify(err) == chclient.Transient }, func(n int, err error) {
 		insertRetries.Inc(ctx, 1)
 		slog.Warn("INSERT failed; retrying", "table", f.Table, "rows", len(b.Rows), "attempt", n, "error", err)
 	})
-	if err != nil {
-		insertFailures.Inc(ctx, 1)
-		return fmt.Errorf("INSERT of %d rows into %s.%s failed after %d attempts: %w", len(b.Rows), f.ClickHouse.Database, f.Table, attempts, err)
+	if err == nil {
+		rowsInserted.Inc(ctx, int64(len(b.Rows)))
+		insertBatches.Inc(ctx, 1)
+		insertBatchRows.Update(ctx, int64(len(b.Rows)))
+		insertLatencyMS.Update(ctx, time.Since(start).Milliseconds())
+		return nil
 	}
-	rowsInserted.Inc(ctx, int64(len(b.Rows)))
-	insertBatches.Inc(ctx, 1)
-	insertBatchRows.Update(ctx, int64(len(b.Rows)))
-	insertLatencyMS.Update(ctx, time.Since(start).Milliseconds())
-	return nil
+	class := chclient.Classify(err)
+	switch {
+	case class == chclient.Data && len(b.Rows) == 1:
+		slog.Warn("the server rejected a row; sending it to the dead letter", "table", f.Table, "message", b.Rows[0].MessageID, "error", err)
+		reject(b.Rows[0], "write (the server rejected the row)", fmt.Errorf("ClickHouse rejected the row: %w", err))
+		return nil
+	case class == chclient.Data || class == chclient.Memory && len(b.Rows) > 1:
+		insertSplits.Inc(ctx, 1)
+		slog.Info("INSERT failed; splitting it in halves", "table", f.Table, "rows", len(b.Rows), "class", class.String(), "error", err)
+		first, second := b.Split()
+		if err := f.insertBlock(ctx, first, reject, refreshes); err != nil {
+			return err
+		}
+		return f.insertBlock(ctx, second, reject, refreshes)
+	case class == chclient.Schema && refreshes < maxSchemaRefreshes:
+		slog.Warn("INSERT failed because the table changed; reading its schema again", "table", f.Table, "error", err)
+		if err := f.refreshSchema(ctx); err != nil {
+			return err
+		}
+		for _, r := range b.Rows {
+			r.Schema = 0 // convert again against the new schema
+		}
+		return f.insertRows(ctx, b.Rows, reject, refreshes+1)
+	}
+	insertFailures.Inc(ctx, 1)
+	return fmt.Errorf("INSERT of %d rows into %s.%s failed after %d attempts (%s error): %w", len(b.Rows), f.ClickHouse.Database, f.Table, attempts, class, err)
 }

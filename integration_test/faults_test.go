@@ -1,0 +1,139 @@
+package integration_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/events"
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+)
+
+// checkAccounted checks the promise: every published message is a row or a dead letter, and no
+// row is there twice.
+func (e *e2e) checkAccounted(t *testing.T, published int, key string) (rows, deadLetters int) {
+	t.Helper()
+	got := e.srv.MustQuery(t, fmt.Sprintf("SELECT count(), uniqExact(%s) FROM events", key))
+	var n, distinct int
+	fmt.Sscanf(got, "%d\t%d", &n, &distinct)
+	var dl int
+	fmt.Sscanf(e.srv.MustQuery(t, "SELECT count() FROM dead_letters"), "%d", &dl)
+	if n != distinct {
+		t.Errorf("%d rows but %d distinct: %d duplicates", n, distinct, n-distinct)
+	}
+	if distinct+dl != published {
+		t.Errorf("%d messages published, %d distinct rows + %d dead letters = %d", published, distinct, dl, distinct+dl)
+	}
+	return n, dl
+}
+
+// TestOneBadRowInBatch: a value the converter lets pass but the server rejects (a MATERIALIZED
+// column that calls throwIf) sits in a batch of 10,000 rows. The batch is split until that row is
+// alone, the 9,999 others are inserted in a handful of INSERTs, and only that row goes to the dead
+// letter, with the server's error.
+func TestOneBadRowInBatch(t *testing.T) {
+	const n = 10_000
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, name String, chk UInt8 MATERIALIZED throwIf(name = 'boom')) ENGINE = MergeTree ORDER BY id`)
+	e.opts.BatchRowCount = pipeline.GivenInt(n)
+	e.opts.WindowSeconds = pipeline.GivenInt(10)
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range n {
+		name := fmt.Sprint("n", i)
+		if i == 4321 {
+			name = "boom"
+		}
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d,"name":"%s"}`, i, name))})
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	res := e.run(t)
+	rows, dls := e.checkAccounted(t, n, "id")
+	if rows != n-1 || dls != 1 {
+		t.Errorf("%d rows and %d dead letters, want %d and 1", rows, dls, n-1)
+	}
+	got := e.srv.MustQuery(t, "SELECT raw_message, error_message, stack_trace FROM dead_letters")
+	for _, want := range []string{`{"id":4321,"name":"boom"}`, "ClickHouse rejected the row", "code: 395", "throwIf", "stage: write"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("dead letter %q does not contain %q", got, want)
+		}
+	}
+	c := counters(res)
+	t.Logf("counters: %v", c)
+	if c["insert-batches"] > 40 || c["rows-rejected-by-clickhouse"] != 1 || c["rows-inserted"] != n-1 {
+		t.Errorf("counters %v: want 9,999 rows inserted in at most 40 INSERTs and 1 row rejected", c)
+	}
+	e.checkAllAcked(t, ids)
+}
+
+// TestSchemaChangesWhileRunning: columns added and dropped while the job runs. A column added
+// is filled after the next schema refresh without a restart; a dropped column makes an INSERT
+// fail, the write stage reads the schema again and converts the rows again; nothing is lost and
+// nothing goes to the dead letter.
+func TestSchemaChangesWhileRunning(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, name String, extra String DEFAULT 'x') ENGINE = MergeTree ORDER BY id`)
+	e.opts.BatchRowCount = pipeline.GivenInt(100)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.SchemaRefreshSeconds = 1
+	r := e.start(t)
+	publish := func(from, to int, withCity bool) {
+		var msgs []*pubsubpb.PubsubMessage
+		for i := from; i < to; i++ {
+			city := ""
+			if withCity {
+				city = fmt.Sprintf(`,"city":"c%d"`, i)
+			}
+			msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d,"name":"n%d","extra":"e%d"%s}`, i, i, i, city))})
+		}
+		e.ps.Publish(t, e.topic, msgs...)
+	}
+	time.Sleep(time.Second)
+	publish(0, 500, false)
+	e.watch(t, 500, 30*time.Second)
+
+	e.srv.MustExec(t, "ALTER TABLE events ADD COLUMN city Nullable(String)")
+	time.Sleep(2500 * time.Millisecond) // longer than schemaRefreshSeconds
+	publish(500, 1000, true)
+	e.watch(t, 1000, 30*time.Second)
+
+	e.srv.MustExec(t, "ALTER TABLE events DROP COLUMN extra")
+	publish(1000, 1500, true)
+	e.watch(t, 1500, 30*time.Second)
+	c := counters(r.wait(t, 60*time.Second))
+	t.Logf("counters: %v", c)
+
+	e.checkAccounted(t, 1500, "id")
+	if got := e.srv.MustQuery(t, "SELECT countIf(city IS NOT NULL), countIf(id >= 500 AND city = concat('c', toString(id))) FROM events"); got != "1000\t1000" {
+		t.Errorf("rows with city, and with the right city = %q, want 1000 and 1000 (the added column filled without a restart)", got)
+	}
+}
+
+// TestConnectionsCut: connections to ClickHouse are reset in the middle of INSERTs. The
+// INSERTs are retried, every row lands once.
+func TestConnectionsCut(t *testing.T) {
+	const n = 3000
+	e := newE2E(t, events.DDL)
+	proxy := e.srv.Proxy(t)
+	e.opts.ClickHouseURL = proxy.URL()
+	e.opts.BatchRowCount = pipeline.GivenInt(200)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.MaxRetries = 20
+	e.opts.RetryInitialBackoffMillis = 50
+	e.opts.RetryMaxBackoffMillis = 500
+	r := e.start(t)
+	time.Sleep(time.Second)
+	proxy.CutUploads(8, 30_000)
+	gen := events.NewGenerator(7, time.Now())
+	for range n / 500 {
+		e.publishEvents(t, gen, 500)
+		time.Sleep(200 * time.Millisecond)
+	}
+	e.watch(t, n, 60*time.Second)
+	c := counters(r.wait(t, 60*time.Second))
+	t.Logf("counters: %v; cuts not made: %d", c, proxy.Cuts())
+	e.checkAccounted(t, n, "event_id")
+	if c["insert-retries"] == 0 {
+		t.Errorf("no INSERT was retried: the proxy cut nothing (cuts left %d)", proxy.Cuts())
+	}
+}
