@@ -137,3 +137,32 @@ func TestConnectionsCut(t *testing.T) {
 		t.Errorf("no INSERT was retried: the proxy cut nothing (cuts left %d)", proxy.Cuts())
 	}
 }
+
+// TestColumnDroppedWithoutRefresh: with the periodic refresh off, a dropped column is noticed by
+// the INSERT that names it: the write stage reads the schema again and converts the rows again.
+func TestColumnDroppedWithoutRefresh(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, name String, extra String DEFAULT 'x') ENGINE = MergeTree ORDER BY id`)
+	e.opts.BatchRowCount = pipeline.GivenInt(100)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.SchemaRefreshSeconds = 0
+	r := e.start(t)
+	publish := func(from, to int) {
+		var msgs []*pubsubpb.PubsubMessage
+		for i := from; i < to; i++ {
+			msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d,"name":"n%d","extra":"e%d"}`, i, i, i))})
+		}
+		e.ps.Publish(t, e.topic, msgs...)
+	}
+	time.Sleep(time.Second)
+	publish(0, 300)
+	e.watch(t, 300, 30*time.Second)
+	e.srv.MustExec(t, "ALTER TABLE events DROP COLUMN extra")
+	publish(300, 600)
+	e.watch(t, 600, 30*time.Second)
+	c := counters(r.wait(t, 60*time.Second))
+	t.Logf("counters: %v", c)
+	e.checkAccounted(t, 600, "id")
+	if c["rows-parse-failed"] != 0 || c["rows-rejected-by-clickhouse"] != 0 {
+		t.Errorf("counters %v: no message may go to the dead letter", c)
+	}
+}
