@@ -31,7 +31,12 @@ type e2e struct {
 }
 
 func newE2E(t *testing.T, ddl string) *e2e {
-	e := &e2e{srv: chtest.New(t), ps: pubsubtest.Start(t)}
+	return newE2EOn(t, chtest.New(t), ddl)
+}
+
+// newE2EOn is newE2E on a given server.
+func newE2EOn(t *testing.T, srv *chtest.Server, ddl string) *e2e {
+	e := &e2e{srv: srv, ps: pubsubtest.Start(t)}
 	e.srv.CreateTable(t, ddl, "events")
 	e.srv.MustExec(t, deadletter.CreateTable(e.srv.Database, "dead_letters"))
 	e.topic = e.ps.Topic(t, "events")

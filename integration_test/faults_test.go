@@ -8,6 +8,7 @@ import (
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/events"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 )
@@ -164,5 +165,37 @@ func TestColumnDroppedWithoutRefresh(t *testing.T) {
 	e.checkAccounted(t, 600, "id")
 	if c["rows-parse-failed"] != 0 || c["rows-rejected-by-clickhouse"] != 0 {
 		t.Errorf("counters %v: no message may go to the dead letter", c)
+	}
+}
+
+// TestServerStoppedAndRestarted: the ClickHouse server (one of this test's own) is stopped for 20
+// seconds mid-stream and started again. INSERTs are retried with backoff and every row lands once.
+func TestServerStoppedAndRestarted(t *testing.T) {
+	own := chtest.StartOwn(t)
+	e := newE2EOn(t, own.Server, events.DDL)
+	e.opts.BatchRowCount = pipeline.GivenInt(200)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.MaxRetries = 30
+	e.opts.RetryInitialBackoffMillis = 200
+	e.opts.RetryMaxBackoffMillis = 3000
+	e.opts.StopAfterIdle = pipeline.GivenInt(30) // longer than the outage and the server's shutdown
+	r := e.start(t)
+	gen := events.NewGenerator(8, time.Now())
+	time.Sleep(time.Second)
+	e.publishEvents(t, gen, 1000)
+	e.watch(t, 1000, 30*time.Second)
+
+	own.Stop(t)
+	stopped := time.Now()
+	e.publishEvents(t, gen, 1000)
+	time.Sleep(20*time.Second - time.Since(stopped))
+	own.Start(t)
+	t.Logf("server down for %v", time.Since(stopped).Round(time.Millisecond))
+	e.watch(t, 2000, 90*time.Second)
+	c := counters(r.wait(t, 90*time.Second))
+	t.Logf("counters: %v", c)
+	e.checkAccounted(t, 2000, "event_id")
+	if c["insert-retries"] == 0 || c["insert-failures"] != 0 {
+		t.Errorf("counters %v: want retries and no failure", c)
 	}
 }

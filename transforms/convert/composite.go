@@ -11,8 +11,8 @@ import (
 //
 // Nullable(T): JSON null is NULL; any other value converts as T. LowCardinality(T) converts as T
 // (RowBinary writes it as T). Array(T): a JSON array, each element converted as T; null is []
-// (also for an element of type Array); a non-array is an error, and so is a null element unless T
-// is Nullable. Errors inside an array name the element's index: element [1].
+// (also for an element of type Array, and {} for an element of type Map); a non-array is an
+// error, and so is a null element unless T is Nullable. Errors inside an array name the element's index: element [1].
 
 type nullableEncoder struct {
 	inner encoder
@@ -47,7 +47,7 @@ func (e arrayEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 			return dst, nil
 		}
 		var err error
-		if el.kind == kindNull && !elemNullable && e.elemType.Name != "Array" {
+		if el.kind == kindNull && !elemNullable && !emptyOnNull(e.elemType) {
 			err = errValue(el, fmt.Sprintf("is not allowed: the element type %s is not Nullable", e.elemType))
 		} else {
 			dst, err = e.elem.encode(dst, el, c)

@@ -146,6 +146,7 @@ type Converter struct {
 	index   map[string]int
 	names   []string
 	hash    uint64
+	nested  []nestedGroup // Array columns that must be equally long in a row (nested.go)
 
 	fields  []value // per column, the field's value in the current payload
 	scratch []byte  // unescaped string text
@@ -174,10 +175,11 @@ func New(t *schema.Table) (*Converter, error) {
 			enc:        enc,
 			hasDefault: col.HasDefault(),
 			nullable:   nullable,
-			array:      base.Name == "Array",
+			array:      emptyOnNull(base), // Array, Map, Nested, geo arrays: null and missing are empty
 		})
 	}
 	c.fields = make([]value, len(c.columns))
+	c.nested = nestedGroups(c.columns)
 	h := fnv.New64a()
 	for _, col := range c.columns {
 		fmt.Fprintf(h, "%s\x00%s\x00%v\x00", col.name, col.typeName, col.hasDefault)
@@ -220,7 +222,7 @@ func newEncoder(t *chtype.Type, serverLoc *time.Location) (encoder, error) {
 	case "String":
 		return stringEncoder{}, nil
 	case "Date":
-		return dateEncoder{}, nil
+		return epochDateEncoder{}, nil
 	case "DateTime":
 		loc := serverLoc
 		if len(t.Args) > 0 {
@@ -229,7 +231,67 @@ func newEncoder(t *chtype.Type, serverLoc *time.Location) (encoder, error) {
 				return nil, err
 			}
 		}
-		return dateTimeEncoder{loc: loc}, nil
+		return epochDateTimeEncoder{dateTimeEncoder{loc: loc}}, nil
+	case "Date32":
+		return date32Encoder{}, nil
+	case "DateTime64":
+		return newDateTime64Encoder(t, serverLoc)
+	case "Time", "Time64":
+		return newTimeEncoder(t)
+	case "Decimal", "Decimal32", "Decimal64", "Decimal128", "Decimal256":
+		return newDecimalEncoder(t)
+	case "Int128", "Int256", "UInt128", "UInt256":
+		return newBigIntEncoder(t.Name), nil
+	case "BFloat16":
+		return bfloat16Encoder{}, nil
+	case "Bool":
+		return boolEncoder{}, nil
+	case "UUID":
+		return uuidEncoder{}, nil
+	case "IPv4":
+		return ipv4Encoder{}, nil
+	case "IPv6":
+		return ipv6Encoder{}, nil
+	case "FixedString":
+		return newFixedStringEncoder(t)
+	case "Enum8", "Enum16":
+		return newEnumEncoder(t)
+	case "Map":
+		key, err := newEncoder(t.Elems[0], serverLoc)
+		if err != nil {
+			return nil, err
+		}
+		val, err := newEncoder(t.Elems[1], serverLoc)
+		if err != nil {
+			return nil, err
+		}
+		return newMapEncoder(t, key, val), nil
+	case "Tuple":
+		return newTupleEncoder(t, serverLoc)
+	case "Nested":
+		tuple, err := newTupleEncoder(&chtype.Type{Name: "Tuple", Elems: t.Elems, FieldNames: t.FieldNames}, serverLoc)
+		if err != nil {
+			return nil, err
+		}
+		return newNestedEncoder(t, tuple), nil
+	case "Point", "Ring", "LineString", "Polygon", "MultiLineString", "MultiPolygon":
+		return newGeoEncoder(t.Name), nil
+	case "SimpleAggregateFunction": // RowBinary encodes SimpleAggregateFunction(f, T) as T.
+		if len(t.Elems) != 1 {
+			return nil, errUnsupported
+		}
+		return newEncoder(t.Elems[0], serverLoc)
+	case "JSON":
+		if err := checkJSONArgs(t); err != nil {
+			return nil, err
+		}
+		return jsonEncoder{}, nil
+	case "Object":
+		return nil, errors.New("Object('json') is ClickHouse's deprecated experimental JSON type, which clickhouse-go v2.51.0 cannot insert into; use JSON (ClickHouse 24.8 and later) or String")
+	case "Variant", "Dynamic":
+		return nil, fmt.Errorf("which of its types a JSON value is meant to be is ambiguous (42 could be any number type, or a String), and the pipeline does not guess; use a column of one type, or JSON or String for mixed values")
+	case "AggregateFunction":
+		return nil, errors.New("its values are aggregation states in a binary form that JSON cannot give; insert into a SimpleAggregateFunction or a plain column and aggregate in a materialized view")
 	}
 	return nil, errUnsupported
 }
@@ -272,6 +334,9 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 			ve.Column, ve.Type = col.name, col.typeName
 			errs = append(errs, ve)
 		}
+	}
+	if c.nested != nil {
+		errs = c.checkNested(errs)
 	}
 	if len(errs) > 0 {
 		return dst, &RowError{Errs: errs}

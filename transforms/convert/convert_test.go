@@ -2,6 +2,7 @@ package convert_test
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -127,7 +128,7 @@ func firstOf(slice any) any {
 	case [][][]int64:
 		return s[0]
 	}
-	panic("firstOf: add a case for " + strings.TrimSpace(cmp.Diff(nil, slice)))
+	return reflect.ValueOf(slice).Index(0).Interface() // the types added since, by reflection
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -165,7 +166,7 @@ func run(t *testing.T, cases []convCase) {
 			if err != nil {
 				t.Fatalf("payload %s: %v", tc.payload, err)
 			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.EquateNaNs()); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateNaNs(), valueComparers); diff != "" {
 				t.Errorf("payload %s (-want +got):\n%s", tc.payload, diff)
 			}
 		})
@@ -254,7 +255,8 @@ func TestDateTimes(t *testing.T) {
 		{"Date before 1970", []string{"a Date"}, `{"a":"1969-12-31"}`, nil, `is out of range for Date (1970-01-01 to 2149-06-06)`},
 		{"Date after 2149-06-06", []string{"a Date"}, `{"a":"2149-06-07"}`, nil, `is out of range for Date`},
 		{"DateTime after 2106", []string{"a DateTime('UTC')"}, `{"a":"2106-02-07T06:28:16Z"}`, nil, `is out of range for DateTime`},
-		{"epoch number", []string{"a DateTime('UTC')"}, `{"a":1704067200}`, nil, `1704067200 is a number; DateTime takes an ISO-8601 string`},
+		{"epoch number is seconds (issue 6)", []string{"a DateTime('UTC')"}, `{"a":1704067200}`, []any{utc("2024-01-01 00:00:00")}, ""},
+		{"boolean", []string{"a DateTime('UTC')"}, `{"a":true}`, nil, `column "a" (DateTime('UTC')): true is a boolean; DateTime takes an ISO-8601 string (YYYY-MM-DD or YYYY-MM-DD[T ]hh:mm:ss[.fraction][Z|±hh:mm|±hhmm|±hh]) or a number of seconds since 1970-01-01 00:00:00 UTC`},
 		{"trailing text", []string{"a DateTime('UTC')"}, `{"a":"2024-01-01T00:00:00Zx"}`, nil, `is not an ISO-8601 date-time`},
 	})
 }

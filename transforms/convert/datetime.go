@@ -12,7 +12,8 @@ import (
 // (the T or a space between date and time; lowercase t and z too, as RFC 3339 allows). A fraction
 // of a second is truncated (DateTime holds whole seconds). Without Z or an offset, the time is read
 // in the column's time zone (DateTime('Asia/Tokyo')), else in the server's. A date alone is
-// midnight of that day.
+// midnight of that day. Also a JSON number: days since 1970-01-01 for Date, seconds since the
+// epoch for DateTime (datetime64.go, which wraps these encoders).
 //
 // Date takes a date; a date-time only when it is exactly midnight, without a zone or in UTC
 // ("2024-01-01T00:00:00Z"), since any other time of day, or another zone's midnight, would have
@@ -20,8 +21,8 @@ import (
 //
 // Ranges, checked, never clamped (ClickHouse docs, "Date", "DateTime"): Date 1970-01-01 to
 // 2149-06-06; DateTime 1970-01-01 00:00:00 UTC to 2106-02-07 06:28:15 UTC.
-// Errors: other layouts ("10/03/2024", epoch numbers), impossible dates (2023-02-29), hour 24,
-// second 60 (ClickHouse has no leap seconds), values out of range, non-string JSON values.
+// Errors: other layouts ("10/03/2024", a string of digits), impossible dates (2023-02-29), hour
+// 24, second 60 (ClickHouse has no leap seconds), values out of range, other JSON values.
 
 const (
 	maxDateDays     = 65535     // 2149-06-06

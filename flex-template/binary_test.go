@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// dockerBuild is the binary's build as the Dockerfile states it.
+type dockerBuild struct {
+	env     []string // NAME=value assignments before the command
+	args    []string // go's arguments, "-o" and its value removed
+	out     string   // the -o path inside the build stage
+	copied  []string // directories the build stage copies (besides go.mod, go.sum)
+	from    string   // what the final stage copies from the build stage
+	binary  string   // where the final stage puts the binary
+	envBin  string   // FLEX_TEMPLATE_GO_BINARY
+	entry   string   // the ENTRYPOINT
+	froms   []string // the FROM lines
+	argDefs map[string]string
+}
+
+// readDockerfile reads the parts of ../Dockerfile the tests rely on.
+func readDockerfile(t *testing.T, root string) dockerBuild {
+	t.Helper()
+	f, err := os.Open(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d := dockerBuild{argDefs: map[string]string{}}
+	var builds int
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.HasSuffix(line, `\`) {
+			t.Fatalf("Dockerfile: continued line %q; the test reads one instruction per line", line)
+		}
+		instr, rest, _ := strings.Cut(line, " ")
+		fields := strings.Fields(rest)
+		switch strings.ToUpper(instr) {
+		case "ARG":
+			k, v, _ := strings.Cut(rest, "=")
+			d.argDefs[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		case "FROM":
+			d.froms = append(d.froms, rest)
+		case "COPY":
+			if len(fields) == 3 && strings.HasPrefix(fields[0], "--from=") {
+				d.from, d.binary = fields[1], fields[2]
+			} else if len(fields) == 2 && strings.HasSuffix(fields[0], "/") {
+				d.copied = append(d.copied, strings.TrimSuffix(fields[0], "/"))
+			}
+		case "ENV":
+			if v, ok := strings.CutPrefix(rest, "FLEX_TEMPLATE_GO_BINARY="); ok {
+				d.envBin = v
+			}
+		case "ENTRYPOINT":
+			d.entry = rest
+		case "RUN":
+			if !slices.Contains(fields, "build") {
+				continue
+			}
+			builds++
+			i := 0
+			for ; i < len(fields) && strings.Contains(fields[i], "="); i++ {
+				d.env = append(d.env, fields[i])
+			}
+			if i >= len(fields) || fields[i] != "go" {
+				t.Fatalf("Dockerfile: the build line %q does not run go", line)
+			}
+			for j := i + 1; j < len(fields); j++ {
+				if fields[j] == "-o" && j+1 < len(fields) {
+					d.out = fields[j+1]
+					j++
+					continue
+				}
+				d.args = append(d.args, fields[j])
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if builds != 1 {
+		t.Fatalf("Dockerfile: %d RUN lines with a go build, want 1", builds)
+	}
+	return d
+}
+
+// moduleRoot returns the directory of go.mod, as `go env GOMOD` gives it.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(goTool(), "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		t.Fatal("go env GOMOD: not in a module")
+	}
+	return filepath.Dir(gomod)
+}
+
+// goTool returns the go command: go test puts the toolchain's bin directory first in PATH.
+func goTool() string { return "go" }
+
+// TestDockerfile checks the Dockerfile against the Flex Template conventions for Go: a static
+// linux/amd64 binary built with -trimpath, the Go launcher base image, FLEX_TEMPLATE_GO_BINARY
+// naming the copied binary, the launcher as entrypoint; and that the build stage copies every
+// directory of the module that ./flex-template is built from.
+func TestDockerfile(t *testing.T) {
+	root := moduleRoot(t)
+	d := readDockerfile(t, root)
+	for _, want := range []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"} {
+		if !slices.Contains(d.env, want) {
+			t.Errorf("the build line sets %v, want %s among them", d.env, want)
+		}
+	}
+	if len(d.args) < 1 || d.args[0] != "build" || !slices.Contains(d.args, "-trimpath") || d.args[len(d.args)-1] != "./flex-template" {
+		t.Errorf("the build line runs go %v, want go build -trimpath ... ./flex-template", d.args)
+	}
+	if d.out == "" {
+		t.Error("the build line has no -o")
+	}
+	if d.from != d.out || d.binary == "" {
+		t.Errorf("the final stage copies %q to %q; want COPY --from=build %s <path>", d.from, d.binary, d.out)
+	}
+	if d.envBin != d.binary {
+		t.Errorf("FLEX_TEMPLATE_GO_BINARY=%q, want the copied binary %q", d.envBin, d.binary)
+	}
+	if d.entry != `["/opt/google/dataflow/go_template_launcher"]` {
+		t.Errorf(`ENTRYPOINT %s, want ["/opt/google/dataflow/go_template_launcher"]`, d.entry)
+	}
+	if len(d.froms) != 2 {
+		t.Fatalf("FROM lines %q, want two stages", d.froms)
+	}
+	last := d.froms[len(d.froms)-1]
+	if arg, ok := strings.CutPrefix(last, "${"); ok {
+		last = d.argDefs[strings.TrimSuffix(arg, "}")]
+	}
+	if !strings.HasPrefix(last, "gcr.io/dataflow-templates-base/go-template-launcher-base") {
+		t.Errorf("the final stage is FROM %q, want gcr.io/dataflow-templates-base/go-template-launcher-base", last)
+	}
+
+	// Every package of the module the binary imports lies in a copied directory.
+	out, err := command(t, root, nil, goTool(), "list", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}", "./flex-template")
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dir := range strings.Fields(out) {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		top := strings.Split(filepath.ToSlash(rel), "/")[0]
+		if !slices.Contains(d.copied, top) {
+			t.Errorf("./flex-template imports the package in %s, but the Dockerfile copies only %v", rel, d.copied)
+		}
+	}
+}
+
+// TestBinary builds the binary exactly as the Dockerfile does and runs it with --help, and with
+// the Dataflow runner's dry run, which translates the graph for Dataflow and prints the job
+// without submitting it.
+func TestBinary(t *testing.T) {
+	root := moduleRoot(t)
+	d := readDockerfile(t, root)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, filepath.Base(d.out))
+	args := append([]string{d.args[0], "-o", bin}, d.args[1:]...)
+	if out, err := command(t, root, d.env, goTool(), args...); err != nil {
+		t.Fatalf("go %s (with %v): %v\n%s", strings.Join(args, " "), d.env, err, out)
+	}
+	if runtime.GOOS+"/"+runtime.GOARCH != "linux/amd64" {
+		// The image's binary cannot run here: build the same one for this machine, to run it.
+		t.Logf("built the linux/amd64 binary; running a %s/%s build of it", runtime.GOOS, runtime.GOARCH)
+		bin = filepath.Join(dir, "pubsub-to-clickhouse-host")
+		args = append([]string{d.args[0], "-o", bin}, d.args[1:]...)
+		env := []string{"GOOS=" + runtime.GOOS, "GOARCH=" + runtime.GOARCH, "CGO_ENABLED=0"}
+		if out, err := command(t, root, env, goTool(), args...); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+
+	t.Run("help", func(t *testing.T) {
+		out, err := command(t, dir, nil, bin, "--help")
+		var exit *exec.ExitError
+		if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 2) {
+			t.Fatalf("--help: %v\n%s", err, out)
+		}
+		fs, _ := templateFlags()
+		for _, name := range flagNames(fs) {
+			if !regexp.MustCompile(`(?m)^\s+-` + regexp.QuoteMeta(name) + `\b`).MatchString(out) {
+				t.Errorf("--help does not list -%s", name)
+			}
+		}
+		// And the Dataflow runner's flags that a Flex Template launch and the dry run use.
+		for _, name := range []string{"runner", "project", "region", "staging_location", "temp_location", "dry_run", "worker_binary", "template_location", "update"} {
+			if !regexp.MustCompile(`(?m)^\s+-` + name + `\b`).MatchString(out) {
+				t.Errorf("--help does not list the Beam flag -%s", name)
+			}
+		}
+	})
+
+	t.Run("dry run", func(t *testing.T) {
+		// A dry run must contact neither ClickHouse nor Pub/Sub: both point at listeners that
+		// count connections. Credentials point at a missing file, so that the Dataflow runner's
+		// check of the buckets gives up at once, without looking for the metadata server.
+		ch, chConns := listen(t)
+		ps, psConns := listen(t)
+		env := []string{
+			"GOOGLE_APPLICATION_CREDENTIALS=" + filepath.Join(dir, "no-credentials.json"),
+			"PUBSUB_EMULATOR_HOST=" + ps,
+		}
+		const password = "dry-run-s3cr3t-pw"
+		common := []string{
+			"--runner=dataflow", "--dry_run", "--project=p", "--region=us-central1",
+			"--staging_location=gs://b/staging", "--temp_location=gs://b/tmp",
+			"--inputSubscription=projects/my-project/subscriptions/my-sub",
+			"--clickHouseUrl=clickhouse://" + ch,
+			"--clickHouseDatabase=default", "--clickHouseTable=events",
+			"--clickHouseUsername=default", "--clickHousePassword=" + password,
+		}
+		for _, tc := range []struct {
+			name  string
+			args  []string
+			wants []string
+		}{
+			{
+				name:  "table dead letters, default batching",
+				args:  []string{"--clickHouseDeadLetterTable=events_dead_letter"},
+				wants: []string{"beam:window_fn:global_windows:v1", `table=events_dead_letter topic=(none)`, "combined trigger"},
+			},
+			{
+				name:  "topic dead letters, fixed windows",
+				args:  []string{"--deadLetterTopic=projects/my-project/topics/dlq", "--windowSeconds=10", "--numShards=4"},
+				wants: []string{"beam:window_fn:fixed_windows:v1", `table=(none) topic=projects/my-project/topics/dlq`, "numShards=4"},
+			},
+			{
+				name:  "both dead letters, count batching",
+				args:  []string{"--clickHouseDeadLetterTable=dlq", "--deadLetterTopic=projects/my-project/topics/dlq", "--batchRowCount=500"},
+				wants: []string{"beam:window_fn:global_windows:v1", `table=dlq topic=projects/my-project/topics/dlq`},
+			},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				out, err := command(t, dir, env, bin, append(slices.Clone(common), tc.args...)...)
+				if err != nil {
+					t.Fatalf("dry run: %v\n%s", err, out)
+				}
+				for _, want := range append([]string{
+					`msg="dry run: the ClickHouse table and the dead-letter destinations are not checked"`,
+					"Dry-run: not submitting job!",
+					// The source: the Dataflow-native Pub/Sub read of the subscription.
+					"beam:transform:pubsub_read:v1", "projects/my-project/subscriptions/my-sub",
+					// The stages, grouped for batching.
+					"Parse/parse.parseFn", "beam:transform:group_by_key:v1", "Write/write.insertFn",
+					"DeadLetter/deadletter.writeFn",
+					// The job as Dataflow receives it.
+					`\"type\": \"JOB_TYPE_STREAMING\"`, `\"projectId\": \"p\"`, `\"region\": \"us-central1\"`,
+					`\"tempLocation\": \"gs://b/tmp\"`, `gs://b/staging/`, `beam_go_sdk`,
+					// The password shows redacted in the job's pipeline options.
+					`\"clickHousePassword\": \"xxxxx\"`,
+				}, tc.wants...) {
+					if !strings.Contains(out, want) {
+						t.Errorf("the output lacks %s", want)
+					}
+				}
+				// (The DoFns' serialized configuration, which workers need, holds the password
+				// base64-encoded; it must not appear as text.)
+				if strings.Contains(out, password) {
+					t.Error("the output shows the ClickHouse password")
+				}
+				if t.Failed() {
+					t.Logf("output:\n%s", out)
+				}
+			})
+		}
+		if n := chConns.Load(); n != 0 {
+			t.Errorf("the dry runs opened %d connections to ClickHouse", n)
+		}
+		if n := psConns.Load(); n != 0 {
+			t.Errorf("the dry runs opened %d connections to Pub/Sub", n)
+		}
+	})
+}
+
+// listen starts a TCP listener on loopback that counts and closes the connections it accepts.
+func listen(t *testing.T) (addr string, conns *atomic.Int64) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	conns = new(atomic.Int64)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			c.Close()
+		}
+	}()
+	return l.Addr().String(), conns
+}
+
+// command runs name with args in dir, with env added to the environment, and returns its
+// combined output. It stops the command after two minutes.
+func command(t *testing.T, dir string, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return out.String(), err
+}

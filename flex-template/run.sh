@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Launches a Dataflow job from the staged Flex Template (see build.sh). See docs/deploy.md. Run
+# with --help for the usage.
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+Usage: flex-template/run.sh --project PROJECT --region REGION --bucket BUCKET [options] [--] NAME=VALUE...
+
+Launches a streaming Dataflow job from the template staged by build.sh, with
+
+  gcloud dataflow flex-template run JOB_NAME \
+      --template-file-gcs-location gs://BUCKET/templates/pubsub-to-clickhouse.json \
+      --region REGION --parameters NAME=VALUE,...
+
+Each NAME=VALUE argument is a template parameter (docs/parameters.md lists them). The six required
+ones are inputSubscription, clickHouseUrl, clickHouseDatabase, clickHouseTable,
+clickHouseUsername and clickHousePassword, plus clickHouseDeadLetterTable or deadLetterTopic (or
+both). When no clickHousePassword=... argument is given, the password is taken from the
+environment variable CLICKHOUSE_PASSWORD, if it is set. Values may hold commas (several hosts in
+clickHouseUrl): the script picks a --parameters delimiter that no value holds.
+
+Required:
+  --project PROJECT              Google Cloud project of the job
+  --region REGION                Dataflow region of the job, e.g. us-central1
+  --bucket BUCKET                bucket of the template spec, as NAME or gs://NAME; also the default
+                                 staging and temporary location (gs://BUCKET/staging, gs://BUCKET/tmp)
+
+Options:
+  --job-name NAME                job name (default pubsub-to-clickhouse-YYYYMMDD-HHMMSS, UTC); for
+                                 --update, the name of the running job
+  --template-path PATH           object path of the spec in the bucket
+                                 (default templates/pubsub-to-clickhouse.json)
+  --staging-location GCS_PATH    staging location (default gs://BUCKET/staging)
+  --temp-location GCS_PATH       temporary location (default gs://BUCKET/tmp)
+  --update                       replace the running job named by --job-name, keeping its state
+  --transform-name-mappings MAP  with --update: OLD=NEW,... renamed transforms
+  --gcloud-arg ARG               one more argument for gcloud dataflow flex-template run, repeatable,
+                                 e.g. --gcloud-arg=--subnetwork=regions/us-central1/subnetworks/ch
+                                      --gcloud-arg=--service-account-email=SA --gcloud-arg=--max-workers=5
+  --dry-run                      print the command (password hidden) instead of running it
+  -h, --help                     print this help and exit
+
+Example:
+  CLICKHOUSE_PASSWORD=... flex-template/run.sh --project my-project --region us-central1 \
+      --bucket my-dataflow-bucket -- \
+      inputSubscription=projects/my-project/subscriptions/events-sub \
+      clickHouseUrl=https://abc123.us-central1.gcp.clickhouse.cloud:8443 \
+      clickHouseDatabase=default clickHouseTable=events clickHouseUsername=default \
+      clickHouseDeadLetterTable=events_dead_letter windowSeconds=10
+EOF
+}
+
+die() {
+  echo "run.sh: $*" >&2
+  echo "Run flex-template/run.sh --help for the usage." >&2
+  exit 2
+}
+
+project="" region="" bucket="" job_name="" template_path="templates/pubsub-to-clickhouse.json"
+staging_location="" temp_location="" update=0 transform_name_mappings="" dry_run=0
+gcloud_args=() params=()
+
+need() { [[ -n "${2-}" && "${2-}" != --* ]] || die "$1 needs a value"; }
+
+while (($#)); do
+  case "$1" in
+    -h | --help) usage; exit 0 ;;
+    --project) need "$1" "${2-}"; project=$2; shift 2 ;;
+    --project=*) project=${1#*=}; shift ;;
+    --region) need "$1" "${2-}"; region=$2; shift 2 ;;
+    --region=*) region=${1#*=}; shift ;;
+    --bucket) need "$1" "${2-}"; bucket=$2; shift 2 ;;
+    --bucket=*) bucket=${1#*=}; shift ;;
+    --job-name) need "$1" "${2-}"; job_name=$2; shift 2 ;;
+    --job-name=*) job_name=${1#*=}; shift ;;
+    --template-path) need "$1" "${2-}"; template_path=$2; shift 2 ;;
+    --template-path=*) template_path=${1#*=}; shift ;;
+    --staging-location) need "$1" "${2-}"; staging_location=$2; shift 2 ;;
+    --staging-location=*) staging_location=${1#*=}; shift ;;
+    --temp-location) need "$1" "${2-}"; temp_location=$2; shift 2 ;;
+    --temp-location=*) temp_location=${1#*=}; shift ;;
+    --update) update=1; shift ;;
+    --transform-name-mappings) need "$1" "${2-}"; transform_name_mappings=$2; shift 2 ;;
+    --transform-name-mappings=*) transform_name_mappings=${1#*=}; shift ;;
+    --gcloud-arg) [[ -n "${2-}" ]] || die "--gcloud-arg needs a value"; gcloud_args+=("$2"); shift 2 ;;
+    --gcloud-arg=*) gcloud_args+=("${1#*=}"); shift ;;
+    --dry-run) dry_run=1; shift ;;
+    --) shift; params+=("$@"); break ;;
+    -*) die "unknown option: $1" ;;
+    *=*) params+=("$1"); shift ;;
+    *) die "not an option nor a NAME=VALUE template parameter: $1" ;;
+  esac
+done
+
+[[ -n $project ]] || die "--project is required"
+[[ -n $region ]] || die "--region is required"
+[[ -n $bucket ]] || die "--bucket is required"
+bucket=${bucket#gs://}
+bucket=${bucket%/}
+[[ $bucket != */* ]] || die "--bucket takes a bucket name, not a path: $bucket (use --template-path for the object path)"
+template_path=${template_path#/}
+staging_location=${staging_location:-gs://$bucket/staging}
+temp_location=${temp_location:-gs://$bucket/tmp}
+if ((update)) && [[ -z $job_name ]]; then
+  die "--update needs --job-name, the name of the running job to replace"
+fi
+if [[ -n $transform_name_mappings ]] && ((!update)); then
+  die "--transform-name-mappings is only for --update"
+fi
+job_name=${job_name:-pubsub-to-clickhouse-$(date -u +%Y%m%d-%H%M%S)}
+[[ $job_name =~ ^[a-z]([-a-z0-9]*[a-z0-9])?$ ]] ||
+  die "--job-name must be lowercase letters, digits and hyphens, start with a letter and not end with a hyphen: $job_name"
+
+# The template parameters, checked against metadata.json: a name the template does not declare
+# would make the launcher's flag parsing fail only once the launch has started.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+known=$(sed -n 's/^ *"name": "\([A-Za-z][A-Za-z0-9]*\)",\{0,1\}$/\1/p' "$root/metadata.json")
+[[ -n $known ]] || die "no parameter names found in $root/metadata.json"
+have_password=0
+for p in ${params[@]+"${params[@]}"}; do
+  [[ $p == *=* ]] || die "not a NAME=VALUE template parameter: $p"
+  name=${p%%=*}
+  grep -qx -- "$name" <<<"$known" || die "unknown template parameter: $name (the parameters: $(tr "\n" " " <<<"$known"))"
+  [[ $name != clickHousePassword ]] || have_password=1
+done
+if ((!have_password)) && [[ -n ${CLICKHOUSE_PASSWORD+set} ]]; then
+  params+=("clickHousePassword=$CLICKHOUSE_PASSWORD")
+fi
+((${#params[@]})) || die "no template parameters given (NAME=VALUE arguments)"
+
+# gcloud splits --parameters at commas unless the value starts with ^DELIM^: pick a delimiter that
+# no parameter holds.
+delimiter=""
+for d in "," "~" "|" ";" "#" "!" "@@"; do
+  clash=0
+  for p in "${params[@]}"; do
+    [[ $p != *"$d"* ]] || { clash=1; break; }
+  done
+  if ((!clash)); then delimiter=$d; break; fi
+done
+[[ -n $delimiter ]] || die "every candidate delimiter appears in a parameter value; pass --parameters to gcloud yourself"
+joined=""
+shown=""
+for p in "${params[@]}"; do
+  show=$p
+  [[ $p != clickHousePassword=?* ]] || show="clickHousePassword=xxxxx"
+  joined+=${joined:+$delimiter}$p
+  shown+=${shown:+$delimiter}$show
+done
+if [[ $delimiter != "," ]]; then
+  joined="^$delimiter^$joined"
+  shown="^$delimiter^$shown"
+fi
+
+cmd=(gcloud dataflow flex-template run "$job_name"
+  --project "$project"
+  --region "$region"
+  --template-file-gcs-location "gs://$bucket/$template_path"
+  --staging-location "$staging_location"
+  --temp-location "$temp_location")
+if ((update)); then
+  cmd+=(--update)
+  [[ -z $transform_name_mappings ]] || cmd+=(--transform-name-mappings "$transform_name_mappings")
+fi
+cmd+=(${gcloud_args[@]+"${gcloud_args[@]}"})
+
+printf '+'
+printf ' %q' "${cmd[@]}" --parameters "$shown"
+printf '\n'
+if ((!dry_run)); then
+  "${cmd[@]}" --parameters "$joined"
+fi

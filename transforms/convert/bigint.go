@@ -1,0 +1,77 @@
+package convert
+
+import (
+	"fmt"
+	"math/big"
+)
+
+// Big integers: Int128, Int256, UInt128, UInt256.
+//
+// Accepted as the other integers (int.go): a JSON number, or a string holding one in JSON's number
+// syntax, whose value is a whole number within the column's range, computed exactly from the text
+// with big.Int arithmetic: 170141183460469231731687303715884105727, "-1", 1e30, 42.0. JSON true
+// and false are 1 and 0.
+// Errors: a fraction, a value outside the range (nothing wraps), other strings, arrays, objects.
+//
+// RowBinary: little-endian two's complement in 16 (…128) or 32 (…256) bytes.
+
+type bigIntEncoder struct {
+	name      string
+	width     int // bytes
+	min, max  *big.Int
+	maxDigits int // decimal digits of the largest magnitude
+}
+
+func newBigIntEncoder(name string) bigIntEncoder {
+	e := bigIntEncoder{name: name, width: 16}
+	if name == "Int256" || name == "UInt256" {
+		e.width = 32
+	}
+	bits := uint(e.width * 8)
+	one := big.NewInt(1)
+	if name[0] == 'I' {
+		e.max = new(big.Int).Sub(new(big.Int).Lsh(one, bits-1), one)
+		e.min = new(big.Int).Neg(new(big.Int).Lsh(one, bits-1))
+	} else {
+		e.max = new(big.Int).Sub(new(big.Int).Lsh(one, bits), one)
+		e.min = new(big.Int)
+	}
+	e.maxDigits = len(e.max.String())
+	return e
+}
+
+func (e bigIntEncoder) rangeRule() string {
+	return fmt.Sprintf("is out of range for %s (%s to %s)", e.name, e.min, e.max)
+}
+
+func (e bigIntEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
+	switch v.kind {
+	case kindTrue:
+		return appendTwos(dst, big.NewInt(1), e.width), nil
+	case kindFalse:
+		return appendTwos(dst, new(big.Int), e.width), nil
+	case kindNumber, kindString:
+	default:
+		return dst, errValue(v, fmt.Sprintf("is %s; %s takes an integer", v.kind, e.name))
+	}
+	text, ok, err := numberText(v, c)
+	if err != nil {
+		return dst, err
+	}
+	if !ok {
+		return dst, errValue(v, fmt.Sprintf("is not a number; %s takes an integer, a string holding one, true or false", e.name))
+	}
+	var buf [96]byte
+	n := parseExact(text, buf[:0])
+	switch {
+	case n.exp < 0:
+		return dst, errValue(v, fmt.Sprintf("is not a whole number; %s takes an integer", e.name))
+	case len(n.digits)+n.exp > e.maxDigits:
+		return dst, errValue(v, e.rangeRule())
+	}
+	x := n.bigInt(n.exp)
+	if x.Cmp(e.min) < 0 || x.Cmp(e.max) > 0 {
+		return dst, errValue(v, e.rangeRule())
+	}
+	return appendTwos(dst, x, e.width), nil
+}

@@ -1,0 +1,248 @@
+package convert
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+)
+
+// Date32, DateTime64(P[, 'zone']), and Date and DateTime from epoch numbers.
+//
+// Strings: as for Date and DateTime (datetime.go), the ISO-8601 layouts YYYY-MM-DD and
+// YYYY-MM-DD[T ]hh:mm:ss[.fraction][Z|±hh:mm|±hhmm|±hh]; Date32 takes a date (or a date-time that
+// is exactly midnight UTC), DateTime64 any of them, read in the column's zone, else the server's,
+// when the text has no Z or offset.
+//
+// Numbers (a JSON number, never a string of digits: "20240101" could be a date or a count):
+//   - Date and Date32: a whole number of days since 1970-01-01 (19782 is 2024-02-29; Date32 also
+//     takes negative days). ClickHouse's own text parsing reads a "big" integer as seconds instead;
+//     the pipeline never switches meaning on a value's size, so a number is always days.
+//   - DateTime: a whole number of seconds since 1970-01-01 00:00:00 UTC (1704067200). Never
+//     milliseconds: 1704067200000 is out of range, not read as milliseconds.
+//   - DateTime64(P): seconds since the epoch, with up to nine fractional digits (1704067200.123).
+//
+// DateTime64(P) keeps P fractional digits (0 to 9): further digits of the text are cut with integer
+// arithmetic, never through float64, towards the earlier instant ("…:00.123456789" into
+// DateTime64(3) is …:00.123; epoch -1.5 into DateTime64(0) is -2).
+//
+// Ranges, checked, never clamped (ClickHouse docs, "Date32", "DateTime64"): Date32 1900-01-01 to
+// 2299-12-31; DateTime64 from 1900-01-01 00:00:00 UTC to 2299-12-31 23:59:59.999999999 UTC, but also
+// at most 2262-04-11 23:47:16.854775807 UTC: DateTime64(9) holds no later instant in its Int64, and
+// clickhouse-go v2.51.0 converts every DateTime64 value through time.Time.UnixNano, which has no
+// later instant either, whatever P is.
+//
+// RowBinary: Date32 as a little-endian Int32 of days since 1970-01-01; DateTime64(P) as a
+// little-endian Int64 of 10^-P second ticks since the epoch.
+
+const (
+	minDate32Days = -25567 // 1900-01-01
+	maxDate32Days = 120529 // 2299-12-31
+
+	minDateTime64Unix = -2208988800 // 1900-01-01 00:00:00 UTC
+	// The latest instant a DateTime64 takes: int64 nanoseconds, 2262-04-11 23:47:16.854775807 UTC.
+	maxDateTime64Unix = 9223372036
+)
+
+var pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
+
+// wholeNumber reads a JSON number as a whole number that fits an int64; whole is false for a
+// fraction, inRange false beyond ±(2^63-1).
+func wholeNumber(raw []byte) (n int64, whole, inRange bool) {
+	neg, mag, whole, inRange := parseWhole(raw)
+	if !whole || !inRange || mag > 1<<63-1 {
+		return 0, whole, false
+	}
+	if neg {
+		return -int64(mag), true, true
+	}
+	return int64(mag), true, true
+}
+
+// isoDay reads a string value as a date for Date or Date32: YYYY-MM-DD, or a date-time that is
+// exactly midnight UTC; it returns days since 1970-01-01.
+func isoDay(v value, c *Converter, typ string) (int64, error) {
+	s, err := c.text(v)
+	if err != nil {
+		return 0, errValue(v, err.Error())
+	}
+	t, ok := parseISO(s)
+	switch {
+	case !ok:
+		return 0, errValue(v, "is not an ISO-8601 date (YYYY-MM-DD)")
+	case t.hasTime && (t.hour != 0 || t.minute != 0 || t.second != 0 || t.nanos != 0 || t.offset != 0):
+		return 0, errValue(v, fmt.Sprintf("has a time of day other than midnight UTC; a %s column takes a date (YYYY-MM-DD), and cutting the time away would change the value", typ))
+	}
+	return daysFromCivil(t.year, t.month, t.day), nil
+}
+
+// epochDays reads a number value as whole days since 1970-01-01.
+func epochDays(v value, typ string) (int64, bool, error) {
+	n, whole, inRange := wholeNumber(v.raw)
+	if !whole {
+		return 0, false, errValue(v, fmt.Sprintf("is not a whole number; a number into %s is a count of days since 1970-01-01", typ))
+	}
+	return n, inRange, nil
+}
+
+// epochDateEncoder is Date: ISO strings as dateEncoder, numbers as days since 1970-01-01.
+type epochDateEncoder struct{ dateEncoder }
+
+func (e epochDateEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
+	switch v.kind {
+	case kindString:
+		return e.dateEncoder.encode(dst, v, c)
+	case kindNumber:
+		days, inRange, err := epochDays(v, "Date")
+		if err != nil {
+			return dst, err
+		}
+		if !inRange || days < 0 || days > maxDateDays {
+			return dst, errValue(v, "is out of range for Date (0 to 65535 days: 1970-01-01 to 2149-06-06)")
+		}
+		return binary.LittleEndian.AppendUint16(dst, uint16(days)), nil
+	}
+	return dst, errValue(v, fmt.Sprintf("is %s; Date takes an ISO-8601 date string (YYYY-MM-DD) or a number of days since 1970-01-01", v.kind))
+}
+
+// epochDateTimeEncoder is DateTime: ISO strings as dateTimeEncoder, numbers as Unix seconds.
+type epochDateTimeEncoder struct{ dateTimeEncoder }
+
+func (e epochDateTimeEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
+	switch v.kind {
+	case kindString:
+		return e.dateTimeEncoder.encode(dst, v, c)
+	case kindNumber:
+		secs, whole, inRange := wholeNumber(v.raw)
+		switch {
+		case !whole:
+			return dst, errValue(v, "is not a whole number; a number into DateTime is a count of seconds since 1970-01-01 00:00:00 UTC")
+		case !inRange || secs < 0 || secs > maxDateTimeUnix:
+			return dst, errValue(v, "is out of range for DateTime (0 to 4294967295 seconds: 1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC)")
+		}
+		return binary.LittleEndian.AppendUint32(dst, uint32(secs)), nil
+	}
+	return dst, errValue(v, fmt.Sprintf("is %s; DateTime takes an ISO-8601 string (%s) or a number of seconds since 1970-01-01 00:00:00 UTC", v.kind, isoLayouts))
+}
+
+type date32Encoder struct{}
+
+const date32Range = "is out of range for Date32 (1900-01-01 to 2299-12-31)"
+
+func (date32Encoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
+	var days int64
+	switch v.kind {
+	case kindString:
+		var err error
+		if days, err = isoDay(v, c, "Date32"); err != nil {
+			return dst, err
+		}
+	case kindNumber:
+		d, inRange, err := epochDays(v, "Date32")
+		if err != nil {
+			return dst, err
+		}
+		if !inRange {
+			return dst, errValue(v, date32Range)
+		}
+		days = d
+	default:
+		return dst, errValue(v, fmt.Sprintf("is %s; Date32 takes an ISO-8601 date string (YYYY-MM-DD) or a number of days since 1970-01-01", v.kind))
+	}
+	if days < minDate32Days || days > maxDate32Days {
+		return dst, errValue(v, date32Range)
+	}
+	return binary.LittleEndian.AppendUint32(dst, uint32(int32(days))), nil
+}
+
+type dateTime64Encoder struct {
+	name      string // DateTime64(3) or DateTime64(3, 'UTC')
+	precision int
+	loc       *time.Location
+}
+
+func newDateTime64Encoder(t *chtype.Type, serverLoc *time.Location) (encoder, error) {
+	if len(t.Args) < 1 || len(t.Args) > 2 {
+		return nil, fmt.Errorf("%s: expected DateTime64(P[, 'zone'])", t)
+	}
+	p, err := strconv.Atoi(t.Args[0])
+	if err != nil || p < 0 || p > 9 {
+		return nil, fmt.Errorf("%s: the precision must be 0 to 9", t)
+	}
+	loc := serverLoc
+	if len(t.Args) == 2 {
+		if loc, err = loadZone(t.Args[1]); err != nil {
+			return nil, err
+		}
+	}
+	return dateTime64Encoder{name: t.String(), precision: p, loc: loc}, nil
+}
+
+func (e dateTime64Encoder) rangeRule() string {
+	frac := ".854775807"[:e.precision+1]
+	if e.precision == 0 {
+		frac = ""
+	}
+	return fmt.Sprintf("is out of range for %s (1900-01-01 00:00:00 to 2262-04-11 23:47:16%s UTC)", e.name, frac)
+}
+
+func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
+	p := e.precision
+	maxTicks := int64(1<<63-1) / pow10[9-p] // 2262-04-11 23:47:16.854775807 UTC, cut to P digits
+	minTicks := minDateTime64Unix * pow10[p]
+	var ticks int64
+	switch v.kind {
+	case kindString:
+		s, err := c.text(v)
+		if err != nil {
+			return dst, errValue(v, err.Error())
+		}
+		t, ok := parseISO(s)
+		if !ok {
+			return dst, errValue(v, "is not an ISO-8601 date-time ("+isoLayouts+")")
+		}
+		if t.year < 1900 || t.year > 2299 {
+			return dst, errValue(v, e.rangeRule())
+		}
+		secs := t.unix(e.loc)
+		if secs < minDateTime64Unix || secs > maxDateTime64Unix {
+			return dst, errValue(v, e.rangeRule())
+		}
+		ticks = secs*pow10[p] + int64(t.nanos)/pow10[9-p]
+	case kindNumber:
+		// ticks = floor(value × 10^P), from the digits: value = ±digits × 10^exp.
+		var buf [64]byte
+		n := parseExact(v.raw, buf[:0])
+		keep := len(n.digits) + n.exp + p // digits of |value| × 10^P before the point
+		if keep > 19 {
+			return dst, errValue(v, e.rangeRule())
+		}
+		var q int64
+		for k := 0; k < keep; k++ {
+			d := int64(0)
+			if k < len(n.digits) {
+				d = int64(n.digits[k] - '0')
+			}
+			if q > (1<<63-1-d)/10 {
+				return dst, errValue(v, e.rangeRule())
+			}
+			q = q*10 + d
+		}
+		cut := keep < len(n.digits) // non-zero digits (there are no trailing zeros) were cut
+		ticks = q
+		if n.neg {
+			ticks = -q
+			if cut {
+				ticks-- // towards the earlier instant
+			}
+		}
+	default:
+		return dst, errValue(v, fmt.Sprintf("is %s; %s takes an ISO-8601 string (%s) or a number of seconds since 1970-01-01 00:00:00 UTC", v.kind, e.name, isoLayouts))
+	}
+	if ticks < minTicks || ticks > maxTicks {
+		return dst, errValue(v, e.rangeRule())
+	}
+	return binary.LittleEndian.AppendUint64(dst, uint64(ticks)), nil
+}

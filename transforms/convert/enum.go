@@ -1,0 +1,93 @@
+package convert
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+)
+
+// Enum8, Enum16.
+//
+// Accepted: a JSON string that is one of the Enum's names, exactly (case-sensitive, escapes
+// resolved); or a JSON number whose value is one of the Enum's numbers ("by number": 2, 2.0).
+// A string is always a name, never read as a number, so an Enum with a name '1' stays unambiguous.
+// Errors: an unknown name or number, listing the Enum's names and numbers; booleans, arrays,
+// objects.
+//
+// RowBinary: the number as Int8 (Enum8) or little-endian Int16 (Enum16).
+
+type enumEncoder struct {
+	name    string // "Enum8" or "Enum16"
+	byName  map[string]int16
+	byValue map[int16]bool
+	names   string // 'a' = 1, 'b' = 2
+}
+
+// maxEnumListed bounds how many of an Enum's names an error message lists.
+const maxEnumListed = 50
+
+func newEnumEncoder(t *chtype.Type) (encoder, error) {
+	if len(t.Enum) == 0 {
+		return nil, fmt.Errorf("%s has no values", t)
+	}
+	e := enumEncoder{name: t.Name, byName: map[string]int16{}, byValue: map[int16]bool{}}
+	var b strings.Builder
+	for i, ev := range t.Enum {
+		e.byName[ev.Name] = ev.Value
+		e.byValue[ev.Value] = true
+		switch {
+		case i < maxEnumListed:
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(quoteEnumName(ev.Name))
+			b.WriteString(" = ")
+			b.WriteString(strconv.Itoa(int(ev.Value)))
+		case i == maxEnumListed:
+			fmt.Fprintf(&b, ", … (%d more)", len(t.Enum)-maxEnumListed)
+		}
+	}
+	e.names = b.String()
+	return e, nil
+}
+
+// quoteEnumName quotes a name as ClickHouse writes it in a type: 'it\'s'.
+func quoteEnumName(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+func (e enumEncoder) put(dst []byte, n int16) []byte {
+	if e.name == "Enum8" {
+		return append(dst, byte(n))
+	}
+	return append(dst, byte(n), byte(uint16(n)>>8))
+}
+
+func (e enumEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
+	switch v.kind {
+	case kindString:
+		s, err := c.text(v)
+		if err != nil {
+			return dst, errValue(v, err.Error())
+		}
+		if n, ok := e.byName[string(s)]; ok {
+			return e.put(dst, n), nil
+		}
+		return dst, errValue(v, fmt.Sprintf("is not a name of this %s; its names are %s", e.name, e.names))
+	case kindNumber:
+		neg, mag, whole, inRange := parseWhole(v.raw)
+		if whole && inRange && mag <= 32768 {
+			n := int64(mag)
+			if neg {
+				n = -n
+			}
+			if n >= -32768 && n <= 32767 && e.byValue[int16(n)] {
+				return e.put(dst, int16(n)), nil
+			}
+		}
+		return dst, errValue(v, fmt.Sprintf("is not a number of this %s; its names are %s", e.name, e.names))
+	}
+	return dst, errValue(v, fmt.Sprintf("is %s; %s takes one of its names or numbers: %s", v.kind, e.name, e.names))
+}

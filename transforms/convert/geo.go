@@ -1,0 +1,53 @@
+package convert
+
+import (
+	"fmt"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+)
+
+// Geo types: Point, Ring, LineString, Polygon, MultiLineString, MultiPolygon.
+//
+// Accepted: nested JSON arrays of numbers, as GeoJSON writes coordinates: a Point is [x, y]
+// (two numbers, each converted as Float64), a Ring or LineString an array of Points, a Polygon or
+// MultiLineString an array of Rings or LineStrings, a MultiPolygon an array of Polygons:
+// [[[0,0],[10,0],[10,10],[0,0]]] is a Polygon. null or a missing field is empty, except for Point.
+// Errors: a Point without exactly two numbers, other JSON values, errors named by their path
+// (element [0][2].2: the y of the third point of the first ring).
+//
+// RowBinary: Point as Tuple(Float64, Float64); Ring and LineString as Array(Point); Polygon and
+// MultiLineString as Array(Ring) / Array(LineString); MultiPolygon as Array(Polygon).
+
+var geoElem = map[string]string{
+	"Ring": "Point", "LineString": "Point", "Polygon": "Ring", "MultiLineString": "LineString",
+	"MultiPolygon": "Polygon",
+}
+
+type pointEncoder struct{}
+
+func (pointEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
+	if v.kind != kindArray {
+		return dst, errValue(v, fmt.Sprintf("is %s; Point takes a JSON array [x, y] of two numbers", v.kind))
+	}
+	if n := countElements(v.raw); n != 2 {
+		return dst, errValue(v, fmt.Sprintf("has %d element%s; Point takes a JSON array [x, y] of two numbers", n, plural(n)))
+	}
+	it := newElements(v.raw)
+	for i := 0; i < 2; i++ {
+		el, _ := it.next()
+		var err error
+		if dst, err = (floatEncoder{bits: 64}).encode(dst, el, c); err != nil {
+			return dst, withPath(err, fmt.Sprintf(".%d", i+1))
+		}
+	}
+	return dst, nil
+}
+
+// newGeoEncoder returns the encoder of a geo type name.
+func newGeoEncoder(name string) encoder {
+	if name == "Point" {
+		return pointEncoder{}
+	}
+	elem := geoElem[name]
+	return arrayEncoder{elem: newGeoEncoder(elem), elemType: &chtype.Type{Name: elem}}
+}

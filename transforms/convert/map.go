@@ -1,0 +1,76 @@
+package convert
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+)
+
+// Map(K, V).
+//
+// Accepted: a JSON object. Each key, a JSON string, converts as K from its text (so keys of a
+// Map(UInt64, V) are numeric strings such as "42", of a Map(Date, V) ISO dates); each value converts
+// as V (null is NULL for a Nullable V, empty for an Array, Map or Nested V, else an error). The
+// entries keep the object's order. null, or a missing field, is the empty map {}, as for Array.
+// Errors name the entry, element ["key"], and say when the key itself failed:
+// element ["x"] (the key). Two keys that convert to the same K value ("1" and "01" into UInt8)
+// are an error: a Map keeps one value per key, and which one is meant is ambiguous.
+//
+// RowBinary: the number of entries (LEB128), then each key and value (RowBinary format docs, "Map").
+
+type mapEncoder struct {
+	name             string // Map(K, V)
+	keyType, valType *chtype.Type
+	key, val         encoder
+}
+
+func newMapEncoder(t *chtype.Type, key, val encoder) encoder {
+	return mapEncoder{name: t.String(), keyType: t.Elems[0], valType: t.Elems[1], key: key, val: val}
+}
+
+func (e mapEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
+	switch v.kind {
+	case kindNull:
+		return append(dst, 0), nil
+	case kindObject:
+	default:
+		return dst, errValue(v, fmt.Sprintf("is %s; %s takes a JSON object", v.kind, e.name))
+	}
+	n := countMembers(v.raw)
+	dst = appendUvarint(dst, n)
+	var small [16][2]int
+	keys := small[:0] // spans of the encoded keys in dst, for small maps
+	var seen map[string]struct{}
+	if n > len(small) {
+		seen = make(map[string]struct{}, n)
+	}
+	for it := newMembers(v.raw); ; {
+		key, val, ok := it.next()
+		if !ok {
+			return dst, nil
+		}
+		path := "[" + quote(key.raw) + "]"
+		start := len(dst)
+		var err error
+		if dst, err = e.key.encode(dst, key, c); err != nil {
+			return dst, withPath(err, path+" (the key)")
+		}
+		dup := false
+		if seen != nil {
+			_, dup = seen[string(dst[start:])]
+			seen[string(dst[start:])] = struct{}{}
+		} else {
+			for _, k := range keys {
+				dup = dup || bytes.Equal(dst[k[0]:k[1]], dst[start:])
+			}
+			keys = append(keys, [2]int{start, len(dst)})
+		}
+		if dup {
+			return dst, withPath(errValue(key, fmt.Sprintf("is the same %s key as an earlier key of the object; which value is meant is ambiguous", e.keyType)), path+" (the key)")
+		}
+		if dst, err = encodeElement(dst, val, e.valType, e.val, c); err != nil {
+			return dst, withPath(err, path)
+		}
+	}
+}

@@ -1,0 +1,200 @@
+package convert
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+)
+
+// Tuple(T1, T2, …), Tuple(a T1, b T2, …).
+//
+// Accepted: a JSON array with exactly one element per Tuple element, in order; for a named Tuple
+// also a JSON object whose keys are the element names, in any order. Each element converts as its
+// type. A null element is NULL for a Nullable element, empty for an Array, Map or Nested element,
+// else an error; in an object, a missing element is treated as null. Errors name the element:
+// element .2 (unnamed, counted from 1) or element .name; inside arrays, element [0].name.
+// Errors: a different number of array elements, an object key that is not an element name (nothing
+// is dropped), a key given twice, an object for an unnamed Tuple, other JSON values.
+//
+// RowBinary: the elements one after the other, no length (RowBinary format docs, "Tuple").
+
+type tupleEncoder struct {
+	name  string // the Tuple's type text
+	names []string
+	types []*chtype.Type
+	elems []encoder
+	index map[string]int
+}
+
+func newTupleEncoder(t *chtype.Type, serverLoc *time.Location) (encoder, error) {
+	e := tupleEncoder{name: t.String(), names: t.FieldNames, types: t.Elems}
+	for _, et := range t.Elems {
+		enc, err := newEncoder(et, serverLoc)
+		if err != nil {
+			return nil, err
+		}
+		e.elems = append(e.elems, enc)
+	}
+	if t.FieldNames != nil {
+		e.index = make(map[string]int, len(t.FieldNames))
+		for i, n := range t.FieldNames {
+			e.index[n] = i
+		}
+	}
+	return e, nil
+}
+
+// path names element i: ".name", or ".1" for the first element of an unnamed Tuple.
+func (e tupleEncoder) path(i int) string {
+	if e.names != nil {
+		return "." + e.names[i]
+	}
+	return "." + strconv.Itoa(i+1)
+}
+
+func (e tupleEncoder) takes() string {
+	if e.names != nil {
+		return "a JSON array of its elements or an object of its element names"
+	}
+	return "a JSON array of its elements"
+}
+
+func (e tupleEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
+	switch v.kind {
+	case kindArray:
+		if n := countElements(v.raw); n != len(e.elems) {
+			return dst, errValue(v, fmt.Sprintf("has %d element%s; %s has %d", n, plural(n), e.name, len(e.elems)))
+		}
+		it := newElements(v.raw)
+		for i := range e.elems {
+			el, _ := it.next()
+			var err error
+			if dst, err = encodeElement(dst, el, e.types[i], e.elems[i], c); err != nil {
+				return dst, withPath(err, e.path(i))
+			}
+		}
+		return dst, nil
+	case kindObject:
+		if e.names == nil {
+			return dst, errValue(v, fmt.Sprintf("is an object; the unnamed %s takes %s", e.name, e.takes()))
+		}
+		var small [8]value
+		vals := small[:0]
+		if len(e.elems) > len(small) {
+			vals = make([]value, 0, len(e.elems))
+		}
+		vals = vals[:len(e.elems)]
+		for it := newMembers(v.raw); ; {
+			key, val, ok := it.next()
+			if !ok {
+				break
+			}
+			name, err := c.text(key)
+			if err != nil {
+				return dst, errValue(key, err.Error())
+			}
+			i, ok := e.index[string(name)]
+			switch {
+			case !ok:
+				return dst, errValue(key, fmt.Sprintf("is not an element of %s; nothing is dropped from a Tuple", e.name))
+			case vals[i].kind != kindNone:
+				return dst, errValue(key, "appears twice in the object; which value is meant is ambiguous")
+			}
+			vals[i] = val
+		}
+		for i, el := range vals {
+			var err error
+			if el.kind == kindNone {
+				el = value{kind: kindNull, raw: []byte("null")}
+				if dst, err = encodeElement(dst, el, e.types[i], e.elems[i], c); err != nil {
+					var ve *ValueError
+					if errors.As(err, &ve) {
+						ve.Value = ""
+						ve.Rule = fmt.Sprintf("is missing, and the element type %s is not Nullable", e.types[i])
+					}
+					return dst, withPath(err, e.path(i))
+				}
+				continue
+			}
+			if dst, err = encodeElement(dst, el, e.types[i], e.elems[i], c); err != nil {
+				return dst, withPath(err, e.path(i))
+			}
+		}
+		return dst, nil
+	}
+	return dst, errValue(v, fmt.Sprintf("is %s; %s takes %s", v.kind, e.name, e.takes()))
+}
+
+// emptyOnNull reports whether JSON null stands for an empty value of t, as for Array: Array,
+// Map, Nested and the geo types that are arrays.
+func emptyOnNull(t *chtype.Type) bool {
+	switch t.Name {
+	case "Array", "Map", "Nested", "Ring", "LineString", "Polygon", "MultiLineString", "MultiPolygon":
+		return true
+	}
+	return false
+}
+
+// encodeElement encodes a Tuple element or a Map value: null is NULL for a Nullable type, empty
+// for the types of emptyOnNull, else an error.
+func encodeElement(dst []byte, el value, t *chtype.Type, enc encoder, c *Converter) ([]byte, error) {
+	if el.kind == kindNull {
+		if _, nullable := t.Unwrap(); !nullable && !emptyOnNull(t) {
+			return dst, errValue(el, fmt.Sprintf("is not allowed: the element type %s is not Nullable", t))
+		}
+	}
+	return enc.encode(dst, el, c)
+}
+
+// withPath prefixes the path of a *ValueError.
+func withPath(err error, path string) error {
+	var ve *ValueError
+	if errors.As(err, &ve) {
+		ve.Path = path + ve.Path
+	}
+	return err
+}
+
+// members iterates over the members of a scanned (hence valid) object.
+type members struct {
+	obj []byte
+	i   int // index of the next key, or len(obj) when done
+}
+
+func newMembers(obj []byte) members {
+	i := skipSpace(obj, 1)
+	if obj[i] == '}' {
+		i = len(obj)
+	}
+	return members{obj: obj, i: i}
+}
+
+// next returns the next key (a string value) and its value; ok is false after the last one.
+func (m *members) next() (key, val value, ok bool) {
+	if m.i >= len(m.obj) {
+		return value{}, value{}, false
+	}
+	keyEnd, escaped, _ := scanString(m.obj, m.i)
+	key = value{kind: kindString, raw: m.obj[m.i:keyEnd], escaped: escaped}
+	i := skipSpace(m.obj, skipSpace(m.obj, keyEnd)+1)
+	val, end, _ := scanValue(m.obj, i, 0)
+	if i = skipSpace(m.obj, end); m.obj[i] == '}' {
+		m.i = len(m.obj)
+	} else {
+		m.i = skipSpace(m.obj, i+1)
+	}
+	return key, val, true
+}
+
+// countMembers returns the number of members of a scanned (hence valid) object.
+func countMembers(obj []byte) int {
+	n := 0
+	for it := newMembers(obj); ; n++ {
+		if _, _, ok := it.next(); !ok {
+			return n
+		}
+	}
+}
