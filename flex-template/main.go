@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -116,7 +117,11 @@ func printMetrics(res beam.PipelineResult) {
 // the server takes.
 func preflight(ctx context.Context, o pipeline.Options) error {
 	t, _, err := parse.Check(ctx, o.ClickHouse(), o.ClickHouseTable)
-	if err != nil {
+	var ce *chclient.ConfigError
+	switch {
+	case errors.As(err, &ce):
+		return err // it names its parameter
+	case err != nil:
 		return fmt.Errorf("clickHouseTable: %w", err)
 	}
 	slog.Info("table checked", "table", o.ClickHouseDatabase+"."+o.ClickHouseTable, "writable columns", len(t.Writable()), "server time zone", t.ServerTimeZone)

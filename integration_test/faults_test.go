@@ -209,10 +209,7 @@ func TestServerStoppedAndRestarted(t *testing.T) {
 func TestKilledAndRestarted(t *testing.T) {
 	const n = 6000
 	e := newE2E(t, events.DDL)
-	bin := filepath.Join(t.TempDir(), "pubsub-to-clickhouse")
-	if out, err := exec.Command("go", "build", "-o", bin, "../flex-template").CombinedOutput(); err != nil {
-		t.Fatalf("building the pipeline: %v\n%s", err, out)
-	}
+	bin := pipelineBinary(t)
 	o := e.opts
 	args := []string{
 		"--runner=prism", "--inputSubscription=" + o.InputSubscription, "--clickHouseUrl=" + o.ClickHouseURL,

@@ -125,7 +125,8 @@ func (c Config) Options() (*clickhouse.Options, error) {
 }
 
 // Open opens a connection pool and pings the server. Errors name the server address and the
-// user, never the password.
+// user, never the password; a likely misconfiguration (wrong port or scheme, wrong password,
+// missing database) is a *ConfigError that says which parameter to fix.
 func Open(ctx context.Context, c Config) (driver.Conn, error) {
 	o, err := c.Options()
 	if err != nil {
@@ -133,13 +134,13 @@ func Open(ctx context.Context, c Config) (driver.Conn, error) {
 	}
 	conn, err := clickhouse.Open(o)
 	if err != nil {
-		return nil, fmt.Errorf("clickhouse %s: %w", RedactURL(c.URL), err)
+		return nil, explain(fmt.Errorf("clickhouse %s: %w", RedactURL(c.URL), err), c)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := conn.Ping(pctx); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("clickhouse %s as user %q: %w", RedactURL(c.URL), c.Username, err)
+		return nil, explain(fmt.Errorf("clickhouse %s as user %q: %w", RedactURL(c.URL), c.Username, err), c)
 	}
 	return conn, nil
 }

@@ -91,7 +91,7 @@ func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Tabl
 		return nil, fmt.Errorf("reading the columns of table %s.%s: %w", database, table, err)
 	}
 	if len(t.Columns) == 0 {
-		return nil, fmt.Errorf("table %s.%s does not exist (no columns in system.columns); check clickHouseDatabase and clickHouseTable, and that user may read it", database, table)
+		return nil, fmt.Errorf("table %s.%s does not exist (no columns in system.columns): check the database and table names, and that the user may read the table", database, table)
 	}
 	if len(t.Writable()) == 0 {
 		return nil, fmt.Errorf("table %s.%s has no column an INSERT may write (all are MATERIALIZED, ALIAS or EPHEMERAL)", database, table)
