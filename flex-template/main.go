@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strings"
 
@@ -36,9 +37,17 @@ func main() {
 	pipeline.RegisterFlags(flag.CommandLine, &o)
 	flag.Parse()
 	beam.Init()
+	if path := os.Getenv("PUBSUB_TO_CLICKHOUSE_CPUPROFILE"); path != "" {
+		// For profiling a local run: go tool pprof <binary> <path>.
+		if f, err := os.Create(path); err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if err := run(context.Background(), o); err != nil {
 		slog.Error("pubsub-to-clickhouse failed", "error", err)
 		fmt.Fprintln(os.Stderr, "pubsub-to-clickhouse:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
@@ -48,11 +57,16 @@ func run(ctx context.Context, o pipeline.Options) error {
 		return fmt.Errorf("invalid template parameters:\n%w", err)
 	}
 	runner := strings.ToLower(*runners.Runner)
+	if runner == "" && os.Getenv("FLEX_TEMPLATE_GO_BINARY") != "" {
+		// Started by the Flex Template launcher: the job is for Dataflow.
+		runner = "dataflow"
+		*runners.Runner = runner
+	}
 	if runner == "" {
 		runner = "prism"
 	}
 	src := pipeline.LocalSource
-	if runner == "dataflow" {
+	if runner == "dataflow" || runner == "dataflowrunner" {
 		src = pipeline.DataflowSource
 		// The launcher does not pass itself on as the worker binary.
 		if *jobopts.WorkerBinary == "" {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/batch"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
@@ -106,5 +107,7 @@ func Build(s beam.Scope, o Options, src Source) {
 		Retry:        o.Retry(),
 		Settings:     o.InsertSettings(),
 		Subscription: ackSubscription,
-	}, batch.Batches(s.Scope("DeadLetters"), mode, o.NumShards, beam.Flatten(s, deadLetters, rejected)))
+	}, batch.Batches(s.Scope("DeadLetters"), mode, o.NumShards, beam.Flatten(s, deadLetters,
+		// The rejected rows come out of the write stage in its windows; Flatten needs one windowing.
+		beam.WindowInto(s.Scope("Rejected"), window.NewGlobalWindows(), rejected))))
 }

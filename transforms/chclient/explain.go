@@ -43,7 +43,7 @@ func explain(err error, c Config) error {
 	case errors.As(err, &dns):
 		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the host of %s does not resolve: check the host name", url), err}
 	case strings.Contains(msg, "connection refused"):
-		return &ConfigError{"clickHouseUrl", fmt.Sprintf("nothing listens at %s: check the host and the port (native protocol 9000, or 9440 with TLS; HTTP 8123, HTTPS 8443) and that the server runs", url), err}
+		return &ConfigError{"clickHouseUrl", fmt.Sprintf("nothing listens at %s: check the host and the port (native protocol 9000; HTTP 8123; HTTPS 8443) and that the server runs", url), err}
 	case strings.Contains(msg, "server gave HTTP response to HTTPS client") || errors.As(err, &recordErr):
 		return &ConfigError{"clickHouseUrl", fmt.Sprintf("%s uses https://, but the server answers plain HTTP on that port: use http://, or the server's HTTPS port (8443 on ClickHouse Cloud)", url), err}
 	case strings.Contains(msg, "HTTP request to an HTTPS server") || strings.Contains(msg, "plain HTTP request was sent to HTTPS"):

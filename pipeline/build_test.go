@@ -1,0 +1,41 @@
+package pipeline
+
+import (
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+)
+
+// TestBuildEveryMode builds the graph for each batching mode, source and dead-letter
+// destination, so that a windowing mistake (such as a Flatten of differently windowed inputs)
+// fails here rather than at launch.
+func TestBuildEveryMode(t *testing.T) {
+	for _, src := range []Source{LocalSource, DataflowSource} {
+		for _, mode := range []struct{ window, rows OptionalInt }{
+			{GivenInt(10), OptionalInt{}}, {OptionalInt{}, GivenInt(100)}, {GivenInt(10), GivenInt(100)}, {},
+		} {
+			for _, dl := range []struct{ table, topic string }{
+				{"dead_letters", ""}, {"", "projects/my-project/topics/dead"}, {"dead_letters", "projects/my-project/topics/dead"},
+			} {
+				o := Defaults()
+				o.InputSubscription = "projects/my-project/subscriptions/events"
+				o.ClickHouseURL = "clickhouse://127.0.0.1:9000"
+				o.ClickHouseDatabase, o.ClickHouseTable, o.ClickHouseUsername = "db", "events", "default"
+				o.ClickHouseDeadLetterTable, o.DeadLetterTopic = dl.table, dl.topic
+				o.WindowSeconds, o.BatchRowCount = mode.window, mode.rows
+				func() {
+					defer func() {
+						if r := recover(); r != nil {
+							t.Errorf("source %v, mode %v, dead letters %+v: Build panicked: %v", src, o.Mode(), dl, r)
+						}
+					}()
+					p, s := beam.NewPipelineWithRoot()
+					Build(s, o, src)
+					if _, _, err := p.Build(); err != nil {
+						t.Errorf("source %v, mode %v: %v", src, o.Mode(), err)
+					}
+				}()
+			}
+		}
+	}
+}
