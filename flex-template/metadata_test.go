@@ -399,7 +399,7 @@ func TestMetadataDefaults(t *testing.T) {
 			} else if got := f.Value.String(); got != f.DefValue {
 				t.Errorf("%s: an empty value gives %q, not the default %q", p.Name, got, f.DefValue)
 			}
-			if *o != pipeline.Defaults() {
+			if !reflect.DeepEqual(*o, pipeline.Defaults()) {
 				t.Errorf("%s: an empty value changes the options: %v, want %v", p.Name, *o, pipeline.Defaults())
 			}
 		}
