@@ -290,3 +290,32 @@ func (e *e2e) checkAccountedAllowingDuplicates(t *testing.T, published int, key 
 	}
 	return r, dl
 }
+
+// TestMemoryLimitSplitsInserts: the server runs out of memory for large INSERTs (code 241; a
+// MATERIALIZED column needs ~2 MB per row and the server allows 100 MB per query). The INSERTs are
+// split in halves until they fit; every row lands and none goes to the dead letter.
+func TestMemoryLimitSplitsInserts(t *testing.T) {
+	const n = 400
+	own := chtest.StartOwn(t, "CLICKHOUSE_MAX_MEMORY_USAGE=100000000")
+	e := newE2EOn(t, own.Server, `CREATE TABLE {table} (id UInt32, big String MATERIALIZED arrayStringConcat(arrayMap(i -> toString(i), range(100000)))) ENGINE = MergeTree ORDER BY id`)
+	e.opts.BatchRowCount = pipeline.GivenInt(n)
+	e.opts.WindowSeconds = pipeline.GivenInt(5)
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range n {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d}`, i))})
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	res := e.run(t)
+	c := counters(res)
+	t.Logf("counters: %v", c)
+	e.checkAccounted(t, n, "id")
+	if c["insert-splits"] == 0 || c["rows-rejected-by-clickhouse"] != 0 || c["rows-inserted"] != n {
+		t.Errorf("counters %v: want splits, %d rows inserted, none rejected", c, n)
+	}
+	for _, d := range res.Metrics().AllMetrics().Distributions() {
+		if d.Key.Name == "insert-batch-rows" && d.Committed.Max > 25 {
+			t.Errorf("an INSERT of %d rows went through under a limit that only 25 fit", d.Committed.Max)
+		}
+	}
+	e.checkAllAcked(t, ids)
+}

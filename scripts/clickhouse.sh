@@ -6,7 +6,8 @@
 #   scripts/clickhouse.sh stop      # stop the server this script started
 #   scripts/clickhouse.sh status    # exit 0 when a server answers on CLICKHOUSE_TCP_PORT
 # Environment: CLICKHOUSE_DIR (default /tmp/pubsub-to-clickhouse-ch), CLICKHOUSE_TCP_PORT
-# (default 9000), CLICKHOUSE_HTTP_PORT (default 8123).
+# (default 9000), CLICKHOUSE_HTTP_PORT (default 8123), CLICKHOUSE_MAX_MEMORY_USAGE (bytes per query,
+# default the package's 10 GB; the fault tests lower it).
 set -euo pipefail
 
 dir=${CLICKHOUSE_DIR:-/tmp/pubsub-to-clickhouse-ch}
@@ -45,7 +46,8 @@ start() {
       -e "s#<interserver_http_port>9009</interserver_http_port>##" \
       -e "s#<listen_host>::1</listen_host>##" \
       /etc/clickhouse-server/config.xml > "$dir/config.xml"
-  cp /etc/clickhouse-server/users.xml "$dir/users.xml"
+  sed -e "s#<max_memory_usage>[0-9]*</max_memory_usage>#<max_memory_usage>${CLICKHOUSE_MAX_MEMORY_USAGE:-10000000000}</max_memory_usage>#" \
+      /etc/clickhouse-server/users.xml > "$dir/users.xml"
   local bin=clickhouse-server
   command -v clickhouse-server >/dev/null 2>&1 || bin=/usr/sbin/clickhouse-server
   cd "$dir"

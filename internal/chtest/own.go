@@ -19,12 +19,13 @@ type OwnServer struct {
 }
 
 // StartOwn starts a server of the test's own and returns it with a fresh database; it is
-// stopped when the test ends.
-func StartOwn(t testing.TB) *OwnServer {
+// stopped when the test ends. env adds variables for scripts/clickhouse.sh, such as
+// CLICKHOUSE_MAX_MEMORY_USAGE=100000000.
+func StartOwn(t testing.TB, env ...string) *OwnServer {
 	t.Helper()
 	tcp := 20000 + rand.IntN(20000)
 	http := tcp + 1
-	s := &OwnServer{env: append(os.Environ(),
+	s := &OwnServer{env: append(append(os.Environ(), env...),
 		"CLICKHOUSE_DIR="+t.TempDir(),
 		fmt.Sprintf("CLICKHOUSE_TCP_PORT=%d", tcp),
 		fmt.Sprintf("CLICKHOUSE_HTTP_PORT=%d", http),
