@@ -5,9 +5,12 @@
 // without a column are ignored (but must still be valid JSON), and a field with a column given
 // twice is an error (which value is meant is ambiguous).
 // Each field is converted by the converter of its column's type family (one file per family:
-// int.go, float.go, string.go, datetime.go, composite.go). A value that does not fit its column
-// exactly is an error; nothing is wrapped, clamped, truncated (except fractions of a second for
-// DateTime) or guessed. Floats round to the nearest value of their type, as IEEE 754 does.
+// int.go, bigint.go, float.go, bfloat16.go, decimal.go, bool.go, string.go, fixedstring.go,
+// uuid.go, ip.go, enum.go, datetime.go, datetime64.go, timeofday.go, composite.go, map.go,
+// tuple.go, nested.go, geo.go, json.go). A value that does not fit its column exactly is an error;
+// nothing is wrapped, clamped, truncated (except fractions of a second beyond what DateTime,
+// DateTime64(P) and Time64(P) hold) or guessed. Floats round to the nearest value of their type,
+// as IEEE 754 does.
 //
 // The row is encoded in ClickHouse's RowBinaryWithDefaults format over the table's writable
 // columns (see schema.Table.Writable), in table order: for each column one byte, 1 when the server
@@ -17,8 +20,10 @@
 //
 // Missing fields and JSON null: an explicit null gives NULL for a Nullable column, [] for an
 // Array, the DEFAULT for a column that has one, else an error. A missing field gives the DEFAULT
-// when the column has one, else NULL for Nullable, [] for Array, else an error. MATERIALIZED, ALIAS
-// and EPHEMERAL columns are never written, whatever the payload holds.
+// when the column has one, else NULL for Nullable, [] for Array, else an error. Map, Nested and
+// the geo types that are arrays count as Array here (empty). MATERIALIZED, ALIAS and EPHEMERAL
+// columns are never written, whatever the payload holds. The Array columns of one Nested structure
+// must be equally long in a row (nested.go).
 package convert
 
 import (
@@ -166,7 +171,7 @@ func New(t *schema.Table) (*Converter, error) {
 		if err != nil {
 			return nil, &UnsupportedTypeError{Column: col.Name, Type: col.TypeName, Reason: err.Error()}
 		}
-		base, nullable := col.Type.Unwrap()
+		base, nullable := unwrapColumn(col.Type)
 		c.index[col.Name] = len(c.columns)
 		c.names = append(c.names, col.Name)
 		c.columns = append(c.columns, column{

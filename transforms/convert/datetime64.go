@@ -22,7 +22,8 @@ import (
 //     the pipeline never switches meaning on a value's size, so a number is always days.
 //   - DateTime: a whole number of seconds since 1970-01-01 00:00:00 UTC (1704067200). Never
 //     milliseconds: 1704067200000 is out of range, not read as milliseconds.
-//   - DateTime64(P): seconds since the epoch, with up to nine fractional digits (1704067200.123).
+//   - DateTime64(P): seconds since the epoch, with a fraction (1704067200.123); digits beyond P are
+//     cut as for strings.
 //
 // DateTime64(P) keeps P fractional digits (0 to 9): further digits of the text are cut with integer
 // arithmetic, never through float64, towards the earlier instant ("…:00.123456789" into

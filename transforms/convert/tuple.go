@@ -128,6 +128,15 @@ func (e tupleEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 	return dst, errValue(v, fmt.Sprintf("is %s; %s takes %s", v.kind, e.name, e.takes()))
 }
 
+// unwrapColumn is chtype.Type.Unwrap that also looks through SimpleAggregateFunction(f, T),
+// which holds plain values of T.
+func unwrapColumn(t *chtype.Type) (base *chtype.Type, nullable bool) {
+	if t.Name == "SimpleAggregateFunction" && len(t.Elems) == 1 {
+		t = t.Elems[0]
+	}
+	return t.Unwrap()
+}
+
 // emptyOnNull reports whether JSON null stands for an empty value of t, as for Array: Array,
 // Map, Nested and the geo types that are arrays.
 func emptyOnNull(t *chtype.Type) bool {

@@ -184,8 +184,12 @@ func fixedWidth(t *chtype.Type) int {
 		return 2
 	case "Int32", "UInt32", "Float32", "DateTime", "Date32", "IPv4", "Time":
 		return 4
-	case "Int64", "UInt64", "Float64", "DateTime64", "Time64":
+	case "Int64", "UInt64", "Float64":
 		return 8
+	case "DateTime64", "Time64":
+		if _, ok := precisionArg(t); ok {
+			return 8
+		}
 	case "Int128", "UInt128", "UUID", "IPv6", "Point":
 		return 16
 	case "Int256", "UInt256":
