@@ -319,6 +319,8 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 	if err := c.scanFields(payload); err != nil {
 		return dst, err
 	}
+	start := len(dst)
+	defaults := 0
 	var errs []*ValueError
 	for i := range c.columns {
 		col := &c.columns[i]
@@ -326,7 +328,11 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 		var err error
 		switch {
 		case v.kind == kindNone || v.kind == kindNull:
+			before := len(dst)
 			dst, err = c.appendAbsent(dst, col, v.kind == kindNull)
+			if len(dst) == before+1 && dst[before] == 1 {
+				defaults++
+			}
 		default:
 			dst = append(dst, 0)
 			dst, err = col.enc.encode(dst, v, c)
@@ -345,6 +351,12 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 	}
 	if len(errs) > 0 {
 		return dst, &RowError{Errs: errs}
+	}
+	if defaults == len(c.columns) {
+		// Every column takes its DEFAULT: the row holds nothing of the message, and an INSERT
+		// must name at least one column. Such a message is almost always meant for another
+		// table, or its field names are spelled differently.
+		return dst[:start], &PayloadError{Rule: "none of its fields gives a value to a column of the table (names are matched case-sensitively; null takes the DEFAULT): " + strings.Join(c.names, ", ")}
 	}
 	return dst, nil
 }

@@ -3,6 +3,7 @@ package convert
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -161,15 +162,38 @@ func daysFromCivil(y, m, d int) int64 {
 }
 
 // unix returns the instant c names, in seconds since the epoch, reading a zone-less time in loc.
-func (c civil) unix(loc *time.Location) int64 {
-	secs := daysFromCivil(c.year, c.month, c.day)*86400 + int64(c.hour*3600+c.minute*60+c.second)
+//
+// A zone-less time that the zone skips (clocks go forward) or repeats (clocks go back) names no
+// single instant: rule then says so, and the value is not guessed (time.Date's pick for such times
+// is unspecified, and ClickHouse's own differs).
+func (c civil) unix(loc *time.Location) (secs int64, rule string) {
+	wall := daysFromCivil(c.year, c.month, c.day)*86400 + int64(c.hour*3600+c.minute*60+c.second)
 	switch {
 	case c.hasZone:
-		return secs - int64(c.offset)
+		return wall - int64(c.offset), ""
 	case loc == time.UTC:
-		return secs
+		return wall, ""
+	}
+	offsetAt := func(u int64) int64 {
+		_, off := time.Unix(u, 0).In(loc).Zone()
+		return int64(off)
+	}
+	// The offsets in force around the wall time; each gives a candidate instant, valid when
+	// that offset is in force at it.
+	var found []int64
+	for _, probe := range [...]int64{wall - 36*3600, wall, wall + 36*3600} {
+		cand := wall - offsetAt(probe)
+		if offsetAt(cand) == wall-cand && !slices.Contains(found, cand) {
+			found = append(found, cand)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], ""
+	case 0:
+		return 0, fmt.Sprintf("does not exist in time zone %s (its clocks skip that time); give a UTC offset", loc)
 	default:
-		return time.Date(c.year, time.Month(c.month), c.day, c.hour, c.minute, c.second, 0, loc).Unix()
+		return 0, fmt.Sprintf("occurs twice in time zone %s (its clocks go back); give a UTC offset", loc)
 	}
 }
 
@@ -219,7 +243,10 @@ func (e dateTimeEncoder) encode(dst []byte, v value, c *Converter) ([]byte, erro
 	if !ok {
 		return dst, errValue(v, "is not an ISO-8601 date-time ("+isoLayouts+")")
 	}
-	unix := t.unix(e.loc)
+	unix, rule := t.unix(e.loc)
+	if rule != "" {
+		return dst, errValue(v, rule)
+	}
 	if unix < 0 || unix > maxDateTimeUnix {
 		return dst, errValue(v, "is out of range for DateTime (1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC)")
 	}

@@ -207,7 +207,10 @@ func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, er
 		if t.year < 1900 || t.year > 2299 {
 			return dst, errValue(v, e.rangeRule())
 		}
-		secs := t.unix(e.loc)
+		secs, rule := t.unix(e.loc)
+		if rule != "" {
+			return dst, errValue(v, rule)
+		}
 		if secs < minDateTime64Unix || secs > maxDateTime64Unix {
 			return dst, errValue(v, e.rangeRule())
 		}
