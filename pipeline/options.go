@@ -609,8 +609,8 @@ func (c *checker) name(param, value, dotRule string) {
 	switch {
 	case strings.ContainsRune(value, 0):
 		c.fail(param, value, "must not contain a NUL character")
-	case strings.ContainsRune(value, '`'):
-		c.fail(param, value, "must not contain a backtick (`)")
+	case strings.ContainsAny(value, "`\\()"):
+		c.fail(param, value, "must not contain a backtick, a backslash or a parenthesis: clickhouse-go cannot name such a table in an INSERT")
 	case strings.ContainsRune(value, '.'):
 		c.fail(param, value, dotRule)
 	}

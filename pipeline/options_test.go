@@ -547,6 +547,8 @@ func TestValidateRules(t *testing.T) {
 			"clickHouseTable", "analytics.events", "put the database in clickHouseDatabase"},
 		{"table with backtick", func(o *Options) { o.ClickHouseTable = "`events`" },
 			"clickHouseTable", "`events`", "must not contain a backtick"},
+		{"table with parentheses", func(o *Options) { o.ClickHouseTable = "a(b)" },
+			"clickHouseTable", "a(b)", "must not contain a backtick, a backslash or a parenthesis"},
 		{"table with NUL", func(o *Options) { o.ClickHouseTable = "ev\x00ents" },
 			"clickHouseTable", "ev\x00ents", "must not contain a NUL character"},
 		{"dead-letter table with dot", func(o *Options) { o.ClickHouseDeadLetterTable = "analytics.dead" },

@@ -179,3 +179,20 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckRefusesWhatCannotBeInserted: a View, and column names clickhouse-go cannot put in an
+// INSERT, stop the launch instead of failing every INSERT.
+func TestCheckRefusesWhatCannotBeInserted(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, "CREATE TABLE {table} (a UInt8) ENGINE = MergeTree ORDER BY a", "base")
+	srv.MustExec(t, "CREATE VIEW v AS SELECT a FROM base")
+	srv.CreateTable(t, "CREATE TABLE {table} (`back``tick` UInt8) ENGINE = MergeTree ORDER BY tuple()", "odd")
+	for table, want := range map[string]string{
+		"v":   "is a View, which cannot be inserted into",
+		"odd": "a name with a backtick or a backslash is not supported",
+	} {
+		if _, _, err := Check(context.Background(), srv.Config(), table); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check(%s): %v, want an error containing %q", table, err, want)
+		}
+	}
+}

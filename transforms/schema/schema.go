@@ -90,6 +90,15 @@ func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Tabl
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading the columns of table %s.%s: %w", database, table, err)
 	}
+	var engine string
+	if err := conn.QueryRow(ctx, "SELECT engine FROM system.tables WHERE database = ? AND name = ?", database, table).Scan(&engine); err == nil && engine == "View" {
+		return nil, fmt.Errorf("%s.%s is a View, which cannot be inserted into: give the table the view reads from", database, table)
+	}
+	for _, c := range t.Columns {
+		if c.Writable() && strings.ContainsAny(c.Name, "`\\") {
+			return nil, fmt.Errorf("table %s.%s column %q: a name with a backtick or a backslash is not supported (clickhouse-go cannot name it in an INSERT)", database, table, c.Name)
+		}
+	}
 	if len(t.Columns) == 0 {
 		return nil, fmt.Errorf("table %s.%s does not exist (no columns in system.columns): check the database and table names, and that the user may read the table", database, table)
 	}
