@@ -166,8 +166,8 @@ func TestEndToEnd(t *testing.T) {
 	var fromTopic []string
 	for _, m := range e.ps.PullAll(t, e.dlqCheck) {
 		fromTopic = append(fromTopic, string(m.Data))
-		if m.Attributes["errorMessage"] == "" || m.Attributes["failedAt"] == "" {
-			t.Errorf("dead-letter message without attributes: %v", m.Attributes)
+		if m.Attributes["errorMessage"] == "" || m.Attributes["failedAt"] == "" || m.Attributes["n"] == "" {
+			t.Errorf("dead-letter message without its attributes (errorMessage, failedAt, the original n): %v", m.Attributes)
 		}
 	}
 	sort.Strings(fromTopic)

@@ -283,17 +283,17 @@ func (f *writeFn) publish(ctx context.Context, recs []*Record) error {
 	return nil
 }
 
-// TopicMessage is the dead-letter topic's message for r: the original payload bytes, with the
-// attributes errorMessage (cut to Pub/Sub's 1024-byte limit on a UTF-8 boundary) and failedAt
-// (RFC 3339, UTC, milliseconds, e.g. 2026-01-15T10:30:00.123Z).
+// TopicMessage is the dead-letter topic's message for r: the original payload bytes and
+// attributes, with the attributes errorMessage (cut to Pub/Sub's 1024-byte limit on a UTF-8
+// boundary) and failedAt (RFC 3339, UTC, milliseconds, e.g. 2026-01-15T10:30:00.123Z) set.
 func TopicMessage(r Record) *pubsub.Message {
-	return &pubsub.Message{
-		Data: r.Payload,
-		Attributes: map[string]string{
-			"errorMessage": cutUTF8(r.ErrorMessage, maxAttributeValueBytes),
-			"failedAt":     r.FailedAt().Format(FailedAtLayout),
-		},
+	attrs := make(map[string]string, len(r.Attributes)+2)
+	for k, v := range r.Attributes {
+		attrs[k] = v
 	}
+	attrs["errorMessage"] = cutUTF8(r.ErrorMessage, maxAttributeValueBytes)
+	attrs["failedAt"] = r.FailedAt().Format(FailedAtLayout)
+	return &pubsub.Message{Data: r.Payload, Attributes: attrs}
 }
 
 // cutUTF8 cuts s to at most n bytes without splitting a character; a cut text ends with "…".

@@ -166,6 +166,7 @@ func NewDeadLetter(m message.Message, err error) deadletter.Record {
 		StackTrace:     deadletter.StackTrace("parse", column, err),
 		FailedAtMillis: time.Now().UnixMilli(),
 		MessageID:      m.ID,
+		Attributes:     m.Attributes,
 		AckID:          m.AckID,
 	}
 }
