@@ -30,6 +30,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/source"
 )
 
 func main() {
@@ -130,6 +131,9 @@ func printMetrics(res beam.PipelineResult) {
 // its column types, the credentials, the dead-letter table and topic, and which insert settings
 // the server takes.
 func preflight(ctx context.Context, o pipeline.Options) error {
+	if err := source.CheckSubscription(ctx, o.InputSubscription); err != nil {
+		return err
+	}
 	t, _, err := parse.Check(ctx, o.ClickHouse(), o.ClickHouseTable)
 	var ce *chclient.ConfigError
 	switch {

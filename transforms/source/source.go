@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"reflect"
 	"strings"
 	"time"
@@ -139,6 +140,11 @@ func (fn *readFn) Setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("source: subscription %s: creating the Pub/Sub client: %w", fn.Subscription, err)
 	}
+	if err := checkSubscription(ctx, fn.client, fn.Subscription); err != nil {
+		fn.client.Close()
+		fn.client = nil
+		return err
+	}
 	fn.acks, err = ack.ForSubscription(ctx, fn.Subscription)
 	if err != nil {
 		fn.client.Close()
@@ -146,6 +152,41 @@ func (fn *readFn) Setup(ctx context.Context) error {
 		return fmt.Errorf("source: %w", err)
 	}
 	return nil
+}
+
+// CheckSubscription checks that subscription exists and Pub/Sub (or the emulator named by
+// PUBSUB_EMULATOR_HOST) answers, so that an unreachable service is not taken for an idle one.
+func CheckSubscription(ctx context.Context, subscription string) error {
+	project, _, err := SplitSubscription(subscription)
+	if err != nil {
+		return err
+	}
+	client, err := pubsub.NewClient(ctx, project)
+	if err != nil {
+		return fmt.Errorf("inputSubscription %s: creating the Pub/Sub client: %w", subscription, err)
+	}
+	defer client.Close()
+	return checkSubscription(ctx, client, subscription)
+}
+
+func checkSubscription(ctx context.Context, client *pubsub.Client, subscription string) error {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := client.SubscriptionAdminClient.GetSubscription(cctx, &pubsubpb.GetSubscriptionRequest{Subscription: subscription})
+	switch {
+	case err == nil:
+		return nil
+	case status.Code(err) == codes.NotFound:
+		return fmt.Errorf("inputSubscription %s does not exist: check the name, and that it is in the project given", subscription)
+	case status.Code(err) == codes.PermissionDenied:
+		return fmt.Errorf("inputSubscription %s: permission denied: the job's service account needs roles/pubsub.subscriber on it (%w)", subscription, err)
+	default:
+		where := "Pub/Sub"
+		if host := os.Getenv("PUBSUB_EMULATOR_HOST"); host != "" {
+			where = "the Pub/Sub emulator at PUBSUB_EMULATOR_HOST=" + host
+		}
+		return fmt.Errorf("inputSubscription %s: %s does not answer: %w", subscription, where, err)
+	}
 }
 
 func (fn *readFn) Teardown() error {
