@@ -80,6 +80,7 @@ func TestSchemaChangesWhileRunning(t *testing.T) {
 	e.opts.BatchRowCount = pipeline.GivenInt(100)
 	e.opts.WindowSeconds = pipeline.GivenInt(1)
 	e.opts.SchemaRefreshSeconds = 1
+	e.opts.StopAfterIdle = pipeline.GivenInt(8) // longer than the pauses between the phases
 	r := e.start(t)
 	publish := func(from, to int, withCity bool) {
 		var msgs []*pubsubpb.PubsubMessage
@@ -149,6 +150,7 @@ func TestColumnDroppedWithoutRefresh(t *testing.T) {
 	e.opts.BatchRowCount = pipeline.GivenInt(100)
 	e.opts.WindowSeconds = pipeline.GivenInt(1)
 	e.opts.SchemaRefreshSeconds = 0
+	e.opts.StopAfterIdle = pipeline.GivenInt(8) // longer than the pauses between the phases
 	r := e.start(t)
 	publish := func(from, to int) {
 		var msgs []*pubsubpb.PubsubMessage
@@ -257,8 +259,8 @@ func TestKilledAndRestarted(t *testing.T) {
 	}
 	publish(n / 2)
 	// What the killed process pulled but did not acknowledge is redelivered once its ack deadline
-	// passes; move the emulator's clock past it instead of waiting.
-	e.ps.Server.SetTimeNowFunc(func() time.Time { return time.Now().Add(5 * time.Minute) })
+	// passes: at most the 60 s the process extended it to.
+	time.Sleep(65 * time.Second)
 
 	second := start("--stopAfterIdle=5")
 	done := make(chan error, 1)

@@ -100,6 +100,7 @@ func TestFixedWindowMode(t *testing.T) {
 	const window = 4 * time.Second
 	e := newE2E(t, events.DDL)
 	e.opts.WindowSeconds = pipeline.GivenInt(int(window / time.Second))
+	e.opts.StopAfterIdle = pipeline.GivenInt(10) // longer than the wait for a window boundary below
 	r := e.start(t)
 	time.Sleep(time.Second) // let the reader start
 	// Publish just after a window boundary (fixed windows are aligned to the epoch), so that
