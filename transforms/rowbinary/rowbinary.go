@@ -565,19 +565,31 @@ type nullableColumn[T any] struct {
 	read codec[T]
 }
 
-func (c *nullableColumn[T]) Append(b []byte) error {
+// readNullable reads one Nullable(T) value: its flag byte, then T unless it is NULL.
+func readNullable[T any](b []byte, read codec[T]) (v T, null bool, err error) {
 	if len(b) == 1 && b[0] == 1 {
-		c.vals = append(c.vals, nil)
-		return nil
+		return v, true, nil
 	}
 	if len(b) == 0 || b[0] != 0 {
-		return fmt.Errorf("%w: bad Nullable value", ErrCorrupt)
+		return v, false, fmt.Errorf("%w: bad Nullable value", ErrCorrupt)
 	}
-	v, n, ok := c.read(b[1:])
+	v, n, ok := read(b[1:])
 	if !ok || n != len(b)-1 {
-		return fmt.Errorf("%w: %d bytes do not hold one Nullable(%T)", ErrCorrupt, len(b), v)
+		return v, false, fmt.Errorf("%w: %d bytes do not hold one Nullable(%T)", ErrCorrupt, len(b), v)
 	}
-	c.vals = append(c.vals, &v)
+	return v, false, nil
+}
+
+func (c *nullableColumn[T]) Append(b []byte) error {
+	v, null, err := readNullable(b, c.read)
+	switch {
+	case err != nil:
+		return err
+	case null:
+		c.vals = append(c.vals, nil)
+	default:
+		c.vals = append(c.vals, &v)
+	}
 	return nil
 }
 func (c *nullableColumn[T]) Values() any { return c.vals }
@@ -590,17 +602,9 @@ type nilNullColumn[T any] struct {
 }
 
 func (c *nilNullColumn[T]) Append(b []byte) error {
-	if len(b) == 1 && b[0] == 1 {
-		var zero T
-		c.vals = append(c.vals, zero)
-		return nil
-	}
-	if len(b) == 0 || b[0] != 0 {
-		return fmt.Errorf("%w: bad Nullable value", ErrCorrupt)
-	}
-	v, n, ok := c.read(b[1:])
-	if !ok || n != len(b)-1 {
-		return fmt.Errorf("%w: %d bytes do not hold one Nullable(%T)", ErrCorrupt, len(b), v)
+	v, _, err := readNullable(b, c.read) // NULL reads as the zero value, nil
+	if err != nil {
+		return err
 	}
 	c.vals = append(c.vals, v)
 	return nil
