@@ -9,12 +9,13 @@
 # (--name=value); the binary builds the pipeline and submits it to Dataflow, and is also staged as
 # the workers' binary (main.go sets --worker_binary to itself), hence linux/amd64 and static.
 #
-# Pin the launcher image to a dated tag for reproducible builds, e.g.
+# The launcher image is pinned to a dated release tag, so that a rebuild gets the launcher that
+# was tested; choose another with
 #   docker build --build-arg LAUNCHER_IMAGE=gcr.io/dataflow-templates-base/go-template-launcher-base:TAG ...
-# (tags: https://gcr.io/dataflow-templates-base/go-template-launcher-base).
+# (tags: gcloud container images list-tags gcr.io/dataflow-templates-base/go-template-launcher-base).
 
 ARG GO_IMAGE=golang:1.26
-ARG LAUNCHER_IMAGE=gcr.io/dataflow-templates-base/go-template-launcher-base:latest
+ARG LAUNCHER_IMAGE=gcr.io/dataflow-templates-base/go-template-launcher-base:20250220-rc00
 
 FROM ${GO_IMAGE} AS build
 WORKDIR /src

@@ -156,6 +156,10 @@ func TestDockerfile(t *testing.T) {
 	if !strings.HasPrefix(last, "gcr.io/dataflow-templates-base/go-template-launcher-base") {
 		t.Errorf("the final stage is FROM %q, want gcr.io/dataflow-templates-base/go-template-launcher-base", last)
 	}
+	// Pinned to a dated release tag (YYYYMMDD-rcNN), never a moving one.
+	if _, tag, _ := strings.Cut(last, "base:"); !regexp.MustCompile(`^20[0-9]{6}-rc[0-9]{2}$`).MatchString(tag) {
+		t.Errorf("the launcher image %q is not pinned to a dated release tag such as 20250220-rc00", last)
+	}
 
 	// Every package of the module the binary imports lies in a copied directory.
 	out, err := command(t, root, nil, goTool(), "list", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}", "./flex-template")

@@ -33,7 +33,7 @@ Options:
                                  (default templates/pubsub-to-clickhouse.json)
   --launcher-image IMAGE         launcher base image, e.g. a dated tag of
                                  gcr.io/dataflow-templates-base/go-template-launcher-base
-                                 (default: the Dockerfile's, :latest)
+                                 (default: the Dockerfile's pinned tag)
   --docker                       build and push with the local Docker engine (needs
                                  `gcloud auth configure-docker LOC-docker.pkg.dev` once)
   --dry-run                      print the commands instead of running them

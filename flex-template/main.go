@@ -18,13 +18,11 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
-	"sort"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx" // the runners, the optimized runtime, the file systems
 
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
@@ -36,7 +34,10 @@ import (
 func main() {
 	var o pipeline.Options
 	pipeline.RegisterFlags(flag.CommandLine, &o)
-	flag.Parse()
+	args, notes := normalizeArgs(flag.CommandLine, os.Args[1:])
+	if err := flag.CommandLine.Parse(args); err != nil {
+		os.Exit(2) // the flag package has printed the problem and the usage
+	}
 	beam.Init()
 	if path := os.Getenv("PUBSUB_TO_CLICKHOUSE_CPUPROFILE"); path != "" {
 		// For profiling a local run: go tool pprof <binary> <path>.
@@ -44,6 +45,10 @@ func main() {
 			pprof.StartCPUProfile(f)
 			defer pprof.StopCPUProfile()
 		}
+	}
+	slog.Info("arguments", "args", strings.Join(redactArgs(os.Args[1:], o.ClickHousePassword), " "))
+	for _, n := range notes {
+		slog.Info("argument of another SDK's form", "flag", n.Flag, "done", n.What)
 	}
 	if err := run(context.Background(), o); err != nil {
 		slog.Error("pubsub-to-clickhouse failed", "error", err)
@@ -57,17 +62,9 @@ func run(ctx context.Context, o pipeline.Options) error {
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("invalid template parameters:\n%w", err)
 	}
-	runner := strings.ToLower(*runners.Runner)
-	if runner == "" && os.Getenv("FLEX_TEMPLATE_GO_BINARY") != "" {
-		// Started by the Flex Template launcher: the job is for Dataflow.
-		runner = "dataflow"
-		*runners.Runner = runner
-	}
-	if runner == "" {
-		runner = "prism"
-	}
+	l := launchFromFlags(ctx)
 	src := pipeline.LocalSource
-	if runner == "dataflow" || runner == "dataflowrunner" {
+	if l.dataflow {
 		src = pipeline.DataflowSource
 		// The launcher does not pass itself on as the worker binary.
 		if *jobopts.WorkerBinary == "" {
@@ -77,15 +74,19 @@ func run(ctx context.Context, o pipeline.Options) error {
 			}
 			*jobopts.WorkerBinary = exe
 		}
+		if l.submits() && !*jobopts.Async {
+			// A streaming job never completes: waiting for it would never end the command.
+			*jobopts.Async = true
+		}
 	}
 	mode := o.Mode()
-	slog.Info("runner", "runner", runner)
+	slog.Info("launch", "runner", l.runner, "mode", l.String())
 	slog.Info("source", "subscription", o.InputSubscription, "source", src.String())
-	slog.Info("window mode", "mode", mode.String(), "numShards", o.NumShards)
+	slog.Info("window mode", "mode", mode.String(), "numShards", o.Shards(src, intFlag("max_num_workers")))
 	slog.Info("dead-letter destinations", "table", orNone(o.ClickHouseDeadLetterTable), "topic", orNone(o.DeadLetterTopic))
 	slog.Info("target", "clickHouseUrl", o.RedactedURL(), "table", o.ClickHouseDatabase+"."+o.ClickHouseTable, "user", o.ClickHouseUsername)
 
-	if dry := flag.Lookup("dry_run"); dry != nil && dry.Value.String() == "true" {
+	if l.dryRun {
 		slog.Info("dry run: the ClickHouse table and the dead-letter destinations are not checked")
 	} else if err := preflight(ctx, o); err != nil {
 		return err
@@ -93,38 +94,11 @@ func run(ctx context.Context, o pipeline.Options) error {
 
 	p, s := beam.NewPipelineWithRoot()
 	pipeline.Build(s, o, src)
-	res, err := beamx.RunWithMetrics(ctx, p)
+	res, err := beam.Run(ctx, l.runner, p)
 	if err != nil {
 		return err
 	}
-	if res != nil {
-		printMetrics(res)
-	}
-	return nil
-}
-
-// printMetrics prints the job's metrics when it ends (a local run that stopped after idle, or a
-// Dataflow job run without --async), one line: "metrics: name=value ...", distributions as
-// count/sum/min/max.
-func printMetrics(res beam.PipelineResult) {
-	counters := map[string]int64{}
-	for _, c := range res.Metrics().AllMetrics().Counters() {
-		if c.Key.Namespace == parse.Namespace {
-			counters[c.Key.Name] += c.Result()
-		}
-	}
-	var parts []string
-	for name, v := range counters {
-		parts = append(parts, fmt.Sprintf("%s=%d", name, v))
-	}
-	for _, d := range res.Metrics().AllMetrics().Distributions() {
-		if d.Key.Namespace == parse.Namespace {
-			r := d.Result()
-			parts = append(parts, fmt.Sprintf("%s=count:%d,sum:%d,min:%d,max:%d", d.Key.Name, r.Count, r.Sum, r.Min, r.Max))
-		}
-	}
-	sort.Strings(parts)
-	fmt.Println("metrics: " + strings.Join(parts, " "))
+	return report(os.Stdout, res, l)
 }
 
 // preflight checks, before the job starts, what every worker checks in its Setup: the table and

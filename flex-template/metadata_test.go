@@ -204,10 +204,10 @@ func TestMetadataFile(t *testing.T) {
 	if m.SupportsExactlyOnce != nil && !*m.SupportsExactlyOnce {
 		t.Error(`"supportsExactlyOnce" is false, but nothing in the pipeline prevents exactly-once mode`)
 	}
-	switch m.DefaultStreamingMode {
-	case "", "EXACTLY_ONCE", "AT_LEAST_ONCE":
-	default:
-		t.Errorf("defaultStreamingMode %q is not one of EXACTLY_ONCE, AT_LEAST_ONCE", m.DefaultStreamingMode)
+	// Exactly-once by default: at-least-once is allowed (docs/deploy.md says what it costs in
+	// duplicates), but a user who does not choose gets no duplicates from Dataflow itself.
+	if m.DefaultStreamingMode != "EXACTLY_ONCE" {
+		t.Errorf("defaultStreamingMode %q, want EXACTLY_ONCE", m.DefaultStreamingMode)
 	}
 	if len(m.Parameters) == 0 {
 		t.Fatal("no parameters")
@@ -501,8 +501,8 @@ var regexExamples = map[string]struct{ accept, reject []string }{
 		reject: []string{"0", "-1", "1,000", "many"},
 	},
 	"numShards": {
-		accept: []string{"", "1", "8"},
-		reject: []string{"0", "-2", "two"},
+		accept: []string{"", "0", "1", "8"},
+		reject: []string{"-2", "two", "08"},
 	},
 	"maxInsertBlockSize": {
 		accept: []string{"", "1000000", "10000"},

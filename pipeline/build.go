@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"flag"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -64,28 +66,71 @@ func (o Options) Retry() chclient.Retry {
 	}
 }
 
+// Shards returns the number of INSERT streams for src: numShards when given (positive), else
+// (numShards 0, the default) 1 on the local runner, where one process does every INSERT anyway,
+// and on Dataflow maxNumWorkers (the runner's max_num_workers; 0 when not given) clamped to
+// [4, 16]. On Dataflow each shard is a key of the GroupByKey, and one key's batches are inserted
+// by one worker at a time: with a single shard one worker would do every INSERT of the job,
+// however far the job scales out. More shards make more, smaller INSERTs: the count trigger
+// (batchRowCount) counts each shard's rows, and the time trigger fires per shard.
+func (o Options) Shards(src Source, maxNumWorkers int) int {
+	switch {
+	case o.NumShards > 0:
+		return o.NumShards
+	case src != DataflowSource:
+		return 1
+	default:
+		return min(max(maxNumWorkers, 4), 16)
+	}
+}
+
+// maxNumWorkers returns the Dataflow runner's --max_num_workers, 0 when it is not given or
+// the runner is not linked in.
+func maxNumWorkers() int {
+	f := flag.Lookup("max_num_workers")
+	if f == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(f.Value.String())
+	return n
+}
+
 // Build wires the pipeline on s, in data-flow order: source, parse, window and batch, write, and
 // the dead letters (messages parse could not convert, rows the server rejected) to their
-// destinations, batched the same way. It does no I/O; o must
-// be valid (Options.Validate), else Build panics.
+// destinations, batched the same way. It does no I/O; o must be valid (Options.Validate), else
+// Build panics.
 func Build(s beam.Scope, o Options, src Source) {
 	if err := o.Validate(); err != nil {
 		panic(fmt.Sprintf("pipeline.Build: invalid options: %v", err))
 	}
 	mode := o.Mode()
-	var msgs beam.PCollection
-	ackSubscription := ""
 	if src == DataflowSource {
-		msgs = source.ReadDataflow(s, o.InputSubscription)
-	} else {
-		msgs = source.Read(s, o.InputSubscription, source.ReadOptions{
-			StopAfterIdle: time.Duration(o.StopAfterIdle.Value) * time.Second,
-			// In count mode a last partial batch is inserted only when the input ends, so the
-			// reader must stop while those messages are still outstanding.
-			StopWithOutstanding: mode.Window == 0,
-			// Room for every shard to fill a batch, so that a count trigger can always fire.
-			MaxOutstanding: max(10_000, 2*o.NumShards*mode.Rows),
-		})
+		BuildFrom(s, o, src, source.ReadDataflow(s, o.InputSubscription))
+		return
+	}
+	BuildFrom(s, o, src, source.Read(s, o.InputSubscription, source.ReadOptions{
+		StopAfterIdle: time.Duration(o.StopAfterIdle.Value) * time.Second,
+		// In count mode a last partial batch is inserted only when the input ends, so the
+		// reader must stop while those messages are still outstanding.
+		StopWithOutstanding: mode.Window == 0,
+		// Room for every shard to fill a batch, so that a count trigger can always fire.
+		MaxOutstanding: max(10_000, 2*o.Shards(src, 0)*mode.Rows),
+	}))
+}
+
+// BuildFrom wires every stage after the source on msgs, a PCollection<message.Message> read by
+// src's reader: parse, window and batch, write, dead letters. With LocalSource the write and
+// dead-letter stages acknowledge each message on o.InputSubscription once stored; with
+// DataflowSource nothing is acknowledged (the service does). Build calls it; tests call it on
+// a source of their own. It panics if o is invalid.
+func BuildFrom(s beam.Scope, o Options, src Source, msgs beam.PCollection) {
+	if err := o.Validate(); err != nil {
+		panic(fmt.Sprintf("pipeline.BuildFrom: invalid options: %v", err))
+	}
+	mode := o.Mode()
+	shards := o.Shards(src, maxNumWorkers())
+	ackSubscription := ""
+	if src != DataflowSource {
 		ackSubscription = o.InputSubscription
 	}
 
@@ -98,7 +143,7 @@ func Build(s beam.Scope, o Options, src Source) {
 		Retry:        o.Retry(),
 		MaxRows:      mode.Rows,
 		Subscription: ackSubscription,
-	}, batch.Batches(s, mode, o.NumShards, rows))
+	}, batch.Batches(s, mode, shards, rows))
 
 	deadletter.Write(s, deadletter.Config{
 		ClickHouse:   o.ClickHouse(),
@@ -107,7 +152,7 @@ func Build(s beam.Scope, o Options, src Source) {
 		Retry:        o.Retry(),
 		Settings:     o.InsertSettings(),
 		Subscription: ackSubscription,
-	}, batch.Batches(s.Scope("DeadLetters"), mode, o.NumShards, beam.Flatten(s, deadLetters,
+	}, batch.Batches(s.Scope("DeadLetters"), mode, shards, beam.Flatten(s, deadLetters,
 		// The rejected rows come out of the write stage in its windows; Flatten needs one windowing.
 		beam.WindowInto(s.Scope("Rejected"), window.NewGlobalWindows(), rejected))))
 }

@@ -49,7 +49,7 @@ const (
 	defaultMaxRetries            = 5
 	defaultInsertDeduplicate     = true
 	defaultInsertDistributedSync = true
-	defaultNumShards             = 1
+	defaultNumShards             = 0 // auto: see [Options.Shards]
 	defaultRetryInitialBackoffMs = 5_000
 	defaultRetryMaxBackoffMs     = 60_000
 	defaultSchemaRefreshSeconds  = 60
@@ -158,8 +158,11 @@ type Options struct {
 	// is stored on the shards.
 	InsertDistributedSync bool
 
-	// NumShards (flag numShards, default 1) is the number of parallel INSERT streams: rows are
-	// keyed by a shard number in [0, numShards) before they are batched. It must be positive.
+	// NumShards (flag numShards, default 0 = auto) is the number of parallel INSERT streams: rows
+	// are keyed by a shard number in [0, numShards) before they are batched, and each shard's
+	// batches are inserted by one worker at a time. 0 chooses by runner ([Options.Shards]): 1 on
+	// the local runner, and on Dataflow max_num_workers clamped to [4, 16]. It must not be
+	// negative.
 	NumShards int
 
 	// RetryInitialBackoffMillis (flag retryInitialBackoffMillis, default 5000) is the wait before
@@ -268,7 +271,8 @@ func RegisterFlags(fs *flag.FlagSet, o *Options) {
 		"ClickHouse setting insert_distributed_sync (distributed_foreground_insert): an insert into a Distributed table "+
 			"returns once the data is on the shards. true or false; give --insertDistributedSync=false to turn it off.")
 	fs.Var(&intFlag{&o.NumShards, o.NumShards}, flagNumShards,
-		"Number of parallel INSERT streams (`shards`) the rows are spread over before batching; positive.")
+		"Number of parallel INSERT streams (`shards`) the rows are spread over before batching; "+
+			"0 = auto: 1 on the local runner, on Dataflow max_num_workers clamped to 4..16.")
 	fs.Var(&intFlag{&o.RetryInitialBackoffMillis, o.RetryInitialBackoffMillis}, flagRetryInitialBackoffMillis,
 		"Wait before the first retry of a failed INSERT, in `milliseconds`; doubled at each retry up to retryMaxBackoffMillis, with jitter; positive.")
 	fs.Var(&intFlag{&o.RetryMaxBackoffMillis, o.RetryMaxBackoffMillis}, flagRetryMaxBackoffMillis,
@@ -553,9 +557,9 @@ func (o Options) Validate() error {
 		c.fail(flagInsertQuorum, strconv.Itoa(o.InsertQuorum.Value),
 			"must be 0 or more replicas (0 disables the quorum; leave it empty for the server's setting)")
 	}
-	if o.NumShards <= 0 {
+	if o.NumShards < 0 {
 		c.fail(flagNumShards, strconv.Itoa(o.NumShards),
-			fmt.Sprintf("must be a positive number of shards (default %d)", defaultNumShards))
+			"must be a positive number of shards, or 0 (the default) to choose by runner")
 	}
 	if o.RetryInitialBackoffMillis <= 0 {
 		c.fail(flagRetryInitialBackoffMillis, strconv.Itoa(o.RetryInitialBackoffMillis),
@@ -726,6 +730,10 @@ func isSchemeName(s string) bool {
 func (o Options) RedactedURL() string {
 	return hide(redactURL(o.ClickHouseURL), o.ClickHousePassword)
 }
+
+// RedactURL returns raw with the passwords of its userinfo and query hidden, as
+// [Options.RedactedURL] hides them in clickHouseUrl; for any URL-like text.
+func RedactURL(raw string) string { return redactURL(raw) }
 
 // redactURL hides the passwords of a raw URL; see [Options.RedactedURL].
 func redactURL(raw string) string {

@@ -89,7 +89,7 @@ func TestDefaults(t *testing.T) {
 		MaxRetries:                5,
 		InsertDeduplicate:         true,
 		InsertDistributedSync:     true,
-		NumShards:                 1,
+		NumShards:                 0,
 		RetryInitialBackoffMillis: 5000,
 		RetryMaxBackoffMillis:     60000,
 		SchemaRefreshSeconds:      60,
@@ -161,7 +161,7 @@ func TestUsage(t *testing.T) {
 		"insertDeduplicate":         {"insert_deduplicate", "--insertDeduplicate=false", "(default true)"},
 		"insertQuorum":              {"insert_quorum", "replicas", "0 disables", "Optional, unset by default"},
 		"insertDistributedSync":     {"insert_distributed_sync", "--insertDistributedSync=false", "(default true)"},
-		"numShards":                 {"INSERT streams", "positive", "(default 1)"},
+		"numShards":                 {"INSERT streams", "0 = auto", "(default 0)"},
 		"retryInitialBackoffMillis": {"first retry", "milliseconds", "(default 5000)"},
 		"retryMaxBackoffMillis":     {"milliseconds", "(default 60000)"},
 		"stopAfterIdle":             {"Local runner only", "seconds", "Optional, unset by default"},
@@ -571,8 +571,8 @@ func TestValidateRules(t *testing.T) {
 			"maxInsertBlockSize", "-1", "must be a positive number of rows"},
 		{"maxRetries negative", func(o *Options) { o.MaxRetries = -1 },
 			"maxRetries", "-1", "must be 0 or more retries"},
-		{"numShards zero", func(o *Options) { o.NumShards = 0 },
-			"numShards", "0", "must be a positive number of shards"},
+		{"numShards negative", func(o *Options) { o.NumShards = -1 },
+			"numShards", "-1", "must be a positive number of shards, or 0"},
 		{"retryInitialBackoffMillis zero", func(o *Options) { o.RetryInitialBackoffMillis = 0; o.RetryMaxBackoffMillis = 10 },
 			"retryInitialBackoffMillis", "0", "must be a positive number of milliseconds"},
 		{"retryMaxBackoffMillis below the initial backoff", func(o *Options) { o.RetryMaxBackoffMillis = 100 },
@@ -618,7 +618,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		want := []string{
 			"inputSubscription", "clickHouseUrl", "clickHouseDatabase", "clickHouseTable",
 			"clickHouseUsername", "clickHouseDeadLetterTable", "maxInsertBlockSize",
-			"numShards", "retryInitialBackoffMillis",
+			"retryInitialBackoffMillis",
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("problems mismatch (-want +got):\n%s", diff)
@@ -768,7 +768,7 @@ func TestString(t *testing.T) {
 		`deadLetterTopic="projects/my-project/topics/events-dead-letter" ` +
 		`windowSeconds=unset batchRowCount=5000 maxInsertBlockSize=1000000 maxRetries=5 ` +
 		`insertDeduplicate=true insertQuorum=0 insertDistributedSync=true ` +
-		`numShards=1 retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 stopAfterIdle=unset schemaRefreshSeconds=60`
+		`numShards=0 retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 stopAfterIdle=unset schemaRefreshSeconds=60`
 	if got := o.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)
 	}
@@ -968,5 +968,28 @@ func TestFlagsThenValidate(t *testing.T) {
 				t.Errorf("problems mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestShards(t *testing.T) {
+	o := Defaults()
+	for _, tc := range []struct {
+		numShards, maxWorkers int
+		src                   Source
+		want                  int
+	}{
+		{0, 0, LocalSource, 1},
+		{0, 50, LocalSource, 1},
+		{0, 0, DataflowSource, 4},
+		{0, 2, DataflowSource, 4},
+		{0, 10, DataflowSource, 10},
+		{0, 100, DataflowSource, 16},
+		{3, 100, DataflowSource, 3},
+		{7, 0, LocalSource, 7},
+	} {
+		o.NumShards = tc.numShards
+		if got := o.Shards(tc.src, tc.maxWorkers); got != tc.want {
+			t.Errorf("numShards %d, max_num_workers %d, %v: %d shards, want %d", tc.numShards, tc.maxWorkers, tc.src, got, tc.want)
+		}
 	}
 }

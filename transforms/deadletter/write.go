@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"cloud.google.com/go/pubsub/v2"
-	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -20,11 +19,13 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/ack"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
 
 // Namespace is the Beam metrics namespace of the pipeline (the same as parse.Namespace).
-const Namespace = "PubSubToClickHouse"
+const Namespace = message.Namespace
 
 var (
 	rowsToTable = beam.NewCounter(Namespace, "dead-letter-rows-clickhouse")
@@ -169,9 +170,9 @@ func OpenTopic(ctx context.Context, topic string) (*pubsub.Client, *pubsub.Publi
 	if err != nil {
 		return nil, nil, fmt.Errorf("deadLetterTopic %s: %w", topic, err)
 	}
-	if _, err := client.TopicAdminClient.GetTopic(ctx, &pubsubpb.GetTopicRequest{Topic: topic}); err != nil {
+	if err := psclient.CheckTopic(ctx, client, topic); err != nil {
 		client.Close()
-		return nil, nil, fmt.Errorf("deadLetterTopic %s: %w; check that the topic exists and the job's service account may publish to it", topic, err)
+		return nil, nil, err
 	}
 	return client, client.Publisher(topic), nil
 }

@@ -15,3 +15,6 @@ type Message struct {
 	// the service acknowledges at its own checkpoints.
 	AckID string
 }
+
+// Namespace is the Beam metrics namespace of every metric of the pipeline.
+const Namespace = "PubSubToClickHouse"

@@ -26,7 +26,7 @@ import (
 )
 
 // Namespace is the Beam metrics namespace of every metric of the pipeline.
-const Namespace = "PubSubToClickHouse"
+const Namespace = message.Namespace
 
 var (
 	messagesReceived    = beam.NewCounter(Namespace, "messages-received")

@@ -12,10 +12,13 @@ package source
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"os"
 	"reflect"
+	"sort"
 	"strings"
 	"time"
 
@@ -32,13 +35,14 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/ack"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
 func init() {
 	register.DoFn5x2[context.Context, *watermarkEstimator, *sdf.LockRTracker, []byte,
 		func(beam.EventTime, message.Message), sdf.ProcessContinuation, error](&readFn{})
 	register.Emitter2[beam.EventTime, message.Message]()
-	register.Function1x1(fromPubsubMessage)
+	register.DoFn4x0[context.Context, beam.EventTime, *pb.PubsubMessage, func(beam.EventTime, message.Message)](&fromPubsubFn{})
 	beam.RegisterType(reflect.TypeOf((*message.Message)(nil)).Elem())
 	restT := reflect.TypeOf((*Restriction)(nil)).Elem()
 	beam.RegisterType(restT)
@@ -170,23 +174,7 @@ func CheckSubscription(ctx context.Context, subscription string) error {
 }
 
 func checkSubscription(ctx context.Context, client *pubsub.Client, subscription string) error {
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	_, err := client.SubscriptionAdminClient.GetSubscription(cctx, &pubsubpb.GetSubscriptionRequest{Subscription: subscription})
-	switch {
-	case err == nil:
-		return nil
-	case status.Code(err) == codes.NotFound:
-		return fmt.Errorf("inputSubscription %s does not exist: check the name, and that it is in the project given", subscription)
-	case status.Code(err) == codes.PermissionDenied:
-		return fmt.Errorf("inputSubscription %s: permission denied: the job's service account needs roles/pubsub.subscriber on it (%w)", subscription, err)
-	default:
-		where := "Pub/Sub"
-		if host := os.Getenv("PUBSUB_EMULATOR_HOST"); host != "" {
-			where = "the Pub/Sub emulator at PUBSUB_EMULATOR_HOST=" + host
-		}
-		return fmt.Errorf("inputSubscription %s: %s does not answer: %w", subscription, where, err)
-	}
+	return psclient.CheckSubscription(ctx, client, subscription)
 }
 
 func (fn *readFn) Teardown() error {
@@ -371,10 +359,9 @@ func toMessage(rm *pubsubpb.ReceivedMessage) message.Message {
 }
 
 // ReadDataflow reads subscription (projects/<project>/subscriptions/<name>) with the SDK's
-// pubsubio.Read, which only the Dataflow service executes (prism rejects it). The service
-// acknowledges at its own checkpoints: AckID is empty. Element timestamps are publish times,
-// and Dataflow's watermark follows the subscription's backlog. It panics if subscription is not a
-// full subscription name.
+// pubsubio.Read, which only the Dataflow service executes (prism rejects it), and converts each
+// *pb.PubsubMessage with FromPubsub. The service acknowledges at its own checkpoints: AckID is
+// empty. It panics if subscription is not a full subscription name.
 func ReadDataflow(s beam.Scope, subscription string) beam.PCollection {
 	s = s.Scope("source.ReadDataflow")
 	project, name, err := SplitSubscription(subscription)
@@ -382,19 +369,80 @@ func ReadDataflow(s beam.Scope, subscription string) beam.PCollection {
 		panic(err)
 	}
 	raw := pubsubio.Read(s, project, pubsubio.ReadOptions{Subscription: name, WithAttributes: true})
-	return beam.ParDo(s, fromPubsubMessage, raw)
+	return FromPubsub(s, raw)
 }
 
-func fromPubsubMessage(m *pb.PubsubMessage) message.Message {
-	out := message.Message{
-		ID:   m.GetMessageId(),
-		Data: m.GetData(),
-	}
+// FromPubsub turns a PCollection<*pb.PubsubMessage> (pubsubio.Read's output) into a
+// PCollection<message.Message> whose element timestamps are the time the pipeline received each
+// message, as Read's are.
+//
+// pubsubio.Read timestamps an element with its publish time and Dataflow's watermark follows
+// the publish times of the backlog, so a subscription seek, a replay of dead letters or a
+// backlog after an outage would make data that is behind the watermark: late data, which fixed
+// windows with allowed lateness 0 drop after Dataflow has acknowledged it. Restamped at receipt,
+// an element is never behind the watermark (which trails the oldest unacknowledged publish
+// time); during a backlog, windows close once the watermark catches up instead.
+//
+// A message without a message id (seen from older runners) gets one derived from its payload,
+// attributes and publish time (see DerivedID), counted in the metric messages-without-id and
+// logged once per worker; a message without a publish time takes the element's timestamp,
+// which pubsubio.Read sets to the publish time.
+func FromPubsub(s beam.Scope, col beam.PCollection) beam.PCollection {
+	return beam.ParDo(s, &fromPubsubFn{}, col)
+}
+
+var messagesWithoutID = beam.NewCounter(message.Namespace, "messages-without-id")
+
+// fromPubsubFn is FromPubsub's DoFn.
+type fromPubsubFn struct {
+	loggedNoID bool
+}
+
+func (fn *fromPubsubFn) ProcessElement(ctx context.Context, et beam.EventTime, m *pb.PubsubMessage, emit func(beam.EventTime, message.Message)) {
+	out := message.Message{ID: m.GetMessageId(), Data: m.GetData()}
 	if len(m.GetAttributes()) > 0 {
 		out.Attributes = m.GetAttributes()
 	}
 	if m.GetPublishTime() != nil {
 		out.PublishTimeMillis = m.GetPublishTime().AsTime().UnixMilli()
+	} else {
+		out.PublishTimeMillis = et.Milliseconds()
 	}
-	return out
+	if out.ID == "" {
+		out.ID = DerivedID(out)
+		messagesWithoutID.Inc(ctx, 1)
+		if !fn.loggedNoID {
+			fn.loggedNoID = true
+			slog.Warn("source: a message arrived without a message id; it and any other such message get an id derived from payload, attributes and publish time (metric messages-without-id)",
+				"derived id", out.ID)
+		}
+	}
+	emit(mtime.Now(), out)
+}
+
+// DerivedID returns the id given to a message that has none: "derived-" and the first 16 bytes,
+// in hex, of the SHA-256 of its payload, its attributes (sorted by key) and its publish time, so
+// that a redelivery of the same message gets the same id. Each part is length-prefixed, so
+// that no two different messages share the hashed bytes.
+func DerivedID(m message.Message) string {
+	h := sha256.New()
+	var n [8]byte
+	put := func(b []byte) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	put(m.Data)
+	keys := make([]string, 0, len(m.Attributes))
+	for k := range m.Attributes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		put([]byte(k))
+		put([]byte(m.Attributes[k]))
+	}
+	binary.BigEndian.PutUint64(n[:], uint64(m.PublishTimeMillis))
+	h.Write(n[:])
+	return "derived-" + hex.EncodeToString(h.Sum(nil)[:16])
 }

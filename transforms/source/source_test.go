@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
@@ -659,16 +661,78 @@ func TestReadDataflowBuilds(t *testing.T) {
 	}
 }
 
+// fromPubsub runs fromPubsubFn on m with element timestamp et and returns what it emits.
+func fromPubsub(t *testing.T, fn *fromPubsubFn, et beam.EventTime, m *pb.PubsubMessage) (beam.EventTime, message.Message) {
+	t.Helper()
+	var ets []beam.EventTime
+	var got []message.Message
+	fn.ProcessElement(context.Background(), et, m, func(et beam.EventTime, m message.Message) {
+		ets, got = append(ets, et), append(got, m)
+	})
+	if len(got) != 1 {
+		t.Fatalf("emitted %d messages, want 1", len(got))
+	}
+	return ets[0], got[0]
+}
+
 func TestFromPubsubMessage(t *testing.T) {
 	pt := time.UnixMilli(1700000000123)
-	got := fromPubsubMessage(&pb.PubsubMessage{
+	before := mtime.Now()
+	et, got := fromPubsub(t, &fromPubsubFn{}, mtime.FromTime(pt), &pb.PubsubMessage{
 		MessageId: "42", Data: []byte("x"), Attributes: map[string]string{"a": "b"}, PublishTime: timestamppb.New(pt),
 	})
 	if got.ID != "42" || string(got.Data) != "x" || got.Attributes["a"] != "b" || got.PublishTimeMillis != pt.UnixMilli() || got.AckID != "" {
 		t.Errorf("got %+v", got)
 	}
-	if got := fromPubsubMessage(&pb.PubsubMessage{Data: []byte("y")}); got.Attributes != nil || got.PublishTimeMillis != 0 {
-		t.Errorf("got %+v", got)
+	// Restamped at receipt: never the (old) publish time.
+	if et < before || et > mtime.Now() {
+		t.Errorf("element timestamp %v, want the time of receipt (after %v)", et, before)
+	}
+
+	// No publish time in the proto: the element's timestamp is the publish time.
+	_, got = fromPubsub(t, &fromPubsubFn{}, mtime.FromTime(pt), &pb.PubsubMessage{MessageId: "1", Data: []byte("y")})
+	if got.Attributes != nil || got.PublishTimeMillis != pt.UnixMilli() {
+		t.Errorf("got %+v, want publish time %d from the element timestamp", got, pt.UnixMilli())
+	}
+}
+
+func TestFromPubsubMessageWithoutID(t *testing.T) {
+	pt := time.UnixMilli(1700000000123)
+	msg := func(data string, attrs map[string]string, ms int64) *pb.PubsubMessage {
+		return &pb.PubsubMessage{Data: []byte(data), Attributes: attrs, PublishTime: timestamppb.New(time.UnixMilli(ms))}
+	}
+	fn := &fromPubsubFn{}
+	id := func(m *pb.PubsubMessage) string {
+		_, got := fromPubsub(t, fn, mtime.FromTime(pt), m)
+		return got.ID
+	}
+	a := id(msg(`{"id":1}`, map[string]string{"k": "v", "x": "y"}, pt.UnixMilli()))
+	if !strings.HasPrefix(a, "derived-") || len(a) != len("derived-")+32 {
+		t.Fatalf("derived id %q, want derived-<32 hex digits>", a)
+	}
+	if !fn.loggedNoID {
+		t.Error("the first message without an id was not logged")
+	}
+	// The same message again (a redelivery) gets the same id, whatever the map order.
+	if b := id(msg(`{"id":1}`, map[string]string{"x": "y", "k": "v"}, pt.UnixMilli())); b != a {
+		t.Errorf("redelivery got id %q, want %q", b, a)
+	}
+	// A change in payload, attributes or publish time changes it, and so does moving bytes
+	// between an attribute's key and value.
+	for name, m := range map[string]*pb.PubsubMessage{
+		"payload":      msg(`{"id":2}`, map[string]string{"k": "v", "x": "y"}, pt.UnixMilli()),
+		"attribute":    msg(`{"id":1}`, map[string]string{"k": "v", "x": "z"}, pt.UnixMilli()),
+		"no attribute": msg(`{"id":1}`, map[string]string{"k": "v"}, pt.UnixMilli()),
+		"key/value":    msg(`{"id":1}`, map[string]string{"kv": "", "x": "y"}, pt.UnixMilli()),
+		"publish time": msg(`{"id":1}`, map[string]string{"k": "v", "x": "y"}, pt.UnixMilli()+1),
+	} {
+		if b := id(m); b == a {
+			t.Errorf("%s changed, the id did not: %q", name, b)
+		}
+	}
+	// A message with an id keeps it.
+	if b := id(&pb.PubsubMessage{MessageId: "7", Data: []byte("{}")}); b != "7" {
+		t.Errorf("id %q, want 7", b)
 	}
 }
 

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/gcpopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+)
+
+// launch is how this run of the binary launches the pipeline, from Beam's flags:
+//
+//   - under the Flex Template launcher (--template_location=gs://.../job_object, or
+//     FLEX_TEMPLATE_GO_BINARY set and no --runner): the Dataflow runner stages the worker binary
+//     and the model, writes the v1b3 job there for the launcher to submit, and returns a nil
+//     result; the command prints where the job is and exits 0;
+//   - directly on Dataflow (--runner=dataflow): the job is submitted asynchronously (a streaming
+//     job never completes, so waiting would never end), the command prints the job id and the
+//     console URL and exits 0;
+//   - a dry run (--dry_run): the runner prints the job and submits nothing;
+//   - on a local runner (prism, the default): the pipeline runs here until it ends
+//     (stopAfterIdle) and the command prints its metrics.
+type launch struct {
+	runner   string // Beam's runner name: "prism", "dataflow", ...
+	dataflow bool   // the Dataflow runner
+	template string // --template_location: where the Dataflow runner writes the job
+	dryRun   bool   // --dry_run
+	project  string // --project (Dataflow)
+	region   string // --region (Dataflow)
+}
+
+// launchFromFlags reads the launch from Beam's flags and the environment. A run without
+// --runner is a Dataflow one when FLEX_TEMPLATE_GO_BINARY is set (the Flex Template launcher
+// sets it, and may start the binary without --runner), and a prism one otherwise; it sets
+// Beam's --runner accordingly.
+func launchFromFlags(ctx context.Context) launch {
+	runner := strings.ToLower(*runners.Runner)
+	if runner == "" && os.Getenv("FLEX_TEMPLATE_GO_BINARY") != "" {
+		runner = "dataflow"
+	}
+	if runner == "" {
+		runner = "prism"
+	}
+	if runner == "dataflowrunner" {
+		runner = "dataflow"
+	}
+	*runners.Runner = runner
+	l := launch{
+		runner:   runner,
+		dataflow: runner == "dataflow",
+		template: stringFlag("template_location"),
+		dryRun:   stringFlag("dry_run") == "true",
+	}
+	if l.dataflow {
+		l.project = gcpopts.GetProjectFromFlagOrEnvironment(ctx)
+		l.region = gcpopts.GetRegion(ctx)
+	}
+	return l
+}
+
+// submits reports whether the run submits a Dataflow job itself (not a template, not a dry run).
+func (l launch) submits() bool { return l.dataflow && l.template == "" && !l.dryRun }
+
+// String names the launch for the start-up log.
+func (l launch) String() string {
+	switch {
+	case l.dryRun:
+		return "dry run: the job is printed, not submitted"
+	case l.dataflow && l.template != "":
+		return "Flex Template launch: the job is written to " + l.template + " for the launcher to submit"
+	case l.dataflow:
+		return "direct Dataflow launch: the job is submitted asynchronously"
+	default:
+		return "local run on " + l.runner + " until the pipeline ends"
+	}
+}
+
+// report prints the outcome of beam.Run to w. It never reads the metrics of a Dataflow result:
+// the runner returns a nil result for a template or a dry run, and an asynchronous result, whose
+// metrics are nil (reading them panics), for a direct launch.
+func report(w io.Writer, res beam.PipelineResult, l launch) error {
+	switch {
+	case l.dryRun:
+		fmt.Fprintln(w, "dry run: nothing submitted")
+	case l.dataflow && l.template != "":
+		fmt.Fprintf(w, "job written to %s (the Flex Template launcher submits it)\n", l.template)
+	case l.dataflow:
+		if isNil(res) || res.JobID() == "" {
+			return fmt.Errorf("the Dataflow runner returned no job id: the job may not have been submitted; see the log above")
+		}
+		id := res.JobID()
+		fmt.Fprintf(w, "Dataflow job submitted: %s\n", id)
+		fmt.Fprintf(w, "console: https://console.cloud.google.com/dataflow/jobs/%s/%s?project=%s\n", l.region, id, l.project)
+		fmt.Fprintf(w, "stop it with: gcloud dataflow jobs drain %s --region=%s --project=%s\n", id, l.region, l.project)
+	case isNil(res):
+		fmt.Fprintln(w, "the pipeline ended (the runner returned no metrics)")
+	default:
+		if line := metricsLine(res); line != "" {
+			fmt.Fprintln(w, line)
+		}
+	}
+	return nil
+}
+
+// isNil reports whether res is nil, or an interface holding a nil pointer (the Dataflow runner
+// returns a typed nil *dataflowPipelineResult for a template).
+func isNil(res beam.PipelineResult) bool {
+	if res == nil {
+		return true
+	}
+	v := reflect.ValueOf(res)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// metricsLine formats the pipeline's metrics on one line, "metrics: name=value ...",
+// distributions as count/sum/min/max; "" when there are none.
+func metricsLine(res beam.PipelineResult) string {
+	all := res.Metrics().AllMetrics()
+	counters := map[string]int64{}
+	for _, c := range all.Counters() {
+		if c.Key.Namespace == message.Namespace {
+			counters[c.Key.Name] += c.Result()
+		}
+	}
+	var parts []string
+	for name, v := range counters {
+		parts = append(parts, fmt.Sprintf("%s=%d", name, v))
+	}
+	for _, d := range all.Distributions() {
+		if d.Key.Namespace == message.Namespace {
+			r := d.Result()
+			parts = append(parts, fmt.Sprintf("%s=count:%d,sum:%d,min:%d,max:%d", d.Key.Name, r.Count, r.Sum, r.Min, r.Max))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	sort.Strings(parts)
+	return "metrics: " + strings.Join(parts, " ")
+}
+
+// stringFlag returns the value of the global flag name, "" when it is not defined.
+func stringFlag(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+// intFlag returns the value of the global integer flag name, 0 when it is not defined.
+func intFlag(name string) int {
+	n, _ := strconv.Atoi(stringFlag(name))
+	return n
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+)
+
+// asyncResult is what the Dataflow runner returns for an asynchronous submission: a job id and
+// nil metrics, which its Metrics method dereferences.
+type asyncResult struct {
+	jobID   string
+	metrics *metrics.Results
+}
+
+func (r *asyncResult) Metrics() metrics.Results { return *r.metrics }
+func (r *asyncResult) JobID() string            { return r.jobID }
+
+// TestReport feeds the result handling what the runners return: a typed nil for a template
+// written by the Flex Template launch, a plain nil for a dry run, an asynchronous Dataflow
+// result whose metrics panic, and a local result.
+func TestReport(t *testing.T) {
+	dataflow := launch{runner: "dataflow", dataflow: true, project: "my-project", region: "us-central1"}
+	template := dataflow
+	template.template = "gs://b/templates/job_object"
+	dry := dataflow
+	dry.dryRun = true
+	for _, tc := range []struct {
+		name    string
+		res     *asyncResult
+		l       launch
+		want    []string
+		wantErr string
+	}{
+		{name: "template, typed nil result", res: nil, l: template,
+			want: []string{"job written to gs://b/templates/job_object"}},
+		{name: "dry run, nil result", res: nil, l: dry, want: []string{"dry run: nothing submitted"}},
+		{name: "direct, asynchronous result", res: &asyncResult{jobID: "2026-12-01_01_02_03-123"}, l: dataflow,
+			want: []string{
+				"Dataflow job submitted: 2026-12-01_01_02_03-123",
+				"https://console.cloud.google.com/dataflow/jobs/us-central1/2026-12-01_01_02_03-123?project=my-project",
+			}},
+		{name: "direct, no result", res: nil, l: dataflow, wantErr: "no job id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := report(&out, tc.res, tc.l) // a nil tc.res is a typed nil, as the runner returns it
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output %q lacks %q", out.String(), w)
+				}
+			}
+		})
+	}
+
+	// A plain nil, as the dry run returns it.
+	var out0 bytes.Buffer
+	if err := report(&out0, nil, template); err != nil || !strings.Contains(out0.String(), "job written to") {
+		t.Errorf("plain nil result: %q, %v", out0.String(), err)
+	}
+
+	// A local result with no metrics of ours prints no empty "metrics:" line.
+	var out bytes.Buffer
+	if err := report(&out, &asyncResult{metrics: &metrics.Results{}}, launch{runner: "prism"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "metrics:") {
+		t.Errorf("printed %q for a result without metrics", out.String())
+	}
+}
+
+// newFlagSet returns the program's flags: the template parameters and the Beam flags the tests
+// use (the global set holds the SDK's).
+func newFlagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	var o pipeline.Options
+	pipeline.RegisterFlags(fs, &o)
+	for _, name := range []string{"service_account_email", "staging_location", "temp_location", "experiments",
+		"dataflow_kms_key", "max_num_workers", "template_location", "project", "region", "runner"} {
+		fs.String(name, "", "")
+	}
+	fs.Bool("no_use_public_ips", false, "")
+	fs.Bool("dry_run", false, "")
+	return fs
+}
+
+func TestNormalizeArgs(t *testing.T) {
+	fs := newFlagSet()
+	in := []string{
+		"--inputSubscription=projects/p/subscriptions/s",
+		"--serviceAccount=worker@p.iam.gserviceaccount.com",
+		"--stagingLocation=gs://b/staging",
+		"--tempLocation", "gs://b/tmp",
+		"--streaming=true",
+		"--enable_streaming_engine",
+		"--experiments=a,b",
+		"--additional_experiments=c",
+		"--experiments", "d",
+		"--kms_key=projects/p/locations/l/keyRings/r/cryptoKeys/k",
+		"--maxNumWorkers=10",
+		"--dry_run",
+		"-region=us-central1",
+		"--someJavaOnlyOption=42",
+		"--setup_file", "./setup.py",
+	}
+	got, notes := normalizeArgs(fs, in)
+	want := []string{
+		"--inputSubscription=projects/p/subscriptions/s",
+		"--service_account_email=worker@p.iam.gserviceaccount.com",
+		"--staging_location=gs://b/staging",
+		"--temp_location=gs://b/tmp",
+		"--dataflow_kms_key=projects/p/locations/l/keyRings/r/cryptoKeys/k",
+		"--max_num_workers=10",
+		"--dry_run",
+		"--region=us-central1",
+		"--experiments=a,b,c,d",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("normalizeArgs (-want +got):\n%s", diff)
+	}
+	if err := fs.Parse(got); err != nil {
+		t.Errorf("the flag set refuses the normalized arguments: %v", err)
+	}
+	noted := map[string]string{}
+	for _, n := range notes {
+		noted[n.Flag] = n.What
+	}
+	for flag, what := range map[string]string{
+		"serviceAccount":          "renamed to --service_account_email",
+		"stagingLocation":         "renamed to --staging_location",
+		"additional_experiments":  "merged into --experiments",
+		"streaming":               "ignored: the Go SDK makes a job streaming",
+		"enable_streaming_engine": "ignored: the Go SDK's Dataflow runner turns Streaming Engine on",
+		"someJavaOnlyOption":      "ignored: neither a template parameter nor a flag",
+		"setup_file":              "ignored:",
+	} {
+		if !strings.HasPrefix(noted[flag], what) {
+			t.Errorf("note for --%s is %q, want %q...", flag, noted[flag], what)
+		}
+	}
+}
+
+func TestRedactArgs(t *testing.T) {
+	const pw = "s3cr3t-Pa55"
+	in := []string{
+		"--clickHousePassword=" + pw,
+		"--clickHousePassword", pw,
+		"--clickHouseUrl=https://user:" + pw + "@host:8443/?password=" + pw,
+		"--clickHouseUsername=default",
+		"--apiToken=abc",
+		"--inputSubscription=projects/p/subscriptions/" + pw,
+		"--clickHousePassword=",
+	}
+	got := strings.Join(redactArgs(in, pw), " ")
+	if strings.Contains(got, pw) || strings.Contains(got, "abc") {
+		t.Errorf("redacted arguments show a secret: %s", got)
+	}
+	for _, want := range []string{"--clickHousePassword=xxxxx", "--clickHousePassword xxxxx", "https://user:xxxxx@host:8443/?password=xxxxx",
+		"--clickHouseUsername=default", "--apiToken=xxxxx", "--clickHousePassword="} {
+		if !strings.Contains(got, want) {
+			t.Errorf("redacted arguments %q lack %q", got, want)
+		}
+	}
+}

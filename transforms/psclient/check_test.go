@@ -1,0 +1,120 @@
+package psclient
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"cloud.google.com/go/iam/apiv1/iampb"
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"cloud.google.com/go/pubsub/v2/pstest"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// iamStandIn answers TestIamPermissions as Pub/Sub does for a caller holding the given
+// permissions on every resource that exists in the emulator (pstest has no IAM service).
+type iamStandIn struct {
+	iampb.UnimplementedIAMPolicyServer
+	granted []string
+	exists  func(resource string) bool
+}
+
+func (s *iamStandIn) TestIamPermissions(_ context.Context, req *iampb.TestIamPermissionsRequest) (*iampb.TestIamPermissionsResponse, error) {
+	if !s.exists(req.GetResource()) {
+		return nil, status.Errorf(codes.NotFound, "Resource not found (resource=%s).", req.GetResource())
+	}
+	var held []string
+	for _, p := range req.GetPermissions() {
+		if slices.Contains(s.granted, p) {
+			held = append(held, p)
+		}
+	}
+	return &iampb.TestIamPermissionsResponse{Permissions: held}, nil
+}
+
+const (
+	project = "projects/test-project"
+	topic   = project + "/topics/t"
+	sub     = project + "/subscriptions/s"
+)
+
+// start runs the emulator with a topic and a subscription, the IAM stand-in granting granted,
+// and, when denyGet, Get of subscriptions and topics denied, as for a service account with only
+// roles/pubsub.subscriber and roles/pubsub.publisher.
+func start(t *testing.T, denyGet bool, granted ...string) *pubsub.Client {
+	t.Helper()
+	var opts []pstest.ServerReactorOption
+	if denyGet {
+		opts = append(opts,
+			pstest.WithErrorInjection("GetSubscription", codes.PermissionDenied, "User not authorized to perform this action."),
+			pstest.WithErrorInjection("GetTopic", codes.PermissionDenied, "User not authorized to perform this action."))
+	}
+	var srv *pstest.Server
+	iam := &iamStandIn{granted: granted, exists: func(r string) bool { return r == topic || r == sub }}
+	srv = pstest.NewServerWithCallback(0, func(g *grpc.Server) { iampb.RegisterIAMPolicyServer(g, iam) }, opts...)
+	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
+	client, err := pubsub.NewClient(context.Background(), "test-project")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(); srv.Close() })
+	ctx := context.Background()
+	if _, err := client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: topic}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.SubscriptionAdminClient.CreateSubscription(ctx, &pubsubpb.Subscription{Name: sub, Topic: topic}); err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+func TestChecks(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		denyGet  bool
+		granted  []string
+		sub, top string // resources checked
+		subErr   []string
+		topErr   []string
+	}{
+		{name: "get allowed", sub: sub, top: topic},
+		{name: "least privilege: the roles deploy.md lists", denyGet: true, granted: []string{ConsumePermission, PublishPermission}, sub: sub, top: topic},
+		{name: "no consume, no publish", denyGet: true, granted: []string{"pubsub.subscriptions.get"}, sub: sub, top: topic,
+			subErr: []string{"inputSubscription " + sub, "lacks the permission pubsub.subscriptions.consume", "roles/pubsub.subscriber"},
+			topErr: []string{"deadLetterTopic " + topic, "lacks the permission pubsub.topics.publish", "roles/pubsub.publisher"}},
+		{name: "missing resources", sub: project + "/subscriptions/nope", top: project + "/topics/nope",
+			subErr: []string{"inputSubscription " + project + "/subscriptions/nope does not exist"},
+			topErr: []string{"deadLetterTopic " + project + "/topics/nope does not exist"}},
+		{name: "missing resources, get denied", denyGet: true, granted: []string{ConsumePermission, PublishPermission},
+			sub: project + "/subscriptions/nope", top: project + "/topics/nope",
+			subErr: []string{"does not exist"}, topErr: []string{"does not exist"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := start(t, tc.denyGet, tc.granted...)
+			check := func(what string, err error, want []string) {
+				t.Helper()
+				if len(want) == 0 {
+					if err != nil {
+						t.Errorf("%s: %v", what, err)
+					}
+					return
+				}
+				if err == nil {
+					t.Fatalf("%s passed, want an error with %q", what, want)
+				}
+				for _, w := range want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("%s: %q lacks %q", what, err, w)
+					}
+				}
+			}
+			check("CheckSubscription", CheckSubscription(ctx, client, tc.sub), tc.subErr)
+			check("CheckTopic", CheckTopic(ctx, client, tc.top), tc.topErr)
+		})
+	}
+}
