@@ -1,0 +1,551 @@
+package integration_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	df "google.golang.org/api/dataflow/v1b3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/gcptest"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
+)
+
+// The launch test's fixed names.
+const (
+	launchBucket    = "staging-bucket"
+	launchProject   = "p"
+	launchRegion    = "us-central1"
+	launchUser      = "launcher"
+	launchPassword  = "Launch-pw-5e7c1a9d" // distinctive: it must never be printed
+	workerAccount   = "worker@p.iam.gserviceaccount.com"
+	launchKMSKey    = "projects/p/locations/l/keyRings/r/cryptoKeys/k"
+	pubsubReadURN   = "beam:transform:pubsub_read:v1"
+	artifactURLType = "beam:artifact:type:url:v1"
+	goWorkerRole    = "beam:artifact:role:go_worker_binary:v1"
+)
+
+// TestLaunch launches the binary for Dataflow, offline: the Flex Template launcher's way (the job
+// is written to --template_location) and a user's way (the job is submitted), with stand-ins of
+// Cloud Storage, the Dataflow jobs API and the OAuth token endpoint (internal/gcptest), and the
+// real start-up checks against ClickHouse and the Pub/Sub emulator. Each launch must end by
+// itself within seconds with status 0, leave the job, the worker binary and the model where
+// Dataflow reads them, and never print the ClickHouse password.
+func TestLaunch(t *testing.T) {
+	bin, binSum := buildLaunchBinary(t)
+
+	// ClickHouse: a server of the test's own, whose user "launcher" has a password, so that the
+	// launch checks the table with a real, non-empty password.
+	ch := startClickHouseWithUser(t, launchUser, launchPassword)
+	ch.CreateTable(t, `CREATE TABLE {table} (id UInt32, name String) ENGINE = MergeTree ORDER BY id`, "events")
+	ch.MustExec(t, deadletter.CreateTable(ch.Database, "dead_letters"))
+
+	// Pub/Sub: the emulator, found by the binary through PUBSUB_EMULATOR_HOST.
+	ps := pubsubtest.Start(t)
+	topic := ps.Topic(t, "launch-events")
+	sub := ps.Subscription(t, topic, "launch-sub", 10*time.Second)
+
+	account := gcptest.StartServiceAccount(t, t.TempDir())
+
+	params := []string{
+		"--inputSubscription=" + sub,
+		"--clickHouseUrl=" + ch.URL,
+		"--clickHouseDatabase=" + ch.Database,
+		"--clickHouseTable=events",
+		"--clickHouseUsername=" + launchUser,
+		"--clickHousePassword=" + launchPassword,
+		"--clickHouseDeadLetterTable=dead_letters",
+	}
+	const templateObject = "templates/job_object"
+	templateURL := "gs://" + launchBucket + "/" + templateObject
+	flexArgs := []string{
+		"--template_location=" + templateURL,
+		"--project=" + launchProject, "--region=" + launchRegion,
+		"--staging_location=gs://" + launchBucket + "/staging",
+		"--temp_location=gs://" + launchBucket + "/tmp",
+	}
+	otherSDKs := []string{
+		"--serviceAccount=" + workerAccount,
+		"--stagingLocation=gs://" + launchBucket + "/staging2",
+		"--tempLocation=gs://" + launchBucket + "/tmp2",
+		"--streaming=true", "--enable_streaming_engine=true",
+		"--experiments=abc", "--additional_experiments=def",
+		"--kms_key=" + launchKMSKey,
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  []string
+		// template is where the job is written; "" for a launch that submits the job.
+		template string
+		staging  string // the staging location's object prefix
+		temp     string // the temp location
+		// otherSDKs: the job carries what the Java/Python-style flags say.
+		otherSDKs bool
+	}{
+		{
+			name:     "flex launcher, --runner=dataflow",
+			args:     append([]string{"--runner=dataflow"}, flexArgs...),
+			template: templateURL, staging: "staging/", temp: "gs://" + launchBucket + "/tmp",
+		},
+		{
+			name:     "flex launcher, FLEX_TEMPLATE_GO_BINARY without --runner",
+			args:     slices.Clone(flexArgs),
+			env:      []string{"FLEX_TEMPLATE_GO_BINARY=" + bin},
+			template: templateURL, staging: "staging/", temp: "gs://" + launchBucket + "/tmp",
+		},
+		{
+			name: "direct launch",
+			args: []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
+				"--staging_location=gs://" + launchBucket + "/staging"},
+			staging: "staging/", temp: "gs://" + launchBucket + "/staging/tmp",
+		},
+		{
+			// The flags of case "flex launcher" in the forms the Java and Python SDKs' launchers
+			// use, and flags that only those SDKs have.
+			name: "flex launcher, other SDKs' flags",
+			args: []string{"--runner=dataflow", "--template_location=" + templateURL,
+				"--project=" + launchProject, "--region=" + launchRegion},
+			template: templateURL, staging: "staging2/", temp: "gs://" + launchBucket + "/tmp2", otherSDKs: true,
+		},
+		{
+			name:    "direct launch, other SDKs' flags",
+			args:    []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion},
+			staging: "staging2/", temp: "gs://" + launchBucket + "/tmp2", otherSDKs: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gcs := gcptest.StartGCS(t, launchBucket)
+			dataflow := gcptest.StartDataflow(t)
+			args := append(slices.Clone(tc.args), params...)
+			if tc.otherSDKs {
+				args = append(args, otherSDKs...)
+			}
+			// The endpoint in the template cases too, so that a job submitted by mistake is seen
+			// here (and stays on this machine) instead of failing on the network.
+			args = append(args, "--dataflow_endpoint="+dataflow.Endpoint())
+			env := append([]string{gcs.Env(), "GOOGLE_APPLICATION_CREDENTIALS=" + account.File}, tc.env...)
+			grantsBefore := len(account.Grants())
+
+			start := time.Now()
+			out, err := runLaunch(t, bin, env, args)
+			elapsed := time.Since(start)
+			t.Logf("the launch ended after %v: %v", elapsed.Round(time.Millisecond), err)
+			if err != nil {
+				t.Errorf("the launch failed: %v", err)
+			} else if elapsed > time.Minute {
+				t.Errorf("the launch took %v, want seconds", elapsed.Round(time.Second))
+			}
+			if strings.Contains(out, launchPassword) {
+				t.Error("the output shows the ClickHouse password")
+			}
+
+			var job *df.Job
+			var jobJSON []byte
+			if tc.template != "" {
+				job, jobJSON = checkTemplate(t, gcs, tc.template, dataflow)
+				checkPrinted(t, out, "where the job was written", tc.template, "Template staged to")
+			} else {
+				job, jobJSON = checkSubmitted(t, dataflow, account, grantsBefore)
+				if job != nil {
+					checkPrinted(t, out, "the job's id", job.Id, "Submitted job:")
+				}
+				if _, ok := gcs.Lookup(launchBucket, templateObject); ok {
+					t.Error("a direct launch wrote a template")
+				}
+			}
+			if job != nil {
+				if bytes.Contains(jobJSON, []byte(launchPassword)) {
+					t.Error("the job's JSON shows the ClickHouse password")
+				}
+				checkStaged(t, gcs, job, tc.staging, bin, binSum, sub)
+				if got := job.Environment.TempStoragePrefix; got != tc.temp {
+					t.Errorf("the job's temp location is %q, want %q", got, tc.temp)
+				}
+				if tc.otherSDKs {
+					checkOtherSDKs(t, job)
+				}
+			}
+			if t.Failed() {
+				t.Logf("Cloud Storage holds %q", gcs.Objects(t, launchBucket, ""))
+				t.Logf("the Dataflow stand-in received %+v", dataflow.Requests())
+				t.Logf("output:\n%s", out)
+			}
+		})
+	}
+}
+
+// buildLaunchBinary builds ./flex-template as the Dockerfile does (static, -trimpath) and returns
+// its path and SHA-256.
+func buildLaunchBinary(t *testing.T) (path, sum string) {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("the module root: %v", err)
+	}
+	path = filepath.Join(t.TempDir(), "pubsub-to-clickhouse")
+	start := time.Now()
+	cmd := exec.Command("go", "build", "-trimpath", "-o", path, "./flex-template")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -trimpath -o %s ./flex-template: %v\n%s", path, err, out)
+	}
+	t.Logf("built the binary in %v", time.Since(start).Round(time.Millisecond))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.Sum256(b)
+	return path, hex.EncodeToString(h[:])
+}
+
+// startClickHouseWithUser starts a ClickHouse server of the test's own (scripts/clickhouse.sh on
+// free ports, data in the test's temporary directory) with one more user, who has a password,
+// and returns a fresh database on it whose URL is the native protocol's. The server is stopped
+// when the test ends.
+func startClickHouseWithUser(t *testing.T, user, password string) *chtest.Server {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "users.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// users.d/*.xml is merged into the users.xml the script writes.
+	usersXML := fmt.Sprintf(`<yandex>
+  <users>
+    <%[1]s>
+      <password>%[2]s</password>
+      <networks><ip>::/0</ip></networks>
+      <profile>default</profile>
+      <quota>default</quota>
+    </%[1]s>
+  </users>
+</yandex>
+`, user, password)
+	if err := os.WriteFile(filepath.Join(dir, "users.d", user+".xml"), []byte(usersXML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ports := freePorts(t, 2)
+	tcp, http := ports[0], ports[1]
+	env := append(os.Environ(), "CLICKHOUSE_DIR="+dir,
+		fmt.Sprintf("CLICKHOUSE_TCP_PORT=%d", tcp), fmt.Sprintf("CLICKHOUSE_HTTP_PORT=%d", http))
+	script := func(verb string) error {
+		cmd := exec.Command(filepath.Join("..", "scripts", "clickhouse.sh"), verb)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("scripts/clickhouse.sh %s: %v\n%s", verb, err, out)
+		}
+		return nil
+	}
+	if err := script("start"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := script("stop"); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Setenv("CLICKHOUSE_URL", fmt.Sprintf("clickhouse://127.0.0.1:%d", tcp))
+	t.Setenv("CLICKHOUSE_HTTP", fmt.Sprintf("http://127.0.0.1:%d", http))
+	s := chtest.New(t)
+	// The user answers with the password (users.d is read at start; wait for it all the same).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := s.Query("SELECT 1", "user="+user, "password="+password)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ClickHouse user %s with a password: %v", user, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return s
+}
+
+// freePorts returns n distinct TCP ports on loopback that were free a moment ago.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// runLaunch runs the binary in a temporary directory with the test's environment (less the
+// variables that would change the launch) and env, and returns its combined output. It stops
+// the binary after two minutes: every launch is expected to end within seconds.
+func runLaunch(t *testing.T, bin string, env, args []string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = t.TempDir()
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "FLEX_TEMPLATE_GO_BINARY", "STORAGE_EMULATOR_HOST", "GOOGLE_APPLICATION_CREDENTIALS":
+			continue
+		}
+		cmd.Env = append(cmd.Env, kv)
+	}
+	cmd.Env = append(cmd.Env, env...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("still running after 2 minutes, stopped: %w", ctx.Err())
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		err = fmt.Errorf("exit status %d", exit.ExitCode())
+	}
+	return out.String(), err
+}
+
+// checkTemplate checks the template object: a v1b3 job of type JOB_TYPE_STREAMING; and that no
+// job was submitted.
+func checkTemplate(t *testing.T, gcs *gcptest.GCS, templateURL string, dataflow *gcptest.Dataflow) (*df.Job, []byte) {
+	t.Helper()
+	if n := len(dataflow.Jobs()); n != 0 {
+		t.Errorf("a launch with --template_location submitted %d jobs", n)
+	}
+	bucket, name, _ := gcptest.SplitURL(templateURL)
+	raw, ok := gcs.Lookup(bucket, name)
+	if !ok {
+		t.Errorf("no job written to %s", templateURL)
+		return nil, nil
+	}
+	var job df.Job
+	if err := json.Unmarshal(raw, &job); err != nil {
+		t.Errorf("%s is not a v1b3 job: %v\n%.2000s", templateURL, err, raw)
+		return nil, nil
+	}
+	if job.Type != "JOB_TYPE_STREAMING" {
+		t.Errorf("the job written to %s has type %q, want JOB_TYPE_STREAMING", templateURL, job.Type)
+	}
+	if job.ProjectId != launchProject {
+		t.Errorf("the job's project is %q, want %q", job.ProjectId, launchProject)
+	}
+	if job.Environment == nil {
+		t.Errorf("the job written to %s has no environment", templateURL)
+		return nil, nil
+	}
+	return &job, raw
+}
+
+// checkSubmitted checks that exactly one streaming job was submitted, with the service
+// account's token, and returns it.
+func checkSubmitted(t *testing.T, dataflow *gcptest.Dataflow, account *gcptest.Account, grantsBefore int) (*df.Job, []byte) {
+	t.Helper()
+	for _, g := range account.Grants()[grantsBefore:] {
+		if g.Err != "" {
+			t.Errorf("the token endpoint refused a grant: %s", g.Err)
+		}
+	}
+	if tokens := dataflow.Tokens(); !slices.Equal(tokens, []string{gcptest.Token}) {
+		t.Errorf("the Dataflow stand-in saw the bearer tokens %q, want [%s]", tokens, gcptest.Token)
+	}
+	for _, r := range dataflow.Requests() {
+		if r.Token == "" {
+			t.Errorf("%s %s came without a bearer token", r.Method, r.Path)
+		}
+		if r.Status >= 400 {
+			t.Errorf("%s %s was answered %d", r.Method, r.Path, r.Status)
+		}
+	}
+	jobs := dataflow.Jobs()
+	if len(jobs) != 1 {
+		t.Errorf("the Dataflow stand-in received %d jobs, want 1", len(jobs))
+		return nil, nil
+	}
+	job := jobs[0]
+	if job.Type != "JOB_TYPE_STREAMING" {
+		t.Errorf("the job has type %q, want JOB_TYPE_STREAMING", job.Type)
+	}
+	if job.ProjectId != launchProject || job.Location != launchRegion {
+		t.Errorf("the job was created in projects/%s/locations/%s, want projects/%s/locations/%s", job.ProjectId, job.Location, launchProject, launchRegion)
+	}
+	if job.Environment == nil {
+		t.Error("the submitted job has no environment")
+		return nil, nil
+	}
+	return job, dataflow.RawJobs()[0]
+}
+
+// checkPrinted checks that the program says want once the job is done: in a line after the
+// SDK's own line that contains sdkLine ("Template staged to", "Submitted job:"), other than the
+// SDK's log lines that follow it (its console and logs URLs).
+func checkPrinted(t *testing.T, out, what, want, sdkLine string) {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, sdkLine) })
+	if i < 0 {
+		t.Errorf("the output lacks the SDK's line %q", sdkLine)
+		return
+	}
+	for _, l := range lines[i+1:] {
+		if strings.Contains(l, want) && !strings.Contains(l, "https://console.cloud.google.com/logs/viewer") {
+			t.Logf("printed: %s", strings.TrimSpace(l))
+			return
+		}
+	}
+	t.Errorf("the output does not say %s (%s) after the SDK's line %q", what, want, sdkLine)
+}
+
+// sdkPipelineOptions is the part of the job's environment.sdkPipelineOptions the test reads.
+type sdkPipelineOptions struct {
+	Options struct {
+		PipelineURL       string   `json:"pipelineUrl"`
+		PipelineProtoHash string   `json:"pipelineProtoHash"`
+		Experiments       []string `json:"experiments"`
+		TempLocation      string   `json:"tempLocation"`
+	} `json:"options"`
+}
+
+// checkStaged checks the worker binary and the model under gs://staging-bucket/<staging>: the
+// worker is the built binary, as the job's worker package and the model's environment say; the
+// model is the job's pipeline and reads the subscription with Dataflow's Pub/Sub read.
+func checkStaged(t *testing.T, gcs *gcptest.GCS, job *df.Job, staging, bin, binSum, subscription string) {
+	t.Helper()
+	var workers, models []string
+	for _, name := range gcs.Objects(t, launchBucket, staging) {
+		switch {
+		case strings.HasSuffix(name, "/worker"):
+			workers = append(workers, name)
+		case strings.HasSuffix(name, "/model"):
+			models = append(models, name)
+		}
+	}
+	if len(workers) != 1 || len(models) != 1 {
+		t.Errorf("gs://%s/%s holds the workers %q and the models %q, want one of each", launchBucket, staging, workers, models)
+		return
+	}
+	workerURL := "gs://" + launchBucket + "/" + workers[0]
+	modelURL := "gs://" + launchBucket + "/" + models[0]
+
+	// The worker: the binary itself, byte for byte.
+	worker := gcs.Read(t, launchBucket, workers[0])
+	h := sha256.Sum256(worker)
+	if got := hex.EncodeToString(h[:]); got != binSum {
+		t.Errorf("%s has SHA-256 %s (%d bytes), want the built binary's %s", workerURL, got, len(worker), binSum)
+	}
+	var pkgs []*df.Package
+	for _, wp := range job.Environment.WorkerPools {
+		pkgs = append(pkgs, wp.Packages...)
+	}
+	var found bool
+	for _, p := range pkgs {
+		if p.Name == "worker" {
+			found = true
+			if p.Location != workerURL || p.Sha256 != binSum {
+				t.Errorf("the job's worker package is %s sha256 %s, want %s sha256 %s", p.Location, p.Sha256, workerURL, binSum)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the job has no worker package among %+v", pkgs)
+	}
+
+	// The model: the job's pipeline.
+	modelBytes := gcs.Read(t, launchBucket, models[0])
+	var opts sdkPipelineOptions
+	if err := json.Unmarshal(job.Environment.SdkPipelineOptions, &opts); err != nil {
+		t.Errorf("the job's sdkPipelineOptions: %v", err)
+	}
+	mh := sha256.Sum256(modelBytes)
+	if opts.Options.PipelineURL != modelURL || opts.Options.PipelineProtoHash != hex.EncodeToString(mh[:]) {
+		t.Errorf("the job's pipeline is %s (hash %s), want %s (hash %s)", opts.Options.PipelineURL, opts.Options.PipelineProtoHash, modelURL, hex.EncodeToString(mh[:]))
+	}
+	var p pipepb.Pipeline
+	if err := proto.Unmarshal(modelBytes, &p); err != nil {
+		t.Errorf("%s is not a Beam pipeline: %v", modelURL, err)
+		return
+	}
+	var reads []string
+	for id, tr := range p.GetComponents().GetTransforms() {
+		if tr.GetSpec().GetUrn() != pubsubReadURN {
+			continue
+		}
+		var payload pipepb.PubSubReadPayload
+		if err := proto.Unmarshal(tr.GetSpec().GetPayload(), &payload); err != nil {
+			t.Errorf("transform %s: its PubSubReadPayload: %v", id, err)
+			continue
+		}
+		reads = append(reads, payload.GetSubscription())
+	}
+	if !slices.Equal(reads, []string{subscription}) {
+		t.Errorf("the model's %s transforms read %q, want [%s]", pubsubReadURN, reads, subscription)
+	}
+	// The model's environment names the staged worker and its hash.
+	var deps []string
+	for id, env := range p.GetComponents().GetEnvironments() {
+		for _, dep := range env.GetDependencies() {
+			if dep.GetRoleUrn() != goWorkerRole {
+				continue
+			}
+			var a pipepb.ArtifactUrlPayload
+			if dep.GetTypeUrn() == artifactURLType {
+				if err := proto.Unmarshal(dep.GetTypePayload(), &a); err != nil {
+					t.Errorf("environment %s: its worker artifact: %v", id, err)
+				}
+			}
+			deps = append(deps, fmt.Sprintf("%s %s sha256 %s", dep.GetTypeUrn(), a.GetUrl(), a.GetSha256()))
+		}
+	}
+	if want := fmt.Sprintf("%s %s sha256 %s", artifactURLType, workerURL, binSum); !slices.Equal(deps, []string{want}) {
+		t.Errorf("the model's Go worker artifacts are %q, want [%s]", deps, want)
+	}
+}
+
+// checkOtherSDKs checks what the other SDKs' flags say: the workers' service account, the
+// experiments, the KMS key.
+func checkOtherSDKs(t *testing.T, job *df.Job) {
+	t.Helper()
+	env := job.Environment
+	if env.ServiceAccountEmail != workerAccount {
+		t.Errorf("the job's service account is %q, want %s", env.ServiceAccountEmail, workerAccount)
+	}
+	var opts sdkPipelineOptions
+	json.Unmarshal(env.SdkPipelineOptions, &opts)
+	for _, want := range []string{"abc", "def", "enable_streaming_engine"} {
+		if !slices.Contains(env.Experiments, want) {
+			t.Errorf("the job's experiments %q lack %s", env.Experiments, want)
+		}
+		if !slices.Contains(opts.Options.Experiments, want) {
+			t.Errorf("the job's pipeline options' experiments %q lack %s", opts.Options.Experiments, want)
+		}
+	}
+	if env.ServiceKmsKeyName != launchKMSKey {
+		t.Errorf("the job's KMS key is %q, want %s", env.ServiceKmsKeyName, launchKMSKey)
+	}
+}
