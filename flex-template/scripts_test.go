@@ -1,10 +1,19 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestScripts runs build.sh and run.sh with --help and with --dry-run, which prints the gcloud
@@ -86,6 +95,362 @@ func TestScripts(t *testing.T) {
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || !strings.Contains(out, "unknown template parameter: stopAfterIdle") {
 			t.Errorf("run.sh accepts stopAfterIdle, which is not a template parameter: %v\n%s", err, out)
+		}
+	})
+}
+
+// TestCanary runs canary.sh with fake gcloud and curl executables first on PATH: small shell
+// scripts that record their arguments (one file per call) and answer as the real ones would, curl
+// with the counts that FAKE_ROWS and FAKE_DEAD list (";"-separated, one per query, the last one
+// repeated).
+func TestCanary(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatalf("bash: %v", err)
+	}
+	if out, err := command(t, ".", nil, bash, "-n", "canary.sh"); err != nil {
+		t.Fatalf("bash -n canary.sh: %v\n%s", err, out)
+	}
+
+	bin := t.TempDir()
+	fakes := map[string]string{
+		"gcloud": `#!/bin/sh
+f=$(mktemp "$FAKE_LOG/gcloud.XXXXXX") || exit 99
+printf '%s\0' "$@" >"$f"
+case "$1 $2 $3" in
+"dataflow jobs describe") echo "${FAKE_JOB_STATE:-JOB_STATE_RUNNING}" ;;
+"pubsub topics publish") printf "messageIds:\n- '%s'\n" "${f##*.}" ;;
+"dataflow jobs drain") echo "Started draining jobs..." ;;
+*) echo "ERROR: (gcloud) fake gcloud: unexpected arguments: $*" >&2; exit 2 ;;
+esac
+`,
+		"curl": `#!/bin/sh
+f=$(mktemp "$FAKE_LOG/curl.XXXXXX") || exit 99
+printf '%s\0' "$@" >"$f"
+query=""
+while [ $# -gt 0 ]; do
+  case $1 in
+  -K) cp "$2" "$FAKE_LOG/config.${f##*.}"; shift ;;
+  --data-binary) query=$2; shift ;;
+  esac
+  shift
+done
+case $query in
+*raw_message*) kind=dead answers=$FAKE_DEAD ;;
+*) kind=rows answers=$FAKE_ROWS ;;
+esac
+n=$(($(cat "$FAKE_LOG/$kind.calls" 2>/dev/null || echo 0) + 1))
+echo "$n" >"$FAKE_LOG/$kind.calls"
+answer=$(printf '%s' "$answers" | cut -d';' -f"$n")
+[ -n "$answer" ] || answer=${answers##*;}
+printf '%s\n' "$answer"
+`,
+	}
+	for name, script := range fakes {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	const (
+		password = `s3cr"et\pw`
+		job      = "2026-12-01_01_02_03-1234567890"
+		url      = "https://ch.example.com:8443"
+		jobURL   = "https://console.cloud.google.com/dataflow/jobs/us-central1/" + job + "?project=my-project"
+	)
+	base := []string{"canary.sh", "--project", "my-project", "--region", "us-central1", "--job-id", job,
+		"--topic", "events", "--clickhouse-url", url + "/", "--clickhouse-user", "ingest",
+		"--database", "analytics", "--table", "events"}
+
+	// run runs canary.sh with the fakes; it returns the output, the exit status, and the arguments
+	// of each gcloud and curl call.
+	type calls struct{ gcloud, curl, configs [][]string }
+	run := func(t *testing.T, rows, dead, state string, args ...string) (string, int, calls) {
+		t.Helper()
+		log := t.TempDir()
+		env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "FAKE_LOG=" + log,
+			"FAKE_ROWS=" + rows, "FAKE_DEAD=" + dead, "FAKE_JOB_STATE=" + state, "CLICKHOUSE_PASSWORD=" + password}
+		out, err := command(t, ".", env, bash, append(append([]string{}, base...), args...)...)
+		status := 0
+		if err != nil {
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Fatalf("canary.sh: %v\n%s", err, out)
+			}
+			status = exit.ExitCode()
+		}
+		if strings.Contains(out, "s3cr") {
+			t.Errorf("the output shows the password:\n%s", out)
+		}
+		var c calls
+		entries, err := os.ReadDir(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			data, err := os.ReadFile(filepath.Join(log, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fields := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
+			switch {
+			case strings.HasPrefix(e.Name(), "gcloud."):
+				c.gcloud = append(c.gcloud, fields)
+			case strings.HasPrefix(e.Name(), "curl."):
+				c.curl = append(c.curl, fields)
+			case strings.HasPrefix(e.Name(), "config."):
+				c.configs = append(c.configs, []string{string(data)})
+				continue
+			default:
+				continue
+			}
+			if strings.Contains(string(data), "s3cr") {
+				t.Errorf("the password is in the arguments of %s: %q", e.Name(), fields)
+			}
+		}
+		return out, status, c
+	}
+	// ids returns the run tag and the first and last id that canary.sh printed.
+	ids := func(t *testing.T, out string) (tag string, first, last uint64) {
+		t.Helper()
+		m := regexp.MustCompile(`(?m)^Run tag: +(canary-(\d{8}T\d{6}Z)-(\d{5}))\nIds: +(\d+) to (\d+) `).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no run tag and ids in the output:\n%s", out)
+		}
+		first, _ = strconv.ParseUint(m[4], 10, 64)
+		last, _ = strconv.ParseUint(m[5], 10, 64)
+		return m[1], first, last
+	}
+	// byCommand splits gcloud calls by their first three arguments.
+	byCommand := func(c calls) map[string][][]string {
+		m := map[string][][]string{}
+		for _, args := range c.gcloud {
+			if len(args) >= 3 {
+				k := strings.Join(args[:3], " ")
+				m[k] = append(m[k], args[3:])
+			}
+		}
+		return m
+	}
+	// queries returns the --data-binary arguments of the curl calls, checking the other arguments.
+	queries := func(t *testing.T, c calls) (rows, dead []string) {
+		t.Helper()
+		for _, args := range c.curl {
+			if len(args) != 8 || strings.Join(args[:4], " ") != "-sS --max-time 30 -K" || args[5] != "--data-binary" || args[7] != url+"/" {
+				t.Errorf("curl arguments: %q", args)
+				continue
+			}
+			if strings.Contains(args[6], "raw_message") {
+				dead = append(dead, args[6])
+			} else {
+				rows = append(rows, args[6])
+			}
+		}
+		for _, cfg := range c.configs {
+			if want := `user = "ingest:s3cr\"et\\pw"` + "\n"; cfg[0] != want {
+				t.Errorf("curl's -K config is %q, want %q", cfg[0], want)
+			}
+		}
+		if len(c.configs) != len(c.curl) {
+			t.Errorf("%d curl calls, %d with a -K config", len(c.curl), len(c.configs))
+		}
+		return rows, dead
+	}
+	wantPublished := func(t *testing.T, c calls, messages []string) {
+		t.Helper()
+		publish := byCommand(c)["pubsub topics publish"]
+		got := map[string]int{}
+		for _, args := range publish {
+			if len(args) != 5 || strings.Join(args[:4], " ") != "projects/my-project/topics/events --project my-project --message" {
+				t.Errorf("publish arguments: %q", args)
+				continue
+			}
+			got[args[4]]++
+		}
+		for _, m := range messages {
+			if got[m] != 1 {
+				t.Errorf("message %s published %d times, want once", m, got[m])
+			}
+		}
+		if len(publish) != len(messages) {
+			t.Errorf("%d publish calls, want %d: %q", len(publish), len(messages), publish)
+		}
+	}
+
+	t.Run("all land", func(t *testing.T) {
+		// The second count has 5 rows but only 4 distinct ids: the wait goes on.
+		out, status, c := run(t, "0\t0;5\t4;6\t5", "0", "JOB_STATE_RUNNING",
+			"--dead-letter-table", "events_dead_letter", "--messages", "5", "--extra-json", ` {"name": "canary"} `,
+			"--drain", "--poll-seconds", "1", "--timeout", "60")
+		if status != 0 {
+			t.Fatalf("canary.sh exited with %d, want 0:\n%s", status, out)
+		}
+		tag, first, last := ids(t, out)
+		// The ids come from the tag: its time in Unix seconds * 10^9 + its random number * 10^4.
+		m := regexp.MustCompile(`^canary-(.*)-(\d{5})$`).FindStringSubmatch(tag)
+		at, err := time.Parse("20060102T150405Z", m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := strconv.ParseUint(m[2], 10, 64)
+		if want := uint64(at.Unix())*1e9 + r*1e4; first != want || last != first+4 {
+			t.Errorf("ids %d to %d for run %s, want %d to %d", first, last, tag, want, want+4)
+		}
+		if first > math.MaxInt64 {
+			t.Errorf("first id %d does not fit Int64", first)
+		}
+
+		var messages []string
+		for i := uint64(0); i < 5; i++ {
+			messages = append(messages, fmt.Sprintf(`{"id":%d,"name": "canary"}`, first+i))
+		}
+		wantPublished(t, c, messages)
+		for _, msg := range messages {
+			var v map[string]any
+			if err := json.Unmarshal([]byte(msg), &v); err != nil {
+				t.Errorf("message %s is not JSON: %v", msg, err)
+			}
+		}
+
+		rows, dead := queries(t, c)
+		wantRows := fmt.Sprintf("SELECT count(), uniqExact(`id`) FROM `analytics`.`events` WHERE `id` BETWEEN %d AND %d FORMAT TabSeparated", first, last)
+		if len(rows) != 3 {
+			t.Errorf("%d row counts, want 3 (the check before publishing and two polls): %q", len(rows), rows)
+		}
+		for _, q := range rows {
+			if q != wantRows {
+				t.Errorf("row count query\n%s\nwant\n%s", q, wantRows)
+			}
+		}
+		if len(dead) != 3 {
+			t.Errorf("%d dead-letter counts, want 3: %q", len(dead), dead)
+		}
+		for _, q := range dead {
+			for _, want := range []string{
+				"SELECT uniqExact(visitParamExtractUInt(raw_message, 'id')) FROM `analytics`.`events_dead_letter` WHERE failed_at >= toDateTime(",
+				fmt.Sprintf("AND visitParamExtractUInt(raw_message, 'id') BETWEEN %d AND %d FORMAT TabSeparated", first, last),
+			} {
+				if !strings.Contains(q, want) {
+					t.Errorf("dead-letter count query\n%s\ndoes not hold\n%s", q, want)
+				}
+			}
+		}
+
+		cmds := byCommand(c)
+		wantDescribe := []string{job, "--region=us-central1", "--project=my-project", "--format=value(currentState)"}
+		if d := cmds["dataflow jobs describe"]; len(d) != 1 || !slices.Equal(d[0], wantDescribe) {
+			t.Errorf("describe calls %q, want one with %q", d, wantDescribe)
+		}
+		wantDrain := []string{job, "--region=us-central1", "--project=my-project"}
+		if d := cmds["dataflow jobs drain"]; len(d) != 1 || !slices.Equal(d[0], wantDrain) {
+			t.Errorf("drain calls %q, want one: gcloud dataflow jobs drain %s", d, strings.Join(wantDrain, " "))
+		}
+		for _, want := range []string{
+			"Summary: published 5, rows 6, distinct rows 5, duplicates 1, dead letters 0, missing 0\n",
+			"OK: every message is a row or a dead letter (run " + tag + ").",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the output does not hold %q:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("missing", func(t *testing.T) {
+		start := time.Now()
+		// 3 rows (2 distinct) and 1 dead letter for 4 messages: one is missing.
+		out, status, c := run(t, "0\t0;3\t2", "0;1", "JOB_STATE_RUNNING",
+			"--dead-letter-table", "events_dead_letter", "--messages", "4", "--id-column", "user_id",
+			"--id-base", "1000", "--tag-field", "canary_run", "--timeout", "2", "--poll-seconds", "1")
+		if status != 1 {
+			t.Fatalf("canary.sh exited with %d, want 1:\n%s", status, out)
+		}
+		if d := time.Since(start); d > 30*time.Second {
+			t.Errorf("canary.sh took %v with --timeout 2", d)
+		}
+		tag, first, last := ids(t, out)
+		if first != 1000 || last != 1003 {
+			t.Errorf("ids %d to %d, want 1000 to 1003 (--id-base 1000)", first, last)
+		}
+		var messages []string
+		for i := 1000; i < 1004; i++ {
+			messages = append(messages, fmt.Sprintf(`{"user_id":%d,"canary_run":"%s"}`, i, tag))
+		}
+		wantPublished(t, c, messages)
+		rows, dead := queries(t, c)
+		wantRows := "SELECT count(), uniqExact(`user_id`) FROM `analytics`.`events` WHERE `user_id` BETWEEN 1000 AND 1003 FORMAT TabSeparated"
+		if len(rows) < 2 || rows[0] != wantRows {
+			t.Errorf("row count queries %q, want several of\n%s", rows, wantRows)
+		}
+		if len(dead) < 2 || !strings.HasSuffix(dead[0],
+			"AND visitParamExtractUInt(raw_message, 'user_id') BETWEEN 1000 AND 1003 AND position(raw_message, '"+tag+"') > 0 FORMAT TabSeparated") {
+			t.Errorf("dead-letter count queries %q do not match the tag %s", dead, tag)
+		}
+		if d := byCommand(c)["dataflow jobs drain"]; len(d) != 0 {
+			t.Errorf("drain without --drain: %q", d)
+		}
+		for _, want := range []string{
+			"Summary: published 4, rows 3, distinct rows 2, duplicates 1, dead letters 1, missing 1\n",
+			"FAIL: 1 of 4 messages are missing",
+			"Look at the job's logs: " + jobURL + "\n",
+			"dead-letter table analytics.events_dead_letter: SELECT failed_at, error_message, raw_message FROM `analytics`.`events_dead_letter`",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the output does not hold %q:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("refusals", func(t *testing.T) {
+		// A finished job and ids already in the table stop the run before anything is published.
+		out, status, c := run(t, "0\t0", "0", "JOB_STATE_FAILED", "--timeout", "1", "--poll-seconds", "1")
+		if status != 1 || !strings.Contains(out, "is JOB_STATE_FAILED") || len(c.curl) != 0 || len(c.gcloud) != 1 {
+			t.Errorf("a failed job: exit %d, %d curl and %d gcloud calls, want 1, 0 and 1 (describe):\n%s", status, len(c.curl), len(c.gcloud), out)
+		}
+		out, status, c = run(t, "3\t3", "0", "JOB_STATE_RUNNING", "--id-base", "7", "--timeout", "1", "--poll-seconds", "1")
+		if status != 1 || !strings.Contains(out, "already holds 3 rows") || len(byCommand(c)["pubsub topics publish"]) != 0 {
+			t.Errorf("ids already in the table: exit %d, want 1 and no publish call:\n%s", status, out)
+		}
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--bogus"}, "unknown argument: --bogus"},
+			{[]string{"--clickhouse-url", "clickhouse://ch:9000"}, "not the native protocol"},
+			{[]string{"--clickhouse-url", "https://u:p@ch:8443"}, "must not hold a user or password"},
+			{[]string{"--table", "analytics.events"}, "--table must be a bare name"},
+			{[]string{"--messages", "0"}, "--messages must be a number from 1 to 10000"},
+			{[]string{"--extra-json", `{"id":1}`}, "--extra-json must be a JSON object without the fields id"},
+			{[]string{"--extra-json", `[1]`}, "--extra-json must be a JSON object"},
+		} {
+			out, status, c := run(t, "0\t0", "0", "JOB_STATE_RUNNING", tc.args...)
+			if status != 2 || !strings.Contains(out, tc.want) || len(c.curl)+len(c.gcloud) != 0 {
+				t.Errorf("%q: exit %d, %d calls, want 2, none, and %q:\n%s", tc.args, status, len(c.curl)+len(c.gcloud), tc.want, out)
+			}
+		}
+	})
+
+	t.Run("dry run and help", func(t *testing.T) {
+		out, status, c := run(t, "0\t0", "0", "JOB_STATE_RUNNING", "--messages", "3", "--id-base", "50", "--drain", "--dry-run")
+		if status != 0 || len(c.curl)+len(c.gcloud) != 0 {
+			t.Fatalf("--dry-run: exit %d, %d calls, want 0 and none:\n%s", status, len(c.curl)+len(c.gcloud), out)
+		}
+		for _, want := range []string{
+			"+ gcloud dataflow jobs describe " + job + " --region=us-central1 --project=my-project '--format=value(currentState)'\n",
+			"--data-binary 'SELECT count(), uniqExact(`id`) FROM `analytics`.`events` WHERE `id` BETWEEN 50 AND 52 FORMAT TabSeparated' " + url + "/\n",
+			"+ gcloud pubsub topics publish projects/my-project/topics/events --project my-project --message '{\"id\":50}'\n",
+			"+ gcloud pubsub topics publish projects/my-project/topics/events --project my-project --message '{\"id\":52}'\n",
+			"+ gcloud dataflow jobs drain " + job + " --region=us-central1 --project=my-project\n",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("--dry-run does not print %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "raw_message") {
+			t.Errorf("--dry-run without --dead-letter-table counts dead letters:\n%s", out)
+		}
+		out, err := command(t, ".", nil, bash, "canary.sh", "--help")
+		if err != nil || !strings.HasPrefix(out, "Usage: flex-template/canary.sh") {
+			t.Errorf("canary.sh --help: %v\n%s", err, out)
 		}
 	})
 }
