@@ -73,7 +73,7 @@ func TestConfigurationErrors(t *testing.T) {
 		{"missing database", map[string]string{"clickHouseDatabase": "no_such_db"}, `clickHouseDatabase: database "no_such_db" does not exist`},
 		{"missing table", map[string]string{"clickHouseTable": "nope"}, "clickHouseTable: table " + o.ClickHouseDatabase + ".nope does not exist"},
 		{"missing dead-letter table", map[string]string{"clickHouseDeadLetterTable": "nope"}, "clickHouseDeadLetterTable: table " + o.ClickHouseDatabase + ".nope does not exist (no columns in system.columns): check the database and table names, and that the user may read the table; create it with: CREATE TABLE `" + o.ClickHouseDatabase + "`.`nope` (raw_message String"},
-		{"missing dead-letter topic", map[string]string{"deadLetterTopic": "projects/test-project/topics/nope"}, "deadLetterTopic projects/test-project/topics/nope:"},
+		{"missing dead-letter topic", map[string]string{"deadLetterTopic": "projects/test-project/topics/nope"}, "deadLetterTopic projects/test-project/topics/nope does not exist"},
 		{"missing subscription", map[string]string{"inputSubscription": "projects/test-project/subscriptions/nope"}, "inputSubscription projects/test-project/subscriptions/nope does not exist"},
 		{"invalid parameters", map[string]string{"inputSubscription": "my-sub", "windowSeconds": "0"}, `inputSubscription "my-sub"`},
 	} {
@@ -90,7 +90,7 @@ func TestConfigurationErrors(t *testing.T) {
 				args = append(args, "--"+k+"="+v)
 			}
 			cmd := exec.Command(bin, args...)
-			cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+e.ps.Server.Addr)
+			cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+e.ps.Addr)
 			done := make(chan struct{})
 			var out []byte
 			var err error

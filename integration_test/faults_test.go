@@ -221,7 +221,7 @@ func TestKilledAndRestarted(t *testing.T) {
 	}
 	start := func(extra ...string) *exec.Cmd {
 		cmd := exec.Command(bin, append(args, extra...)...)
-		cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+e.ps.Server.Addr)
+		cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+e.ps.Addr)
 		log, err := os.Create(filepath.Join(t.TempDir(), "pipeline.log"))
 		if err != nil {
 			t.Fatal(err)

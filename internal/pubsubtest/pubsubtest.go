@@ -4,12 +4,15 @@ package pubsubtest
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
+	"google.golang.org/grpc"
 )
 
 // Project is the project of every resource the tests create.
@@ -19,23 +22,41 @@ const Project = "test-project"
 type Emulator struct {
 	Server *pstest.Server
 	Client *pubsub.Client
+	Addr   string // host:port, as PUBSUB_EMULATOR_HOST takes it
 }
 
+// maxRequestBytes is the largest request the emulator takes. Pub/Sub takes publish requests of
+// 10 MB (https://cloud.google.com/pubsub/quotas#resource_limits); pstest's gRPC server keeps
+// gRPC's default of 4 MiB, so Start serves pstest's fake on a gRPC server of its own with
+// Pub/Sub's limit and some room.
+const maxRequestBytes = 12 << 20
+
 // Start starts an emulator, points PUBSUB_EMULATOR_HOST at it for the rest of the test (the
-// pipeline's DoFns run in this process on prism), and stops it when the test ends.
+// pipeline's DoFns run in this process on prism), and stops it when the test ends. Its address
+// serves pstest's fake (Server.GServer) with requests of up to 12 MiB, as Pub/Sub takes 10 MB.
 func Start(t testing.TB) *Emulator {
 	t.Helper()
 	srv := pstest.NewServer()
-	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(maxRequestBytes))
+	pb.RegisterPublisherServer(g, &srv.GServer)
+	pb.RegisterSubscriberServer(g, &srv.GServer)
+	pb.RegisterSchemaServiceServer(g, &srv.GServer)
+	go g.Serve(l)
+	t.Setenv("PUBSUB_EMULATOR_HOST", l.Addr().String())
 	client, err := pubsub.NewClient(context.Background(), Project)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		client.Close()
+		g.Stop()
 		srv.Close()
 	})
-	return &Emulator{Server: srv, Client: client}
+	return &Emulator{Server: srv, Client: client, Addr: l.Addr().String()}
 }
 
 // Topic creates a topic and returns its name, projects/<project>/topics/<id>.
@@ -65,8 +86,12 @@ func (e *Emulator) Subscription(t testing.TB, topic, id string, ackDeadline time
 func (e *Emulator) Publish(t testing.TB, topic string, msgs ...*pubsubpb.PubsubMessage) []string {
 	t.Helper()
 	var ids []string
-	for start := 0; start < len(msgs); start += 1000 {
-		end := min(start+1000, len(msgs))
+	for start, end := 0, 0; start < len(msgs); start = end {
+		// At most 1,000 messages and 9 MB per request, within Pub/Sub's limits.
+		size := 0
+		for end = start; end < len(msgs) && end-start < 1000 && (end == start || size+len(msgs[end].Data) < 9_000_000); end++ {
+			size += len(msgs[end].Data)
+		}
 		resp, err := e.Client.TopicAdminClient.Publish(context.Background(), &pubsubpb.PublishRequest{Topic: topic, Messages: msgs[start:end]})
 		if err != nil {
 			t.Fatal(err)

@@ -6,68 +6,133 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 )
 
-// Class is what an INSERT's failure means for the rows, and so what the write stage does.
+// Class is what an INSERT's failure means for the rows, and so what the write stage does. The
+// rule is what a retry can change: a failure of the transport or a server state that passes is
+// retried and never dead-letters anything; a failure that no split can fix stops loudly; any
+// other exception the server raises for a block is presumed to be about the rows in it.
 type Class int
 
 const (
-	// Transient: the server or the network failed, not the rows (connection refused or reset,
-	// timeouts, too many parts, a server shutting down, authentication lost at runtime, an
-	// unknown error). Retry with backoff; never dead-letter, never acknowledge.
+	// Transient: the network or the server's state failed, not the rows: a connection refused
+	// or reset, a timeout, TLS, and the server codes of transientCodes (memory and part limits,
+	// too many queries, timeouts, shutting down, read-only replica, ZooKeeper/Keeper, quorum).
+	// Retry with backoff; never dead-letter, never acknowledge.
 	Transient Class = iota
-	// Data: the server rejected a value of the rows (cannot parse, type mismatch, out of range,
-	// throwIf, a violated constraint). Split the INSERT until the offending rows are isolated,
-	// insert the rest, dead-letter those rows with the server's error text.
+	// Data: a code known to be about a value (cannot parse, out of range, throwIf, a violated
+	// constraint, ...). Split the INSERT until the offending rows are alone, insert the rest,
+	// dead-letter those rows with the server's code and text.
 	Data
-	// Memory: the server ran out of memory for the INSERT (code 241). Retry with smaller INSERTs.
+	// Memory: the server ran out of memory for the INSERT (code 241). Split it into smaller
+	// INSERTs; a single row is retried as Transient.
 	Memory
 	// Schema: the table no longer matches the pipeline's view of it (a column dropped, renamed
 	// or changed). Refresh the schema and retry.
 	Schema
+	// Refused: the server refuses every INSERT into the table whatever the rows (access denied,
+	// authentication lost, the table or database dropped, a read-only user): no split can fix
+	// it. Retried as Transient (an operator may fix it), then the INSERT fails loudly naming the
+	// cause; nothing is dead-lettered.
+	Refused
+	// Unknown: any other server exception. Presumed to be about the rows (a DEFAULT or
+	// MATERIALIZED expression that fails for some values raises codes such as 153, 376, 49, 36,
+	// 190): retried a bounded number of times (PresumedDataAttempts), then handled as Data. An
+	// unknown code never means "retry forever".
+	Unknown
 )
+
+// PresumedDataAttempts is how many attempts a block that fails with an Unknown code gets before
+// the failure is taken to be about its rows.
+const PresumedDataAttempts = 2
 
 func (c Class) String() string {
-	return [...]string{"transient", "data", "memory", "schema"}[c]
+	return [...]string{"transient", "data", "memory", "schema", "refused", "unknown (presumed data)"}[c]
 }
 
-// ClickHouse error codes (src/Common/ErrorCodes.cpp in the ClickHouse repository).
+// ClickHouse error codes, with their names in src/Common/ErrorCodes.cpp of the ClickHouse
+// repository (the numbers are stable across releases; 18.16 and 24.x agree on these).
 var (
-	dataCodes = map[int32]bool{
-		6:   true, // CANNOT_PARSE_TEXT
-		26:  true, // CANNOT_PARSE_QUOTED_STRING
-		27:  true, // CANNOT_PARSE_INPUT_ASSERTION_FAILED
-		38:  true, // CANNOT_PARSE_DATE
-		41:  true, // CANNOT_PARSE_DATETIME
-		43:  true, // ILLEGAL_TYPE_OF_ARGUMENT
-		53:  true, // TYPE_MISMATCH
-		69:  true, // ARGUMENT_OUT_OF_BOUND
-		70:  true, // CANNOT_CONVERT_TYPE
-		72:  true, // CANNOT_PARSE_NUMBER
-		117: true, // INCORRECT_DATA
-		131: true, // TOO_LARGE_STRING_SIZE
-		321: true, // VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE
-		349: true, // CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN
-		395: true, // FUNCTION_THROW_IF_VALUE_IS_NON_ZERO
-		407: true, // DECIMAL_OVERFLOW
-		469: true, // VIOLATED_CONSTRAINT
-		691: true, // UNKNOWN_ELEMENT_OF_ENUM
+	dataCodes = map[int32]string{
+		6:   "CANNOT_PARSE_TEXT",
+		26:  "CANNOT_PARSE_QUOTED_STRING",
+		27:  "CANNOT_PARSE_INPUT_ASSERTION_FAILED",
+		38:  "CANNOT_PARSE_DATE",
+		41:  "CANNOT_PARSE_DATETIME",
+		43:  "ILLEGAL_TYPE_OF_ARGUMENT",
+		53:  "TYPE_MISMATCH",
+		69:  "ARGUMENT_OUT_OF_BOUND",
+		70:  "CANNOT_CONVERT_TYPE",
+		72:  "CANNOT_PARSE_NUMBER",
+		117: "INCORRECT_DATA",
+		131: "TOO_LARGE_STRING_SIZE",
+		153: "ILLEGAL_DIVISION",
+		190: "SIZES_OF_ARRAYS_DOESNT_MATCH",
+		321: "VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE",
+		349: "CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN",
+		376: "CANNOT_PARSE_UUID",
+		395: "FUNCTION_THROW_IF_VALUE_IS_NON_ZERO",
+		407: "DECIMAL_OVERFLOW",
+		469: "VIOLATED_CONSTRAINT",
+		691: "UNKNOWN_ELEMENT_OF_ENUM",
 	}
-	schemaCodes = map[int32]bool{
-		8:   true, // THERE_IS_NO_COLUMN
-		10:  true, // NOT_FOUND_COLUMN_IN_BLOCK
-		16:  true, // NO_SUCH_COLUMN_IN_TABLE
-		47:  true, // UNKNOWN_IDENTIFIER
-		517: true, // CANNOT_ASSIGN_ALTER
+	schemaCodes = map[int32]string{
+		8:   "THERE_IS_NO_COLUMN",
+		10:  "NOT_FOUND_COLUMN_IN_BLOCK",
+		16:  "NO_SUCH_COLUMN_IN_TABLE",
+		47:  "UNKNOWN_IDENTIFIER",
+		517: "CANNOT_ASSIGN_ALTER",
 	}
-	memoryCodes = map[int32]bool{
-		241: true, // MEMORY_LIMIT_EXCEEDED
+	memoryCodes = map[int32]string{
+		241: "MEMORY_LIMIT_EXCEEDED",
+	}
+	transientCodes = map[int32]string{
+		159: "TIMEOUT_EXCEEDED",
+		160: "TOO_SLOW",
+		173: "CANNOT_ALLOCATE_MEMORY",
+		201: "QUOTA_EXCEEDED",
+		202: "TOO_MANY_SIMULTANEOUS_QUERIES",
+		203: "NO_FREE_CONNECTION",
+		209: "SOCKET_TIMEOUT",
+		210: "NETWORK_ERROR",
+		225: "NO_ZOOKEEPER",
+		236: "ABORTED",
+		242: "TABLE_IS_READ_ONLY",
+		243: "NOT_ENOUGH_SPACE",
+		252: "TOO_MANY_PARTS",
+		279: "ALL_CONNECTION_TRIES_FAILED",
+		285: "TOO_FEW_LIVE_REPLICAS",
+		286: "UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE",
+		289: "REPLICA_IS_NOT_IN_QUORUM",
+		319: "UNKNOWN_STATUS_OF_INSERT",
+		394: "QUERY_WAS_CANCELLED",
+		425: "SYSTEM_ERROR",
+		439: "CANNOT_SCHEDULE_TASK",
+		999: "KEEPER_EXCEPTION",
+	}
+	refusedCodes = map[int32]string{
+		48:  "NOT_IMPLEMENTED", // e.g. a table engine that takes no INSERT
+		60:  "UNKNOWN_TABLE",
+		81:  "UNKNOWN_DATABASE",
+		164: "READONLY",
+		192: "UNKNOWN_USER",
+		193: "WRONG_PASSWORD",
+		194: "REQUIRED_PASSWORD",
+		195: "IP_ADDRESS_NOT_ALLOWED",
+		291: "DATABASE_ACCESS_DENIED",
+		497: "ACCESS_DENIED",
+		516: "AUTHENTICATION_FAILED",
 	}
 )
 
-// Classify says what an INSERT's error means. A *clickhouse.Exception is classified by its code;
-// every other error (network, timeouts, the client itself) is Transient. Errors raised by
-// clickhouse-go while appending the columns, before anything is sent, are wrapped in
-// AppendError by the caller and classified Schema: the server's column types no longer match.
+// Classify says what an INSERT's error means. A *clickhouse.Exception is classified by its code
+// (see the Class constants); every other error (network, TLS, timeouts, the client itself) is
+// Transient. Errors raised by clickhouse-go while appending the columns, before anything is
+// sent, are wrapped in AppendError by the caller and classified Schema: the server's column
+// types no longer match.
 func Classify(err error) Class {
+	var re *RowsError
+	if errors.As(err, &re) {
+		return Data
+	}
 	var ae *AppendError
 	if errors.As(err, &ae) {
 		return Schema
@@ -76,16 +141,51 @@ func Classify(err error) Class {
 	if !errors.As(err, &ex) {
 		return Transient
 	}
-	switch {
-	case dataCodes[ex.Code]:
-		return Data
-	case schemaCodes[ex.Code]:
-		return Schema
-	case memoryCodes[ex.Code]:
-		return Memory
-	}
-	return Transient
+	return ClassOf(ex.Code)
 }
+
+// ClassOf returns the class of a ClickHouse server error code.
+func ClassOf(code int32) Class {
+	switch {
+	case dataCodes[code] != "":
+		return Data
+	case schemaCodes[code] != "":
+		return Schema
+	case memoryCodes[code] != "":
+		return Memory
+	case transientCodes[code] != "":
+		return Transient
+	case refusedCodes[code] != "":
+		return Refused
+	}
+	return Unknown
+}
+
+// Code returns the server error code of err, and whether err holds a server exception.
+func Code(err error) (int32, bool) {
+	var ex *clickhouse.Exception
+	if !errors.As(err, &ex) {
+		return 0, false
+	}
+	return ex.Code, true
+}
+
+// CodeName returns the name of a code this package knows (ACCESS_DENIED), or "".
+func CodeName(code int32) string {
+	for _, m := range []map[int32]string{dataCodes, schemaCodes, memoryCodes, transientCodes, refusedCodes} {
+		if n := m[code]; n != "" {
+			return n
+		}
+	}
+	return ""
+}
+
+// RowsError is the pipeline's own finding that rows cannot be inserted as they are (not the
+// server's): a data error of those rows.
+type RowsError struct{ Err error }
+
+func (e *RowsError) Error() string { return e.Err.Error() }
+func (e *RowsError) Unwrap() error { return e.Err }
 
 // AppendError is a failure of clickhouse-go to take a column's values for an INSERT: the
 // values' Go type does not fit the column type the server announced.

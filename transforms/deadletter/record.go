@@ -22,8 +22,8 @@ type Record struct {
 	FailedAtMillis int64
 	// MessageID is the Pub/Sub message id, for tracing.
 	MessageID string
-	// Attributes are the original message's attributes, passed on to the dead-letter topic
-	// (records of rows the server rejected do not carry them).
+	// Attributes are the original message's attributes, passed on to the dead-letter topic,
+	// for messages that failed to parse and for rows the server rejected alike.
 	Attributes map[string]string
 	// AckID acknowledges the message once the record is written (local source only).
 	AckID string

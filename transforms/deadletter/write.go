@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/ack"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
@@ -284,9 +287,28 @@ func (f *writeFn) publish(ctx context.Context, recs []*Record) error {
 	return nil
 }
 
+// MaxTopicMessageBytes is the largest dead-letter topic message, payload and attributes as
+// Pub/Sub counts them (the PubsubMessage's encoded size): Pub/Sub's 10 MB publish request limit
+// (pubsub.MaxPublishRequestBytes, https://cloud.google.com/pubsub/quotas#resource_limits) less
+// room for the request's topic name and framing.
+const MaxTopicMessageBytes = int(pubsub.MaxPublishRequestBytes) - 2048
+
+// The attributes of a dead letter whose payload was cut to fit the topic.
+const (
+	AttrPayloadTruncated = "payloadTruncated" // "true"
+	AttrPayloadBytes     = "payloadBytes"     // the original payload's length, in bytes
+	AttrPayloadSHA256    = "payloadSha256"    // hex SHA-256 of the original payload
+)
+
 // TopicMessage is the dead-letter topic's message for r: the original payload bytes and
 // attributes, with the attributes errorMessage (cut to Pub/Sub's 1024-byte limit on a UTF-8
 // boundary) and failedAt (RFC 3339, UTC, milliseconds, e.g. 2026-01-15T10:30:00.123Z) set.
+//
+// A message Pub/Sub could not take (over MaxTopicMessageBytes once the attributes are added: an
+// input message near the 10 MB limit) would fail every publish and hold up the dead letters
+// behind it. Its payload is cut to fit instead, and the attributes payloadTruncated=true,
+// payloadBytes (the original length) and payloadSha256 (of the original bytes) say so; the
+// dead-letter table, when configured, keeps the payload whole.
 func TopicMessage(r Record) *pubsub.Message {
 	attrs := make(map[string]string, len(r.Attributes)+2)
 	for k, v := range r.Attributes {
@@ -294,7 +316,17 @@ func TopicMessage(r Record) *pubsub.Message {
 	}
 	attrs["errorMessage"] = cutUTF8(r.ErrorMessage, maxAttributeValueBytes)
 	attrs["failedAt"] = r.FailedAt().Format(FailedAtLayout)
-	return &pubsub.Message{Data: r.Payload, Attributes: attrs}
+	data := r.Payload
+	if size := proto.Size(&pubsubpb.PubsubMessage{Data: data, Attributes: attrs}); size > MaxTopicMessageBytes {
+		sum := sha256.Sum256(data)
+		attrs[AttrPayloadTruncated] = "true"
+		attrs[AttrPayloadBytes] = strconv.Itoa(len(data))
+		attrs[AttrPayloadSHA256] = hex.EncodeToString(sum[:])
+		over := proto.Size(&pubsubpb.PubsubMessage{Data: data, Attributes: attrs}) - MaxTopicMessageBytes
+		// The length prefix of the data field shrinks with it, so cutting "over" bytes is enough.
+		data = data[:max(0, len(data)-over)]
+	}
+	return &pubsub.Message{Data: data, Attributes: attrs}
 }
 
 // cutUTF8 cuts s to at most n bytes without splitting a character; a cut text ends with "…".

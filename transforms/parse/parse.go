@@ -50,6 +50,9 @@ type Row struct {
 	MessageID string
 	// AckID acknowledges the source message once the row is inserted (local source only).
 	AckID string
+	// Attributes are the source message's attributes (nil when it has none), for its dead letter
+	// if the server rejects the row.
+	Attributes map[string]string
 }
 
 func init() {
@@ -146,7 +149,7 @@ func (f *parseFn) ProcessElement(ctx context.Context, m message.Message, emitRow
 		return nil
 	}
 	rowsParsedOK.Inc(ctx, 1)
-	emitRow(Row{Data: append([]byte(nil), f.buf...), Schema: f.conv.SchemaHash(), Payload: m.Data, MessageID: m.ID, AckID: m.AckID})
+	emitRow(Row{Data: append([]byte(nil), f.buf...), Schema: f.conv.SchemaHash(), Payload: m.Data, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes})
 	return nil
 }
 

@@ -29,7 +29,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/pubsubio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/googleapis/gax-go/v2"
 	pb "google.golang.org/genproto/googleapis/pubsub/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -78,6 +80,12 @@ const (
 	errorDelay  = time.Second            // resume delay after a transient Pull error
 	pullTimeout = 5 * time.Second        // a Pull that returns nothing in this time counts as empty
 	logEvery    = 10 * time.Second
+
+	// maxPullResponseBytes is the largest Pull response the client takes (gRPC's default is
+	// 4 MiB: a thousand 5 KB messages would not fit). A larger response makes the reader halve
+	// its MaxMessages, down to one message, which always fits: Pub/Sub messages are at most
+	// 10 MB.
+	maxPullResponseBytes = 64 << 20
 )
 
 // Read reads subscription (projects/<project>/subscriptions/<name>) and returns an unbounded
@@ -129,9 +137,10 @@ type readFn struct {
 	MaxOutstanding      int
 	PullBatch           int
 
-	client  *pubsub.Client
-	acks    ack.Manager
-	lastLog map[string]time.Time // by message, for logf
+	client    *pubsub.Client
+	acks      ack.Manager
+	pullBatch int                  // the MaxMessages of the next Pull: PullBatch, less after a response too large
+	lastLog   map[string]time.Time // by message, for logf
 }
 
 func (fn *readFn) Setup(ctx context.Context) error {
@@ -249,7 +258,18 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 	defer withTracker(rt, func(t *tracker) { t.busy = false })
 
 	pullStart := time.Now()
-	msgs, err := fn.pull(ctx, min(fn.PullBatch, room))
+	if fn.pullBatch <= 0 || fn.pullBatch > fn.PullBatch {
+		fn.pullBatch = fn.PullBatch
+	}
+	msgs, err := fn.pull(ctx, min(fn.pullBatch, room))
+	if status.Code(err) == codes.ResourceExhausted && fn.pullBatch > 1 {
+		// The response was larger than the client takes (large messages): ask for fewer.
+		// The messages of the lost response come back after their ack deadline.
+		fn.pullBatch = max(1, fn.pullBatch/2)
+		slog.Warn("source: a Pull response was too large; pulling fewer messages at a time", "subscription", fn.Subscription,
+			"maxMessages", fn.pullBatch, "error", err)
+		return sdf.ResumeProcessingIn(0), nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return sdf.StopProcessing(), fmt.Errorf("source: subscription %s: %w", fn.Subscription, ctx.Err())
@@ -313,7 +333,7 @@ func (fn *readFn) pull(ctx context.Context, n int) ([]*pubsubpb.ReceivedMessage,
 	resp, err := fn.client.SubscriptionAdminClient.Pull(pctx, &pubsubpb.PullRequest{
 		Subscription: fn.Subscription,
 		MaxMessages:  int32(n),
-	})
+	}, gax.WithGRPCOptions(grpc.MaxCallRecvMsgSize(maxPullResponseBytes)))
 	if err != nil {
 		if ctx.Err() == nil && (pctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded) {
 			return nil, nil

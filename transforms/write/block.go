@@ -27,6 +27,9 @@ type Block struct {
 	Rows []*parse.Row
 	// spans[i][j] is the value bytes of Columns[j] in Rows[i].
 	spans [][][]byte
+	// table is every column the block's rows could give; a block whose rows give none (each
+	// row takes every DEFAULT) is inserted by insertDefaults, through one of them.
+	table []schema.Column
 }
 
 // Blocks splits rows (RowBinaryWithDefaults over columns, see package convert) into blocks of at
@@ -56,7 +59,7 @@ func Blocks(columns []schema.Column, rows []*parse.Row, maxRows int) ([]*Block, 
 		}
 		b := open[string(mask)]
 		if b == nil || len(b.Rows) >= maxRows {
-			b = &Block{}
+			b = &Block{table: columns}
 			for i, s := range spans {
 				if s != nil {
 					b.Columns = append(b.Columns, columns[i])
@@ -81,8 +84,8 @@ func Blocks(columns []schema.Column, rows []*parse.Row, maxRows int) ([]*Block, 
 // two rows or more).
 func (b *Block) Split() (first, second *Block) {
 	half := len(b.Rows) / 2
-	return &Block{Columns: b.Columns, Rows: b.Rows[:half], spans: b.spans[:half]},
-		&Block{Columns: b.Columns, Rows: b.Rows[half:], spans: b.spans[half:]}
+	return &Block{Columns: b.Columns, Rows: b.Rows[:half], spans: b.spans[:half], table: b.table},
+		&Block{Columns: b.Columns, Rows: b.Rows[half:], spans: b.spans[half:], table: b.table}
 }
 
 // Statement returns "INSERT INTO `db`.`table` (`a`, `b`)" for the block's columns. Naming the
@@ -115,8 +118,12 @@ func (b *Block) DeduplicationToken() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Insert sends the block as one INSERT, one columnar Append per column, with settings.
+// Insert sends the block as one INSERT, one columnar Append per column, with settings. A block
+// whose rows give no column is inserted by insertDefaults.
 func (b *Block) Insert(ctx context.Context, conn driver.Conn, database, table string, settings clickhouse.Settings) error {
+	if len(b.Columns) == 0 {
+		return b.insertDefaults(ctx, conn, database, table, settings)
+	}
 	cols := make([]rowbinary.Column, len(b.Columns))
 	for j, c := range b.Columns {
 		col, err := rowbinary.NewColumn(c.Type)
@@ -146,4 +153,43 @@ func (b *Block) Insert(ctx context.Context, conn driver.Conn, database, table st
 // quoteIdent quotes a ClickHouse identifier with backticks.
 func quoteIdent(s string) string {
 	return "`" + strings.NewReplacer("\\", "\\\\", "`", "\\`").Replace(s) + "`"
+}
+
+// insertDefaults inserts len(b.Rows) rows that take every column's DEFAULT. An INSERT must name a
+// column (ClickHouse 18.16's native protocol, and clickhouse-go's batch), so it names one, c, and
+// lets the server compute the value of c as its own DEFAULT would:
+//
+//	INSERT INTO db.t (c) SELECT <c's DEFAULT expression> FROM system.numbers LIMIT n
+//
+// the server then computes every other column's DEFAULT as for any INSERT. c is the first column
+// whose DEFAULT expression the server can compute alone (one that names another column fails
+// with code 47, UNKNOWN_IDENTIFIER, and the next is tried), or a Nullable column without a
+// DEFAULT, given NULL. When no column will do, the rows cannot be inserted: a *chclient.RowsError
+// saying so (a data error: the rows go to the dead letter). Any other server error is returned as
+// it is, for the caller to classify (a DEFAULT the server cannot compute, such as a division by
+// zero, is a data error of those rows).
+func (b *Block) insertDefaults(ctx context.Context, conn driver.Conn, database, table string, settings clickhouse.Settings) error {
+	var tried []string
+	for _, c := range b.table {
+		expr := ""
+		_, nullable := c.Type.Unwrap()
+		switch {
+		case c.DefaultKind == "DEFAULT":
+			expr = c.DefaultExpression
+		case c.DefaultKind == "" && nullable:
+			expr = "NULL"
+		default:
+			continue
+		}
+		q := fmt.Sprintf("INSERT INTO %s.%s (%s) SELECT %s FROM system.numbers LIMIT %d",
+			quoteIdent(database), quoteIdent(table), quoteIdent(c.Name), expr, len(b.Rows))
+		err := conn.Exec(clickhouse.Context(ctx, clickhouse.WithSettings(settings)), q)
+		if code, ok := chclient.Code(err); ok && code == 47 {
+			tried = append(tried, c.Name)
+			continue // the expression names another column
+		}
+		return err
+	}
+	return &chclient.RowsError{Err: fmt.Errorf("the message gives no column a value, so its row would take every column's DEFAULT, "+
+		"but an INSERT must name a column and no column's DEFAULT can be computed on its own (tried %s): give at least one field", strings.Join(tried, ", "))}
 }

@@ -88,6 +88,9 @@ type insertFn struct {
 	settings  clickhouse.Settings
 	withToken bool
 	acks      ack.Manager
+	// presumedData holds the Unknown error codes that persisted in the batch being written,
+	// which are then handled as data errors without further retries.
+	presumedData map[int32]bool
 }
 
 // Setup opens the connection pool, reads the table's schema and which insert settings the server
@@ -166,6 +169,7 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, next func(*par
 	if len(rows) == 0 {
 		return nil
 	}
+	f.presumedData = map[int32]bool{}
 	// The same pane retried by the runner yields the same INSERTs, hence the same tokens.
 	slices.SortFunc(rows, func(a, b *parse.Row) int { return strings.Compare(a.MessageID, b.MessageID) })
 	rejected := map[*parse.Row]bool{}
@@ -178,6 +182,7 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, next func(*par
 			StackTrace:     deadletter.StackTrace(stage, "", err),
 			FailedAtMillis: time.Now().UnixMilli(),
 			MessageID:      r.MessageID,
+			Attributes:     r.Attributes,
 			AckID:          r.AckID,
 		})
 	}
@@ -249,11 +254,13 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*parse.Row, reject fun
 	return nil
 }
 
-// insertBlock sends one block, retrying transient failures. A data error splits the block in
-// halves until the rejected rows are alone, and dead-letters them with the server's error; a
+// insertBlock sends one block, retrying what a retry can change (see chclient.Class): transient
+// failures and refusals with backoff, a failure with an unknown code a bounded number of times.
+// A data error (a known data code, or an unknown code that persists) splits the block in halves
+// until the rejected rows are alone, and dead-letters each with the server's code and text; a
 // memory error splits it without dead-lettering; a schema error refreshes the schema and starts
 // again. It returns an error (the bundle fails, nothing is acknowledged) when the retries of a
-// transient failure are spent.
+// transient failure or a refusal are spent.
 func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*parse.Row, string, error), refreshes int) error {
 	settings := f.settings
 	if f.withToken {
@@ -261,9 +268,22 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*parse
 		settings[chclient.TokenSetting] = b.DeduplicationToken()
 	}
 	start := time.Now()
+	unknownAttempts := 0
 	attempts, err := f.Retry.DoIf(ctx, func() error {
 		return b.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, settings)
-	}, func(err error) bool { return chclient.Classify(err) == chclient.Transient }, func(n int, err error) {
+	}, func(err error) bool {
+		switch chclient.Classify(err) {
+		case chclient.Transient, chclient.Refused:
+			return true
+		case chclient.Memory:
+			return len(b.Rows) == 1 // nothing left to split
+		case chclient.Unknown:
+			code, _ := chclient.Code(err)
+			unknownAttempts++
+			return !f.presumedData[code] && unknownAttempts < chclient.PresumedDataAttempts
+		}
+		return false
+	}, func(n int, err error) {
 		insertRetries.Inc(ctx, 1)
 		slog.Warn("INSERT failed; retrying", "table", f.Table, "rows", len(b.Rows), "attempt", n, "error", err)
 	})
@@ -275,6 +295,16 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*parse
 		return nil
 	}
 	class := chclient.Classify(err)
+	if class == chclient.Unknown {
+		// The same failure again: taken to be about the rows, for the rest of this batch.
+		code, _ := chclient.Code(err)
+		if !f.presumedData[code] {
+			slog.Warn("INSERT failed again with an error code not known to be transient; taking it to be about the rows and isolating them",
+				"table", f.Table, "rows", len(b.Rows), "code", code, "error", err)
+		}
+		f.presumedData[code] = true
+		class = chclient.Data
+	}
 	switch {
 	case class == chclient.Data && len(b.Rows) == 1:
 		slog.Warn("the server rejected a row; sending it to the dead letter", "table", f.Table, "message", b.Rows[0].MessageID, "error", err)
@@ -297,6 +327,13 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*parse
 			r.Schema = 0 // convert again against the new schema
 		}
 		return f.insertRows(ctx, b.Rows, reject, refreshes+1)
+	case class == chclient.Refused:
+		insertFailures.Inc(ctx, 1)
+		code, _ := chclient.Code(err)
+		return fmt.Errorf("ClickHouse refuses every INSERT into %s.%s, whatever the rows (code %d %s), after %d attempts: %w; "+
+			"no split can fix this, so nothing was dead-lettered and the messages stay unacknowledged: "+
+			"check that the table exists and that clickHouseUsername %q may insert into it",
+			f.ClickHouse.Database, f.Table, code, chclient.CodeName(code), attempts, err, f.ClickHouse.Username)
 	}
 	insertFailures.Inc(ctx, 1)
 	return fmt.Errorf("INSERT of %d rows into %s.%s failed after %d attempts (%s error): %w", len(b.Rows), f.ClickHouse.Database, f.Table, attempts, class, err)

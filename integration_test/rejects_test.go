@@ -1,0 +1,207 @@
+package integration_test
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+)
+
+// TestServerRejectsSomeRows: tables whose DEFAULT or MATERIALIZED expressions make the server
+// reject some rows, with error codes the write stage does not list as data errors (153, 376, 49,
+// 190, 32) as well as listed ones (395, 69). Each batch of 1,000 rows holds a few such rows:
+// every good row lands, exactly the rejected rows are dead-lettered with the server's code in the
+// error text and their attributes on the topic, every message is acknowledged, and the job ends
+// by stopAfterIdle.
+func TestServerRejectsSomeRows(t *testing.T) {
+	const n = 1000
+	bad := map[int]bool{3: true, 250: true, 251: true, 777: true, 999: true}
+	for _, tc := range []struct {
+		name string
+		code int
+		ddl  string
+		msg  func(i int, bad bool) string
+	}{
+		{"division by zero in a DEFAULT", 153,
+			`CREATE TABLE {table} (id UInt32, a Int32, b Int32, q Int32 DEFAULT intDiv(a, b)) ENGINE = MergeTree ORDER BY id`,
+			func(i int, bad bool) string {
+				return fmt.Sprintf(`{"id":%d,"a":7,"b":%d}`, i, map[bool]int{false: 2, true: 0}[bad])
+			}},
+		{"toUUID of a bad string in a DEFAULT", 376,
+			`CREATE TABLE {table} (id UInt32, raw String, u UUID DEFAULT toUUID(raw)) ENGINE = MergeTree ORDER BY id`,
+			func(i int, bad bool) string {
+				raw := fmt.Sprintf("123e4567-e89b-12d3-a456-%012d", i)
+				if bad {
+					raw = "not-a-uuid"
+				}
+				return fmt.Sprintf(`{"id":%d,"raw":"%s"}`, i, raw)
+			}},
+		{"CAST to an Enum of an unknown value", 49,
+			`CREATE TABLE {table} (id UInt32, raw String, e Enum8('a' = 1, 'b' = 2) DEFAULT CAST(raw, 'Enum8(\'a\' = 1, \'b\' = 2)')) ENGINE = MergeTree ORDER BY id`,
+			func(i int, bad bool) string {
+				return fmt.Sprintf(`{"id":%d,"raw":"%s"}`, i, map[bool]string{false: "a", true: "zz"}[bad])
+			}},
+		{"arrays of different sizes in a MATERIALIZED arrayMap", 190,
+			`CREATE TABLE {table} (id UInt32, x Array(UInt8), y Array(UInt8), s Array(UInt16) MATERIALIZED arrayMap((p, q) -> p + q, x, y)) ENGINE = MergeTree ORDER BY id`,
+			func(i int, bad bool) string {
+				y := "[1,2]"
+				if bad {
+					y = "[1]"
+				}
+				return fmt.Sprintf(`{"id":%d,"x":[1,2],"y":%s}`, i, y)
+			}},
+		{"an empty string into toUInt32 in a DEFAULT", 32,
+			`CREATE TABLE {table} (id UInt32, raw String, v UInt32 DEFAULT toUInt32(raw)) ENGINE = MergeTree ORDER BY id`,
+			func(i int, bad bool) string {
+				return fmt.Sprintf(`{"id":%d,"raw":"%s"}`, i, map[bool]string{false: "5", true: ""}[bad])
+			}},
+		{"throwIf in a MATERIALIZED column (a listed data code)", 395,
+			`CREATE TABLE {table} (id UInt32, name String, chk UInt8 MATERIALIZED throwIf(name = 'boom')) ENGINE = MergeTree ORDER BY id`,
+			func(i int, bad bool) string {
+				return fmt.Sprintf(`{"id":%d,"name":"%s"}`, i, map[bool]string{false: "ok", true: "boom"}[bad])
+			}},
+		{"a coordinate out of bounds in greatCircleDistance (a listed data code)", 69,
+			`CREATE TABLE {table} (id UInt32, lon Float64, d Float64 DEFAULT greatCircleDistance(lon, 0., 0., 0.)) ENGINE = MergeTree ORDER BY id`,
+			func(i int, bad bool) string {
+				return fmt.Sprintf(`{"id":%d,"lon":%d}`, i, map[bool]int{false: 10, true: 500}[bad])
+			}},
+	} {
+		t.Run(fmt.Sprintf("code %d, %s", tc.code, tc.name), func(t *testing.T) {
+			e := newE2E(t, tc.ddl)
+			e.opts.BatchRowCount = pipeline.GivenInt(n)
+			e.opts.WindowSeconds = pipeline.GivenInt(5)
+			var msgs []*pubsubpb.PubsubMessage
+			for i := range n {
+				msgs = append(msgs, &pubsubpb.PubsubMessage{
+					Data:       []byte(tc.msg(i, bad[i])),
+					Attributes: map[string]string{"n": strconv.Itoa(i), "source": "rejects-test"},
+				})
+			}
+			ids := e.ps.Publish(t, e.topic, msgs...)
+			res := e.run(t) // returns: the job ended by stopAfterIdle
+			rows, dls := e.checkAccounted(t, n, "id")
+			if rows != n-len(bad) || dls != len(bad) {
+				t.Errorf("%d rows and %d dead letters, want %d and %d", rows, dls, n-len(bad), len(bad))
+			}
+			// Exactly the bad rows, each with the server's code.
+			got := strings.Fields(e.srv.MustQuery(t, "SELECT id FROM events WHERE id IN ("+joinKeys(bad)+")"))
+			if len(got) != 0 {
+				t.Errorf("rows %v should have been rejected", got)
+			}
+			dead := e.srv.MustQuery(t, "SELECT raw_message, error_message FROM dead_letters ORDER BY raw_message")
+			lines := strings.Split(strings.TrimSpace(dead), "\n")
+			for _, line := range lines {
+				raw, msg, _ := strings.Cut(line, "\t")
+				var id int
+				fmt.Sscanf(raw, `{"id":%d`, &id)
+				if !bad[id] {
+					t.Errorf("dead letter of a good row: %s", line)
+				}
+				if want := fmt.Sprintf("code: %d", tc.code); !strings.Contains(msg, want) || !strings.Contains(msg, "ClickHouse rejected the row") {
+					t.Errorf("dead letter error %q lacks %q", msg, want)
+				}
+			}
+			// The topic's dead letters carry the original attributes.
+			topic := e.ps.PullAll(t, e.dlqCheck)
+			if len(topic) != len(bad) {
+				t.Errorf("%d dead letters on the topic, want %d", len(topic), len(bad))
+			}
+			for _, m := range topic {
+				if m.Attributes["source"] != "rejects-test" || !bad[atoi(m.Attributes["n"])] || !strings.Contains(m.Attributes["errorMessage"], fmt.Sprintf("code: %d", tc.code)) {
+					t.Errorf("topic dead letter %s has attributes %v, want the original ones and the error", m.Data, m.Attributes)
+				}
+			}
+			c := counters(res)
+			if c["rows-rejected-by-clickhouse"] != int64(len(bad)) || c["rows-inserted"] != int64(n-len(bad)) || c["insert-failures"] != 0 {
+				t.Errorf("counters %v", c)
+			}
+			e.checkAllAcked(t, ids)
+		})
+	}
+}
+
+// TestServerRejectsEveryRow: a DEFAULT that fails for every row whatever its values
+// (splitByChar with a separator of two bytes, code 36): each row is dead-lettered with the
+// server's error, and the job goes on and ends; nothing is retried forever.
+func TestServerRejectsEveryRow(t *testing.T) {
+	const n = 200
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, raw String, parts Array(String) DEFAULT splitByChar('ab', raw)) ENGINE = MergeTree ORDER BY id`)
+	e.opts.BatchRowCount = pipeline.GivenInt(n)
+	e.opts.WindowSeconds = pipeline.GivenInt(5)
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range n {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d,"raw":"x,y"}`, i))})
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	e.run(t)
+	rows, dls := e.checkAccounted(t, n, "id")
+	if rows != 0 || dls != n {
+		t.Errorf("%d rows and %d dead letters, want 0 and %d", rows, dls, n)
+	}
+	if got := e.srv.MustQuery(t, "SELECT count() FROM dead_letters WHERE position(error_message, 'code: 36') > 0"); strings.TrimSpace(got) != strconv.Itoa(n) {
+		t.Errorf("%s dead letters name code 36, want %d", got, n)
+	}
+	e.checkAllAcked(t, ids)
+}
+
+func joinKeys(m map[int]bool) string {
+	var s []string
+	for k := range m {
+		s = append(s, strconv.Itoa(k))
+	}
+	sort.Strings(s)
+	return strings.Join(s, ",")
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// TestServerRefusesTheTable: the server refuses every INSERT into the table whatever the rows
+// (a Merge table: "Method write is not supported", code 48). No split can fix that: the write
+// stage retries, then fails loudly, naming the cause; it dead-letters nothing and acknowledges
+// nothing, so the messages stay in the subscription until the table is fixed.
+func TestServerRefusesTheTable(t *testing.T) {
+	const n = 50
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = Merge(currentDatabase(), '^nothing$')`)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.BatchRowCount = pipeline.GivenInt(1000)
+	e.opts.MaxRetries = 2
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range n {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d}`, i))})
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	p, s := beam.NewPipelineWithRoot()
+	pipeline.Build(s, e.opts, pipeline.LocalSource)
+	_, err := ptest.RunWithMetrics(p)
+	if err == nil {
+		t.Fatal("the pipeline ended without an error, want the INSERT refused")
+	}
+	for _, want := range []string{"ClickHouse refuses every INSERT into " + e.srv.Database + ".events", "code 48 NOT_IMPLEMENTED",
+		"Method write is not supported", "nothing was dead-lettered"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if got := strings.TrimSpace(e.srv.MustQuery(t, "SELECT count() FROM dead_letters")); got != "0" {
+		t.Errorf("%s dead letters, want none", got)
+	}
+	acked := 0
+	for _, m := range e.ps.Server.Messages() {
+		if m.Acks > 0 {
+			acked++
+		}
+	}
+	if acked != 0 {
+		t.Errorf("%d of %d messages acknowledged, want none", acked, len(ids))
+	}
+}

@@ -1,0 +1,67 @@
+package chclient
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+)
+
+func TestClassify(t *testing.T) {
+	ex := func(code int32) error {
+		return fmt.Errorf("INSERT: %w", &clickhouse.Exception{Code: code, Name: "DB::Exception", Message: "m"})
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want Class
+	}{
+		{"connection refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, Transient},
+		{"EOF", io.ErrUnexpectedEOF, Transient},
+		{"memory limit", ex(241), Memory},
+		{"too many parts", ex(252), Transient},
+		{"too many simultaneous queries", ex(202), Transient},
+		{"timeout", ex(159), Transient},
+		{"socket timeout", ex(209), Transient},
+		{"network error", ex(210), Transient},
+		{"read-only replica", ex(242), Transient},
+		{"keeper", ex(999), Transient},
+		{"no zookeeper", ex(225), Transient},
+		{"throwIf", ex(395), Data},
+		{"division by zero", ex(153), Data},
+		{"bad UUID", ex(376), Data},
+		{"array sizes", ex(190), Data},
+		{"cannot parse", ex(6), Data},
+		{"column dropped", ex(16), Schema},
+		{"append error", &AppendError{Column: "c", Err: errors.New("x")}, Schema},
+		{"access denied", ex(497), Refused},
+		{"authentication failed", ex(516), Refused},
+		{"table dropped", ex(60), Refused},
+		{"storage takes no INSERT", ex(48), Refused},
+		{"an unknown element of an Enum in a CAST (18.16)", ex(49), Unknown},
+		{"a bad separator", ex(36), Unknown},
+		{"read after EOF of a parsed value", ex(32), Unknown},
+		{"a code nobody listed", ex(12345), Unknown},
+	} {
+		if got := Classify(tc.err); got != tc.want {
+			t.Errorf("%s: Classify = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestCodeListsDisjoint: a code is in at most one list, so its class does not depend on the
+// order of the checks.
+func TestCodeListsDisjoint(t *testing.T) {
+	seen := map[int32]string{}
+	for name, m := range map[string]map[int32]string{"data": dataCodes, "schema": schemaCodes, "memory": memoryCodes, "transient": transientCodes, "refused": refusedCodes} {
+		for code := range m {
+			if other, ok := seen[code]; ok {
+				t.Errorf("code %d is in the %s and the %s lists", code, other, name)
+			}
+			seen[code] = name
+		}
+	}
+}
