@@ -457,7 +457,7 @@ var regexExamples = map[string]struct{ accept, reject []string }{
 			"https://abc.clickhouse.cloud:8443", "https://abc123.us-central1.gcp.clickhouse.cloud:8443",
 			"clickhouse://10.0.0.5:9000", "http://ch:8123", "http://ch", "HTTPS://ABC.clickhouse.cloud",
 			"clickhouse://ch1:9000,ch2:9000,[::1]:9440", "clickhouse://[fd00::5]:9000",
-			"https://ch.example.com:8443/?dial_timeout=10s", "http://user@ch:8123/db",
+			"https://ch.example.com:8443/?dial_timeout=10s", "http://default@ch:8123/default",
 		},
 		reject: []string{
 			"", "tcp://x", "tcp://ch:9000", "jdbc:clickhouse://ch:8123/default", "ch:9000", "http://",

@@ -12,10 +12,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 )
 
 // Flag names, which are also the template parameter names. Keep them in step
@@ -62,8 +63,6 @@ const redacted = "xxxxx"
 // shows.
 const maxShownValue = 100
 
-// acceptedURLForms lists the clickHouseUrl forms, for error messages.
-const acceptedURLForms = "use http://host:8123, https://host:8443 (ClickHouse Cloud) or clickhouse://host:9000 (native protocol)"
 
 // Options are the template parameters. Each field is one flag of the same
 // name as given in its comment (see [RegisterFlags]); [Defaults] gives the
@@ -434,7 +433,7 @@ func (u *urlFlag) String() string {
 	if u == nil {
 		return ""
 	}
-	return redactURL(string(*u))
+	return chclient.RedactURL(string(*u))
 }
 
 // ParamError is one problem that [Options.Validate] found: the parameter
@@ -503,7 +502,7 @@ func (o Options) Validate() error {
 		}
 	}
 	if c.required(flagClickHouseURL, o.ClickHouseURL) {
-		if rule := urlRule(o.ClickHouseURL); rule != "" {
+		if rule := chclient.URLRule(o.ClickHouseURL, o.ClickHouseUsername, o.ClickHousePassword, o.ClickHouseDatabase); rule != "" {
 			c.fail(flagClickHouseURL, o.ClickHouseURL, rule)
 		}
 	}
@@ -593,7 +592,7 @@ type checker struct {
 func (c *checker) fail(param, value, rule string) {
 	c.errs = append(c.errs, &ParamError{
 		Param: param,
-		Value: hide(redactURL(value), c.password),
+		Value: hide(chclient.RedactURL(value), c.password),
 		Rule:  hide(rule, c.password),
 	})
 }
@@ -628,96 +627,8 @@ func hide(s, password string) string {
 	return strings.ReplaceAll(s, password, redacted)
 }
 
-// urlRule returns the rule that a non-blank clickHouseUrl breaks, or "". It
-// reads the URL as text rather than with net/url, which refuses some forms
-// that the ClickHouse driver takes (several hosts, host:port,host:port). The
-// returned text quotes no part of the URL that could hold a password.
-func urlRule(raw string) string {
-	if strings.TrimSpace(raw) != raw {
-		return "must not begin or end with spaces"
-	}
-	i := strings.Index(raw, "://")
-	if i < 0 {
-		return "has no scheme; " + acceptedURLForms
-	}
-	scheme := strings.ToLower(raw[:i])
-	switch {
-	case scheme == "http" || scheme == "https" || scheme == "clickhouse":
-	case strings.HasPrefix(scheme, "jdbc:"):
-		return "is a JDBC URL, which is not supported; drop the \"jdbc:\" prefix and " + acceptedURLForms
-	case scheme == "tcp":
-		return "scheme \"tcp\" is not supported; " + acceptedURLForms
-	case isSchemeName(scheme):
-		// As given, not lowercased, so that hide can find a password in it.
-		return fmt.Sprintf("scheme %q is not supported; %s", raw[:i], acceptedURLForms)
-	default:
-		return "has no valid scheme; " + acceptedURLForms
-	}
-
-	// As net/url does: the fragment and query end the authority, and the
-	// authority ends at the first "/"; the host follows the last "@".
-	rest, _, _ := strings.Cut(raw[i+len("://"):], "#")
-	rest, _, _ = strings.Cut(rest, "?")
-	authority, _, _ := strings.Cut(rest, "/")
-	hosts := authority[strings.LastIndex(authority, "@")+1:]
-	if hosts == "" {
-		return "has no host; " + acceptedURLForms
-	}
-	for _, hostPort := range strings.Split(hosts, ",") {
-		host, port, hasPort := splitHostPort(hostPort)
-		if host == "" {
-			return "has an empty host; " + acceptedURLForms
-		}
-		if hasPort && !isPort(port) {
-			rule := "has an invalid port (give digits after the host's \":\")"
-			if strings.Contains(raw, "@") {
-				rule += `; a "/", "?", "#" or "@" in the user name or password must be percent-encoded`
-			}
-			return rule
-		}
-	}
-	return ""
-}
-
-// splitHostPort splits host[:port] or [ipv6][:port].
-func splitHostPort(s string) (host, port string, hasPort bool) {
-	if strings.HasPrefix(s, "[") {
-		end := strings.IndexByte(s, ']')
-		if end < 0 {
-			return "", "", false
-		}
-		host, rest := s[1:end], s[end+1:]
-		if rest == "" {
-			return host, "", false
-		}
-		if !strings.HasPrefix(rest, ":") {
-			return host, rest, true // not a port: refused by isPort
-		}
-		return host, rest[1:], true
-	}
-	if c := strings.LastIndexByte(s, ':'); c >= 0 {
-		return s[:c], s[c+1:], true
-	}
-	return s, "", false
-}
-
-// isPort reports whether s is a TCP port number, 1 to 65535.
-func isPort(s string) bool {
-	if s == "" || len(s) > 5 || strings.Trim(s, "0123456789") != "" {
-		return false
-	}
-	n, _ := strconv.Atoi(s)
-	return n >= 1 && n <= 65535
-}
-
-// isSchemeName reports whether s is a URL scheme as RFC 3986 spells it,
-// safe to quote in an error.
-func isSchemeName(s string) bool {
-	if s == "" || len(s) > 32 || s[0] < 'a' || s[0] > 'z' {
-		return false
-	}
-	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789+-.") == ""
-}
+// RedactURL is [chclient.RedactURL]: raw with the passwords of its userinfo and query hidden.
+func RedactURL(raw string) string { return chclient.RedactURL(raw) }
 
 // RedactedURL returns clickHouseUrl with its passwords replaced by "xxxxx":
 // the password of the userinfo (user:password@), the value of a "password"
@@ -728,67 +639,7 @@ func isSchemeName(s string) bool {
 // example, everything from the first ":" after the scheme up to an "@" found
 // later in the path).
 func (o Options) RedactedURL() string {
-	return hide(redactURL(o.ClickHouseURL), o.ClickHousePassword)
-}
-
-// RedactURL returns raw with the passwords of its userinfo and query hidden, as
-// [Options.RedactedURL] hides them in clickHouseUrl; for any URL-like text.
-func RedactURL(raw string) string { return redactURL(raw) }
-
-// redactURL hides the passwords of a raw URL; see [Options.RedactedURL].
-func redactURL(raw string) string {
-	s := raw
-	// The query first: a value in it may hold an unescaped "@", which the
-	// userinfo step below would take as the end of the userinfo.
-	if q := strings.IndexByte(s, '?'); q >= 0 {
-		s = s[:q+1] + redactQuery(s[q+1:])
-	}
-	start := 0
-	if i := strings.Index(s, "://"); i >= 0 {
-		start = i + len("://")
-	}
-	// The last "@", because a password may hold an unescaped "@".
-	if at := strings.LastIndexByte(s[start:], '@'); at >= 0 {
-		at += start
-		if colon := strings.IndexByte(s[start:at], ':'); colon >= 0 {
-			s = s[:start+colon+1] + redacted + s[at:]
-		}
-	}
-	return s
-}
-
-// redactQuery hides the value of "password" parameters and the password in
-// "http_proxy" parameters of a raw query. Keys are compared unescaped and
-// without regard to case.
-func redactQuery(query string) string {
-	segments := strings.Split(query, "&")
-	out := make([]string, 0, len(segments))
-	inPassword := false
-	for _, seg := range segments {
-		rawKey, value, hasValue := strings.Cut(seg, "=")
-		key := rawKey
-		if k, err := url.QueryUnescape(rawKey); err == nil {
-			key = k
-		}
-		switch key = strings.ToLower(key); {
-		case hasValue && key == "password":
-			seg, inPassword = rawKey+"="+redacted, true
-		case hasValue && key == "http_proxy":
-			if proxy, err := url.QueryUnescape(value); err == nil {
-				seg = rawKey + "=" + url.QueryEscape(redactURL(proxy))
-			} else {
-				seg = rawKey + "=" + redacted
-			}
-			inPassword = false
-		case inPassword && !hasValue:
-			// The rest of a password after an unescaped "&".
-			continue
-		default:
-			inPassword = false
-		}
-		out = append(out, seg)
-	}
-	return strings.Join(out, "&")
+	return hide(chclient.RedactURL(o.ClickHouseURL), o.ClickHousePassword)
 }
 
 // SplitSubscription splits a Pub/Sub subscription name,
@@ -956,7 +807,7 @@ func (o Options) Format(f fmt.State, verb rune) {
 // which also covers a URL pasted into the wrong parameter.
 func (o Options) redact() Options {
 	pw := o.ClickHousePassword
-	show := func(s string) string { return hide(redactURL(s), pw) }
+	show := func(s string) string { return hide(chclient.RedactURL(s), pw) }
 	r := o
 	r.InputSubscription = show(o.InputSubscription)
 	r.ClickHouseURL = show(o.ClickHouseURL)

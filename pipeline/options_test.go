@@ -381,7 +381,7 @@ func TestValidateAcceptsValid(t *testing.T) {
 		{"URL without port", func(o *Options) { o.ClickHouseURL = "http://ch.example.com" }},
 		{"upper-case scheme, query", func(o *Options) { o.ClickHouseURL = "HTTPS://ch.example.com:8443/?secure=true" }},
 		{"native URL, userinfo, hosts, path", func(o *Options) {
-			o.ClickHouseURL = "clickhouse://default:pw@h1.example.com:9000,h2.example.com:9000/analytics?dial_timeout=5s"
+			o.ClickHouseURL = "clickhouse://default@h1.example.com:9000,h2.example.com:9000/analytics?dial_timeout=5s"
 		}},
 		{"IPv6 host", func(o *Options) { o.ClickHouseURL = "clickhouse://[::1]:9000" }},
 		{"domain-scoped project", func(o *Options) {
@@ -993,3 +993,6 @@ func TestShards(t *testing.T) {
 		}
 	}
 }
+
+// acceptedURLForms is the list of clickHouseUrl forms that chclient's rules end with.
+const acceptedURLForms = "use http://host:8123, https://host:8443 (ClickHouse Cloud) or clickhouse://host:9000 (native protocol)"

@@ -11,10 +11,7 @@ package chclient
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net"
-	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -45,83 +42,13 @@ func redacted(s string) string {
 	return "xxxxx"
 }
 
-// RedactURL returns raw with the password of its userinfo, if any, replaced by "xxxxx".
-func RedactURL(raw string) string {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return raw
-	}
-	end := len(rest)
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		end = i
-	}
-	at := strings.LastIndex(rest[:end], "@")
-	if at < 0 {
-		return raw
-	}
-	user, _, hasPassword := strings.Cut(rest[:at], ":")
-	if !hasPassword {
-		return raw
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
-}
-
-// Options translates c into clickhouse-go options. The URL's host part may list several
-// comma-separated hosts (clickhouse-go tries them in order); default ports: 8123 for http, 8443
-// for https, 9000 for clickhouse. Credentials come from c's fields, not the URL. Errors name the
-// parameter clickHouseUrl and never contain the password.
+// Options translates c into clickhouse-go options: c.URL read by clickhouse-go's own DSN parser
+// (every option it may carry honoured or refused, see url.go), several comma-separated hosts
+// tried in order, default ports 8123 for http, 8443 for https, 9000 for clickhouse, the
+// credentials and database of c's fields. Errors name the parameter clickHouseUrl and never
+// contain the password.
 func (c Config) Options() (*clickhouse.Options, error) {
-	scheme, rest, ok := strings.Cut(c.URL, "://")
-	if !ok {
-		return nil, fmt.Errorf("clickHouseUrl %q has no scheme; use http://host:8123, https://host:8443 (ClickHouse Cloud) or clickhouse://host:9000 (native protocol)", RedactURL(c.URL))
-	}
-	authority := rest
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority = rest[:i]
-	}
-	if i := strings.LastIndex(authority, "@"); i >= 0 {
-		authority = authority[i+1:]
-	}
-	o := &clickhouse.Options{
-		Auth: clickhouse.Auth{Database: c.Database, Username: c.Username, Password: c.Password},
-		// Dial and read timeouts bound how long a dead server stalls a bundle; an INSERT of
-		// a large block can legitimately take long, hence the generous read timeout.
-		DialTimeout:      10 * time.Second,
-		ReadTimeout:      5 * time.Minute,
-		MaxOpenConns:     4,
-		MaxIdleConns:     4,
-		ConnMaxLifetime:  time.Hour,
-		ConnOpenStrategy: clickhouse.ConnOpenInOrder,
-	}
-	var defaultPort string
-	switch strings.ToLower(scheme) {
-	case "http":
-		o.Protocol, defaultPort = clickhouse.HTTP, "8123"
-	case "https":
-		o.Protocol, defaultPort = clickhouse.HTTP, "8443"
-	case "clickhouse":
-		o.Protocol, defaultPort = clickhouse.Native, "9000"
-	default:
-		return nil, fmt.Errorf("clickHouseUrl %q: scheme %q is not one of http://host:8123, https://host:8443 (ClickHouse Cloud), clickhouse://host:9000 (native protocol)", RedactURL(c.URL), scheme)
-	}
-	var firstHost string
-	for _, hp := range strings.Split(authority, ",") {
-		host, port, err := net.SplitHostPort(hp)
-		if err != nil { // no port
-			host, port = strings.Trim(hp, "[]"), defaultPort
-		}
-		if host == "" {
-			return nil, fmt.Errorf("clickHouseUrl %q has an empty host", RedactURL(c.URL))
-		}
-		if firstHost == "" {
-			firstHost = host
-		}
-		o.Addr = append(o.Addr, net.JoinHostPort(host, port))
-	}
-	if strings.EqualFold(scheme, "https") {
-		o.TLS = &tls.Config{ServerName: firstHost, MinVersion: tls.VersionTLS12}
-	}
-	return o, nil
+	return parseURL(c)
 }
 
 // Open opens a connection pool and pings the server. Errors name the server address and the

@@ -20,7 +20,7 @@ func TestOptions(t *testing.T) {
 		{"http://ch", clickhouse.HTTP, []string{"ch:8123"}, false},
 		{"https://abc.clickhouse.cloud:8443", clickhouse.HTTP, []string{"abc.clickhouse.cloud:8443"}, true},
 		{"HTTPS://abc.clickhouse.cloud", clickhouse.HTTP, []string{"abc.clickhouse.cloud:8443"}, true},
-		{"clickhouse://u:p@h1:9000,h2,[::1]:9440", clickhouse.Native, []string{"h1:9000", "h2:9000", "[::1]:9440"}, false},
+		{"clickhouse://u:pw@h1:9000,h2,[::1]:9440", clickhouse.Native, []string{"h1:9000", "h2:9000", "[::1]:9440"}, false},
 	} {
 		o, err := Config{URL: tc.url, Database: "db", Username: "u", Password: "pw"}.Options()
 		if err != nil {
@@ -48,15 +48,16 @@ func TestOptions(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		"https://u:s3cr3t@h:8443/x?y": "https://u:xxxxx@h:8443/x?y",
-		"https://u@h:8443":            "https://u@h:8443",
-		"clickhouse://h:9000":         "clickhouse://h:9000",
+		"https://u:s3cr3t@h:8443/x?y":                      "https://u:xxxxx@h:8443/x?y",
+		"https://u@h:8443":                                 "https://u@h:8443",
+		"clickhouse://h:9000":                              "clickhouse://h:9000",
+		"clickhouse://h:9000?password=s3cr3t&compress=lz4": "clickhouse://h:9000?password=xxxxx&compress=lz4",
 	} {
 		if got := RedactURL(in); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
 		}
 	}
-	c := Config{URL: "https://u:s3cr3t@h", Password: "s3cr3t"}
+	c := Config{URL: "https://u:s3cr3t@h?password=s3cr3t", Password: "s3cr3t"}
 	for _, s := range []string{c.String(), c.GoString()} {
 		if strings.Contains(s, "s3cr3t") {
 			t.Errorf("%s shows the password", s)

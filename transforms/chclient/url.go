@@ -1,0 +1,336 @@
+package chclient
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+)
+
+// This file is the one owner of clickHouseUrl: its rules (URLRule), its translation into
+// clickhouse-go options (Config.Options) and its redaction (RedactURL).
+//
+// The URL is read by clickhouse-go's own DSN parser (clickhouse.ParseDSN), so every option it
+// may carry is either honoured as the driver documents it or refused here with a sentence naming
+// it (https://clickhouse.com/docs/integrations/go#connection-settings):
+//
+//   - userinfo (user:password@), a path (/database) and the query options username, password
+//     and database: honoured when they agree with clickHouseUsername, clickHousePassword and
+//     clickHouseDatabase (the password of the URL is used when clickHousePassword is empty);
+//     refused when they disagree;
+//   - secure (TLS on the native protocol, as clickhouse://host:9440?secure=true),
+//     tls_server_name, compress (true, lz4, zstd, gzip, deflate, br, none), compress_level,
+//     dial_timeout, read_timeout, max_open_conns, max_idle_conns, conn_max_lifetime,
+//     connection_open_strategy, block_buffer_size, max_compression_buffer, hosts, alt_hosts,
+//     http_proxy, http_path, client_info_product: honoured;
+//   - skip_verify (certificate verification off) and debug (protocol traces, with the data, on
+//     standard output): refused;
+//   - any other query option: a ClickHouse setting sent with every query, as the driver does
+//     (the server refuses an unknown one at the first query, so a misspelt option stops the
+//     start-up).
+
+// mask replaces a password wherever one would be shown.
+const mask = "xxxxx"
+
+// acceptedURLForms lists the clickHouseUrl forms, for error messages.
+const acceptedURLForms = "use http://host:8123, https://host:8443 (ClickHouse Cloud) or clickhouse://host:9000 (native protocol)"
+
+// Default ports by scheme, when the URL gives none.
+var defaultPorts = map[string]string{"http": "8123", "https": "8443", "clickhouse": "9000"}
+
+// URLRule returns the rule that clickHouseUrl raw breaks, or "" when it is valid: its syntax
+// (scheme, hosts, ports) and its options (see the file comment), against the other connection
+// parameters. The text quotes no part of the URL that could hold a password.
+func URLRule(raw, username, password, database string) string {
+	if rule := syntaxRule(raw); rule != "" {
+		return rule
+	}
+	_, err := parseURL(Config{URL: raw, Username: username, Password: password, Database: database})
+	var re *urlError
+	if errors.As(err, &re) {
+		return re.rule
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// urlError is a rule that clickHouseUrl breaks.
+type urlError struct{ rule string }
+
+func (e *urlError) Error() string { return "clickHouseUrl: " + e.rule }
+
+func urlRefused(format string, args ...any) error { return &urlError{fmt.Sprintf(format, args...)} }
+
+// parseURL turns c into clickhouse-go options, reading c.URL with the driver's own parser.
+func parseURL(c Config) (*clickhouse.Options, error) {
+	if rule := syntaxRule(c.URL); rule != "" {
+		return nil, &urlError{rule}
+	}
+	scheme, rest, _ := strings.Cut(c.URL, "://")
+	scheme = strings.ToLower(scheme)
+	dsn := scheme + "://" + rest
+	q := queryOf(rest)
+	if scheme == "https" && !q.Has("secure") {
+		dsn = withQuery(dsn, "secure=true") // the driver's https needs it said
+	}
+	for _, refused := range []struct{ key, why string }{
+		{"skip_verify", "turns certificate verification off, which the template never does; give the server's certificate authority instead"},
+		{"debug", "prints the driver's protocol traces, rows included, to the log; it is not supported"},
+	} {
+		if q.Has(refused.key) {
+			return nil, urlRefused("option %q %s", refused.key, refused.why)
+		}
+	}
+	o, err := clickhouse.ParseDSN(dsn)
+	if err != nil {
+		return nil, urlRefused("%s", hidePassword(strings.TrimPrefix(err.Error(), "clickhouse [dsn parse]: "), c.Password))
+	}
+	// Credentials and database: from the parameters, or from the URL when they agree.
+	switch {
+	case o.Auth.Username != "" && c.Username != "" && o.Auth.Username != c.Username:
+		return nil, urlRefused("names the user %q, but clickHouseUsername is %q: give the user once, in clickHouseUsername", o.Auth.Username, c.Username)
+	case o.Auth.Password != "" && c.Password != "" && o.Auth.Password != c.Password:
+		return nil, urlRefused("holds a password that differs from clickHousePassword: give the password once, in clickHousePassword")
+	case o.Auth.Database != "" && c.Database != "" && o.Auth.Database != c.Database:
+		return nil, urlRefused("names the database %q, but clickHouseDatabase is %q: give the database once, in clickHouseDatabase", o.Auth.Database, c.Database)
+	}
+	if c.Username != "" {
+		o.Auth.Username = c.Username
+	}
+	if c.Password != "" {
+		o.Auth.Password = c.Password
+	}
+	if c.Database != "" {
+		o.Auth.Database = c.Database
+	}
+	for i, addr := range o.Addr {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			o.Addr[i] = net.JoinHostPort(strings.Trim(addr, "[]"), defaultPorts[scheme])
+		}
+	}
+	if o.TLS != nil {
+		if o.TLS.ServerName == "" {
+			host, _, _ := net.SplitHostPort(o.Addr[0])
+			o.TLS.ServerName = host
+		}
+		o.TLS.MinVersion = tls.VersionTLS12
+	}
+	// The template's defaults where the URL says nothing. Dial and read timeouts bound how long
+	// a dead server stalls a bundle; an INSERT of a large block can legitimately take long,
+	// hence the generous read timeout.
+	if o.DialTimeout == 0 {
+		o.DialTimeout = 10 * time.Second
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = 5 * time.Minute
+	}
+	if o.MaxOpenConns == 0 {
+		o.MaxOpenConns = 4
+	}
+	if o.MaxIdleConns == 0 {
+		o.MaxIdleConns = 4
+	}
+	if o.ConnMaxLifetime == 0 {
+		o.ConnMaxLifetime = time.Hour
+	}
+	if len(o.Settings) == 0 {
+		o.Settings = nil
+	}
+	return o, nil
+}
+
+// queryOf returns the query of the text after "scheme://", as net/url reads it ("" when it
+// does not parse: the driver's parser then reports it).
+func queryOf(rest string) url.Values {
+	_, query, ok := strings.Cut(rest, "?")
+	if !ok {
+		return url.Values{}
+	}
+	query, _, _ = strings.Cut(query, "#")
+	v, _ := url.ParseQuery(query)
+	return v
+}
+
+// withQuery adds kv to the query of raw.
+func withQuery(raw, kv string) string {
+	base, frag, hasFrag := strings.Cut(raw, "#")
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	base += sep + kv
+	if hasFrag {
+		base += "#" + frag
+	}
+	return base
+}
+
+// hidePassword replaces a non-empty password in s by "xxxxx".
+func hidePassword(s, password string) string {
+	if password == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, password, mask)
+}
+
+// syntaxRule returns the rule that a non-blank clickHouseUrl's text breaks, or "". It reads the
+// URL as text rather than with net/url, which refuses some forms that the ClickHouse driver
+// takes (several hosts, host:port,host:port). The returned text quotes no part of the URL that
+// could hold a password.
+func syntaxRule(raw string) string {
+	if strings.TrimSpace(raw) != raw {
+		return "must not begin or end with spaces"
+	}
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return "has no scheme; " + acceptedURLForms
+	}
+	scheme := strings.ToLower(raw[:i])
+	switch {
+	case scheme == "http" || scheme == "https" || scheme == "clickhouse":
+	case strings.HasPrefix(scheme, "jdbc:"):
+		return "is a JDBC URL, which is not supported; drop the \"jdbc:\" prefix and " + acceptedURLForms
+	case scheme == "tcp":
+		return "scheme \"tcp\" is not supported; " + acceptedURLForms
+	case isSchemeName(scheme):
+		// As given, not lowercased, so that hide can find a password in it.
+		return fmt.Sprintf("scheme %q is not supported; %s", raw[:i], acceptedURLForms)
+	default:
+		return "has no valid scheme; " + acceptedURLForms
+	}
+
+	// As net/url does: the fragment and query end the authority, and the
+	// authority ends at the first "/"; the host follows the last "@".
+	rest, _, _ := strings.Cut(raw[i+len("://"):], "#")
+	rest, _, _ = strings.Cut(rest, "?")
+	authority, _, _ := strings.Cut(rest, "/")
+	hosts := authority[strings.LastIndex(authority, "@")+1:]
+	if hosts == "" {
+		return "has no host; " + acceptedURLForms
+	}
+	for _, hostPort := range strings.Split(hosts, ",") {
+		host, port, hasPort := splitHostPort(hostPort)
+		if host == "" {
+			return "has an empty host; " + acceptedURLForms
+		}
+		if hasPort && !isPort(port) {
+			rule := "has an invalid port (give digits after the host's \":\")"
+			if strings.Contains(raw, "@") {
+				rule += `; a "/", "?", "#" or "@" in the user name or password must be percent-encoded`
+			}
+			return rule
+		}
+	}
+	return ""
+}
+
+// splitHostPort splits host[:port] or [ipv6][:port].
+func splitHostPort(s string) (host, port string, hasPort bool) {
+	if strings.HasPrefix(s, "[") {
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return "", "", false
+		}
+		host, rest := s[1:end], s[end+1:]
+		if rest == "" {
+			return host, "", false
+		}
+		if !strings.HasPrefix(rest, ":") {
+			return host, rest, true // not a port: refused by isPort
+		}
+		return host, rest[1:], true
+	}
+	if c := strings.LastIndexByte(s, ':'); c >= 0 {
+		return s[:c], s[c+1:], true
+	}
+	return s, "", false
+}
+
+// isPort reports whether s is a TCP port number, 1 to 65535.
+func isPort(s string) bool {
+	if s == "" || len(s) > 5 || strings.Trim(s, "0123456789") != "" {
+		return false
+	}
+	n, _ := strconv.Atoi(s)
+	return n >= 1 && n <= 65535
+}
+
+// isSchemeName reports whether s is a URL scheme as RFC 3986 spells it,
+// safe to quote in an error.
+func isSchemeName(s string) bool {
+	if s == "" || len(s) > 32 || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789+-.") == ""
+}
+
+// RedactURL returns raw with its passwords replaced by "xxxxx": the password of the userinfo
+// (user:password@), the value of a "password" query parameter and the password in an
+// "http_proxy" query parameter (both of which clickhouse-go reads). It reads the URL as text so
+// as to work on malformed URLs too; when in doubt it hides too much rather than too little (for
+// example, everything from the first ":" after the scheme up to an "@" found later in the
+// path). It is the one redactor of ClickHouse URLs: the template parameters, the errors and the
+// logs all use it.
+func RedactURL(raw string) string {
+	s := raw
+	// The query first: a value in it may hold an unescaped "@", which the
+	// userinfo step below would take as the end of the userinfo.
+	if q := strings.IndexByte(s, '?'); q >= 0 {
+		s = s[:q+1] + redactQuery(s[q+1:])
+	}
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	// The last "@", because a password may hold an unescaped "@".
+	if at := strings.LastIndexByte(s[start:], '@'); at >= 0 {
+		at += start
+		if colon := strings.IndexByte(s[start:at], ':'); colon >= 0 {
+			s = s[:start+colon+1] + mask + s[at:]
+		}
+	}
+	return s
+}
+
+// redactQuery hides the value of "password" parameters and the password in
+// "http_proxy" parameters of a raw query. Keys are compared unescaped and
+// without regard to case.
+func redactQuery(query string) string {
+	segments := strings.Split(query, "&")
+	out := make([]string, 0, len(segments))
+	inPassword := false
+	for _, seg := range segments {
+		rawKey, value, hasValue := strings.Cut(seg, "=")
+		key := rawKey
+		if k, err := url.QueryUnescape(rawKey); err == nil {
+			key = k
+		}
+		switch key = strings.ToLower(key); {
+		case hasValue && key == "password":
+			seg, inPassword = rawKey+"="+mask, true
+		case hasValue && key == "http_proxy":
+			if proxy, err := url.QueryUnescape(value); err == nil {
+				seg = rawKey + "=" + url.QueryEscape(RedactURL(proxy))
+			} else {
+				seg = rawKey + "=" + mask
+			}
+			inPassword = false
+		case inPassword && !hasValue:
+			// The rest of a password after an unescaped "&".
+			continue
+		default:
+			inPassword = false
+		}
+		out = append(out, seg)
+	}
+	return strings.Join(out, "&")
+}
+

@@ -1,0 +1,110 @@
+package chclient
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+)
+
+// TestURLOptionsHonoured: every option a clickHouseUrl may carry reaches clickhouse-go.
+func TestURLOptionsHonoured(t *testing.T) {
+	const pw = "S3cr3t-pw"
+	for _, tc := range []struct {
+		url   string
+		c     Config
+		check func(*clickhouse.Options) string
+	}{
+		{"clickhouse://h:9440?secure=true", Config{Username: "u"}, func(o *clickhouse.Options) string {
+			if o.TLS == nil || o.TLS.ServerName != "h" || o.TLS.InsecureSkipVerify || o.Protocol != clickhouse.Native {
+				return "want TLS on the native protocol, verified, server name h"
+			}
+			return ""
+		}},
+		{"https://h?tls_server_name=other.example.com", Config{Username: "u"}, func(o *clickhouse.Options) string {
+			if o.TLS == nil || o.TLS.ServerName != "other.example.com" {
+				return "want the TLS server name of tls_server_name"
+			}
+			return ""
+		}},
+		{"clickhouse://h?compress=lz4", Config{Username: "u"}, func(o *clickhouse.Options) string {
+			if o.Compression == nil || o.Compression.Method != clickhouse.CompressionLZ4 {
+				return "want LZ4 compression"
+			}
+			return ""
+		}},
+		{"clickhouse://h?compress=zstd&dial_timeout=3s&read_timeout=1m&max_open_conns=9", Config{Username: "u"}, func(o *clickhouse.Options) string {
+			if o.Compression == nil || o.Compression.Method != clickhouse.CompressionZSTD || o.DialTimeout != 3*time.Second ||
+				o.ReadTimeout != time.Minute || o.MaxOpenConns != 9 {
+				return "want ZSTD, dial 3s, read 1m, 9 connections"
+			}
+			return ""
+		}},
+		{"clickhouse://h?max_execution_time=60", Config{Username: "u"}, func(o *clickhouse.Options) string {
+			if o.Settings["max_execution_time"] != 60 {
+				return "want the setting max_execution_time=60"
+			}
+			return ""
+		}},
+		{"clickhouse://u:" + pw + "@h/db", Config{Username: "u", Database: "db"}, func(o *clickhouse.Options) string {
+			if o.Auth.Username != "u" || o.Auth.Password != pw || o.Auth.Database != "db" {
+				return "want the URL's password when clickHousePassword is empty"
+			}
+			return ""
+		}},
+		{"clickhouse://h", Config{Username: "u", Password: pw, Database: "db"}, func(o *clickhouse.Options) string {
+			if o.Auth.Password != pw || o.DialTimeout != 10*time.Second || o.Compression != nil {
+				return "want the parameters' password and the template's defaults"
+			}
+			return ""
+		}},
+	} {
+		c := tc.c
+		c.URL = tc.url
+		o, err := c.Options()
+		if err != nil {
+			t.Errorf("%s: %v", RedactURL(tc.url), err)
+			continue
+		}
+		if msg := tc.check(o); msg != "" {
+			t.Errorf("%s: %s; got %+v", RedactURL(tc.url), msg, *o)
+		}
+	}
+}
+
+// TestURLOptionsRefused: an option that cannot be honoured is refused with a sentence naming
+// it, never silently dropped, and the sentence never shows the password.
+func TestURLOptionsRefused(t *testing.T) {
+	const pw = "S3cr3t-pw"
+	for _, tc := range []struct {
+		url  string
+		c    Config
+		want string
+	}{
+		{"https://h?skip_verify=true", Config{}, `option "skip_verify" turns certificate verification off`},
+		{"clickhouse://h?debug=true", Config{}, `option "debug"`},
+		{"clickhouse://other@h", Config{Username: "u"}, `names the user "other", but clickHouseUsername is "u"`},
+		{"clickhouse://u:" + pw + "@h", Config{Username: "u", Password: "another"}, "holds a password that differs from clickHousePassword"},
+		{"clickhouse://h?password=" + pw, Config{Username: "u", Password: "another"}, "holds a password that differs from clickHousePassword"},
+		{"clickhouse://h/other", Config{Username: "u", Database: "db"}, `names the database "other", but clickHouseDatabase is "db"`},
+		{"clickhouse://h?database=other", Config{Username: "u", Database: "db"}, `names the database "other"`},
+		{"clickhouse://h?dial_timeout=soon", Config{Username: "u"}, "dial timeout"},
+		{"http://h?secure=true", Config{Username: "u"}, "http with TLS"},
+		{"tcp://h:9000", Config{}, `scheme "tcp" is not supported`},
+	} {
+		c := tc.c
+		c.URL = tc.url
+		_, err := c.Options()
+		rule := URLRule(tc.url, c.Username, c.Password, c.Database)
+		if err == nil || rule == "" {
+			t.Errorf("%s: accepted, want %q", RedactURL(tc.url), tc.want)
+			continue
+		}
+		for _, s := range []string{err.Error(), rule} {
+			if !strings.Contains(s, tc.want) || strings.Contains(s, pw) {
+				t.Errorf("%s: %q, want %q and no password", RedactURL(tc.url), s, tc.want)
+			}
+		}
+	}
+}
