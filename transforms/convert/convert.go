@@ -1,9 +1,13 @@
 // Package convert turns one JSON message into one row of a ClickHouse table, exactly or not at all.
 //
 // A payload must be exactly one JSON object (RFC 8259), valid UTF-8, with nothing but white space
-// after it. Its top-level field names are matched to column names exactly (case-sensitive); fields
-// without a column are ignored (but must still be valid JSON), and a field with a column given
-// twice is an error (which value is meant is ambiguous).
+// after it. Its top-level field names are matched to column names exactly (case-sensitive, after
+// escapes are resolved). A field that names no writable column but is the part before a dot of
+// column names (n of n.a, n.b: a flattened Nested) gives values to those columns, as an object or
+// an array of objects (nested.go); a field that names an element of a Tuple or Nested column
+// (t.a) is an error. Other fields without a column are ignored (but must still be valid JSON),
+// and a field with a column or a group of columns given twice is an error (which value is meant
+// is ambiguous).
 // Each field is converted by the converter of its column's type family (one file per family:
 // int.go, bigint.go, float.go, bfloat16.go, decimal.go, bool.go, string.go, fixedstring.go,
 // uuid.go, ip.go, enum.go, datetime.go, datetime64.go, timeofday.go, composite.go, map.go,
@@ -138,6 +142,7 @@ type encoder interface {
 type column struct {
 	name       string
 	typeName   string
+	typ        *chtype.Type
 	enc        encoder
 	hasDefault bool
 	nullable   bool // Nullable, possibly under LowCardinality
@@ -153,8 +158,25 @@ type Converter struct {
 	hash    uint64
 	nested  []nestedGroup // Array columns that must be equally long in a row (nested.go)
 
+	// Fields that name no column but columns under them (nested.go); all nil when the table
+	// has no dotted column names, Tuple or Nested columns.
+	groups     []group
+	groupIndex map[string]int // group name -> index into groups
+	under      [][]int        // per column, the groups it is under
+	elemFields map[string]int // "t.a" for element a of a Tuple or Nested column t -> t's index
+
 	fields  []value // per column, the field's value in the current payload
 	scratch []byte  // unescaped string text
+
+	// Per payload, for the groups.
+	groupVals   []value     // per group, its field's value
+	groupFailed []bool      // per group, whether it has an error
+	groupsGiven bool        // some group has a field
+	failed      []bool      // per column, whether its error is already in late
+	late        []lateError // errors of group and element fields, by column
+	cells       []cell      // scratch of expandArray
+	seen        []int       // scratch of expandArray
+	synth       []byte      // the arrays expandArray builds
 }
 
 // New builds the converter for t's writable columns. Every column type must have a converter:
@@ -177,6 +199,7 @@ func New(t *schema.Table) (*Converter, error) {
 		c.columns = append(c.columns, column{
 			name:       col.Name,
 			typeName:   col.TypeName,
+			typ:        col.Type,
 			enc:        enc,
 			hasDefault: col.HasDefault(),
 			nullable:   nullable,
@@ -185,6 +208,7 @@ func New(t *schema.Table) (*Converter, error) {
 	}
 	c.fields = make([]value, len(c.columns))
 	c.nested = nestedGroups(c.columns)
+	c.buildGroups(t)
 	h := fnv.New64a()
 	for _, col := range c.columns {
 		fmt.Fprintf(h, "%s\x00%s\x00%v\x00", col.name, col.typeName, col.hasDefault)
@@ -319,10 +343,27 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 	if err := c.scanFields(payload); err != nil {
 		return dst, err
 	}
+	if c.groupsGiven {
+		c.expandGroups()
+	}
+	if len(c.late) > 1 {
+		c.sortLate()
+	}
+	late := c.late
+	grouped := c.groupsGiven || len(late) > 0 // errors of group or element fields, failed columns
 	start := len(dst)
 	defaults := 0
 	var errs []*ValueError
 	for i := range c.columns {
+		if grouped {
+			for len(late) > 0 && late[0].at == i {
+				errs = append(errs, late[0].err)
+				late = late[1:]
+			}
+			if c.groupsGiven && c.failed[i] {
+				continue // its error is the group's, in late
+			}
+		}
 		col := &c.columns[i]
 		v := c.fields[i]
 		var err error
@@ -384,6 +425,7 @@ func (c *Converter) appendAbsent(dst []byte, col *column, isNull bool) ([]byte, 
 // scanFields validates payload and records, per column, the value of its field.
 func (c *Converter) scanFields(b []byte) error {
 	clear(c.fields)
+	c.resetGroups()
 	if !utf8.Valid(b) {
 		return &PayloadError{Rule: fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b))}
 	}
@@ -428,6 +470,13 @@ func (c *Converter) scanFields(b []byte) error {
 					return &PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
 				}
 				c.fields[col] = v
+				if c.groupsGiven && len(c.under[col]) > 0 {
+					c.directUnderGroup(col)
+				}
+			} else if c.groupIndex != nil || c.elemFields != nil {
+				if err := c.otherField(name, v); err != nil {
+					return err
+				}
 			}
 			i = skipSpace(b, end)
 			if i >= len(b) {

@@ -13,8 +13,9 @@ import (
 // (the T or a space between date and time; lowercase t and z too, as RFC 3339 allows). A fraction
 // of a second is truncated (DateTime holds whole seconds). Without Z or an offset, the time is read
 // in the column's time zone (DateTime('Asia/Tokyo')), else in the server's. A date alone is
-// midnight of that day. Also a JSON number: days since 1970-01-01 for Date, seconds since the
-// epoch for DateTime (datetime64.go, which wraps these encoders).
+// midnight of that day. Also a JSON number, or a string holding one (an epoch string): days since
+// 1970-01-01 for Date, seconds since the epoch for DateTime (datetime64.go, which wraps these
+// encoders).
 //
 // Date takes a date; a date-time only when it is exactly midnight, without a zone or in UTC
 // ("2024-01-01T00:00:00Z"), since any other time of day, or another zone's midnight, would have
@@ -22,7 +23,7 @@ import (
 //
 // Ranges, checked, never clamped (ClickHouse docs, "Date", "DateTime"): Date 1970-01-01 to
 // 2149-06-06; DateTime 1970-01-01 00:00:00 UTC to 2106-02-07 06:28:15 UTC.
-// Errors: other layouts ("10/03/2024", a string of digits), impossible dates (2023-02-29), hour
+// Errors: other layouts ("10/03/2024", "1.7e9", " 1704067200"), impossible dates (2023-02-29), hour
 // 24, second 60 (ClickHouse has no leap seconds), values out of range, other JSON values.
 
 const (
@@ -197,25 +198,12 @@ func (c civil) unix(loc *time.Location) (secs int64, rule string) {
 	}
 }
 
-// isoText returns the string content of v, or an error when v is not a string.
-func isoText(v value, c *Converter, typ string) ([]byte, error) {
-	if v.kind != kindString {
-		return nil, errValue(v, fmt.Sprintf("is %s; %s takes an ISO-8601 string (%s)", v.kind, typ, isoLayouts))
-	}
-	s, err := c.text(v)
-	if err != nil {
-		return nil, errValue(v, err.Error())
-	}
-	return s, nil
-}
-
+// dateEncoder reads ISO-8601 strings into Date; epochDateEncoder (datetime64.go) is the encoder
+// of the type, which also takes numbers and epoch strings.
 type dateEncoder struct{}
 
-func (dateEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
-	s, err := isoText(v, c, "Date")
-	if err != nil {
-		return dst, err
-	}
+// encodeISO encodes s, the content of the string v, as an ISO-8601 date.
+func (dateEncoder) encodeISO(dst []byte, v value, s []byte) ([]byte, error) {
 	t, ok := parseISO(s)
 	switch {
 	case !ok:
@@ -230,15 +218,14 @@ func (dateEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 	return binary.LittleEndian.AppendUint16(dst, uint16(days)), nil
 }
 
+// dateTimeEncoder reads ISO-8601 strings into DateTime; epochDateTimeEncoder (datetime64.go) is
+// the encoder of the type, which also takes numbers and epoch strings.
 type dateTimeEncoder struct {
 	loc *time.Location // for values without Z or an offset
 }
 
-func (e dateTimeEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
-	s, err := isoText(v, c, "DateTime")
-	if err != nil {
-		return dst, err
-	}
+// encodeISO encodes s, the content of the string v, as an ISO-8601 date-time.
+func (e dateTimeEncoder) encodeISO(dst []byte, v value, s []byte) ([]byte, error) {
 	t, ok := parseISO(s)
 	if !ok {
 		return dst, errValue(v, "is not an ISO-8601 date-time ("+isoLayouts+")")

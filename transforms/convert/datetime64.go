@@ -16,7 +16,7 @@ import (
 // is exactly midnight UTC), DateTime64 any of them, read in the column's zone, else the server's,
 // when the text has no Z or offset.
 //
-// Numbers (a JSON number, never a string of digits: "20240101" could be a date or a count):
+// Numbers (a JSON number, or an epoch string: see below):
 //   - Date and Date32: a whole number of days since 1970-01-01 (19782 is 2024-02-29; Date32 also
 //     takes negative days). ClickHouse's own text parsing reads a "big" integer as seconds instead;
 //     the pipeline never switches meaning on a value's size, so a number is always days.
@@ -24,6 +24,16 @@ import (
 //     milliseconds: 1704067200000 is out of range, not read as milliseconds.
 //   - DateTime64(P): seconds since the epoch, with a fraction (1704067200.123); digits beyond P are
 //     cut as for strings.
+//
+// Epoch strings: a JSON string whose content (escapes resolved) is exactly the text of a JSON
+// integer, -?(0|[1-9][0-9]*), means what that JSON number means, with the same errors: "19782"
+// into Date is 2024-02-29, "1704067200" into DateTime is 2024-01-01 00:00:00 UTC, "-1" into
+// Date32 is 1969-12-31, "-1" into Date is out of range. For DateTime64 the text may also have a
+// fraction, -?(0|[1-9][0-9]*)(\.[0-9]+)?: "1704067200.123". Nothing else is an epoch string: not
+// "+1", "01", "1e9", "1.5" (but into DateTime64), " 1", "1 ", "", nor digits other than ASCII 0-9.
+// Such strings, like every other, are read as ISO-8601 (datetime.go), with its errors. So
+// "20240101" into DateTime is 20240101 seconds (1970-08-23 06:15:01 UTC), not 2024-01-01: a string
+// of digits never switches meaning on its length either.
 //
 // DateTime64(P) keeps P fractional digits (0 to 9): further digits of the text are cut with integer
 // arithmetic, never through float64, towards the earlier instant ("…:00.123456789" into
@@ -62,13 +72,41 @@ func wholeNumber(raw []byte) (n int64, whole, inRange bool) {
 	return int64(mag), true, true
 }
 
-// isoDay reads a string value as a date for Date or Date32: YYYY-MM-DD, or a date-time that is
-// exactly midnight UTC; it returns days since 1970-01-01.
-func isoDay(v value, c *Converter, typ string) (int64, error) {
-	s, err := c.text(v)
-	if err != nil {
-		return 0, errValue(v, err.Error())
+// epochString reports whether s, the content of a JSON string, is an epoch string: the text of a
+// JSON integer, -?(0|[1-9][0-9]*), or, when fraction is set, also of a JSON number with a
+// fraction and no exponent, -?(0|[1-9][0-9]*)(\.[0-9]+)?. Such a text follows JSON's number
+// grammar, so the readers of number values (parseWhole, parseExact) take it as it is.
+func epochString(s []byte, fraction bool) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
 	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if fraction && i < len(s) && s[i] == '.' {
+		i++
+		start := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// isoDay reads s, the content of the string value v, as a date for Date or Date32: YYYY-MM-DD,
+// or a date-time that is exactly midnight UTC; it returns days since 1970-01-01.
+func isoDay(v value, s []byte, typ string) (int64, error) {
 	t, ok := parseISO(s)
 	switch {
 	case !ok:
@@ -79,53 +117,89 @@ func isoDay(v value, c *Converter, typ string) (int64, error) {
 	return daysFromCivil(t.year, t.month, t.day), nil
 }
 
-// epochDays reads a number value as whole days since 1970-01-01.
-func epochDays(v value, typ string) (int64, bool, error) {
-	n, whole, inRange := wholeNumber(v.raw)
+// epochDays reads num, the number text of v (a number value, or an epoch string's content), as
+// whole days since 1970-01-01.
+func epochDays(v value, num []byte, typ string) (int64, bool, error) {
+	n, whole, inRange := wholeNumber(num)
 	if !whole {
 		return 0, false, errValue(v, fmt.Sprintf("is not a whole number; a number into %s is a count of days since 1970-01-01", typ))
 	}
 	return n, inRange, nil
 }
 
-// epochDateEncoder is Date: ISO strings as dateEncoder, numbers as days since 1970-01-01.
+// epochText returns the content of the string value v, and whether it is an epoch string.
+func epochText(v value, c *Converter, fraction bool) (s []byte, epoch bool, err error) {
+	s, err = c.text(v)
+	if err != nil {
+		return nil, false, errValue(v, err.Error())
+	}
+	return s, epochString(s, fraction), nil
+}
+
+// epochDateEncoder is Date: ISO strings as dateEncoder, numbers and epoch strings as days since
+// 1970-01-01.
 type epochDateEncoder struct{ dateEncoder }
 
 func (e epochDateEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 	switch v.kind {
 	case kindString:
-		return e.dateEncoder.encode(dst, v, c)
-	case kindNumber:
-		days, inRange, err := epochDays(v, "Date")
-		if err != nil {
+		s, epoch, err := epochText(v, c, false)
+		switch {
+		case err != nil:
 			return dst, err
+		case !epoch:
+			return e.encodeISO(dst, v, s)
 		}
-		if !inRange || days < 0 || days > maxDateDays {
-			return dst, errValue(v, "is out of range for Date (0 to 65535 days: 1970-01-01 to 2149-06-06)")
-		}
-		return binary.LittleEndian.AppendUint16(dst, uint16(days)), nil
+		return encodeEpochDate(dst, v, s)
+	case kindNumber:
+		return encodeEpochDate(dst, v, v.raw)
 	}
 	return dst, errValue(v, fmt.Sprintf("is %s; Date takes an ISO-8601 date string (YYYY-MM-DD) or a number of days since 1970-01-01", v.kind))
 }
 
-// epochDateTimeEncoder is DateTime: ISO strings as dateTimeEncoder, numbers as Unix seconds.
+// encodeEpochDate encodes num, the number text of v, as a Date of that many days.
+func encodeEpochDate(dst []byte, v value, num []byte) ([]byte, error) {
+	days, inRange, err := epochDays(v, num, "Date")
+	if err != nil {
+		return dst, err
+	}
+	if !inRange || days < 0 || days > maxDateDays {
+		return dst, errValue(v, "is out of range for Date (0 to 65535 days: 1970-01-01 to 2149-06-06)")
+	}
+	return binary.LittleEndian.AppendUint16(dst, uint16(days)), nil
+}
+
+// epochDateTimeEncoder is DateTime: ISO strings as dateTimeEncoder, numbers and epoch strings as
+// Unix seconds.
 type epochDateTimeEncoder struct{ dateTimeEncoder }
 
 func (e epochDateTimeEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 	switch v.kind {
 	case kindString:
-		return e.dateTimeEncoder.encode(dst, v, c)
-	case kindNumber:
-		secs, whole, inRange := wholeNumber(v.raw)
+		s, epoch, err := epochText(v, c, false)
 		switch {
-		case !whole:
-			return dst, errValue(v, "is not a whole number; a number into DateTime is a count of seconds since 1970-01-01 00:00:00 UTC")
-		case !inRange || secs < 0 || secs > maxDateTimeUnix:
-			return dst, errValue(v, "is out of range for DateTime (0 to 4294967295 seconds: 1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC)")
+		case err != nil:
+			return dst, err
+		case !epoch:
+			return e.encodeISO(dst, v, s)
 		}
-		return binary.LittleEndian.AppendUint32(dst, uint32(secs)), nil
+		return encodeEpochDateTime(dst, v, s)
+	case kindNumber:
+		return encodeEpochDateTime(dst, v, v.raw)
 	}
 	return dst, errValue(v, fmt.Sprintf("is %s; DateTime takes an ISO-8601 string (%s) or a number of seconds since 1970-01-01 00:00:00 UTC", v.kind, isoLayouts))
+}
+
+// encodeEpochDateTime encodes num, the number text of v, as a DateTime of that many seconds.
+func encodeEpochDateTime(dst []byte, v value, num []byte) ([]byte, error) {
+	secs, whole, inRange := wholeNumber(num)
+	switch {
+	case !whole:
+		return dst, errValue(v, "is not a whole number; a number into DateTime is a count of seconds since 1970-01-01 00:00:00 UTC")
+	case !inRange || secs < 0 || secs > maxDateTimeUnix:
+		return dst, errValue(v, "is out of range for DateTime (0 to 4294967295 seconds: 1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC)")
+	}
+	return binary.LittleEndian.AppendUint32(dst, uint32(secs)), nil
 }
 
 type date32Encoder struct{}
@@ -136,19 +210,24 @@ func (date32Encoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 	var days int64
 	switch v.kind {
 	case kindString:
-		var err error
-		if days, err = isoDay(v, c, "Date32"); err != nil {
+		s, epoch, err := epochText(v, c, false)
+		switch {
+		case err != nil:
 			return dst, err
+		case epoch:
+			if days, err = epochDays32(v, s); err != nil {
+				return dst, err
+			}
+		default:
+			if days, err = isoDay(v, s, "Date32"); err != nil {
+				return dst, err
+			}
 		}
 	case kindNumber:
-		d, inRange, err := epochDays(v, "Date32")
-		if err != nil {
+		var err error
+		if days, err = epochDays32(v, v.raw); err != nil {
 			return dst, err
 		}
-		if !inRange {
-			return dst, errValue(v, date32Range)
-		}
-		days = d
 	default:
 		return dst, errValue(v, fmt.Sprintf("is %s; Date32 takes an ISO-8601 date string (YYYY-MM-DD) or a number of days since 1970-01-01", v.kind))
 	}
@@ -156,6 +235,19 @@ func (date32Encoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 		return dst, errValue(v, date32Range)
 	}
 	return binary.LittleEndian.AppendUint32(dst, uint32(int32(days))), nil
+}
+
+// epochDays32 reads num, the number text of v, as days for Date32 (not yet range-checked beyond
+// int64).
+func epochDays32(v value, num []byte) (int64, error) {
+	d, inRange, err := epochDays(v, num, "Date32")
+	if err != nil {
+		return 0, err
+	}
+	if !inRange {
+		return 0, errValue(v, date32Range)
+	}
+	return d, nil
 }
 
 type dateTime64Encoder struct {
@@ -196,9 +288,15 @@ func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, er
 	var ticks int64
 	switch v.kind {
 	case kindString:
-		s, err := c.text(v)
+		s, epoch, err := epochText(v, c, true)
 		if err != nil {
-			return dst, errValue(v, err.Error())
+			return dst, err
+		}
+		if epoch {
+			if ticks, err = e.epochTicks(v, s); err != nil {
+				return dst, err
+			}
+			break
 		}
 		t, ok := parseISO(s)
 		if !ok {
@@ -216,31 +314,9 @@ func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, er
 		}
 		ticks = secs*pow10[p] + int64(t.nanos)/pow10[9-p]
 	case kindNumber:
-		// ticks = floor(value × 10^P), from the digits: value = ±digits × 10^exp.
-		var buf [64]byte
-		n := parseExact(v.raw, buf[:0])
-		keep := len(n.digits) + n.exp + p // digits of |value| × 10^P before the point
-		if keep > 19 {
-			return dst, errValue(v, e.rangeRule())
-		}
-		var q int64
-		for k := 0; k < keep; k++ {
-			d := int64(0)
-			if k < len(n.digits) {
-				d = int64(n.digits[k] - '0')
-			}
-			if q > (1<<63-1-d)/10 {
-				return dst, errValue(v, e.rangeRule())
-			}
-			q = q*10 + d
-		}
-		cut := keep < len(n.digits) // non-zero digits (there are no trailing zeros) were cut
-		ticks = q
-		if n.neg {
-			ticks = -q
-			if cut {
-				ticks-- // towards the earlier instant
-			}
+		var err error
+		if ticks, err = e.epochTicks(v, v.raw); err != nil {
+			return dst, err
 		}
 	default:
 		return dst, errValue(v, fmt.Sprintf("is %s; %s takes an ISO-8601 string (%s) or a number of seconds since 1970-01-01 00:00:00 UTC", v.kind, e.name, isoLayouts))
@@ -249,4 +325,35 @@ func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, er
 		return dst, errValue(v, e.rangeRule())
 	}
 	return binary.LittleEndian.AppendUint64(dst, uint64(ticks)), nil
+}
+
+// epochTicks reads num, the number text of v, as seconds since the epoch and returns
+// floor(seconds × 10^P), from the digits (value = ±digits × 10^exp), never through float64. The
+// caller checks the range.
+func (e dateTime64Encoder) epochTicks(v value, num []byte) (int64, error) {
+	var buf [64]byte
+	n := parseExact(num, buf[:0])
+	keep := len(n.digits) + n.exp + e.precision // digits of |value| × 10^P before the point
+	if keep > 19 {
+		return 0, errValue(v, e.rangeRule())
+	}
+	var q int64
+	for k := 0; k < keep; k++ {
+		d := int64(0)
+		if k < len(n.digits) {
+			d = int64(n.digits[k] - '0')
+		}
+		if q > (1<<63-1-d)/10 {
+			return 0, errValue(v, e.rangeRule())
+		}
+		q = q*10 + d
+	}
+	cut := keep < len(n.digits) // non-zero digits (there are no trailing zeros) were cut
+	if !n.neg {
+		return q, nil
+	}
+	if cut {
+		return -q - 1, nil // towards the earlier instant
+	}
+	return -q, nil
 }

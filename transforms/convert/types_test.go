@@ -181,14 +181,14 @@ func TestDatesFromNumbers(t *testing.T) {
 		{"Date: seconds are not guessed", []string{"a Date"}, `{"a":1704067200}`, nil, `column "a" (Date): 1704067200 is out of range for Date (0 to 65535 days: 1970-01-01 to 2149-06-06)`},
 		{"Date: negative", []string{"a Date"}, `{"a":-1}`, nil, `-1 is out of range for Date`},
 		{"Date: fraction", []string{"a Date"}, `{"a":1.5}`, nil, `column "a" (Date): 1.5 is not a whole number; a number into Date is a count of days since 1970-01-01`},
-		{"Date: digits in a string", []string{"a Date"}, `{"a":"19782"}`, nil, `"19782" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"Date: digits in a string are days (epoch_test.go)", []string{"a Date"}, `{"a":"19782"}`, []any{utc("2024-02-29 00:00:00")}, ""},
 		{"Date: boolean", []string{"a Date"}, `{"a":false}`, nil, `false is a boolean; Date takes an ISO-8601 date string (YYYY-MM-DD) or a number of days since 1970-01-01`},
 		{"DateTime: milliseconds are not guessed", []string{"a DateTime('UTC')"}, `{"a":1704067200000}`, nil,
 			`column "a" (DateTime('UTC')): 1704067200000 is out of range for DateTime (0 to 4294967295 seconds: 1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC)`},
 		{"DateTime: beyond 2106", []string{"a DateTime('UTC')"}, `{"a":4294967296}`, nil, `4294967296 is out of range for DateTime`},
 		{"DateTime: before 1970", []string{"a DateTime('UTC')"}, `{"a":-1}`, nil, `-1 is out of range for DateTime`},
 		{"DateTime: fraction", []string{"a DateTime('UTC')"}, `{"a":1704067200.5}`, nil, `1704067200.5 is not a whole number; a number into DateTime is a count of seconds since 1970-01-01 00:00:00 UTC`},
-		{"DateTime: digits in a string", []string{"a DateTime('UTC')"}, `{"a":"1704067200"}`, nil, `"1704067200" is not an ISO-8601 date-time`},
+		{"DateTime: digits in a string are seconds (epoch_test.go)", []string{"a DateTime('UTC')"}, `{"a":"1704067200"}`, []any{utc("2024-01-01 00:00:00")}, ""},
 	})
 }
 
@@ -322,7 +322,7 @@ func TestNested(t *testing.T) {
 		{"flattened: one null", []string{"n.a Array(UInt8)", "n.b Array(String)"}, `{"n.a":[1],"n.b":null}`, nil, `column "n.b" (Array(String)): null is an empty array, but column "n.a" has 1`},
 		{"Nested type: array of objects or arrays", []string{"n Nested(a UInt8, b String)"}, `{"n":[{"a":1,"b":"x"},[2,"y"]]}`, []any{[][]any{{uint8(1), "x"}, {uint8(2), "y"}}}, ""},
 		{"Nested type: null and missing are empty", []string{"n Nested(a UInt8, b String)", "m Nested(a UInt8)"}, `{"n":null}`, []any{[][]any{}, [][]any{}}, ""},
-		{"Nested type: not an array", []string{"n Nested(a UInt8, b String)"}, `{"n":{"a":1,"b":"x"}}`, nil, `column "n" (Nested(a UInt8, b String)): {"a":1,"b":"x"} is an object; Nested(a UInt8, b String) takes a JSON array of objects`},
+		{"Nested type: not an array", []string{"n Nested(a UInt8, b String)"}, `{"n":"x"}`, nil, `column "n" (Nested(a UInt8, b String)): "x" is a string; Nested(a UInt8, b String) takes a JSON array of objects or an object of arrays`},
 		{"Nested type: element path", []string{"n Nested(a UInt8, b String)"}, `{"n":[{"a":1,"b":"x"},{"a":1,"b":2,"c":3}]}`, nil, `element [1]: "c" is not an element of Tuple(a UInt8, b String)`},
 	})
 }

@@ -1,0 +1,126 @@
+package convert_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/rowbinary"
+)
+
+// exactCase is a conversion whose error, when it fails, is compared in full.
+type exactCase struct {
+	name    string
+	columns []string
+	payload string
+	want    []any  // decoded values, one per writable column, when it converts
+	wantErr string // the whole error text; "" when the payload converts
+}
+
+func runExact(t *testing.T, cases []exactCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := convertRow(t, table(t, tc.columns...), tc.payload)
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if diff := cmp.Diff(tc.wantErr, gotErr); diff != "" {
+				t.Fatalf("payload %s: error (-want +got):\n%s", tc.payload, diff)
+			}
+			if err != nil {
+				return
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateNaNs(), valueComparers); diff != "" {
+				t.Errorf("payload %s (-want +got):\n%s", tc.payload, diff)
+			}
+		})
+	}
+}
+
+const (
+	isoDateTimeRule = `is not an ISO-8601 date-time (YYYY-MM-DD or YYYY-MM-DD[T ]hh:mm:ss[.fraction][Z|±hh:mm|±hhmm|±hh])`
+	dateRange       = `is out of range for Date (0 to 65535 days: 1970-01-01 to 2149-06-06)`
+	dateTimeRange   = `is out of range for DateTime (0 to 4294967295 seconds: 1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC)`
+)
+
+// TestEpochStrings: a JSON string that holds exactly the text of a JSON integer (for DateTime64
+// also with a fraction) means what that number means in Date, Date32, DateTime and DateTime64;
+// every other string keeps the ISO-8601 rules and their errors.
+func TestEpochStrings(t *testing.T) {
+	runExact(t, []exactCase{
+		// Accepted: the meaning of the same JSON number.
+		{"Date: days", []string{"a Date", "b Date", "c Date", "d Date"}, `{"a":"19782","b":"0","c":"65535","d":"-0"}`,
+			[]any{utc("2024-02-29 00:00:00"), utc("1970-01-01 00:00:00"), utc("2149-06-06 00:00:00"), utc("1970-01-01 00:00:00")}, ""},
+		{"Date: escaped digits are digits", []string{"a Date"}, `{"a":"\u0031\u0039\u0037\u0038\u0032"}`, []any{utc("2024-02-29 00:00:00")}, ""},
+		{"Date32: negative days", []string{"a Date32", "b Date32", "c Date32", "d Date32"}, `{"a":"-1","b":"-25567","c":"120529","d":"0"}`,
+			[]any{utc("1969-12-31 00:00:00"), utc("1900-01-01 00:00:00"), utc("2299-12-31 00:00:00"), utc("1970-01-01 00:00:00")}, ""},
+		{"DateTime: seconds, whatever the column's zone", []string{"a DateTime('UTC')", "b DateTime('Asia/Tokyo')", "c DateTime", "d DateTime('UTC')"},
+			`{"a":"1704067200","b":"1704067200","c":"0","d":"4294967295"}`,
+			[]any{utc("2024-01-01 00:00:00"), utc("2024-01-01 00:00:00"), utc("1970-01-01 00:00:00"), utc("2106-02-07 06:28:15")}, ""},
+		{"DateTime: eight digits are seconds, not YYYYMMDD", []string{"a DateTime('UTC')"}, `{"a":"20240101"}`, []any{utc("1970-08-23 06:15:01")}, ""},
+		{"DateTime64: seconds with a fraction, cut to P digits", []string{"a DateTime64(3, 'UTC')", "b DateTime64(3, 'UTC')", "c DateTime64(9, 'UTC')", "d DateTime64(0, 'UTC')", "e DateTime64(1, 'UTC')"},
+			`{"a":"1704067200.123","b":"1704067200.123456","c":"1704067200","d":"-1.5","e":"0.19"}`,
+			[]any{utcNano("2024-01-01 00:00:00.123"), utcNano("2024-01-01 00:00:00.123"), utc("2024-01-01 00:00:00"), utc("1969-12-31 23:59:58"), utcNano("1970-01-01 00:00:00.1")}, ""},
+		{"DateTime64: range edges", []string{"a DateTime64(3, 'UTC')", "b DateTime64(9, 'UTC')", "c DateTime64(0, 'UTC')"},
+			`{"a":"-2208988800","b":"9223372036.854775807","c":"-0.5"}`,
+			[]any{utc("1900-01-01 00:00:00"), utcNano("2262-04-11 23:47:16.854775807"), utc("1969-12-31 23:59:59")}, ""},
+		{"in Nullable, Array, Tuple and as a Map key", []string{"a Nullable(Date)", "b Array(DateTime('UTC'))", "c Tuple(Date, DateTime('UTC'))", "m Map(Date, Int8)"},
+			`{"a":"19782","b":["0","1704067200",1704067200],"c":["19782","1704067200"],"m":{"19782":1}}`,
+			[]any{ptr(utc("2024-02-29 00:00:00")), []time.Time{utc("1970-01-01 00:00:00"), utc("2024-01-01 00:00:00"), utc("2024-01-01 00:00:00")},
+				[]any{utc("2024-02-29 00:00:00"), utc("2024-01-01 00:00:00")}, &rowbinary.Map{Keys: []any{utc("2024-02-29 00:00:00")}, Values: []any{int8(1)}}}, ""},
+		{"ISO strings are unchanged", []string{"a Date", "b DateTime('UTC')", "c Date32", "d DateTime64(3, 'UTC')"},
+			`{"a":"2024-02-29","b":"2024-01-01T00:00:00Z","c":"1900-01-01","d":"2024-01-01 00:00:00.5"}`,
+			[]any{utc("2024-02-29 00:00:00"), utc("2024-01-01 00:00:00"), utc("1900-01-01 00:00:00"), utcNano("2024-01-01 00:00:00.5")}, ""},
+
+		// Epoch strings out of range: the number's errors, quoting the string.
+		{"Date: seconds are not guessed", []string{"a Date"}, `{"a":"1704067200"}`, nil, `column "a" (Date): "1704067200" ` + dateRange},
+		{"Date: negative", []string{"a Date"}, `{"a":"-1"}`, nil, `column "a" (Date): "-1" ` + dateRange},
+		{"Date: beyond int64", []string{"a Date"}, `{"a":"99999999999999999999"}`, nil, `column "a" (Date): "99999999999999999999" ` + dateRange},
+		{"Date32: before 1900", []string{"a Date32"}, `{"a":"-25568"}`, nil, `column "a" (Date32): "-25568" is out of range for Date32 (1900-01-01 to 2299-12-31)`},
+		{"Date32: beyond int64", []string{"a Date32"}, `{"a":"-99999999999999999999"}`, nil, `column "a" (Date32): "-99999999999999999999" is out of range for Date32 (1900-01-01 to 2299-12-31)`},
+		{"DateTime: milliseconds are not guessed", []string{"a DateTime('UTC')"}, `{"a":"1704067200000"}`, nil, `column "a" (DateTime('UTC')): "1704067200000" ` + dateTimeRange},
+		{"DateTime: beyond 2106", []string{"a DateTime('UTC')"}, `{"a":"4294967296"}`, nil, `column "a" (DateTime('UTC')): "4294967296" ` + dateTimeRange},
+		{"DateTime: before 1970", []string{"a DateTime('UTC')"}, `{"a":"-1"}`, nil, `column "a" (DateTime('UTC')): "-1" ` + dateTimeRange},
+		{"DateTime64: before 1900", []string{"a DateTime64(3, 'UTC')"}, `{"a":"-2208988801"}`, nil,
+			`column "a" (DateTime64(3, 'UTC')): "-2208988801" is out of range for DateTime64(3, 'UTC') (1900-01-01 00:00:00 to 2262-04-11 23:47:16.854 UTC)`},
+		{"DateTime64: after 2262", []string{"a DateTime64(9, 'UTC')"}, `{"a":"9223372036.854775808"}`, nil,
+			`column "a" (DateTime64(9, 'UTC')): "9223372036.854775808" is out of range for DateTime64(9, 'UTC') (1900-01-01 00:00:00 to 2262-04-11 23:47:16.854775807 UTC)`},
+
+		// Not epoch strings: the ISO-8601 rules and their errors, as before.
+		{"Date: a fraction", []string{"a Date"}, `{"a":"1.5"}`, nil, `column "a" (Date): "1.5" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"Date: a leading zero", []string{"a Date"}, `{"a":"019782"}`, nil, `column "a" (Date): "019782" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"Date: a plus sign", []string{"a Date"}, `{"a":"+19782"}`, nil, `column "a" (Date): "+19782" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"Date: a leading space", []string{"a Date"}, `{"a":" 19782"}`, nil, `column "a" (Date): " 19782" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"Date: a trailing space", []string{"a Date"}, `{"a":"19782 "}`, nil, `column "a" (Date): "19782 " is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"Date: an exponent", []string{"a Date"}, `{"a":"1e3"}`, nil, `column "a" (Date): "1e3" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"Date: empty", []string{"a Date"}, `{"a":""}`, nil, `column "a" (Date): "" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"Date: a minus alone", []string{"a Date"}, `{"a":"-"}`, nil, `column "a" (Date): "-" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"Date: two minus signs", []string{"a Date"}, `{"a":"--1"}`, nil, `column "a" (Date): "--1" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"Date: Arabic-Indic digits", []string{"a Date"}, `{"a":"١٩٧٨٢"}`, nil, `column "a" (Date): "١٩٧٨٢" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"Date: full-width digits", []string{"a Date"}, `{"a":"１９７８２"}`, nil, `column "a" (Date): "１９７８２" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"Date: hexadecimal", []string{"a Date"}, `{"a":"0x4d46"}`, nil, `column "a" (Date): "0x4d46" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"Date: a lone surrogate", []string{"a Date"}, `{"a":"\ud800"}`, nil, `column "a" (Date): "\ud800" holds \uD800, a lone UTF-16 surrogate that has no UTF-8 form`},
+		{"Date32: a fraction", []string{"a Date32"}, `{"a":"-1.5"}`, nil, `column "a" (Date32): "-1.5" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"Date32: a leading zero", []string{"a Date32"}, `{"a":"-01"}`, nil, `column "a" (Date32): "-01" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"DateTime: a fraction", []string{"a DateTime('UTC')"}, `{"a":"1704067200.5"}`, nil, `column "a" (DateTime('UTC')): "1704067200.5" ` + isoDateTimeRule},
+		{"DateTime: a whole fraction", []string{"a DateTime('UTC')"}, `{"a":"1704067200.0"}`, nil, `column "a" (DateTime('UTC')): "1704067200.0" ` + isoDateTimeRule},
+		{"DateTime: leading zeros", []string{"a DateTime('UTC')"}, `{"a":"01704067200"}`, nil, `column "a" (DateTime('UTC')): "01704067200" ` + isoDateTimeRule},
+		{"DateTime: an exponent", []string{"a DateTime('UTC')"}, `{"a":"1.7040672e9"}`, nil, `column "a" (DateTime('UTC')): "1.7040672e9" ` + isoDateTimeRule},
+		{"DateTime: a leading space", []string{"a DateTime('UTC')"}, `{"a":" 1704067200"}`, nil, `column "a" (DateTime('UTC')): " 1704067200" ` + isoDateTimeRule},
+		{"DateTime: a trailing newline", []string{"a DateTime('UTC')"}, `{"a":"1704067200\n"}`, nil, `column "a" (DateTime('UTC')): "1704067200\n" ` + isoDateTimeRule},
+		{"DateTime: a plus sign", []string{"a DateTime('UTC')"}, `{"a":"+1704067200"}`, nil, `column "a" (DateTime('UTC')): "+1704067200" ` + isoDateTimeRule},
+		{"DateTime: a zone letter", []string{"a DateTime('UTC')"}, `{"a":"1704067200Z"}`, nil, `column "a" (DateTime('UTC')): "1704067200Z" ` + isoDateTimeRule},
+		{"DateTime: digit groups", []string{"a DateTime('UTC')"}, `{"a":"1,704,067,200"}`, nil, `column "a" (DateTime('UTC')): "1,704,067,200" ` + isoDateTimeRule},
+		{"DateTime64: a point without digits", []string{"a DateTime64(3, 'UTC')"}, `{"a":"1704067200."}`, nil, `column "a" (DateTime64(3, 'UTC')): "1704067200." ` + isoDateTimeRule},
+		{"DateTime64: a fraction alone", []string{"a DateTime64(3, 'UTC')"}, `{"a":".5"}`, nil, `column "a" (DateTime64(3, 'UTC')): ".5" ` + isoDateTimeRule},
+		{"DateTime64: leading zeros", []string{"a DateTime64(3, 'UTC')"}, `{"a":"00.5"}`, nil, `column "a" (DateTime64(3, 'UTC')): "00.5" ` + isoDateTimeRule},
+		{"DateTime64: an exponent", []string{"a DateTime64(3, 'UTC')"}, `{"a":"1.7e9"}`, nil, `column "a" (DateTime64(3, 'UTC')): "1.7e9" ` + isoDateTimeRule},
+		{"DateTime64: a comma for the point", []string{"a DateTime64(3, 'UTC')"}, `{"a":"1704067200,5"}`, nil, `column "a" (DateTime64(3, 'UTC')): "1704067200,5" ` + isoDateTimeRule},
+		{"DateTime64: a space", []string{"a DateTime64(3, 'UTC')"}, `{"a":"1704067200 .5"}`, nil, `column "a" (DateTime64(3, 'UTC')): "1704067200 .5" ` + isoDateTimeRule},
+		{"in an Array the element's path is named", []string{"a Array(DateTime('UTC'))"}, `{"a":["0","-5"]}`, nil, `column "a" (Array(DateTime('UTC'))): element [1]: "-5" ` + dateTimeRange},
+	})
+}
