@@ -9,6 +9,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/ack"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/batch"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
@@ -119,9 +120,9 @@ func Build(s beam.Scope, o Options, src Source) {
 }
 
 // BuildFrom wires every stage after the source on msgs, a PCollection<message.Message> read by
-// src's reader: parse, window and batch, write, dead letters. With LocalSource the write and
-// dead-letter stages acknowledge each message on o.InputSubscription once stored; with
-// DataflowSource nothing is acknowledged (the service does). Build calls it; tests call it on
+// src's reader: parse, window and batch, write, dead letters, and with LocalSource the
+// acknowledging stage, which acknowledges each message on o.InputSubscription once its row or
+// dead letter is stored; with DataflowSource nothing is acknowledged (the service does). Build calls it; tests call it on
 // a source of their own. It panics if o is invalid.
 func BuildFrom(s beam.Scope, o Options, src Source, msgs beam.PCollection) {
 	if err := o.Validate(); err != nil {
@@ -129,30 +130,30 @@ func BuildFrom(s beam.Scope, o Options, src Source, msgs beam.PCollection) {
 	}
 	mode := o.Mode()
 	shards := o.Shards(src, maxNumWorkers())
-	ackSubscription := ""
-	if src != DataflowSource {
-		ackSubscription = o.InputSubscription
-	}
 
 	rows, deadLetters := parse.Parse(s, o.ClickHouse(), o.ClickHouseTable, time.Duration(o.SchemaRefreshSeconds)*time.Second, msgs)
 
-	rejected := write.Write(s, write.Config{
-		ClickHouse:   o.ClickHouse(),
-		Table:        o.ClickHouseTable,
-		Settings:     o.InsertSettings(),
-		Retry:        o.Retry(),
-		MaxRows:      mode.Rows,
-		Subscription: ackSubscription,
+	rejected, inserted := write.Write(s, write.Config{
+		ClickHouse: o.ClickHouse(),
+		Table:      o.ClickHouseTable,
+		Settings:   o.InsertSettings(),
+		Retry:      o.Retry(),
+		MaxRows:    mode.Rows,
 	}, batch.Batches(s, mode, shards, rows))
 
-	deadletter.Write(s, deadletter.Config{
-		ClickHouse:   o.ClickHouse(),
-		Table:        o.ClickHouseDeadLetterTable,
-		Topic:        o.DeadLetterTopic,
-		Retry:        o.Retry(),
-		Settings:     o.InsertSettings(),
-		Subscription: ackSubscription,
+	deadLettered := deadletter.Write(s, deadletter.Config{
+		ClickHouse: o.ClickHouse(),
+		Table:      o.ClickHouseDeadLetterTable,
+		Topic:      o.DeadLetterTopic,
+		Retry:      o.Retry(),
+		Settings:   o.InsertSettings(),
 	}, batch.Batches(s.Scope("DeadLetters"), mode, shards, beam.Flatten(s, deadLetters,
 		// The rejected rows come out of the write stage in its windows; Flatten needs one windowing.
 		beam.WindowInto(s.Scope("Rejected"), window.NewGlobalWindows(), rejected))))
+
+	// The edge back to the source: what was stored is acknowledged (local runner only; on
+	// Dataflow the service acknowledges, and the stored ack ids are empty).
+	if src != DataflowSource {
+		ack.Acknowledge(s, o.InputSubscription, inserted, deadLettered)
+	}
 }

@@ -63,7 +63,6 @@ const redacted = "xxxxx"
 // shows.
 const maxShownValue = 100
 
-
 // Options are the template parameters. Each field is one flag of the same
 // name as given in its comment (see [RegisterFlags]); [Defaults] gives the
 // defaults and [Options.Validate] checks the values.

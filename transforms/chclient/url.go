@@ -333,4 +333,3 @@ func redactQuery(query string) string {
 	}
 	return strings.Join(out, "&")
 }
-

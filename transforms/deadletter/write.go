@@ -20,7 +20,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/ack"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
@@ -95,25 +94,25 @@ type Config struct {
 	Retry chclient.Retry
 	// Settings are the insert settings (insert_deduplicate and the others).
 	Settings chclient.Settings
-	// Subscription is the source subscription to acknowledge after the record is written to every
-	// destination; "" on Dataflow.
-	Subscription string
 }
 
 func init() {
-	register.DoFn3x1[context.Context, int, func(*Record) bool, error](&writeFn{})
+	register.DoFn4x1[context.Context, int, func(*Record) bool, func([]string), error](&writeFn{})
 	register.Iter1[Record]()
+	register.Emitter1[[]string]()
 }
 
 // Write writes each batch of batches (a PCollection<KV<int, Iter<Record>>> from batch.Batches)
-// to the dead-letter table, to the dead-letter topic, or to both, then acknowledges the records'
-// messages. It panics at construction when neither destination is set.
-func Write(s beam.Scope, cfg Config, batches beam.PCollection) {
+// to the dead-letter table, to the dead-letter topic, or to both. It returns the ack ids of the
+// written records' messages, one []string per batch (PCollection<[]string>, for the
+// acknowledging stage; empty on Dataflow). It panics at construction when neither destination
+// is set.
+func Write(s beam.Scope, cfg Config, batches beam.PCollection) (stored beam.PCollection) {
 	s = s.Scope("DeadLetter")
 	if cfg.Table == "" && cfg.Topic == "" {
 		panic("deadletter.Write: neither a dead-letter table nor a dead-letter topic is set")
 	}
-	beam.ParDo0(s, &writeFn{Config: cfg}, batches)
+	return beam.ParDo(s, &writeFn{Config: cfg}, batches)
 }
 
 type writeFn struct {
@@ -124,7 +123,6 @@ type writeFn struct {
 	withToken bool
 	client    *pubsub.Client
 	publisher *pubsub.Publisher
-	acks      ack.Manager
 }
 
 func (f *writeFn) Setup(ctx context.Context) error {
@@ -151,11 +149,6 @@ func (f *writeFn) setup(ctx context.Context) error {
 	}
 	if f.Topic != "" {
 		if f.client, f.publisher, err = OpenTopic(ctx, f.Topic); err != nil {
-			return err
-		}
-	}
-	if f.Subscription != "" {
-		if f.acks, err = ack.ForSubscription(ctx, f.Subscription); err != nil {
 			return err
 		}
 	}
@@ -193,7 +186,7 @@ func (f *writeFn) Teardown() error {
 	return nil
 }
 
-func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*Record) bool) error {
+func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*Record) bool, emitStored func([]string)) error {
 	var recs []*Record
 	for {
 		r := new(Record)
@@ -218,16 +211,14 @@ func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*Record) 
 		}
 		rowsToTopic.Inc(ctx, int64(len(recs)))
 	}
-	if f.acks != nil {
-		ids := make([]string, 0, len(recs))
-		for _, r := range recs {
-			if r.AckID != "" {
-				ids = append(ids, r.AckID)
-			}
+	ids := make([]string, 0, len(recs))
+	for _, r := range recs {
+		if r.AckID != "" {
+			ids = append(ids, r.AckID)
 		}
-		if err := f.acks.Ack(ctx, ids); err != nil {
-			slog.Warn("acknowledging dead-lettered messages failed; Pub/Sub will redeliver them", "messages", len(ids), "error", err)
-		}
+	}
+	if len(ids) > 0 {
+		emitStored(ids)
 	}
 	return nil
 }

@@ -1,17 +1,19 @@
-// Package ack acknowledges Pub/Sub messages read by the local source (package source) once
-// their rows are inserted or their dead letters written, and keeps their ack deadlines extended
-// until then.
+package psclient
+
+// Acknowledgement of the messages the local source (package source) pulls: a Manager keeps their
+// ack deadlines extended from the pull until the acknowledging stage (package ack) acknowledges
+// them, once their rows are inserted or their dead letters written.
 //
 // Why: on prism (the local runner) buffered rows live only in memory, so a message acknowledged
 // on receipt, or at bundle finalization, would be lost with the rows still waiting in a window if
-// the process died. The ack id therefore travels with the row (parse.Row.AckID,
-// deadletter.Record.AckID) and the write and dead-letter stages call Manager.Ack after success.
-// On Dataflow the source is pubsubio.Read, the service acknowledges at its own checkpoints and
-// the ack ids are empty.
+// the process died. The ack id therefore travels with the row and the dead letter, the write and
+// dead-letter stages emit the ack ids of what they stored, and the acknowledging stage acks
+// them: an edge of the graph. On Dataflow the source is pubsubio.Read, the service acknowledges
+// at its own checkpoints, the ack ids are empty and the acknowledging stage is not in the graph.
 //
 // One Manager per subscription per process (ForSubscription): prism runs the Go SDK worker in
-// the launching process (loopback), so the source and the write stage share it.
-package ack
+// the launching process (loopback), so the source, which tracks what it pulled, and the
+// acknowledging stage share it.
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package ack
+package psclient
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Settings tune an Acker. A zero field takes its default.
-type Settings struct {
+// AckSettings tune an Acker. A zero field takes its default.
+type AckSettings struct {
 	// Deadline is the ack deadline every extension asks for (ModifyAckDeadline), rounded up to
 	// whole seconds, between 1 s and 600 s. Default 60 s.
 	Deadline time.Duration
@@ -47,7 +47,7 @@ const (
 	warnEvery          = 10 * time.Second
 )
 
-func (s Settings) withDefaults() Settings {
+func (s AckSettings) withDefaults() AckSettings {
 	if s.Deadline <= 0 {
 		s.Deadline = 60 * time.Second
 	}
@@ -73,13 +73,13 @@ func (s Settings) withDefaults() Settings {
 }
 
 // deadlineSeconds is Deadline in whole seconds, rounded up, within [1, 600].
-func (s Settings) deadlineSeconds() int32 {
+func (s AckSettings) deadlineSeconds() int32 {
 	secs := int32((s.Deadline + time.Second - 1) / time.Second)
 	return min(max(secs, 1), 600)
 }
 
-// Stats are an Acker's counters since it was created.
-type Stats struct {
+// AckStats are an Acker's counters since it was created.
+type AckStats struct {
 	Outstanding     int   // ids tracked now
 	Tracked         int64 // ids ever tracked
 	Acked           int64 // ids acknowledged successfully
@@ -95,7 +95,7 @@ type Stats struct {
 // extends the ack deadlines of the messages it tracks.
 type Acker struct {
 	sub      string
-	settings Settings
+	settings AckSettings
 	client   *pubsub.Client
 	ctx      context.Context // cancelled by Close
 	cancel   context.CancelFunc
@@ -120,7 +120,7 @@ var _ Manager = (*Acker)(nil)
 
 // New creates an Acker of subscription (projects/<project>/subscriptions/<name>) that is not in
 // the process registry: its owner must Close it. ForSubscription is what the pipeline uses.
-func New(ctx context.Context, subscription string, settings Settings) (*Acker, error) {
+func NewAcker(ctx context.Context, subscription string, settings AckSettings) (*Acker, error) {
 	project, _, err := splitSubscription(subscription)
 	if err != nil {
 		return nil, fmt.Errorf("ack: %w", err)
@@ -260,8 +260,8 @@ func (a *Acker) noteRequestSize(n int) {
 }
 
 // Stats returns the Acker's counters.
-func (a *Acker) Stats() Stats {
-	return Stats{
+func (a *Acker) Stats() AckStats {
+	return AckStats{
 		Outstanding:     a.Outstanding(),
 		Tracked:         a.tracks.Load(),
 		Acked:           a.acked.Load(),
@@ -393,7 +393,7 @@ func splitSubscription(sub string) (project, id string, err error) {
 var (
 	registryMu       sync.Mutex
 	registry         = map[string]*Acker{}
-	registrySettings Settings
+	registrySettings AckSettings
 )
 
 // registryKey is the subscription and the emulator the client would talk to: a process that
@@ -410,7 +410,7 @@ func forSubscription(ctx context.Context, subscription string) (Manager, error) 
 	if a, ok := registry[key]; ok {
 		return a, nil
 	}
-	a, err := New(ctx, subscription, registrySettings)
+	a, err := NewAcker(ctx, subscription, registrySettings)
 	if err != nil {
 		return nil, err
 	}
@@ -418,9 +418,9 @@ func forSubscription(ctx context.Context, subscription string) (Manager, error) 
 	return a, nil
 }
 
-// SetDefaultSettings sets the Settings of the Managers that ForSubscription creates from now on
+// SetDefaultAckSettings sets the AckSettings of the Managers that ForSubscription creates from now on
 // (tests shorten the deadlines with it). Existing Managers keep theirs.
-func SetDefaultSettings(s Settings) {
+func SetDefaultAckSettings(s AckSettings) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	registrySettings = s
@@ -428,16 +428,16 @@ func SetDefaultSettings(s Settings) {
 
 // Lookup returns the Acker that ForSubscription returns for subscription (under the current
 // PUBSUB_EMULATOR_HOST), if it has created one.
-func Lookup(subscription string) (*Acker, bool) {
+func LookupAcker(subscription string) (*Acker, bool) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	a, ok := registry[registryKey(subscription)]
 	return a, ok
 }
 
-// CloseAll closes every Manager of the registry and empties it; the next ForSubscription creates
+// CloseAckers closes every Manager of the registry and empties it; the next ForSubscription creates
 // a new one. For tests, and for a process that is about to exit.
-func CloseAll() error {
+func CloseAckers() error {
 	registryMu.Lock()
 	all := registry
 	registry = map[string]*Acker{}

@@ -1,4 +1,4 @@
-package ack
+package psclient
 
 import (
 	"context"
@@ -135,9 +135,9 @@ func (f *fixture) pullNow(t *testing.T) []string {
 	return data
 }
 
-func newAcker(t *testing.T, s Settings) *Acker {
+func newAcker(t *testing.T, s AckSettings) *Acker {
 	t.Helper()
-	a, err := New(context.Background(), testSub, s)
+	a, err := NewAcker(context.Background(), testSub, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestAckChunksAndAcknowledges(t *testing.T) {
 	rec := &recorder{}
 	f := newFixture(t, 10*time.Second, pstest.ServerReactorOption{FuncName: "Acknowledge", Reactor: rec})
 	ids := f.publishAndPull(t, 2500, nil)
-	a := newAcker(t, Settings{})
+	a := newAcker(t, AckSettings{})
 	a.Track(ids...)
 	a.Track(ids[:10]...) // tracking twice counts once
 	if got := a.Outstanding(); got != 2500 {
@@ -233,7 +233,7 @@ func TestDeadlineExtension(t *testing.T) {
 	t.Cleanup(pstest.ResetMinAckDeadline)
 	rec := &recorder{}
 	f := newFixture(t, time.Second, pstest.ServerReactorOption{FuncName: "ModifyAckDeadline", Reactor: rec})
-	a := newAcker(t, Settings{
+	a := newAcker(t, AckSettings{
 		Deadline:         3 * time.Second,
 		ExtendEvery:      500 * time.Millisecond,
 		FirstExtendAfter: 200 * time.Millisecond,
@@ -290,7 +290,7 @@ func TestAckRetries(t *testing.T) {
 	rec := &recorder{failures: 2, code: codes.Internal}
 	f := newFixture(t, 10*time.Second, pstest.ServerReactorOption{FuncName: "Acknowledge", Reactor: rec})
 	ids := f.publishAndPull(t, 3, nil)
-	a := newAcker(t, Settings{})
+	a := newAcker(t, AckSettings{})
 	a.Track(ids...)
 	if err := a.Ack(context.Background(), ids[:1]); err != nil {
 		t.Fatalf("Ack after 2 transient errors: %v", err)
@@ -322,7 +322,7 @@ func TestAckRetries(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	newFixture(t, 10*time.Second)
-	t.Cleanup(func() { CloseAll() })
+	t.Cleanup(func() { CloseAckers() })
 	ctx := context.Background()
 	m1, err := ForSubscription(ctx, testSub)
 	if err != nil {
@@ -335,7 +335,7 @@ func TestRegistry(t *testing.T) {
 	if m1 != m2 {
 		t.Error("ForSubscription returned two managers for one subscription")
 	}
-	if a, ok := Lookup(testSub); !ok || Manager(a) != m1 {
+	if a, ok := LookupAcker(testSub); !ok || Manager(a) != m1 {
 		t.Error("Lookup does not find the manager")
 	}
 	other, err := ForSubscription(ctx, testProject+"/subscriptions/other")
@@ -353,7 +353,7 @@ func TestRegistry(t *testing.T) {
 	if m4 == m1 {
 		t.Error("a new PUBSUB_EMULATOR_HOST kept the manager")
 	}
-	if err := CloseAll(); err != nil {
+	if err := CloseAckers(); err != nil {
 		t.Fatal(err)
 	}
 	m3, err := ForSubscription(ctx, testSub)
@@ -361,7 +361,7 @@ func TestRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	if m3 == m1 {
-		t.Error("CloseAll kept the manager")
+		t.Error("CloseAckers kept the manager")
 	}
 	if _, err := ForSubscription(ctx, "subscriptions/x"); err == nil || !strings.Contains(err.Error(), "subscriptions/x") {
 		t.Errorf("bad name: %v", err)

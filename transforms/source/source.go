@@ -2,7 +2,7 @@
 //
 // Read is the reader for every runner except Dataflow (prism, the tests, the demo): a splittable
 // DoFn that pulls with the unary Pull RPC (the emulator's StreamingPull serves about 100 messages
-// per second), hands each ack id to the subscription's ack.Manager before emitting the message
+// per second), hands each ack id to the subscription's psclient.Manager before emitting the message
 // and never acknowledges: the write and dead-letter stages do, once the row is stored. It can
 // stop after an idle period so that a local run ends.
 //
@@ -35,7 +35,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/ack"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
@@ -92,7 +91,7 @@ const (
 // PCollection<message.Message> in the global window. An element's timestamp is the time it was
 // pulled (processing time), not its publish time, so a backlog is never late data downstream;
 // the watermark trails the pull time by a second. The elements carry their AckID: acknowledge
-// them through ack.ForSubscription(ctx, subscription) once they are stored.
+// them (the acknowledging stage, package ack, does) once they are stored.
 //
 // It is for every runner except Dataflow (see ReadDataflow). It panics if subscription is not a
 // full subscription name.
@@ -138,7 +137,7 @@ type readFn struct {
 	PullBatch           int
 
 	client    *pubsub.Client
-	acks      ack.Manager
+	acks      psclient.Manager
 	pullBatch int                  // the MaxMessages of the next Pull: PullBatch, less after a response too large
 	lastLog   map[string]time.Time // by message, for logf
 }
@@ -158,7 +157,7 @@ func (fn *readFn) Setup(ctx context.Context) error {
 		fn.client = nil
 		return err
 	}
-	fn.acks, err = ack.ForSubscription(ctx, fn.Subscription)
+	fn.acks, err = psclient.ForSubscription(ctx, fn.Subscription)
 	if err != nil {
 		fn.client.Close()
 		fn.client = nil

@@ -26,8 +26,8 @@ import (
 	pb "google.golang.org/genproto/googleapis/pubsub/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/ack"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
 func TestMain(m *testing.M) { ptest.Main(m) }
@@ -142,7 +142,7 @@ type ackFn struct {
 	Collector    string
 	Hold         bool
 
-	acks ack.Manager
+	acks psclient.Manager
 	col  *collector
 	ids  []string
 	msgs []message.Message
@@ -151,7 +151,7 @@ type ackFn struct {
 
 func (f *ackFn) Setup(ctx context.Context) error {
 	var err error
-	f.acks, err = ack.ForSubscription(ctx, f.Subscription)
+	f.acks, err = psclient.ForSubscription(ctx, f.Subscription)
 	f.col = collectorOf(f.Collector)
 	return err
 }
@@ -188,13 +188,13 @@ type ackGroupFn struct {
 	Subscription string
 	Collector    string
 
-	acks ack.Manager
+	acks psclient.Manager
 	col  *collector
 }
 
 func (f *ackGroupFn) Setup(ctx context.Context) error {
 	var err error
-	f.acks, err = ack.ForSubscription(ctx, f.Subscription)
+	f.acks, err = psclient.ForSubscription(ctx, f.Subscription)
 	f.col = collectorOf(f.Collector)
 	return err
 }
@@ -233,7 +233,7 @@ func newEmulator(t *testing.T) *emulator {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := ack.CloseAll(); err != nil {
+		if err := psclient.CloseAckers(); err != nil {
 			t.Error(err)
 		}
 		client.Close()
@@ -421,7 +421,7 @@ func readAndAck(t *testing.T, n int, opts ReadOptions) {
 		t.Errorf("counter messages = %d, want %d", got, n)
 	}
 	em.checkAllAcknowledged(t, n)
-	if a, ok := ack.Lookup(testSub); !ok || a.Outstanding() != 0 {
+	if a, ok := psclient.LookupAcker(testSub); !ok || a.Outstanding() != 0 {
 		t.Errorf("the ack manager is missing or has outstanding messages")
 	} else {
 		t.Logf("ack manager: %+v", a.Stats())
@@ -473,7 +473,7 @@ func readLive(t *testing.T, windowed bool) {
 	go func() {
 		deadline := time.Now().Add(runTimeout)
 		for time.Now().Before(deadline) {
-			if a, ok := ack.Lookup(testSub); ok && a.Stats().Tracked > 0 {
+			if a, ok := psclient.LookupAcker(testSub); ok && a.Stats().Tracked > 0 {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -557,7 +557,7 @@ func TestReadMaxOutstanding(t *testing.T) {
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
-			if a, ok := ack.Lookup(testSub); ok {
+			if a, ok := psclient.LookupAcker(testSub); ok {
 				sampleMu.Lock()
 				maxOutstanding = max(maxOutstanding, a.Outstanding())
 				sampleMu.Unlock()
@@ -584,8 +584,8 @@ func TestReadMaxOutstanding(t *testing.T) {
 		}
 		return n
 	}
-	acker := func() *ack.Acker {
-		a, _ := ack.Lookup(testSub)
+	acker := func() *psclient.Acker {
+		a, _ := psclient.LookupAcker(testSub)
 		return a
 	}
 

@@ -25,7 +25,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/ack"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
@@ -45,9 +44,10 @@ var (
 )
 
 func init() {
-	register.DoFn4x1[context.Context, int, func(*parse.Row) bool, func(deadletter.Record), error](&insertFn{})
+	register.DoFn5x1[context.Context, int, func(*parse.Row) bool, func(deadletter.Record), func([]string), error](&insertFn{})
 	register.Iter1[parse.Row]()
 	register.Emitter1[deadletter.Record]()
+	register.Emitter1[[]string]()
 }
 
 // Config is what the write stage needs besides the rows.
@@ -59,21 +59,19 @@ type Config struct {
 	// MaxRows caps the rows of one INSERT below Settings.MaxInsertBlockSize: batchRowCount when
 	// given (a runner may fire a pane larger than the count trigger), else 0.
 	MaxRows int
-	// Subscription is the source subscription whose messages are acknowledged after their rows
-	// are inserted; "" when the source acknowledges by itself (Dataflow).
-	Subscription string
 }
 
 // Write inserts the batches of batches (a PCollection<KV<int, Iter<parse.Row>>> from
 // batch.Batches) into cfg.Table. It returns the dead-letter records of the rows the server
-// rejected (PCollection<deadletter.Record>); their messages are acknowledged by the dead-letter
-// stage, not here. It panics at construction when cfg is incomplete.
-func Write(s beam.Scope, cfg Config, batches beam.PCollection) beam.PCollection {
+// rejected (PCollection<deadletter.Record>) and the ack ids of the inserted rows, one []string
+// per batch (PCollection<[]string>, for the acknowledging stage; empty on Dataflow). It panics at
+// construction when cfg is incomplete.
+func Write(s beam.Scope, cfg Config, batches beam.PCollection) (rejected, stored beam.PCollection) {
 	s = s.Scope("Write")
 	if cfg.Table == "" || cfg.ClickHouse.URL == "" || cfg.Settings.MaxInsertBlockSize <= 0 {
 		panic(fmt.Sprintf("write.Write: incomplete configuration %v", cfg.ClickHouse))
 	}
-	return beam.ParDo(s, &insertFn{Config: cfg}, batches)
+	return beam.ParDo2(s, &insertFn{Config: cfg}, batches)
 }
 
 // insertFn inserts one batch per call.
@@ -87,7 +85,6 @@ type insertFn struct {
 	refreshed time.Time
 	settings  clickhouse.Settings
 	withToken bool
-	acks      ack.Manager
 	// presumedData holds the Unknown error codes that persisted in the batch being written,
 	// which are then handled as data errors without further retries.
 	presumedData map[int32]bool
@@ -119,11 +116,6 @@ func (f *insertFn) setup(ctx context.Context) error {
 	}
 	if len(leftOut) > 0 {
 		chclient.LogOnce("insert settings left out: the server does not know them", "settings", strings.Join(leftOut, ", "))
-	}
-	if f.Subscription != "" {
-		if f.acks, err = ack.ForSubscription(ctx, f.Subscription); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -157,7 +149,7 @@ func (f *insertFn) Teardown() error {
 
 // ProcessElement inserts one batch, dead-letters the rows the server rejects, then acknowledges
 // the messages of the inserted rows.
-func (f *insertFn) ProcessElement(ctx context.Context, shard int, next func(*parse.Row) bool, emitDeadLetter func(deadletter.Record)) error {
+func (f *insertFn) ProcessElement(ctx context.Context, shard int, next func(*parse.Row) bool, emitDeadLetter func(deadletter.Record), emitStored func([]string)) error {
 	var rows []*parse.Row
 	for {
 		r := new(parse.Row)
@@ -189,18 +181,16 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, next func(*par
 	if err := f.insertRows(ctx, rows, reject, 0); err != nil {
 		return err
 	}
-	if f.acks != nil {
-		ids := make([]string, 0, len(rows))
-		for _, r := range rows {
-			if r.AckID != "" && !rejected[r] {
-				ids = append(ids, r.AckID)
-			}
+	// The ack ids of the inserted rows (the rejected rows are acknowledged once their dead
+	// letters are written); none on Dataflow, where the service acknowledges.
+	ids := make([]string, 0, len(rows))
+	for _, r := range rows {
+		if r.AckID != "" && !rejected[r] {
+			ids = append(ids, r.AckID)
 		}
-		if err := f.acks.Ack(ctx, ids); err != nil {
-			// The rows are in the table; a lost ack only means a redelivery, which the
-			// deduplication token absorbs on servers that deduplicate.
-			slog.Warn("acknowledging inserted rows failed; Pub/Sub will redeliver them", "rows", len(ids), "error", err)
-		}
+	}
+	if len(ids) > 0 {
+		emitStored(ids)
 	}
 	return nil
 }

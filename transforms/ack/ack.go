@@ -1,0 +1,64 @@
+// Package ack is the acknowledging stage of the local runner: it acknowledges on the input
+// subscription the messages whose rows the write stage inserted and whose dead letters the
+// dead-letter stage wrote. Those stages emit the ack ids of what they stored, one []string per
+// stored batch; this stage is the edge from them back to Pub/Sub, in the graph. It is absent on
+// Dataflow, whose Pub/Sub read the service acknowledges.
+//
+// An acknowledgement that fails is logged and not retried: the message is then redelivered and
+// written again, which a deduplicating table absorbs (see docs/delivery.md).
+package ack
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
+)
+
+func init() {
+	register.DoFn2x0[context.Context, []string](&ackFn{})
+}
+
+// Acknowledge acknowledges, on subscription (projects/<project>/subscriptions/<name>), the ack
+// ids of stored (each a PCollection<[]string>: the ack ids of one stored batch). It panics at
+// construction when subscription is empty or stored is.
+func Acknowledge(s beam.Scope, subscription string, stored ...beam.PCollection) {
+	s = s.Scope("Acknowledge")
+	if subscription == "" || len(stored) == 0 {
+		panic(fmt.Sprintf("ack.Acknowledge: subscription %q and %d inputs", subscription, len(stored)))
+	}
+	// The inputs come out of stages windowed by the batching mode; Flatten needs one windowing.
+	global := make([]beam.PCollection, len(stored))
+	for i, col := range stored {
+		global[i] = beam.WindowInto(s, window.NewGlobalWindows(), col)
+	}
+	beam.ParDo0(s, &ackFn{Subscription: subscription}, beam.Flatten(s, global...))
+}
+
+// ackFn acknowledges one stored batch per element.
+type ackFn struct {
+	Subscription string
+
+	acks psclient.Manager
+}
+
+func (f *ackFn) Setup(ctx context.Context) error {
+	var err error
+	f.acks, err = psclient.ForSubscription(ctx, f.Subscription)
+	return err
+}
+
+func (f *ackFn) ProcessElement(ctx context.Context, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	if err := f.acks.Ack(ctx, ids); err != nil {
+		// What was stored is stored; a lost ack only means a redelivery.
+		slog.Warn("acknowledging stored messages failed; Pub/Sub will redeliver them", "subscription", f.Subscription, "messages", len(ids), "error", err)
+	}
+}
