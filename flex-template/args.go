@@ -55,7 +55,11 @@ type argNote struct {
 //
 // A flag's value is the text after "=", or, for a flag that is not a boolean, the next argument
 // when that does not start with "-" (the flag package's rules).
-func normalizeArgs(fs *flag.FlagSet, args []string) (out []string, notes []argNote) {
+//
+// A flag that is not defined but is within two edits of a template parameter (params), or
+// differs from one only in letter case, is an error: it is almost certainly that parameter
+// misspelt, and ignoring it would run the job with the parameter's default.
+func normalizeArgs(fs *flag.FlagSet, params []string, args []string) (out []string, notes []argNote, err error) {
 	var experiments []string
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
@@ -69,8 +73,15 @@ func normalizeArgs(fs *flag.FlagSet, args []string) (out []string, notes []argNo
 			continue
 		}
 		target, why := resolve(fs, name)
-		// The value in the next argument, for a flag that takes one.
-		if !hasValue && !isBool(fs, target) && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+		if target == "" {
+			if p := nearParam(name, params); p != "" {
+				return nil, nil, fmt.Errorf("flag --%s is not defined: did you mean the template parameter --%s? (names are case-sensitive)", name, p)
+			}
+		}
+		// The value in the next argument, for a flag that takes one: as the flag package
+		// does for a defined flag (whatever the argument starts with), and for a flag that is
+		// ignored only when the next argument is not a flag itself.
+		if !hasValue && !isBool(fs, target) && i+1 < len(args) && (target != "" || !strings.HasPrefix(args[i+1], "-")) {
 			value, hasValue = args[i+1], true
 			i++
 		}
@@ -100,7 +111,39 @@ func normalizeArgs(fs *flag.FlagSet, args []string) (out []string, notes []argNo
 	if len(experiments) > 0 {
 		out = append(out, "--experiments="+strings.Join(experiments, ","))
 	}
-	return out, notes
+	return out, notes, nil
+}
+
+// nearParam returns the template parameter that name is a misspelling of ("" if none): the same
+// letters in another case, or at most two edits away (for names of five letters or more).
+func nearParam(name string, params []string) string {
+	for _, p := range params {
+		if strings.EqualFold(name, p) || (len(name) >= 5 && editDistance(strings.ToLower(name), strings.ToLower(p)) <= 2) {
+			return p
+		}
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // splitFlag splits "-name", "--name" or "--name=value"; ok is false for a positional argument.
@@ -159,35 +202,34 @@ func toSnake(s string) string {
 }
 
 // redactArgs returns args as they may be logged: the value of a secret flag (clickHousePassword,
-// and any flag whose name says password, secret or token) is "xxxxx", a password in a URL's
-// userinfo or query is hidden (see pipeline.RedactURL), and password, wherever else it appears,
-// is "xxxxx" too.
-func redactArgs(args []string, password string) []string {
+// and any flag whose name says password, secret or token) is "xxxxx", whether it follows "=" or
+// comes as the next argument (whatever that starts with, as fs's flag package takes it), and so
+// is a stray argument after a secret flag given with an empty "="; a password in a URL's
+// userinfo or query is hidden (see chclient.RedactURL) in any value that may hold one; and
+// password, wherever else it appears, is "xxxxx" too.
+func redactArgs(fs *flag.FlagSet, args []string, password string) []string {
 	out := make([]string, 0, len(args))
 	hideNext := false
 	for _, arg := range args {
 		if hideNext {
 			hideNext = false
-			if !strings.HasPrefix(arg, "-") {
-				out = append(out, "xxxxx")
-				continue
-			}
+			out = append(out, "xxxxx")
+			continue
 		}
 		name, value, hasValue, ok := splitFlag(arg)
 		switch {
 		case ok && isSecretName(name) && hasValue:
 			if value != "" {
-				value = "xxxxx"
+				arg = arg[:len(arg)-len(valuePart(arg))] + "xxxxx"
 			}
-			arg = arg[:len(arg)-len(valuePart(arg))] + value
+			// --clickHousePassword= secret: the flag takes "", and the secret is a stray argument.
+			hideNext = value == ""
 		case ok && isSecretName(name):
 			hideNext = true
-		case strings.Contains(arg, "://"):
-			if ok && hasValue {
-				arg = arg[:len(arg)-len(valuePart(arg))] + pipeline.RedactURL(value)
-			} else {
-				arg = pipeline.RedactURL(arg)
-			}
+		case ok && hasValue && mayHoldURLPassword(value):
+			arg = arg[:len(arg)-len(valuePart(arg))] + pipeline.RedactURL(value)
+		case !ok && mayHoldURLPassword(arg):
+			arg = pipeline.RedactURL(arg)
 		}
 		if password != "" {
 			arg = strings.ReplaceAll(arg, password, "xxxxx")
@@ -195,6 +237,12 @@ func redactArgs(args []string, password string) []string {
 		out = append(out, arg)
 	}
 	return out
+}
+
+// mayHoldURLPassword reports whether s may be a URL with a password: it has "://", an "@", or
+// the word password.
+func mayHoldURLPassword(s string) bool {
+	return strings.Contains(s, "://") || strings.Contains(s, "@") || strings.Contains(strings.ToLower(s), "password")
 }
 
 // valuePart returns what follows the first "=" of a flag argument.

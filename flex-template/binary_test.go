@@ -221,6 +221,40 @@ func TestBinary(t *testing.T) {
 		}
 	})
 
+	t.Run("refusals", func(t *testing.T) {
+		params := []string{
+			"--inputSubscription=projects/my-project/subscriptions/my-sub", "--clickHouseUrl=clickhouse://127.0.0.1:1",
+			"--clickHouseDatabase=default", "--clickHouseTable=events", "--clickHouseUsername=default",
+			"--clickHousePassword=refusal-s3cr3t", "--clickHouseDeadLetterTable=dl",
+		}
+		for _, tc := range []struct {
+			name string
+			args []string
+			code int
+			want string
+		}{
+			{"a boolean flag's value as a separate argument", append([]string{"--insertDeduplicate", "false"}, params...), 2,
+				"are not flags: give each flag as --name=value (a boolean flag takes --name=false"},
+			{"a misspelt template parameter", append([]string{"--batchRowcount=5000"}, params...), 2,
+				"did you mean the template parameter --batchRowCount?"},
+			{"a dry run on prism", append([]string{"--runner=prism", "--dry_run"}, params...), 1,
+				"--dry_run is for the Dataflow runner"},
+			{"the direct runner", append([]string{"--runner=direct"}, params...), 1,
+				"the direct runner cannot run this pipeline"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				out, err := command(t, dir, nil, bin, tc.args...)
+				var exit *exec.ExitError
+				if !errors.As(err, &exit) || exit.ExitCode() != tc.code {
+					t.Fatalf("exit %v, want %d\n%s", err, tc.code, out)
+				}
+				if !strings.Contains(out, tc.want) || strings.Contains(out, "refusal-s3cr3t") {
+					t.Errorf("output lacks %q or shows the password:\n%s", tc.want, out)
+				}
+			})
+		}
+	})
+
 	t.Run("dry run", func(t *testing.T) {
 		// A dry run must contact neither ClickHouse nor Pub/Sub: both point at listeners that
 		// count connections. Credentials point at a missing file, so that the Dataflow runner's

@@ -43,16 +43,19 @@ type launch struct {
 // --runner is a Dataflow one when FLEX_TEMPLATE_GO_BINARY is set (the Flex Template launcher
 // sets it, and may start the binary without --runner), and a prism one otherwise; it sets
 // Beam's --runner accordingly.
-func launchFromFlags(ctx context.Context) launch {
-	runner := strings.ToLower(*runners.Runner)
+//
+// It refuses the direct runner (it has no splittable DoFns, state or timers, which the pipeline
+// needs) and a dry run off Dataflow (the local runners would run the pipeline for real).
+func launchFromFlags(ctx context.Context) (launch, error) {
+	runner := strings.TrimSuffix(strings.ToLower(*runners.Runner), "runner") // DataflowRunner, PrismRunner
 	if runner == "" && os.Getenv("FLEX_TEMPLATE_GO_BINARY") != "" {
 		runner = "dataflow"
 	}
 	if runner == "" {
 		runner = "prism"
 	}
-	if runner == "dataflowrunner" {
-		runner = "dataflow"
+	if runner == "direct" {
+		return launch{}, fmt.Errorf("--runner=%s: the direct runner cannot run this pipeline (it has no splittable DoFns, state or timers); use prism, the default, or dataflow", *runners.Runner)
 	}
 	*runners.Runner = runner
 	l := launch{
@@ -61,11 +64,14 @@ func launchFromFlags(ctx context.Context) launch {
 		template: stringFlag("template_location"),
 		dryRun:   stringFlag("dry_run") == "true",
 	}
+	if l.dryRun && !l.dataflow {
+		return launch{}, fmt.Errorf("--dry_run is for the Dataflow runner (it prints the job without submitting it); on %s the pipeline would run for real: drop --dry_run, or add --runner=dataflow", runner)
+	}
 	if l.dataflow {
 		l.project = gcpopts.GetProjectFromFlagOrEnvironment(ctx)
 		l.region = gcpopts.GetRegion(ctx)
 	}
-	return l
+	return l, nil
 }
 
 // submits reports whether the run submits a Dataflow job itself (not a template, not a dry run).

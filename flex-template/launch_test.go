@@ -118,7 +118,10 @@ func TestNormalizeArgs(t *testing.T) {
 		"--someJavaOnlyOption=42",
 		"--setup_file", "./setup.py",
 	}
-	got, notes := normalizeArgs(fs, in)
+	got, notes, err := normalizeArgs(fs, templateParams(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []string{
 		"--inputSubscription=projects/p/subscriptions/s",
 		"--service_account_email=worker@p.iam.gserviceaccount.com",
@@ -155,6 +158,33 @@ func TestNormalizeArgs(t *testing.T) {
 	}
 }
 
+// TestNormalizeArgsFlagRules: a defined flag takes the next argument as its value whatever it
+// starts with, as the flag package does; a misspelt template parameter is refused.
+func TestNormalizeArgsFlagRules(t *testing.T) {
+	fs := newFlagSet()
+	got, _, err := normalizeArgs(fs, templateParams(), []string{"--clickHousePassword", "-pw-starts-with-dash", "--clickHouseTable", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"--clickHousePassword=-pw-starts-with-dash", "--clickHouseTable=events"}; !cmp.Equal(want, got) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	for _, bad := range []struct{ arg, want string }{
+		{"--batchRowcount=5000", "did you mean the template parameter --batchRowCount?"},
+		{"--insertDeduplicat=false", "--insertDeduplicate?"},
+		{"--maxRetrys", "--maxRetries?"},
+		{"--CLICKHOUSEURL=x", "--clickHouseUrl?"},
+	} {
+		if _, _, err := normalizeArgs(fs, templateParams(), []string{bad.arg}); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: %v, want an error with %q", bad.arg, err, bad.want)
+		}
+	}
+	// Far from every parameter: ignored, not refused.
+	if _, notes, err := normalizeArgs(fs, templateParams(), []string{"--save_main_session"}); err != nil || len(notes) != 1 {
+		t.Errorf("--save_main_session: %v, %v", notes, err)
+	}
+}
+
 func TestRedactArgs(t *testing.T) {
 	const pw = "s3cr3t-Pa55"
 	in := []string{
@@ -166,7 +196,7 @@ func TestRedactArgs(t *testing.T) {
 		"--inputSubscription=projects/p/subscriptions/" + pw,
 		"--clickHousePassword=",
 	}
-	got := strings.Join(redactArgs(in, pw), " ")
+	got := strings.Join(redactArgs(newFlagSet(), in, pw), " ")
 	if strings.Contains(got, pw) || strings.Contains(got, "abc") {
 		t.Errorf("redacted arguments show a secret: %s", got)
 	}
@@ -174,6 +204,20 @@ func TestRedactArgs(t *testing.T) {
 		"--clickHouseUsername=default", "--apiToken=xxxxx", "--clickHousePassword="} {
 		if !strings.Contains(got, want) {
 			t.Errorf("redacted arguments %q lack %q", got, want)
+		}
+	}
+	// The forms a reviewer found: a password after the flag starting with "-", a stray
+	// argument after an empty "=", URLs without "://".
+	for _, in := range [][]string{
+		{"--clickHousePassword", "-" + pw},
+		{"--clickHousePassword=", pw},
+		{"--clickHouseUrl=u:" + pw + "@h:9000"},
+		{"--clickHouseUrl=h:9000?password=" + pw},
+		{"--clickHouseUrl=https:u:" + pw + "@h:8443"},
+		{"--clickHouseUrl", "https:/u:" + pw + "@h:8443"},
+	} {
+		if got := strings.Join(redactArgs(newFlagSet(), in, ""), " "); strings.Contains(got, pw) {
+			t.Errorf("%q redacted to %q", in, got)
 		}
 	}
 }

@@ -34,9 +34,22 @@ import (
 func main() {
 	var o pipeline.Options
 	pipeline.RegisterFlags(flag.CommandLine, &o)
-	args, notes := normalizeArgs(flag.CommandLine, os.Args[1:])
+	params := templateParams()
+	args, notes, err := normalizeArgs(flag.CommandLine, params, os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pubsub-to-clickhouse:", err)
+		os.Exit(2)
+	}
 	if err := flag.CommandLine.Parse(args); err != nil {
 		os.Exit(2) // the flag package has printed the problem and the usage
+	}
+	if rest := flag.CommandLine.Args(); len(rest) > 0 {
+		// A value given as a separate argument to a boolean flag (--insertDeduplicate false)
+		// ends the flags there: the flags after it would be dropped unseen.
+		fmt.Fprintf(os.Stderr, "pubsub-to-clickhouse: %d arguments after the flags, from argument %d on, are not flags: "+
+			"give each flag as --name=value (a boolean flag takes --name=false, not a separate value); the program takes no other arguments\n",
+			len(rest), len(os.Args)-len(rest))
+		os.Exit(2)
 	}
 	beam.Init()
 	if path := os.Getenv("PUBSUB_TO_CLICKHOUSE_CPUPROFILE"); path != "" {
@@ -46,7 +59,7 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	slog.Info("arguments", "args", strings.Join(redactArgs(os.Args[1:], o.ClickHousePassword), " "))
+	slog.Info("arguments", "args", strings.Join(redactArgs(flag.CommandLine, os.Args[1:], o.ClickHousePassword), " "))
 	for _, n := range notes {
 		slog.Info("argument of another SDK's form", "flag", n.Flag, "done", n.What)
 	}
@@ -62,7 +75,10 @@ func run(ctx context.Context, o pipeline.Options) error {
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("invalid template parameters:\n%w", err)
 	}
-	l := launchFromFlags(ctx)
+	l, err := launchFromFlags(ctx)
+	if err != nil {
+		return err
+	}
 	src := pipeline.LocalSource
 	if l.dataflow {
 		src = pipeline.DataflowSource
@@ -144,6 +160,16 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 		client.Close()
 	}
 	return nil
+}
+
+// templateParams returns the names of the template parameters.
+func templateParams() []string {
+	fs := flag.NewFlagSet("params", flag.ContinueOnError)
+	var o pipeline.Options
+	pipeline.RegisterFlags(fs, &o)
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return names
 }
 
 func orNone(s string) string {

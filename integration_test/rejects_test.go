@@ -205,3 +205,35 @@ func TestServerRefusesTheTable(t *testing.T) {
 		t.Errorf("%d of %d messages acknowledged, want none", acked, len(ids))
 	}
 }
+
+// TestRowTooLargeForServerMemory: one row whose MATERIALIZED expression needs more memory than
+// the server allows (code 241, with max_memory_usage set through clickHouseUrl's query). Memory
+// errors split the batch; the row, alone and still failing after its retries, is about itself:
+// it is dead-lettered, and the rows around it land.
+func TestRowTooLargeForServerMemory(t *testing.T) {
+	const n = 100
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, n UInt64, a Array(UInt8) MATERIALIZED arrayResize([toUInt8(1)], n)) ENGINE = MergeTree ORDER BY id`)
+	e.opts.ClickHouseURL = e.srv.URL + "?max_memory_usage=50000000"
+	e.opts.BatchRowCount = pipeline.GivenInt(n)
+	e.opts.WindowSeconds = pipeline.GivenInt(3)
+	e.opts.MaxRetries = 2
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range n {
+		size := 3
+		if i == 42 {
+			size = 200_000_000 // 200 MB for one row, over the 50 MB limit
+		}
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d,"n":%d}`, i, size))})
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	e.run(t)
+	rows, dls := e.checkAccounted(t, n, "id")
+	if rows != n-1 || dls != 1 {
+		t.Errorf("%d rows and %d dead letters, want %d and 1", rows, dls, n-1)
+	}
+	got := e.srv.MustQuery(t, "SELECT raw_message, error_message FROM dead_letters")
+	if !strings.Contains(got, `{"id":42,`) || !strings.Contains(got, "code: 241") {
+		t.Errorf("dead letter %q, want message 42 with code 241", got)
+	}
+	e.checkAllAcked(t, ids)
+}

@@ -2,6 +2,7 @@ package chclient
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 )
@@ -22,8 +23,10 @@ const (
 	// constraint, ...). Split the INSERT until the offending rows are alone, insert the rest,
 	// dead-letter those rows with the server's code and text.
 	Data
-	// Memory: the server ran out of memory for the INSERT (code 241). Split it into smaller
-	// INSERTs; a single row is retried as Transient.
+	// Memory: the INSERT is too large for the server: out of memory (code 241), or rows over
+	// too many partitions (code 252 with "partitions for single INSERT block", from 19.x). Split
+	// it into smaller INSERTs; a single row is retried as Transient, and dead-lettered when it
+	// still fails after the retries (a value that alone takes more memory than the server has).
 	Memory
 	// Schema: the table no longer matches the pipeline's view of it (a column dropped, renamed
 	// or changed). Refresh the schema and retry.
@@ -85,28 +88,33 @@ var (
 		241: "MEMORY_LIMIT_EXCEEDED",
 	}
 	transientCodes = map[int32]string{
-		159: "TIMEOUT_EXCEEDED",
-		160: "TOO_SLOW",
-		173: "CANNOT_ALLOCATE_MEMORY",
-		201: "QUOTA_EXCEEDED",
-		202: "TOO_MANY_SIMULTANEOUS_QUERIES",
-		203: "NO_FREE_CONNECTION",
-		209: "SOCKET_TIMEOUT",
-		210: "NETWORK_ERROR",
-		225: "NO_ZOOKEEPER",
-		236: "ABORTED",
-		242: "TABLE_IS_READ_ONLY",
-		243: "NOT_ENOUGH_SPACE",
-		252: "TOO_MANY_PARTS",
-		279: "ALL_CONNECTION_TRIES_FAILED",
-		285: "TOO_FEW_LIVE_REPLICAS",
-		286: "UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE",
-		289: "REPLICA_IS_NOT_IN_QUORUM",
-		319: "UNKNOWN_STATUS_OF_INSERT",
-		394: "QUERY_WAS_CANCELLED",
-		425: "SYSTEM_ERROR",
-		439: "CANNOT_SCHEDULE_TASK",
-		999: "KEEPER_EXCEPTION",
+		74:   "CANNOT_READ_FROM_FILE_DESCRIPTOR",
+		75:   "CANNOT_WRITE_TO_FILE_DESCRIPTOR", // 18.16's "No space left on device"
+		76:   "CANNOT_OPEN_FILE",
+		1000: "POCO_EXCEPTION", // 18.16's "File access error: no space left on device"
+		1001: "STD_EXCEPTION",
+		159:  "TIMEOUT_EXCEEDED",
+		160:  "TOO_SLOW",
+		173:  "CANNOT_ALLOCATE_MEMORY",
+		201:  "QUOTA_EXCEEDED",
+		202:  "TOO_MANY_SIMULTANEOUS_QUERIES",
+		203:  "NO_FREE_CONNECTION",
+		209:  "SOCKET_TIMEOUT",
+		210:  "NETWORK_ERROR",
+		225:  "NO_ZOOKEEPER",
+		236:  "ABORTED",
+		242:  "TABLE_IS_READ_ONLY",
+		243:  "NOT_ENOUGH_SPACE",
+		252:  "TOO_MANY_PARTS",
+		279:  "ALL_CONNECTION_TRIES_FAILED",
+		285:  "TOO_FEW_LIVE_REPLICAS",
+		286:  "UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE",
+		289:  "REPLICA_IS_NOT_IN_QUORUM",
+		319:  "UNKNOWN_STATUS_OF_INSERT",
+		394:  "QUERY_WAS_CANCELLED",
+		425:  "SYSTEM_ERROR",
+		439:  "CANNOT_SCHEDULE_TASK",
+		999:  "KEEPER_EXCEPTION",
 	}
 	refusedCodes = map[int32]string{
 		48:  "NOT_IMPLEMENTED", // e.g. a table engine that takes no INSERT
@@ -140,6 +148,9 @@ func Classify(err error) Class {
 	var ex *clickhouse.Exception
 	if !errors.As(err, &ex) {
 		return Transient
+	}
+	if ex.Code == 252 && strings.Contains(ex.Message, "partitions for single INSERT block") {
+		return Memory // too many partitions in one block, not too many parts: split it
 	}
 	return ClassOf(ex.Code)
 }

@@ -296,8 +296,9 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*parse
 		class = chclient.Data
 	}
 	switch {
-	case class == chclient.Data && len(b.Rows) == 1:
-		slog.Warn("the server rejected a row; sending it to the dead letter", "table", f.Table, "message", b.Rows[0].MessageID, "error", err)
+	case (class == chclient.Data || class == chclient.Memory) && len(b.Rows) == 1:
+		// A single row the server still cannot take after the retries: it is about the row.
+		slog.Warn("the server rejected a row; sending it to the dead letter", "table", f.Table, "message", b.Rows[0].MessageID, "class", class.String(), "error", err)
 		reject(b.Rows[0], "write (the server rejected the row)", fmt.Errorf("ClickHouse rejected the row: %w", err))
 		return nil
 	case class == chclient.Data || class == chclient.Memory && len(b.Rows) > 1:
