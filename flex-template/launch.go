@@ -15,7 +15,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/gcpopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 )
 
 // launch is how this run of the binary launches the pipeline, from Beam's flags:
@@ -134,7 +134,7 @@ func metricsLine(res beam.PipelineResult) string {
 	all := res.Metrics().AllMetrics()
 	counters := map[string]int64{}
 	for _, c := range all.Counters() {
-		if c.Key.Namespace == message.Namespace {
+		if c.Key.Namespace == flow.Namespace {
 			counters[c.Key.Name] += c.Result()
 		}
 	}
@@ -143,7 +143,7 @@ func metricsLine(res beam.PipelineResult) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", name, v))
 	}
 	for _, d := range all.Distributions() {
-		if d.Key.Namespace == message.Namespace {
+		if d.Key.Namespace == flow.Namespace {
 			r := d.Result()
 			parts = append(parts, fmt.Sprintf("%s=count:%d,sum:%d,min:%d,max:%d", d.Key.Name, r.Count, r.Sum, r.Min, r.Max))
 		}

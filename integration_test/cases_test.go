@@ -10,7 +10,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/shared"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/write"
 )
@@ -55,7 +55,7 @@ func TestConversionCases(t *testing.T) {
 			if convErr != nil {
 				t.Fatalf("payload %q: %v", c.Data(), convErr)
 			}
-			blocks, err := write.Blocks(sch.Writable(), []*parse.Row{{Data: row, MessageID: c.ID}}, 1000)
+			blocks, err := write.Blocks(sch.Writable(), []*flow.Row{{Data: row, MessageID: c.ID}}, 1000)
 			if err != nil {
 				t.Fatal(err)
 			}

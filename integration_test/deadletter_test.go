@@ -17,7 +17,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/batch"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 )
 
@@ -64,9 +64,9 @@ func TestDeadLetterDestinations(t *testing.T) {
 				cfg.Topic = ps.Topic(t, "dead-letters")
 				sub = ps.Subscription(t, cfg.Topic, "dead-letters-check", 60*time.Second)
 			}
-			var msgs []message.Message
+			var msgs []flow.Message
 			for i, p := range payloads {
-				msgs = append(msgs, message.Message{ID: fmt.Sprint("m", i), Data: []byte(p)})
+				msgs = append(msgs, flow.Message{ID: fmt.Sprint("m", i), Data: []byte(p)})
 			}
 			start := time.Now().Add(-time.Second).Truncate(time.Second)
 			p, s := beam.NewPipelineWithRoot()

@@ -16,7 +16,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/source"
 )
 
@@ -37,8 +37,8 @@ func toPubsubMessage(et beam.EventTime, payload []byte) *pb.PubsubMessage {
 
 // keepTimestamp converts as the Dataflow source did before it restamped elements: each message
 // keeps its publish time as its timestamp.
-func keepTimestamp(m *pb.PubsubMessage) message.Message {
-	return message.Message{ID: m.GetMessageId(), Data: m.GetData(), PublishTimeMillis: m.GetPublishTime().AsTime().UnixMilli()}
+func keepTimestamp(m *pb.PubsubMessage) flow.Message {
+	return flow.Message{ID: m.GetMessageId(), Data: m.GetData(), PublishTimeMillis: m.GetPublishTime().AsTime().UnixMilli()}
 }
 
 // TestLateDataFixedWindows feeds the Dataflow graph (everything after pubsubio.Read, which

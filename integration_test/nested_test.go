@@ -10,7 +10,7 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/write"
 )
@@ -41,13 +41,13 @@ func runRowsCase(t *testing.T, srv *chtest.Server, conn driver.Conn, table strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []*parse.Row
+	var rows []*flow.Row
 	for j, payload := range tc.rows {
 		row, err := conv.Convert(nil, []byte(payload))
 		if err != nil {
 			t.Fatalf("payload %s: %v", payload, err)
 		}
-		rows = append(rows, &parse.Row{Data: row, MessageID: fmt.Sprint(j)})
+		rows = append(rows, &flow.Row{Data: row, MessageID: fmt.Sprint(j)})
 	}
 	blocks, err := write.Blocks(sch.Writable(), rows, 1000)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/batch"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/write"
 )
@@ -21,7 +21,7 @@ import (
 func counters(res beam.PipelineResult) map[string]int64 {
 	out := map[string]int64{}
 	for _, c := range res.Metrics().AllMetrics().Counters() {
-		if c.Key.Namespace == parse.Namespace {
+		if c.Key.Namespace == flow.Namespace {
 			out[c.Key.Name] += c.Committed
 		}
 	}
@@ -54,13 +54,13 @@ func TestWriteBatches(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := chtest.New(t)
 			srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, name String DEFAULT 'anon', ts DateTime('UTC')) ENGINE = MergeTree ORDER BY id`, "events")
-			var msgs []message.Message
+			var msgs []flow.Message
 			for i := range tc.rows {
 				payload := fmt.Sprintf(`{"id":%d,"name":"n%d","ts":"2024-05-01T10:00:00Z"}`, i, i)
 				if tc.anonEvery > 0 && i%tc.anonEvery == 0 {
 					payload = fmt.Sprintf(`{"id":%d,"ts":"2024-05-01T10:00:00Z"}`, i)
 				}
-				msgs = append(msgs, message.Message{ID: strconv.Itoa(i), Data: []byte(payload)})
+				msgs = append(msgs, flow.Message{ID: strconv.Itoa(i), Data: []byte(payload)})
 			}
 			p, s := beam.NewPipelineWithRoot()
 			cfg := srv.Config()

@@ -119,7 +119,7 @@ func Build(s beam.Scope, o Options, src Source) {
 	}))
 }
 
-// BuildFrom wires every stage after the source on msgs, a PCollection<message.Message> read by
+// BuildFrom wires every stage after the source on msgs, a PCollection<flow.Message> read by
 // src's reader: parse, window and batch, write, dead letters, and with LocalSource the
 // acknowledging stage, which acknowledges each message on o.InputSubscription once its row or
 // dead letter is stored; with DataflowSource nothing is acknowledged (the service does). Build calls it; tests call it on

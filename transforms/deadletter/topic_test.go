@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"google.golang.org/protobuf/proto"
 )
 
 func TestTopicMessage(t *testing.T) {
 	failed := time.Date(2026, 1, 15, 10, 30, 0, 123e6, time.UTC).UnixMilli()
-	small := TopicMessage(Record{Payload: []byte(`{"id":1}`), ErrorMessage: "bad", FailedAtMillis: failed, Attributes: map[string]string{"k": "v"}})
+	small := TopicMessage(flow.DeadLetter{Payload: []byte(`{"id":1}`), ErrorMessage: "bad", FailedAtMillis: failed, Attributes: map[string]string{"k": "v"}})
 	if string(small.Data) != `{"id":1}` || small.Attributes["k"] != "v" || small.Attributes["errorMessage"] != "bad" ||
 		small.Attributes["failedAt"] != "2026-01-15T10:30:00.123Z" || small.Attributes[AttrPayloadTruncated] != "" {
 		t.Errorf("small message: %q %v", small.Data, small.Attributes)
@@ -25,7 +26,7 @@ func TestTopicMessage(t *testing.T) {
 	// letter over it.
 	payload := bytes.Repeat([]byte("x"), 9_999_000)
 	attrs := map[string]string{"source": strings.Repeat("s", 500)}
-	m := TopicMessage(Record{Payload: payload, ErrorMessage: strings.Repeat("e", 5000), FailedAtMillis: failed, Attributes: attrs})
+	m := TopicMessage(flow.DeadLetter{Payload: payload, ErrorMessage: strings.Repeat("e", 5000), FailedAtMillis: failed, Attributes: attrs})
 	size := proto.Size(&pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes})
 	if size > MaxTopicMessageBytes {
 		t.Errorf("dead letter of %d bytes, want at most %d", size, MaxTopicMessageBytes)

@@ -21,17 +21,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
 
-// Namespace is the Beam metrics namespace of the pipeline (the same as parse.Namespace).
-const Namespace = message.Namespace
-
 var (
-	rowsToTable = beam.NewCounter(Namespace, "dead-letter-rows-clickhouse")
-	rowsToTopic = beam.NewCounter(Namespace, "dead-letter-rows-pubsub")
+	rowsToTable = beam.NewCounter(flow.Namespace, "dead-letter-rows-clickhouse")
+	rowsToTopic = beam.NewCounter(flow.Namespace, "dead-letter-rows-pubsub")
 )
 
 // Pub/Sub limits (https://cloud.google.com/pubsub/quotas#resource_limits).
@@ -97,12 +94,12 @@ type Config struct {
 }
 
 func init() {
-	register.DoFn4x1[context.Context, int, func(*Record) bool, func([]string), error](&writeFn{})
-	register.Iter1[Record]()
+	register.DoFn4x1[context.Context, int, func(*flow.DeadLetter) bool, func([]string), error](&writeFn{})
+	register.Iter1[flow.DeadLetter]()
 	register.Emitter1[[]string]()
 }
 
-// Write writes each batch of batches (a PCollection<KV<int, Iter<Record>>> from batch.Batches)
+// Write writes each batch of batches (a PCollection<KV<int, Iter<flow.DeadLetter>>> from batch.Batches)
 // to the dead-letter table, to the dead-letter topic, or to both. It returns the ack ids of the
 // written records' messages, one []string per batch (PCollection<[]string>, for the
 // acknowledging stage; empty on Dataflow). It panics at construction when neither destination
@@ -186,10 +183,10 @@ func (f *writeFn) Teardown() error {
 	return nil
 }
 
-func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*Record) bool, emitStored func([]string)) error {
-	var recs []*Record
+func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*flow.DeadLetter) bool, emitStored func([]string)) error {
+	var recs []*flow.DeadLetter
 	for {
-		r := new(Record)
+		r := new(flow.DeadLetter)
 		if !next(r) {
 			break
 		}
@@ -198,7 +195,7 @@ func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*Record) 
 	if len(recs) == 0 {
 		return nil
 	}
-	slices.SortFunc(recs, func(a, b *Record) int { return strings.Compare(a.MessageID, b.MessageID) })
+	slices.SortFunc(recs, func(a, b *flow.DeadLetter) int { return strings.Compare(a.MessageID, b.MessageID) })
 	if f.conn != nil {
 		if err := f.insert(ctx, recs); err != nil {
 			return err
@@ -224,7 +221,7 @@ func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*Record) 
 }
 
 // insert writes recs to the dead-letter table in one INSERT, with retries.
-func (f *writeFn) insert(ctx context.Context, recs []*Record) error {
+func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 	raw := make([]string, len(recs))
 	msgs := make([]string, len(recs))
 	traces := make([]string, len(recs))
@@ -265,7 +262,7 @@ func (f *writeFn) insert(ctx context.Context, recs []*Record) error {
 
 // publish sends recs to the dead-letter topic and waits for every publish; any failure fails the
 // bundle, so the runner retries it.
-func (f *writeFn) publish(ctx context.Context, recs []*Record) error {
+func (f *writeFn) publish(ctx context.Context, recs []*flow.DeadLetter) error {
 	results := make([]*pubsub.PublishResult, len(recs))
 	for i, r := range recs {
 		results[i] = f.publisher.Publish(ctx, TopicMessage(*r))
@@ -300,7 +297,7 @@ const (
 // behind it. Its payload is cut to fit instead, and the attributes payloadTruncated=true,
 // payloadBytes (the original length) and payloadSha256 (of the original bytes) say so; the
 // dead-letter table, when configured, keeps the payload whole.
-func TopicMessage(r Record) *pubsub.Message {
+func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 	attrs := make(map[string]string, len(r.Attributes)+2)
 	for k, v := range r.Attributes {
 		attrs[k] = v

@@ -20,50 +20,26 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
 
-// Namespace is the Beam metrics namespace of every metric of the pipeline.
-const Namespace = message.Namespace
-
 var (
-	messagesReceived    = beam.NewCounter(Namespace, "messages-received")
-	rowsParsedOK        = beam.NewCounter(Namespace, "rows-parsed-ok")
-	rowsParseFailed     = beam.NewCounter(Namespace, "rows-parse-failed")
-	messagePayloadBytes = beam.NewDistribution(Namespace, "message-payload-bytes")
+	messagesReceived    = beam.NewCounter(flow.Namespace, "messages-received")
+	rowsParsedOK        = beam.NewCounter(flow.Namespace, "rows-parsed-ok")
+	rowsParseFailed     = beam.NewCounter(flow.Namespace, "rows-parse-failed")
+	messagePayloadBytes = beam.NewDistribution(flow.Namespace, "message-payload-bytes")
 )
 
-// Row is one converted message: the row in RowBinaryWithDefaults over the table's writable
-// columns (see package convert), compact for the shuffle; the write stage decodes it.
-type Row struct {
-	Data []byte
-	// Schema is the convert.Converter.SchemaHash of the columns Data holds. The write stage
-	// converts Payload again when its own view of the table differs (the table changed).
-	Schema uint64
-	// Payload is the original message bytes, for a dead letter if the server rejects the row and
-	// for converting again after a schema change.
-	Payload []byte
-	// MessageID is the source message's Pub/Sub id. It is stable across redeliveries, so the
-	// write stage derives each INSERT's insert_deduplication_token from it.
-	MessageID string
-	// AckID acknowledges the source message once the row is inserted (local source only).
-	AckID string
-	// Attributes are the source message's attributes (nil when it has none), for its dead letter
-	// if the server rejects the row.
-	Attributes map[string]string
-}
-
 func init() {
-	register.DoFn4x1[context.Context, message.Message, func(Row), func(deadletter.Record), error](&parseFn{})
-	register.Emitter1[Row]()
-	register.Emitter1[deadletter.Record]()
+	register.DoFn4x1[context.Context, flow.Message, func(flow.Row), func(flow.DeadLetter), error](&parseFn{})
+	register.Emitter1[flow.Row]()
+	register.Emitter1[flow.DeadLetter]()
 }
 
-// Parse converts each message of msgs (a PCollection<message.Message>) into a row of
-// conn's database.table. It returns the rows (PCollection<Row>) and the dead-letter records
-// (PCollection<deadletter.Record>) of the messages that cannot become a row.
+// Parse converts each message of msgs (a PCollection<flow.Message>) into a row of
+// conn's database.table. It returns the rows (PCollection<flow.Row>) and the dead-letter records
+// (PCollection<flow.DeadLetter>) of the messages that cannot become a row.
 //
 // schemaRefresh is how often each worker reads the table's schema again, so that a column added
 // while the job runs is filled without a restart; 0 never.
@@ -137,7 +113,7 @@ func Check(ctx context.Context, conn chclient.Config, table string) (*schema.Tab
 }
 
 // ProcessElement converts one message.
-func (f *parseFn) ProcessElement(ctx context.Context, m message.Message, emitRow func(Row), emitDeadLetter func(deadletter.Record)) error {
+func (f *parseFn) ProcessElement(ctx context.Context, m flow.Message, emitRow func(flow.Row), emitDeadLetter func(flow.DeadLetter)) error {
 	f.refreshSchema(ctx)
 	messagesReceived.Inc(ctx, 1)
 	messagePayloadBytes.Update(ctx, int64(len(m.Data)))
@@ -149,12 +125,12 @@ func (f *parseFn) ProcessElement(ctx context.Context, m message.Message, emitRow
 		return nil
 	}
 	rowsParsedOK.Inc(ctx, 1)
-	emitRow(Row{Data: append([]byte(nil), f.buf...), Schema: f.conv.SchemaHash(), Payload: m.Data, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes})
+	emitRow(flow.Row{Data: append([]byte(nil), f.buf...), Schema: f.conv.SchemaHash(), Payload: m.Data, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes})
 	return nil
 }
 
 // NewDeadLetter builds the dead-letter record of a message that failed to parse.
-func NewDeadLetter(m message.Message, err error) deadletter.Record {
+func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 	var columns []string
 	var re *convert.RowError
 	if errors.As(err, &re) {
@@ -163,10 +139,10 @@ func NewDeadLetter(m message.Message, err error) deadletter.Record {
 		}
 	}
 	column := strings.Join(columns, ", ")
-	return deadletter.Record{
+	return flow.DeadLetter{
 		Payload:        m.Data,
 		ErrorMessage:   err.Error(),
-		StackTrace:     deadletter.StackTrace("parse", column, err),
+		StackTrace:     flow.StackTrace("parse", column, err),
 		FailedAtMillis: time.Now().UnixMilli(),
 		MessageID:      m.ID,
 		Attributes:     m.Attributes,

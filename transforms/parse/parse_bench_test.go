@@ -10,8 +10,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/events"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
 
@@ -46,19 +45,19 @@ func BenchmarkParseEvents(b *testing.B) {
 		b.Fatal(err)
 	}
 	gen := events.NewGenerator(1, time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
-	msgs := make([]message.Message, 4096)
+	msgs := make([]flow.Message, 4096)
 	total := 0
 	for i := range msgs {
 		_, data := gen.Next()
-		msgs[i] = message.Message{ID: "id", Data: data}
+		msgs[i] = flow.Message{ID: "id", Data: data}
 		total += len(data)
 	}
 	b.SetBytes(int64(total / len(msgs)))
 	f := &parseFn{conv: conv}
 	ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), "bundle")
 	var rows, failed int
-	emitRow := func(Row) { rows++ }
-	emitDL := func(deadletter.Record) { failed++ }
+	emitRow := func(flow.Row) { rows++ }
+	emitDL := func(flow.DeadLetter) { failed++ }
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

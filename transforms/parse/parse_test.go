@@ -15,8 +15,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/rowbinary"
 )
 
@@ -25,7 +24,7 @@ import (
 func TestMain(m *testing.M) { ptest.Main(m) }
 
 func init() {
-	register.DoFn1x2[Row, string, error](&rowTextFn{})
+	register.DoFn1x2[flow.Row, string, error](&rowTextFn{})
 	register.Function1x1(deadLetterText)
 }
 
@@ -34,7 +33,7 @@ type rowTextFn struct {
 	Types []string
 }
 
-func (f *rowTextFn) ProcessElement(r Row) (string, error) {
+func (f *rowTextFn) ProcessElement(r flow.Row) (string, error) {
 	types := make([]*chtype.Type, len(f.Types))
 	for i, s := range f.Types {
 		var err error
@@ -72,7 +71,7 @@ func (f *rowTextFn) ProcessElement(r Row) (string, error) {
 	return strings.Join(parts, "|") + " ack=" + r.AckID, nil
 }
 
-func deadLetterText(r deadletter.Record) string {
+func deadLetterText(r flow.DeadLetter) string {
 	return fmt.Sprintf("%s => %s [stage=%v column=%v id=%s ack=%s]", r.Payload, r.ErrorMessage,
 		strings.Contains(r.StackTrace, "stage: parse"), columnLine(r.StackTrace), r.MessageID, r.AckID)
 }
@@ -92,7 +91,7 @@ func TestParsePipeline(t *testing.T) {
 	srv := chtest.New(t)
 	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, name String DEFAULT 'anon', ts DateTime('UTC'), tags Array(String), score Nullable(Float64)) ENGINE = MergeTree ORDER BY id`, "events")
 
-	in := []message.Message{
+	in := []flow.Message{
 		{ID: "m1", AckID: "a1", Data: []byte(`{"id":1,"name":"Zoë","ts":"2024-05-01T10:00:00+02:00","tags":["x","y"],"score":0.5}`)},
 		{ID: "m2", AckID: "a2", Data: []byte(`{"id":"2","ts":"2024-05-01 10:00:00","extra":{"a":1}}`)},
 		{ID: "m3", AckID: "a3", Data: []byte(`{"id":-3,"ts":"2024-05-01T10:00:00Z"}`)},
@@ -116,7 +115,7 @@ func TestParsePipeline(t *testing.T) {
 	}
 	counters := map[string]int64{}
 	for _, c := range res.Metrics().AllMetrics().Counters() {
-		if c.Key.Namespace == Namespace {
+		if c.Key.Namespace == flow.Namespace {
 			counters[c.Key.Name] += c.Committed
 		}
 	}
@@ -128,7 +127,7 @@ func TestParsePipeline(t *testing.T) {
 	}
 	var dist []int64
 	for _, d := range res.Metrics().AllMetrics().Distributions() {
-		if d.Key.Namespace == Namespace && d.Key.Name == "message-payload-bytes" {
+		if d.Key.Namespace == flow.Namespace && d.Key.Name == "message-payload-bytes" {
 			dist = append(dist, d.Committed.Count, d.Committed.Sum, d.Committed.Min, d.Committed.Max)
 		}
 	}

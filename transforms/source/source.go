@@ -1,4 +1,4 @@
-// Package source reads the Pub/Sub subscription into a PCollection<message.Message>.
+// Package source reads the Pub/Sub subscription into a PCollection<flow.Message>.
 //
 // Read is the reader for every runner except Dataflow (prism, the tests, the demo): a splittable
 // DoFn that pulls with the unary Pull RPC (the emulator's StreamingPull serves about 100 messages
@@ -35,16 +35,16 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
 func init() {
 	register.DoFn5x2[context.Context, *watermarkEstimator, *sdf.LockRTracker, []byte,
-		func(beam.EventTime, message.Message), sdf.ProcessContinuation, error](&readFn{})
-	register.Emitter2[beam.EventTime, message.Message]()
-	register.DoFn4x0[context.Context, beam.EventTime, *pb.PubsubMessage, func(beam.EventTime, message.Message)](&fromPubsubFn{})
-	beam.RegisterType(reflect.TypeOf((*message.Message)(nil)).Elem())
+		func(beam.EventTime, flow.Message), sdf.ProcessContinuation, error](&readFn{})
+	register.Emitter2[beam.EventTime, flow.Message]()
+	register.DoFn4x0[context.Context, beam.EventTime, *pb.PubsubMessage, func(beam.EventTime, flow.Message)](&fromPubsubFn{})
+	beam.RegisterType(reflect.TypeOf((*flow.Message)(nil)).Elem())
 	restT := reflect.TypeOf((*Restriction)(nil)).Elem()
 	beam.RegisterType(restT)
 	beam.RegisterCoder(restT, encodeRestriction, decodeRestriction)
@@ -88,7 +88,7 @@ const (
 )
 
 // Read reads subscription (projects/<project>/subscriptions/<name>) and returns an unbounded
-// PCollection<message.Message> in the global window. An element's timestamp is the time it was
+// PCollection<flow.Message> in the global window. An element's timestamp is the time it was
 // pulled (processing time), not its publish time, so a backlog is never late data downstream;
 // the watermark trails the pull time by a second. The elements carry their AckID: acknowledge
 // them (the acknowledging stage, package ack, does) once they are stored.
@@ -230,7 +230,7 @@ func (fn *readFn) WatermarkEstimatorState(we *watermarkEstimator) int64 { return
 // downstream only when the bundle ends, so the reader resumes at once after a non-empty pull
 // and a little later after an empty one.
 func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt *sdf.LockRTracker, _ []byte,
-	emit func(beam.EventTime, message.Message)) (sdf.ProcessContinuation, error) {
+	emit func(beam.EventTime, flow.Message)) (sdf.ProcessContinuation, error) {
 	now := time.Now()
 	var rest Restriction
 	if err := withTracker(rt, func(t *tracker) {
@@ -361,9 +361,9 @@ func rate(n int64, d time.Duration) float64 {
 	return float64(int64(float64(n)/d.Seconds()*10)) / 10
 }
 
-func toMessage(rm *pubsubpb.ReceivedMessage) message.Message {
+func toMessage(rm *pubsubpb.ReceivedMessage) flow.Message {
 	m := rm.GetMessage()
-	out := message.Message{
+	out := flow.Message{
 		ID:    m.GetMessageId(),
 		Data:  m.GetData(),
 		AckID: rm.GetAckId(),
@@ -392,7 +392,7 @@ func ReadDataflow(s beam.Scope, subscription string) beam.PCollection {
 }
 
 // FromPubsub turns a PCollection<*pb.PubsubMessage> (pubsubio.Read's output) into a
-// PCollection<message.Message> whose element timestamps are the time the pipeline received each
+// PCollection<flow.Message> whose element timestamps are the time the pipeline received each
 // message, as Read's are.
 //
 // pubsubio.Read timestamps an element with its publish time and Dataflow's watermark follows
@@ -410,15 +410,15 @@ func FromPubsub(s beam.Scope, col beam.PCollection) beam.PCollection {
 	return beam.ParDo(s, &fromPubsubFn{}, col)
 }
 
-var messagesWithoutID = beam.NewCounter(message.Namespace, "messages-without-id")
+var messagesWithoutID = beam.NewCounter(flow.Namespace, "messages-without-id")
 
 // fromPubsubFn is FromPubsub's DoFn.
 type fromPubsubFn struct {
 	loggedNoID bool
 }
 
-func (fn *fromPubsubFn) ProcessElement(ctx context.Context, et beam.EventTime, m *pb.PubsubMessage, emit func(beam.EventTime, message.Message)) {
-	out := message.Message{ID: m.GetMessageId(), Data: m.GetData()}
+func (fn *fromPubsubFn) ProcessElement(ctx context.Context, et beam.EventTime, m *pb.PubsubMessage, emit func(beam.EventTime, flow.Message)) {
+	out := flow.Message{ID: m.GetMessageId(), Data: m.GetData()}
 	if len(m.GetAttributes()) > 0 {
 		out.Attributes = m.GetAttributes()
 	}
@@ -443,7 +443,7 @@ func (fn *fromPubsubFn) ProcessElement(ctx context.Context, et beam.EventTime, m
 // in hex, of the SHA-256 of its payload, its attributes (sorted by key) and its publish time, so
 // that a redelivery of the same message gets the same id. Each part is length-prefixed, so
 // that no two different messages share the hashed bytes.
-func DerivedID(m message.Message) string {
+func DerivedID(m flow.Message) string {
 	h := sha256.New()
 	var n [8]byte
 	put := func(b []byte) {

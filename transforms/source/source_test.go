@@ -26,17 +26,17 @@ import (
 	pb "google.golang.org/genproto/googleapis/pubsub/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/message"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
 func TestMain(m *testing.M) { ptest.Main(m) }
 
 func init() {
-	register.DoFn3x1[context.Context, beam.EventTime, message.Message, error](&ackFn{})
-	register.DoFn3x1[context.Context, int, func(*message.Message) bool, error](&ackGroupFn{})
+	register.DoFn3x1[context.Context, beam.EventTime, flow.Message, error](&ackFn{})
+	register.DoFn3x1[context.Context, int, func(*flow.Message) bool, error](&ackGroupFn{})
 	register.Function1x2(shardOf)
-	register.Iter1[message.Message]()
+	register.Iter1[flow.Message]()
 }
 
 const (
@@ -53,7 +53,7 @@ var messagesCounter = beam.NewCounter("source_test", "messages")
 type collector struct {
 	mu        sync.Mutex
 	seen      map[string]int // message id → times seen
-	msgs      map[string]message.Message
+	msgs      map[string]flow.Message
 	first     time.Time
 	last      time.Time
 	bundles   []int           // elements per bundle (or per group)
@@ -69,7 +69,7 @@ var (
 )
 
 func newCollector(t *testing.T) *collector {
-	c := &collector{seen: map[string]int{}, msgs: map[string]message.Message{}}
+	c := &collector{seen: map[string]int{}, msgs: map[string]flow.Message{}}
 	collectorsMu.Lock()
 	collectors[t.Name()] = c
 	collectorsMu.Unlock()
@@ -87,7 +87,7 @@ func collectorOf(name string) *collector {
 	return collectors[name]
 }
 
-func (c *collector) add(et beam.EventTime, msgs ...message.Message) {
+func (c *collector) add(et beam.EventTime, msgs ...flow.Message) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -145,7 +145,7 @@ type ackFn struct {
 	acks psclient.Manager
 	col  *collector
 	ids  []string
-	msgs []message.Message
+	msgs []flow.Message
 	et   beam.EventTime
 }
 
@@ -160,7 +160,7 @@ func (f *ackFn) StartBundle() {
 	f.ids, f.msgs = f.ids[:0], f.msgs[:0]
 }
 
-func (f *ackFn) ProcessElement(ctx context.Context, et beam.EventTime, m message.Message) error {
+func (f *ackFn) ProcessElement(ctx context.Context, et beam.EventTime, m flow.Message) error {
 	messagesCounter.Inc(ctx, 1)
 	f.ids = append(f.ids, m.AckID)
 	f.msgs = append(f.msgs, m)
@@ -199,10 +199,10 @@ func (f *ackGroupFn) Setup(ctx context.Context) error {
 	return err
 }
 
-func (f *ackGroupFn) ProcessElement(ctx context.Context, _ int, iter func(*message.Message) bool) error {
-	var msgs []message.Message
+func (f *ackGroupFn) ProcessElement(ctx context.Context, _ int, iter func(*flow.Message) bool) error {
+	var msgs []flow.Message
 	var ids []string
-	var m message.Message
+	var m flow.Message
 	for iter(&m) {
 		msgs = append(msgs, m)
 		ids = append(ids, m.AckID)
@@ -211,7 +211,7 @@ func (f *ackGroupFn) ProcessElement(ctx context.Context, _ int, iter func(*messa
 	return f.acks.Ack(ctx, ids)
 }
 
-func shardOf(m message.Message) (int, message.Message) {
+func shardOf(m flow.Message) (int, flow.Message) {
 	h := fnv.New32a()
 	h.Write([]byte(m.ID))
 	return int(h.Sum32() % 4), m
@@ -252,13 +252,13 @@ func newEmulator(t *testing.T) *emulator {
 
 // publish publishes n messages from first on, with attribute kind, and returns them by message
 // id.
-func (e *emulator) publish(first, n int, kind string) map[string]message.Message {
-	out := make(map[string]message.Message, n)
+func (e *emulator) publish(first, n int, kind string) map[string]flow.Message {
+	out := make(map[string]flow.Message, n)
 	for i := first; i < first+n; i++ {
 		data := fmt.Appendf(nil, `{"n":%d,"s":"message %d"}`, i, i)
 		attrs := map[string]string{"i": strconv.Itoa(i), "kind": kind}
 		id := e.srv.Publish(testTopic, data, attrs)
-		out[id] = message.Message{ID: id, Data: data, Attributes: attrs}
+		out[id] = flow.Message{ID: id, Data: data, Attributes: attrs}
 	}
 	return out
 }
@@ -295,7 +295,7 @@ func (e *emulator) checkAllAcknowledged(t *testing.T, n int) {
 }
 
 // checkSeen checks that the collector saw every published message exactly once, intact.
-func checkSeen(t *testing.T, c *collector, want map[string]message.Message) {
+func checkSeen(t *testing.T, c *collector, want map[string]flow.Message) {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -662,11 +662,11 @@ func TestReadDataflowBuilds(t *testing.T) {
 }
 
 // fromPubsub runs fromPubsubFn on m with element timestamp et and returns what it emits.
-func fromPubsub(t *testing.T, fn *fromPubsubFn, et beam.EventTime, m *pb.PubsubMessage) (beam.EventTime, message.Message) {
+func fromPubsub(t *testing.T, fn *fromPubsubFn, et beam.EventTime, m *pb.PubsubMessage) (beam.EventTime, flow.Message) {
 	t.Helper()
 	var ets []beam.EventTime
-	var got []message.Message
-	fn.ProcessElement(context.Background(), et, m, func(et beam.EventTime, m message.Message) {
+	var got []flow.Message
+	fn.ProcessElement(context.Background(), et, m, func(et beam.EventTime, m flow.Message) {
 		ets, got = append(ets, et), append(got, m)
 	})
 	if len(got) != 1 {

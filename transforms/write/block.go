@@ -13,7 +13,7 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/rowbinary"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
@@ -24,7 +24,7 @@ type Block struct {
 	// Columns are the columns the INSERT names, in table order.
 	Columns []schema.Column
 	// Rows are the block's rows, in the order they are inserted.
-	Rows []*parse.Row
+	Rows []*flow.Row
 	// spans[i][j] is the value bytes of Columns[j] in Rows[i].
 	spans [][][]byte
 	// table is every column the block's rows could give; a block whose rows give none (each
@@ -36,7 +36,7 @@ type Block struct {
 // most maxRows rows that give the same columns. Rows keep their order within a block; blocks come
 // in the order of their first row. An error means a row does not match the columns (the parse
 // and write stages disagree on the schema) and names the row's message id.
-func Blocks(columns []schema.Column, rows []*parse.Row, maxRows int) ([]*Block, error) {
+func Blocks(columns []schema.Column, rows []*flow.Row, maxRows int) ([]*Block, error) {
 	types := make([]*chtype.Type, len(columns))
 	for i, c := range columns {
 		types[i] = c.Type

@@ -27,26 +27,25 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
 
 var (
-	rowsInserted    = beam.NewCounter(parse.Namespace, "rows-inserted")
-	insertBatches   = beam.NewCounter(parse.Namespace, "insert-batches")
-	insertRetries   = beam.NewCounter(parse.Namespace, "insert-retries")
-	insertFailures  = beam.NewCounter(parse.Namespace, "insert-failures")
-	insertBatchRows = beam.NewDistribution(parse.Namespace, "insert-batch-rows")
-	insertLatencyMS = beam.NewDistribution(parse.Namespace, "insert-latency-ms")
-	insertSplits    = beam.NewCounter(parse.Namespace, "insert-splits")
-	rowsRejected    = beam.NewCounter(parse.Namespace, "rows-rejected-by-clickhouse")
+	rowsInserted    = beam.NewCounter(flow.Namespace, "rows-inserted")
+	insertBatches   = beam.NewCounter(flow.Namespace, "insert-batches")
+	insertRetries   = beam.NewCounter(flow.Namespace, "insert-retries")
+	insertFailures  = beam.NewCounter(flow.Namespace, "insert-failures")
+	insertBatchRows = beam.NewDistribution(flow.Namespace, "insert-batch-rows")
+	insertLatencyMS = beam.NewDistribution(flow.Namespace, "insert-latency-ms")
+	insertSplits    = beam.NewCounter(flow.Namespace, "insert-splits")
+	rowsRejected    = beam.NewCounter(flow.Namespace, "rows-rejected-by-clickhouse")
 )
 
 func init() {
-	register.DoFn5x1[context.Context, int, func(*parse.Row) bool, func(deadletter.Record), func([]string), error](&insertFn{})
-	register.Iter1[parse.Row]()
-	register.Emitter1[deadletter.Record]()
+	register.DoFn5x1[context.Context, int, func(*flow.Row) bool, func(flow.DeadLetter), func([]string), error](&insertFn{})
+	register.Iter1[flow.Row]()
+	register.Emitter1[flow.DeadLetter]()
 	register.Emitter1[[]string]()
 }
 
@@ -61,9 +60,9 @@ type Config struct {
 	MaxRows int
 }
 
-// Write inserts the batches of batches (a PCollection<KV<int, Iter<parse.Row>>> from
+// Write inserts the batches of batches (a PCollection<KV<int, Iter<flow.Row>>> from
 // batch.Batches) into cfg.Table. It returns the dead-letter records of the rows the server
-// rejected (PCollection<deadletter.Record>) and the ack ids of the inserted rows, one []string
+// rejected (PCollection<flow.DeadLetter>) and the ack ids of the inserted rows, one []string
 // per batch (PCollection<[]string>, for the acknowledging stage; empty on Dataflow). It panics at
 // construction when cfg is incomplete.
 func Write(s beam.Scope, cfg Config, batches beam.PCollection) (rejected, stored beam.PCollection) {
@@ -149,10 +148,10 @@ func (f *insertFn) Teardown() error {
 
 // ProcessElement inserts one batch, dead-letters the rows the server rejects, then acknowledges
 // the messages of the inserted rows.
-func (f *insertFn) ProcessElement(ctx context.Context, shard int, next func(*parse.Row) bool, emitDeadLetter func(deadletter.Record), emitStored func([]string)) error {
-	var rows []*parse.Row
+func (f *insertFn) ProcessElement(ctx context.Context, shard int, next func(*flow.Row) bool, emitDeadLetter func(flow.DeadLetter), emitStored func([]string)) error {
+	var rows []*flow.Row
 	for {
-		r := new(parse.Row)
+		r := new(flow.Row)
 		if !next(r) {
 			break
 		}
@@ -163,15 +162,15 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, next func(*par
 	}
 	f.presumedData = map[int32]bool{}
 	// The same pane retried by the runner yields the same INSERTs, hence the same tokens.
-	slices.SortFunc(rows, func(a, b *parse.Row) int { return strings.Compare(a.MessageID, b.MessageID) })
-	rejected := map[*parse.Row]bool{}
-	reject := func(r *parse.Row, stage string, err error) {
+	slices.SortFunc(rows, func(a, b *flow.Row) int { return strings.Compare(a.MessageID, b.MessageID) })
+	rejected := map[*flow.Row]bool{}
+	reject := func(r *flow.Row, stage string, err error) {
 		rejected[r] = true
 		rowsRejected.Inc(ctx, 1)
-		emitDeadLetter(deadletter.Record{
+		emitDeadLetter(flow.DeadLetter{
 			Payload:        r.Payload,
 			ErrorMessage:   err.Error(),
-			StackTrace:     deadletter.StackTrace(stage, "", err),
+			StackTrace:     flow.StackTrace(stage, "", err),
 			FailedAtMillis: time.Now().UnixMilli(),
 			MessageID:      r.MessageID,
 			Attributes:     r.Attributes,
@@ -200,7 +199,7 @@ const maxSchemaRefreshes = 2
 
 // insertRows converts rows to the current schema where needed, splits them into blocks and
 // inserts each.
-func (f *insertFn) insertRows(ctx context.Context, rows []*parse.Row, reject func(*parse.Row, string, error), refreshes int) error {
+func (f *insertFn) insertRows(ctx context.Context, rows []*flow.Row, reject func(*flow.Row, string, error), refreshes int) error {
 	current := f.conv.SchemaHash()
 	stale := false
 	for _, r := range rows {
@@ -216,7 +215,7 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*parse.Row, reject fun
 		}
 		current = f.conv.SchemaHash()
 	}
-	var ok []*parse.Row
+	var ok []*flow.Row
 	for _, r := range rows {
 		if r.Schema != current {
 			data, err := f.conv.Convert(nil, r.Payload)
@@ -251,7 +250,7 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*parse.Row, reject fun
 // memory error splits it without dead-lettering; a schema error refreshes the schema and starts
 // again. It returns an error (the bundle fails, nothing is acknowledged) when the retries of a
 // transient failure or a refusal are spent.
-func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*parse.Row, string, error), refreshes int) error {
+func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*flow.Row, string, error), refreshes int) error {
 	settings := f.settings
 	if f.withToken {
 		settings = maps.Clone(f.settings)

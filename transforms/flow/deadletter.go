@@ -1,6 +1,4 @@
-// Package deadletter defines the record of a message that could not become a row, and writes it
-// to the dead-letter destinations (a ClickHouse table, a Pub/Sub topic, or both).
-package deadletter
+package flow
 
 import (
 	"errors"
@@ -9,8 +7,9 @@ import (
 	"time"
 )
 
-// Record is a message that could not become a row. Fields are exported for Beam's schema coder.
-type Record struct {
+// DeadLetter is a message that could not become a row, as the parse and write stages pass it to
+// the dead-letter stage. Fields are exported for Beam's schema coder.
+type DeadLetter struct {
 	// Payload is the original message bytes, unchanged (raw_message in the dead-letter table).
 	Payload []byte
 	// ErrorMessage says why, naming the field, the value and the rule (error_message).
@@ -30,7 +29,7 @@ type Record struct {
 }
 
 // FailedAt returns FailedAtMillis as a time in UTC.
-func (r Record) FailedAt() time.Time { return time.UnixMilli(r.FailedAtMillis).UTC() }
+func (r DeadLetter) FailedAt() time.Time { return time.UnixMilli(r.FailedAtMillis).UTC() }
 
 // StackTrace renders err for the stack_trace column: "stage: <stage>", "column: <name>" when one
 // is known, then the error and each cause in its chain, one per line. A joined error (several

@@ -1,5 +1,7 @@
-// Package message defines the Pub/Sub message as it travels from the source to the parse stage.
-package message
+// Package flow holds the values that flow between the stages: the Pub/Sub message (Message),
+// the row it becomes (Row) and the dead letter of a message that cannot become one (DeadLetter),
+// and the metrics namespace they share. It imports nothing of the pipeline.
+package flow
 
 // Message is one Pub/Sub message. Its fields are exported so that Beam's schema coder encodes it.
 type Message struct {
