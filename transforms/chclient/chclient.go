@@ -1,6 +1,8 @@
 // Package chclient opens connections to ClickHouse through clickhouse-go/v2 from the template's
 // connection parameters. It is the one place that turns clickHouseUrl into a protocol, an address
-// and TLS settings; the schema fetch and the write stage share it.
+// and TLS settings; the schema fetch and the write stage share it. It also builds every INSERT the
+// write and dead-letter stages send (Insert, in insert.go): one statement, one identifier
+// quoting (QuoteIdent) and one deduplication token (DeduplicationToken).
 //
 // URL forms (see pipeline.Options):
 //   - http://host[:8123]   clickhouse-go's HTTP protocol, plain text

@@ -46,9 +46,20 @@ var tableColumns = []struct{ name, typ string }{
 	{"failed_at", "DateTime"},
 }
 
-// CreateTable returns the CREATE TABLE statement of a dead-letter table.
+// columnNames are the names of tableColumns, the columns the dead-letter INSERT names.
+var columnNames = func() []string {
+	names := make([]string, len(tableColumns))
+	for i, c := range tableColumns {
+		names[i] = c.name
+	}
+	return names
+}()
+
+// CreateTable returns the CREATE TABLE statement of a dead-letter table, the names quoted by
+// chclient.QuoteIdent.
 func CreateTable(database, table string) string {
-	return fmt.Sprintf("CREATE TABLE `%s`.`%s` (raw_message String, error_message String, stack_trace String, failed_at DateTime) ENGINE = MergeTree PARTITION BY toYYYYMM(failed_at) ORDER BY failed_at", database, table)
+	return fmt.Sprintf("CREATE TABLE %s.%s (raw_message String, error_message String, stack_trace String, failed_at DateTime) ENGINE = MergeTree PARTITION BY toYYYYMM(failed_at) ORDER BY failed_at",
+		chclient.QuoteIdent(database), chclient.QuoteIdent(table))
 }
 
 // CheckTable verifies that the dead-letter table exists with the four columns (raw_message
@@ -220,42 +231,33 @@ func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*flow.Dea
 	return nil
 }
 
-// insert writes recs to the dead-letter table in one INSERT, with retries.
+// insert writes recs to the dead-letter table in one INSERT (chclient.Insert), with retries.
+// Every failure is retried, up to Retry.MaxRetries times, whatever its class (chclient.Classify
+// only labels the final error): the dead-letter table is the last place a record can go, so
+// there is nothing to split off or dead-letter, and when the retries are spent the error fails
+// the bundle: the records stay unacknowledged (the runner retries the bundle; the direct runner
+// fails the pipeline) and none is dropped. The deduplication token (on servers that take one)
+// is derived from the records' message ids and payloads, so the same batch of records sent
+// again is stored once.
 func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 	raw := make([]string, len(recs))
 	msgs := make([]string, len(recs))
 	traces := make([]string, len(recs))
 	at := make([]time.Time, len(recs))
-	h := sha256.New()
+	id := chclient.Identity{IDs: make([]string, len(recs)), Data: make([][]byte, len(recs))}
 	for i, r := range recs {
 		raw[i], msgs[i], traces[i], at[i] = string(r.Payload), r.ErrorMessage, r.StackTrace, r.FailedAt()
-		fmt.Fprintf(h, "%d:%s%d:%s", len(r.MessageID), r.MessageID, len(r.Payload), r.Payload)
+		id.IDs[i], id.Data[i] = r.MessageID, r.Payload
 	}
-	settings := f.settings
-	if f.withToken {
-		settings = clickhouse.Settings{chclient.TokenSetting: "dlq-" + hex.EncodeToString(h.Sum(nil))}
-		for k, v := range f.settings {
-			settings[k] = v
-		}
-	}
-	stmt := fmt.Sprintf("INSERT INTO `%s`.`%s` (raw_message, error_message, stack_trace, failed_at)", f.ClickHouse.Database, f.Table)
+	values := []any{raw, msgs, traces, at}
 	attempts, err := f.Retry.Do(ctx, func() error {
-		batch, err := f.conn.PrepareBatch(clickhouse.Context(ctx, clickhouse.WithSettings(settings)), stmt)
-		if err != nil {
-			return err
-		}
-		defer batch.Abort()
-		for i, col := range []any{raw, msgs, traces, at} {
-			if err := batch.Column(i).Append(col); err != nil {
-				return err
-			}
-		}
-		return batch.Send()
+		return chclient.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, columnNames, values, f.settings, f.withToken, id)
 	}, func(n int, err error) {
 		slog.Warn("dead-letter INSERT failed; retrying", "table", f.Table, "rows", len(recs), "attempt", n, "error", err)
 	})
 	if err != nil {
-		return fmt.Errorf("INSERT of %d dead letters into %s.%s failed after %d attempts: %w", len(recs), f.ClickHouse.Database, f.Table, attempts, err)
+		return fmt.Errorf("INSERT of %d dead letters into %s.%s failed after %d attempts (class %s): %w; the bundle fails and its records stay unacknowledged",
+			len(recs), f.ClickHouse.Database, f.Table, attempts, chclient.Classify(err), err)
 	}
 	return nil
 }

@@ -2,9 +2,6 @@ package write
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -88,43 +85,51 @@ func (b *Block) Split() (first, second *Block) {
 		&Block{Columns: b.Columns, Rows: b.Rows[half:], spans: b.spans[half:], table: b.table}
 }
 
-// Statement returns "INSERT INTO `db`.`table` (`a`, `b`)" for the block's columns. Naming the
-// columns also lets clickhouse-go's native batch work with ClickHouse 18.16.
+// Statement returns "INSERT INTO `db`.`table` (`a`, `b`)" for the block's columns
+// (chclient.InsertStatement).
 func (b *Block) Statement(database, table string) string {
-	names := make([]string, len(b.Columns))
-	for i, c := range b.Columns {
-		names[i] = quoteIdent(c.Name)
-	}
-	return fmt.Sprintf("INSERT INTO %s.%s (%s)", quoteIdent(database), quoteIdent(table), strings.Join(names, ", "))
+	return chclient.InsertStatement(database, table, b.columnNames())
 }
 
 // DeduplicationToken derives the block's insert_deduplication_token from its columns, its rows'
-// message ids and their data: the same block retried gets the same token, so a server that
-// deduplicates inserts it once; two blocks of different messages never share one, even when the
-// messages are identical.
+// message ids and their data (chclient.DeduplicationToken): the same block retried, or built
+// again from the same rows, gets the same token, so a server that deduplicates inserts it once;
+// two blocks of different messages never share one, even when the messages are identical.
 func (b *Block) DeduplicationToken() string {
-	h := sha256.New()
-	for _, c := range b.Columns {
-		h.Write([]byte(c.Name))
-		h.Write([]byte{0})
-	}
-	var n [binary.MaxVarintLen64]byte
-	for _, r := range b.Rows {
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(r.MessageID)))])
-		h.Write([]byte(r.MessageID))
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(r.Data)))])
-		h.Write(r.Data)
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return chclient.DeduplicationToken(b.columnNames(), b.identity())
 }
 
-// Insert sends the block as one INSERT, one columnar Append per column, with settings. A block
-// whose rows give no column is inserted by insertDefaults.
-func (b *Block) Insert(ctx context.Context, conn driver.Conn, database, table string, settings clickhouse.Settings) error {
-	if len(b.Columns) == 0 {
-		return b.insertDefaults(ctx, conn, database, table, settings)
+func (b *Block) columnNames() []string {
+	names := make([]string, len(b.Columns))
+	for i, c := range b.Columns {
+		names[i] = c.Name
 	}
-	cols := make([]rowbinary.Column, len(b.Columns))
+	return names
+}
+
+// identity is what the block's token is derived from: its rows' message ids and encoded rows.
+func (b *Block) identity() chclient.Identity {
+	id := chclient.Identity{IDs: make([]string, len(b.Rows)), Data: make([][]byte, len(b.Rows))}
+	for i, r := range b.Rows {
+		id.IDs[i], id.Data[i] = r.MessageID, r.Data
+	}
+	return id
+}
+
+// Insert sends the block as one INSERT (chclient.Insert), one columnar Append per column, with
+// settings as they are (no deduplication token is added). A block whose rows give no column is
+// inserted by insertDefaults. It makes one attempt; the caller classifies the error and retries.
+func (b *Block) Insert(ctx context.Context, conn driver.Conn, database, table string, settings clickhouse.Settings) error {
+	return b.insert(ctx, conn, database, table, settings, false)
+}
+
+// insert is Insert with settings as chclient.ResolveSettings returns them and, when withToken
+// (the server takes insert_deduplication_token), the block's DeduplicationToken added.
+func (b *Block) insert(ctx context.Context, conn driver.Conn, database, table string, settings clickhouse.Settings, withToken bool) error {
+	if len(b.Columns) == 0 {
+		return b.insertDefaults(ctx, conn, database, table, chclient.InsertSettings(settings, withToken, b.columnNames(), b.identity()))
+	}
+	values := make([]any, len(b.Columns))
 	for j, c := range b.Columns {
 		col, err := rowbinary.NewColumn(c.Type)
 		if err != nil {
@@ -135,24 +140,9 @@ func (b *Block) Insert(ctx context.Context, conn driver.Conn, database, table st
 				return fmt.Errorf("column %q of message %q: %w", c.Name, b.Rows[i].MessageID, err)
 			}
 		}
-		cols[j] = col
+		values[j] = col.Values()
 	}
-	batch, err := conn.PrepareBatch(clickhouse.Context(ctx, clickhouse.WithSettings(settings)), b.Statement(database, table))
-	if err != nil {
-		return err
-	}
-	defer batch.Abort()
-	for j, col := range cols {
-		if err := batch.Column(j).Append(col.Values()); err != nil {
-			return &chclient.AppendError{Column: b.Columns[j].Name, Err: err}
-		}
-	}
-	return batch.Send()
-}
-
-// quoteIdent quotes a ClickHouse identifier with backticks.
-func quoteIdent(s string) string {
-	return "`" + strings.NewReplacer("\\", "\\\\", "`", "\\`").Replace(s) + "`"
+	return chclient.Insert(ctx, conn, database, table, b.columnNames(), values, settings, withToken, b.identity())
 }
 
 // insertDefaults inserts len(b.Rows) rows that take every column's DEFAULT. An INSERT must name a
@@ -181,8 +171,8 @@ func (b *Block) insertDefaults(ctx context.Context, conn driver.Conn, database, 
 		default:
 			continue
 		}
-		q := fmt.Sprintf("INSERT INTO %s.%s (%s) SELECT %s FROM system.numbers LIMIT %d",
-			quoteIdent(database), quoteIdent(table), quoteIdent(c.Name), expr, len(b.Rows))
+		q := fmt.Sprintf("%s SELECT %s FROM system.numbers LIMIT %d",
+			chclient.InsertStatement(database, table, []string{c.Name}), expr, len(b.Rows))
 		err := conn.Exec(clickhouse.Context(ctx, clickhouse.WithSettings(settings)), q)
 		if code, ok := chclient.Code(err); ok && code == 47 {
 			tried = append(tried, c.Name)

@@ -15,7 +15,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -251,15 +250,10 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*flow.Row, reject func
 // again. It returns an error (the bundle fails, nothing is acknowledged) when the retries of a
 // transient failure or a refusal are spent.
 func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*flow.Row, string, error), refreshes int) error {
-	settings := f.settings
-	if f.withToken {
-		settings = maps.Clone(f.settings)
-		settings[chclient.TokenSetting] = b.DeduplicationToken()
-	}
 	start := time.Now()
 	unknownAttempts := 0
 	attempts, err := f.Retry.DoIf(ctx, func() error {
-		return b.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, settings)
+		return b.insert(ctx, f.conn, f.ClickHouse.Database, f.Table, f.settings, f.withToken)
 	}, func(err error) bool {
 		switch chclient.Classify(err) {
 		case chclient.Transient, chclient.Refused:

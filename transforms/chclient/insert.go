@@ -1,0 +1,143 @@
+package chclient
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"maps"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Identity is what an INSERT's insert_deduplication_token is derived from: the Pub/Sub message
+// ids of its rows, in insert order, and for each row the bytes that stand for it (the write
+// stage gives the row's RowBinaryWithDefaults encoding, the dead-letter stage the original
+// payload). IDs and Data are hashed as two lists, so they need not be of the same length.
+type Identity struct {
+	IDs  []string
+	Data [][]byte
+}
+
+// tokenScheme names and versions the hashing of DeduplicationToken; it is hashed first, so
+// that a future scheme cannot produce the tokens of this one.
+const tokenScheme = "pubsub-to-clickhouse insert_deduplication_token v1"
+
+// DeduplicationToken returns the insert_deduplication_token of an INSERT naming columns with the
+// rows of id: 64 lowercase hex digits, the SHA-256 of
+//
+//	part(tokenScheme)
+//	count(columns) part(columns[0]) part(columns[1]) ...
+//	count(id.IDs)  part(id.IDs[0])  part(id.IDs[1])  ...
+//	count(id.Data) part(id.Data[0]) part(id.Data[1]) ...
+//
+// where count(n) is n as 8 bytes big-endian and part(s) is count(len(s)) followed by the bytes
+// of s. Every part is length-prefixed and every list counted, so the hashed bytes decode back to
+// exactly one input: two inputs that differ in any column name, message id or row bytes, or in
+// their order, or only in where one part ends and the next begins ("ab","c" against "a","bc"),
+// get different tokens. The same INSERT built again from the same rows (a retry, or the runner
+// retrying the bundle) gets the same token, so a server that deduplicates stores it once
+// (ClickHouse 22.2 and newer; see TokenSetting).
+func DeduplicationToken(columns []string, id Identity) string {
+	h := sha256.New()
+	writePart(h, []byte(tokenScheme))
+	writeCount(h, len(columns))
+	for _, c := range columns {
+		writePart(h, []byte(c))
+	}
+	writeCount(h, len(id.IDs))
+	for _, s := range id.IDs {
+		writePart(h, []byte(s))
+	}
+	writeCount(h, len(id.Data))
+	for _, d := range id.Data {
+		writePart(h, d)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func writeCount(h hash.Hash, n int) {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(n))
+	h.Write(b[:])
+}
+
+func writePart(h hash.Hash, p []byte) {
+	writeCount(h, len(p))
+	h.Write(p)
+}
+
+// QuoteIdent quotes a ClickHouse identifier (a database, table or column name) with backticks,
+// escaping a backslash as \\ and a backtick as \` (ClickHouse docs, "Syntax: Identifiers"):
+// QuoteIdent("t`x") is "`t\`x`".
+func QuoteIdent(s string) string {
+	return "`" + identEscaper.Replace(s) + "`"
+}
+
+var identEscaper = strings.NewReplacer(`\`, `\\`, "`", "\\`")
+
+// InsertStatement returns "INSERT INTO `database`.`table` (`a`, `b`)" for the columns a, b, each
+// name quoted by QuoteIdent. Naming the columns lets the server compute the DEFAULT of every
+// other column, and lets clickhouse-go's native batch work with ClickHouse 18.16.
+func InsertStatement(database, table string, columns []string) string {
+	names := make([]string, len(columns))
+	for i, c := range columns {
+		names[i] = QuoteIdent(c)
+	}
+	return "INSERT INTO " + QuoteIdent(database) + "." + QuoteIdent(table) + " (" + strings.Join(names, ", ") + ")"
+}
+
+// InsertSettings returns the settings of one INSERT: settings (as ResolveSettings returns them)
+// and, when withToken (the server takes insert_deduplication_token), TokenSetting set to
+// DeduplicationToken(columns, id). settings itself is never modified.
+func InsertSettings(settings clickhouse.Settings, withToken bool, columns []string, id Identity) clickhouse.Settings {
+	if !withToken {
+		return settings
+	}
+	s := maps.Clone(settings)
+	if s == nil {
+		s = clickhouse.Settings{}
+	}
+	s[TokenSetting] = DeduplicationToken(columns, id)
+	return s
+}
+
+// Insert sends one INSERT of a block of rows through clickhouse-go's batch API: the statement is
+// InsertStatement(database, table, columns), and values[i] is the whole column columns[i], one
+// slice with a value per row as batch.Column(i).Append takes it ([]string for String,
+// []time.Time for DateTime, ...). The INSERT carries InsertSettings(settings, withToken,
+// columns, id): the resolved insert settings and, on a server that takes it, the deduplication
+// token of the columns and id, so that sending the same rows again is deduplicated.
+//
+// Insert makes one attempt and never retries: the caller decides what a failure means (see
+// Classify) and retries with Retry. A failure of clickhouse-go to take a column's values is
+// returned as an *AppendError naming the column (Classify: Schema); any other failure, of the
+// server (a *clickhouse.Exception) or of the transport, is returned as it is. columns must name
+// at least one column, and values must hold one slice per column; otherwise Insert sends nothing
+// and returns an error saying so.
+func Insert(ctx context.Context, conn driver.Conn, database, table string, columns []string, values []any,
+	settings clickhouse.Settings, withToken bool, id Identity) error {
+	if len(columns) == 0 {
+		return errors.New("an INSERT must name at least one column")
+	}
+	if len(values) != len(columns) {
+		return fmt.Errorf("INSERT into %s.%s names %d columns but has %d columns of values", database, table, len(columns), len(values))
+	}
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(InsertSettings(settings, withToken, columns, id)))
+	batch, err := conn.PrepareBatch(ctx, InsertStatement(database, table, columns))
+	if err != nil {
+		return err
+	}
+	defer batch.Abort()
+	for i, v := range values {
+		if err := batch.Column(i).Append(v); err != nil {
+			return &AppendError{Column: columns[i], Err: err}
+		}
+	}
+	return batch.Send()
+}
