@@ -1,0 +1,215 @@
+// The flags of the parameters: RegisterFlags, which defines them from the parameter table, and
+// the flag.Value of each kind of parameter (OptionalInt and the unexported ones).
+
+package pipeline
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+)
+
+// RegisterFlags sets *o to [Defaults] and defines on fs one flag per field of
+// o, named as the template parameter, whose value is stored in that field.
+// Each flag's usage tells the meaning and the unit, and whether the parameter
+// is required or optional; the flag package adds "(default …)" to the help
+// of the flags with a default, which is also each flag's DefValue.
+//
+// Integers are parsed like [flag.Int] (decimal, or with a 0x, 0o or 0b
+// prefix; surrounding spaces ignored). windowSeconds, batchRowCount and
+// insertQuorum are [OptionalInt]: an empty value (--windowSeconds=, as the
+// Dataflow console may pass for a parameter left empty) leaves them unset,
+// while any number, 0 included, is a given value. For the same reason an
+// empty value of a flag with a default (--maxRetries=, --insertDeduplicate=)
+// gives the default, where the standard flag types would fail. Booleans take
+// --insertDeduplicate=false or --insertDeduplicate=true, or any value of
+// [strconv.ParseBool]; a bare --insertDeduplicate means true (as for any Go
+// bool flag, a separate "false" argument is not its value).
+//
+// The flag values of clickHousePassword and clickHouseUrl print redacted
+// (flag.Value.String), so that code which lists flags, such as Beam's
+// runners when they copy the set flags into the job's pipeline options, shows
+// no password; the fields of o hold the real values. Hence workers must get
+// the password from Options (for example a DoFn field), not from the
+// pipeline options.
+//
+// It panics if fs or o is nil, or if fs already defines one of the names.
+func RegisterFlags(fs *flag.FlagSet, o *Options) {
+	if fs == nil || o == nil {
+		panic("pipeline.RegisterFlags: nil *flag.FlagSet or *Options")
+	}
+	*o = Defaults()
+	for _, p := range parameters {
+		switch f := p.field(o); p.kind {
+		case kindString:
+			fs.StringVar(f.(*string), p.name, *f.(*string), p.usage)
+		case kindSecret:
+			fs.Var((*secretFlag)(f.(*string)), p.name, p.usage)
+		case kindURL:
+			fs.Var((*urlFlag)(f.(*string)), p.name, p.usage)
+		case kindInt:
+			fs.Var(&intFlag{f.(*int), *f.(*int)}, p.name, p.usage)
+		case kindOptionalInt:
+			fs.Var(f.(*OptionalInt), p.name, p.usage)
+		case kindBool:
+			fs.Var(&boolFlag{f.(*bool), *f.(*bool)}, p.name, p.usage)
+		}
+	}
+}
+
+// OptionalInt is an integer parameter without a default, which tells "not
+// given" (Given false; Value is then 0 and means nothing) from a given value,
+// 0 included. Its zero value is unset. *OptionalInt is a [flag.Value] and a
+// [flag.Getter].
+type OptionalInt struct {
+	Value int  // the value; meaningful only when Given
+	Given bool // whether a value was given
+}
+
+// GivenInt returns the OptionalInt holding v.
+func GivenInt(v int) OptionalInt { return OptionalInt{Value: v, Given: true} }
+
+// Set parses s like [flag.Int] (decimal, or with a 0x, 0o or 0b prefix,
+// surrounding spaces ignored) and marks the value given. An empty or blank s
+// makes the value unset, as the Dataflow console may pass --name= for a
+// parameter left empty.
+func (p *OptionalInt) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		*p = OptionalInt{}
+		return nil
+	}
+	v, err := parseInt(s)
+	if err != nil {
+		return fmt.Errorf("%v (leave it empty for unset)", err)
+	}
+	*p = GivenInt(v)
+	return nil
+}
+
+// parseInt parses an integer flag value as flag.Int does, spaces trimmed.
+func parseInt(s string) (int, error) {
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 0, strconv.IntSize)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, errors.New("out of range")
+		}
+		return 0, errors.New("not a whole number")
+	}
+	return int(v), nil
+}
+
+// String returns the value in decimal, or "" when it is unset.
+func (p *OptionalInt) String() string {
+	if p == nil || !p.Given {
+		return ""
+	}
+	return strconv.Itoa(p.Value)
+}
+
+// Get returns the value as an int, or nil when it is unset.
+func (p *OptionalInt) Get() any {
+	if !p.Given {
+		return nil
+	}
+	return p.Value
+}
+
+// show formats p for [Options.String]: the value, or "unset".
+func (p OptionalInt) show() string {
+	if !p.Given {
+		return "unset"
+	}
+	return strconv.Itoa(p.Value)
+}
+
+// intFlag is the flag.Value of an int parameter with a default: like
+// flag.Int, except that an empty value gives the default.
+type intFlag struct {
+	p   *int
+	def int
+}
+
+func (f *intFlag) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		*f.p = f.def
+		return nil
+	}
+	v, err := parseInt(s)
+	if err != nil {
+		return fmt.Errorf("%v (leave it empty for the default, %d)", err, f.def)
+	}
+	*f.p = v
+	return nil
+}
+
+func (f *intFlag) String() string {
+	if f == nil || f.p == nil {
+		return ""
+	}
+	return strconv.Itoa(*f.p)
+}
+
+func (f *intFlag) Get() any { return *f.p }
+
+// boolFlag is the flag.Value of a bool parameter with a default: like
+// flag.Bool, except that an empty value gives the default.
+type boolFlag struct {
+	p   *bool
+	def bool
+}
+
+func (f *boolFlag) Set(s string) error {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		*f.p = f.def
+		return nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("not true or false (leave it empty for the default, %t)", f.def)
+	}
+	*f.p = v
+	return nil
+}
+
+func (f *boolFlag) String() string {
+	if f == nil || f.p == nil {
+		return ""
+	}
+	return strconv.FormatBool(*f.p)
+}
+
+func (f *boolFlag) Get() any { return *f.p }
+
+// IsBoolFlag tells the flag package that a bare --name means --name=true.
+func (f *boolFlag) IsBoolFlag() bool { return true }
+
+// secretFlag is the flag.Value of clickHousePassword: it stores the string as
+// given and prints "xxxxx" instead of a non-empty password.
+type secretFlag string
+
+func (s *secretFlag) Set(v string) error { *s = secretFlag(v); return nil }
+
+func (s *secretFlag) String() string {
+	if s == nil || *s == "" {
+		return ""
+	}
+	return redacted
+}
+
+// urlFlag is the flag.Value of clickHouseUrl: it stores the URL as given and
+// prints it with any password redacted.
+type urlFlag string
+
+func (u *urlFlag) Set(v string) error { *u = urlFlag(v); return nil }
+
+func (u *urlFlag) String() string {
+	if u == nil {
+		return ""
+	}
+	return chclient.RedactURL(string(*u))
+}

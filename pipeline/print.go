@@ -1,0 +1,104 @@
+// The printing of the parameters, which never shows the ClickHouse password: String, GoString
+// and Format of Options, and the redaction of clickHouseUrl.
+
+package pipeline
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+)
+
+// redacted replaces a password wherever one would be shown.
+const redacted = "xxxxx"
+
+// String returns all parameters on one line, as flag=value in flag order,
+// for start-up logging: strings quoted, unset optional integers as "unset".
+// The password shows as "xxxxx" when non-empty (and as "" when empty, the
+// default user's case); clickHouseUrl shows as [Options.RedactedURL], and so
+// does every other string parameter, so that neither the password nor a URL
+// with a password pasted into the wrong parameter shows.
+func (o Options) String() string {
+	r := o.redact()
+	var b strings.Builder
+	for i, p := range parameters {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(p.name + "=")
+		switch f := p.field(&r); p.kind {
+		case kindString, kindSecret, kindURL:
+			b.WriteString(strconv.Quote(*f.(*string)))
+		case kindOptionalInt:
+			b.WriteString(f.(*OptionalInt).show())
+		case kindInt:
+			b.WriteString(strconv.Itoa(*f.(*int)))
+		case kindBool:
+			b.WriteString(strconv.FormatBool(*f.(*bool)))
+		}
+	}
+	return b.String()
+}
+
+// GoString returns Options as a Go composite literal (the %#v verb), with
+// the password hidden as in [Options.String].
+func (o Options) GoString() string {
+	type plain Options // no methods, so %#v prints the fields
+	s := fmt.Sprintf("%#v", plain(o.redact()))
+	return strings.Replace(s, "plain{", "Options{", 1)
+}
+
+// Format implements [fmt.Formatter], so that no verb prints the password:
+// %#v prints [Options.GoString], any other verb formats [Options.String].
+func (o Options) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = io.WriteString(f, o.GoString())
+		return
+	}
+	_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), o.String())
+}
+
+// redact returns a copy of o fit to print: the password "xxxxx" when
+// non-empty, and every other string as [Options.RedactedURL] shows the URL,
+// which also covers a URL pasted into the wrong parameter.
+func (o Options) redact() Options {
+	r := o
+	for _, p := range parameters {
+		switch p.kind {
+		case kindSecret:
+			if s := p.field(&r).(*string); *s != "" {
+				*s = redacted
+			}
+		case kindString, kindURL:
+			s := p.field(&r).(*string)
+			*s = hide(chclient.RedactURL(*s), o.ClickHousePassword)
+		}
+	}
+	return r
+}
+
+// RedactURL is [chclient.RedactURL]: raw with the passwords of its userinfo and query hidden.
+func RedactURL(raw string) string { return chclient.RedactURL(raw) }
+
+// RedactedURL returns clickHouseUrl with its passwords replaced by "xxxxx":
+// the password of the userinfo (user:password@), the value of a "password"
+// query parameter, the password in an "http_proxy" query parameter (both of
+// which the ClickHouse driver reads), and any occurrence of
+// clickHousePassword. It reads the URL as text so as to work on malformed
+// URLs too; when in doubt it hides too much rather than too little (for
+// example, everything from the first ":" after the scheme up to an "@" found
+// later in the path).
+func (o Options) RedactedURL() string {
+	return hide(chclient.RedactURL(o.ClickHouseURL), o.ClickHousePassword)
+}
+
+// hide replaces each occurrence of a non-empty password in s by "xxxxx".
+func hide(s, password string) string {
+	if password == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, password, redacted)
+}

@@ -1,0 +1,100 @@
+// The errors of the package: ValueError (one column), RowError (the columns of one payload),
+// PayloadError (not one JSON object) and UnsupportedTypeError (a column type without converter),
+// and how an error quotes the offending value.
+
+package convert
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// maxValueText is how many bytes of an offending value an error quotes.
+const maxValueText = 100
+
+// ValueError says why a JSON value cannot become a value of its column.
+type ValueError struct {
+	Column string // column name
+	Type   string // the column's ClickHouse type, e.g. "Array(UInt8)"
+	Path   string // within the value: "" for the value itself, "[1]" for an array's second element
+	Value  string // the offending JSON text, cut to 100 bytes; "" for a missing field
+	Rule   string // the rule it breaks, e.g. "is out of range for UInt8 (0 to 255)"
+}
+
+func (e *ValueError) Error() string {
+	path := ""
+	if e.Path != "" {
+		path = "element " + e.Path + ": "
+	}
+	if e.Value == "" {
+		return fmt.Sprintf("column %q (%s): %s%s", e.Column, e.Type, path, e.Rule)
+	}
+	return fmt.Sprintf("column %q (%s): %s%s %s", e.Column, e.Type, path, e.Value, e.Rule)
+}
+
+// RowError lists the columns of one payload that cannot take their fields, in table order.
+type RowError struct {
+	Errs []*ValueError
+}
+
+// Error joins the column errors with "; ".
+func (e *RowError) Error() string {
+	var b strings.Builder
+	for i, err := range e.Errs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the column errors.
+func (e *RowError) Unwrap() []error {
+	out := make([]error, len(e.Errs))
+	for i, err := range e.Errs {
+		out[i] = err
+	}
+	return out
+}
+
+// PayloadError says why a payload is not one JSON object.
+type PayloadError struct {
+	Rule string
+}
+
+func (e *PayloadError) Error() string { return "payload: " + e.Rule }
+
+// UnsupportedTypeError is returned by New for a column whose type has no converter.
+type UnsupportedTypeError struct {
+	Column string
+	Type   string
+	Reason string
+}
+
+func (e *UnsupportedTypeError) Error() string {
+	s := fmt.Sprintf("column %q: unsupported type %s", e.Column, e.Type)
+	if e.Reason != "" {
+		s += " (" + e.Reason + ")"
+	}
+	return s
+}
+
+// quote renders a JSON value's text for an error message, cut to maxValueText bytes on a UTF-8
+// boundary.
+func quote(raw []byte) string {
+	if len(raw) <= maxValueText {
+		return string(raw)
+	}
+	cut := maxValueText
+	for cut > 0 && !utf8.RuneStart(raw[cut]) {
+		cut--
+	}
+	return string(raw[:cut]) + "…"
+}
+
+// errValue builds a ValueError for v; the caller fills Column and Type.
+func errValue(v value, rule string) *ValueError {
+	return &ValueError{Value: quote(v.raw), Rule: rule}
+}

@@ -1,0 +1,214 @@
+// Column, the values of one column for one INSERT, and its implementations without reflection:
+// the typed columns of scalars, Nullable(scalar) and Array(scalar); and Map, the Go value of one
+// Map(K, V) value.
+
+package rowbinary
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+)
+
+// Column accumulates the values of one column for one INSERT.
+type Column interface {
+	// Append decodes one value (the bytes Split returned for this column) and appends it.
+	Append(value []byte) error
+	// Values returns the accumulated values as the slice clickhouse-go's Column.Append takes:
+	//
+	//	Int8…UInt64, Float32, Float64   []int8 … []uint64, []float32, []float64
+	//	BFloat16                        []float32 (each exactly a BFloat16 value)
+	//	Int128, UInt128, Int256, UInt256 []*big.Int
+	//	Decimal                         []decimal.Decimal (github.com/shopspring/decimal, exponent -S)
+	//	Bool                            []bool
+	//	String, JSON, FixedString(N)    []string (FixedString values are N bytes, zero-padded)
+	//	Date, Date32, DateTime, DateTime64  []time.Time, in UTC
+	//	Time, Time64                    []time.Duration
+	//	Enum8, Enum16                   []int8, []int16 (the numbers)
+	//	UUID                            []uuid.UUID (github.com/google/uuid)
+	//	IPv4, IPv6                      []netip.Addr (IPv6 always in its 16-byte form)
+	//	Nullable(T)                     []*T; []*big.Int with nil for the big integers
+	//	Array(T)                        [][]T
+	//	Map(K, V)                       []*Map, keeping the entries' order
+	//	Tuple(…)                        [][]any, one Go value per element
+	//	Nested(…)                       [][][]any (Array(Tuple(…)))
+	//	Point, Ring, Polygon, …         []orb.Point, []orb.Ring, … (github.com/paulmach/orb)
+	//	LowCardinality(T), SimpleAggregateFunction(f, T)  as T
+	Values() any
+	// Reset empties the column, keeping its memory.
+	Reset()
+}
+
+// Map is one value of a Map(K, V) column: its entries in the order of the JSON object, with the
+// Go values of K and V as Column.Values gives them. *Map is the column.IterableOrderedMap that
+// clickhouse-go's Map column appends; a Go map would lose the order.
+type Map struct {
+	Keys   []any
+	Values []any
+}
+
+// Put appends an entry.
+func (m *Map) Put(key, value any) {
+	m.Keys = append(m.Keys, key)
+	m.Values = append(m.Values, value)
+}
+
+// Iterator returns the entries in order.
+func (m *Map) Iterator() column.MapIterator { return &mapIterator{m: m, i: -1} }
+
+type mapIterator struct {
+	m *Map
+	i int
+}
+
+func (it *mapIterator) Next() bool { it.i++; return it.i < len(it.m.Keys) }
+func (it *mapIterator) Key() any   { return it.m.Keys[it.i] }
+func (it *mapIterator) Value() any { return it.m.Values[it.i] }
+
+var _ column.IterableOrderedMap = (*Map)(nil)
+
+// NewColumn returns the Column for type t. Scalars, Nullable(scalar) and Array(scalar) decode
+// into typed slices without reflection; deeper nestings, Map, Tuple, Nested and the geo types
+// use reflection (clickhouse-go reads them by reflection anyway).
+func NewColumn(t *chtype.Type) (Column, error) {
+	switch t.Name {
+	case "LowCardinality", "SimpleAggregateFunction":
+		if len(t.Elems) != 1 {
+			return nil, fmt.Errorf("rowbinary: no decoder for type %s", t)
+		}
+		return NewColumn(t.Elems[0])
+	case "Nullable", "Array":
+		inner := t.Elems[0]
+		if inner.Name == "LowCardinality" {
+			inner = inner.Elems[0]
+		}
+		if c := scalarColumn(inner, t.Name); c != nil {
+			return c, nil
+		}
+		return newReflectColumn(t)
+	case "Map", "Tuple", "Nested", "Ring", "LineString", "Polygon", "MultiLineString", "MultiPolygon":
+		return newReflectColumn(t)
+	}
+	if c := scalarColumn(t, ""); c != nil {
+		return c, nil
+	}
+	return nil, fmt.Errorf("rowbinary: no decoder for type %s", t)
+}
+
+func wrapped[T any](wrap string, c codec[T]) Column {
+	switch wrap {
+	case "Nullable":
+		return &nullableColumn[T]{read: c}
+	case "Array":
+		return &arrayColumn[T]{read: c}
+	}
+	return &plainColumn[T]{read: c}
+}
+
+// wrappedPtr is wrapped for a pointer type T, whose Nullable is T itself with nil for NULL
+// (clickhouse-go's BigInt column takes []*big.Int for both).
+func wrappedPtr[T any](wrap string, c codec[T]) Column {
+	if wrap == "Nullable" {
+		return &nilNullColumn[T]{read: c}
+	}
+	return wrapped(wrap, c)
+}
+
+type plainColumn[T any] struct {
+	vals []T
+	read codec[T]
+}
+
+func (c *plainColumn[T]) Append(b []byte) error {
+	v, n, ok := c.read(b)
+	if !ok || n != len(b) {
+		return fmt.Errorf("%w: %d bytes do not hold one %T", ErrCorrupt, len(b), v)
+	}
+	c.vals = append(c.vals, v)
+	return nil
+}
+func (c *plainColumn[T]) Values() any { return c.vals }
+func (c *plainColumn[T]) Reset()      { c.vals = c.vals[:0] }
+
+type nullableColumn[T any] struct {
+	vals []*T
+	read codec[T]
+}
+
+// readNullable reads one Nullable(T) value: its flag byte, then T unless it is NULL.
+func readNullable[T any](b []byte, read codec[T]) (v T, null bool, err error) {
+	if len(b) == 1 && b[0] == 1 {
+		return v, true, nil
+	}
+	if len(b) == 0 || b[0] != 0 {
+		return v, false, fmt.Errorf("%w: bad Nullable value", ErrCorrupt)
+	}
+	v, n, ok := read(b[1:])
+	if !ok || n != len(b)-1 {
+		return v, false, fmt.Errorf("%w: %d bytes do not hold one Nullable(%T)", ErrCorrupt, len(b), v)
+	}
+	return v, false, nil
+}
+
+func (c *nullableColumn[T]) Append(b []byte) error {
+	v, null, err := readNullable(b, c.read)
+	switch {
+	case err != nil:
+		return err
+	case null:
+		c.vals = append(c.vals, nil)
+	default:
+		c.vals = append(c.vals, &v)
+	}
+	return nil
+}
+func (c *nullableColumn[T]) Values() any { return c.vals }
+func (c *nullableColumn[T]) Reset()      { c.vals = c.vals[:0] }
+
+// nilNullColumn is Nullable(T) for a pointer type T: NULL is the zero value, nil.
+type nilNullColumn[T any] struct {
+	vals []T
+	read codec[T]
+}
+
+func (c *nilNullColumn[T]) Append(b []byte) error {
+	v, _, err := readNullable(b, c.read) // NULL reads as the zero value, nil
+	if err != nil {
+		return err
+	}
+	c.vals = append(c.vals, v)
+	return nil
+}
+func (c *nilNullColumn[T]) Values() any { return c.vals }
+func (c *nilNullColumn[T]) Reset()      { c.vals = c.vals[:0] }
+
+type arrayColumn[T any] struct {
+	vals [][]T
+	read codec[T]
+}
+
+func (c *arrayColumn[T]) Append(b []byte) error {
+	count, k := binary.Uvarint(b)
+	if k <= 0 || count > uint64(len(b)) {
+		return fmt.Errorf("%w: bad Array length", ErrCorrupt)
+	}
+	elems := make([]T, 0, count)
+	for b = b[k:]; count > 0; count-- {
+		v, n, ok := c.read(b)
+		if !ok {
+			return fmt.Errorf("%w: Array element cut short", ErrCorrupt)
+		}
+		elems = append(elems, v)
+		b = b[n:]
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("%w: %d bytes after an Array value", ErrCorrupt, len(b))
+	}
+	c.vals = append(c.vals, elems)
+	return nil
+}
+func (c *arrayColumn[T]) Values() any { return c.vals }
+func (c *arrayColumn[T]) Reset()      { c.vals = c.vals[:0] }
