@@ -35,7 +35,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"strings"
 	"time"
 	_ "time/tzdata" // DateTime('Zone') must resolve in minimal containers, e.g. the template's image.
 	"unicode/utf8"
@@ -262,8 +261,6 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 	}
 	late := c.late
 	grouped := c.groupsGiven || len(late) > 0 // errors of group or element fields, failed columns
-	start := len(dst)
-	defaults := 0
 	var errs []*ValueError
 	for i := range c.columns {
 		if grouped {
@@ -280,11 +277,7 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 		var err error
 		switch {
 		case v.kind == kindNone || v.kind == kindNull:
-			before := len(dst)
 			dst, err = c.appendAbsent(dst, col, v.kind == kindNull)
-			if len(dst) == before+1 && dst[before] == 1 {
-				defaults++
-			}
 		default:
 			dst = append(dst, 0)
 			dst, err = col.enc.encode(dst, v, c)
@@ -304,12 +297,10 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 	if len(errs) > 0 {
 		return dst, &RowError{Errs: errs}
 	}
-	if defaults == len(c.columns) {
-		// Every column takes its DEFAULT: the row holds nothing of the message, and an INSERT
-		// must name at least one column. Such a message is almost always meant for another
-		// table, or its field names are spelled differently.
-		return dst[:start], &PayloadError{Rule: "none of its fields gives a value to a column of the table (names are matched case-sensitively; null takes the DEFAULT): " + strings.Join(c.names, ", ")}
-	}
+	// A row in which every column takes its DEFAULT (the message gives no column a value) is a
+	// row like any other: the write stage inserts it through one column whose DEFAULT the server
+	// computes (see write's insertDefaults), and dead-letters it, with the server's error, when
+	// the server cannot compute the DEFAULTs.
 	return dst, nil
 }
 
