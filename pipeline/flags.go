@@ -33,9 +33,9 @@ import (
 // The flag values of clickHousePassword and clickHouseUrl print redacted
 // (flag.Value.String), so that code which lists flags, such as Beam's
 // runners when they copy the set flags into the job's pipeline options, shows
-// no password; the fields of o hold the real values. Hence workers must get
-// the password from Options (for example a DoFn field), not from the
-// pipeline options.
+// no password; the fields of o hold the real values. Hence workers get the
+// password from the stages' configuration (the chclient.Config that Build
+// puts into each DoFn), never from the pipeline options.
 //
 // It panics if fs or o is nil, or if fs already defines one of the names.
 func RegisterFlags(fs *flag.FlagSet, o *Options) {

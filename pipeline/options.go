@@ -17,12 +17,12 @@ package pipeline
 // name as given in its comment (see [RegisterFlags]); [Defaults] gives the
 // defaults and [Options.Validate] checks the values.
 //
-// Options holds the ClickHouse password in clear, so that it reaches the
-// workers when Options is a field of a DoFn (Beam serializes DoFns as JSON;
-// Options has no custom JSON encoding on purpose). Any other printing of
+// Options holds the ClickHouse password in clear: Build copies it into the
+// stages' chclient.Config, which Beam serializes with the DoFns (as JSON) so
+// that it reaches the workers; no DoFn holds Options itself. Any printing of
 // Options hides the password: String, GoString and every fmt verb (Options
 // implements [fmt.Formatter]) show "xxxxx" instead, and hide the password in
-// the userinfo of clickHouseUrl too.
+// the userinfo and query of clickHouseUrl too.
 type Options struct {
 	// InputSubscription (flag inputSubscription, required) is the Pub/Sub
 	// subscription to read JSON messages from, as

@@ -2,7 +2,7 @@
 // windowSeconds and batchRowCount parameters say (see Mode). Triggers act at a GroupByKey, so
 // elements are first keyed by a shard number in [0, numShards); each fired pane of a shard is one
 // batch. Fired panes are discarded, allowed lateness is 0, and count triggers are always wrapped
-// in trigger.Repeat (prism needs it; see ../shared/DESIGN.md).
+// in trigger.Repeat (prism fires a bare count trigger only once).
 //
 // The SDK's transforms/batch.GroupIntoBatches is not used: v2.77.0 hangs on prism when a
 // buffering duration is set.

@@ -226,7 +226,7 @@ func newEncoder(t *chtype.Type, serverLoc *time.Location) (encoder, error) {
 		}
 		return jsonEncoder{}, nil
 	case "Object":
-		return nil, errors.New("Object('json') is ClickHouse's deprecated experimental JSON type, which clickhouse-go v2.51.0 cannot insert into; use JSON (ClickHouse 24.8 and later) or String")
+		return nil, errors.New("Object('json') is ClickHouse's deprecated experimental JSON type, which clickhouse-go cannot insert into; use JSON (ClickHouse 24.8 and later) or String")
 	case "Variant", "Dynamic":
 		return nil, fmt.Errorf("which of its types a JSON value is meant to be is ambiguous (42 could be any number type, or a String), and the pipeline does not guess; use a column of one type, or JSON or String for mixed values")
 	case "AggregateFunction":

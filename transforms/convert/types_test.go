@@ -371,7 +371,7 @@ func TestRefusedTypesStopAtStartUp(t *testing.T) {
 		{"v Variant(UInt8, String)", `column "v": unsupported type Variant(UInt8, String) (which of its types a JSON value is meant to be is ambiguous (42 could be any number type, or a String), and the pipeline does not guess; use a column of one type, or JSON or String for mixed values)`},
 		{"d Dynamic", `column "d": unsupported type Dynamic (which of its types`},
 		{"d Array(Dynamic(max_types=8))", `column "d": unsupported type Array(Dynamic(max_types=8)) (which of its types`},
-		{"o Object('json')", `column "o": unsupported type Object('json') (Object('json') is ClickHouse's deprecated experimental JSON type, which clickhouse-go v2.51.0 cannot insert into; use JSON (ClickHouse 24.8 and later) or String)`},
+		{"o Object('json')", `column "o": unsupported type Object('json') (Object('json') is ClickHouse's deprecated experimental JSON type, which clickhouse-go cannot insert into; use JSON (ClickHouse 24.8 and later) or String)`},
 		{"j JSON(a.b UInt32, max_dynamic_paths=10)", `column "j": unsupported type JSON(a.b UInt32, max_dynamic_paths=10) (a JSON column with typed paths (a.b UInt32) is not supported: the server converts their values with its own rules, and a value it rejects would fail the whole INSERT; declare the column JSON without typed paths, or give the path a column of its own)`},
 		{"a AggregateFunction(uniq, String)", `column "a": unsupported type AggregateFunction(uniq, String) (its values are aggregation states`},
 		{"d Decimal(77, 2)", `column "d": unsupported type Decimal(77, 2) (Decimal(77, 2): the precision must be 1 to 76 and the scale 0 to the precision)`},
