@@ -70,8 +70,8 @@ func TestDeadLetterDestinations(t *testing.T) {
 			}
 			start := time.Now().Add(-time.Second).Truncate(time.Second)
 			p, s := beam.NewPipelineWithRoot()
-			_, dls := parse.Parse(s, srv.Config(), "events", 0, beam.CreateList(s, msgs))
-			deadletter.Write(s, cfg, batch.Batches(s, batch.Mode{Rows: 2}, 1, dls))
+			_, dls := parse.Parse(s, parse.Config{ClickHouse: srv.Config(), Table: "events"}, beam.CreateList(s, msgs))
+			deadletter.Write(s, cfg, batch.Batches(s, batch.Config{Mode: batch.Mode{Rows: 2}, Shards: 1}, dls))
 			res, err := ptest.RunWithMetrics(p)
 			if err != nil {
 				t.Fatal(err)

@@ -64,13 +64,13 @@ func TestWriteBatches(t *testing.T) {
 			}
 			p, s := beam.NewPipelineWithRoot()
 			cfg := srv.Config()
-			rows, _ := parse.Parse(s, cfg, "events", 0, beam.CreateList(s, msgs))
+			rows, _ := parse.Parse(s, parse.Config{ClickHouse: cfg, Table: "events"}, beam.CreateList(s, msgs))
 			write.Write(s, write.Config{
 				ClickHouse: cfg, Table: "events",
 				Settings: chclient.Settings{Deduplicate: true, DistributedSync: true, MaxInsertBlockSize: tc.blockSize},
 				Retry:    chclient.Retry{MaxRetries: 2, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond},
 				MaxRows:  tc.batchRows,
-			}, batch.Batches(s, batch.Mode{Rows: tc.batchRows}, tc.numShards, rows))
+			}, batch.Batches(s, batch.Config{Mode: batch.Mode{Rows: tc.batchRows}, Shards: tc.numShards}, rows))
 			res, err := ptest.RunWithMetrics(p)
 			if err != nil {
 				t.Fatal(err)

@@ -106,10 +106,11 @@ func Build(s beam.Scope, o Options, src Source) {
 	}
 	mode := o.Mode()
 	if src == DataflowSource {
-		BuildFrom(s, o, src, source.ReadDataflow(s, o.InputSubscription))
+		BuildFrom(s, o, src, source.ReadDataflow(s, source.Config{Subscription: o.InputSubscription}))
 		return
 	}
-	BuildFrom(s, o, src, source.Read(s, o.InputSubscription, source.ReadOptions{
+	BuildFrom(s, o, src, source.Read(s, source.Config{
+		Subscription:  o.InputSubscription,
 		StopAfterIdle: time.Duration(o.StopAfterIdle.Value) * time.Second,
 		// In count mode a last partial batch is inserted only when the input ends, so the
 		// reader must stop while those messages are still outstanding.
@@ -131,7 +132,12 @@ func BuildFrom(s beam.Scope, o Options, src Source, msgs beam.PCollection) {
 	mode := o.Mode()
 	shards := o.Shards(src, maxNumWorkers())
 
-	rows, deadLetters := parse.Parse(s, o.ClickHouse(), o.ClickHouseTable, time.Duration(o.SchemaRefreshSeconds)*time.Second, msgs)
+	rows, deadLetters := parse.Parse(s, parse.Config{
+		ClickHouse:    o.ClickHouse(),
+		Table:         o.ClickHouseTable,
+		SchemaRefresh: time.Duration(o.SchemaRefreshSeconds) * time.Second,
+	}, msgs)
+	batches := batch.Config{Mode: mode, Shards: shards}
 
 	rejected, inserted := write.Write(s, write.Config{
 		ClickHouse: o.ClickHouse(),
@@ -139,7 +145,7 @@ func BuildFrom(s beam.Scope, o Options, src Source, msgs beam.PCollection) {
 		Settings:   o.InsertSettings(),
 		Retry:      o.Retry(),
 		MaxRows:    mode.Rows,
-	}, batch.Batches(s, mode, shards, rows))
+	}, batch.Batches(s, batches, rows))
 
 	deadLettered := deadletter.Write(s, deadletter.Config{
 		ClickHouse: o.ClickHouse(),
@@ -147,13 +153,13 @@ func BuildFrom(s beam.Scope, o Options, src Source, msgs beam.PCollection) {
 		Topic:      o.DeadLetterTopic,
 		Retry:      o.Retry(),
 		Settings:   o.InsertSettings(),
-	}, batch.Batches(s.Scope("DeadLetters"), mode, shards, beam.Flatten(s, deadLetters,
+	}, batch.Batches(s.Scope("DeadLetters"), batches, beam.Flatten(s, deadLetters,
 		// The rejected rows come out of the write stage in its windows; Flatten needs one windowing.
 		beam.WindowInto(s.Scope("Rejected"), window.NewGlobalWindows(), rejected))))
 
 	// The edge back to the source: what was stored is acknowledged (local runner only; on
 	// Dataflow the service acknowledges, and the stored ack ids are empty).
 	if src != DataflowSource {
-		ack.Acknowledge(s, o.InputSubscription, inserted, deadLettered)
+		ack.Acknowledge(s, ack.Config{Subscription: o.InputSubscription}, inserted, deadLettered)
 	}
 }

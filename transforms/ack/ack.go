@@ -24,11 +24,17 @@ func init() {
 	register.DoFn2x0[context.Context, []string](&ackFn{})
 }
 
-// Acknowledge acknowledges, on subscription (projects/<project>/subscriptions/<name>), the ack
-// ids of stored (each a PCollection<[]string>: the ack ids of one stored batch). It panics at
-// construction when subscription is empty or stored is.
-func Acknowledge(s beam.Scope, subscription string, stored ...beam.PCollection) {
+// Config is what the acknowledging stage needs.
+type Config struct {
+	Subscription string // projects/<project>/subscriptions/<name>, the source's
+}
+
+// Acknowledge acknowledges, on cfg.Subscription, the ack ids of stored (each a
+// PCollection<[]string>: the ack ids of one stored batch). It panics at construction when the
+// subscription is empty or stored is.
+func Acknowledge(s beam.Scope, cfg Config, stored ...beam.PCollection) {
 	s = s.Scope("Acknowledge")
+	subscription := cfg.Subscription
 	if subscription == "" || len(stored) == 0 {
 		panic(fmt.Sprintf("ack.Acknowledge: subscription %q and %d inputs", subscription, len(stored)))
 	}

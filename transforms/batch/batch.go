@@ -64,11 +64,18 @@ func init() {
 	register.DoFn1x2[beam.T, int, beam.T](&shardFn{})
 }
 
-// Batches windows col (a PCollection<T>) by mode, keys its elements by shard and groups them: the
-// result is a PCollection<KV<int, Iter<T>>> in which each element is one batch of one shard.
-// numShards must be positive.
-func Batches(s beam.Scope, mode Mode, numShards int, col beam.PCollection) beam.PCollection {
+// Config is what the batch stage needs: the batching mode and the number of shards.
+type Config struct {
+	Mode   Mode
+	Shards int // INSERT streams: elements are keyed by a shard number in [0, Shards); positive
+}
+
+// Batches windows col (a PCollection<T>) by cfg.Mode, keys its elements by shard and groups
+// them: the result is a PCollection<KV<int, Iter<T>>> in which each element is one batch of one
+// shard. It panics at construction when cfg.Shards is not positive or the mode is empty.
+func Batches(s beam.Scope, cfg Config, col beam.PCollection) beam.PCollection {
 	s = s.Scope("Batch")
+	mode, numShards := cfg.Mode, cfg.Shards
 	if numShards < 1 {
 		panic(fmt.Sprintf("batch.Batches: numShards %d must be positive", numShards))
 	}

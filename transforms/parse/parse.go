@@ -38,22 +38,27 @@ func init() {
 }
 
 // Parse converts each message of msgs (a PCollection<flow.Message>) into a row of
-// conn's database.table. It returns the rows (PCollection<flow.Row>) and the dead-letter records
+// cfg.Table. It returns the rows (PCollection<flow.Row>) and the dead-letter records
 // (PCollection<flow.DeadLetter>) of the messages that cannot become a row.
 //
-// schemaRefresh is how often each worker reads the table's schema again, so that a column added
-// while the job runs is filled without a restart; 0 never.
-func Parse(s beam.Scope, conn chclient.Config, table string, schemaRefresh time.Duration, msgs beam.PCollection) (rows, deadLetters beam.PCollection) {
+// cfg.SchemaRefresh is how often each worker reads the table's schema again, so that a column
+// added while the job runs is filled without a restart; 0 never.
+func Parse(s beam.Scope, cfg Config, msgs beam.PCollection) (rows, deadLetters beam.PCollection) {
 	s = s.Scope("Parse")
-	return beam.ParDo2(s, &parseFn{ClickHouse: conn, Table: table, SchemaRefresh: schemaRefresh}, msgs)
+	return beam.ParDo2(s, &parseFn{Config: cfg}, msgs)
+}
+
+// Config is what the parse stage needs besides the messages.
+type Config struct {
+	ClickHouse    chclient.Config // the connection, to read the table's schema
+	Table         string          // the target table, in ClickHouse.Database
+	SchemaRefresh time.Duration   // how often to read the schema again; 0 never
 }
 
 // parseFn converts messages into rows. Exported fields are its configuration (serialised to
 // workers); the converter is built in Setup.
 type parseFn struct {
-	ClickHouse    chclient.Config
-	Table         string
-	SchemaRefresh time.Duration
+	Config
 
 	conv      *convert.Converter
 	refreshed time.Time

@@ -99,7 +99,7 @@ func TestParsePipeline(t *testing.T) {
 		{ID: "m5", AckID: "a5", Data: []byte(`not json`)},
 	}
 	p, s := beam.NewPipelineWithRoot()
-	rows, deadLetters := Parse(s, srv.Config(), "events", 0, beam.CreateList(s, in))
+	rows, deadLetters := Parse(s, Config{ClickHouse: srv.Config(), Table: "events"}, beam.CreateList(s, in))
 	passert.Equals(s, beam.ParDo(s, &rowTextFn{Types: []string{"UInt32", "String", "DateTime('UTC')", "Array(String)", "Nullable(Float64)"}}, rows),
 		"1|Zoë|2024-05-01 08:00:00 +0000 UTC|[x y]|0.5 ack=a1",
 		"2|DEFAULT|2024-05-01 10:00:00 +0000 UTC|[]|NULL ack=a2",

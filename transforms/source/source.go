@@ -50,8 +50,10 @@ func init() {
 	beam.RegisterCoder(restT, encodeRestriction, decodeRestriction)
 }
 
-// ReadOptions configure Read.
-type ReadOptions struct {
+// Config is what the source stage needs. ReadDataflow uses only Subscription.
+type Config struct {
+	// Subscription is the subscription to read, projects/<project>/subscriptions/<name>.
+	Subscription string
 	// StopAfterIdle stops the reader once no message has arrived for this long and every message
 	// it pulled has been acknowledged; the pipeline then drains and ends. 0 reads forever.
 	StopAfterIdle time.Duration
@@ -87,16 +89,17 @@ const (
 	maxPullResponseBytes = 64 << 20
 )
 
-// Read reads subscription (projects/<project>/subscriptions/<name>) and returns an unbounded
+// Read reads cfg.Subscription and returns an unbounded
 // PCollection<flow.Message> in the global window. An element's timestamp is the time it was
 // pulled (processing time), not its publish time, so a backlog is never late data downstream;
 // the watermark trails the pull time by a second. The elements carry their AckID: acknowledge
 // them (the acknowledging stage, package ack, does) once they are stored.
 //
-// It is for every runner except Dataflow (see ReadDataflow). It panics if subscription is not a
-// full subscription name.
-func Read(s beam.Scope, subscription string, opts ReadOptions) beam.PCollection {
-	s = s.Scope("source.Read")
+// It is for every runner except Dataflow (see ReadDataflow). It panics if the subscription is not
+// a full subscription name.
+func Read(s beam.Scope, cfg Config) beam.PCollection {
+	s = s.Scope("Read")
+	subscription, opts := cfg.Subscription, cfg
 	if _, _, err := SplitSubscription(subscription); err != nil {
 		panic(err)
 	}
@@ -377,13 +380,13 @@ func toMessage(rm *pubsubpb.ReceivedMessage) flow.Message {
 	return out
 }
 
-// ReadDataflow reads subscription (projects/<project>/subscriptions/<name>) with the SDK's
-// pubsubio.Read, which only the Dataflow service executes (prism rejects it), and converts each
-// *pb.PubsubMessage with FromPubsub. The service acknowledges at its own checkpoints: AckID is
-// empty. It panics if subscription is not a full subscription name.
-func ReadDataflow(s beam.Scope, subscription string) beam.PCollection {
-	s = s.Scope("source.ReadDataflow")
-	project, name, err := SplitSubscription(subscription)
+// ReadDataflow reads cfg.Subscription with the SDK's pubsubio.Read, which only the Dataflow
+// service executes (prism rejects it), and converts each *pb.PubsubMessage with FromPubsub. The
+// service acknowledges at its own checkpoints: AckID is empty. It panics if the subscription is
+// not a full subscription name.
+func ReadDataflow(s beam.Scope, cfg Config) beam.PCollection {
+	s = s.Scope("Read")
+	project, name, err := SplitSubscription(cfg.Subscription)
 	if err != nil {
 		panic(err)
 	}

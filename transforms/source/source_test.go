@@ -403,13 +403,14 @@ func summarize(c *collector) string {
 
 // readAndAck runs Read → ackFn over a backlog of n messages and checks that the pipeline ends by
 // itself, every message was seen once, intact, and acknowledged.
-func readAndAck(t *testing.T, n int, opts ReadOptions) {
+func readAndAck(t *testing.T, n int, opts Config) {
 	em := newEmulator(t)
 	want := em.publish(0, n, "backlog")
 	col := newCollector(t)
 
 	p, s := beam.NewPipelineWithRoot()
-	msgs := Read(s, testSub, opts)
+	opts.Subscription = testSub
+	msgs := Read(s, opts)
 	beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name()}, msgs)
 
 	start := time.Now()
@@ -433,7 +434,7 @@ func readAndAck(t *testing.T, n int, opts ReadOptions) {
 
 // A backlog of 2000 messages is read once, acknowledged, and the pipeline ends by itself.
 func TestReadAcknowledgesAllAndStops(t *testing.T) {
-	readAndAck(t, 2000, ReadOptions{StopAfterIdle: 2 * time.Second})
+	readAndAck(t, 2000, Config{StopAfterIdle: 2 * time.Second})
 }
 
 // Set SOURCE_THROUGHPUT_N (e.g. 20000) to measure the reader on a larger backlog.
@@ -442,7 +443,7 @@ func TestReadThroughput(t *testing.T) {
 	if n <= 0 {
 		t.Skip("set SOURCE_THROUGHPUT_N to run")
 	}
-	readAndAck(t, n, ReadOptions{StopAfterIdle: 2 * time.Second})
+	readAndAck(t, n, Config{StopAfterIdle: 2 * time.Second})
 }
 
 // Messages published while the pipeline runs reach the downstream DoFn, directly or through
@@ -459,7 +460,7 @@ func readLive(t *testing.T, windowed bool) {
 	col := newCollector(t)
 
 	p, s := beam.NewPipelineWithRoot()
-	msgs := Read(s, testSub, ReadOptions{StopAfterIdle: 2 * time.Second})
+	msgs := Read(s, Config{Subscription: testSub, StopAfterIdle: 2 * time.Second})
 	if windowed {
 		msgs = beam.WindowInto(s, window.NewFixedWindows(time.Second), msgs)
 		grouped := beam.GroupByKey(s, beam.ParDo(s, shardOf, msgs))
@@ -515,7 +516,7 @@ func TestReadStopWithOutstandingFlushesCountTrigger(t *testing.T) {
 	col := newCollector(t)
 
 	p, s := beam.NewPipelineWithRoot()
-	msgs := Read(s, testSub, ReadOptions{StopAfterIdle: time.Second, StopWithOutstanding: true})
+	msgs := Read(s, Config{Subscription: testSub, StopAfterIdle: time.Second, StopWithOutstanding: true})
 	windowed := beam.WindowInto(s, window.NewGlobalWindows(), msgs,
 		beam.Trigger(trigger.Repeat(trigger.AfterCount(1000))), beam.PanesDiscard(), beam.AllowedLateness(0))
 	grouped := beam.GroupByKey(s, beam.ParDo(s, shardOf, windowed))
@@ -537,7 +538,7 @@ func TestReadMaxOutstanding(t *testing.T) {
 	col := newCollector(t)
 
 	p, s := beam.NewPipelineWithRoot()
-	msgs := Read(s, testSub, ReadOptions{StopAfterIdle: time.Second, MaxOutstanding: 100, PullBatch: 30})
+	msgs := Read(s, Config{Subscription: testSub, StopAfterIdle: time.Second, MaxOutstanding: 100, PullBatch: 30})
 	beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name(), Hold: true}, msgs)
 
 	done := make(chan error, 1)
@@ -638,7 +639,7 @@ func TestReadMaxOutstanding(t *testing.T) {
 // The Dataflow reader's graph constructs (it runs only on Dataflow).
 func TestReadDataflowBuilds(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
-	out := ReadDataflow(s, testSub)
+	out := ReadDataflow(s, Config{Subscription: testSub})
 	if !out.IsValid() {
 		t.Fatal("invalid PCollection")
 	}
