@@ -10,7 +10,6 @@ package parse
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -60,40 +59,42 @@ type Config struct {
 type parseFn struct {
 	Config
 
-	conv      *convert.Converter
-	refreshed time.Time
+	tracker   *convert.Tracker
+	attempted time.Time // the last refresh attempt, failed or not
 	buf       []byte
 }
 
 // Setup fetches the table's schema and builds the converter. An unsupported column type fails
 // here, before any message is read.
 func (f *parseFn) Setup(ctx context.Context) error {
-	_, err := chclient.SetupRetry.Do(ctx, func() (err error) {
-		_, f.conv, err = Check(ctx, f.ClickHouse, f.Table)
-		return err
-	}, func(n int, err error) {
+	f.tracker = &convert.Tracker{Stage: "parse", Database: f.ClickHouse.Database, Table: f.Table}
+	_, err := chclient.SetupRetry.Do(ctx, func() error { return f.refresh(ctx) }, func(n int, err error) {
 		slog.Warn("parse: reading the table's schema failed; retrying", "table", f.Table, "attempt", n, "error", err)
 	})
-	f.refreshed = time.Now()
+	f.attempted = time.Now()
 	return err
+}
+
+// refresh reads the table's schema through a connection of its own.
+func (f *parseFn) refresh(ctx context.Context) error {
+	c, err := chclient.Open(ctx, f.ClickHouse)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return f.tracker.Refresh(ctx, c)
 }
 
 // refreshSchema reads the schema again when SchemaRefresh has passed. A failure keeps the
 // current converter: the write stage notices a real mismatch.
 func (f *parseFn) refreshSchema(ctx context.Context) {
-	if f.SchemaRefresh <= 0 || time.Since(f.refreshed) < f.SchemaRefresh {
+	if f.SchemaRefresh <= 0 || time.Since(f.attempted) < f.SchemaRefresh {
 		return
 	}
-	f.refreshed = time.Now()
-	_, conv, err := Check(ctx, f.ClickHouse, f.Table)
-	if err != nil {
+	f.attempted = time.Now()
+	if err := f.refresh(ctx); err != nil {
 		slog.Warn("parse: refreshing the table's schema failed; keeping the current one", "table", f.Table, "error", err)
-		return
 	}
-	if conv.SchemaHash() != f.conv.SchemaHash() {
-		slog.Info("parse: the table's schema changed", "table", f.Table, "columns", strings.Join(conv.Columns(), ", "))
-	}
-	f.conv = conv
 }
 
 // Check fetches the schema of the table conn.Database.table and builds its converter, as every
@@ -106,15 +107,11 @@ func Check(ctx context.Context, conn chclient.Config, table string) (*schema.Tab
 		return nil, nil, err
 	}
 	defer c.Close()
-	t, err := schema.Fetch(ctx, c, conn.Database, table)
-	if err != nil {
+	t := &convert.Tracker{Stage: "parse", Database: conn.Database, Table: table}
+	if err := t.Refresh(ctx, c); err != nil {
 		return nil, nil, err
 	}
-	conv, err := convert.New(t)
-	if err != nil {
-		return nil, nil, fmt.Errorf("table %s.%s: %w", conn.Database, table, err)
-	}
-	return t, conv, nil
+	return t.Schema(), t.Converter(), nil
 }
 
 // ProcessElement converts one message.
@@ -123,14 +120,15 @@ func (f *parseFn) ProcessElement(ctx context.Context, m flow.Message, emitRow fu
 	messagesReceived.Inc(ctx, 1)
 	messagePayloadBytes.Update(ctx, int64(len(m.Data)))
 	var err error
-	f.buf, err = f.conv.Convert(f.buf[:0], m.Data)
+	conv := f.tracker.Converter()
+	f.buf, err = conv.Convert(f.buf[:0], m.Data)
 	if err != nil {
 		rowsParseFailed.Inc(ctx, 1)
 		emitDeadLetter(NewDeadLetter(m, err))
 		return nil
 	}
 	rowsParsedOK.Inc(ctx, 1)
-	emitRow(flow.Row{Data: append([]byte(nil), f.buf...), Schema: f.conv.SchemaHash(), Payload: m.Data, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes})
+	emitRow(flow.Row{Data: append([]byte(nil), f.buf...), Schema: conv.SchemaHash(), Payload: m.Data, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes})
 	return nil
 }
 

@@ -40,8 +40,8 @@ func eventsTable(b testing.TB) *schema.Table {
 // copy) on the realistic event mix of internal/events: 0.3 to 2 KB, 20 columns. MB/s is payload
 // bytes; allocs/op is per message.
 func BenchmarkParseEvents(b *testing.B) {
-	conv, err := convert.New(eventsTable(b))
-	if err != nil {
+	tracker := &convert.Tracker{Stage: "parse"}
+	if err := tracker.Set(eventsTable(b)); err != nil {
 		b.Fatal(err)
 	}
 	gen := events.NewGenerator(1, time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
@@ -53,7 +53,7 @@ func BenchmarkParseEvents(b *testing.B) {
 		total += len(data)
 	}
 	b.SetBytes(int64(total / len(msgs)))
-	f := &parseFn{conv: conv}
+	f := &parseFn{tracker: tracker}
 	ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), "bundle")
 	var rows, failed int
 	emitRow := func(flow.Row) { rows++ }

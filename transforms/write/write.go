@@ -77,10 +77,9 @@ type insertFn struct {
 	Config
 
 	conn      driver.Conn
-	table     *schema.Table
-	columns   []schema.Column
-	conv      *convert.Converter
-	refreshed time.Time
+	tracker   *convert.Tracker   // the table's schema and converter
+	columns   []schema.Column    // tracker's writable columns
+	conv      *convert.Converter // tracker's converter
 	settings  clickhouse.Settings
 	withToken bool
 	// presumedData holds the Unknown error codes that persisted in the batch being written,
@@ -122,18 +121,13 @@ func (f *insertFn) setup(ctx context.Context) error {
 // against another schema. A column type without a converter stops the stage with an error
 // naming the column.
 func (f *insertFn) refreshSchema(ctx context.Context) error {
-	t, err := schema.Fetch(ctx, f.conn, f.ClickHouse.Database, f.Table)
-	if err != nil {
+	if f.tracker == nil {
+		f.tracker = &convert.Tracker{Stage: "write", Database: f.ClickHouse.Database, Table: f.Table}
+	}
+	if err := f.tracker.Refresh(ctx, f.conn); err != nil {
 		return err
 	}
-	conv, err := convert.New(t)
-	if err != nil {
-		return fmt.Errorf("table %s.%s changed: %w", f.ClickHouse.Database, f.Table, err)
-	}
-	if f.conv != nil && conv.SchemaHash() != f.conv.SchemaHash() {
-		slog.Info("write: the table's schema changed", "table", f.Table, "columns", strings.Join(conv.Columns(), ", "))
-	}
-	f.table, f.columns, f.conv, f.refreshed = t, t.Writable(), conv, time.Now()
+	f.columns, f.conv = f.tracker.Schema().Writable(), f.tracker.Converter()
 	return nil
 }
 
@@ -207,7 +201,7 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*flow.Row, reject func
 			break
 		}
 	}
-	if stale && time.Since(f.refreshed) > time.Second {
+	if stale && f.tracker.Age() > time.Second {
 		// Rows of another schema: the table may have changed since this worker read it.
 		if err := f.refreshSchema(ctx); err != nil {
 			return err

@@ -1,0 +1,71 @@
+package convert
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
+)
+
+// Tracker follows one table's schema for a stage: its columns, read from system.columns
+// (schema.Fetch), and the Converter built from them. The parse stage refreshes it every
+// schemaRefreshSeconds, the write stage when rows were converted against another schema or the
+// server says the table changed; both go through Refresh, so a change is read, built and
+// logged the same way. A Tracker is not safe for concurrent use (one per DoFn instance).
+type Tracker struct {
+	Stage    string // the stage's name, for the log: "parse", "write"
+	Database string
+	Table    string
+
+	table *schema.Table
+	conv  *Converter
+	read  time.Time
+}
+
+// Refresh reads the table's schema through conn and builds its converter. A column type
+// without a converter is an error naming the column (after a first successful Refresh, "table
+// db.t changed: ..."); on any error the Tracker keeps what it had. A schema that differs from
+// the previous one is logged once, with the new columns.
+func (t *Tracker) Refresh(ctx context.Context, conn driver.Conn) error {
+	tab, err := schema.Fetch(ctx, conn, t.Database, t.Table)
+	if err != nil {
+		return err
+	}
+	return t.Set(tab)
+}
+
+// Set takes tab as the table's schema and builds its converter, as Refresh does after reading it
+// (tests and benchmarks set a schema without a server).
+func (t *Tracker) Set(tab *schema.Table) error {
+	conv, err := New(tab)
+	if err != nil {
+		if t.conv != nil {
+			return fmt.Errorf("table %s.%s changed: %w", t.Database, t.Table, err)
+		}
+		return fmt.Errorf("table %s.%s: %w", t.Database, t.Table, err)
+	}
+	if t.conv != nil && conv.SchemaHash() != t.conv.SchemaHash() {
+		slog.Info(t.Stage+": the table's schema changed", "table", t.Table, "columns", strings.Join(conv.Columns(), ", "))
+	}
+	t.table, t.conv, t.read = tab, conv, time.Now()
+	return nil
+}
+
+// Converter returns the converter of the last schema read; nil before the first Refresh.
+func (t *Tracker) Converter() *Converter { return t.conv }
+
+// Schema returns the last schema read; nil before the first Refresh.
+func (t *Tracker) Schema() *schema.Table { return t.table }
+
+// Age returns how long ago the schema was read (a very long time before the first Refresh).
+func (t *Tracker) Age() time.Duration {
+	if t.read.IsZero() {
+		return time.Duration(1<<63 - 1)
+	}
+	return time.Since(t.read)
+}
