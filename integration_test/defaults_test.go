@@ -35,6 +35,18 @@ func TestMessagesThatGiveNoColumn(t *testing.T) {
 		}
 		e.checkAllAcked(t, ids)
 	})
+	t.Run("a column named number", func(t *testing.T) {
+		// The row source of the INSERT ... SELECT must not give the expression a column of its
+		// own: with system.numbers, "number" would be its column, not the table's.
+		e := newE2E(t, `CREATE TABLE {table} (x UInt64 DEFAULT number + 1, number UInt64 DEFAULT 42) ENGINE = MergeTree ORDER BY x`)
+		e.opts.BatchRowCount = pipeline.GivenInt(100)
+		e.opts.WindowSeconds = pipeline.GivenInt(2)
+		e.ps.Publish(t, e.topic, &pubsubpb.PubsubMessage{Data: []byte(`{}`)}, &pubsubpb.PubsubMessage{Data: []byte(`{}`)})
+		e.run(t)
+		if got := strings.TrimSpace(e.srv.MustQuery(t, "SELECT x, number FROM events")); got != "43\t42\n43\t42" {
+			t.Errorf("rows %q, want 43 42 twice", got)
+		}
+	})
 	t.Run("the server cannot compute them", func(t *testing.T) {
 		e := newE2E(t, `CREATE TABLE {table} (a Int32 DEFAULT 1, b Int32 DEFAULT toInt32(rand() * 0), q Int32 DEFAULT intDiv(a, b)) ENGINE = MergeTree ORDER BY a`)
 		e.opts.BatchRowCount = pipeline.GivenInt(100)

@@ -77,6 +77,9 @@ func parseURL(c Config) (*clickhouse.Options, error) {
 	scheme, rest, _ := strings.Cut(c.URL, "://")
 	scheme = strings.ToLower(scheme)
 	dsn := scheme + "://" + rest
+	if rule := queryRule(scheme, rest); rule != "" {
+		return nil, &urlError{rule}
+	}
 	q := queryOf(rest)
 	if scheme == "https" && !q.Has("secure") {
 		dsn = withQuery(dsn, "secure=true") // the driver's https needs it said
@@ -145,6 +148,59 @@ func parseURL(c Config) (*clickhouse.Options, error) {
 		o.Settings = nil
 	}
 	return o, nil
+}
+
+// compressValues are the compress values clickhouse-go knows (it ignores any other).
+var compressValues = map[string]bool{"true": true, "false": true, "1": true, "0": true, "lz4": true, "zstd": true,
+	"gzip": true, "deflate": true, "br": true, "none": true}
+
+// queryRule returns the rule that the query of the text after "scheme://" breaks, or "": each
+// option given once, with a name, in "&"-separated form, no fragment, and values the driver
+// would not silently ignore.
+func queryRule(scheme, rest string) string {
+	if strings.Contains(rest, "#") {
+		return "has a fragment (#...), which the driver drops; remove it, or percent-encode a \"#\" in a value as %23"
+	}
+	_, query, ok := strings.Cut(rest, "?")
+	if !ok {
+		return ""
+	}
+	v, err := url.ParseQuery(query)
+	if err != nil {
+		return "has a query that does not parse (options are name=value separated by \"&\"; a \";\" or a bad %-escape is not allowed)"
+	}
+	for name, values := range v {
+		switch {
+		case name == "":
+			return "has an option without a name"
+		case len(values) > 1:
+			return fmt.Sprintf("gives the option %q %d times; give it once", name, len(values))
+		}
+		val := values[0]
+		switch name {
+		case "compress":
+			if !compressValues[val] {
+				return fmt.Sprintf("option \"compress\" takes lz4, zstd, gzip, deflate, br, none, true or false, not %q", val)
+			}
+		case "connection_open_strategy":
+			if val != "in_order" && val != "round_robin" && val != "random" {
+				return fmt.Sprintf("option \"connection_open_strategy\" takes in_order, round_robin or random, not %q", val)
+			}
+		case "dial_timeout", "read_timeout", "conn_max_lifetime":
+			if d, err := time.ParseDuration(val); err == nil && d <= 0 {
+				return fmt.Sprintf("option %q must be a positive duration such as 10s, not %q", name, val)
+			}
+		case "max_open_conns", "max_idle_conns":
+			if n, err := strconv.Atoi(val); err == nil && n <= 0 {
+				return fmt.Sprintf("option %q must be a positive number, not %q", name, val)
+			}
+		case "http_path", "http_proxy":
+			if scheme == "clickhouse" {
+				return fmt.Sprintf("option %q is for http:// and https:// URLs; the native protocol (clickhouse://) ignores it", name)
+			}
+		}
+	}
+	return ""
 }
 
 // queryOf returns the query of the text after "scheme://", as net/url reads it ("" when it

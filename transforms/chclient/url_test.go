@@ -92,6 +92,17 @@ func TestURLOptionsRefused(t *testing.T) {
 		{"clickhouse://h?dial_timeout=soon", Config{Username: "u"}, "dial timeout"},
 		{"http://h?secure=true", Config{Username: "u"}, "http with TLS"},
 		{"tcp://h:9000", Config{}, `scheme "tcp" is not supported`},
+		{"clickhouse://h?compress=foo", Config{Username: "u"}, `option "compress" takes lz4`},
+		{"clickhouse://h?compress=LZ4", Config{Username: "u"}, `option "compress" takes lz4`},
+		{"clickhouse://h?compress=lz4&compress=zstd", Config{Username: "u"}, `gives the option "compress" 2 times`},
+		{"clickhouse://h?compress=lz4;dial_timeout=1s", Config{Username: "u"}, "does not parse"},
+		{"clickhouse://h?password=" + pw + ";x=1", Config{Username: "u"}, "does not parse"},
+		{"clickhouse://h?&=1", Config{Username: "u"}, "an option without a name"},
+		{"clickhouse://h?connection_open_strategy=bogus", Config{Username: "u"}, "takes in_order, round_robin or random"},
+		{"clickhouse://h?max_open_conns=-3", Config{Username: "u"}, "must be a positive number"},
+		{"clickhouse://h?dial_timeout=-5s", Config{Username: "u"}, "must be a positive duration"},
+		{"clickhouse://h?http_path=/x", Config{Username: "u"}, "the native protocol (clickhouse://) ignores it"},
+		{"clickhouse://h#frag", Config{Username: "u"}, "has a fragment"},
 	} {
 		c := tc.c
 		c.URL = tc.url

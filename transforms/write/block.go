@@ -149,7 +149,7 @@ func (b *Block) insert(ctx context.Context, conn driver.Conn, database, table st
 // column (ClickHouse 18.16's native protocol, and clickhouse-go's batch), so it names one, c, and
 // lets the server compute the value of c as its own DEFAULT would:
 //
-//	INSERT INTO db.t (c) SELECT <c's DEFAULT expression> FROM system.numbers LIMIT n
+//	INSERT INTO db.t (c) SELECT <c's DEFAULT expression> FROM (SELECT arrayJoin(range(n)) AS __pubsub_to_clickhouse_row)
 //
 // the server then computes every other column's DEFAULT as for any INSERT. c is the first column
 // whose DEFAULT expression the server can compute alone (one that names another column fails
@@ -171,7 +171,7 @@ func (b *Block) insertDefaults(ctx context.Context, conn driver.Conn, database, 
 		default:
 			continue
 		}
-		q := fmt.Sprintf("%s SELECT %s FROM system.numbers LIMIT %d",
+		q := fmt.Sprintf("%s SELECT %s FROM (SELECT arrayJoin(range(%d)) AS __pubsub_to_clickhouse_row)",
 			chclient.InsertStatement(database, table, []string{c.Name}), expr, len(b.Rows))
 		err := conn.Exec(clickhouse.Context(ctx, clickhouse.WithSettings(settings)), q)
 		if code, ok := chclient.Code(err); ok && code == 47 {

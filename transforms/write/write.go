@@ -13,6 +13,7 @@ package write
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -286,7 +287,12 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*flow.
 	case (class == chclient.Data || class == chclient.Memory) && len(b.Rows) == 1:
 		// A single row the server still cannot take after the retries: it is about the row.
 		slog.Warn("the server rejected a row; sending it to the dead letter", "table", f.Table, "message", b.Rows[0].MessageID, "class", class.String(), "error", err)
-		reject(b.Rows[0], "write (the server rejected the row)", fmt.Errorf("ClickHouse rejected the row: %w", err))
+		var rowsErr *chclient.RowsError
+		if errors.As(err, &rowsErr) {
+			reject(b.Rows[0], "write (the row cannot be inserted)", fmt.Errorf("the row cannot be inserted: %w", err))
+		} else {
+			reject(b.Rows[0], "write (the server rejected the row)", fmt.Errorf("ClickHouse rejected the row: %w", err))
+		}
 		return nil
 	case class == chclient.Data || class == chclient.Memory && len(b.Rows) > 1:
 		insertSplits.Inc(ctx, 1)
