@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 )
 
 // aliases maps the names that other SDKs' launchers and users pass (the Java SDK's
@@ -227,9 +227,9 @@ func redactArgs(fs *flag.FlagSet, args []string, password string) []string {
 		case ok && isSecretName(name):
 			hideNext = true
 		case ok && hasValue && mayHoldURLPassword(value):
-			arg = arg[:len(arg)-len(valuePart(arg))] + pipeline.RedactURL(value)
+			arg = arg[:len(arg)-len(valuePart(arg))] + chclient.RedactURL(value)
 		case !ok && mayHoldURLPassword(arg):
-			arg = pipeline.RedactURL(arg)
+			arg = chclient.RedactURL(arg)
 		}
 		if password != "" {
 			arg = strings.ReplaceAll(arg, password, "xxxxx")

@@ -80,9 +80,6 @@ func (o Options) redact() Options {
 	return r
 }
 
-// RedactURL is [chclient.RedactURL]: raw with the passwords of its userinfo and query hidden.
-func RedactURL(raw string) string { return chclient.RedactURL(raw) }
-
 // RedactedURL returns clickHouseUrl with its passwords replaced by "xxxxx":
 // the password of the userinfo (user:password@), the value of a "password"
 // query parameter, the password in an "http_proxy" query parameter (both of

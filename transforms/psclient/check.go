@@ -20,6 +20,7 @@ import (
 	"cloud.google.com/go/iam/apiv1/iampb"
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -43,33 +44,36 @@ const checkTimeout = 30 * time.Second
 // "inputSubscription" and names what to fix: the name, the permission and the role, or the
 // service that does not answer.
 func CheckSubscription(ctx context.Context, client *pubsub.Client, subscription string) error {
-	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
-	defer cancel()
-	_, err := client.SubscriptionAdminClient.GetSubscription(cctx, &pubsubpb.GetSubscriptionRequest{Subscription: subscription})
-	if status.Code(err) == codes.PermissionDenied {
-		// roles/pubsub.subscriber has no pubsub.subscriptions.get: ask about consume instead.
-		resp, terr := client.SubscriptionAdminClient.TestIamPermissions(cctx, &iampb.TestIamPermissionsRequest{
-			Resource: subscription, Permissions: []string{ConsumePermission},
-		})
-		return permission("inputSubscription", subscription, ConsumePermission, "roles/pubsub.subscriber", resp, terr, err)
-	}
-	return answer("inputSubscription", subscription, err)
+	return check(ctx, "inputSubscription", subscription, ConsumePermission, "roles/pubsub.subscriber",
+		func(ctx context.Context) error {
+			_, err := client.SubscriptionAdminClient.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: subscription})
+			return err
+		}, client.SubscriptionAdminClient.TestIamPermissions)
 }
 
 // CheckTopic checks that the job can publish to topic (projects/<project>/topics/<name>): that
 // it exists, or at least that the caller holds pubsub.topics.publish on it. Its errors are one
 // sentence that starts with "deadLetterTopic", as CheckSubscription's.
 func CheckTopic(ctx context.Context, client *pubsub.Client, topic string) error {
+	return check(ctx, "deadLetterTopic", topic, PublishPermission, "roles/pubsub.publisher",
+		func(ctx context.Context) error {
+			_, err := client.TopicAdminClient.GetTopic(ctx, &pubsubpb.GetTopicRequest{Topic: topic})
+			return err
+		}, client.TopicAdminClient.TestIamPermissions)
+}
+
+// check asks for the resource with get and, when that is denied (the role the job needs lacks
+// the .get permission), asks testIAM whether the caller holds perm on it.
+func check(ctx context.Context, param, name, perm, role string, get func(context.Context) error,
+	testIAM func(context.Context, *iampb.TestIamPermissionsRequest, ...gax.CallOption) (*iampb.TestIamPermissionsResponse, error)) error {
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	_, err := client.TopicAdminClient.GetTopic(cctx, &pubsubpb.GetTopicRequest{Topic: topic})
+	err := get(cctx)
 	if status.Code(err) == codes.PermissionDenied {
-		resp, terr := client.TopicAdminClient.TestIamPermissions(cctx, &iampb.TestIamPermissionsRequest{
-			Resource: topic, Permissions: []string{PublishPermission},
-		})
-		return permission("deadLetterTopic", topic, PublishPermission, "roles/pubsub.publisher", resp, terr, err)
+		resp, terr := testIAM(cctx, &iampb.TestIamPermissionsRequest{Resource: name, Permissions: []string{perm}})
+		return permission(param, name, perm, role, resp, terr, err)
 	}
-	return answer("deadLetterTopic", topic, err)
+	return answer(param, name, err)
 }
 
 // permission turns the answer of TestIamPermissions into the check's result. getErr is the

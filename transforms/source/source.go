@@ -155,7 +155,7 @@ func (fn *readFn) Setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("source: subscription %s: creating the Pub/Sub client: %w", fn.Subscription, err)
 	}
-	if err := checkSubscription(ctx, fn.client, fn.Subscription); err != nil {
+	if err := psclient.CheckSubscription(ctx, fn.client, fn.Subscription); err != nil {
 		fn.client.Close()
 		fn.client = nil
 		return err
@@ -181,10 +181,6 @@ func CheckSubscription(ctx context.Context, subscription string) error {
 		return fmt.Errorf("inputSubscription %s: creating the Pub/Sub client: %w", subscription, err)
 	}
 	defer client.Close()
-	return checkSubscription(ctx, client, subscription)
-}
-
-func checkSubscription(ctx context.Context, client *pubsub.Client, subscription string) error {
 	return psclient.CheckSubscription(ctx, client, subscription)
 }
 
