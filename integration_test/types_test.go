@@ -22,7 +22,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/rowbinary"
+
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/write"
 )
@@ -269,7 +269,7 @@ type encodingCase struct {
 }
 
 // TestTypesEncoding covers the types that ClickHouse 18.16 lacks (and the wrappers of them) at
-// the encoding level: each value is converted, decoded by package rowbinary into the Go slice the
+// the encoding level: each value is converted, decoded by convert.NewColumn into the Go slice the
 // write stage hands to batch.Column(i).Append, appended to clickhouse-go v2.51.0's own column of
 // that type, encoded in the Native format as clickhouse-go sends it, decoded again by
 // clickhouse-go, and read back.
@@ -361,8 +361,8 @@ func TestTypesEncoding(t *testing.T) {
 func TestTypesEncodingKeepsMapOrder(t *testing.T) {
 	encodeColumn(t, "Map(String, UInt8)", `{"z":1,"a":2,"m":3}`)
 	values := convertToValues(t, "Map(String, UInt8)", `{"z":1,"a":2,"m":3}`)
-	got := values.([]*rowbinary.Map)[0]
-	if diff := cmp.Diff(&rowbinary.Map{Keys: []any{"z", "a", "m"}, Values: []any{uint8(1), uint8(2), uint8(3)}}, got); diff != "" {
+	got := values.([]*convert.Map)[0]
+	if diff := cmp.Diff(&convert.Map{Keys: []any{"z", "a", "m"}, Values: []any{uint8(1), uint8(2), uint8(3)}}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	var keys []string
@@ -413,11 +413,11 @@ func convertToValues(t *testing.T, typ, value string) any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spans, err := rowbinary.Split([]*chtype.Type{ct}, row, nil)
+	spans, err := convert.Split([]*chtype.Type{ct}, row, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	col, err := rowbinary.NewColumn(ct)
+	col, err := convert.NewColumn(ct)
 	if err != nil {
 		t.Fatal(err)
 	}

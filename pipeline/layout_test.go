@@ -13,7 +13,7 @@ import (
 // are peers in data-flow order.
 var (
 	valuePackages    = []string{"flow"}
-	plumbingPackages = []string{"chclient", "chtype", "schema", "convert", "rowbinary", "psclient"}
+	plumbingPackages = []string{"chclient", "chtype", "schema", "convert", "psclient"}
 	stagePackages    = []string{"source", "parse", "batch", "write", "deadletter", "ack"}
 )
 

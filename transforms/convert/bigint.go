@@ -75,3 +75,25 @@ func (e bigIntEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error)
 	}
 	return appendTwos(dst, x, e.width), nil
 }
+
+func (e bigIntEncoder) size() int { return e.width }
+
+// column decodes little-endian (two's complement when signed) into []*big.Int, which is also
+// clickhouse-go's Nullable form, with nil for NULL.
+func (e bigIntEncoder) column(wrap string) Column {
+	w, signed := e.width, e.name[0] == 'I'
+	return wrappedPtr(wrap, fixedCodec(w, func(b []byte) *big.Int { return readBigInt(b[:w], signed) }))
+}
+
+// readBigInt reads a little-endian integer, two's complement when signed.
+func readBigInt(b []byte, signed bool) *big.Int {
+	be := make([]byte, len(b))
+	for i := range b {
+		be[len(b)-1-i] = b[i]
+	}
+	x := new(big.Int).SetBytes(be)
+	if signed && len(b) > 0 && b[len(b)-1]&0x80 != 0 {
+		x.Sub(x, new(big.Int).Lsh(big.NewInt(1), uint(len(b)*8)))
+	}
+	return x
+}

@@ -45,3 +45,10 @@ func (boolEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 	}
 	return dst, errValue(v, fmt.Sprintf("is %s; %s", v.kind, boolRule))
 }
+
+func (boolEncoder) size() int { return 1 }
+
+// column decodes one byte into []bool.
+func (boolEncoder) column(wrap string) Column {
+	return fixedColumn(wrap, 1, func(b []byte) bool { return b[0] != 0 })
+}

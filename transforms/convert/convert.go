@@ -1,4 +1,7 @@
-// Package convert turns one JSON message into one row of a ClickHouse table, exactly or not at all.
+// Package convert is the type layer: it turns one JSON message into one row of a ClickHouse table,
+// exactly or not at all, and decodes such rows into the columns clickhouse-go appends (decode.go).
+// Each ClickHouse type has one place, the encoder newEncoder returns for it, in its family's file:
+// the conversion from JSON, the RowBinary encoding and, for scalars, the width and the decoder.
 //
 // A payload must be exactly one JSON object (RFC 8259), valid UTF-8, with nothing but white space
 // after it. Its top-level field names are matched to column names exactly (case-sensitive, after
@@ -20,7 +23,7 @@
 // columns (see schema.Table.Writable), in table order: for each column one byte, 1 when the server
 // must compute the column's DEFAULT, else 0 followed by the value in RowBinary
 // (https://clickhouse.com/docs/interfaces/formats/RowBinaryWithDefaults). The write stage decodes it
-// (package rowbinary).
+// (decode.go: Layout.Split and NewColumn).
 //
 // Missing fields and JSON null: an explicit null gives NULL for a Nullable column, [] for an
 // Array, the DEFAULT for a column that has one, else an error. A missing field gives the DEFAULT

@@ -13,7 +13,6 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/shared"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/rowbinary"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
 
@@ -61,7 +60,7 @@ func convertRow(t testing.TB, tb *schema.Table, payload string) ([]any, error) {
 	for i, col := range cols {
 		types[i] = col.Type
 	}
-	spans, err := rowbinary.Split(types, row, nil)
+	spans, err := convert.Split(types, row, nil)
 	if err != nil {
 		t.Fatalf("row %x does not decode: %v", row, err)
 	}
@@ -71,7 +70,7 @@ func convertRow(t testing.TB, tb *schema.Table, payload string) ([]any, error) {
 			out[i] = useDefault{}
 			continue
 		}
-		col, err := rowbinary.NewColumn(types[i])
+		col, err := convert.NewColumn(types[i])
 		if err != nil {
 			t.Fatal(err)
 		}

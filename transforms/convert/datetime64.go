@@ -357,3 +357,45 @@ func (e dateTime64Encoder) epochTicks(v value, num []byte) (int64, error) {
 	}
 	return -q, nil
 }
+
+func (epochDateEncoder) size() int { return 2 }
+
+// column decodes UInt16 days since 1970-01-01 into []time.Time in UTC.
+func (epochDateEncoder) column(wrap string) Column {
+	return fixedColumn(wrap, 2, func(b []byte) time.Time {
+		return time.Unix(int64(binary.LittleEndian.Uint16(b))*86400, 0).UTC()
+	})
+}
+
+func (epochDateTimeEncoder) size() int { return 4 }
+
+// column decodes UInt32 seconds since the epoch into []time.Time in UTC.
+func (epochDateTimeEncoder) column(wrap string) Column {
+	return fixedColumn(wrap, 4, func(b []byte) time.Time {
+		return time.Unix(int64(binary.LittleEndian.Uint32(b)), 0).UTC()
+	})
+}
+
+func (date32Encoder) size() int { return 4 }
+
+// column decodes Int32 days since 1970-01-01 into []time.Time in UTC.
+func (date32Encoder) column(wrap string) Column {
+	return fixedColumn(wrap, 4, func(b []byte) time.Time {
+		return time.Unix(int64(int32(binary.LittleEndian.Uint32(b)))*86400, 0).UTC()
+	})
+}
+
+func (dateTime64Encoder) size() int { return 8 }
+
+// column decodes Int64 10^-P second ticks since the epoch into []time.Time in UTC.
+func (e dateTime64Encoder) column(wrap string) Column {
+	p := e.precision
+	return fixedColumn(wrap, 8, func(b []byte) time.Time {
+		ticks, scale := int64(binary.LittleEndian.Uint64(b)), pow10[p]
+		sec, frac := ticks/scale, ticks%scale
+		if frac < 0 {
+			sec, frac = sec-1, frac+scale
+		}
+		return time.Unix(sec, frac*pow10[9-p]).UTC()
+	})
+}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
 
@@ -240,4 +242,21 @@ func (e decimalEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error
 		return binary.LittleEndian.AppendUint64(dst, uint64(u)), nil
 	}
 	return appendTwos(dst, n.bigInt(shift), e.width), nil
+}
+
+func (e decimalEncoder) size() int { return e.width }
+
+// column decodes the value × 10^S into []decimal.Decimal (github.com/shopspring/decimal) with
+// exponent -S.
+func (e decimalEncoder) column(wrap string) Column {
+	w, exp := e.width, int32(-e.scale)
+	return fixedColumn(wrap, w, func(b []byte) decimal.Decimal {
+		switch w {
+		case 4:
+			return decimal.New(int64(int32(binary.LittleEndian.Uint32(b))), exp)
+		case 8:
+			return decimal.New(int64(binary.LittleEndian.Uint64(b)), exp)
+		}
+		return decimal.NewFromBigInt(readBigInt(b[:w], true), exp)
+	})
 }

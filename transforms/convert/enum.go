@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -101,4 +102,20 @@ func (e enumEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 		return dst, errValue(v, fmt.Sprintf("is not a number of this %s; its names are %s", e.name, e.names))
 	}
 	return dst, errValue(v, fmt.Sprintf("is %s; %s takes one of its names or numbers: %s", v.kind, e.name, e.names))
+}
+
+func (e enumEncoder) size() int {
+	if e.name == "Enum8" {
+		return 1
+	}
+	return 2
+}
+
+// column decodes the number into []int8 (Enum8) or []int16 (Enum16), which clickhouse-go's Enum
+// columns take.
+func (e enumEncoder) column(wrap string) Column {
+	if e.name == "Enum8" {
+		return fixedColumn(wrap, 1, func(b []byte) int8 { return int8(b[0]) })
+	}
+	return fixedColumn(wrap, 2, func(b []byte) int16 { return int16(binary.LittleEndian.Uint16(b)) })
 }

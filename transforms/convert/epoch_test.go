@@ -4,10 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/rowbinary"
 )
 
 // exactCase is a conversion whose error, when it fails, is compared in full.
@@ -71,7 +70,7 @@ func TestEpochStrings(t *testing.T) {
 		{"in Nullable, Array, Tuple and as a Map key", []string{"a Nullable(Date)", "b Array(DateTime('UTC'))", "c Tuple(Date, DateTime('UTC'))", "m Map(Date, Int8)"},
 			`{"a":"19782","b":["0","1704067200",1704067200],"c":["19782","1704067200"],"m":{"19782":1}}`,
 			[]any{ptr(utc("2024-02-29 00:00:00")), []time.Time{utc("1970-01-01 00:00:00"), utc("2024-01-01 00:00:00"), utc("2024-01-01 00:00:00")},
-				[]any{utc("2024-02-29 00:00:00"), utc("2024-01-01 00:00:00")}, &rowbinary.Map{Keys: []any{utc("2024-02-29 00:00:00")}, Values: []any{int8(1)}}}, ""},
+				[]any{utc("2024-02-29 00:00:00"), utc("2024-01-01 00:00:00")}, &convert.Map{Keys: []any{utc("2024-02-29 00:00:00")}, Values: []any{int8(1)}}}, ""},
 		{"ISO strings are unchanged", []string{"a Date", "b DateTime('UTC')", "c Date32", "d DateTime64(3, 'UTC')"},
 			`{"a":"2024-02-29","b":"2024-01-01T00:00:00Z","c":"1900-01-01","d":"2024-01-01 00:00:00.5"}`,
 			[]any{utc("2024-02-29 00:00:00"), utc("2024-01-01 00:00:00"), utc("1900-01-01 00:00:00"), utcNano("2024-01-01 00:00:00.5")}, ""},

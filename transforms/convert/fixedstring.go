@@ -61,3 +61,11 @@ func (e fixedStringEncoder) encode(dst []byte, v value, c *Converter) ([]byte, e
 	}
 	return dst, nil
 }
+
+func (e fixedStringEncoder) size() int { return e.n }
+
+// column decodes exactly N bytes into []string (zero-padded, as stored).
+func (e fixedStringEncoder) column(wrap string) Column {
+	n := e.n
+	return fixedColumn(wrap, n, func(b []byte) string { return string(b[:n]) })
+}

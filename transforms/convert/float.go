@@ -84,3 +84,13 @@ func bytesString(b []byte) string {
 	}
 	return unsafe.String(&b[0], len(b))
 }
+
+func (e floatEncoder) size() int { return e.bits / 8 }
+
+// column decodes IEEE 754 into []float32 or []float64.
+func (e floatEncoder) column(wrap string) Column {
+	if e.bits == 32 {
+		return fixedColumn(wrap, 4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
+	}
+	return fixedColumn(wrap, 8, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) })
+}

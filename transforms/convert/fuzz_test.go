@@ -7,12 +7,11 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/shared"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/rowbinary"
 )
 
 // FuzzConvert feeds arbitrary payloads to a converter over a table of every supported type
 // family. Every input must either convert into a row that decodes over the table's columns (Split,
-// then each column's rowbinary decoder), or fail with a *convert.PayloadError or a
+// then each column's decoder, NewColumn), or fail with a *convert.PayloadError or a
 // *convert.RowError whose every error names a column. Seeded with the payloads of ../shared/cases,
 // a row that fills every column, and the other forms of the group fields (nested.go) and epoch
 // strings.
@@ -62,7 +61,7 @@ func FuzzConvert(f *testing.F) {
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		row, err := conv.Convert(nil, payload)
 		if err == nil {
-			spans, err := rowbinary.Split(types, row, nil)
+			spans, err := convert.Split(types, row, nil)
 			if err != nil {
 				t.Fatalf("payload %q: row %x does not decode: %v", payload, row, err)
 			}
@@ -70,7 +69,7 @@ func FuzzConvert(f *testing.F) {
 				if span == nil {
 					continue
 				}
-				col, err := rowbinary.NewColumn(types[i])
+				col, err := convert.NewColumn(types[i])
 				if err != nil {
 					t.Fatal(err)
 				}

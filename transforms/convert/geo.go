@@ -1,7 +1,11 @@
 package convert
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
+
+	"github.com/paulmach/orb"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
@@ -50,4 +54,17 @@ func newGeoEncoder(name string) encoder {
 	}
 	elem := geoElem[name]
 	return arrayEncoder{elem: newGeoEncoder(elem), elemType: &chtype.Type{Name: elem}}
+}
+
+func (pointEncoder) size() int { return 16 }
+
+// column decodes two Float64 into []orb.Point (github.com/paulmach/orb). The geo arrays (Ring, …)
+// are Arrays of Points, decoded in decodecomposite.go.
+func (pointEncoder) column(wrap string) Column {
+	return fixedColumn(wrap, 16, func(b []byte) orb.Point {
+		return orb.Point{
+			math.Float64frombits(binary.LittleEndian.Uint64(b)),
+			math.Float64frombits(binary.LittleEndian.Uint64(b[8:])),
+		}
+	})
 }

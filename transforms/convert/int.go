@@ -191,3 +191,27 @@ func parseWhole(text []byte) (neg bool, mag uint64, whole, inRange bool) {
 	}
 	return neg, mag, true, true
 }
+
+func (e intEncoder) size() int { return e.bytes }
+
+// column decodes little-endian two's complement into clickhouse-go's []int8…[]int64, []uint8…[]uint64.
+func (e intEncoder) column(wrap string) Column {
+	le := binary.LittleEndian
+	switch e.name {
+	case "Int8":
+		return fixedColumn(wrap, 1, func(b []byte) int8 { return int8(b[0]) })
+	case "Int16":
+		return fixedColumn(wrap, 2, func(b []byte) int16 { return int16(le.Uint16(b)) })
+	case "Int32":
+		return fixedColumn(wrap, 4, func(b []byte) int32 { return int32(le.Uint32(b)) })
+	case "Int64":
+		return fixedColumn(wrap, 8, func(b []byte) int64 { return int64(le.Uint64(b)) })
+	case "UInt8":
+		return fixedColumn(wrap, 1, func(b []byte) uint8 { return b[0] })
+	case "UInt16":
+		return fixedColumn(wrap, 2, le.Uint16)
+	case "UInt32":
+		return fixedColumn(wrap, 4, le.Uint32)
+	}
+	return fixedColumn(wrap, 8, le.Uint64)
+}

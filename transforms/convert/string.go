@@ -79,3 +79,8 @@ func compactLen(raw []byte) int {
 	}
 	return n
 }
+
+func (stringEncoder) size() int { return 0 }
+
+// column decodes a LEB128 length and the bytes into []string.
+func (stringEncoder) column(wrap string) Column { return wrapped(wrap, codec[string](stringCodec)) }

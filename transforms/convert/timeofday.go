@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
@@ -147,4 +148,24 @@ func parseTimeOfDay(s []byte) (neg bool, secs, nanos int64, cut, ok bool) {
 		}
 	}
 	return neg, secs, nanos, cut, true
+}
+
+func (e timeEncoder) size() int {
+	if e.is64 {
+		return 8
+	}
+	return 4
+}
+
+// column decodes seconds (Time) or 10^-P second ticks (Time64(P)) into []time.Duration.
+func (e timeEncoder) column(wrap string) Column {
+	if !e.is64 {
+		return fixedColumn(wrap, 4, func(b []byte) time.Duration {
+			return time.Duration(int32(binary.LittleEndian.Uint32(b))) * time.Second
+		})
+	}
+	unit := pow10[9-e.precision]
+	return fixedColumn(wrap, 8, func(b []byte) time.Duration {
+		return time.Duration(int64(binary.LittleEndian.Uint64(b)) * unit)
+	})
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/rowbinary"
 )
 
 // valueComparers compare the Go values of the types whose structs hide their fields.
@@ -258,8 +257,8 @@ func TestBFloat16(t *testing.T) {
 }
 
 func TestMaps(t *testing.T) {
-	m := func(kv ...any) *rowbinary.Map {
-		out := &rowbinary.Map{Keys: []any{}, Values: []any{}}
+	m := func(kv ...any) *convert.Map {
+		out := &convert.Map{Keys: []any{}, Values: []any{}}
 		for i := 0; i < len(kv); i += 2 {
 			out.Put(kv[i], kv[i+1])
 		}
@@ -274,7 +273,7 @@ func TestMaps(t *testing.T) {
 				m(int8(1), uuid.MustParse("123e4567-e89b-12d3-a456-426614174000"))}, ""},
 		{"null, missing and {} are empty", []string{"a Map(String, UInt8)", "b Map(String, UInt8)", "c Map(String, UInt8)"}, `{"a":null,"c":{}}`, []any{m(), m(), m()}, ""},
 		{"maps in arrays and maps", []string{"a Array(Map(String, UInt8))", "b Map(String, Map(String, Int8))"}, `{"a":[{"x":1},null],"b":{"o":{"i":-1}}}`,
-			[]any{[]*rowbinary.Map{m("x", uint8(1)), m()}, m("o", m("i", int8(-1)))}, ""},
+			[]any{[]*convert.Map{m("x", uint8(1)), m()}, m("o", m("i", int8(-1)))}, ""},
 		{"a key that does not convert", []string{"m Map(UInt8, String)"}, `{"m":{"x":"a"}}`, nil,
 			`column "m" (Map(UInt8, String)): element ["x"] (the key): "x" is not a number; UInt8 takes an integer, a string holding one, true or false`},
 		{"two keys with one value", []string{"m Map(UInt8, String)"}, `{"m":{"1":"a","1.0":"b"}}`, nil,
@@ -295,7 +294,7 @@ func TestTuples(t *testing.T) {
 			[]any{[]any{uint8(1), ptr("x"), []int8{1}}, []any{uint8(2), (*string)(nil), []int8{}}}, ""},
 		{"missing Nullable and Array elements", []string{"t " + named}, `{"t":{"a":1}}`, []any{[]any{uint8(1), (*string)(nil), []int8{}}}, ""},
 		{"tuples in arrays, nested tuples", []string{"t Array(Tuple(a UInt8, b String))", "u Tuple(Tuple(Decimal(5, 1), Bool), Map(String, UInt8))"}, `{"t":[{"a":1,"b":"x"},[2,"y"]],"u":[[1.5,true],{"k":1}]}`,
-			[]any{[][]any{{uint8(1), "x"}, {uint8(2), "y"}}, []any{[]any{dec("1.5"), true}, &rowbinary.Map{Keys: []any{"k"}, Values: []any{uint8(1)}}}}, ""},
+			[]any{[][]any{{uint8(1), "x"}, {uint8(2), "y"}}, []any{[]any{dec("1.5"), true}, &convert.Map{Keys: []any{"k"}, Values: []any{uint8(1)}}}}, ""},
 		{"wrong number of elements", []string{"t Tuple(UInt8, String)"}, `{"t":[1]}`, nil, `column "t" (Tuple(UInt8, String)): [1] has 1 element; Tuple(UInt8, String) has 2`},
 		{"an object for an unnamed Tuple", []string{"t Tuple(UInt8, String)"}, `{"t":{"a":1}}`, nil, `{"a":1} is an object; the unnamed Tuple(UInt8, String) takes a JSON array of its elements`},
 		{"an element that does not convert", []string{"t Tuple(UInt8, String)"}, `{"t":[300,"x"]}`, nil, `column "t" (Tuple(UInt8, String)): element .1: 300 is out of range for UInt8 (0 to 255)`},

@@ -1,6 +1,10 @@
 package convert
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+)
 
 // UUID.
 //
@@ -71,4 +75,17 @@ func hexVal(c byte) (byte, bool) {
 		return c - 'A' + 10, true
 	}
 	return 0, false
+}
+
+func (uuidEncoder) size() int { return 16 }
+
+// column decodes two little-endian UInt64 halves into []uuid.UUID (github.com/google/uuid).
+func (uuidEncoder) column(wrap string) Column {
+	return fixedColumn(wrap, 16, func(b []byte) uuid.UUID {
+		var u uuid.UUID
+		for i := 0; i < 8; i++ {
+			u[i], u[8+i] = b[7-i], b[15-i]
+		}
+		return u
+	})
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/rowbinary"
 )
 
 // TestMain runs the pipelines on prism, unless -args --runner=... says otherwise (the parse stage
@@ -41,7 +41,7 @@ func (f *rowTextFn) ProcessElement(r flow.Row) (string, error) {
 			return "", err
 		}
 	}
-	spans, err := rowbinary.Split(types, r.Data, nil)
+	spans, err := convert.Split(types, r.Data, nil)
 	if err != nil {
 		return "", err
 	}
@@ -51,7 +51,7 @@ func (f *rowTextFn) ProcessElement(r flow.Row) (string, error) {
 			parts[i] = "DEFAULT"
 			continue
 		}
-		col, err := rowbinary.NewColumn(types[i])
+		col, err := convert.NewColumn(types[i])
 		if err != nil {
 			return "", err
 		}

@@ -10,8 +10,9 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/rowbinary"
+
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
 
@@ -38,13 +39,17 @@ func Blocks(columns []schema.Column, rows []*flow.Row, maxRows int) ([]*Block, e
 	for i, c := range columns {
 		types[i] = c.Type
 	}
+	layout, err := convert.NewLayout(types)
+	if err != nil {
+		return nil, err
+	}
 	var (
 		blocks []*Block
 		open   = map[string]*Block{} // by the mask of given columns, the block being filled
 		mask   = make([]byte, len(columns))
 	)
 	for _, row := range rows {
-		spans, err := rowbinary.Split(types, row.Data, nil)
+		spans, err := layout.Split(row.Data, nil)
 		if err != nil {
 			return nil, fmt.Errorf("row of message %q: %w", row.MessageID, err)
 		}
@@ -131,7 +136,7 @@ func (b *Block) insert(ctx context.Context, conn driver.Conn, database, table st
 	}
 	values := make([]any, len(b.Columns))
 	for j, c := range b.Columns {
-		col, err := rowbinary.NewColumn(c.Type)
+		col, err := convert.NewColumn(c.Type)
 		if err != nil {
 			return fmt.Errorf("column %q: %w", c.Name, err)
 		}

@@ -1,14 +1,14 @@
 // Column, the values of one column for one INSERT, and its implementations without reflection:
-// the typed columns of scalars, Nullable(scalar) and Array(scalar); and Map, the Go value of one
-// Map(K, V) value.
+// the typed columns of scalars, Nullable(scalar) and Array(scalar), built from a scalar type's
+// codec (its file holds the codec); and Map, the Go value of one Map(K, V) value.
 
-package rowbinary
+package convert
 
 import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
+	chcolumn "github.com/ClickHouse/clickhouse-go/v2/lib/column"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
@@ -57,7 +57,7 @@ func (m *Map) Put(key, value any) {
 }
 
 // Iterator returns the entries in order.
-func (m *Map) Iterator() column.MapIterator { return &mapIterator{m: m, i: -1} }
+func (m *Map) Iterator() chcolumn.MapIterator { return &mapIterator{m: m, i: -1} }
 
 type mapIterator struct {
 	m *Map
@@ -68,34 +68,59 @@ func (it *mapIterator) Next() bool { it.i++; return it.i < len(it.m.Keys) }
 func (it *mapIterator) Key() any   { return it.m.Keys[it.i] }
 func (it *mapIterator) Value() any { return it.m.Values[it.i] }
 
-var _ column.IterableOrderedMap = (*Map)(nil)
+var _ chcolumn.IterableOrderedMap = (*Map)(nil)
 
 // NewColumn returns the Column for type t. Scalars, Nullable(scalar) and Array(scalar) decode
-// into typed slices without reflection; deeper nestings, Map, Tuple, Nested and the geo types
-// use reflection (clickhouse-go reads them by reflection anyway).
+// into typed slices without reflection (the scalar's own column method); deeper nestings, Map,
+// Tuple, Nested and the geo arrays use reflection (clickhouse-go reads them by reflection anyway).
 func NewColumn(t *chtype.Type) (Column, error) {
 	switch t.Name {
 	case "LowCardinality", "SimpleAggregateFunction":
 		if len(t.Elems) != 1 {
-			return nil, fmt.Errorf("rowbinary: no decoder for type %s", t)
+			return nil, fmt.Errorf("no RowBinary decoder for type %s", t)
 		}
 		return NewColumn(t.Elems[0])
 	case "Nullable", "Array":
-		inner := t.Elems[0]
-		if inner.Name == "LowCardinality" {
-			inner = inner.Elems[0]
-		}
-		if c := scalarColumn(inner, t.Name); c != nil {
-			return c, nil
+		if s, ok := scalarOf(t.Elems[0]); ok {
+			return s.column(t.Name), nil
 		}
 		return newReflectColumn(t)
 	case "Map", "Tuple", "Nested", "Ring", "LineString", "Polygon", "MultiLineString", "MultiPolygon":
 		return newReflectColumn(t)
 	}
-	if c := scalarColumn(t, ""); c != nil {
-		return c, nil
+	if s, ok := scalarOf(t); ok {
+		return s.column(""), nil
 	}
-	return nil, fmt.Errorf("rowbinary: no decoder for type %s", t)
+	return nil, fmt.Errorf("no RowBinary decoder for type %s", t)
+}
+
+// codec reads one scalar from the start of b: the value, the bytes it took, and false when b is
+// too short.
+type codec[T any] func(b []byte) (T, int, bool)
+
+// fixedCodec is the codec of a type whose values take width bytes, read by read.
+func fixedCodec[T any](width int, read func([]byte) T) codec[T] {
+	return func(b []byte) (T, int, bool) {
+		if len(b) < width {
+			var zero T
+			return zero, 0, false
+		}
+		return read(b), width, true
+	}
+}
+
+// fixedColumn is the Column of a fixed-width scalar: wrapped(wrap, fixedCodec(width, read)).
+func fixedColumn[T any](wrap string, width int, read func([]byte) T) Column {
+	return wrapped(wrap, fixedCodec(width, read))
+}
+
+// stringCodec reads a LEB128 length and that many bytes.
+func stringCodec(b []byte) (string, int, bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return "", 0, false
+	}
+	return string(b[k : k+int(n)]), k + int(n), true
 }
 
 func wrapped[T any](wrap string, c codec[T]) Column {

@@ -1,4 +1,4 @@
-package rowbinary
+package convert
 
 import (
 	"encoding/hex"

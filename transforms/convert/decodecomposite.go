@@ -1,0 +1,220 @@
+// The columns of nested types (Nullable and Array of non-scalars, Map, Tuple, Nested, the geo
+// arrays), decoded by reflection into the Go types that clickhouse-go reads by reflection. Each
+// column compiles its type once into a tree of valueDecoders.
+
+package convert
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/paulmach/orb"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+)
+
+func newReflectColumn(t *chtype.Type) (Column, error) {
+	d, err := newValueDecoder(t)
+	if err != nil {
+		return nil, err
+	}
+	return &reflectColumn{t: t, d: d, slice: reflect.MakeSlice(reflect.SliceOf(d.typ), 0, 64)}, nil
+}
+
+// reflectColumn holds the values of nested types, whose Go types clickhouse-go reads by
+// reflection anyway.
+type reflectColumn struct {
+	t     *chtype.Type
+	d     *valueDecoder
+	slice reflect.Value
+}
+
+func (c *reflectColumn) Append(b []byte) error {
+	v, rest, err := c.d.decode(b)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("%w: %d bytes after a %s value", ErrCorrupt, len(rest), c.t)
+	}
+	c.slice = reflect.Append(c.slice, v)
+	return nil
+}
+func (c *reflectColumn) Values() any { return c.slice.Interface() }
+func (c *reflectColumn) Reset()      { c.slice = c.slice.Slice(0, 0) }
+
+var (
+	mapType   = reflect.TypeOf((*Map)(nil))
+	tupleType = reflect.TypeOf([]any(nil))
+	geoGoType = map[string]reflect.Type{
+		"Ring": reflect.TypeOf(orb.Ring(nil)), "LineString": reflect.TypeOf(orb.LineString(nil)),
+		"Polygon": reflect.TypeOf(orb.Polygon(nil)), "MultiLineString": reflect.TypeOf(orb.MultiLineString(nil)),
+		"MultiPolygon": reflect.TypeOf(orb.MultiPolygon(nil)),
+	}
+)
+
+// valueDecoder decodes one value of a type from the start of b into its Go value (typ), and
+// returns it with the rest of b. The value is a copy the caller may keep.
+type valueDecoder struct {
+	typ    reflect.Type
+	decode func(b []byte) (reflect.Value, []byte, error)
+}
+
+// newValueDecoder compiles the valueDecoder of t. Its Go type is *T for Nullable(T) (T itself
+// when T is a pointer), []T for Array(T), *Map for Map, []any for Tuple, [][]any for Nested, the
+// orb type of a geo array, and a scalar's Column element type.
+func newValueDecoder(t *chtype.Type) (*valueDecoder, error) {
+	switch t.Name {
+	case "LowCardinality", "SimpleAggregateFunction":
+		if len(t.Elems) == 1 {
+			return newValueDecoder(t.Elems[0])
+		}
+	case "Nullable":
+		return newNullableDecoder(t)
+	case "Tuple":
+		elems, err := newValueDecoders(t.Elems)
+		if err != nil {
+			return nil, err
+		}
+		return &valueDecoder{typ: tupleType, decode: func(b []byte) (reflect.Value, []byte, error) {
+			out := make([]any, len(elems))
+			for i, e := range elems {
+				v, rest, err := e.decode(b)
+				if err != nil {
+					return reflect.Value{}, nil, err
+				}
+				out[i], b = v.Interface(), rest
+			}
+			return reflect.ValueOf(out), b, nil
+		}}, nil
+	case "Map":
+		if len(t.Elems) == 2 {
+			return newMapDecoder(t)
+		}
+	}
+	if elems, ok := elemTypes(t); ok {
+		return newArrayDecoder(t, elems[0])
+	}
+	s, ok := scalarOf(t)
+	if !ok {
+		return nil, fmt.Errorf("no RowBinary decoder for type %s", t)
+	}
+	skip, err := newSkip(t)
+	if err != nil {
+		return nil, err
+	}
+	col := s.column("")
+	return &valueDecoder{typ: reflect.TypeOf(col.Values()).Elem(), decode: func(b []byte) (reflect.Value, []byte, error) {
+		end, err := skip(b, 0)
+		if err != nil {
+			return reflect.Value{}, nil, err
+		}
+		col.Reset()
+		if err := col.Append(b[:end]); err != nil {
+			return reflect.Value{}, nil, err
+		}
+		// A copy: col's backing array is reused by the next value.
+		v := reflect.New(reflect.TypeOf(col.Values()).Elem()).Elem()
+		v.Set(reflect.ValueOf(col.Values()).Index(0))
+		return v, b[end:], nil
+	}}, nil
+}
+
+func newValueDecoders(types []*chtype.Type) ([]*valueDecoder, error) {
+	out := make([]*valueDecoder, len(types))
+	for i, t := range types {
+		var err error
+		if out[i], err = newValueDecoder(t); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func newNullableDecoder(t *chtype.Type) (*valueDecoder, error) {
+	inner, err := newValueDecoder(t.Elems[0])
+	if err != nil {
+		return nil, err
+	}
+	typ := inner.typ
+	if typ.Kind() != reflect.Pointer {
+		typ = reflect.PointerTo(typ)
+	}
+	return &valueDecoder{typ: typ, decode: func(b []byte) (reflect.Value, []byte, error) {
+		if len(b) == 0 {
+			return reflect.Value{}, nil, fmt.Errorf("%w: Nullable value cut short", ErrCorrupt)
+		}
+		if b[0] == 1 {
+			return reflect.Zero(typ), b[1:], nil
+		}
+		v, rest, err := inner.decode(b[1:])
+		if err != nil {
+			return reflect.Value{}, nil, err
+		}
+		if v.Type() == typ { // a pointer type already: nil is NULL
+			return v, rest, nil
+		}
+		p := reflect.New(typ.Elem())
+		p.Elem().Set(v)
+		return p, rest, nil
+	}}, nil
+}
+
+func newMapDecoder(t *chtype.Type) (*valueDecoder, error) {
+	kv, err := newValueDecoders(t.Elems)
+	if err != nil {
+		return nil, err
+	}
+	return &valueDecoder{typ: mapType, decode: func(b []byte) (reflect.Value, []byte, error) {
+		n, i, err := readCount(t, b, 0)
+		if err != nil {
+			return reflect.Value{}, nil, err
+		}
+		b = b[i:]
+		m := &Map{Keys: make([]any, 0, n), Values: make([]any, 0, n)}
+		for j := uint64(0); j < n; j++ {
+			key, rest, err := kv[0].decode(b)
+			if err != nil {
+				return reflect.Value{}, nil, err
+			}
+			val, rest, err := kv[1].decode(rest)
+			if err != nil {
+				return reflect.Value{}, nil, err
+			}
+			m.Put(key.Interface(), val.Interface())
+			b = rest
+		}
+		return reflect.ValueOf(m), b, nil
+	}}, nil
+}
+
+// newArrayDecoder is the decoder of Array(elem), Nested (an Array of its Tuple) and the geo arrays.
+func newArrayDecoder(t, elem *chtype.Type) (*valueDecoder, error) {
+	if t.Name == "Nested" {
+		elem = &chtype.Type{Name: "Tuple", Elems: t.Elems, FieldNames: t.FieldNames}
+	}
+	e, err := newValueDecoder(elem)
+	if err != nil {
+		return nil, err
+	}
+	typ, ok := geoGoType[t.Name]
+	if !ok {
+		typ = reflect.SliceOf(e.typ)
+	}
+	return &valueDecoder{typ: typ, decode: func(b []byte) (reflect.Value, []byte, error) {
+		n, i, err := readCount(t, b, 0)
+		if err != nil {
+			return reflect.Value{}, nil, err
+		}
+		b = b[i:]
+		s := reflect.MakeSlice(typ, int(n), int(n))
+		for j := 0; j < int(n); j++ {
+			var v reflect.Value
+			if v, b, err = e.decode(b); err != nil {
+				return reflect.Value{}, nil, err
+			}
+			s.Index(j).Set(v)
+		}
+		return s, b, nil
+	}}, nil
+}
