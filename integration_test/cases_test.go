@@ -55,7 +55,7 @@ func TestConversionCases(t *testing.T) {
 			if convErr != nil {
 				t.Fatalf("payload %q: %v", c.Data(), convErr)
 			}
-			blocks, err := write.Blocks(sch.Writable(), []*flow.Row{{Data: row, MessageID: c.ID}}, 1000)
+			blocks, err := write.Blocks(sch.Writable(), []*write.Row{{Row: &flow.Row{MessageID: c.ID}, Data: row}}, 1000)
 			if err != nil {
 				t.Fatal(err)
 			}

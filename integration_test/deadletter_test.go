@@ -13,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/flowtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/batch"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
@@ -70,7 +71,7 @@ func TestDeadLetterDestinations(t *testing.T) {
 			}
 			start := time.Now().Add(-time.Second).Truncate(time.Second)
 			p, s := beam.NewPipelineWithRoot()
-			_, dls := parse.Parse(s, parse.Config{ClickHouse: srv.Config(), Table: "events"}, beam.CreateList(s, msgs))
+			_, dls := parse.Parse(s, parse.Config{ClickHouse: srv.Config(), Table: "events"}, beam.CreateList(s, flowtest.OneEach(msgs)))
 			deadletter.Write(s, cfg, batch.Batches(s, batch.Config{Mode: batch.Mode{Rows: 2}, Shards: 1}, dls))
 			res, err := ptest.RunWithMetrics(p)
 			if err != nil {

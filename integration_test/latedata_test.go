@@ -37,8 +37,8 @@ func toPubsubMessage(et beam.EventTime, payload []byte) *pb.PubsubMessage {
 
 // keepTimestamp converts as the Dataflow source did before it restamped elements: each message
 // keeps its publish time as its timestamp.
-func keepTimestamp(m *pb.PubsubMessage) flow.Message {
-	return flow.Message{ID: m.GetMessageId(), Data: m.GetData(), PublishTimeMillis: m.GetPublishTime().AsTime().UnixMilli()}
+func keepTimestamp(m *pb.PubsubMessage) flow.Messages {
+	return flow.Messages{Messages: []flow.Message{{ID: m.GetMessageId(), Data: m.GetData(), PublishTimeMillis: m.GetPublishTime().AsTime().UnixMilli()}}}
 }
 
 // TestLateDataFixedWindows feeds the Dataflow graph (everything after pubsubio.Read, which

@@ -41,13 +41,13 @@ func runRowsCase(t *testing.T, srv *chtest.Server, conn driver.Conn, table strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []*flow.Row
+	var rows []*write.Row
 	for j, payload := range tc.rows {
 		row, err := conv.Convert(nil, []byte(payload))
 		if err != nil {
 			t.Fatalf("payload %s: %v", payload, err)
 		}
-		rows = append(rows, &flow.Row{Data: row, MessageID: fmt.Sprint(j)})
+		rows = append(rows, &write.Row{Row: &flow.Row{MessageID: fmt.Sprint(j)}, Data: row})
 	}
 	blocks, err := write.Blocks(sch.Writable(), rows, 1000)
 	if err != nil {

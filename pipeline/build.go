@@ -120,7 +120,7 @@ func Build(s beam.Scope, o Options, src Source) {
 	}))
 }
 
-// BuildFrom wires every stage after the source on msgs, a PCollection<flow.Message> read by
+// BuildFrom wires every stage after the source on msgs, a PCollection<flow.Messages> read by
 // src's reader: parse, window and batch, write, dead letters, and with LocalSource the
 // acknowledging stage, which acknowledges each message on o.InputSubscription once its row or
 // dead letter is stored; with DataflowSource nothing is acknowledged (the service does). Build calls it; tests call it on
@@ -137,7 +137,7 @@ func BuildFrom(s beam.Scope, o Options, src Source, msgs beam.PCollection) {
 		Table:         o.ClickHouseTable,
 		SchemaRefresh: time.Duration(o.SchemaRefreshSeconds) * time.Second,
 	}, msgs)
-	batches := batch.Config{Mode: mode, Shards: shards}
+	batches := batch.Config{Mode: mode, Shards: shards, ProcessingTimeTimers: src == DataflowSource}
 
 	rejected, inserted := write.Write(s, write.Config{
 		ClickHouse: o.ClickHouse(),
@@ -145,7 +145,7 @@ func BuildFrom(s beam.Scope, o Options, src Source, msgs beam.PCollection) {
 		Settings:   o.InsertSettings(),
 		Retry:      o.Retry(),
 		MaxRows:    mode.Rows,
-	}, batch.Batches(s, batches, rows))
+	}, batch.Rows(s, batches, rows))
 
 	deadLettered := deadletter.Write(s, deadletter.Config{
 		ClickHouse: o.ClickHouse(),

@@ -68,6 +68,10 @@ func init() {
 type Config struct {
 	Mode   Mode
 	Shards int // INSERT streams: elements are keyed by a shard number in [0, Shards); positive
+	// ProcessingTimeTimers says the runner fires the processing-time timers of stateful DoFns
+	// (Dataflow), which Rows then uses for the combined mode's time bound; prism does not, and
+	// the local source's heartbeats drive it there.
+	ProcessingTimeTimers bool
 }
 
 // Batches windows col (a PCollection<T>) by cfg.Mode, keys its elements by shard and groups

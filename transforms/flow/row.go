@@ -1,15 +1,17 @@
 package flow
 
-// Row is one converted message: the row in RowBinaryWithDefaults over the table's writable
-// columns (see package convert), compact for the shuffle; the write stage decodes it.
+// Row is one message that converts into a row of the table. It carries the message, not its
+// converted form: the payload is needed anyway (a dead letter keeps the original bytes, and a
+// schema change converts it again), and conversion is cheaper than moving the RowBinary through
+// the shuffle beside it (docs/operations.md, "Cost per message"). The write stage converts the
+// payload with its own view of the table.
 type Row struct {
-	Data []byte
-	// Schema is the convert.Converter.SchemaHash of the columns Data holds. The write stage
-	// converts Payload again when its own view of the table differs (the table changed).
-	Schema uint64
-	// Payload is the original message bytes, for a dead letter if the server rejects the row and
-	// for converting again after a schema change.
+	// Payload is the original message bytes, unchanged.
 	Payload []byte
+	// Schema is the convert.Converter.SchemaHash of the table as the parse stage saw it when the
+	// payload converted. The write stage reads the table's schema again when its own view differs
+	// (the table changed), before converting.
+	Schema uint64
 	// MessageID is the source message's Pub/Sub id. It is stable across redeliveries, so the
 	// write stage derives each INSERT's insert_deduplication_token from it.
 	MessageID string
@@ -18,4 +20,19 @@ type Row struct {
 	// Attributes are the source message's attributes (nil when it has none), for its dead letter
 	// if the server rejects the row.
 	Attributes map[string]string
+}
+
+// Rows is a group of rows that travels as one element: the rows of one source element out of
+// the parse stage, one batch out of the batch stage. A Beam element costs far more to move
+// between stages than its bytes (docs/operations.md, "Cost per message"), so rows travel in
+// groups; the batch stage counts rows, not elements. Rows has its own compact coder (coder.go).
+type Rows struct {
+	Rows []Row
+}
+
+// Messages is a group of messages that travels as one element: the messages of one Pull
+// response (the local source), or one message (Dataflow's source, which gives one element per
+// message). It has its own compact coder (coder.go).
+type Messages struct {
+	Messages []Message
 }

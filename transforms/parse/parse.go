@@ -1,5 +1,6 @@
 // Package parse is the parse stage: each Pub/Sub message becomes either a row of the target table
-// (main output) or a dead-letter record that says why not (second output).
+// (main output, the rows of one source element in one flow.Rows) or a dead-letter record that says
+// why not (second output, one element per message).
 //
 // The DoFn fetches the table's schema in Setup (system.columns and the server time zone), so
 // every worker converts against the table as it is when the worker starts. Metrics, in the Beam
@@ -31,14 +32,16 @@ var (
 )
 
 func init() {
-	register.DoFn4x1[context.Context, flow.Message, func(flow.Row), func(flow.DeadLetter), error](&parseFn{})
-	register.Emitter1[flow.Row]()
+	register.DoFn4x1[context.Context, flow.Messages, func(flow.Rows), func(flow.DeadLetter), error](&parseFn{})
+	register.Emitter1[flow.Rows]()
 	register.Emitter1[flow.DeadLetter]()
 }
 
-// Parse converts each message of msgs (a PCollection<flow.Message>) into a row of
-// cfg.Table. It returns the rows (PCollection<flow.Row>) and the dead-letter records
-// (PCollection<flow.DeadLetter>) of the messages that cannot become a row.
+// Parse converts each message of msgs (a PCollection<flow.Messages>) into a row of
+// cfg.Table. It returns the rows (PCollection<flow.Rows>, one element per element of msgs that
+// has a row) and the dead-letter records (PCollection<flow.DeadLetter>) of the messages that
+// cannot become a row. A row carries its message's payload, not the converted form: the write
+// stage converts again (see flow.Row).
 //
 // cfg.SchemaRefresh is how often each worker reads the table's schema again, so that a column
 // added while the job runs is filled without a restart; 0 never.
@@ -114,21 +117,34 @@ func Check(ctx context.Context, conn chclient.Config, table string) (*schema.Tab
 	return t.Schema(), t.Converter(), nil
 }
 
-// ProcessElement converts one message.
-func (f *parseFn) ProcessElement(ctx context.Context, m flow.Message, emitRow func(flow.Row), emitDeadLetter func(flow.DeadLetter)) error {
+// ProcessElement converts the messages of one source element and emits their rows as one element.
+func (f *parseFn) ProcessElement(ctx context.Context, ms flow.Messages, emitRows func(flow.Rows), emitDeadLetter func(flow.DeadLetter)) error {
 	f.refreshSchema(ctx)
-	messagesReceived.Inc(ctx, 1)
-	messagePayloadBytes.Update(ctx, int64(len(m.Data)))
-	var err error
 	conv := f.tracker.Converter()
-	f.buf, err = conv.Convert(f.buf[:0], m.Data)
-	if err != nil {
-		rowsParseFailed.Inc(ctx, 1)
-		emitDeadLetter(NewDeadLetter(m, err))
+	schemaHash := conv.SchemaHash()
+	var rows flow.Rows
+	for _, m := range ms.Messages {
+		messagePayloadBytes.Update(ctx, int64(len(m.Data)))
+		var err error
+		if f.buf, err = conv.Convert(f.buf[:0], m.Data); err != nil {
+			rowsParseFailed.Inc(ctx, 1)
+			emitDeadLetter(NewDeadLetter(m, err))
+			continue
+		}
+		if rows.Rows == nil {
+			rows.Rows = make([]flow.Row, 0, len(ms.Messages))
+		}
+		rows.Rows = append(rows.Rows, flow.Row{Payload: m.Data, Schema: schemaHash, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes})
+	}
+	messagesReceived.Inc(ctx, int64(len(ms.Messages)))
+	if len(ms.Messages) == 0 {
+		emitRows(rows) // a heartbeat of the source passes on (see batch.Rows)
 		return nil
 	}
-	rowsParsedOK.Inc(ctx, 1)
-	emitRow(flow.Row{Data: append([]byte(nil), f.buf...), Schema: conv.SchemaHash(), Payload: m.Data, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes})
+	if len(rows.Rows) > 0 {
+		rowsParsedOK.Inc(ctx, int64(len(rows.Rows)))
+		emitRows(rows)
+	}
 	return nil
 }
 

@@ -56,12 +56,12 @@ func BenchmarkParseEvents(b *testing.B) {
 	f := &parseFn{tracker: tracker}
 	ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), "bundle")
 	var rows, failed int
-	emitRow := func(flow.Row) { rows++ }
+	emitRows := func(rs flow.Rows) { rows += len(rs.Rows) }
 	emitDL := func(flow.DeadLetter) { failed++ }
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := f.ProcessElement(ctx, msgs[i%len(msgs)], emitRow, emitDL); err != nil {
+		if err := f.ProcessElement(ctx, flow.Messages{Messages: msgs[i%len(msgs) : i%len(msgs)+1]}, emitRows, emitDL); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -24,16 +24,43 @@ import (
 func TestMain(m *testing.M) { ptest.Main(m) }
 
 func init() {
-	register.DoFn1x2[flow.Row, string, error](&rowTextFn{})
+	register.DoFn3x1[context.Context, flow.Rows, func(string), error](&rowTextFn{})
+	register.Emitter1[string]()
 	register.Function1x1(deadLetterText)
 }
 
-// rowTextFn renders a row as "v1|v2|..." with DEFAULT for a column the server computes.
+// rowTextFn renders each row of a group as "v1|v2|...", with DEFAULT for a column the server
+// computes: the row the write stage makes of it, converting its payload against the table as
+// Check reads it.
 type rowTextFn struct {
-	Types []string
+	ClickHouse chclient.Config
+	Table      string
+	Types      []string
 }
 
-func (f *rowTextFn) ProcessElement(r flow.Row) (string, error) {
+func (f *rowTextFn) ProcessElement(ctx context.Context, rs flow.Rows, emit func(string)) error {
+	_, conv, err := Check(ctx, f.ClickHouse, f.Table)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs.Rows {
+		if r.Schema != conv.SchemaHash() {
+			return fmt.Errorf("row of message %s has schema %x, want %x", r.MessageID, r.Schema, conv.SchemaHash())
+		}
+		data, err := conv.Convert(nil, r.Payload)
+		if err != nil {
+			return err
+		}
+		text, err := f.rowText(data)
+		if err != nil {
+			return err
+		}
+		emit(text + " ack=" + r.AckID)
+	}
+	return nil
+}
+
+func (f *rowTextFn) rowText(data []byte) (string, error) {
 	types := make([]*chtype.Type, len(f.Types))
 	for i, s := range f.Types {
 		var err error
@@ -41,7 +68,7 @@ func (f *rowTextFn) ProcessElement(r flow.Row) (string, error) {
 			return "", err
 		}
 	}
-	spans, err := convert.Split(types, r.Data, nil)
+	spans, err := convert.Split(types, data, nil)
 	if err != nil {
 		return "", err
 	}
@@ -68,7 +95,7 @@ func (f *rowTextFn) ProcessElement(r flow.Row) (string, error) {
 			parts[i] = fmt.Sprint(v.Interface())
 		}
 	}
-	return strings.Join(parts, "|") + " ack=" + r.AckID, nil
+	return strings.Join(parts, "|"), nil
 }
 
 func deadLetterText(r flow.DeadLetter) string {
@@ -99,8 +126,9 @@ func TestParsePipeline(t *testing.T) {
 		{ID: "m5", AckID: "a5", Data: []byte(`not json`)},
 	}
 	p, s := beam.NewPipelineWithRoot()
-	rows, deadLetters := Parse(s, Config{ClickHouse: srv.Config(), Table: "events"}, beam.CreateList(s, in))
-	passert.Equals(s, beam.ParDo(s, &rowTextFn{Types: []string{"UInt32", "String", "DateTime('UTC')", "Array(String)", "Nullable(Float64)"}}, rows),
+	// One source element, as a Pull response gives them.
+	rows, deadLetters := Parse(s, Config{ClickHouse: srv.Config(), Table: "events"}, beam.Create(s, flow.Messages{Messages: in}))
+	passert.Equals(s, beam.ParDo(s, &rowTextFn{ClickHouse: srv.Config(), Table: "events", Types: []string{"UInt32", "String", "DateTime('UTC')", "Array(String)", "Nullable(Float64)"}}, rows),
 		"1|Zoë|2024-05-01 08:00:00 +0000 UTC|[x y]|0.5 ack=a1",
 		"2|DEFAULT|2024-05-01 10:00:00 +0000 UTC|[]|NULL ack=a2",
 	)

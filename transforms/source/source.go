@@ -1,4 +1,5 @@
-// Package source reads the Pub/Sub subscription into a PCollection<flow.Message>.
+// Package source reads the Pub/Sub subscription into a PCollection<flow.Messages>: one element per
+// Pull response on the local runner, one element per message on Dataflow.
 //
 // Read is the reader for every runner except Dataflow (prism, the tests, the demo): a splittable
 // DoFn that pulls with the unary Pull RPC (the emulator's StreamingPull serves about 100 messages
@@ -41,10 +42,10 @@ import (
 
 func init() {
 	register.DoFn5x2[context.Context, *watermarkEstimator, *sdf.LockRTracker, []byte,
-		func(beam.EventTime, flow.Message), sdf.ProcessContinuation, error](&readFn{})
-	register.Emitter2[beam.EventTime, flow.Message]()
-	register.DoFn4x0[context.Context, beam.EventTime, *pb.PubsubMessage, func(beam.EventTime, flow.Message)](&fromPubsubFn{})
-	beam.RegisterType(reflect.TypeOf((*flow.Message)(nil)).Elem())
+		func(beam.EventTime, flow.Messages), sdf.ProcessContinuation, error](&readFn{})
+	register.Emitter2[beam.EventTime, flow.Messages]()
+	register.DoFn4x0[context.Context, beam.EventTime, *pb.PubsubMessage, func(beam.EventTime, flow.Messages)](&fromPubsubFn{})
+	beam.RegisterType(reflect.TypeOf((*flow.Messages)(nil)).Elem())
 	restT := reflect.TypeOf((*Restriction)(nil)).Elem()
 	beam.RegisterType(restT)
 	beam.RegisterCoder(restT, encodeRestriction, decodeRestriction)
@@ -81,6 +82,12 @@ const (
 	errorDelay  = time.Second            // resume delay after a transient Pull error
 	pullTimeout = 5 * time.Second        // a Pull that returns nothing in this time counts as empty
 	logEvery    = 10 * time.Second
+	// heartbeatEvery is how often the reader emits an empty flow.Messages, a heartbeat: the
+	// batch stage's time bound (the combined mode's windowSeconds after the first row of a
+	// batch) is checked whenever an element arrives, because prism (Beam 2.77.0) does not fire
+	// the processing-time timers of a stateful DoFn. The bound is then met within this interval,
+	// or within pullTimeout while a Pull waits on an idle subscription.
+	heartbeatEvery = 200 * time.Millisecond
 
 	// maxPullResponseBytes is the largest Pull response the client takes (gRPC's default is
 	// 4 MiB: a thousand 5 KB messages would not fit). A larger response makes the reader halve
@@ -90,7 +97,7 @@ const (
 )
 
 // Read reads cfg.Subscription and returns an unbounded
-// PCollection<flow.Message> in the global window. An element's timestamp is the time it was
+// PCollection<flow.Messages> in the global window, one element per Pull response. An element's timestamp is the time it was
 // pulled (processing time), not its publish time, so a backlog is never late data downstream;
 // the watermark trails the pull time by a second. The elements carry their AckID: acknowledge
 // them (the acknowledging stage, package ack, does) once they are stored.
@@ -143,6 +150,8 @@ type readFn struct {
 	acks      psclient.Manager
 	pullBatch int                  // the MaxMessages of the next Pull: PullBatch, less after a response too large
 	lastLog   map[string]time.Time // by message, for logf
+	// lastHeartbeat is when the reader last emitted a heartbeat (see heartbeatEvery).
+	lastHeartbeat time.Time
 }
 
 func (fn *readFn) Setup(ctx context.Context) error {
@@ -229,7 +238,7 @@ func (fn *readFn) WatermarkEstimatorState(we *watermarkEstimator) int64 { return
 // downstream only when the bundle ends, so the reader resumes at once after a non-empty pull
 // and a little later after an empty one.
 func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt *sdf.LockRTracker, _ []byte,
-	emit func(beam.EventTime, flow.Message)) (sdf.ProcessContinuation, error) {
+	emit func(beam.EventTime, flow.Messages)) (sdf.ProcessContinuation, error) {
 	now := time.Now()
 	var rest Restriction
 	if err := withTracker(rt, func(t *tracker) {
@@ -242,6 +251,11 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 		rest = t.rest
 	}); err != nil {
 		return sdf.StopProcessing(), err
+	}
+
+	if now.Sub(fn.lastHeartbeat) >= heartbeatEvery {
+		fn.lastHeartbeat = now
+		emit(mtime.FromTime(now), flow.Messages{})
 	}
 
 	room := fn.MaxOutstanding - fn.acks.Outstanding()
@@ -308,7 +322,7 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 		ackIDs[i] = m.GetAckId()
 	}
 	fn.acks.Track(ackIDs...)
-	et := mtime.FromTime(arrived)
+	out := flow.Messages{Messages: make([]flow.Message, len(msgs))}
 	for i, m := range msgs {
 		pos := rest.Next + int64(i)
 		if !rt.TryClaim(pos) {
@@ -317,8 +331,10 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 			return sdf.StopProcessing(), fmt.Errorf("source: subscription %s: cannot claim position %d: %v",
 				fn.Subscription, pos, rt.GetError())
 		}
-		emit(et, toMessage(m))
+		out.Messages[i] = toMessage(m)
 	}
+	// One element per Pull response: an element costs far more to move than its bytes.
+	emit(mtime.FromTime(arrived), out)
 	withTracker(rt, func(t *tracker) { t.rest.LastMillis = arrived.UnixMilli() })
 	return sdf.ResumeProcessingIn(0), nil
 }
@@ -391,8 +407,8 @@ func ReadDataflow(s beam.Scope, cfg Config) beam.PCollection {
 }
 
 // FromPubsub turns a PCollection<*pb.PubsubMessage> (pubsubio.Read's output) into a
-// PCollection<flow.Message> whose element timestamps are the time the pipeline received each
-// message, as Read's are.
+// PCollection<flow.Messages> of one message each, whose element timestamps are the time the
+// pipeline received each message, as Read's are.
 //
 // pubsubio.Read timestamps an element with its publish time and Dataflow's watermark follows
 // the publish times of the backlog, so a subscription seek, a replay of dead letters or a
@@ -416,7 +432,7 @@ type fromPubsubFn struct {
 	loggedNoID bool
 }
 
-func (fn *fromPubsubFn) ProcessElement(ctx context.Context, et beam.EventTime, m *pb.PubsubMessage, emit func(beam.EventTime, flow.Message)) {
+func (fn *fromPubsubFn) ProcessElement(ctx context.Context, et beam.EventTime, m *pb.PubsubMessage, emit func(beam.EventTime, flow.Messages)) {
 	out := flow.Message{ID: m.GetMessageId(), Data: m.GetData()}
 	if len(m.GetAttributes()) > 0 {
 		out.Attributes = m.GetAttributes()
@@ -435,7 +451,7 @@ func (fn *fromPubsubFn) ProcessElement(ctx context.Context, et beam.EventTime, m
 				"derived id", out.ID)
 		}
 	}
-	emit(mtime.Now(), out)
+	emit(mtime.Now(), flow.Messages{Messages: []flow.Message{out}})
 }
 
 // DerivedID returns the id given to a message that has none: "derived-" and the first 16 bytes,

@@ -37,6 +37,15 @@ func init() {
 	register.DoFn3x1[context.Context, int, func(*flow.Message) bool, error](&ackGroupFn{})
 	register.Function1x2(shardOf)
 	register.Iter1[flow.Message]()
+	register.Function3x0(explode)
+	register.Emitter2[beam.EventTime, flow.Message]()
+}
+
+// explode emits the messages of a source element one by one, with the element's timestamp.
+func explode(et beam.EventTime, ms flow.Messages, emit func(beam.EventTime, flow.Message)) {
+	for _, m := range ms.Messages {
+		emit(et, m)
+	}
 }
 
 const (
@@ -410,7 +419,7 @@ func readAndAck(t *testing.T, n int, opts Config) {
 
 	p, s := beam.NewPipelineWithRoot()
 	opts.Subscription = testSub
-	msgs := Read(s, opts)
+	msgs := beam.ParDo(s, explode, Read(s, opts))
 	beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name()}, msgs)
 
 	start := time.Now()
@@ -460,7 +469,7 @@ func readLive(t *testing.T, windowed bool) {
 	col := newCollector(t)
 
 	p, s := beam.NewPipelineWithRoot()
-	msgs := Read(s, Config{Subscription: testSub, StopAfterIdle: 2 * time.Second})
+	msgs := beam.ParDo(s, explode, Read(s, Config{Subscription: testSub, StopAfterIdle: 2 * time.Second}))
 	if windowed {
 		msgs = beam.WindowInto(s, window.NewFixedWindows(time.Second), msgs)
 		grouped := beam.GroupByKey(s, beam.ParDo(s, shardOf, msgs))
@@ -516,7 +525,7 @@ func TestReadStopWithOutstandingFlushesCountTrigger(t *testing.T) {
 	col := newCollector(t)
 
 	p, s := beam.NewPipelineWithRoot()
-	msgs := Read(s, Config{Subscription: testSub, StopAfterIdle: time.Second, StopWithOutstanding: true})
+	msgs := beam.ParDo(s, explode, Read(s, Config{Subscription: testSub, StopAfterIdle: time.Second, StopWithOutstanding: true}))
 	windowed := beam.WindowInto(s, window.NewGlobalWindows(), msgs,
 		beam.Trigger(trigger.Repeat(trigger.AfterCount(1000))), beam.PanesDiscard(), beam.AllowedLateness(0))
 	grouped := beam.GroupByKey(s, beam.ParDo(s, shardOf, windowed))
@@ -538,7 +547,7 @@ func TestReadMaxOutstanding(t *testing.T) {
 	col := newCollector(t)
 
 	p, s := beam.NewPipelineWithRoot()
-	msgs := Read(s, Config{Subscription: testSub, StopAfterIdle: time.Second, MaxOutstanding: 100, PullBatch: 30})
+	msgs := beam.ParDo(s, explode, Read(s, Config{Subscription: testSub, StopAfterIdle: time.Second, MaxOutstanding: 100, PullBatch: 30}))
 	beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name(), Hold: true}, msgs)
 
 	done := make(chan error, 1)
@@ -667,8 +676,10 @@ func fromPubsub(t *testing.T, fn *fromPubsubFn, et beam.EventTime, m *pb.PubsubM
 	t.Helper()
 	var ets []beam.EventTime
 	var got []flow.Message
-	fn.ProcessElement(context.Background(), et, m, func(et beam.EventTime, m flow.Message) {
-		ets, got = append(ets, et), append(got, m)
+	fn.ProcessElement(context.Background(), et, m, func(et beam.EventTime, ms flow.Messages) {
+		for _, m := range ms.Messages {
+			ets, got = append(ets, et), append(got, m)
+		}
 	})
 	if len(got) != 1 {
 		t.Fatalf("emitted %d messages, want 1", len(got))

@@ -16,13 +16,20 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
 
+// Row is one row of a batch: the message (flow.Row) and its RowBinaryWithDefaults over the write
+// stage's columns (package convert), converted by the stage.
+type Row struct {
+	*flow.Row
+	Data []byte
+}
+
 // Block is the rows of one INSERT. They all give the same columns (they omit the same DEFAULT
 // columns), so the INSERT names those columns and ClickHouse computes each omitted DEFAULT.
 type Block struct {
 	// Columns are the columns the INSERT names, in table order.
 	Columns []schema.Column
 	// Rows are the block's rows, in the order they are inserted.
-	Rows []*flow.Row
+	Rows []*Row
 	// spans[i][j] is the value bytes of Columns[j] in Rows[i].
 	spans [][][]byte
 	// table is every column the block's rows could give; a block whose rows give none (each
@@ -34,7 +41,7 @@ type Block struct {
 // most maxRows rows that give the same columns. Rows keep their order within a block; blocks come
 // in the order of their first row. An error means a row does not match the columns (the parse
 // and write stages disagree on the schema) and names the row's message id.
-func Blocks(columns []schema.Column, rows []*flow.Row, maxRows int) ([]*Block, error) {
+func Blocks(columns []schema.Column, rows []*Row, maxRows int) ([]*Block, error) {
 	types := make([]*chtype.Type, len(columns))
 	for i, c := range columns {
 		types[i] = c.Type

@@ -21,7 +21,7 @@ func column(t *testing.T, name, typ, defaultKind string) schema.Column {
 }
 
 // row builds a RowBinaryWithDefaults row of (UInt8, String): nil values take the DEFAULT.
-func row(id string, a *byte, s *string) *flow.Row {
+func row(id string, a *byte, s *string) *Row {
 	var data []byte
 	if a == nil {
 		data = append(data, 1)
@@ -34,14 +34,14 @@ func row(id string, a *byte, s *string) *flow.Row {
 		data = append(data, 0, byte(len(*s)))
 		data = append(data, *s...)
 	}
-	return &flow.Row{Data: data, MessageID: id}
+	return &Row{Row: &flow.Row{MessageID: id}, Data: data}
 }
 
 func ptr[T any](v T) *T { return &v }
 
 func TestBlocks(t *testing.T) {
 	cols := []schema.Column{column(t, "a", "UInt8", "DEFAULT"), column(t, "s", "String", "DEFAULT")}
-	rows := []*flow.Row{
+	rows := []*Row{
 		row("m1", ptr(byte(1)), ptr("x")),
 		row("m2", ptr(byte(2)), nil),
 		row("m3", ptr(byte(3)), ptr("y")),
@@ -81,14 +81,14 @@ func TestBlocks(t *testing.T) {
 	}
 
 	// A row that does not match the columns names its message.
-	if _, err := Blocks(cols, []*flow.Row{{Data: []byte{0}, MessageID: "bad"}}, 10); err == nil || !strings.Contains(err.Error(), `"bad"`) {
+	if _, err := Blocks(cols, []*Row{{Row: &flow.Row{MessageID: "bad"}, Data: []byte{0}}}, 10); err == nil || !strings.Contains(err.Error(), `"bad"`) {
 		t.Errorf("corrupt row: %v", err)
 	}
 }
 
 func TestSplitAndToken(t *testing.T) {
 	cols := []schema.Column{column(t, "a", "UInt8", ""), column(t, "s", "String", "")}
-	var rows []*flow.Row
+	var rows []*Row
 	for i := range 5 {
 		rows = append(rows, row(string(rune('a'+i)), ptr(byte(i)), ptr("v")))
 	}
@@ -111,7 +111,7 @@ func TestSplitAndToken(t *testing.T) {
 		t.Error("the same block got two tokens")
 	}
 	tokens := map[string]string{"block": b.DeduplicationToken(), "first half": first.DeduplicationToken(), "second half": second.DeduplicationToken()}
-	other := []*flow.Row{row("a", ptr(byte(0)), ptr("v")), row("b", ptr(byte(1)), ptr("v")), row("c", ptr(byte(2)), ptr("v")), row("d", ptr(byte(3)), ptr("v")), row("z", ptr(byte(4)), ptr("v"))}
+	other := []*Row{row("a", ptr(byte(0)), ptr("v")), row("b", ptr(byte(1)), ptr("v")), row("c", ptr(byte(2)), ptr("v")), row("d", ptr(byte(3)), ptr("v")), row("z", ptr(byte(4)), ptr("v"))}
 	ob, _ := Blocks(cols, other, 100)
 	tokens["another message id"] = ob[0].DeduplicationToken()
 	other[4] = row("e", ptr(byte(9)), ptr("v"))

@@ -43,8 +43,7 @@ var (
 )
 
 func init() {
-	register.DoFn5x1[context.Context, int, func(*flow.Row) bool, func(flow.DeadLetter), func([]string), error](&insertFn{})
-	register.Iter1[flow.Row]()
+	register.DoFn5x1[context.Context, int, flow.Rows, func(flow.DeadLetter), func([]string), error](&insertFn{})
 	register.Emitter1[flow.DeadLetter]()
 	register.Emitter1[[]string]()
 }
@@ -60,8 +59,8 @@ type Config struct {
 	MaxRows int
 }
 
-// Write inserts the batches of batches (a PCollection<KV<int, Iter<flow.Row>>> from
-// batch.Batches) into cfg.Table. It returns the dead-letter records of the rows the server
+// Write inserts the batches of batches (a PCollection<KV<int, flow.Rows>> from batch.Rows) into
+// cfg.Table, converting each row's payload with the stage's own view of the table's schema. It returns the dead-letter records of the rows the server
 // rejected (PCollection<flow.DeadLetter>) and the ack ids of the inserted rows, one []string
 // per batch (PCollection<[]string>, for the acknowledging stage; empty on Dataflow). It panics at
 // construction when cfg is incomplete.
@@ -142,23 +141,19 @@ func (f *insertFn) Teardown() error {
 
 // ProcessElement inserts one batch, dead-letters the rows the server rejects, then acknowledges
 // the messages of the inserted rows.
-func (f *insertFn) ProcessElement(ctx context.Context, shard int, next func(*flow.Row) bool, emitDeadLetter func(flow.DeadLetter), emitStored func([]string)) error {
-	var rows []*flow.Row
-	for {
-		r := new(flow.Row)
-		if !next(r) {
-			break
-		}
-		rows = append(rows, r)
-	}
-	if len(rows) == 0 {
+func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Rows, emitDeadLetter func(flow.DeadLetter), emitStored func([]string)) error {
+	if len(batch.Rows) == 0 {
 		return nil
+	}
+	rows := make([]*Row, len(batch.Rows))
+	for i := range batch.Rows {
+		rows[i] = &Row{Row: &batch.Rows[i]}
 	}
 	f.presumedData = map[int32]bool{}
 	// The same pane retried by the runner yields the same INSERTs, hence the same tokens.
-	slices.SortFunc(rows, func(a, b *flow.Row) int { return strings.Compare(a.MessageID, b.MessageID) })
-	rejected := map[*flow.Row]bool{}
-	reject := func(r *flow.Row, stage string, err error) {
+	slices.SortFunc(rows, func(a, b *Row) int { return strings.Compare(a.MessageID, b.MessageID) })
+	rejected := map[*Row]bool{}
+	reject := func(r *Row, stage string, err error) {
 		rejected[r] = true
 		rowsRejected.Inc(ctx, 1)
 		emitDeadLetter(flow.DeadLetter{
@@ -191,9 +186,8 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, next func(*flo
 // maxSchemaRefreshes bounds how often one batch refreshes the schema and starts again.
 const maxSchemaRefreshes = 2
 
-// insertRows converts rows to the current schema where needed, splits them into blocks and
-// inserts each.
-func (f *insertFn) insertRows(ctx context.Context, rows []*flow.Row, reject func(*flow.Row, string, error), refreshes int) error {
+// insertRows converts rows with the current schema, splits them into blocks and inserts each.
+func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row, string, error), refreshes int) error {
 	current := f.conv.SchemaHash()
 	stale := false
 	for _, r := range rows {
@@ -209,16 +203,22 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*flow.Row, reject func
 		}
 		current = f.conv.SchemaHash()
 	}
-	var ok []*flow.Row
+	// The rows' RowBinary shares one buffer: a slice keeps the array it was cut from, so growing
+	// the buffer leaves the earlier rows' bytes in place.
+	var (
+		ok    = make([]*Row, 0, len(rows))
+		arena []byte
+	)
 	for _, r := range rows {
-		if r.Schema != current {
-			data, err := f.conv.Convert(nil, r.Payload)
-			if err != nil {
-				reject(r, "write (converting again after the table changed)", err)
-				continue
-			}
-			r.Data, r.Schema = data, current
+		start := len(arena)
+		var err error
+		if arena, err = f.conv.Convert(arena, r.Payload); err != nil {
+			arena = arena[:start]
+			// The payload converted in the parse stage: the table changed since.
+			reject(r, "write (converting again after the table changed)", err)
+			continue
 		}
+		r.Data = arena[start:len(arena):len(arena)]
 		ok = append(ok, r)
 	}
 	maxRows := f.Settings.MaxInsertBlockSize
@@ -244,7 +244,7 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*flow.Row, reject func
 // memory error splits it without dead-lettering; a schema error refreshes the schema and starts
 // again. It returns an error (the bundle fails, nothing is acknowledged) when the retries of a
 // transient failure or a refusal are spent.
-func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*flow.Row, string, error), refreshes int) error {
+func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, string, error), refreshes int) error {
 	start := time.Now()
 	unknownAttempts := 0
 	attempts, err := f.Retry.DoIf(ctx, func() error {
@@ -306,9 +306,6 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*flow.
 		slog.Warn("INSERT failed because the table changed; reading its schema again", "table", f.Table, "error", err)
 		if err := f.refreshSchema(ctx); err != nil {
 			return err
-		}
-		for _, r := range b.Rows {
-			r.Schema = 0 // convert again against the new schema
 		}
 		return f.insertRows(ctx, b.Rows, reject, refreshes+1)
 	case class == chclient.Refused:

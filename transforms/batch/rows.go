@@ -1,0 +1,284 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+)
+
+func init() {
+	register.DoFn3x0[int, func(*flow.Rows) bool, func(int, flow.Rows)](&concatFn{})
+	register.Iter1[flow.Rows]()
+	register.DoFn6x0[beam.Window, state.Provider, timers.Provider, string, flow.Rows, func(int, flow.Rows)](&countFn{})
+	register.DoFn6x0[beam.Window, state.Provider, timers.Provider, string, flow.Rows, func(int, flow.Rows)](&countTimeFn{})
+	register.DoFn2x0[flow.Rows, func(string, flow.Rows)](&shardKeyFn{})
+	register.Emitter2[string, flow.Rows]()
+	register.DoFn2x0[flow.Rows, func(flow.Rows)](&dropHeartbeatsFn{})
+	register.Emitter1[flow.Rows]()
+	register.Emitter2[int, flow.Rows]()
+}
+
+// Rows batches rows (a PCollection<flow.Rows>, groups of rows of any size) by cfg.Mode and
+// returns a PCollection<KV<int, flow.Rows>> in which each element is one batch of one shard.
+// Rows are counted, not elements: in the count and combined modes a batch that the count fires
+// holds exactly Mode.Rows rows, splitting a group across batches when it must, and the time of
+// the combined mode runs from the first row of each batch. In the fixed-window mode a batch is
+// every row of one window of one shard, as Batches groups them.
+//
+// The count and combined modes batch with a stateful DoFn (countFn) in the global window instead
+// of a trigger, since a trigger counts elements. It panics at construction when cfg.Shards is not
+// positive or the mode is empty.
+func Rows(s beam.Scope, cfg Config, rows beam.PCollection) beam.PCollection {
+	s = s.Scope("Batch")
+	mode := cfg.Mode
+	if cfg.Shards < 1 {
+		panic(fmt.Sprintf("batch.Rows: numShards %d must be positive", cfg.Shards))
+	}
+	if mode.Rows == 0 {
+		if mode.Window <= 0 {
+			panic(fmt.Sprintf("batch.Rows: mode %+v has neither a window nor a row count", mode))
+		}
+		keyed := beam.ParDo(s, &shardFn{NumShards: cfg.Shards}, beam.ParDo(s, &dropHeartbeatsFn{}, rows))
+		windowed := beam.WindowInto(s, window.NewFixedWindows(mode.Window), keyed,
+			beam.Trigger(trigger.AfterEndOfWindow()), beam.PanesDiscard(), beam.AllowedLateness(0))
+		return beam.ParDo(s, &concatFn{}, beam.GroupByKey(s, windowed))
+	}
+	keyed := beam.ParDo(s, &shardKeyFn{NumShards: cfg.Shards}, rows)
+	buffer, count, started := state.MakeBagState[flow.Rows]("buffer"), state.MakeValueState[int64]("count"), state.MakeValueState[int64]("started")
+	if mode.Window > 0 && cfg.ProcessingTimeTimers {
+		return beam.ParDo(s, &countTimeFn{Rows: int64(mode.Rows), WindowMillis: mode.Window.Milliseconds(),
+			Buffer: buffer, Count: count, Started: started, EndOfWindow: timers.InEventTime("endOfWindow"),
+			PaneTimeout: timers.InProcessingTime("paneTimeout")}, keyed)
+	}
+	return beam.ParDo(s, &countFn{Rows: int64(mode.Rows), WindowMillis: mode.Window.Milliseconds(),
+		Buffer: buffer, Count: count, Started: started, EndOfWindow: timers.InEventTime("endOfWindow")}, keyed)
+}
+
+// concatFn joins the groups of one pane into one batch.
+type concatFn struct{}
+
+func (concatFn) ProcessElement(shard int, groups func(*flow.Rows) bool, emit func(int, flow.Rows)) {
+	var out, g flow.Rows
+	for groups(&g) {
+		out.Rows = append(out.Rows, g.Rows...)
+	}
+	emit(shard, out)
+}
+
+// countFn is the batcher of the count and combined modes, per shard (the key): it buffers rows
+// in state and emits a batch of exactly Rows rows whenever that many are buffered; in the
+// combined mode also the buffered rows once WindowMillis have passed since the first row of the
+// batch, checked whenever an element arrives (the local source's heartbeats arrive every
+// 200 ms); and whatever is buffered when the input ends (an event-time timer at the end of the
+// global window, which fires once the watermark passes it: on a drain, or when a local run's
+// source stops).
+//
+// It has no processing-time timer, because prism (Beam 2.77.0) does not fire those of a stateful
+// DoFn, and never finishes a bounded input while a DoFn declares one that is not set; on
+// Dataflow, whose source sends no heartbeats, countTimeFn adds one.
+type countFn struct {
+	Rows         int64 // rows per batch, positive
+	WindowMillis int64 // the combined mode's time bound; 0 in the count mode
+
+	Buffer      state.Bag[flow.Rows]
+	Count       state.Value[int64]
+	Started     state.Value[int64] // Unix ms of the batch's first row
+	EndOfWindow timers.EventTime
+}
+
+func (fn *countFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, rows flow.Rows, emit func(int, flow.Rows)) {
+	b := buffer{rows: fn.Rows, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, started: fn.Started}
+	if b.add(sp, key, rows, emit) {
+		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime(), timers.WithNoOutputTimestamp())
+	}
+}
+
+// OnTimer emits the buffered rows as one batch (fewer than Rows: a full batch is emitted at once).
+func (fn *countFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(int, flow.Rows)) {
+	b := buffer{rows: fn.Rows, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, started: fn.Started}
+	b.flush(sp, key, emit)
+}
+
+// countTimeFn is countFn with a processing-time timer for the combined mode's time bound, for
+// runners that fire them (Dataflow), where the source sends no heartbeats. It never clears a
+// timer (prism hangs when a DoFn clears a processing-time timer in OnTimer, which is why the
+// SDK's GroupIntoBatches is not used): setting the timer again when a batch starts replaces the
+// earlier setting, and a timer that fires before its batch is due does nothing.
+type countTimeFn struct {
+	Rows         int64 // rows per batch, positive
+	WindowMillis int64 // the time bound, positive
+
+	Buffer      state.Bag[flow.Rows]
+	Count       state.Value[int64]
+	Started     state.Value[int64]
+	EndOfWindow timers.EventTime
+	PaneTimeout timers.ProcessingTime
+}
+
+func (fn *countTimeFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, rows flow.Rows, emit func(int, flow.Rows)) {
+	b := buffer{rows: fn.Rows, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, started: fn.Started}
+	if b.add(sp, key, rows, emit) {
+		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime(), timers.WithNoOutputTimestamp())
+		fn.PaneTimeout.Set(tp, time.Now().Add(time.Duration(fn.WindowMillis)*time.Millisecond))
+	}
+}
+
+// OnTimer emits the buffered rows as one batch: at the end of the window, or when the batch is due.
+func (fn *countTimeFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(int, flow.Rows)) {
+	b := buffer{rows: fn.Rows, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, started: fn.Started}
+	if timer.Family == fn.PaneTimeout.Family {
+		b.flushIfDue(sp, key, emit)
+		return
+	}
+	b.flush(sp, key, emit)
+}
+
+// buffer is the state of one shard's batch being filled: the groups of rows, and their count.
+type buffer struct {
+	rows         int64
+	windowMillis int64
+	bag          state.Bag[flow.Rows]
+	count        state.Value[int64]
+	started      state.Value[int64]
+}
+
+// add emits the buffered rows if the batch is due (the time bound), adds the rows of one element
+// (none for a heartbeat) and emits every full batch; it reports whether a new batch started (its
+// first rows are buffered now), for the caller to set its timers.
+func (b buffer) add(sp state.Provider, key string, rows flow.Rows, emit func(int, flow.Rows)) (started bool) {
+	b.flushIfDue(sp, key, emit)
+	if len(rows.Rows) == 0 {
+		return false
+	}
+	count, _, err := b.count.Read(sp)
+	if err != nil {
+		panic(err)
+	}
+	if count+int64(len(rows.Rows)) < b.rows {
+		b.put(sp, rows, count)
+		return count == 0
+	}
+	// The count is reached: the buffered rows and this element's, in arrival order, make full
+	// batches; the rest starts the next batch.
+	shard := shardOf(key)
+	all := append(b.read(sp).Rows, rows.Rows...)
+	for int64(len(all)) >= b.rows {
+		emit(shard, flow.Rows{Rows: all[:b.rows:b.rows]})
+		all = all[b.rows:]
+	}
+	b.clear(sp)
+	if len(all) == 0 {
+		return false
+	}
+	b.put(sp, flow.Rows{Rows: all}, 0)
+	return true
+}
+
+func (b buffer) put(sp state.Provider, rows flow.Rows, count int64) {
+	if err := b.bag.Add(sp, rows); err != nil {
+		panic(err)
+	}
+	if count == 0 && b.windowMillis > 0 {
+		if err := b.started.Write(sp, time.Now().UnixMilli()); err != nil {
+			panic(err)
+		}
+	}
+	if err := b.count.Write(sp, count+int64(len(rows.Rows))); err != nil {
+		panic(err)
+	}
+}
+
+// read returns the buffered rows as one group.
+func (b buffer) read(sp state.Provider) flow.Rows {
+	groups, _, err := b.bag.Read(sp)
+	if err != nil {
+		panic(err)
+	}
+	var out flow.Rows
+	for _, g := range groups {
+		out.Rows = append(out.Rows, g.Rows...)
+	}
+	return out
+}
+
+// flushIfDue flushes the buffered rows when the time bound has passed since the batch's first row.
+func (b buffer) flushIfDue(sp state.Provider, key string, emit func(int, flow.Rows)) {
+	if b.windowMillis <= 0 {
+		return
+	}
+	started, ok, err := b.started.Read(sp)
+	if err != nil {
+		panic(err)
+	}
+	if ok && started > 0 && time.Now().UnixMilli()-started >= b.windowMillis {
+		b.flush(sp, key, emit)
+	}
+}
+
+// flush emits the buffered rows, if any, as one batch and empties the buffer.
+func (b buffer) flush(sp state.Provider, key string, emit func(int, flow.Rows)) {
+	rows := b.read(sp)
+	if len(rows.Rows) == 0 {
+		return
+	}
+	emit(shardOf(key), rows)
+	b.clear(sp)
+}
+
+func (b buffer) clear(sp state.Provider) {
+	if err := b.bag.Clear(sp); err != nil {
+		panic(err)
+	}
+	if err := b.count.Clear(sp); err != nil {
+		panic(err)
+	}
+	if b.windowMillis > 0 {
+		if err := b.started.Clear(sp); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func shardOf(key string) int {
+	n, _ := strconv.Atoi(key)
+	return n
+}
+
+// shardKeyFn keys groups by shard, round robin per worker, as a string (a key with a standard
+// coder; Beam's Go int coder is a custom one).
+type shardKeyFn struct {
+	NumShards int
+	next      int
+}
+
+// ProcessElement keys a group by the next shard, and a heartbeat (no rows) by every shard.
+func (f *shardKeyFn) ProcessElement(rows flow.Rows, emit func(string, flow.Rows)) {
+	if len(rows.Rows) == 0 {
+		for shard := range f.NumShards {
+			emit(strconv.Itoa(shard), rows)
+		}
+		return
+	}
+	shard := f.next
+	f.next = (f.next + 1) % f.NumShards
+	emit(strconv.Itoa(shard), rows)
+}
+
+// dropHeartbeatsFn drops the source's heartbeats (groups without rows): fixed windows need none.
+type dropHeartbeatsFn struct{}
+
+func (dropHeartbeatsFn) ProcessElement(rows flow.Rows, emit func(flow.Rows)) {
+	if len(rows.Rows) > 0 {
+		emit(rows)
+	}
+}

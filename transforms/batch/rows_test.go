@@ -1,0 +1,54 @@
+package batch
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+)
+
+func TestMain(m *testing.M) { ptest.Main(m) }
+
+func init() {
+	register.Function2x1(batchText)
+}
+
+// batchText renders a batch as its message ids in order.
+func batchText(_ int, b flow.Rows) string {
+	ids := make([]string, len(b.Rows))
+	for i, r := range b.Rows {
+		ids[i] = r.MessageID
+	}
+	return fmt.Sprint(ids)
+}
+
+func groups(sizes ...int) []flow.Rows {
+	var out []flow.Rows
+	n := 0
+	for _, size := range sizes {
+		var g flow.Rows
+		for range size {
+			g.Rows = append(g.Rows, flow.Row{MessageID: fmt.Sprintf("m%02d", n), Payload: []byte("{}")})
+			n++
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// TestRowsCountMode: a batch holds exactly Rows rows, whatever the groups carry; the rest is
+// emitted when the input ends.
+func TestRowsCountMode(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	in := beam.CreateList(s, groups(2, 5, 1, 3))
+	out := beam.ParDo(s, batchText, Rows(s, Config{Mode: Mode{Rows: 3}, Shards: 1}, in))
+	passert.Equals(s, out, "[m00 m01 m02]", "[m03 m04 m05]", "[m06 m07 m08]", "[m09 m10]")
+	if err := ptest.Run(p); err != nil {
+		t.Fatal(err)
+	}
+}
