@@ -220,4 +220,13 @@ func TestRedactArgs(t *testing.T) {
 			t.Errorf("%q redacted to %q", in, got)
 		}
 	}
+	// A Secret Manager secret version's name is no secret: it shows, in both forms. PEM text (a
+	// key pasted in place of its name) does not, whatever its flag.
+	const version = "projects/p/secrets/ch/versions/latest"
+	const key = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg" + pw
+	got = strings.Join(redactArgs(newFlagSet(), []string{"--clickHousePassword=" + version, "--clickHousePassword", version,
+		"--clickHouseClientKey=" + key, "--clickHouseClientKey", key}, ""), " ")
+	if want := "--clickHousePassword=" + version + " --clickHousePassword " + version + " --clickHouseClientKey=xxxxx --clickHouseClientKey xxxxx"; got != want {
+		t.Errorf("redacted arguments %q, want %q", got, want)
+	}
 }

@@ -115,14 +115,14 @@ func RefRule(ref string) string {
 	switch {
 	case strings.Contains(ref, "-----BEGIN"):
 		return "holds PEM text; give the file path, gs:// object or Secret Manager secret version (" + VersionForm + ") that holds it"
+	case strings.TrimSpace(ref) != ref:
+		return "must not begin or end with spaces"
 	case looksLikeSecretManager(ref) && !IsVersion(ref):
 		return notVersion
 	case strings.HasPrefix(ref, "gs://"):
 		if b, o, _ := strings.Cut(strings.TrimPrefix(ref, "gs://"), "/"); b == "" || o == "" {
 			return "must be gs://<bucket>/<object>, with an object name"
 		}
-	case strings.TrimSpace(ref) != ref:
-		return "must not begin or end with spaces"
 	}
 	return ""
 }
