@@ -53,6 +53,10 @@ func main() {
 		os.Exit(2)
 	}
 	beam.Init()
+	if o.ClickHouse().PasswordAsText() {
+		// The Dataflow runner logs the pipeline model, whose DoFns then hold the password.
+		slog.SetDefault(slog.New(modelFilter{slog.Default().Handler()}))
+	}
 	if path := os.Getenv("PUBSUB_TO_CLICKHOUSE_CPUPROFILE"); path != "" {
 		// For profiling a local run: go tool pprof <binary> <path>.
 		if f, err := os.Create(path); err == nil {

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -108,6 +109,8 @@ type Resolved struct {
 	cfg      Config
 	password string      // the password read from Secret Manager; "" when c.Password is the password
 	tls      *tls.Config // when the URL asks for TLS
+	// askedForCert is set once a server asked for a client certificate (see tlsConfig).
+	askedForCert *atomic.Bool
 }
 
 // Resolve reads what c names outside itself: the password, when clickHousePassword is a Secret
@@ -149,7 +152,7 @@ func (c Config) Resolve(ctx context.Context) (*Resolved, error) {
 			return nil, readError(p.Name, err)
 		}
 	}
-	if r.tls, err = tlsConfig(o.TLS, pem[0], pem[1], pem[2]); err != nil {
+	if r.tls, r.askedForCert, err = tlsConfig(o.TLS, pem[0], pem[1], pem[2]); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -220,15 +223,17 @@ func (r *Resolved) Open(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	asked := r.askedForCert != nil && r.askedForCert.Load()
 	conn, err := clickhouse.Open(o)
 	if err != nil {
-		return nil, explain(fmt.Errorf("clickhouse %s: %w", RedactURL(c.URL), err), c)
+		return nil, explain(fmt.Errorf("clickhouse %s: %w", RedactURL(c.URL), err), c, asked)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := conn.Ping(pctx); err != nil {
 		conn.Close()
-		return nil, explain(fmt.Errorf("clickhouse %s as user %q: %w", RedactURL(c.URL), c.Username, err), c)
+		asked = r.askedForCert != nil && r.askedForCert.Load()
+		return nil, explain(fmt.Errorf("clickhouse %s as user %q: %w", RedactURL(c.URL), c.Username, err), c, asked)
 	}
 	return conn, nil
 }

@@ -23,15 +23,16 @@ func (e *ConfigError) Error() string { return e.Param + ": " + e.Hint + " (" + e
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // explain turns a failure to open a connection into a ConfigError when its cause is a likely
-// misconfiguration; other errors are returned as they are. The texts never hold the password.
-func explain(err error, c Config) error {
+// misconfiguration; other errors are returned as they are. askedForCert tells that the server
+// asked for a client certificate during the TLS handshake. The texts never hold the password.
+func explain(err error, c Config, askedForCert bool) error {
 	if err == nil {
 		return nil
 	}
 	url := RedactURL(c.URL)
 	scheme, _, _ := strings.Cut(strings.ToLower(c.URL), "://")
 	msg := err.Error()
-	if tlsErr := explainTLS(err, c, url, scheme); tlsErr != nil {
+	if tlsErr := explainTLS(err, c, url, scheme, askedForCert); tlsErr != nil {
 		return tlsErr
 	}
 	var ex *clickhouse.Exception
@@ -64,8 +65,10 @@ func explain(err error, c Config) error {
 // explainTLS explains a failure of the TLS handshake as a *ConfigError naming the parameter to
 // fix, or returns nil when err is not one. The server's certificate is verified by Go's TLS
 // client (x509's errors); the client certificate by the server, whose refusal arrives as a TLS
-// alert ("remote error: tls: ...").
-func explainTLS(err error, c Config, url, scheme string) error {
+// alert ("remote error: tls: ...") or, from a server that asked for a certificate and got none,
+// as a connection closed right after the handshake (TLS 1.3 completes the client's side of the
+// handshake before the server has checked its certificate).
+func explainTLS(err error, c Config, url, scheme string, askedForCert bool) error {
 	msg := err.Error()
 	var unknown x509.UnknownAuthorityError
 	var host x509.HostnameError
@@ -88,7 +91,8 @@ func explainTLS(err error, c Config, url, scheme string) error {
 	case errors.As(err, &invalid):
 		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the certificate of the server at %s does not verify (%v): the server needs a certificate fit for TLS servers; the pipeline never skips the check", url, invalid), err}
 	case strings.Contains(msg, "remote error: tls: certificate required"),
-		c.ClientCertificate == "" && strings.Contains(msg, "remote error: tls: handshake failure"):
+		c.ClientCertificate == "" && strings.Contains(msg, "remote error: tls: handshake failure"),
+		c.ClientCertificate == "" && askedForCert && (strings.Contains(msg, "connection reset") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe")):
 		return &ConfigError{"clickHouseClientCertificate", fmt.Sprintf("the server at %s requires a client certificate (mutual TLS): give it in clickHouseClientCertificate, and its key in clickHouseClientKey", url), err}
 	case c.ClientCertificate != "" && strings.Contains(msg, "remote error: tls:"):
 		return &ConfigError{"clickHouseClientCertificate", fmt.Sprintf("the server at %s refused the client certificate %s: give one signed by an authority that the server trusts (its openSSL.server.caConfig)", url, refShown(c.ClientCertificate)), err}

@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,19 +25,22 @@ import (
 //     the address they dial, host by host when the URL lists several.
 //   - The client certificate and key, when given, are presented to a server that asks for one
 //     (mutual TLS); a key that does not match the certificate, and a certificate outside its
-//     validity period, are refused here rather than by the server.
+//     validity period, are refused here rather than by the server. asked is set when a server
+//     asks for a client certificate: a server that requires one and is given none closes the
+//     connection after the handshake (ClickHouse 18.16 does so without a TLS alert), which
+//     asked tells from other failures.
 //   - TLS 1.2 at least.
 //
 // Errors are *ConfigError naming the parameter to fix; none holds the key.
-func tlsConfig(base *tls.Config, ca, cert, key []byte) (*tls.Config, error) {
-	c := &tls.Config{MinVersion: tls.VersionTLS12}
+func tlsConfig(base *tls.Config, ca, cert, key []byte) (c *tls.Config, asked *atomic.Bool, err error) {
+	c = &tls.Config{MinVersion: tls.VersionTLS12}
 	if base != nil {
 		c.ServerName = base.ServerName
 	}
 	if ca != nil {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(ca) {
-			return nil, &ConfigError{"clickHouseCaCertificate", "holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\"): give the certificate of the authority that signs the server's certificate", errNoPEM}
+			return nil, nil, &ConfigError{"clickHouseCaCertificate", "holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\"): give the certificate of the authority that signs the server's certificate", errNoPEM}
 		}
 		c.RootCAs = pool
 	}
@@ -44,26 +48,36 @@ func tlsConfig(base *tls.Config, ca, cert, key []byte) (*tls.Config, error) {
 	case cert != nil && key != nil:
 		pair, err := tls.X509KeyPair(cert, key)
 		if err != nil {
-			return nil, keyPairError(cert, key, err)
+			return nil, nil, keyPairError(cert, key, err)
 		}
 		leaf, err := x509.ParseCertificate(pair.Certificate[0])
 		if err != nil {
-			return nil, &ConfigError{"clickHouseClientCertificate", "is not a certificate that Go can read", err}
+			return nil, nil, &ConfigError{"clickHouseClientCertificate", "is not a certificate that Go can read", err}
 		}
 		if now := time.Now(); now.After(leaf.NotAfter) || now.Before(leaf.NotBefore) {
-			return nil, &ConfigError{"clickHouseClientCertificate", fmt.Sprintf("is valid from %s to %s, not now: give a current certificate",
+			return nil, nil, &ConfigError{"clickHouseClientCertificate", fmt.Sprintf("is valid from %s to %s, not now: give a current certificate",
 				leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339)), errors.New("outside its validity period")}
 		}
 		c.Certificates = []tls.Certificate{pair}
 	case cert != nil:
-		return nil, &ConfigError{"clickHouseClientKey", "is unset, but clickHouseClientCertificate is set: give both, or neither", errors.New("no key")}
+		return nil, nil, &ConfigError{"clickHouseClientKey", "is unset, but clickHouseClientCertificate is set: give both, or neither", errors.New("no key")}
 	case key != nil:
-		return nil, &ConfigError{"clickHouseClientCertificate", "is unset, but clickHouseClientKey is set: give both, or neither", errors.New("no certificate")}
+		return nil, nil, &ConfigError{"clickHouseClientCertificate", "is unset, but clickHouseClientKey is set: give both, or neither", errors.New("no certificate")}
+	}
+	asked = new(atomic.Bool)
+	certs := c.Certificates
+	c.Certificates = nil
+	c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		asked.Store(true)
+		if len(certs) == 0 {
+			return &tls.Certificate{}, nil // none: the server decides whether it needs one
+		}
+		return &certs[0], nil
 	}
 	if c.InsecureSkipVerify {
 		panic("chclient: certificate verification is never turned off")
 	}
-	return c, nil
+	return c, asked, nil
 }
 
 var errNoPEM = errors.New("no PEM block")

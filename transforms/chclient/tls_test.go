@@ -25,13 +25,19 @@ func TestTLSConfig(t *testing.T) {
 	expired := ca.Issue(t, certtest.Options{Hosts: []string{"ingest"}, Client: true,
 		NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})
 
-	c, err := tlsConfig(&tls.Config{}, nil, nil, nil)
-	if err != nil || c.RootCAs != nil || c.InsecureSkipVerify || c.ServerName != "" || c.MinVersion != tls.VersionTLS12 || c.Certificates != nil {
-		t.Errorf("no TLS parameters: %+v, %v; want the system's roots, verified, TLS 1.2+, the server name of each host", c, err)
+	c, asked, err := tlsConfig(&tls.Config{}, nil, nil, nil)
+	if err != nil || c.RootCAs != nil || c.InsecureSkipVerify || c.ServerName != "" || c.MinVersion != tls.VersionTLS12 {
+		t.Fatalf("no TLS parameters: %+v, %v; want the system's roots, verified, TLS 1.2+, the server name of each host", c, err)
 	}
-	c, err = tlsConfig(&tls.Config{ServerName: "ch.internal"}, ca.PEM, client.CertPEM, client.KeyPEM)
-	if err != nil || c.RootCAs == nil || c.InsecureSkipVerify || c.ServerName != "ch.internal" || len(c.Certificates) != 1 {
-		t.Errorf("CA and client certificate: %+v, %v; want the CA's pool, verified, tls_server_name, one certificate", c, err)
+	if got, _ := c.GetClientCertificate(&tls.CertificateRequestInfo{}); len(got.Certificate) != 0 || !asked.Load() {
+		t.Errorf("asked for a client certificate without one: %d certificates, asked %v; want none, and asked", len(got.Certificate), asked.Load())
+	}
+	c, asked, err = tlsConfig(&tls.Config{ServerName: "ch.internal"}, ca.PEM, client.CertPEM, client.KeyPEM)
+	if err != nil || c.RootCAs == nil || c.InsecureSkipVerify || c.ServerName != "ch.internal" || asked.Load() {
+		t.Fatalf("CA and client certificate: %+v, %v; want the CA's pool, verified, tls_server_name", c, err)
+	}
+	if got, _ := c.GetClientCertificate(&tls.CertificateRequestInfo{}); got.Leaf == nil || got.Leaf.Subject.CommonName != "ingest" {
+		t.Errorf("asked for a client certificate: %+v, want the client certificate", got)
 	}
 	for _, tc := range []struct {
 		name           string
@@ -47,7 +53,7 @@ func TestTLSConfig(t *testing.T) {
 		{"certificate without key", nil, client.CertPEM, nil, "clickHouseClientKey", "give both"},
 		{"key without certificate", nil, nil, client.KeyPEM, "clickHouseClientCertificate", "give both"},
 	} {
-		_, err := tlsConfig(&tls.Config{}, tc.ca, tc.cert, tc.key)
+		_, _, err := tlsConfig(&tls.Config{}, tc.ca, tc.cert, tc.key)
 		var ce *ConfigError
 		if !errors.As(err, &ce) || ce.Param != tc.param || !strings.Contains(err.Error(), tc.message) {
 			t.Errorf("%s: %v, want a ConfigError of %s saying %q", tc.name, err, tc.param, tc.message)
@@ -95,7 +101,7 @@ func TestResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Auth.Password != password || o.TLS == nil || o.TLS.RootCAs == nil || len(o.TLS.Certificates) != 1 || o.TLS.InsecureSkipVerify {
+	if o.Auth.Password != password || o.TLS == nil || o.TLS.RootCAs == nil || o.TLS.GetClientCertificate == nil || o.TLS.InsecureSkipVerify {
 		t.Errorf("resolved options: password %t, TLS %+v; want the secret's password (without its newline), the CA, the client certificate",
 			o.Auth.Password == password, o.TLS)
 	}
