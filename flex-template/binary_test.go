@@ -243,6 +243,9 @@ func TestBinary(t *testing.T) {
 				"--dry_run is for the Dataflow runner"},
 			{"the direct runner", append([]string{"--runner=direct"}, params...), 1,
 				"the direct runner cannot run this pipeline"},
+			{"a certificate file on Dataflow", append(slices.Clone(params), "--runner=dataflow", "--project=p", "--region=us-central1",
+				"--clickHouseUrl=clickhouse://127.0.0.1:1?secure=true", "--clickHouseCaCertificate=/etc/ssl/ca.pem"), 1,
+				`clickHouseCaCertificate "/etc/ssl/ca.pem": a file path is read on each worker, and Dataflow's workers do not have the launcher's files`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				out, err := command(t, dir, nil, bin, tc.args...)
