@@ -555,6 +555,10 @@ func TestValidateRules(t *testing.T) {
 			o.ClickHouseURL = "clickhouse://ch.example.com:9440?secure=false"
 			o.ClickHouseCaCertificate = "/etc/ca.pem"
 		}, "clickHouseCaCertificate", "/etc/ca.pem", "clickHouseUrl does not use TLS"},
+		{"CA for a URL that is wrong anyway", func(o *Options) {
+			o.ClickHouseURL = "tcp://ch.example.com:9440"
+			o.ClickHouseCaCertificate = "gs://certs/ca.pem"
+		}, "clickHouseUrl", "tcp://ch.example.com:9440", `scheme "tcp" is not supported`},
 		{"CA a bucket", func(o *Options) { o.ClickHouseCaCertificate = "gs://certs" },
 			"clickHouseCaCertificate", "gs://certs", "must be gs://<bucket>/<object>"},
 		{"CA a secret, not a version", func(o *Options) { o.ClickHouseCaCertificate = "projects/p/secrets/ca" },

@@ -300,6 +300,9 @@ func tlsRef(partner string, partnerValue func(Options) string) func(parameter, O
 		if rule := secret.RefRule(p.str(o)); rule != "" {
 			return rule
 		}
+		if chclient.URLRule(o.ClickHouseURL, o.ClickHouseUsername, o.ClickHousePassword, o.ClickHouseDatabase) != "" {
+			return "" // clickHouseUrl's own problem, reported for it
+		}
 		if !chclient.UsesTLS(o.ClickHouseURL) {
 			return "is set, but clickHouseUrl does not use TLS (http://, or clickhouse:// without secure=true): use https://, or clickhouse://host:9440?secure=true, or leave it empty"
 		}
