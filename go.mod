@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	cloud.google.com/go/iam v1.14.0
 	cloud.google.com/go/pubsub/v2 v2.8.0
+	cloud.google.com/go/secretmanager v1.23.0
 	cloud.google.com/go/storage v1.67.1
 	github.com/ClickHouse/ch-go v0.75.0
 	github.com/ClickHouse/clickhouse-go/v2 v2.51.0
@@ -12,6 +13,7 @@ require (
 	github.com/fsouza/fake-gcs-server v1.56.1
 	github.com/google/go-cmp v0.7.0
 	github.com/google/uuid v1.6.0
+	github.com/googleapis/gax-go/v2 v2.26.2
 	github.com/paulmach/orb v0.14.0
 	github.com/shopspring/decimal v1.6.0
 	google.golang.org/api v0.304.0
@@ -56,7 +58,6 @@ require (
 	github.com/google/renameio/v2 v2.0.0 // indirect
 	github.com/google/s2a-go v0.1.11 // indirect
 	github.com/googleapis/enterprise-certificate-proxy v0.3.23 // indirect
-	github.com/googleapis/gax-go/v2 v2.26.2 // indirect
 	github.com/gorilla/handlers v1.5.2 // indirect
 	github.com/gorilla/mux v1.8.1 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect

@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
 // aliases maps the names that other SDKs' launchers and users pass (the Java SDK's
@@ -204,22 +205,32 @@ func toSnake(s string) string {
 // redactArgs returns args as they may be logged: the value of a secret flag (clickHousePassword,
 // and any flag whose name says password, secret or token) is "xxxxx", whether it follows "=" or
 // comes as the next argument (whatever that starts with, as fs's flag package takes it), and so
-// is a stray argument after a secret flag given with an empty "="; a password in a URL's
-// userinfo or query is hidden (see chclient.RedactURL) in any value that may hold one; and
-// password, wherever else it appears, is "xxxxx" too.
+// is a stray argument after a secret flag given with an empty "="; the name of a Secret Manager
+// secret version, which is no secret, shows as it is; an argument holding PEM text (a key
+// pasted in place of its name) is "xxxxx"; a password in a URL's userinfo or query is hidden
+// (see chclient.RedactURL) in any value that may hold one; and password, wherever else it
+// appears, is "xxxxx" too.
 func redactArgs(fs *flag.FlagSet, args []string, password string) []string {
 	out := make([]string, 0, len(args))
 	hideNext := false
 	for _, arg := range args {
 		if hideNext {
 			hideNext = false
-			out = append(out, "xxxxx")
+			if !secret.IsVersion(arg) {
+				arg = "xxxxx"
+			}
+			out = append(out, arg)
 			continue
 		}
 		name, value, hasValue, ok := splitFlag(arg)
 		switch {
+		case strings.Contains(arg, "-----BEGIN"):
+			arg = "xxxxx"
+			if ok && hasValue {
+				arg = "--" + name + "=xxxxx"
+			}
 		case ok && isSecretName(name) && hasValue:
-			if value != "" {
+			if value != "" && !secret.IsVersion(value) {
 				arg = arg[:len(arg)-len(valuePart(arg))] + "xxxxx"
 			}
 			// --clickHousePassword= secret: the flag takes "", and the secret is a stray argument.

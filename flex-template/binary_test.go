@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/leak"
 )
 
 // dockerBuild is the binary's build as the Dockerfile states it.
@@ -225,7 +227,7 @@ func TestBinary(t *testing.T) {
 		params := []string{
 			"--inputSubscription=projects/my-project/subscriptions/my-sub", "--clickHouseUrl=clickhouse://127.0.0.1:1",
 			"--clickHouseDatabase=default", "--clickHouseTable=events", "--clickHouseUsername=default",
-			"--clickHousePassword=refusal-s3cr3t", "--clickHouseDeadLetterTable=dl",
+			"--clickHousePassword=" + refusalPassword, "--clickHouseDeadLetterTable=dl",
 		}
 		for _, tc := range []struct {
 			name string
@@ -241,6 +243,9 @@ func TestBinary(t *testing.T) {
 				"--dry_run is for the Dataflow runner"},
 			{"the direct runner", append([]string{"--runner=direct"}, params...), 1,
 				"the direct runner cannot run this pipeline"},
+			{"a certificate file on Dataflow", append(slices.Clone(params), "--runner=dataflow", "--project=p", "--region=us-central1",
+				"--clickHouseUrl=clickhouse://127.0.0.1:1?secure=true", "--clickHouseCaCertificate=/etc/ssl/ca.pem"), 1,
+				`clickHouseCaCertificate "/etc/ssl/ca.pem": a file path is read on each worker, and Dataflow's workers do not have the launcher's files`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				out, err := command(t, dir, nil, bin, tc.args...)
@@ -248,8 +253,8 @@ func TestBinary(t *testing.T) {
 				if !errors.As(err, &exit) || exit.ExitCode() != tc.code {
 					t.Fatalf("exit %v, want %d\n%s", err, tc.code, out)
 				}
-				if !strings.Contains(out, tc.want) || strings.Contains(out, "refusal-s3cr3t") {
-					t.Errorf("output lacks %q or shows the password:\n%s", tc.want, out)
+				if !strings.Contains(out, tc.want) {
+					t.Errorf("output lacks %q:\n%s", tc.want, out)
 				}
 			})
 		}
@@ -265,14 +270,15 @@ func TestBinary(t *testing.T) {
 			"GOOGLE_APPLICATION_CREDENTIALS=" + filepath.Join(dir, "no-credentials.json"),
 			"PUBSUB_EMULATOR_HOST=" + ps,
 		}
-		const password = "dry-run-s3cr3t-pw"
+		// The password is kept in Secret Manager: a dry run never reads it, and its job holds the
+		// secret version's name.
 		common := []string{
 			"--runner=dataflow", "--dry_run", "--project=p", "--region=us-central1",
 			"--staging_location=gs://b/staging", "--temp_location=gs://b/tmp",
 			"--inputSubscription=projects/my-project/subscriptions/my-sub",
 			"--clickHouseUrl=clickhouse://" + ch,
 			"--clickHouseDatabase=default", "--clickHouseTable=events",
-			"--clickHouseUsername=default", "--clickHousePassword=" + password,
+			"--clickHouseUsername=default", "--clickHousePassword=" + dryRunSecret,
 		}
 		for _, tc := range []struct {
 			name  string
@@ -311,23 +317,41 @@ func TestBinary(t *testing.T) {
 					// The job as Dataflow receives it.
 					`\"type\": \"JOB_TYPE_STREAMING\"`, `\"projectId\": \"p\"`, `\"region\": \"us-central1\"`,
 					`\"tempLocation\": \"gs://b/tmp\"`, `gs://b/staging/`, `beam_go_sdk`,
-					// The password shows redacted in the job's pipeline options.
-					`\"clickHousePassword\": \"xxxxx\"`,
+					// The job's pipeline options name the secret version.
+					`\"clickHousePassword\": \"` + dryRunSecret + `\"`,
 				}, tc.wants...) {
 					if !strings.Contains(out, want) {
 						t.Errorf("the output lacks %s", want)
 					}
 				}
-				// (The DoFns' serialized configuration, which workers need, holds the password
-				// base64-encoded; it must not appear as text.)
-				if strings.Contains(out, password) {
-					t.Error("the output shows the ClickHouse password")
+				// The DoFns, which the printed model holds base64-encoded, name the version.
+				if !leak.Found([]byte(out), `"Password":"`+dryRunSecret+`"`) {
+					t.Error("the printed model's DoFns do not name the secret version")
 				}
 				if t.Failed() {
 					t.Logf("output:\n%s", out)
 				}
 			})
 		}
+		// The password as text: the launch warns, and the model, whose DoFns would hold the
+		// password, is not printed (the job's pipeline options show it as xxxxx).
+		t.Run("password as text", func(t *testing.T) {
+			args := append(slices.Clone(common), "--clickHouseDeadLetterTable=dl")
+			args = slices.DeleteFunc(args, func(a string) bool { return strings.HasPrefix(a, "--clickHousePassword=") })
+			out, err := command(t, dir, env, bin, append(args, "--clickHousePassword="+dryRunPassword)...)
+			if err != nil {
+				t.Fatalf("dry run: %v\n%s", err, out)
+			}
+			for _, want := range []string{"Dry-run: not submitting job!", modelNotLogged, `\"clickHousePassword\": \"xxxxx\"`,
+				"the ClickHouse password is given as text"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the output lacks %s:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, serializedDoFn) {
+				t.Errorf("the output holds the serialized DoFns:\n%s", out)
+			}
+		})
 		if n := chConns.Load(); n != 0 {
 			t.Errorf("the dry runs opened %d connections to ClickHouse", n)
 		}
@@ -359,8 +383,17 @@ func listen(t *testing.T) (addr string, conns *atomic.Int64) {
 	return l.Addr().String(), conns
 }
 
+// The test passwords: no output of the binary may hold one, as text or in base64 (command
+// checks every run).
+const (
+	refusalPassword = "refusal-s3cr3t"
+	dryRunPassword  = "dry-run-s3cr3t-pw"
+	dryRunSecret    = "projects/p/secrets/ch-password/versions/latest"
+)
+
 // command runs name with args in dir, with env added to the environment, and returns its
-// combined output. It stops the command after two minutes.
+// combined output, which must hold none of the test passwords. It stops the command after two
+// minutes.
 func command(t *testing.T, dir string, env []string, name string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -375,5 +408,6 @@ func command(t *testing.T, dir string, env []string, name string, args ...string
 	if ctx.Err() != nil {
 		err = ctx.Err()
 	}
+	leak.Check(t, name+"'s output", out.Bytes(), refusalPassword, dryRunPassword)
 	return out.String(), err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -219,5 +220,28 @@ func TestRedactArgs(t *testing.T) {
 		if got := strings.Join(redactArgs(newFlagSet(), in, ""), " "); strings.Contains(got, pw) {
 			t.Errorf("%q redacted to %q", in, got)
 		}
+	}
+	// A Secret Manager secret version's name is no secret: it shows, in both forms. PEM text (a
+	// key pasted in place of its name) does not, whatever its flag.
+	const version = "projects/p/secrets/ch/versions/latest"
+	const key = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg" + pw
+	got = strings.Join(redactArgs(newFlagSet(), []string{"--clickHousePassword=" + version, "--clickHousePassword", version,
+		"--clickHouseClientKey=" + key, "--clickHouseClientKey", key}, ""), " ")
+	if want := "--clickHousePassword=" + version + " --clickHousePassword " + version + " --clickHouseClientKey=xxxxx --clickHouseClientKey xxxxx"; got != want {
+		t.Errorf("redacted arguments %q, want %q", got, want)
+	}
+}
+
+// TestModelFilter: with the password as text, a log message holding the serialized DoFns (the
+// Dataflow runner's log of the model) is replaced by a note; every other message passes.
+func TestModelFilter(t *testing.T) {
+	var out strings.Builder
+	l := slog.New(modelFilter{slog.NewTextHandler(&out, nil)}).With("k", "v")
+	l.Info(`components:{transforms:{key:"e4" value:{spec:{urn:"beam:transform:pardo:v1" payload:"\n\x19beam:go:transform:dofn:v1\x1aQ2xpY2tIb3VzZQ=="}}}}`)
+	l.Info("table checked", "table", "db.events")
+	got := out.String()
+	if strings.Contains(got, "Q2xpY2tIb3VzZQ") || !strings.Contains(got, modelNotLogged) ||
+		!strings.Contains(got, `msg="table checked" k=v table=db.events`) {
+		t.Errorf("filtered log:\n%s", got)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/source"
 )
 
@@ -52,6 +53,10 @@ func main() {
 		os.Exit(2)
 	}
 	beam.Init()
+	if o.ClickHouse().PasswordAsText() {
+		// The Dataflow runner logs the pipeline model, whose DoFns then hold the password.
+		slog.SetDefault(slog.New(modelFilter{slog.Default().Handler()}))
+	}
 	if path := os.Getenv("PUBSUB_TO_CLICKHOUSE_CPUPROFILE"); path != "" {
 		// For profiling a local run: go tool pprof <binary> <path>.
 		if f, err := os.Create(path); err == nil {
@@ -59,7 +64,11 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	slog.Info("arguments", "args", strings.Join(redactArgs(flag.CommandLine, os.Args[1:], o.ClickHousePassword), " "))
+	password := o.ClickHousePassword
+	if secret.IsVersion(password) {
+		password = "" // a secret version's name, which is no secret
+	}
+	slog.Info("arguments", "args", strings.Join(redactArgs(flag.CommandLine, os.Args[1:], password), " "))
 	for _, n := range notes {
 		slog.Info("argument of another SDK's form", "flag", n.Flag, "done", n.What)
 	}
@@ -79,8 +88,16 @@ func run(ctx context.Context, o pipeline.Options) error {
 	if err != nil {
 		return err
 	}
+	if o.ClickHouse().PasswordAsText() {
+		slog.Warn("the ClickHouse password is given as text (clickHousePassword, or in clickHouseUrl): it travels with the job graph, " +
+			"where readers of the job and of its staging location can read it; keep it in Secret Manager and give its secret version, " +
+			secret.VersionForm + ", as clickHousePassword (docs/deploy.md)")
+	}
 	src := pipeline.LocalSource
 	if l.dataflow {
+		if err := noLocalFiles(o); err != nil {
+			return err
+		}
 		src = pipeline.DataflowSource
 		// The launcher does not pass itself on as the worker binary.
 		if *jobopts.WorkerBinary == "" {
@@ -124,7 +141,17 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 	if err := source.CheckSubscription(ctx, o.InputSubscription); err != nil {
 		return err
 	}
-	t, _, err := parse.Check(ctx, o.ClickHouse(), o.ClickHouseTable)
+	// The password and the TLS material are read once, as each worker's Setup reads them.
+	ch, err := o.ClickHouse().Resolve(ctx)
+	if err != nil {
+		return err // a *chclient.ConfigError, naming its parameter
+	}
+	conn, err := ch.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	t, _, err := parse.Check(ctx, conn, o.ClickHouseDatabase, o.ClickHouseTable)
 	var ce *chclient.ConfigError
 	switch {
 	case errors.As(err, &ce):
@@ -133,11 +160,6 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 		return fmt.Errorf("clickHouseTable: %w", err)
 	}
 	slog.Info("table checked", "table", o.ClickHouseDatabase+"."+o.ClickHouseTable, "writable columns", len(t.Writable()), "server time zone", t.ServerTimeZone)
-	conn, err := chclient.Open(ctx, o.ClickHouse())
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
 	send, token, leftOut, err := chclient.ResolveSettings(ctx, conn, o.InsertSettings())
 	if err != nil {
 		return err
@@ -158,6 +180,18 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 		}
 		publisher.Stop()
 		client.Close()
+	}
+	return nil
+}
+
+// noLocalFiles refuses, for a Dataflow launch, a certificate or key given as a file path: each
+// worker reads it in Setup, and Dataflow's workers do not have the launcher's files.
+func noLocalFiles(o pipeline.Options) error {
+	for _, p := range o.ClickHouse().TLSParams() {
+		if p.Ref != "" && secret.KindOf(p.Ref) == secret.File {
+			return fmt.Errorf("%s %q: a file path is read on each worker, and Dataflow's workers do not have the launcher's files: "+
+				"give a gs://<bucket>/<object> or a Secret Manager secret version (%s) instead", p.Name, p.Ref, secret.VersionForm)
+		}
 	}
 	return nil
 }

@@ -477,6 +477,18 @@ var regexExamples = map[string]struct{ accept, reject []string }{
 		accept: []string{"default", "ingest-user", "user@example.com"},
 		reject: []string{"", "   "},
 	},
+	"clickHouseCaCertificate": {
+		accept: []string{"", "gs://my-bucket/clickhouse/ca.pem", "projects/my-project/secrets/ca/versions/latest", "/etc/ssl/ca.pem", "ca.pem"},
+		reject: []string{"-----BEGIN CERTIFICATE-----\nMIIB", " /etc/ssl/ca.pem", "/etc/ssl/ca.pem "},
+	},
+	"clickHouseClientCertificate": {
+		accept: []string{"", "gs://my-bucket/clickhouse/client.pem", "projects/my-project/secrets/client-cert/versions/2"},
+		reject: []string{"-----BEGIN CERTIFICATE-----\nMIIB", " gs://my-bucket/client.pem"},
+	},
+	"clickHouseClientKey": {
+		accept: []string{"", "projects/my-project/secrets/client-key/versions/latest", "gs://my-bucket/clickhouse/client.key"},
+		reject: []string{"-----BEGIN PRIVATE KEY-----\nMIIE", "gs://my-bucket/client.key "},
+	},
 	"schemaRefreshSeconds": {
 		accept: []string{"", "0", "60", "3600"},
 		reject: []string{"-1", "1m", "1.5"},
@@ -534,6 +546,27 @@ var regexExamples = map[string]struct{ accept, reject []string }{
 	},
 }
 
+// companions are, per parameter, the parameters that must be given with it, and a value for
+// each: the regex examples of a client certificate come with a key, and those of a key with a
+// certificate.
+var companions = map[string]map[string]string{
+	"clickHouseClientCertificate": {"clickHouseClientKey": "projects/my-project/secrets/client-key/versions/1"},
+	"clickHouseClientKey":         {"clickHouseClientCertificate": "gs://my-bucket/clickhouse/client.pem"},
+}
+
+// withExample returns the baseline arguments with the parameter name set to v, and its
+// companions when v is not empty.
+func withExample(name, v string) map[string]string {
+	args := baseline()
+	args[name] = v
+	if v != "" {
+		for k, cv := range companions[name] {
+			args[k] = cv
+		}
+	}
+	return args
+}
+
 // TestMetadataRegexes checks every regex: valid in Go (RE2) and as POSIX ERE, written in the
 // subset that Java's java.util.regex (which the Dataflow console uses) reads the same way,
 // anchored, accepting the documented examples and rejecting malformed values, in agreement with
@@ -586,9 +619,7 @@ func TestMetadataRegexes(t *testing.T) {
 			if !matches(v) {
 				t.Errorf("%s: regexes %q reject %q", p.Name, p.Regexes, v)
 			}
-			args := baseline()
-			args[p.Name] = v
-			if _, err := parseAndValidate(args); err != nil {
+			if _, err := parseAndValidate(withExample(p.Name, v)); err != nil {
 				t.Errorf("%s=%q: accepted by the regex but refused by the binary: %v", p.Name, v, err)
 			}
 		}
@@ -596,9 +627,7 @@ func TestMetadataRegexes(t *testing.T) {
 			if matches(v) {
 				t.Errorf("%s: regexes %q accept %q", p.Name, p.Regexes, v)
 			}
-			args := baseline()
-			args[p.Name] = v
-			if _, err := parseAndValidate(args); err == nil {
+			if _, err := parseAndValidate(withExample(p.Name, v)); err == nil {
 				t.Errorf("%s=%q: refused by the regex but valid for the binary; the example is not malformed", p.Name, v)
 			}
 		}

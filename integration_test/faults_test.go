@@ -211,7 +211,7 @@ func TestServerStoppedAndRestarted(t *testing.T) {
 func TestKilledAndRestarted(t *testing.T) {
 	const n = 6000
 	e := newE2E(t, events.DDL)
-	bin := pipelineBinary(t)
+	bin, _ := launchBinary(t)
 	o := e.opts
 	args := []string{
 		"--runner=prism", "--inputSubscription=" + o.InputSubscription, "--clickHouseUrl=" + o.ClickHouseURL,
@@ -226,6 +226,10 @@ func TestKilledAndRestarted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() {
+			b, _ := os.ReadFile(log.Name())
+			checkOutput(t, "the binary's log", b)
+		})
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -8,12 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +23,7 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/gcptest"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/leak"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 )
@@ -34,6 +35,8 @@ const (
 	launchRegion    = "us-central1"
 	launchUser      = "launcher"
 	launchPassword  = "Launch-pw-5e7c1a9d" // distinctive: it must never be printed
+	launchSecret    = "projects/p/secrets/launch-password/versions/latest"
+	deniedSecret    = "projects/p/secrets/launch-password/versions/1"
 	workerAccount   = "worker@p.iam.gserviceaccount.com"
 	launchKMSKey    = "projects/p/locations/l/keyRings/r/cryptoKeys/k"
 	pubsubReadURN   = "beam:transform:pubsub_read:v1"
@@ -47,8 +50,15 @@ const (
 // real start-up checks against ClickHouse and the Pub/Sub emulator. Each launch must end by
 // itself within seconds with status 0, leave the job, the worker binary and the model where
 // Dataflow reads them, and never print the ClickHouse password.
+//
+// The password is kept in Secret Manager (a stand-in, internal/gcptest): the launcher reads it
+// for its start-up checks, and neither the job, nor the model, nor any staged file holds it, as
+// text or in base64, while they hold the secret version's name, which the workers read. A launch
+// with the password as text works, with a warning, and its job holds the password (base64, in
+// the serialized DoFns): what the warning is about. A secret the launcher may not read stops the
+// launch with a sentence that names it and the permission.
 func TestLaunch(t *testing.T) {
-	bin, binSum := buildLaunchBinary(t)
+	bin, binSum := launchBinary(t)
 
 	// ClickHouse: a server of the test's own, whose user "launcher" has a password, so that the
 	// launch checks the table with a real, non-empty password.
@@ -63,13 +73,17 @@ func TestLaunch(t *testing.T) {
 
 	account := gcptest.StartServiceAccount(t, t.TempDir())
 
+	// Secret Manager: the password's secret version, and one the launcher may not read.
+	sm := gcptest.StartSecretManager(t)
+	sm.Add(launchSecret, []byte(launchPassword+"\n"))
+	sm.Deny(deniedSecret)
+
 	params := []string{
 		"--inputSubscription=" + sub,
 		"--clickHouseUrl=" + ch.URL,
 		"--clickHouseDatabase=" + ch.Database,
 		"--clickHouseTable=events",
 		"--clickHouseUsername=" + launchUser,
-		"--clickHousePassword=" + launchPassword,
 		"--clickHouseDeadLetterTable=dead_letters",
 	}
 	const templateObject = "templates/job_object"
@@ -99,6 +113,10 @@ func TestLaunch(t *testing.T) {
 		temp     string // the temp location
 		// otherSDKs: the job carries what the Java/Python-style flags say.
 		otherSDKs bool
+		// password is clickHousePassword: launchSecret when "".
+		password string
+		// fails is what the output says when the launch must fail; "" for a launch that succeeds.
+		fails string
 	}{
 		{
 			name:     "flex launcher, --runner=dataflow",
@@ -130,31 +148,69 @@ func TestLaunch(t *testing.T) {
 			args:    []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion},
 			staging: "staging2/", temp: "gs://" + launchBucket + "/tmp2", otherSDKs: true,
 		},
+		{
+			name:     "flex launcher, the password as text",
+			args:     append([]string{"--runner=dataflow"}, flexArgs...),
+			template: templateURL, staging: "staging/", temp: "gs://" + launchBucket + "/tmp",
+			password: launchPassword,
+		},
+		{
+			name:     "flex launcher, a secret version the job may not read",
+			args:     append([]string{"--runner=dataflow"}, flexArgs...),
+			template: templateURL, password: deniedSecret,
+			fails: "pubsub-to-clickhouse: clickHousePassword: cannot read the Secret Manager secret version " + deniedSecret +
+				": the permission secretmanager.versions.access is denied (or the secret does not exist); " +
+				"the caller (on Dataflow, the job's service account) needs the permission secretmanager.versions.access on it: " +
+				"grant it roles/secretmanager.secretAccessor on the secret",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gcs := gcptest.StartGCS(t, launchBucket)
 			dataflow := gcptest.StartDataflow(t)
+			password := tc.password
+			if password == "" {
+				password = launchSecret
+			}
 			args := append(slices.Clone(tc.args), params...)
+			args = append(args, "--clickHousePassword="+password)
 			if tc.otherSDKs {
 				args = append(args, otherSDKs...)
 			}
 			// The endpoint in the template cases too, so that a job submitted by mistake is seen
 			// here (and stays on this machine) instead of failing on the network.
 			args = append(args, "--dataflow_endpoint="+dataflow.Endpoint())
-			env := append([]string{gcs.Env(), "GOOGLE_APPLICATION_CREDENTIALS=" + account.File}, tc.env...)
+			env := append([]string{gcs.Env(), sm.Env(), "GOOGLE_APPLICATION_CREDENTIALS=" + account.File}, tc.env...)
 			grantsBefore := len(account.Grants())
+			accessesBefore := len(sm.Accesses())
 
 			start := time.Now()
 			out, err := runLaunch(t, bin, env, args)
 			elapsed := time.Since(start)
 			t.Logf("the launch ended after %v: %v", elapsed.Round(time.Millisecond), err)
+			if tc.fails != "" {
+				if err == nil || !strings.Contains(out, tc.fails) {
+					t.Errorf("the launch: %v, want it to fail saying %q; output:\n%s", err, tc.fails, out)
+				}
+				if objects := gcs.Objects(t, launchBucket, ""); len(objects) != 0 || len(dataflow.Jobs()) != 0 {
+					t.Errorf("a failed launch staged %q and submitted %d jobs", objects, len(dataflow.Jobs()))
+				}
+				return
+			}
 			if err != nil {
 				t.Errorf("the launch failed: %v", err)
 			} else if elapsed > time.Minute {
 				t.Errorf("the launch took %v, want seconds", elapsed.Round(time.Second))
 			}
-			if strings.Contains(out, launchPassword) {
-				t.Error("the output shows the ClickHouse password")
+			warned := strings.Contains(out, "the ClickHouse password is given as text")
+			if fromSecret := password == launchSecret; fromSecret {
+				if warned {
+					t.Error("the launch warns about a password as text, but the password is in Secret Manager")
+				}
+				if got := sm.Accesses()[accessesBefore:]; !slices.Equal(got, []string{launchSecret}) {
+					t.Errorf("the launcher read the secret versions %q, want %s once", got, launchSecret)
+				}
+			} else if !warned {
+				t.Error("the launch with the password as text does not warn about it")
 			}
 
 			var job *df.Job
@@ -172,9 +228,7 @@ func TestLaunch(t *testing.T) {
 				}
 			}
 			if job != nil {
-				if bytes.Contains(jobJSON, []byte(launchPassword)) {
-					t.Error("the job's JSON shows the ClickHouse password")
-				}
+				checkGraph(t, gcs, jobJSON, bin, password)
 				checkStaged(t, gcs, job, tc.staging, bin, binSum, sub)
 				if got := job.Environment.TempStoragePrefix; got != tc.temp {
 					t.Errorf("the job's temp location is %q, want %q", got, tc.temp)
@@ -192,111 +246,65 @@ func TestLaunch(t *testing.T) {
 	}
 }
 
-// buildLaunchBinary builds ./flex-template as the Dockerfile does (static, -trimpath) and returns
-// its path and SHA-256.
-func buildLaunchBinary(t *testing.T) (path, sum string) {
+// The binary of the tests that run it, built once (launchBinary) and removed by TestMain.
+var (
+	binaryOnce sync.Once
+	binaryDir  string
+	binaryPath string
+	binarySum  string
+	binaryErr  error
+)
+
+// launchBinary builds ./flex-template as the Dockerfile does (static, -trimpath), once for all the
+// tests of the package, and returns its path and SHA-256.
+func launchBinary(t *testing.T) (path, sum string) {
 	t.Helper()
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
+	binaryOnce.Do(func() {
+		root, err := filepath.Abs("..")
+		if err != nil {
+			binaryErr = err
+			return
+		}
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+			binaryErr = fmt.Errorf("the module root: %w", err)
+			return
+		}
+		if binaryDir, err = os.MkdirTemp("", "pubsub-to-clickhouse-bin-"); err != nil {
+			binaryErr = err
+			return
+		}
+		binaryPath = filepath.Join(binaryDir, "pubsub-to-clickhouse")
+		start := time.Now()
+		cmd := exec.Command("go", "build", "-trimpath", "-o", binaryPath, "./flex-template")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binaryErr = fmt.Errorf("go build -trimpath -o %s ./flex-template: %v\n%s", binaryPath, err, out)
+			return
+		}
+		t.Logf("built the binary in %v", time.Since(start).Round(time.Millisecond))
+		b, err := os.ReadFile(binaryPath)
+		if err != nil {
+			binaryErr = err
+			return
+		}
+		h := sha256.Sum256(b)
+		binarySum = hex.EncodeToString(h[:])
+	})
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
 	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("the module root: %v", err)
-	}
-	path = filepath.Join(t.TempDir(), "pubsub-to-clickhouse")
-	start := time.Now()
-	cmd := exec.Command("go", "build", "-trimpath", "-o", path, "./flex-template")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build -trimpath -o %s ./flex-template: %v\n%s", path, err, out)
-	}
-	t.Logf("built the binary in %v", time.Since(start).Round(time.Millisecond))
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := sha256.Sum256(b)
-	return path, hex.EncodeToString(h[:])
+	return binaryPath, binarySum
 }
 
-// startClickHouseWithUser starts a ClickHouse server of the test's own (scripts/clickhouse.sh on
-// free ports, data in the test's temporary directory) with one more user, who has a password,
-// and returns a fresh database on it whose URL is the native protocol's. The server is stopped
-// when the test ends.
+// startClickHouseWithUser starts a ClickHouse server of the test's own (chtest.StartOwn) with one
+// more user, who has a password, and returns a fresh database on it whose URL is the native
+// protocol's. The server is stopped when the test ends.
 func startClickHouseWithUser(t *testing.T, user, password string) *chtest.Server {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "users.d"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// users.d/*.xml is merged into the users.xml the script writes.
-	usersXML := fmt.Sprintf(`<yandex>
-  <users>
-    <%[1]s>
-      <password>%[2]s</password>
-      <networks><ip>::/0</ip></networks>
-      <profile>default</profile>
-      <quota>default</quota>
-    </%[1]s>
-  </users>
-</yandex>
-`, user, password)
-	if err := os.WriteFile(filepath.Join(dir, "users.d", user+".xml"), []byte(usersXML), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ports := freePorts(t, 2)
-	tcp, http := ports[0], ports[1]
-	env := append(os.Environ(), "CLICKHOUSE_DIR="+dir,
-		fmt.Sprintf("CLICKHOUSE_TCP_PORT=%d", tcp), fmt.Sprintf("CLICKHOUSE_HTTP_PORT=%d", http))
-	script := func(verb string) error {
-		cmd := exec.Command(filepath.Join("..", "scripts", "clickhouse.sh"), verb)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("scripts/clickhouse.sh %s: %v\n%s", verb, err, out)
-		}
-		return nil
-	}
-	if err := script("start"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := script("stop"); err != nil {
-			t.Error(err)
-		}
-	})
-	t.Setenv("CLICKHOUSE_URL", fmt.Sprintf("clickhouse://127.0.0.1:%d", tcp))
-	t.Setenv("CLICKHOUSE_HTTP", fmt.Sprintf("http://127.0.0.1:%d", http))
-	s := chtest.New(t)
-	// The user answers with the password (users.d is read at start; wait for it all the same).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := s.Query("SELECT 1", "user="+user, "password="+password)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ClickHouse user %s with a password: %v", user, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return s
-}
-
-// freePorts returns n distinct TCP ports on loopback that were free a moment ago.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
+	s := chtest.StartOwn(t)
+	s.AddUser(t, user, password)
+	return s.Server
 }
 
 // runLaunch runs the binary in a temporary directory with the test's environment (less the
@@ -329,6 +337,7 @@ func runLaunch(t *testing.T, bin string, env, args []string) (string, error) {
 	if errors.As(err, &exit) {
 		err = fmt.Errorf("exit status %d", exit.ExitCode())
 	}
+	checkOutput(t, "the binary's output", out.Bytes())
 	return out.String(), err
 }
 
@@ -400,6 +409,44 @@ func checkSubmitted(t *testing.T, dataflow *gcptest.Dataflow, account *gcptest.A
 		return nil, nil
 	}
 	return job, dataflow.RawJobs()[0]
+}
+
+// checkGraph checks where the password is in what the launch left for Dataflow: the job's JSON
+// and every staged object but the worker binary (the built binary, checked by its SHA-256). With
+// the password in Secret Manager, none holds it, as text or in base64, and the job names the
+// secret version (its DoFns carry it to the workers). With the password as text, the job holds
+// it in base64 (in the DoFns' serialized configuration), as docs/deploy.md says, and never as
+// text.
+func checkGraph(t *testing.T, gcs *gcptest.GCS, jobJSON []byte, bin, password string) {
+	t.Helper()
+	files := map[string][]byte{"the job's JSON": jobJSON}
+	for _, name := range gcs.Objects(t, launchBucket, "") {
+		if !strings.HasSuffix(name, "/worker") {
+			files["gs://"+launchBucket+"/"+name] = gcs.Read(t, launchBucket, name)
+		}
+	}
+	var holds []string
+	names := false
+	for what, b := range files {
+		if bytes.Contains(b, []byte(launchPassword)) {
+			t.Errorf("%s shows the ClickHouse password as text", what)
+		}
+		if leak.Found(b, launchPassword) {
+			holds = append(holds, what)
+		}
+		names = names || leak.Found(b, launchSecret)
+	}
+	slices.Sort(holds)
+	switch {
+	case password == launchSecret && len(holds) > 0:
+		t.Errorf("with the password in Secret Manager, %q hold the password (in base64)", holds)
+	case password == launchSecret && !names:
+		t.Errorf("the job does not name the secret version %s, which the workers read", launchSecret)
+	case password != launchSecret && len(holds) == 0:
+		t.Error("with the password as text, the job does not hold it: the check cannot find what it looks for")
+	default:
+		t.Logf("the job's files holding the password: %q", holds)
+	}
 }
 
 // checkPrinted checks that the program says want once the job is done: in a line after the

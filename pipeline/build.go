@@ -39,7 +39,15 @@ func (s Source) String() string {
 
 // ClickHouse returns the connection parameters of o.
 func (o Options) ClickHouse() chclient.Config {
-	return chclient.Config{URL: o.ClickHouseURL, Database: o.ClickHouseDatabase, Username: o.ClickHouseUsername, Password: o.ClickHousePassword}
+	return chclient.Config{
+		URL:               o.ClickHouseURL,
+		Database:          o.ClickHouseDatabase,
+		Username:          o.ClickHouseUsername,
+		Password:          o.ClickHousePassword,
+		CACertificate:     o.ClickHouseCaCertificate,
+		ClientCertificate: o.ClickHouseClientCertificate,
+		ClientKey:         o.ClickHouseClientKey,
+	}
 }
 
 // Mode returns the batching mode of windowSeconds and batchRowCount.

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
 // RegisterFlags sets *o to [Defaults] and defines on fs one flag per field of
@@ -33,9 +34,11 @@ import (
 // The flag values of clickHousePassword and clickHouseUrl print redacted
 // (flag.Value.String), so that code which lists flags, such as Beam's
 // runners when they copy the set flags into the job's pipeline options, shows
-// no password; the fields of o hold the real values. Hence workers get the
-// password from the stages' configuration (the chclient.Config that Build
-// puts into each DoFn), never from the pipeline options.
+// no password (a Secret Manager secret version's name shows as it is); the
+// fields of o hold the real values. Hence workers get the password, or the
+// name of its secret version, from the stages' configuration (the
+// chclient.Config that Build puts into each DoFn), never from the pipeline
+// options.
 //
 // It panics if fs or o is nil, or if fs already defines one of the names.
 func RegisterFlags(fs *flag.FlagSet, o *Options) {
@@ -45,7 +48,7 @@ func RegisterFlags(fs *flag.FlagSet, o *Options) {
 	*o = Defaults()
 	for _, p := range parameters {
 		switch f := p.field(o); p.kind {
-		case kindString:
+		case kindString, kindRef:
 			fs.StringVar(f.(*string), p.name, *f.(*string), p.usage)
 		case kindSecret:
 			fs.Var((*secretFlag)(f.(*string)), p.name, p.usage)
@@ -189,7 +192,8 @@ func (f *boolFlag) Get() any { return *f.p }
 func (f *boolFlag) IsBoolFlag() bool { return true }
 
 // secretFlag is the flag.Value of clickHousePassword: it stores the string as
-// given and prints "xxxxx" instead of a non-empty password.
+// given and prints "xxxxx" instead of a non-empty password (a Secret Manager
+// secret version's name prints as it is).
 type secretFlag string
 
 func (s *secretFlag) Set(v string) error { *s = secretFlag(v); return nil }
@@ -197,6 +201,9 @@ func (s *secretFlag) Set(v string) error { *s = secretFlag(v); return nil }
 func (s *secretFlag) String() string {
 	if s == nil || *s == "" {
 		return ""
+	}
+	if secret.IsVersion(string(*s)) {
+		return string(*s)
 	}
 	return redacted
 }

@@ -8,12 +8,13 @@ import (
 )
 
 // The layers under transforms/, bottom up: the values that flow between the stages, the
-// plumbing the stages share (ClickHouse: URL, connection, settings, retry, error classes,
-// schema, types, conversion, encoding; Pub/Sub: checks, acknowledgement), and the stages, which
+// plumbing the stages share (ClickHouse: URL, connection, TLS, settings, retry, error classes,
+// schema, types, conversion, encoding; Pub/Sub: checks, acknowledgement; secrets: Secret
+// Manager, Cloud Storage, files), and the stages, which
 // are peers in data-flow order.
 var (
 	valuePackages    = []string{"flow"}
-	plumbingPackages = []string{"chclient", "chtype", "schema", "convert", "psclient"}
+	plumbingPackages = []string{"chclient", "chtype", "schema", "convert", "psclient", "secret"}
 	stagePackages    = []string{"source", "parse", "batch", "write", "deadletter", "ack"}
 )
 

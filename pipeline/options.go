@@ -17,12 +17,14 @@ package pipeline
 // name as given in its comment (see [RegisterFlags]); [Defaults] gives the
 // defaults and [Options.Validate] checks the values.
 //
-// Options holds the ClickHouse password in clear: Build copies it into the
-// stages' chclient.Config, which Beam serializes with the DoFns (as JSON) so
-// that it reaches the workers; no DoFn holds Options itself. Any printing of
-// Options hides the password: String, GoString and every fmt verb (Options
-// implements [fmt.Formatter]) show "xxxxx" instead, and hide the password in
-// the userinfo and query of clickHouseUrl too.
+// Build copies the connection parameters into the stages' chclient.Config,
+// which Beam serializes with the DoFns (as JSON) so that it reaches the
+// workers; no DoFn holds Options itself. When clickHousePassword names a
+// Secret Manager secret version, that name is all the DoFns hold, and each
+// worker reads the password in Setup; a password given as text travels with
+// the DoFns. Any printing of Options hides a password: String, GoString and
+// every fmt verb (Options implements [fmt.Formatter]) show "xxxxx" instead,
+// and hide the password in the userinfo and query of clickHouseUrl too.
 type Options struct {
 	// InputSubscription (flag inputSubscription, required) is the Pub/Sub
 	// subscription to read JSON messages from, as
@@ -49,11 +51,26 @@ type Options struct {
 	ClickHouseUsername string
 
 	// ClickHousePassword (flag clickHousePassword) is the password of
-	// ClickHouseUsername. The flag is meant to be given (a required template
+	// ClickHouseUsername, or the name of the Secret Manager secret version
+	// that holds it, projects/<p>/secrets/<s>/versions/<v|latest> (see
+	// package secret). The flag is meant to be given (a required template
 	// parameter), but the empty string is a valid value, because ClickHouse's
-	// default user has an empty password; Validate does not check it.
-	// It is never shown: see the type's comment.
+	// default user has an empty password. A password is never shown (see the
+	// type's comment); a secret version's name is.
 	ClickHousePassword string
+
+	// ClickHouseCaCertificate (flag clickHouseCaCertificate, optional; "" =
+	// the system's roots) names the PEM certificate of the authority that
+	// signs the server's certificate: a file path, gs://<bucket>/<object> or
+	// a Secret Manager secret version. Only for a clickHouseUrl with TLS.
+	ClickHouseCaCertificate string
+
+	// ClickHouseClientCertificate and ClickHouseClientKey (flags
+	// clickHouseClientCertificate and clickHouseClientKey, optional, both or
+	// neither) name the PEM client certificate and private key presented to a
+	// server that asks for one (mutual TLS), in the same forms.
+	ClickHouseClientCertificate string
+	ClickHouseClientKey         string
 
 	// ClickHouseDeadLetterTable (flag clickHouseDeadLetterTable, optional;
 	// "" = unset) is the table in ClickHouseDatabase for messages that cannot

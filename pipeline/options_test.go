@@ -16,14 +16,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// secret is the password of the tests: it must never show in any output.
-const secret = "s3cr3t-PW"
+// testPassword is the password of the tests: it must never show in any output.
+const testPassword = "s3cr3t-PW"
 
 // allFlags are the template parameter names, in field order.
 var allFlags = []string{
 	"inputSubscription", "clickHouseUrl", "clickHouseDatabase", "clickHouseTable",
-	"clickHouseUsername", "clickHousePassword", "clickHouseDeadLetterTable", "deadLetterTopic",
-	"windowSeconds", "batchRowCount", "maxInsertBlockSize", "maxRetries",
+	"clickHouseUsername", "clickHousePassword", "clickHouseCaCertificate", "clickHouseClientCertificate",
+	"clickHouseClientKey", "clickHouseDeadLetterTable", "deadLetterTopic", "windowSeconds", "batchRowCount", "maxInsertBlockSize", "maxRetries",
 	"insertDeduplicate", "insertQuorum", "insertDistributedSync",
 	"numShards", "retryInitialBackoffMillis", "retryMaxBackoffMillis", "stopAfterIdle",
 	"schemaRefreshSeconds",
@@ -37,7 +37,7 @@ func validOptions() Options {
 	o.ClickHouseDatabase = "analytics"
 	o.ClickHouseTable = "events"
 	o.ClickHouseUsername = "default"
-	o.ClickHousePassword = secret
+	o.ClickHousePassword = testPassword
 	o.ClickHouseDeadLetterTable = "events_dead_letter"
 	o.DeadLetterTopic = "projects/my-project/topics/events-dead-letter"
 	return o
@@ -208,11 +208,11 @@ func TestParseFlags(t *testing.T) {
 			"every flag, as Dataflow passes them",
 			[]string{
 				"--inputSubscription=projects/my-project/subscriptions/events-sub",
-				"--clickHouseUrl=clickhouse://default:" + secret + "@ch.example.com:9000/analytics",
+				"--clickHouseUrl=clickhouse://default:" + testPassword + "@ch.example.com:9000/analytics",
 				"--clickHouseDatabase=analytics",
 				"--clickHouseTable=events",
 				"--clickHouseUsername=default",
-				"--clickHousePassword=" + secret,
+				"--clickHousePassword=" + testPassword,
 				"--clickHouseDeadLetterTable=events_dead_letter",
 				"--deadLetterTopic=projects/my-project/topics/events-dead-letter",
 				"--windowSeconds=30",
@@ -230,11 +230,11 @@ func TestParseFlags(t *testing.T) {
 			},
 			Options{
 				InputSubscription:         "projects/my-project/subscriptions/events-sub",
-				ClickHouseURL:             "clickhouse://default:" + secret + "@ch.example.com:9000/analytics",
+				ClickHouseURL:             "clickhouse://default:" + testPassword + "@ch.example.com:9000/analytics",
 				ClickHouseDatabase:        "analytics",
 				ClickHouseTable:           "events",
 				ClickHouseUsername:        "default",
-				ClickHousePassword:        secret,
+				ClickHousePassword:        testPassword,
 				ClickHouseDeadLetterTable: "events_dead_letter",
 				DeadLetterTopic:           "projects/my-project/topics/events-dead-letter",
 				WindowSeconds:             GivenInt(30),
@@ -531,10 +531,46 @@ func TestValidateRules(t *testing.T) {
 			"clickHouseUrl", "http://ch.example.com:0", "has an invalid port"},
 		{"URL leading space", func(o *Options) { o.ClickHouseURL = " http://ch.example.com:8123" },
 			"clickHouseUrl", " http://ch.example.com:8123", "must not begin or end with spaces"},
-		{"URL tcp with password", func(o *Options) { o.ClickHouseURL = "tcp://default:" + secret + "@ch.example.com:9000" },
+		{"URL tcp with password", func(o *Options) { o.ClickHouseURL = "tcp://default:" + testPassword + "@ch.example.com:9000" },
 			"clickHouseUrl", "tcp://default:xxxxx@ch.example.com:9000", `scheme "tcp" is not supported`},
 		{"URL password with slash", func(o *Options) { o.ClickHouseURL = "http://default:s3cr3t/PW@ch.example.com:8123" },
 			"clickHouseUrl", "http://default:xxxxx@ch.example.com:8123", "password must be percent-encoded"},
+
+		// The password: a Secret Manager name must be a secret version's.
+		{"password a secret, not a version", func(o *Options) { o.ClickHousePassword = "projects/p/secrets/ch" },
+			"clickHousePassword", "xxxxx", "is not a secret version's: give projects/<project>/secrets/<secret>/versions/<version|latest>"},
+		{"password a regional secret", func(o *Options) { o.ClickHousePassword = "projects/p/locations/eu/secrets/ch/versions/1" },
+			"clickHousePassword", "xxxxx", "regional secrets"},
+		{"password in URL and a secret version", func(o *Options) {
+			o.ClickHousePassword = "projects/p/secrets/ch/versions/latest"
+			o.ClickHouseURL = "https://default:" + testPassword + "@ch.example.com:8443"
+		}, "clickHouseUrl", "https://default:xxxxx@ch.example.com:8443", "holds a password, which the job graph would carry"},
+
+		// The TLS parameters.
+		{"CA for a plain URL", func(o *Options) {
+			o.ClickHouseURL = "clickhouse://ch.example.com:9000"
+			o.ClickHouseCaCertificate = "gs://certs/ca.pem"
+		}, "clickHouseCaCertificate", "gs://certs/ca.pem", "clickHouseUrl does not use TLS"},
+		{"CA for secure=false", func(o *Options) {
+			o.ClickHouseURL = "clickhouse://ch.example.com:9440?secure=false"
+			o.ClickHouseCaCertificate = "/etc/ca.pem"
+		}, "clickHouseCaCertificate", "/etc/ca.pem", "clickHouseUrl does not use TLS"},
+		{"CA for a URL that is wrong anyway", func(o *Options) {
+			o.ClickHouseURL = "tcp://ch.example.com:9440"
+			o.ClickHouseCaCertificate = "gs://certs/ca.pem"
+		}, "clickHouseUrl", "tcp://ch.example.com:9440", `scheme "tcp" is not supported`},
+		{"CA a bucket", func(o *Options) { o.ClickHouseCaCertificate = "gs://certs" },
+			"clickHouseCaCertificate", "gs://certs", "must be gs://<bucket>/<object>"},
+		{"CA a secret, not a version", func(o *Options) { o.ClickHouseCaCertificate = "projects/p/secrets/ca" },
+			"clickHouseCaCertificate", "projects/p/secrets/ca", "is not a secret version's"},
+		{"client certificate without key", func(o *Options) { o.ClickHouseClientCertificate = "gs://certs/client.pem" },
+			"clickHouseClientCertificate", "gs://certs/client.pem", "clickHouseClientKey is not"},
+		{"client key without certificate", func(o *Options) { o.ClickHouseClientKey = "projects/p/secrets/key/versions/2" },
+			"clickHouseClientKey", "projects/p/secrets/key/versions/2", "clickHouseClientCertificate is not"},
+		{"client key as PEM text", func(o *Options) {
+			o.ClickHouseClientCertificate = "gs://certs/client.pem"
+			o.ClickHouseClientKey = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC"
+		}, "clickHouseClientKey", "xxxxx", "holds PEM text"},
 
 		// Plain names.
 		{"database with dot", func(o *Options) { o.ClickHouseDatabase = "analytics.prod" },
@@ -627,7 +663,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	t.Run("several bad values", func(t *testing.T) {
 		o := validOptions()
 		o.InputSubscription = "projects/my-project/topics/events"
-		o.ClickHouseURL = "tcp://default:" + secret + "@ch.example.com:9000"
+		o.ClickHouseURL = "tcp://default:" + testPassword + "@ch.example.com:9000"
 		o.ClickHouseTable = "analytics.events"
 		o.DeadLetterTopic = "dead"
 		o.WindowSeconds = GivenInt(0)
@@ -727,8 +763,8 @@ func TestRedactedURL(t *testing.T) {
 		url, password, want string
 	}{
 		{"", "", ""},
-		{"http://ch.example.com:8123", secret, "http://ch.example.com:8123"},
-		{"http://default@ch.example.com:8123", secret, "http://default@ch.example.com:8123"},
+		{"http://ch.example.com:8123", testPassword, "http://ch.example.com:8123"},
+		{"http://default@ch.example.com:8123", testPassword, "http://default@ch.example.com:8123"},
 		{"http://default:pw@ch.example.com:8123/db", "", "http://default:xxxxx@ch.example.com:8123/db"},
 		{"http://default:@ch.example.com:8123", "", "http://default:xxxxx@ch.example.com:8123"},
 		{"https://u:p@ss@ch.example.com:8443", "", "https://u:xxxxx@ch.example.com:8443"},
@@ -743,8 +779,8 @@ func TestRedactedURL(t *testing.T) {
 		{"u:pw@h:9000", "", "u:xxxxx@h:9000"},
 		{"jdbc:clickhouse://u:pw@h:8123", "", "jdbc:clickhouse://u:xxxxx@h:8123"},
 		// The password given as clickHousePassword is hidden wherever it is.
-		{"http://" + secret + "@h:8123", secret, "http://xxxxx@h:8123"},
-		{"http://h:8123/" + secret, secret, "http://h:8123/xxxxx"},
+		{"http://" + testPassword + "@h:8123", testPassword, "http://xxxxx@h:8123"},
+		{"http://h:8123/" + testPassword, testPassword, "http://h:8123/xxxxx"},
 		// In doubt, too much is hidden: an "@" after the port.
 		{"http://h:8123/?q=a@b", "", "http://h:xxxxx@b"},
 	}
@@ -758,13 +794,14 @@ func TestRedactedURL(t *testing.T) {
 
 func TestString(t *testing.T) {
 	o := validOptions()
-	o.ClickHouseURL = "https://default:" + secret + "@ch.example.com:8443"
+	o.ClickHouseURL = "https://default:" + testPassword + "@ch.example.com:8443"
 	o.BatchRowCount = GivenInt(5000)
 	o.InsertQuorum = GivenInt(0)
 	want := `inputSubscription="projects/my-project/subscriptions/events-sub" ` +
 		`clickHouseUrl="https://default:xxxxx@ch.example.com:8443" ` +
 		`clickHouseDatabase="analytics" clickHouseTable="events" clickHouseUsername="default" ` +
-		`clickHousePassword="xxxxx" clickHouseDeadLetterTable="events_dead_letter" ` +
+		`clickHousePassword="xxxxx" clickHouseCaCertificate="" clickHouseClientCertificate="" clickHouseClientKey="" ` +
+		`clickHouseDeadLetterTable="events_dead_letter" ` +
 		`deadLetterTopic="projects/my-project/topics/events-dead-letter" ` +
 		`windowSeconds=unset batchRowCount=5000 maxInsertBlockSize=1000000 maxRetries=5 ` +
 		`insertDeduplicate=true insertQuorum=0 insertDistributedSync=true ` +
@@ -802,45 +839,50 @@ func TestPasswordNeverShown(t *testing.T) {
 	scenarios := map[string]func(o *Options){
 		"valid": func(o *Options) {},
 		"valid, password also in URL userinfo": func(o *Options) {
-			o.ClickHouseURL = "https://default:" + secret + "@ch.example.com:8443"
+			o.ClickHouseURL = "https://default:" + testPassword + "@ch.example.com:8443"
 		},
 		"password only in URL userinfo, bad scheme": func(o *Options) {
 			o.ClickHousePassword = ""
-			o.ClickHouseURL = "tcp://default:" + secret + "@ch.example.com:9000"
+			o.ClickHouseURL = "tcp://default:" + testPassword + "@ch.example.com:9000"
 		},
 		"password only in URL userinfo, bad port": func(o *Options) {
 			o.ClickHousePassword = ""
-			o.ClickHouseURL = "http://default:" + secret + "@ch.example.com:port"
+			o.ClickHouseURL = "http://default:" + testPassword + "@ch.example.com:port"
 		},
 		"password only in URL userinfo with slash, bad port": func(o *Options) {
 			o.ClickHousePassword = ""
-			o.ClickHouseURL = "http://default:" + secret + "/x@ch.example.com:8123"
+			o.ClickHouseURL = "http://default:" + testPassword + "/x@ch.example.com:8123"
 		},
 		"password only in URL query, bad scheme": func(o *Options) {
 			o.ClickHousePassword = ""
-			o.ClickHouseURL = "jdbc:clickhouse://ch.example.com:8123/?user=default&password=" + secret
+			o.ClickHouseURL = "jdbc:clickhouse://ch.example.com:8123/?user=default&password=" + testPassword
 		},
 		"password as scheme": func(o *Options) {
-			o.ClickHouseURL = secret + "://ch.example.com:8123"
+			o.ClickHouseURL = testPassword + "://ch.example.com:8123"
 		},
 		"password pasted into other parameters": func(o *Options) {
-			o.InputSubscription = "projects/my-project/subscriptions/" + secret + "!"
-			o.ClickHouseDatabase = secret + ".db"
-			o.ClickHouseTable = "`" + secret
-			o.ClickHouseUsername = secret
-			o.ClickHouseDeadLetterTable = secret + "\x00"
-			o.DeadLetterTopic = secret
+			o.InputSubscription = "projects/my-project/subscriptions/" + testPassword + "!"
+			o.ClickHouseDatabase = testPassword + ".db"
+			o.ClickHouseTable = "`" + testPassword
+			o.ClickHouseUsername = testPassword
+			o.ClickHouseDeadLetterTable = testPassword + "\x00"
+			o.DeadLetterTopic = testPassword
+		},
+		"key pasted as PEM text": func(o *Options) {
+			o.ClickHouseURL = "https://ch.example.com:8443"
+			o.ClickHouseClientCertificate = "-----BEGIN CERTIFICATE-----\n" + testPassword
+			o.ClickHouseClientKey = "-----BEGIN PRIVATE KEY-----\n" + testPassword
 		},
 		"URL pasted into database": func(o *Options) {
 			o.ClickHousePassword = ""
-			o.ClickHouseDatabase = "http://default:" + secret + "@ch.example.com:8123"
+			o.ClickHouseDatabase = "http://default:" + testPassword + "@ch.example.com:8123"
 		},
 		"everything wrong": func(o *Options) {
-			*o = Options{ClickHousePassword: secret, ClickHouseURL: "tcp://u:" + secret + "@h",
+			*o = Options{ClickHousePassword: testPassword, ClickHouseURL: "tcp://u:" + testPassword + "@h",
 				WindowSeconds: GivenInt(0), MaxRetries: -1}
 		},
 	}
-	forbidden := []string{secret, "s3cr3t", hex.EncodeToString([]byte("s3cr3t"))}
+	forbidden := []string{testPassword, "s3cr3t", hex.EncodeToString([]byte("s3cr3t"))}
 	for name, mutate := range scenarios {
 		t.Run(name, func(t *testing.T) {
 			o := validOptions()
@@ -877,18 +919,54 @@ func TestPasswordNeverShown(t *testing.T) {
 	}
 }
 
+// TestSecretVersionPassword: a password kept in Secret Manager is a name, which shows wherever
+// the parameters are printed (it is no secret), and is what the stages' configuration holds.
+func TestSecretVersionPassword(t *testing.T) {
+	const version = "projects/my-project/secrets/ch-password/versions/latest"
+	o, fs, err := parseFlags("--clickHousePassword=" + version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.InputSubscription = "projects/my-project/subscriptions/events-sub"
+	o.ClickHouseURL = "https://ch.example.com:8443"
+	o.ClickHouseDatabase, o.ClickHouseTable, o.ClickHouseUsername = "analytics", "events", "ingest"
+	o.ClickHouseDeadLetterTable = "dead"
+	o.ClickHouseCaCertificate = "gs://certs/ca.pem"
+	o.ClickHouseClientCertificate, o.ClickHouseClientKey = "/etc/client.pem", "projects/my-project/secrets/ch-key/versions/3"
+	if err := o.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	for what, out := range map[string]string{
+		"String": o.String(), "GoString": o.GoString(), "flag": fs.Lookup("clickHousePassword").Value.String(),
+		"ClickHouse()": o.ClickHouse().String(),
+	} {
+		if !strings.Contains(out, version) {
+			t.Errorf("%s does not show the secret version: %s", what, out)
+		}
+	}
+	c := o.ClickHouse()
+	if c.Password != version || c.CACertificate != "gs://certs/ca.pem" || c.ClientCertificate != "/etc/client.pem" ||
+		c.ClientKey != "projects/my-project/secrets/ch-key/versions/3" || c.PasswordAsText() {
+		t.Errorf("ClickHouse() = %v, want the names of the parameters and no password as text", c)
+	}
+	o.ClickHousePassword = testPassword
+	if !o.ClickHouse().PasswordAsText() {
+		t.Error("a password given as text: PasswordAsText() = false")
+	}
+}
+
 // TestFlagsNeverShowPassword checks the flag values that code listing the
 // flags reads, as Beam's runners do to fill the job's pipeline options.
 func TestFlagsNeverShowPassword(t *testing.T) {
 	o, fs, err := parseFlags(
-		"--clickHousePassword="+secret,
-		"--clickHouseUrl=clickhouse://default:"+secret+"@ch.example.com:9000?password="+secret,
+		"--clickHousePassword="+testPassword,
+		"--clickHouseUrl=clickhouse://default:"+testPassword+"@ch.example.com:9000?password="+testPassword,
 		"--clickHouseTable=events",
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.ClickHousePassword != secret || !strings.Contains(o.ClickHouseURL, secret) {
+	if o.ClickHousePassword != testPassword || !strings.Contains(o.ClickHouseURL, testPassword) {
 		t.Fatalf("the fields must hold the real values: %q %q", o.ClickHousePassword, o.ClickHouseURL)
 	}
 	var out strings.Builder

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
 // kind is the kind of a parameter's value: the type of its field in Options, and how its flag
@@ -19,6 +20,7 @@ const (
 	kindString      kind = iota // a string, as given
 	kindSecret                  // a string printed as "xxxxx" when not empty: the ClickHouse password
 	kindURL                     // a string printed with its passwords hidden: clickHouseUrl
+	kindRef                     // a string naming a file, a gs:// object or a Secret Manager secret version; PEM text in its place is printed as "xxxxx"
 	kindInt                     // an int with a default; an empty value gives the default
 	kindOptionalInt             // an OptionalInt: no default, an empty value leaves it unset
 	kindBool                    // a bool with a default; an empty value gives the default
@@ -94,7 +96,28 @@ var parameters = []parameter{
 	{
 		name: "clickHousePassword", group: "Target", need: requiredMayBeEmpty, kind: kindSecret,
 		field: func(o *Options) any { return &o.ClickHousePassword },
-		usage: "ClickHouse `password` of clickHouseUsername; never printed. Required, but may be empty (ClickHouse's default user has no password).",
+		usage: "ClickHouse `password` of clickHouseUsername, or better the Secret Manager secret version that holds it, " + secret.VersionForm +
+			", which keeps it out of the job graph; a password is never printed. Required, but may be empty (ClickHouse's default user has no password).",
+		rule: func(p parameter, o Options) string { return secret.PasswordRule(p.str(o)) },
+	},
+	{
+		name: "clickHouseCaCertificate", group: "Target", kind: kindRef,
+		field: func(o *Options) any { return &o.ClickHouseCaCertificate },
+		usage: "PEM `certificate` of the authority that signs the ClickHouse server's certificate: a file path, gs://<bucket>/<object> or a Secret Manager secret version " +
+			secret.VersionForm + "; for TLS URLs only (https://, clickhouse://...?secure=true). Optional, unset by default: the server is verified against the system's roots.",
+		rule: tlsRef("", nil),
+	},
+	{
+		name: "clickHouseClientCertificate", group: "Target", kind: kindRef,
+		field: func(o *Options) any { return &o.ClickHouseClientCertificate },
+		usage: "PEM client `certificate` presented to a ClickHouse server that asks for one (mutual TLS), in the forms of clickHouseCaCertificate, with clickHouseClientKey. Optional, unset by default.",
+		rule:  tlsRef("clickHouseClientKey", func(o Options) string { return o.ClickHouseClientKey }),
+	},
+	{
+		name: "clickHouseClientKey", group: "Target", kind: kindRef,
+		field: func(o *Options) any { return &o.ClickHouseClientKey },
+		usage: "PEM private `key` of clickHouseClientCertificate, in the forms of clickHouseCaCertificate (a Secret Manager secret version keeps it out of the files of the job). Optional, unset by default.",
+		rule:  tlsRef("clickHouseClientCertificate", func(o Options) string { return o.ClickHouseClientCertificate }),
 	},
 	{
 		name: "clickHouseDeadLetterTable", group: "Dead letter", kind: kindString,
@@ -211,8 +234,19 @@ func (p parameter) shown(o Options) string {
 		return strconv.Itoa(p.number(o))
 	case kindBool:
 		return strconv.FormatBool(*p.field(&o).(*bool))
+	case kindRef:
+		return refShown(p.str(o))
 	}
 	return p.str(o)
+}
+
+// refShown shows a kindRef value: as it is, or "xxxxx" for PEM text (a key, perhaps) given in
+// place of a name.
+func refShown(v string) string {
+	if strings.Contains(v, "-----BEGIN") {
+		return redacted
+	}
+	return v
 }
 
 // atLeast is the rule of an integer that must be least or more. tooSmall says so; in the rule of
@@ -252,6 +286,28 @@ func pubsubName(split func(string) (project, id string, err error)) func(paramet
 	return func(p parameter, o Options) string {
 		if _, _, err := split(p.str(o)); err != nil {
 			return err.Error()
+		}
+		return ""
+	}
+}
+
+// tlsRef is the rule of a TLS parameter (clickHouseCaCertificate, clickHouseClientCertificate,
+// clickHouseClientKey): a name that package secret can read, for a clickHouseUrl that asks for
+// TLS, and, when partner is not "", given together with the parameter partner, whose value
+// partnerValue returns.
+func tlsRef(partner string, partnerValue func(Options) string) func(parameter, Options) string {
+	return func(p parameter, o Options) string {
+		if rule := secret.RefRule(p.str(o)); rule != "" {
+			return rule
+		}
+		if chclient.URLRule(o.ClickHouseURL, o.ClickHouseUsername, o.ClickHousePassword, o.ClickHouseDatabase) != "" {
+			return "" // clickHouseUrl's own problem, reported for it
+		}
+		if !chclient.UsesTLS(o.ClickHouseURL) {
+			return "is set, but clickHouseUrl does not use TLS (http://, or clickhouse:// without secure=true): use https://, or clickhouse://host:9440?secure=true, or leave it empty"
+		}
+		if partner != "" && partnerValue(o) == "" {
+			return "is set, but " + partner + " is not: give the client certificate and its key together"
 		}
 		return ""
 	}

@@ -20,6 +20,7 @@ func TestParameterTable(t *testing.T) {
 		kindString:      reflect.TypeFor[*string](),
 		kindSecret:      reflect.TypeFor[*string](),
 		kindURL:         reflect.TypeFor[*string](),
+		kindRef:         reflect.TypeFor[*string](),
 		kindInt:         reflect.TypeFor[*int](),
 		kindOptionalInt: reflect.TypeFor[*OptionalInt](),
 		kindBool:        reflect.TypeFor[*bool](),

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
 // redacted replaces a password wherever one would be shown.
@@ -30,7 +31,7 @@ func (o Options) String() string {
 		}
 		b.WriteString(p.name + "=")
 		switch f := p.field(&r); p.kind {
-		case kindString, kindSecret, kindURL:
+		case kindString, kindSecret, kindURL, kindRef:
 			b.WriteString(strconv.Quote(*f.(*string)))
 		case kindOptionalInt:
 			b.WriteString(f.(*OptionalInt).show())
@@ -62,22 +63,37 @@ func (o Options) Format(f fmt.State, verb rune) {
 }
 
 // redact returns a copy of o fit to print: the password "xxxxx" when
-// non-empty, and every other string as [Options.RedactedURL] shows the URL,
-// which also covers a URL pasted into the wrong parameter.
+// non-empty (a Secret Manager secret version's name as it is), PEM text in
+// place of a certificate's or key's name "xxxxx", and every other string as
+// [Options.RedactedURL] shows the URL, which also covers a URL pasted into the
+// wrong parameter.
 func (o Options) redact() Options {
 	r := o
 	for _, p := range parameters {
-		switch p.kind {
-		case kindSecret:
-			if s := p.field(&r).(*string); *s != "" {
-				*s = redacted
+		switch s := p.field(&r).(type) {
+		case *string:
+			switch p.kind {
+			case kindSecret:
+				if *s != "" && !secret.IsVersion(*s) {
+					*s = redacted
+				}
+			case kindRef:
+				*s = refShown(*s)
+			default:
+				*s = hide(chclient.RedactURL(*s), o.textPassword())
 			}
-		case kindString, kindURL:
-			s := p.field(&r).(*string)
-			*s = hide(chclient.RedactURL(*s), o.ClickHousePassword)
 		}
 	}
 	return r
+}
+
+// textPassword returns clickHousePassword when it is the password itself, "" when it is empty
+// or names a Secret Manager secret version (which is no secret).
+func (o Options) textPassword() string {
+	if secret.IsVersion(o.ClickHousePassword) {
+		return ""
+	}
+	return o.ClickHousePassword
 }
 
 // RedactedURL returns clickHouseUrl with its passwords replaced by "xxxxx":
@@ -89,7 +105,7 @@ func (o Options) redact() Options {
 // example, everything from the first ":" after the scheme up to an "@" found
 // later in the path).
 func (o Options) RedactedURL() string {
-	return hide(chclient.RedactURL(o.ClickHouseURL), o.ClickHousePassword)
+	return hide(chclient.RedactURL(o.ClickHouseURL), o.textPassword())
 }
 
 // hide replaces each occurrence of a non-empty password in s by "xxxxx".

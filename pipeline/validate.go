@@ -66,6 +66,14 @@ func quoteCut(s string) string {
 //     followed by a host, or several comma-separated, each with an optional
 //     port 1 to 65535, and without surrounding spaces (see
 //     [Options.RedactedURL] for how a password in it is hidden).
+//   - clickHousePassword, when it looks like a Secret Manager name, is a
+//     secret version's, projects/<p>/secrets/<s>/versions/<v|latest>, and
+//     clickHouseUrl then holds no password.
+//   - clickHouseCaCertificate, clickHouseClientCertificate and
+//     clickHouseClientKey, when set, name a file, a gs://<bucket>/<object> or a
+//     Secret Manager secret version (not the PEM text itself), for a
+//     clickHouseUrl that asks for TLS; the client certificate and key come
+//     together.
 //   - clickHouseDatabase, clickHouseTable and clickHouseDeadLetterTable are
 //     plain names: no backtick, no NUL and no dot (a dot in a table name
 //     usually means "<database>.<table>" was given).
@@ -79,7 +87,7 @@ func quoteCut(s string) string {
 // userinfo or query of clickHouseUrl, and not where it appears in another
 // parameter.
 func (o Options) Validate() error {
-	c := checker{password: o.ClickHousePassword}
+	c := checker{password: o.textPassword()}
 	for _, p := range parameters {
 		c.check(p, o)
 	}
@@ -131,10 +139,11 @@ func (c *checker) required(param, value string) bool {
 }
 
 // check applies p's rules to its value in o: a required string must not be blank; a value that
-// is there (see the table) must pass p.rule.
+// is there (see the table) must pass p.rule. The value shown is p.shown's: PEM text given for a
+// certificate or key shows as "xxxxx".
 func (c *checker) check(p parameter, o Options) {
 	switch p.kind {
-	case kindString, kindSecret, kindURL:
+	case kindString, kindSecret, kindURL, kindRef:
 		v := p.str(o)
 		if p.need == required {
 			if !c.required(p.name, v) {

@@ -1,12 +1,14 @@
 // Package gcptest gives tests local stand-ins of the Google APIs that a Dataflow launch talks to:
-// Cloud Storage (where the Go runner stages the worker binary, the model and a template's job),
-// the Dataflow v1b3 jobs API (where a direct launch submits its job), and a service-account key
-// whose token endpoint is local (what the Dataflow client authenticates with). Everything
-// listens on loopback; nothing reaches Google.
+// Cloud Storage (where the Go runner stages the worker binary, the model and a template's job,
+// and where certificates may be kept), the Dataflow v1b3 jobs API (where a direct launch submits
+// its job), Secret Manager (where the ClickHouse password and keys may be kept), and a
+// service-account key whose token endpoint is local (what the Dataflow client authenticates
+// with). Everything listens on loopback; nothing reaches Google.
 //
 // A launched binary finds them through its environment and flags:
 //
-//	STORAGE_EMULATOR_HOST=<GCS.Host()>            (cloud.google.com/go/storage, no credentials)
+//	STORAGE_EMULATOR_HOST=<GCS.Host()>                   (cloud.google.com/go/storage, no credentials)
+//	SECRET_MANAGER_EMULATOR_HOST=<SecretManager.Host()>  (cloud.google.com/go/secretmanager, no credentials)
 //	GOOGLE_APPLICATION_CREDENTIALS=<ServiceAccount(t, dir)>
 //	--dataflow_endpoint=<Dataflow.Endpoint()>
 package gcptest
@@ -88,6 +90,11 @@ func (g *GCS) Read(t testing.TB, bucket, name string) []byte {
 		t.Fatalf("gs://%s/%s does not exist; the bucket holds %q", bucket, name, g.Objects(t, bucket, ""))
 	}
 	return b
+}
+
+// Put writes an object.
+func (g *GCS) Put(bucket, name string, data []byte) {
+	g.Server.CreateObject(fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: bucket, Name: name}, Content: data})
 }
 
 // Lookup returns the bytes of an object and whether it exists.

@@ -1,6 +1,8 @@
 // Package chclient opens connections to ClickHouse through clickhouse-go/v2 from the template's
 // connection parameters. It is the one place that turns clickHouseUrl into a protocol, an address
-// and TLS settings; the schema fetch and the write stage share it. It also builds every INSERT the
+// and TLS settings (url.go; the TLS configuration, one for both protocols, in tls.go), and that
+// reads the password and the certificates kept outside the job graph (Config.Resolve); the
+// schema fetch and the write stage share it. It also builds every INSERT the
 // write and dead-letter stages send (Insert, in insert.go): one statement, one identifier
 // quoting (QuoteIdent) and one deduplication token (DeduplicationToken).
 //
@@ -9,67 +11,239 @@
 //   - https://host[:8443]  HTTP protocol over TLS with certificate verification (ClickHouse Cloud)
 //   - clickhouse://host[:9000]  the native protocol (needed for ClickHouse servers older than 21.x:
 //     clickhouse-go's HTTP transport sends the setting client_protocol_version, unknown to them)
+//   - clickhouse://host:9440?secure=true  the native protocol over TLS, verified as https:// is
 package chclient
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
 // Config is what a worker needs to reach the ClickHouse server. It is serialised into DoFns, so
-// its fields are exported; String redacts the password.
+// its fields are exported, and it holds no secret that a Secret Manager secret version can keep
+// instead: Resolve reads those, in a DoFn's Setup. String redacts a password given as text.
 type Config struct {
 	URL      string // clickHouseUrl: http://, https:// or clickhouse://
 	Database string // clickHouseDatabase
 	Username string // clickHouseUsername
-	Password string // clickHousePassword; never printed
+	// Password is clickHousePassword: the name of the Secret Manager secret version that holds
+	// the password (projects/<p>/secrets/<s>/versions/<v|latest>, read by Resolve), or the
+	// password itself, which then travels with the DoFns; never printed.
+	Password string
+	// CACertificate is clickHouseCaCertificate: where the PEM certificates of the authorities
+	// that may sign the server's certificate are, a file path, a gs:// object or a Secret
+	// Manager secret version (see package secret); "" verifies against the system's roots.
+	CACertificate string
+	// ClientCertificate and ClientKey are clickHouseClientCertificate and clickHouseClientKey:
+	// where the PEM certificate and private key that the pipeline presents to a server that
+	// asks for one (mutual TLS) are, in the same forms; both or neither.
+	ClientCertificate string
+	ClientKey         string
 }
 
-// String prints the configuration with the password replaced by "xxxxx".
+// String prints the configuration with a password given as text replaced by "xxxxx" (a secret
+// version's name shows as it is).
 func (c Config) String() string {
-	return fmt.Sprintf("{URL:%s Database:%s Username:%s Password:%s}", RedactURL(c.URL), c.Database, c.Username, redacted(c.Password))
+	return fmt.Sprintf("{URL:%s Database:%s Username:%s Password:%s CACertificate:%s ClientCertificate:%s ClientKey:%s}",
+		RedactURL(c.URL), c.Database, c.Username, redacted(c.Password), refShown(c.CACertificate), refShown(c.ClientCertificate), refShown(c.ClientKey))
 }
 
 // GoString is String, so that %#v cannot print the password either.
 func (c Config) GoString() string { return "chclient.Config" + c.String() }
 
 func redacted(s string) string {
-	if s == "" {
+	switch {
+	case s == "":
 		return `""`
+	case secret.IsVersion(s):
+		return s
 	}
-	return "xxxxx"
+	return mask
 }
 
-// Options translates c into clickhouse-go options: c.URL read by clickhouse-go's own DSN parser
-// (every option it may carry honoured or refused, see url.go), several comma-separated hosts
-// tried in order, default ports 8123 for http, 8443 for https, 9000 for clickhouse, the
-// credentials and database of c's fields. Errors name the parameter clickHouseUrl and never
-// contain the password.
+// refShown shows the name of a certificate or key, or "xxxxx" for PEM text given in its place.
+func refShown(ref string) string {
+	if strings.Contains(ref, "-----BEGIN") {
+		return mask
+	}
+	return ref
+}
+
+// PasswordAsText reports whether the password is in c itself, and so in the DoFns and the job
+// graph: clickHousePassword given as text rather than as a Secret Manager secret version, or a
+// password in clickHouseUrl.
+func (c Config) PasswordAsText() bool {
+	if c.Password != "" && !secret.IsVersion(c.Password) {
+		return true
+	}
+	o, err := parseURL(Config{URL: c.URL})
+	return err == nil && o.Auth.Password != ""
+}
+
+// Options translates c into clickhouse-go options without any I/O: c.URL read by clickhouse-go's
+// own DSN parser (every option it may carry honoured or refused, see url.go), several
+// comma-separated hosts tried in order, default ports 8123 for http, 8443 for https, 9000 for
+// clickhouse, the credentials and database of c's fields. A password of a Secret Manager secret
+// version is not read (Auth.Password stays empty) and TLS, when the URL asks for it, verifies
+// against the system's roots: Resolve reads those. Errors name the parameter clickHouseUrl and
+// never contain the password.
 func (c Config) Options() (*clickhouse.Options, error) {
 	return parseURL(c)
 }
 
-// Open opens a connection pool and pings the server. Errors name the server address and the
-// user, never the password; a likely misconfiguration (wrong port or scheme, wrong password,
-// missing database) is a *ConfigError that says which parameter to fix.
-func Open(ctx context.Context, c Config) (driver.Conn, error) {
-	o, err := c.Options()
+// Resolved is a Config with what it names read: the password of a Secret Manager secret version,
+// and the TLS configuration with its certificates and key. Its fields are unexported, so it is
+// never serialised; its String is the Config's, so it never prints them. A DoFn resolves its
+// Config once, in Setup, and opens connections with Open as often as it needs.
+type Resolved struct {
+	cfg      Config
+	password string      // the password read from Secret Manager; "" when c.Password is the password
+	tls      *tls.Config // when the URL asks for TLS
+	// askedForCert is set once a server asked for a client certificate (see tlsConfig).
+	askedForCert *atomic.Bool
+}
+
+// Resolve reads what c names outside itself: the password, when clickHousePassword is a Secret
+// Manager secret version, and, when clickHouseUrl asks for TLS (https://, or clickhouse:// with
+// secure=true), the certificates and key of clickHouseCaCertificate, clickHouseClientCertificate
+// and clickHouseClientKey, from which it builds the TLS configuration (see tlsConfig). A single
+// trailing newline of the password's payload (as `echo pw | gcloud secrets versions add
+// --data-file=-` stores it) is dropped. Errors are *ConfigError naming the parameter to fix and,
+// for Secret Manager, the permission secretmanager.versions.access; none holds the password or
+// the key.
+func (c Config) Resolve(ctx context.Context) (*Resolved, error) {
+	o, err := parseURL(c)
 	if err != nil {
 		return nil, err
 	}
+	r := &Resolved{cfg: c}
+	if secret.IsVersion(c.Password) {
+		b, err := secret.Access(ctx, c.Password)
+		if err != nil {
+			return nil, readError("clickHousePassword", err)
+		}
+		r.password = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		LogOnce("clickHousePassword read from Secret Manager", "version", c.Password)
+	}
+	if o.TLS == nil {
+		for _, p := range c.TLSParams() {
+			if p.Ref != "" {
+				return nil, &ConfigError{p.Name, "is set, but clickHouseUrl " + RedactURL(c.URL) + " does not use TLS: use https://, or clickhouse://host:9440?secure=true", errNoTLS}
+			}
+		}
+		return r, nil
+	}
+	var pem [3][]byte
+	for i, p := range c.TLSParams() {
+		if p.Ref == "" {
+			continue
+		}
+		if pem[i], err = secret.Read(ctx, p.Ref); err != nil {
+			return nil, readError(p.Name, err)
+		}
+	}
+	if r.tls, r.askedForCert, err = tlsConfig(o.TLS, pem[0], pem[1], pem[2]); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+var errNoTLS = errors.New("no TLS")
+
+// TLSParam is one of the TLS parameters of a Config: its template parameter name and its value,
+// the name of what holds the PEM text.
+type TLSParam struct{ Name, Ref string }
+
+// TLSParams returns the CA certificate, the client certificate and the client key, in this
+// order.
+func (c Config) TLSParams() []TLSParam {
+	return []TLSParam{
+		{"clickHouseCaCertificate", c.CACertificate},
+		{"clickHouseClientCertificate", c.ClientCertificate},
+		{"clickHouseClientKey", c.ClientKey},
+	}
+}
+
+// readError is a failure to read what the parameter param names, as a *ConfigError.
+func readError(param string, err error) error {
+	var se *secret.Error
+	if errors.As(err, &se) {
+		return &ConfigError{param, se.Reason, se.Err}
+	}
+	return &ConfigError{param, "cannot be read", err}
+}
+
+// String is the Config's String: no password, no key.
+func (r Resolved) String() string { return r.cfg.String() }
+
+// GoString is String, so that %#v prints neither the password nor the key.
+func (r Resolved) GoString() string { return "chclient.Resolved" + r.cfg.String() }
+
+// Format implements fmt.Formatter, so that no verb prints the unexported fields.
+func (r Resolved) Format(f fmt.State, verb rune) {
+	_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), r.String())
+}
+
+// Config returns the configuration r was resolved from.
+func (r *Resolved) Config() Config { return r.cfg }
+
+// options returns the clickhouse-go options of r: those of Config.Options with the password read
+// and the TLS configuration built.
+func (r *Resolved) options() (*clickhouse.Options, error) {
+	o, err := parseURL(r.cfg)
+	if err != nil {
+		return nil, err
+	}
+	if r.password != "" {
+		o.Auth.Password = r.password
+	}
+	if o.TLS != nil {
+		o.TLS = r.tls.Clone()
+	}
+	return o, nil
+}
+
+// Open opens a connection pool and pings the server. Errors name the server address and the
+// user, never the password; a likely misconfiguration (wrong port or scheme, wrong password,
+// missing database, a certificate that does not verify) is a *ConfigError that says which
+// parameter to fix.
+func (r *Resolved) Open(ctx context.Context) (driver.Conn, error) {
+	c := r.cfg
+	o, err := r.options()
+	if err != nil {
+		return nil, err
+	}
+	asked := r.askedForCert != nil && r.askedForCert.Load()
 	conn, err := clickhouse.Open(o)
 	if err != nil {
-		return nil, explain(fmt.Errorf("clickhouse %s: %w", RedactURL(c.URL), err), c)
+		return nil, explain(fmt.Errorf("clickhouse %s: %w", RedactURL(c.URL), err), c, asked)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := conn.Ping(pctx); err != nil {
 		conn.Close()
-		return nil, explain(fmt.Errorf("clickhouse %s as user %q: %w", RedactURL(c.URL), c.Username, err), c)
+		asked = r.askedForCert != nil && r.askedForCert.Load()
+		return nil, explain(fmt.Errorf("clickhouse %s as user %q: %w", RedactURL(c.URL), c.Username, err), c, asked)
 	}
 	return conn, nil
+}
+
+// Open resolves c (Config.Resolve) and opens a connection pool (Resolved.Open): for a one-off
+// connection. A DoFn resolves once in Setup instead.
+func Open(ctx context.Context, c Config) (driver.Conn, error) {
+	r, err := c.Resolve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Open(ctx)
 }

@@ -2,6 +2,7 @@ package chclient
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -22,17 +23,20 @@ func (e *ConfigError) Error() string { return e.Param + ": " + e.Hint + " (" + e
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // explain turns a failure to open a connection into a ConfigError when its cause is a likely
-// misconfiguration; other errors are returned as they are. The texts never hold the password.
-func explain(err error, c Config) error {
+// misconfiguration; other errors are returned as they are. askedForCert tells that the server
+// asked for a client certificate during the TLS handshake. The texts never hold the password.
+func explain(err error, c Config, askedForCert bool) error {
 	if err == nil {
 		return nil
 	}
 	url := RedactURL(c.URL)
 	scheme, _, _ := strings.Cut(strings.ToLower(c.URL), "://")
 	msg := err.Error()
+	if tlsErr := explainTLS(err, c, url, scheme, askedForCert); tlsErr != nil {
+		return tlsErr
+	}
 	var ex *clickhouse.Exception
 	var dns *net.DNSError
-	var recordErr tls.RecordHeaderError
 	switch {
 	case errors.As(err, &ex) && (ex.Code == 193 || ex.Code == 516):
 		return &ConfigError{"clickHousePassword", fmt.Sprintf("ClickHouse refused the password of user %q at %s: check clickHouseUsername and clickHousePassword", c.Username, url), err}
@@ -44,16 +48,70 @@ func explain(err error, c Config) error {
 		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the host of %s does not resolve: check the host name", url), err}
 	case strings.Contains(msg, "connection refused"):
 		return &ConfigError{"clickHouseUrl", fmt.Sprintf("nothing listens at %s: check the host and the port (native protocol 9000; HTTP 8123; HTTPS 8443) and that the server runs", url), err}
-	case strings.Contains(msg, "server gave HTTP response to HTTPS client") || errors.As(err, &recordErr):
-		return &ConfigError{"clickHouseUrl", fmt.Sprintf("%s uses https://, but the server answers plain HTTP on that port: use http://, or the server's HTTPS port (8443 on ClickHouse Cloud)", url), err}
 	case strings.Contains(msg, "HTTP request to an HTTPS server") || strings.Contains(msg, "plain HTTP request was sent to HTTPS"):
 		return &ConfigError{"clickHouseUrl", fmt.Sprintf("%s uses http://, but the server expects TLS on that port: use https://", url), err}
 	case strings.Contains(msg, "is for clickhouse-client program"):
 		return &ConfigError{"clickHouseUrl", fmt.Sprintf("%s uses http://, but that port speaks ClickHouse's native protocol: use clickhouse:// with it, or the HTTP port (8123, 8443 with TLS)", url), err}
 	case strings.Contains(msg, "Unknown setting client_protocol_version"):
 		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the server at %s is too old for clickhouse-go's HTTP protocol: use the native protocol, clickhouse://host:9000", url), err}
+	case scheme == "clickhouse" && strings.Contains(msg, "handshake") && !UsesTLS(c.URL):
+		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the server at %s did not complete the native protocol's handshake: is this the native protocol's TLS port (9440)? Add ?secure=true for it. An HTTP port (8123, 8443)? Use http:// or https://. Else give the native port (9000)", url), err}
 	case scheme == "clickhouse" && strings.Contains(msg, "handshake"):
-		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the server at %s did not complete the native protocol's handshake: is this an HTTP port (8123, 8443) or a TLS port? Use http:// or https:// for those, or the native port (9000)", url), err}
+		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the server at %s completed TLS but not the native protocol's handshake: is this the HTTPS port (8443)? Use https:// for it, or the native protocol's TLS port (9440)", url), err}
 	}
 	return err
+}
+
+// explainTLS explains a failure of the TLS handshake as a *ConfigError naming the parameter to
+// fix, or returns nil when err is not one. The server's certificate is verified by Go's TLS
+// client (x509's errors); the client certificate by the server, whose refusal arrives as a TLS
+// alert ("remote error: tls: ...") or, from a server that asked for a certificate and got none,
+// as a connection closed right after the handshake (TLS 1.3 completes the client's side of the
+// handshake before the server has checked its certificate).
+func explainTLS(err error, c Config, url, scheme string, askedForCert bool) error {
+	msg := err.Error()
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var record tls.RecordHeaderError
+	switch {
+	case strings.Contains(msg, "server gave HTTP response to HTTPS client") || (scheme == "https" && errors.As(err, &record)):
+		return &ConfigError{"clickHouseUrl", fmt.Sprintf("%s uses https://, but the server answers plain HTTP on that port: use http://, or the server's HTTPS port (8443 on ClickHouse Cloud)", url), err}
+	case errors.As(err, &record):
+		return &ConfigError{"clickHouseUrl", fmt.Sprintf("%s asks for TLS (secure=true), but the server answers without TLS on that port: give the native protocol's TLS port (tcp_port_secure, 9440 by default), or drop secure=true", url), err}
+	case errors.As(err, &unknown) || strings.Contains(msg, "x509: certificate signed by unknown authority"):
+		if c.CACertificate == "" {
+			return &ConfigError{"clickHouseCaCertificate", fmt.Sprintf("the certificate of the server at %s is not signed by an authority this machine trusts (clickHouseCaCertificate is unset, so the system's roots): give the certificate of the authority that signed it in clickHouseCaCertificate", url), err}
+		}
+		return &ConfigError{"clickHouseCaCertificate", fmt.Sprintf("the certificate of the server at %s is not signed by the authority of clickHouseCaCertificate %s: give the certificate of the authority that signed the server's", url, refShown(c.CACertificate)), err}
+	case errors.As(err, &host):
+		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the certificate of the server at %s is not valid for the host %q (%s): give a host name the certificate holds in clickHouseUrl, or that name as tls_server_name=<name>", url, host.Host, certNames(host.Certificate)), err}
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the certificate of the server at %s, or of an authority that signed it, has expired or is not yet valid (%s): the server needs a valid certificate; the pipeline never skips the check", url, invalid.Detail), err}
+	case errors.As(err, &invalid):
+		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the certificate of the server at %s does not verify (%v): the server needs a certificate fit for TLS servers; the pipeline never skips the check", url, invalid), err}
+	case strings.Contains(msg, "remote error: tls: certificate required"),
+		c.ClientCertificate == "" && strings.Contains(msg, "remote error: tls: handshake failure"),
+		c.ClientCertificate == "" && askedForCert && (strings.Contains(msg, "connection reset") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe")):
+		return &ConfigError{"clickHouseClientCertificate", fmt.Sprintf("the server at %s requires a client certificate (mutual TLS): give it in clickHouseClientCertificate, and its key in clickHouseClientKey", url), err}
+	case c.ClientCertificate != "" && strings.Contains(msg, "remote error: tls:"):
+		return &ConfigError{"clickHouseClientCertificate", fmt.Sprintf("the server at %s refused the client certificate %s: give one signed by an authority that the server trusts (its openSSL.server.caConfig)", url, refShown(c.ClientCertificate)), err}
+	}
+	return nil
+}
+
+// certNames returns the names a certificate is valid for, for messages.
+func certNames(cert *x509.Certificate) string {
+	if cert == nil {
+		return "no certificate"
+	}
+	var names []string
+	names = append(names, cert.DNSNames...)
+	for _, ip := range cert.IPAddresses {
+		names = append(names, ip.String())
+	}
+	if len(names) == 0 {
+		return "it names no host"
+	}
+	return "it is valid for " + strings.Join(names, ", ")
 }

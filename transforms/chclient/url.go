@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
 // This file is the one owner of clickHouseUrl: its rules (URLRule), its translation into
@@ -23,7 +25,8 @@ import (
 //   - userinfo (user:password@), a path (/database) and the query options username, password
 //     and database: honoured when they agree with clickHouseUsername, clickHousePassword and
 //     clickHouseDatabase (the password of the URL is used when clickHousePassword is empty);
-//     refused when they disagree;
+//     refused when they disagree, and a password refused when clickHousePassword is a Secret
+//     Manager secret version;
 //   - secure (TLS on the native protocol, as clickhouse://host:9440?secure=true),
 //     tls_server_name, compress (true, lz4, zstd, gzip, deflate, br, none), compress_level,
 //     dial_timeout, read_timeout, max_open_conns, max_idle_conns, conn_max_lifetime,
@@ -97,9 +100,12 @@ func parseURL(c Config) (*clickhouse.Options, error) {
 		return nil, urlRefused("%s", hidePassword(strings.TrimPrefix(err.Error(), "clickhouse [dsn parse]: "), c.Password))
 	}
 	// Credentials and database: from the parameters, or from the URL when they agree.
+	fromSecret := secret.IsVersion(c.Password)
 	switch {
 	case o.Auth.Username != "" && c.Username != "" && o.Auth.Username != c.Username:
 		return nil, urlRefused("names the user %q, but clickHouseUsername is %q: give the user once, in clickHouseUsername", o.Auth.Username, c.Username)
+	case o.Auth.Password != "" && fromSecret:
+		return nil, urlRefused("holds a password, which the job graph would carry: clickHousePassword names a Secret Manager secret version, which keeps the password out of it; remove the password from the URL")
 	case o.Auth.Password != "" && c.Password != "" && o.Auth.Password != c.Password:
 		return nil, urlRefused("holds a password that differs from clickHousePassword: give the password once, in clickHousePassword")
 	case o.Auth.Database != "" && c.Database != "" && o.Auth.Database != c.Database:
@@ -108,8 +114,8 @@ func parseURL(c Config) (*clickhouse.Options, error) {
 	if c.Username != "" {
 		o.Auth.Username = c.Username
 	}
-	if c.Password != "" {
-		o.Auth.Password = c.Password
+	if c.Password != "" && !fromSecret {
+		o.Auth.Password = c.Password // a secret version's password is read by Resolve
 	}
 	if c.Database != "" {
 		o.Auth.Database = c.Database
@@ -120,11 +126,10 @@ func parseURL(c Config) (*clickhouse.Options, error) {
 		}
 	}
 	if o.TLS != nil {
-		if o.TLS.ServerName == "" {
-			host, _, _ := net.SplitHostPort(o.Addr[0])
-			o.TLS.ServerName = host
-		}
-		o.TLS.MinVersion = tls.VersionTLS12
+		// Verified against the system's roots until Resolve builds the configuration of the
+		// TLS parameters (tlsConfig). The server name is tls_server_name's, or left empty, so
+		// that Go's TLS dialer and HTTP transport take each host's own from the address.
+		o.TLS = &tls.Config{ServerName: o.TLS.ServerName, MinVersion: tls.VersionTLS12}
 	}
 	// The template's defaults where the URL says nothing. Dial and read timeouts bound how long
 	// a dead server stalls a bundle; an INSERT of a large block can legitimately take long,

@@ -126,6 +126,7 @@ func Write(s beam.Scope, cfg Config, batches beam.PCollection) (stored beam.PCol
 type writeFn struct {
 	Config
 
+	ch        *chclient.Resolved // ClickHouse with its secrets read, once, in Setup
 	conn      driver.Conn
 	settings  clickhouse.Settings
 	withToken bool
@@ -133,6 +134,8 @@ type writeFn struct {
 	publisher *pubsub.Publisher
 }
 
+// Setup opens the destinations: for the table, it reads the secrets the configuration names
+// (chclient.Config.Resolve), connects and checks the table; for the topic, it checks the topic.
 func (f *writeFn) Setup(ctx context.Context) error {
 	_, err := chclient.SetupRetry.Do(ctx, func() error { return f.setup(ctx) }, func(n int, err error) {
 		slog.Warn("dead letter: opening the destinations failed; retrying", "attempt", n, "error", err)
@@ -145,7 +148,12 @@ func (f *writeFn) setup(ctx context.Context) error {
 	f.conn, f.client, f.publisher = nil, nil, nil
 	var err error
 	if f.Table != "" {
-		if f.conn, err = chclient.Open(ctx, f.ClickHouse); err != nil {
+		if f.ch == nil {
+			if f.ch, err = f.ClickHouse.Resolve(ctx); err != nil {
+				return err
+			}
+		}
+		if f.conn, err = f.ch.Open(ctx); err != nil {
 			return err
 		}
 		if err := CheckTable(ctx, f.conn, f.ClickHouse.Database, f.Table); err != nil {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
@@ -62,16 +63,26 @@ type Config struct {
 type parseFn struct {
 	Config
 
+	ch        *chclient.Resolved // ClickHouse with its secrets read, once, in Setup
 	tracker   *convert.Tracker
 	attempted time.Time // the last refresh attempt, failed or not
 	buf       []byte
 }
 
-// Setup fetches the table's schema and builds the converter. An unsupported column type fails
-// here, before any message is read.
+// Setup reads the secrets the configuration names (chclient.Config.Resolve), fetches the table's
+// schema and builds the converter. An unsupported column type fails here, before any message is
+// read.
 func (f *parseFn) Setup(ctx context.Context) error {
 	f.tracker = &convert.Tracker{Stage: "parse", Database: f.ClickHouse.Database, Table: f.Table}
-	_, err := chclient.SetupRetry.Do(ctx, func() error { return f.refresh(ctx) }, func(n int, err error) {
+	_, err := chclient.SetupRetry.Do(ctx, func() error {
+		if f.ch == nil {
+			var err error
+			if f.ch, err = f.ClickHouse.Resolve(ctx); err != nil {
+				return err
+			}
+		}
+		return f.refresh(ctx)
+	}, func(n int, err error) {
 		slog.Warn("parse: reading the table's schema failed; retrying", "table", f.Table, "attempt", n, "error", err)
 	})
 	f.attempted = time.Now()
@@ -80,7 +91,7 @@ func (f *parseFn) Setup(ctx context.Context) error {
 
 // refresh reads the table's schema through a connection of its own.
 func (f *parseFn) refresh(ctx context.Context) error {
-	c, err := chclient.Open(ctx, f.ClickHouse)
+	c, err := f.ch.Open(ctx)
 	if err != nil {
 		return err
 	}
@@ -100,18 +111,13 @@ func (f *parseFn) refreshSchema(ctx context.Context) {
 	}
 }
 
-// Check fetches the schema of the table conn.Database.table and builds its converter, as every
-// worker does at start-up. Call it when the pipeline is constructed, so that a missing table,
-// wrong credentials, an unreachable host or an unsupported column type stop the launch with a
-// clear message instead of failing on workers.
-func Check(ctx context.Context, conn chclient.Config, table string) (*schema.Table, *convert.Converter, error) {
-	c, err := chclient.Open(ctx, conn)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer c.Close()
-	t := &convert.Tracker{Stage: "parse", Database: conn.Database, Table: table}
-	if err := t.Refresh(ctx, c); err != nil {
+// Check fetches the schema of the table database.table through conn and builds its converter,
+// as every worker does at start-up. Call it when the pipeline is constructed, so that a missing
+// table or an unsupported column type stops the launch with a clear message instead of failing
+// on workers.
+func Check(ctx context.Context, conn driver.Conn, database, table string) (*schema.Table, *convert.Converter, error) {
+	t := &convert.Tracker{Stage: "parse", Database: database, Table: table}
+	if err := t.Refresh(ctx, conn); err != nil {
 		return nil, nil, err
 	}
 	return t.Schema(), t.Converter(), nil

@@ -39,7 +39,12 @@ type rowTextFn struct {
 }
 
 func (f *rowTextFn) ProcessElement(ctx context.Context, rs flow.Rows, emit func(string)) error {
-	_, conv, err := Check(ctx, f.ClickHouse, f.Table)
+	conn, err := chclient.Open(ctx, f.ClickHouse)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_, conv, err := Check(ctx, conn, f.ClickHouse.Database, f.Table)
 	if err != nil {
 		return err
 	}
@@ -168,6 +173,17 @@ func TestParsePipeline(t *testing.T) {
 	}
 }
 
+// check connects as the launcher does and runs Check.
+func check(ctx context.Context, c chclient.Config, table string) error {
+	conn, err := chclient.Open(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_, _, err = Check(ctx, conn, c.Database, table)
+	return err
+}
+
 // TestCheck shows what a launch reports when the table cannot be converted into.
 func TestCheck(t *testing.T) {
 	srv := chtest.New(t)
@@ -175,7 +191,7 @@ func TestCheck(t *testing.T) {
 	srv.CreateTable(t, `CREATE TABLE {table} (a UInt8) ENGINE = MergeTree ORDER BY a`, "ok")
 	ctx := context.Background()
 	cfg := srv.Config()
-	if _, _, err := Check(ctx, cfg, "ok"); err != nil {
+	if err := check(ctx, cfg, "ok"); err != nil {
 		t.Errorf("Check(ok): %v", err)
 	}
 	for _, tc := range []struct {
@@ -195,7 +211,7 @@ func TestCheck(t *testing.T) {
 			if tc.cfg != nil {
 				tc.cfg(&c)
 			}
-			_, _, err := Check(ctx, c, tc.table)
+			err := check(ctx, c, tc.table)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Check: %v, want an error containing %q", err, tc.want)
 			}
@@ -218,7 +234,7 @@ func TestCheckRefusesWhatCannotBeInserted(t *testing.T) {
 		"v":   "is a View, which cannot be inserted into",
 		"odd": "a name with a backtick or a backslash is not supported",
 	} {
-		if _, _, err := Check(context.Background(), srv.Config(), table); err == nil || !strings.Contains(err.Error(), want) {
+		if err := check(context.Background(), srv.Config(), table); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Check(%s): %v, want an error containing %q", table, err, want)
 		}
 	}

@@ -76,6 +76,7 @@ func Write(s beam.Scope, cfg Config, batches beam.PCollection) (rejected, stored
 type insertFn struct {
 	Config
 
+	ch        *chclient.Resolved // ClickHouse with its secrets read, once, in Setup
 	conn      driver.Conn
 	tracker   *convert.Tracker   // the table's schema and converter
 	columns   []schema.Column    // tracker's writable columns
@@ -87,8 +88,9 @@ type insertFn struct {
 	presumedData map[int32]bool
 }
 
-// Setup opens the connection pool, reads the table's schema and which insert settings the server
-// knows. A server briefly unreachable is waited for (chclient.SetupRetry).
+// Setup reads the secrets the configuration names (chclient.Config.Resolve), opens the
+// connection pool, reads the table's schema and which insert settings the server knows. A server
+// briefly unreachable is waited for (chclient.SetupRetry).
 func (f *insertFn) Setup(ctx context.Context) error {
 	_, err := chclient.SetupRetry.Do(ctx, func() error { return f.setup(ctx) }, func(n int, err error) {
 		slog.Warn("write: connecting to ClickHouse failed; retrying", "table", f.Table, "attempt", n, "error", err)
@@ -101,7 +103,12 @@ func (f *insertFn) setup(ctx context.Context) error {
 		f.conn.Close()
 	}
 	var err error
-	if f.conn, err = chclient.Open(ctx, f.ClickHouse); err != nil {
+	if f.ch == nil {
+		if f.ch, err = f.ClickHouse.Resolve(ctx); err != nil {
+			return err
+		}
+	}
+	if f.conn, err = f.ch.Open(ctx); err != nil {
 		return err
 	}
 	if err := f.refreshSchema(ctx); err != nil {

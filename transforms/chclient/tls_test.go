@@ -1,0 +1,159 @@
+package chclient
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/certtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/gcptest"
+)
+
+// TestTLSConfig: the one TLS configuration of both protocols always verifies (the CA's
+// certificates alone when given, else the system's roots), leaves the server name to each host
+// unless tls_server_name gives one, presents a client certificate, and refuses what cannot work
+// naming the parameter to fix.
+func TestTLSConfig(t *testing.T) {
+	ca := certtest.NewCA(t, "test CA")
+	client := ca.Issue(t, certtest.Options{Hosts: []string{"ingest"}, Client: true})
+	other := ca.Issue(t, certtest.Options{Hosts: []string{"other"}, Client: true})
+	expired := ca.Issue(t, certtest.Options{Hosts: []string{"ingest"}, Client: true,
+		NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})
+
+	c, asked, err := tlsConfig(&tls.Config{}, nil, nil, nil)
+	if err != nil || c.RootCAs != nil || c.InsecureSkipVerify || c.ServerName != "" || c.MinVersion != tls.VersionTLS12 {
+		t.Fatalf("no TLS parameters: %+v, %v; want the system's roots, verified, TLS 1.2+, the server name of each host", c, err)
+	}
+	if got, _ := c.GetClientCertificate(&tls.CertificateRequestInfo{}); len(got.Certificate) != 0 || !asked.Load() {
+		t.Errorf("asked for a client certificate without one: %d certificates, asked %v; want none, and asked", len(got.Certificate), asked.Load())
+	}
+	c, asked, err = tlsConfig(&tls.Config{ServerName: "ch.internal"}, ca.PEM, client.CertPEM, client.KeyPEM)
+	if err != nil || c.RootCAs == nil || c.InsecureSkipVerify || c.ServerName != "ch.internal" || asked.Load() {
+		t.Fatalf("CA and client certificate: %+v, %v; want the CA's pool, verified, tls_server_name", c, err)
+	}
+	if got, _ := c.GetClientCertificate(&tls.CertificateRequestInfo{}); got.Leaf == nil || got.Leaf.Subject.CommonName != "ingest" {
+		t.Errorf("asked for a client certificate: %+v, want the client certificate", got)
+	}
+	for _, tc := range []struct {
+		name           string
+		ca, cert, key  []byte
+		param, message string
+	}{
+		{"CA without PEM", []byte("not a certificate"), nil, nil, "clickHouseCaCertificate", "holds no PEM certificate"},
+		{"CA given a key", client.KeyPEM, nil, nil, "clickHouseCaCertificate", "holds no PEM certificate"},
+		{"key of another certificate", nil, client.CertPEM, other.KeyPEM, "clickHouseClientKey", "is not the private key of clickHouseClientCertificate"},
+		{"key not PEM", nil, client.CertPEM, []byte("not a key"), "clickHouseClientKey", "holds no PEM private key"},
+		{"certificate not PEM", nil, []byte("not a certificate"), client.KeyPEM, "clickHouseClientCertificate", "holds no PEM certificate"},
+		{"expired client certificate", nil, expired.CertPEM, expired.KeyPEM, "clickHouseClientCertificate", "not now"},
+		{"certificate without key", nil, client.CertPEM, nil, "clickHouseClientKey", "give both"},
+		{"key without certificate", nil, nil, client.KeyPEM, "clickHouseClientCertificate", "give both"},
+	} {
+		_, _, err := tlsConfig(&tls.Config{}, tc.ca, tc.cert, tc.key)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Param != tc.param || !strings.Contains(err.Error(), tc.message) {
+			t.Errorf("%s: %v, want a ConfigError of %s saying %q", tc.name, err, tc.param, tc.message)
+		}
+		if err != nil && strings.Contains(err.Error(), keyBody(client.KeyPEM)) {
+			t.Errorf("%s: the error quotes the key: %v", tc.name, err)
+		}
+	}
+}
+
+// TestResolve reads the password of a Secret Manager secret version (the stand-in) and the TLS
+// material from a file, a Cloud Storage object and a secret version, and builds options that
+// hold them; nothing printed of the result shows the password.
+func TestResolve(t *testing.T) {
+	const (
+		pwVersion  = "projects/p/secrets/ch-password/versions/latest"
+		keyVersion = "projects/p/secrets/ch-key/versions/1"
+		password   = "Resolved-pw-93c1"
+	)
+	ca := certtest.NewCA(t, "test CA")
+	client := ca.Issue(t, certtest.Options{Hosts: []string{"ingest"}, Client: true})
+	sm := gcptest.StartSecretManager(t)
+	sm.Add(pwVersion, []byte(password+"\n"))
+	sm.Add(keyVersion, client.KeyPEM)
+	sm.Deny("projects/p/secrets/ch-password/versions/2")
+	gcs := gcptest.StartGCS(t, "certs")
+	t.Setenv("STORAGE_EMULATOR_HOST", gcs.Host())
+	gcs.Put("certs", "client.crt", client.CertPEM)
+	caFile := ca.WriteFile(t, t.TempDir(), "ca")
+	ctx := context.Background()
+
+	c := Config{URL: "clickhouse://h:9440?secure=true", Database: "db", Username: "ingest", Password: pwVersion,
+		CACertificate: caFile, ClientCertificate: "gs://certs/client.crt", ClientKey: keyVersion}
+	if c.PasswordAsText() {
+		t.Error("PasswordAsText() = true for a secret version")
+	}
+	if o, err := c.Options(); err != nil || o.Auth.Password != "" {
+		t.Errorf("Options() = %+v, %v: want no password before Resolve", o, err)
+	}
+	r, err := c.Resolve(ctx)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	o, err := r.options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Auth.Password != password || o.TLS == nil || o.TLS.RootCAs == nil || o.TLS.GetClientCertificate == nil || o.TLS.InsecureSkipVerify {
+		t.Errorf("resolved options: password %t, TLS %+v; want the secret's password (without its newline), the CA, the client certificate",
+			o.Auth.Password == password, o.TLS)
+	}
+	if got := sm.Accesses(); len(got) != 2 {
+		t.Errorf("Secret Manager saw %q, want one access to each version", got)
+	}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+		for _, v := range []any{r, *r, c} {
+			if s := fmt.Sprintf(verb, v); strings.Contains(s, password) || strings.Contains(s, keyBody(client.KeyPEM)) {
+				t.Errorf("%s of %T shows the password or the key: %s", verb, v, s)
+			}
+		}
+	}
+
+	for _, tc := range []struct {
+		name           string
+		change         func(c *Config)
+		param, message string
+	}{
+		{"denied password", func(c *Config) { c.Password = "projects/p/secrets/ch-password/versions/2" },
+			"clickHousePassword", "projects/p/secrets/ch-password/versions/2: the permission secretmanager.versions.access is denied"},
+		{"missing key", func(c *Config) { c.ClientKey = "projects/p/secrets/none/versions/1" },
+			"clickHouseClientKey", "projects/p/secrets/none/versions/1 does not exist"},
+		{"missing CA file", func(c *Config) { c.CACertificate = filepath.Join(t.TempDir(), "none.crt") },
+			"clickHouseCaCertificate", "cannot read the file"},
+		{"missing certificate object", func(c *Config) { c.ClientCertificate = "gs://certs/none.crt" },
+			"clickHouseClientCertificate", "gs://certs/none.crt does not exist"},
+		{"TLS parameters, plain URL", func(c *Config) { c.URL = "clickhouse://h:9000" },
+			"clickHouseCaCertificate", "does not use TLS"},
+	} {
+		cc := c
+		tc.change(&cc)
+		_, err := cc.Resolve(ctx)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Param != tc.param || !strings.Contains(err.Error(), tc.message) {
+			t.Errorf("%s: %v, want a ConfigError of %s saying %q", tc.name, err, tc.param, tc.message)
+		}
+		if err != nil && (strings.Contains(err.Error(), password) || strings.Contains(err.Error(), keyBody(client.KeyPEM))) {
+			t.Errorf("%s: the error shows the password or the key: %v", tc.name, err)
+		}
+	}
+
+	// A password in the URL would be in the graph: refused beside a secret version.
+	if rule := URLRule("clickhouse://ingest:"+password+"@h:9000", "ingest", pwVersion, "db"); !strings.Contains(rule, "remove the password from the URL") {
+		t.Errorf("URL password with a secret version: rule %q", rule)
+	}
+	if !(Config{URL: "clickhouse://ingest:" + password + "@h:9000"}).PasswordAsText() || !(Config{URL: "clickhouse://h", Password: password}).PasswordAsText() {
+		t.Error("PasswordAsText() = false for a password in the URL or in clickHousePassword")
+	}
+}
+
+// keyBody returns the first line of a PEM key's base64 text, which no output may show.
+func keyBody(keyPEM []byte) string {
+	return strings.Split(string(keyPEM), "\n")[1]
+}

@@ -1,0 +1,126 @@
+package secret_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/gcptest"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
+)
+
+const (
+	version = "projects/p/secrets/ch-password/versions/latest"
+	denied  = "projects/p/secrets/other/versions/3"
+	missing = "projects/p/secrets/gone/versions/1"
+	payload = "Secret-Payload-7f3e" // must never appear in an error
+)
+
+// TestAccess reads a secret version from the stand-in with the client library, and explains the
+// versions it denies or lacks by name and permission, without the payload.
+func TestAccess(t *testing.T) {
+	sm := gcptest.StartSecretManager(t)
+	sm.Add(version, []byte(payload))
+	sm.Deny(denied)
+	ctx := context.Background()
+
+	got, err := secret.Access(ctx, version)
+	if err != nil || string(got) != payload {
+		t.Fatalf("Access(%s) = %q, %v; want the payload", version, got, err)
+	}
+	for name, want := range map[string][]string{
+		denied:  {denied, "the permission secretmanager.versions.access is denied", "roles/secretmanager.secretAccessor", "PermissionDenied"},
+		missing: {missing, "does not exist", "secretmanager.versions.access", "NotFound"},
+	} {
+		_, err := secret.Access(ctx, name)
+		var se *secret.Error
+		if !errors.As(err, &se) || se.Name != name {
+			t.Errorf("Access(%s): %v, want a *secret.Error naming it", name, err)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("Access(%s): %q lacks %q", name, err, w)
+			}
+		}
+	}
+	if got, want := strings.Join(sm.Accesses(), " "), strings.Join([]string{version, denied, missing}, " "); got != want {
+		t.Errorf("the stand-in saw %s, want %s", got, want)
+	}
+}
+
+// TestRead reads each kind of name: a file, a Cloud Storage object (from the stand-in, through
+// STORAGE_EMULATOR_HOST) and a secret version; a missing one is explained.
+func TestRead(t *testing.T) {
+	sm := gcptest.StartSecretManager(t)
+	sm.Add(version, []byte("from secret manager"))
+	gcs := gcptest.StartGCS(t, "certs")
+	t.Setenv("STORAGE_EMULATOR_HOST", gcs.Host())
+	gcs.Put("certs", "ca/ca.pem", []byte("from cloud storage"))
+	file := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(file, []byte("from a file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for ref, want := range map[string]string{
+		version:                "from secret manager",
+		"gs://certs/ca/ca.pem": "from cloud storage",
+		file:                   "from a file",
+	} {
+		got, err := secret.Read(ctx, ref)
+		if err != nil || string(got) != want {
+			t.Errorf("Read(%s) = %q, %v; want %q", ref, got, err, want)
+		}
+	}
+	for ref, want := range map[string]string{
+		"gs://certs/ca/none.pem":          "gs://certs/ca/none.pem does not exist",
+		"gs://nobucket/ca.pem":            "storage.objects.get",
+		file + ".missing":                 "cannot read the file " + file + ".missing",
+		"projects/p/secrets/x/versions/1": "secretmanager.versions.access",
+	} {
+		_, err := secret.Read(ctx, ref)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Read(%s): %v, want %q", ref, err, want)
+		}
+	}
+}
+
+func TestRules(t *testing.T) {
+	for _, tc := range []struct {
+		value         string
+		version       bool
+		kind          secret.Kind
+		password, ref string // the rules' complaints, "" for none
+	}{
+		{"projects/p/secrets/s/versions/latest", true, secret.Version, "", ""},
+		{"projects/my-project-1/secrets/ch_pw-2/versions/12", true, secret.Version, "", ""},
+		{"projects/123456789/secrets/s/versions/an-alias", true, secret.Version, "", ""},
+		{"projects/p/secrets/s", false, secret.File, "not a secret version's", "not a secret version's"},
+		{"projects/p/locations/eu/secrets/s/versions/1", false, secret.File, "regional secrets", "regional secrets"},
+		{"a plain password", false, secret.File, "", ""},
+		{"gs://bucket/ca.pem", false, secret.Object, "", ""},
+		{"gs://bucket/", false, secret.Object, "", "with an object name"},
+		{"gs:///ca.pem", false, secret.Object, "", "with an object name"},
+		{"/etc/ssl/ca.pem", false, secret.File, "", ""},
+		{"-----BEGIN CERTIFICATE-----\nMIIB...", false, secret.File, "", "holds PEM text"},
+		{" /etc/ca.pem", false, secret.File, "", "spaces"},
+	} {
+		if got := secret.IsVersion(tc.value); got != tc.version {
+			t.Errorf("IsVersion(%q) = %v", tc.value, got)
+		}
+		if got := secret.KindOf(tc.value); got != tc.kind {
+			t.Errorf("KindOf(%q) = %v, want %v", tc.value, got, tc.kind)
+		}
+		for _, r := range []struct {
+			name      string
+			got, want string
+		}{{"PasswordRule", secret.PasswordRule(tc.value), tc.password}, {"RefRule", secret.RefRule(tc.value), tc.ref}} {
+			if (r.want == "") != (r.got == "") || !strings.Contains(r.got, r.want) {
+				t.Errorf("%s(%q) = %q, want %q", r.name, tc.value, r.got, r.want)
+			}
+		}
+	}
+}
