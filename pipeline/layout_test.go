@@ -14,7 +14,7 @@ import (
 var (
 	valuePackages    = []string{"flow"}
 	plumbingPackages = []string{"chclient", "chtype", "schema", "convert", "rowbinary", "psclient"}
-	stagePackages    = []string{"source", "parse", "batch", "write", "deadletter", "ack"}
+	stagePackages    = []string{"source", "udf", "parse", "batch", "write", "deadletter", "ack"}
 )
 
 const module = "github.com/ch-beam/pubsub-to-clickhouse/"

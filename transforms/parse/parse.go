@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -128,11 +129,19 @@ func (f *parseFn) ProcessElement(ctx context.Context, m flow.Message, emitRow fu
 		return nil
 	}
 	rowsParsedOK.Inc(ctx, 1)
-	emitRow(flow.Row{Data: append([]byte(nil), f.buf...), Schema: conv.SchemaHash(), Payload: m.Data, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes})
+	emitRow(flow.Row{Data: append([]byte(nil), f.buf...), Schema: conv.SchemaHash(), Payload: m.Data, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes,
+		Transformed: m.Transformed, Original: m.Original})
 	return nil
 }
 
-// NewDeadLetter builds the dead-letter record of a message that failed to parse.
+// maxShownOutput is how many bytes of the JavaScript UDF's output a dead letter's stack trace
+// shows.
+const maxShownOutput = 1000
+
+// NewDeadLetter builds the dead-letter record of a message that failed to parse. The record
+// holds the payload as published; when the JavaScript UDF transformed the message, the error
+// says that its output is what failed ("converting the javascript UDF's output: ...") and the
+// stack trace ends with that output, cut to 1000 bytes.
 func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 	var columns []string
 	var re *convert.RowError
@@ -142,13 +151,29 @@ func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 		}
 	}
 	column := strings.Join(columns, ", ")
+	message, trace := err.Error(), flow.StackTrace("parse", column, err)
+	if m.Transformed {
+		message = "converting the javascript UDF's output: " + message
+		trace = flow.StackTrace("parse (the javascript UDF's output)", column, err) + "\nudf output: " + cut(m.Data, maxShownOutput)
+	}
 	return flow.DeadLetter{
-		Payload:        m.Data,
-		ErrorMessage:   err.Error(),
-		StackTrace:     flow.StackTrace("parse", column, err),
+		Payload:        m.Published(),
+		ErrorMessage:   message,
+		StackTrace:     trace,
 		FailedAtMillis: time.Now().UnixMilli(),
 		MessageID:      m.ID,
 		Attributes:     m.Attributes,
 		AckID:          m.AckID,
 	}
+}
+
+// cut returns b as text, cut to at most n bytes at a character boundary and then ended with "…".
+func cut(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return string(b[:n]) + "…"
 }

@@ -162,7 +162,7 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, next func(*flo
 		rejected[r] = true
 		rowsRejected.Inc(ctx, 1)
 		emitDeadLetter(flow.DeadLetter{
-			Payload:        r.Payload,
+			Payload:        r.Published(),
 			ErrorMessage:   err.Error(),
 			StackTrace:     flow.StackTrace(stage, "", err),
 			FailedAtMillis: time.Now().UnixMilli(),
@@ -214,6 +214,9 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*flow.Row, reject func
 		if r.Schema != current {
 			data, err := f.conv.Convert(nil, r.Payload)
 			if err != nil {
+				if r.Transformed {
+					err = fmt.Errorf("converting the javascript UDF's output: %w", err)
+				}
 				reject(r, "write (converting again after the table changed)", err)
 				continue
 			}
