@@ -140,7 +140,7 @@ const maxShownOutput = 1000
 
 // NewDeadLetter builds the dead-letter record of a message that failed to parse. The record
 // holds the payload as published; when the JavaScript UDF transformed the message, the error
-// says that its output is what failed ("converting the javascript UDF's output: ...") and the
+// says that its output is what failed ("converting the output of the javascript UDF: ...") and the
 // stack trace ends with that output, cut to 1000 bytes.
 func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 	var columns []string
@@ -153,8 +153,8 @@ func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 	column := strings.Join(columns, ", ")
 	message, trace := err.Error(), flow.StackTrace("parse", column, err)
 	if m.Transformed {
-		message = "converting the javascript UDF's output: " + message
-		trace = flow.StackTrace("parse (the javascript UDF's output)", column, err) + "\nudf output: " + cut(m.Data, maxShownOutput)
+		message = "converting the output of the javascript UDF: " + message
+		trace = flow.StackTrace("parse (the output of the javascript UDF)", column, err) + "\nudf output: " + cut(m.Data, maxShownOutput)
 	}
 	return flow.DeadLetter{
 		Payload:        m.Published(),

@@ -215,7 +215,7 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*flow.Row, reject func
 			data, err := f.conv.Convert(nil, r.Payload)
 			if err != nil {
 				if r.Transformed {
-					err = fmt.Errorf("converting the javascript UDF's output: %w", err)
+					err = fmt.Errorf("converting the output of the javascript UDF: %w", err)
 				}
 				reject(r, "write (converting again after the table changed)", err)
 				continue
