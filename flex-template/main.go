@@ -6,8 +6,9 @@
 //	    --clickHouseDeadLetterTable=events_dead_letter [--runner=dataflow ...]
 //
 // It parses the flags (the template parameters, see package pipeline, and Beam's own), validates
-// them, checks the ClickHouse table and the dead-letter destinations (so that a launch with a
-// wrong table, password or host stops at once with a clear message), builds the graph and runs it.
+// them, checks the JavaScript UDF, the ClickHouse table and the dead-letter destinations (so that a
+// launch with a wrong file, table, password or host stops at once with a clear message), builds the
+// graph and runs it.
 package main
 
 import (

@@ -65,6 +65,7 @@ function unicode(payload) { return payload + "→✓"; }
 		{"withMessage", `{}`, msg, `{"id":"m-1","src":"web","at":"2026-12-01T08:30:00.123Z","n":1}`, false},
 		{"withMessage", `{}`, Message{ID: "m-2"}, `{"id":"m-2","at":"","n":0}`, false},
 		{"unicode", `é`, msg, `é→✓`, false},
+		{"unicode", "\xffa", msg, "\uFFFDa→✓", false}, // bytes that are not UTF-8 become U+FFFD
 	}
 	for _, tt := range tests {
 		fn := load(t, src, tt.fn, time.Second)
