@@ -34,7 +34,7 @@ func Check(ctx context.Context, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	r := Report{Functions: fn.definedFunctions(), WithMessage: fn.withMessage}
-	switch out, drop, err := fn.Apply("", Message{Attributes: map[string]string{}}); {
+	switch out, drop, err := fn.Apply("", messageInfo{Attributes: map[string]string{}}); {
 	case err != nil:
 		r.EmptyPayload = err.Error()
 	case drop:

@@ -160,9 +160,9 @@ func (f *function) definedFunctions() []string {
 	return names
 }
 
-// Message is what the function's second argument holds, with the names of Pub/Sub's JSON
+// messageInfo is what the function's second argument holds, with the names of Pub/Sub's JSON
 // representation of a message: {messageId, attributes, publishTime}.
-type Message struct {
+type messageInfo struct {
 	ID          string
 	Attributes  map[string]string
 	PublishTime time.Time
@@ -172,10 +172,10 @@ type Message struct {
 // function returned null, undefined or "" (the message is dropped on purpose). A throw, a
 // result that is not a string, a call longer than the timeout or a call stack deeper than
 // maxCallDepth is a *Error.
-func (f *function) Apply(payload string, m Message) (out string, drop bool, err error) {
+func (f *function) Apply(payload string, m messageInfo) (out string, drop bool, err error) {
 	args := []goja.Value{f.rt.ToValue(payload)}
 	if f.withMessage {
-		args = append(args, f.message(m))
+		args = append(args, f.messageArg(m))
 	}
 	v, err := f.guard(func() (goja.Value, error) { return f.call(goja.Undefined(), args...) })
 	if err != nil {
@@ -192,8 +192,8 @@ func (f *function) Apply(payload string, m Message) (out string, drop bool, err 
 		"returned %s, not a string: return the JSON text to convert (JSON.stringify(...)), or null or undefined to drop the message", typeOf(v))}
 }
 
-// message returns m as a JavaScript object.
-func (f *function) message(m Message) goja.Value {
+// messageArg returns m as a JavaScript object.
+func (f *function) messageArg(m messageInfo) goja.Value {
 	attrs := f.rt.NewObject()
 	for k, v := range m.Attributes {
 		attrs.Set(k, v)

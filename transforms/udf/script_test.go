@@ -50,10 +50,10 @@ function withMessage(payload, message) {
 function unicode(payload) { return payload + "→✓"; }
 `
 	publish := time.Date(2026, 12, 1, 8, 30, 0, 123_000_000, time.UTC)
-	msg := Message{ID: "m-1", Attributes: map[string]string{"source": "web"}, PublishTime: publish}
+	msg := messageInfo{ID: "m-1", Attributes: map[string]string{"source": "web"}, PublishTime: publish}
 	tests := []struct {
 		fn, payload string
-		msg         Message
+		msg         messageInfo
 		want        string
 		drop        bool
 	}{
@@ -63,7 +63,7 @@ function unicode(payload) { return payload + "→✓"; }
 		{"nothing", `{}`, msg, "", true},
 		{"empty", `{}`, msg, "", true},
 		{"withMessage", `{}`, msg, `{"id":"m-1","src":"web","at":"2026-12-01T08:30:00.123Z","n":1}`, false},
-		{"withMessage", `{}`, Message{ID: "m-2"}, `{"id":"m-2","at":"","n":0}`, false},
+		{"withMessage", `{}`, messageInfo{ID: "m-2"}, `{"id":"m-2","at":"","n":0}`, false},
 		{"unicode", `é`, msg, `é→✓`, false},
 		{"unicode", "\xffa", msg, "\uFFFDa→✓", false}, // bytes that are not UTF-8 become U+FFFD
 	}
@@ -123,7 +123,7 @@ function recurses(payload) { return recurses(payload); }
 			timeout = time.Minute // 10,000 calls deep, which takes long under the race detector
 		}
 		fn := load(t, src, tt.fn, timeout)
-		out, drop, err := fn.Apply(tt.payload, Message{})
+		out, drop, err := fn.Apply(tt.payload, messageInfo{})
 		var e *Error
 		if !errors.As(err, &e) {
 			t.Errorf("%s(%s) = %q, drop %v, error %v; want a *Error", tt.fn, tt.payload, out, drop, err)
@@ -148,10 +148,10 @@ function recurses(payload) { return recurses(payload); }
 		}
 		// The runtime is usable after a failure, a timeout included.
 		fn2 := load(t, src+"\nfunction ok(p) { return p; }", "ok", 50*time.Millisecond)
-		if out, _, err := fn2.Apply("x", Message{}); err != nil || out != "x" {
+		if out, _, err := fn2.Apply("x", messageInfo{}); err != nil || out != "x" {
 			t.Errorf("after %s: ok(x) = %q, %v", tt.fn, out, err)
 		}
-		if _, _, err := fn.Apply(`{"id":1}`, Message{}); tt.fn == "throws" && err != nil {
+		if _, _, err := fn.Apply(`{"id":1}`, messageInfo{}); tt.fn == "throws" && err != nil {
 			t.Errorf("throws, again, on a good payload after a failure: %v", err)
 		}
 	}
@@ -162,11 +162,11 @@ function recurses(payload) { return recurses(payload); }
 func TestTimeoutDoesNotLeak(t *testing.T) {
 	fn := load(t, `function f(p) { if (p === "loop") { while (true) {} } return p; }`, "f", 20*time.Millisecond)
 	for i := range 20 {
-		if _, _, err := fn.Apply("loop", Message{}); err == nil {
+		if _, _, err := fn.Apply("loop", messageInfo{}); err == nil {
 			t.Fatalf("call %d: the endless loop was not stopped", i)
 		}
 		for j := range 100 {
-			if out, _, err := fn.Apply("ok", Message{}); err != nil || out != "ok" {
+			if out, _, err := fn.Apply("ok", messageInfo{}); err != nil || out != "ok" {
 				t.Fatalf("call %d.%d after a timeout: %q, %v", i, j, out, err)
 			}
 		}
@@ -228,7 +228,7 @@ func TestLoadErrors(t *testing.T) {
 // found, as a global function is.
 func TestLexicalFunction(t *testing.T) {
 	fn := load(t, "const transform = (p) => p.toUpperCase();", "transform", time.Second)
-	if out, _, err := fn.Apply("abc", Message{}); err != nil || out != "ABC" {
+	if out, _, err := fn.Apply("abc", messageInfo{}); err != nil || out != "ABC" {
 		t.Errorf("transform(abc) = %q, %v", out, err)
 	}
 }
@@ -275,7 +275,7 @@ func TestCloudStorage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, _, err := fn.Apply("hi", Message{}); err != nil || out != "hi!" {
+	if out, _, err := fn.Apply("hi", messageInfo{}); err != nil || out != "hi!" {
 		t.Errorf("transform(hi) = %q, %v", out, err)
 	}
 	_, err = Check(ctx, Config{Path: "gs://udfs/team/missing.js", Function: "transform"})

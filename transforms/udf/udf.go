@@ -210,7 +210,7 @@ func (f *udfFn) reload(ctx context.Context) {
 // ProcessElement applies the function to one message.
 func (f *udfFn) ProcessElement(ctx context.Context, m flow.Message, emit func(flow.Message), emitDeadLetter func(flow.DeadLetter), emitDropped func([]string)) error {
 	f.reload(ctx)
-	meta := Message{ID: m.ID, Attributes: m.Attributes}
+	meta := messageInfo{ID: m.ID, Attributes: m.Attributes}
 	if m.PublishTimeMillis != 0 {
 		meta.PublishTime = time.UnixMilli(m.PublishTimeMillis)
 	}
