@@ -11,7 +11,7 @@ test: clickhouse check
 
 # Only the tests that need no server.
 unit:
-	$(GO) test -count=1 ./transforms/chtype/ ./transforms/convert/ ./transforms/chclient/ ./transforms/secret/ ./pipeline/
+	$(GO) test -count=1 ./transforms/chtype/ ./transforms/convert/ ./transforms/chclient/ ./transforms/secret/ ./transforms/udf/ ./pipeline/
 
 check:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi

@@ -224,6 +224,12 @@ func TestBinary(t *testing.T) {
 	})
 
 	t.Run("refusals", func(t *testing.T) {
+		udfFile, badUDF := filepath.Join(dir, "udf.js"), filepath.Join(dir, "bad.js")
+		for path, src := range map[string]string{udfFile: "function reshape(p) { return p; }", badUDF: "function reshape(p) { return p +; }"} {
+			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		params := []string{
 			"--inputSubscription=projects/my-project/subscriptions/my-sub", "--clickHouseUrl=clickhouse://127.0.0.1:1",
 			"--clickHouseDatabase=default", "--clickHouseTable=events", "--clickHouseUsername=default",
@@ -246,6 +252,15 @@ func TestBinary(t *testing.T) {
 			{"a certificate file on Dataflow", append(slices.Clone(params), "--runner=dataflow", "--project=p", "--region=us-central1",
 				"--clickHouseUrl=clickhouse://127.0.0.1:1?secure=true", "--clickHouseCaCertificate=/etc/ssl/ca.pem"), 1,
 				`clickHouseCaCertificate "/etc/ssl/ca.pem": a file path is read on each worker, and Dataflow's workers do not have the launcher's files`},
+			{"a UDF without its function", append([]string{"--javascriptTextTransformGcsPath=" + udfFile, "--javascriptTextTransformFunctionName=transform"}, params...), 1,
+				`javascriptTextTransformFunctionName "transform": ` + udfFile + ": the file defines no function transform (transform is undefined; the file's global functions: reshape)"},
+			{"a UDF that is not JavaScript", append([]string{"--javascriptTextTransformGcsPath=" + badUDF, "--javascriptTextTransformFunctionName=reshape"}, params...), 1,
+				"javascriptTextTransformGcsPath " + badUDF + ": the file is not valid JavaScript: SyntaxError: "},
+			{"a UDF file that does not exist", append([]string{"--javascriptTextTransformGcsPath=" + udfFile + ".missing", "--javascriptTextTransformFunctionName=reshape"}, params...), 1,
+				"javascriptTextTransformGcsPath " + udfFile + ".missing: reading the file: "},
+			{"a local UDF file on Dataflow", append([]string{"--runner=dataflow", "--project=p", "--region=us-central1",
+				"--javascriptTextTransformGcsPath=" + udfFile, "--javascriptTextTransformFunctionName=reshape"}, params...), 1,
+				"on Dataflow the file must be in Cloud Storage, gs://<bucket>/<object>"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				out, err := command(t, dir, nil, bin, tc.args...)
@@ -300,6 +315,13 @@ func TestBinary(t *testing.T) {
 				args:  []string{"--clickHouseDeadLetterTable=dlq", "--deadLetterTopic=projects/my-project/topics/dlq", "--batchRowCount=500"},
 				wants: []string{"beam:window_fn:global_windows:v1", `table=dlq topic=projects/my-project/topics/dlq`},
 			},
+			{
+				// The file is not read on a dry run (nor is Cloud Storage contacted).
+				name: "a JavaScript UDF",
+				args: []string{"--clickHouseDeadLetterTable=dlq", "--javascriptTextTransformGcsPath=gs://b/udfs/transform.js",
+					"--javascriptTextTransformFunctionName=transform", "--javascriptTextTransformReloadIntervalMinutes=5"},
+				wants: []string{"UDF/udf.udfFn", `msg="javascript UDF" path=gs://b/udfs/transform.js function=transform reload=5m0s`},
+			},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				out, err := command(t, dir, env, bin, append(slices.Clone(common), tc.args...)...)
@@ -307,7 +329,7 @@ func TestBinary(t *testing.T) {
 					t.Fatalf("dry run: %v\n%s", err, out)
 				}
 				for _, want := range append([]string{
-					`msg="dry run: the ClickHouse table and the dead-letter destinations are not checked"`,
+					`msg="dry run: the JavaScript UDF, the ClickHouse table and the dead-letter destinations are not checked"`,
 					"Dry-run: not submitting job!",
 					// The source: the Dataflow-native Pub/Sub read of the subscription.
 					"beam:transform:pubsub_read:v1", "projects/my-project/subscriptions/my-sub",
@@ -396,7 +418,9 @@ const (
 // minutes.
 func command(t *testing.T, dir string, env []string, name string, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A guard against a hang, long enough for a build without a cache on a busy machine (the
+	// -trimpath, CGO_ENABLED=0 build of the image shares nothing with go test's).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir

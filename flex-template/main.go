@@ -6,8 +6,9 @@
 //	    --clickHouseDeadLetterTable=events_dead_letter [--runner=dataflow ...]
 //
 // It parses the flags (the template parameters, see package pipeline, and Beam's own), validates
-// them, checks the ClickHouse table and the dead-letter destinations (so that a launch with a
-// wrong table, password or host stops at once with a clear message), builds the graph and runs it.
+// them, checks the JavaScript UDF, the ClickHouse table and the dead-letter destinations (so that a
+// launch with a wrong file, table, password or host stops at once with a clear message), builds the
+// graph and runs it.
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
@@ -30,6 +32,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/source"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/udf"
 )
 
 func main() {
@@ -112,15 +115,22 @@ func run(ctx context.Context, o pipeline.Options) error {
 			*jobopts.Async = true
 		}
 	}
+	if cfg, ok := o.UDF(); ok && l.dataflow && !udf.IsGCS(cfg.Path) {
+		return fmt.Errorf("javascriptTextTransformGcsPath %q: on Dataflow the file must be in Cloud Storage, gs://<bucket>/<object>: "+
+			"the workers cannot read a file of this machine", cfg.Path)
+	}
 	mode := o.Mode()
 	slog.Info("launch", "runner", l.runner, "mode", l.String())
 	slog.Info("source", "subscription", o.InputSubscription, "source", src.String())
 	slog.Info("window mode", "mode", mode.String(), "numShards", o.Shards(src, intFlag("max_num_workers")))
 	slog.Info("dead-letter destinations", "table", orNone(o.ClickHouseDeadLetterTable), "topic", orNone(o.DeadLetterTopic))
 	slog.Info("target", "clickHouseUrl", o.RedactedURL(), "table", o.ClickHouseDatabase+"."+o.ClickHouseTable, "user", o.ClickHouseUsername)
+	if cfg, ok := o.UDF(); ok {
+		slog.Info("javascript UDF", "path", cfg.Path, "function", cfg.Function, "reload", orNever(cfg.Reload), "timeout per message", udf.DefaultTimeout)
+	}
 
 	if l.dryRun {
-		slog.Info("dry run: the ClickHouse table and the dead-letter destinations are not checked")
+		slog.Info("dry run: the JavaScript UDF, the ClickHouse table and the dead-letter destinations are not checked")
 	} else if err := preflight(ctx, o); err != nil {
 		return err
 	}
@@ -134,10 +144,18 @@ func run(ctx context.Context, o pipeline.Options) error {
 	return report(os.Stdout, res, l)
 }
 
-// preflight checks, before the job starts, what every worker checks in its Setup: the table and
-// its column types, the credentials, the dead-letter table and topic, and which insert settings
-// the server takes.
+// preflight checks, before the job starts, what every worker checks in its Setup: the JavaScript
+// UDF's file and function, the table and its column types, the credentials, the dead-letter table
+// and topic, and which insert settings the server takes.
 func preflight(ctx context.Context, o pipeline.Options) error {
+	if cfg, ok := o.UDF(); ok {
+		r, err := udf.Check(ctx, cfg)
+		if err != nil {
+			return err // it names its parameter
+		}
+		slog.Info("javascript UDF checked", "path", cfg.Path, "function", cfg.Function, "global functions", strings.Join(r.Functions, ", "),
+			"second argument (message id, attributes, publish time)", r.WithMessage, "on an empty payload it", r.EmptyPayload)
+	}
 	if err := source.CheckSubscription(ctx, o.InputSubscription); err != nil {
 		return err
 	}
@@ -204,6 +222,14 @@ func templateParams() []string {
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	return names
+}
+
+// orNever shows a reload interval: "never" for 0.
+func orNever(d time.Duration) string {
+	if d <= 0 {
+		return "never"
+	}
+	return d.String()
 }
 
 func orNone(s string) string {

@@ -50,7 +50,7 @@ type parameterMetadata struct {
 }
 
 // groups are the parameter groups of the console form, in order.
-var groups = []string{"Source", "Target", "Dead letter", "Batching", "Insert tuning"}
+var groups = []string{"Source", "JavaScript UDF", "Target", "Dead letter", "Batching", "Insert tuning"}
 
 // localOnly lists the flags of pipeline.RegisterFlags that are deliberately not template
 // parameters, with the reason.
@@ -67,8 +67,9 @@ var noRegex = map[string]string{
 
 // paramTypes maps a kind of flag value to the paramType it must have, with exceptions by name.
 var paramTypeByName = map[string]string{
-	"inputSubscription": "PUBSUB_SUBSCRIPTION",
-	"deadLetterTopic":   "PUBSUB_TOPIC",
+	"inputSubscription":              "PUBSUB_SUBSCRIPTION",
+	"deadLetterTopic":                "PUBSUB_TOPIC",
+	"javascriptTextTransformGcsPath": "JAVASCRIPT_UDF_FILE",
 }
 
 func readMetadata(t *testing.T) templateMetadata {
@@ -231,11 +232,11 @@ func TestMetadataFile(t *testing.T) {
 			t.Errorf("%s: isOptional must be given explicitly (absent means required)", p.Name)
 		}
 		switch p.ParamType {
-		case "TEXT", "NUMBER", "BOOLEAN", "PUBSUB_SUBSCRIPTION", "PUBSUB_TOPIC":
+		case "TEXT", "NUMBER", "BOOLEAN", "PUBSUB_SUBSCRIPTION", "PUBSUB_TOPIC", "JAVASCRIPT_UDF_FILE":
 		case "":
 			t.Errorf("%s: no paramType", p.Name)
 		default:
-			t.Errorf("%s: paramType %q is not one this template uses (TEXT, NUMBER, BOOLEAN, PUBSUB_SUBSCRIPTION, PUBSUB_TOPIC)", p.Name, p.ParamType)
+			t.Errorf("%s: paramType %q is not one this template uses (TEXT, NUMBER, BOOLEAN, PUBSUB_SUBSCRIPTION, PUBSUB_TOPIC, JAVASCRIPT_UDF_FILE)", p.Name, p.ParamType)
 		}
 		g := slices.Index(groups, p.GroupName)
 		switch {
@@ -434,10 +435,33 @@ func TestMetadataParamTypes(t *testing.T) {
 	}
 }
 
-// regexExamples are, per parameter, values its regexes must accept (each also valid for the
+// regexExample is, for one parameter, values its regexes must accept (each also valid for the
 // binary) and values they must reject (each also refused by the binary, by its flag or by
-// Options.Validate).
-var regexExamples = map[string]struct{ accept, reject []string }{
+// Options.Validate); with are other parameters that a non-empty example is given with, for a
+// parameter that needs another (the UDF's file and function).
+type regexExample struct {
+	accept, reject []string
+	with           map[string]string
+}
+
+// args returns the baseline arguments with name=v, and ex.with and name's companions when v is
+// not empty.
+func (ex regexExample) args(name, v string) map[string]string {
+	args := baseline()
+	args[name] = v
+	if v != "" {
+		for k, w := range ex.with {
+			args[k] = w
+		}
+		for k, cv := range companions[name] {
+			args[k] = cv
+		}
+	}
+	return args
+}
+
+// regexExamples are the regexExample of each parameter with regexes.
+var regexExamples = map[string]regexExample{
 	"inputSubscription": {
 		accept: []string{
 			"projects/my-project/subscriptions/my-sub",
@@ -544,6 +568,20 @@ var regexExamples = map[string]struct{ accept, reject []string }{
 		accept: []string{"", "true", "false"},
 		reject: []string{"yes", "off", "sync"},
 	},
+	"javascriptTextTransformGcsPath": {
+		accept: []string{"", "gs://my-bucket/udfs/transform.js", "gs://b/u.js", "gs://my-bucket/my udfs/transform v2.js"},
+		reject: []string{"gs://my-bucket", "gs://my-bucket/", "gs://my-bucket/udfs/", "gs://", " ", " gs://b/u.js", "gs://b/u.js "},
+		with:   map[string]string{"javascriptTextTransformFunctionName": "transform"},
+	},
+	"javascriptTextTransformFunctionName": {
+		accept: []string{"", "transform", "_process", "$f", "reshape2", "Transform_V2"},
+		reject: []string{"1transform", "my-function", "transform()", "obj.transform", " transform", "transform "},
+		with:   map[string]string{"javascriptTextTransformGcsPath": "gs://my-bucket/udfs/transform.js"},
+	},
+	"javascriptTextTransformReloadIntervalMinutes": {
+		accept: []string{"", "0", "1", "60"},
+		reject: []string{"-1", "5m", "1.5", "08"},
+	},
 }
 
 // companions are, per parameter, the parameters that must be given with it, and a value for
@@ -552,19 +590,6 @@ var regexExamples = map[string]struct{ accept, reject []string }{
 var companions = map[string]map[string]string{
 	"clickHouseClientCertificate": {"clickHouseClientKey": "projects/my-project/secrets/client-key/versions/1"},
 	"clickHouseClientKey":         {"clickHouseClientCertificate": "gs://my-bucket/clickhouse/client.pem"},
-}
-
-// withExample returns the baseline arguments with the parameter name set to v, and its
-// companions when v is not empty.
-func withExample(name, v string) map[string]string {
-	args := baseline()
-	args[name] = v
-	if v != "" {
-		for k, cv := range companions[name] {
-			args[k] = cv
-		}
-	}
-	return args
 }
 
 // TestMetadataRegexes checks every regex: valid in Go (RE2) and as POSIX ERE, written in the
@@ -619,7 +644,8 @@ func TestMetadataRegexes(t *testing.T) {
 			if !matches(v) {
 				t.Errorf("%s: regexes %q reject %q", p.Name, p.Regexes, v)
 			}
-			if _, err := parseAndValidate(withExample(p.Name, v)); err != nil {
+			args := ex.args(p.Name, v)
+			if _, err := parseAndValidate(args); err != nil {
 				t.Errorf("%s=%q: accepted by the regex but refused by the binary: %v", p.Name, v, err)
 			}
 		}
@@ -627,7 +653,8 @@ func TestMetadataRegexes(t *testing.T) {
 			if matches(v) {
 				t.Errorf("%s: regexes %q accept %q", p.Name, p.Regexes, v)
 			}
-			if _, err := parseAndValidate(withExample(p.Name, v)); err == nil {
+			args := ex.args(p.Name, v)
+			if _, err := parseAndValidate(args); err == nil {
 				t.Errorf("%s=%q: refused by the regex but valid for the binary; the example is not malformed", p.Name, v)
 			}
 		}

@@ -117,11 +117,13 @@ func TestLaunch(t *testing.T) {
 		password string
 		// fails is what the output says when the launch must fail; "" for a launch that succeeds.
 		fails string
+		// udf: a JavaScript UDF in Cloud Storage, which the launcher reads and checks.
+		udf bool
 	}{
 		{
-			name:     "flex launcher, --runner=dataflow",
+			name:     "flex launcher, --runner=dataflow, a JavaScript UDF",
 			args:     append([]string{"--runner=dataflow"}, flexArgs...),
-			template: templateURL, staging: "staging/", temp: "gs://" + launchBucket + "/tmp",
+			template: templateURL, staging: "staging/", temp: "gs://" + launchBucket + "/tmp", udf: true,
 		},
 		{
 			name:     "flex launcher, FLEX_TEMPLATE_GO_BINARY without --runner",
@@ -176,6 +178,10 @@ func TestLaunch(t *testing.T) {
 			if tc.otherSDKs {
 				args = append(args, otherSDKs...)
 			}
+			if tc.udf {
+				gcs.Write(launchBucket, "udfs/transform.js", []byte("function transform(payload, message) { return payload || null; }"))
+				args = append(args, "--javascriptTextTransformGcsPath=gs://"+launchBucket+"/udfs/transform.js", "--javascriptTextTransformFunctionName=transform")
+			}
 			// The endpoint in the template cases too, so that a job submitted by mistake is seen
 			// here (and stays on this machine) instead of failing on the network.
 			args = append(args, "--dataflow_endpoint="+dataflow.Endpoint())
@@ -211,6 +217,9 @@ func TestLaunch(t *testing.T) {
 				}
 			} else if !warned {
 				t.Error("the launch with the password as text does not warn about it")
+			}
+			if want := `msg="javascript UDF checked" path=gs://` + launchBucket + `/udfs/transform.js function=transform "global functions"=transform "second argument (message id, attributes, publish time)"=true "on an empty payload it"="dropped it"`; tc.udf && !strings.Contains(out, want) {
+				t.Errorf("the output lacks %s", want)
 			}
 
 			var job *df.Job

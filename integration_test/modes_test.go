@@ -26,6 +26,11 @@ func (e *e2e) start(t *testing.T) *running {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
 	pipeline.Build(s, e.opts, pipeline.LocalSource)
+	return startPipeline(p)
+}
+
+// startPipeline runs p on prism in the background.
+func startPipeline(p *beam.Pipeline) *running {
 	r := &running{done: make(chan struct{})}
 	go func() {
 		defer close(r.done)

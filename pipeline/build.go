@@ -15,6 +15,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/source"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/udf"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/write"
 )
 
@@ -48,6 +49,16 @@ func (o Options) ClickHouse() chclient.Config {
 		ClientCertificate: o.ClickHouseClientCertificate,
 		ClientKey:         o.ClickHouseClientKey,
 	}
+}
+
+// UDF returns the JavaScript UDF stage's configuration of o, and whether o has a UDF
+// (javascriptTextTransformGcsPath and javascriptTextTransformFunctionName set).
+func (o Options) UDF() (udf.Config, bool) {
+	return udf.Config{
+		Path:     o.JavascriptTextTransformGcsPath,
+		Function: o.JavascriptTextTransformFunctionName,
+		Reload:   time.Duration(o.JavascriptTextTransformReloadIntervalMinutes) * time.Minute,
+	}, o.JavascriptTextTransformGcsPath != "" && o.JavascriptTextTransformFunctionName != ""
 }
 
 // Mode returns the batching mode of windowSeconds and batchRowCount.
@@ -104,9 +115,10 @@ func maxNumWorkers() int {
 	return n
 }
 
-// Build wires the pipeline on s, in data-flow order: source, parse, window and batch, write, and
-// the dead letters (messages parse could not convert, rows the server rejected) to their
-// destinations, batched the same way. It does no I/O; o must be valid (Options.Validate), else
+// Build wires the pipeline on s, in data-flow order: source, the JavaScript UDF when o has one,
+// parse, window and batch, write, and the dead letters (messages the UDF failed on, messages
+// parse could not convert, rows the server rejected) to their destinations, batched the same
+// way. It does no I/O; o must be valid (Options.Validate), else
 // Build panics.
 func Build(s beam.Scope, o Options, src Source) {
 	if err := o.Validate(); err != nil {
@@ -129,10 +141,11 @@ func Build(s beam.Scope, o Options, src Source) {
 }
 
 // BuildFrom wires every stage after the source on msgs, a PCollection<flow.Messages> read by
-// src's reader: parse, window and batch, write, dead letters, and with LocalSource the
-// acknowledging stage, which acknowledges each message on o.InputSubscription once its row or
-// dead letter is stored; with DataflowSource nothing is acknowledged (the service does). Build calls it; tests call it on
-// a source of their own. It panics if o is invalid.
+// src's reader: the JavaScript UDF when o has one, parse, window and batch, write, dead letters,
+// and with LocalSource the acknowledging stage, which acknowledges each message on
+// o.InputSubscription once its row or dead letter is stored, or once the UDF dropped it; with
+// DataflowSource nothing is acknowledged (the service does). Build calls it; tests call it on a
+// source of their own. It panics if o is invalid.
 func BuildFrom(s beam.Scope, o Options, src Source, msgs beam.PCollection) {
 	if err := o.Validate(); err != nil {
 		panic(fmt.Sprintf("pipeline.BuildFrom: invalid options: %v", err))
@@ -140,6 +153,13 @@ func BuildFrom(s beam.Scope, o Options, src Source, msgs beam.PCollection) {
 	mode := o.Mode()
 	shards := o.Shards(src, maxNumWorkers())
 
+	// The dead letters of the UDF and parse stages, and what the UDF dropped.
+	var failed, dropped []beam.PCollection
+	if cfg, ok := o.UDF(); ok {
+		var udfFailed, udfDropped beam.PCollection
+		msgs, udfFailed, udfDropped = udf.Transform(s, cfg, msgs)
+		failed, dropped = append(failed, udfFailed), append(dropped, udfDropped)
+	}
 	rows, deadLetters := parse.Parse(s, parse.Config{
 		ClickHouse:    o.ClickHouse(),
 		Table:         o.ClickHouseTable,
@@ -161,13 +181,13 @@ func BuildFrom(s beam.Scope, o Options, src Source, msgs beam.PCollection) {
 		Topic:      o.DeadLetterTopic,
 		Retry:      o.Retry(),
 		Settings:   o.InsertSettings(),
-	}, batch.Batches(s.Scope("DeadLetters"), batches, beam.Flatten(s, deadLetters,
+	}, batch.Batches(s.Scope("DeadLetters"), batches, beam.Flatten(s, append(failed, deadLetters,
 		// The rejected rows come out of the write stage in its windows; Flatten needs one windowing.
-		beam.WindowInto(s.Scope("Rejected"), window.NewGlobalWindows(), rejected))))
+		beam.WindowInto(s.Scope("Rejected"), window.NewGlobalWindows(), rejected))...)))
 
 	// The edge back to the source: what was stored is acknowledged (local runner only; on
 	// Dataflow the service acknowledges, and the stored ack ids are empty).
 	if src != DataflowSource {
-		ack.Acknowledge(s, ack.Config{Subscription: o.InputSubscription}, inserted, deadLettered)
+		ack.Acknowledge(s, ack.Config{Subscription: o.InputSubscription}, append(dropped, inserted, deadLettered)...)
 	}
 }

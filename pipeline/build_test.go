@@ -7,15 +7,16 @@ import (
 )
 
 // TestBuildEveryMode builds the graph for each batching mode, source and dead-letter
-// destination, so that a windowing mistake (such as a Flatten of differently windowed inputs)
+// destination, with and without a JavaScript UDF, so that a windowing mistake (such as a Flatten of differently windowed inputs)
 // fails here rather than at launch.
 func TestBuildEveryMode(t *testing.T) {
 	for _, src := range []Source{LocalSource, DataflowSource} {
 		for _, mode := range []struct{ window, rows OptionalInt }{
 			{GivenInt(10), OptionalInt{}}, {OptionalInt{}, GivenInt(100)}, {GivenInt(10), GivenInt(100)}, {},
 		} {
-			for _, dl := range []struct{ table, topic string }{
-				{"dead_letters", ""}, {"", "projects/my-project/topics/dead"}, {"dead_letters", "projects/my-project/topics/dead"},
+			for _, dl := range []struct{ table, topic, udf string }{
+				{"dead_letters", "", ""}, {"", "projects/my-project/topics/dead", ""}, {"dead_letters", "projects/my-project/topics/dead", ""},
+				{"dead_letters", "", "gs://bucket/udf.js"}, {"", "projects/my-project/topics/dead", "/tmp/udf.js"},
 			} {
 				o := Defaults()
 				o.InputSubscription = "projects/my-project/subscriptions/events"
@@ -23,16 +24,19 @@ func TestBuildEveryMode(t *testing.T) {
 				o.ClickHouseDatabase, o.ClickHouseTable, o.ClickHouseUsername = "db", "events", "default"
 				o.ClickHouseDeadLetterTable, o.DeadLetterTopic = dl.table, dl.topic
 				o.WindowSeconds, o.BatchRowCount = mode.window, mode.rows
+				if dl.udf != "" {
+					o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName = dl.udf, "transform"
+				}
 				func() {
 					defer func() {
 						if r := recover(); r != nil {
-							t.Errorf("source %v, mode %v, dead letters %+v: Build panicked: %v", src, o.Mode(), dl, r)
+							t.Errorf("source %v, mode %v, dead letters and UDF %+v: Build panicked: %v", src, o.Mode(), dl, r)
 						}
 					}()
 					p, s := beam.NewPipelineWithRoot()
 					Build(s, o, src)
 					if _, _, err := p.Build(); err != nil {
-						t.Errorf("source %v, mode %v: %v", src, o.Mode(), err)
+						t.Errorf("source %v, mode %v, dead letters and UDF %+v: %v", src, o.Mode(), dl, err)
 					}
 				}()
 			}

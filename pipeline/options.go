@@ -150,13 +150,31 @@ type Options struct {
 	// without a restart; 0 never (a dropped or changed column is still noticed at the next
 	// failing INSERT). It must not be negative.
 	SchemaRefreshSeconds int
+
+	// JavascriptTextTransformGcsPath (flag javascriptTextTransformGcsPath, optional; "" = no UDF)
+	// is the JavaScript file of the user-defined function that reshapes each message before it is
+	// converted: gs://<bucket>/<object>, or a local path for local runs. Set it and
+	// JavascriptTextTransformFunctionName, or neither.
+	JavascriptTextTransformGcsPath string
+
+	// JavascriptTextTransformFunctionName (flag javascriptTextTransformFunctionName, optional;
+	// "" = no UDF) is the name of the global function of JavascriptTextTransformGcsPath to call,
+	// a JavaScript identifier.
+	JavascriptTextTransformFunctionName string
+
+	// JavascriptTextTransformReloadIntervalMinutes (flag
+	// javascriptTextTransformReloadIntervalMinutes, default 0 = never) is how often each worker
+	// reads the UDF's file again, in minutes, so that a changed function takes effect without
+	// restarting the job. It must not be negative.
+	JavascriptTextTransformReloadIntervalMinutes int
 }
 
 // Defaults returns the parameters as they are before any flag is given: the
 // default of every parameter that has one (maxInsertBlockSize 1000000 rows,
 // maxRetries 5, insertDeduplicate true, insertDistributedSync true, numShards
 // 0 = auto, retryInitialBackoffMillis 5000, retryMaxBackoffMillis 60000,
-// schemaRefreshSeconds 60, as the parameter table gives them); every other
+// schemaRefreshSeconds 60, javascriptTextTransformReloadIntervalMinutes 0, as
+// the parameter table gives them); every other
 // parameter empty or unset.
 func Defaults() Options {
 	var o Options

@@ -26,7 +26,8 @@ var allFlags = []string{
 	"clickHouseClientKey", "clickHouseDeadLetterTable", "deadLetterTopic", "windowSeconds", "batchRowCount", "maxInsertBlockSize", "maxRetries",
 	"insertDeduplicate", "insertQuorum", "insertDistributedSync",
 	"numShards", "retryInitialBackoffMillis", "retryMaxBackoffMillis", "stopAfterIdle",
-	"schemaRefreshSeconds",
+	"schemaRefreshSeconds", "javascriptTextTransformGcsPath", "javascriptTextTransformFunctionName",
+	"javascriptTextTransformReloadIntervalMinutes",
 }
 
 // validOptions returns parameters that pass Validate.
@@ -146,26 +147,29 @@ func TestUsage(t *testing.T) {
 	// Each flag's help line (usage plus what the flag package adds) must
 	// tell its meaning, unit and default or whether it is required.
 	want := map[string][]string{
-		"inputSubscription":         {"Pub/Sub", "projects/<project>/subscriptions/<name>", "Required"},
-		"clickHouseUrl":             {"http://host:8123", "https://host:8443 (ClickHouse Cloud)", "clickhouse://host:9000 (native protocol)", "Required"},
-		"clickHouseDatabase":        {"database", "Required"},
-		"clickHouseTable":           {"table", "Required"},
-		"clickHouseUsername":        {"user", "Required"},
-		"clickHousePassword":        {"password", "Required", "may be empty"},
-		"clickHouseDeadLetterTable": {"table", "Optional, unset by default"},
-		"deadLetterTopic":           {"projects/<project>/topics/<name>", "Optional, unset by default"},
-		"windowSeconds":             {"seconds", "positive", "Optional, unset by default"},
-		"batchRowCount":             {"rows", "positive", "Optional, unset by default"},
-		"maxInsertBlockSize":        {"max_insert_block_size", "rows", "(default 1000000)"},
-		"maxRetries":                {"retried", "count", "(default 5)"},
-		"insertDeduplicate":         {"insert_deduplicate", "--insertDeduplicate=false", "(default true)"},
-		"insertQuorum":              {"insert_quorum", "replicas", "0 disables", "Optional, unset by default"},
-		"insertDistributedSync":     {"insert_distributed_sync", "--insertDistributedSync=false", "(default true)"},
-		"numShards":                 {"INSERT streams", "0 = auto", "(default 0)"},
-		"retryInitialBackoffMillis": {"first retry", "milliseconds", "(default 5000)"},
-		"retryMaxBackoffMillis":     {"milliseconds", "(default 60000)"},
-		"stopAfterIdle":             {"Local runner only", "seconds", "Optional, unset by default"},
-		"schemaRefreshSeconds":      {"schema", "seconds", "(default 60)"},
+		"inputSubscription":                            {"Pub/Sub", "projects/<project>/subscriptions/<name>", "Required"},
+		"clickHouseUrl":                                {"http://host:8123", "https://host:8443 (ClickHouse Cloud)", "clickhouse://host:9000 (native protocol)", "Required"},
+		"clickHouseDatabase":                           {"database", "Required"},
+		"clickHouseTable":                              {"table", "Required"},
+		"clickHouseUsername":                           {"user", "Required"},
+		"clickHousePassword":                           {"password", "Required", "may be empty"},
+		"clickHouseDeadLetterTable":                    {"table", "Optional, unset by default"},
+		"deadLetterTopic":                              {"projects/<project>/topics/<name>", "Optional, unset by default"},
+		"windowSeconds":                                {"seconds", "positive", "Optional, unset by default"},
+		"batchRowCount":                                {"rows", "positive", "Optional, unset by default"},
+		"maxInsertBlockSize":                           {"max_insert_block_size", "rows", "(default 1000000)"},
+		"maxRetries":                                   {"retried", "count", "(default 5)"},
+		"insertDeduplicate":                            {"insert_deduplicate", "--insertDeduplicate=false", "(default true)"},
+		"insertQuorum":                                 {"insert_quorum", "replicas", "0 disables", "Optional, unset by default"},
+		"insertDistributedSync":                        {"insert_distributed_sync", "--insertDistributedSync=false", "(default true)"},
+		"numShards":                                    {"INSERT streams", "0 = auto", "(default 0)"},
+		"retryInitialBackoffMillis":                    {"first retry", "milliseconds", "(default 5000)"},
+		"retryMaxBackoffMillis":                        {"milliseconds", "(default 60000)"},
+		"stopAfterIdle":                                {"Local runner only", "seconds", "Optional, unset by default"},
+		"schemaRefreshSeconds":                         {"schema", "seconds", "(default 60)"},
+		"javascriptTextTransformGcsPath":               {"JavaScript", "gs://<bucket>/<object>", "local path", "Optional, unset by default"},
+		"javascriptTextTransformFunctionName":          {"function", "Optional, unset by default"},
+		"javascriptTextTransformReloadIntervalMinutes": {"minutes", "0 = never", "(default 0)"},
 	}
 	for _, name := range allFlags {
 		var buf bytes.Buffer
@@ -412,6 +416,13 @@ func TestValidateAcceptsValid(t *testing.T) {
 		{"larger ints", func(o *Options) {
 			o.WindowSeconds, o.BatchRowCount, o.InsertQuorum = GivenInt(60), GivenInt(100000), GivenInt(2)
 		}},
+		{"UDF in Cloud Storage, reloaded", func(o *Options) {
+			o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName = "gs://my-bucket/udfs/transform.js", "transform"
+			o.JavascriptTextTransformReloadIntervalMinutes = 5
+		}},
+		{"UDF in a local file, function of every allowed character", func(o *Options) {
+			o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName = "udfs/my udf.js", "$reshape_2"
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -619,6 +630,32 @@ func TestValidateRules(t *testing.T) {
 			"stopAfterIdle", "0", "must be a positive number of seconds"},
 		{"insertQuorum negative", func(o *Options) { o.InsertQuorum = GivenInt(-1) },
 			"insertQuorum", "-1", "must be 0 or more replicas"},
+
+		// The JavaScript UDF.
+		{"UDF path without a function", func(o *Options) { o.JavascriptTextTransformGcsPath = "gs://b/udf.js" },
+			"javascriptTextTransformFunctionName", "", "is unset but javascriptTextTransformGcsPath is set"},
+		{"UDF function without a path", func(o *Options) { o.JavascriptTextTransformFunctionName = "transform" },
+			"javascriptTextTransformGcsPath", "", "is unset but javascriptTextTransformFunctionName is set"},
+		{"UDF path a bucket", func(o *Options) {
+			o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName = "gs://bucket", "transform"
+		}, "javascriptTextTransformGcsPath", "gs://bucket", "must be gs://<bucket>/<object>"},
+		{"UDF path a folder", func(o *Options) {
+			o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName = "gs://bucket/udfs/", "transform"
+		}, "javascriptTextTransformGcsPath", "gs://bucket/udfs/", "must be gs://<bucket>/<object>"},
+		{"UDF path blank", func(o *Options) {
+			o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName = "  ", "transform"
+		}, "javascriptTextTransformGcsPath", "  ", "is blank"},
+		{"UDF path with a trailing space", func(o *Options) {
+			o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName = "/tmp/udf.js ", "transform"
+		}, "javascriptTextTransformGcsPath", "/tmp/udf.js ", "must not start or end with spaces"},
+		{"UDF function not an identifier", func(o *Options) {
+			o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName = "gs://b/udf.js", "1transform"
+		}, "javascriptTextTransformFunctionName", "1transform", "must be the name of a global JavaScript function"},
+		{"UDF function a call", func(o *Options) {
+			o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName = "gs://b/udf.js", "transform()"
+		}, "javascriptTextTransformFunctionName", "transform()", "must be the name of a global JavaScript function"},
+		{"UDF reload negative", func(o *Options) { o.JavascriptTextTransformReloadIntervalMinutes = -1 },
+			"javascriptTextTransformReloadIntervalMinutes", "-1", "must be 0 (never) or more minutes (default 0)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -805,7 +842,8 @@ func TestString(t *testing.T) {
 		`deadLetterTopic="projects/my-project/topics/events-dead-letter" ` +
 		`windowSeconds=unset batchRowCount=5000 maxInsertBlockSize=1000000 maxRetries=5 ` +
 		`insertDeduplicate=true insertQuorum=0 insertDistributedSync=true ` +
-		`numShards=0 retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 stopAfterIdle=unset schemaRefreshSeconds=60`
+		`numShards=0 retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 stopAfterIdle=unset schemaRefreshSeconds=60 ` +
+		`javascriptTextTransformGcsPath="" javascriptTextTransformFunctionName="" javascriptTextTransformReloadIntervalMinutes=0`
 	if got := o.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)
 	}

@@ -213,6 +213,60 @@ var parameters = []parameter{
 		usage: "How often each worker reads the table's schema again, in `seconds`, to pick up added columns; 0 = never.",
 		rule:  atLeast(0, "must be 0 (never) or more seconds (default %d)"),
 	},
+	{
+		name: "javascriptTextTransformGcsPath", group: "JavaScript UDF", kind: kindString,
+		field: func(o *Options) any { return &o.JavascriptTextTransformGcsPath },
+		usage: "JavaScript `file` of a user-defined function that reshapes each message before it is converted: gs://<bucket>/<object>, " +
+			"or a local path for local runs. Optional, unset by default; set it and javascriptTextTransformFunctionName, or neither.",
+		rule: notBlank("a gs://<bucket>/<object> path", func(p parameter, o Options) string {
+			v := p.str(o)
+			switch {
+			case strings.HasPrefix(v, "gs://") && !gcsObject(v):
+				return "must be gs://<bucket>/<object>, the path of one file"
+			case strings.TrimSpace(v) != v:
+				return "must not start or end with spaces"
+			}
+			return ""
+		}),
+	},
+	{
+		name: "javascriptTextTransformFunctionName", group: "JavaScript UDF", kind: kindString,
+		field: func(o *Options) any { return &o.JavascriptTextTransformFunctionName },
+		usage: "Name of the JavaScript `function` in javascriptTextTransformGcsPath to call on each message. " +
+			"Optional, unset by default; set it and javascriptTextTransformGcsPath, or neither.",
+		rule: func(p parameter, o Options) string {
+			if !jsIdentifier(p.str(o)) {
+				return "must be the name of a global JavaScript function: letters, digits, _ and $, not starting with a digit"
+			}
+			return ""
+		},
+	},
+	{
+		name: "javascriptTextTransformReloadIntervalMinutes", group: "JavaScript UDF", kind: kindInt, def: 0,
+		field: func(o *Options) any { return &o.JavascriptTextTransformReloadIntervalMinutes },
+		usage: "How often each worker reads the UDF's file again, in `minutes`, so that a changed function takes effect without a restart; 0 = never.",
+		rule:  atLeast(0, "must be 0 (never) or more minutes (default %d)"),
+	},
+}
+
+// gcsObject reports whether v is gs://<bucket>/<object>.
+func gcsObject(v string) bool {
+	bucket, object, ok := strings.Cut(strings.TrimPrefix(v, "gs://"), "/")
+	return ok && bucket != "" && object != "" && !strings.HasSuffix(object, "/")
+}
+
+// jsIdentifier reports whether v is a JavaScript identifier of ASCII letters, digits, _ and $,
+// not starting with a digit.
+func jsIdentifier(v string) bool {
+	for i, c := range v {
+		switch {
+		case c == '_' || c == '$' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return v != ""
 }
 
 // str returns the value of a string parameter in o.

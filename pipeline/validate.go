@@ -79,9 +79,14 @@ func quoteCut(s string) string {
 //     usually means "<database>.<table>" was given).
 //   - windowSeconds and batchRowCount, when given, and maxInsertBlockSize
 //     are positive; maxRetries, and insertQuorum when given, are 0 or more.
+//   - javascriptTextTransformGcsPath and javascriptTextTransformFunctionName
+//     are both set or both unset; the path, when it starts with gs://, is
+//     gs://<bucket>/<object>; the function is a JavaScript identifier;
+//     javascriptTextTransformReloadIntervalMinutes is 0 or more.
 //
 // Each parameter's own rule is in the parameter table (params.go), beside its
-// flag; the rule across parameters (a dead-letter destination) is here.
+// flag; the rules across parameters (a dead-letter destination, the UDF's
+// file and function together) are here.
 //
 // The errors never show the password: not as clickHousePassword, not in the
 // userinfo or query of clickHouseUrl, and not where it appears in another
@@ -97,9 +102,17 @@ func (o Options) Validate() error {
 		c.fail("clickHouseDeadLetterTable", "",
 			"is unset and so is deadLetterTopic: set at least one of them, for the messages that cannot be inserted")
 	}
+	switch path, function := o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName; {
+	case path != "" && function == "":
+		c.fail("javascriptTextTransformFunctionName", "",
+			"is unset but javascriptTextTransformGcsPath is set: give the name of the function to call, or unset both")
+	case path == "" && function != "":
+		c.fail("javascriptTextTransformGcsPath", "",
+			"is unset but javascriptTextTransformFunctionName is set: give the JavaScript file, or unset both")
+	}
 
 	// In flag order. The problem across parameters and the parameter's own never come together
-	// (the one is for an empty clickHouseDeadLetterTable, the other for a non-empty one).
+	// (the one is for an empty parameter, the other for a non-empty one).
 	slices.SortStableFunc(c.errs, func(a, b error) int {
 		return paramIndex(a.(*ParamError).Param) - paramIndex(b.(*ParamError).Param)
 	})

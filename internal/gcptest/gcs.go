@@ -111,6 +111,11 @@ func (g *GCS) Lookup(bucket, name string) ([]byte, bool) {
 	return buf.Bytes(), true
 }
 
+// Write creates or replaces the object gs://bucket/name with data.
+func (g *GCS) Write(bucket, name string, data []byte) {
+	g.Server.CreateObject(fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: bucket, Name: name}, Content: data})
+}
+
 // ReadURL reads gs://bucket/object.
 func (g *GCS) ReadURL(t testing.TB, gsURL string) []byte {
 	t.Helper()

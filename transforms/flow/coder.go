@@ -16,10 +16,11 @@ import (
 //
 //	Rows       count, then each Row
 //	Row        len(MessageID) MessageID, len(AckID) AckID, Schema (8 bytes, little-endian),
-//	           attributes, len(Payload) Payload
+//	           attributes, len(Payload) Payload, original
 //	Messages   count, then each Message
 //	Message    len(ID) ID, len(AckID) AckID, PublishTimeMillis (zig-zag varint), attributes,
-//	           len(Data) Data
+//	           len(Data) Data, original
+//	original   0 when not Transformed, else len(Original)+1 and Original (the JavaScript UDF's input)
 //	attributes count, then len(key) key, len(value) value for each, by key order
 //
 // so a row costs its payload and ids plus about 12 bytes (EncodedRowsSize). Decoded payloads
@@ -39,6 +40,7 @@ func EncodeRows(rs Rows) []byte {
 		b = binary.LittleEndian.AppendUint64(b, r.Schema)
 		b = appendAttributes(b, r.Attributes)
 		b = appendBytes(b, r.Payload)
+		b = appendOriginal(b, r.Transformed, r.Original)
 	}
 	return b
 }
@@ -48,7 +50,7 @@ func EncodedRowsSize(rs Rows) int {
 	n := binary.MaxVarintLen64
 	for i := range rs.Rows {
 		r := &rs.Rows[i]
-		n += 4*binary.MaxVarintLen32 + 8 + len(r.MessageID) + len(r.AckID) + len(r.Payload) + attributesSize(r.Attributes)
+		n += 5*binary.MaxVarintLen32 + 8 + len(r.MessageID) + len(r.AckID) + len(r.Payload) + len(r.Original) + attributesSize(r.Attributes)
 	}
 	return n
 }
@@ -65,6 +67,7 @@ func DecodeRows(b []byte) (Rows, error) {
 		r.Schema = d.uint64()
 		r.Attributes = d.attributes()
 		r.Payload = d.bytes()
+		r.Transformed, r.Original = d.original()
 		rs.Rows = append(rs.Rows, r)
 	}
 	return rs, d.done("Rows")
@@ -75,7 +78,7 @@ func EncodeMessages(ms Messages) []byte {
 	n := binary.MaxVarintLen64
 	for i := range ms.Messages {
 		m := &ms.Messages[i]
-		n += 3*binary.MaxVarintLen32 + binary.MaxVarintLen64 + len(m.ID) + len(m.AckID) + len(m.Data) + attributesSize(m.Attributes)
+		n += 4*binary.MaxVarintLen32 + binary.MaxVarintLen64 + len(m.ID) + len(m.AckID) + len(m.Data) + len(m.Original) + attributesSize(m.Attributes)
 	}
 	b := binary.AppendUvarint(make([]byte, 0, n), uint64(len(ms.Messages)))
 	for i := range ms.Messages {
@@ -85,6 +88,7 @@ func EncodeMessages(ms Messages) []byte {
 		b = binary.AppendVarint(b, m.PublishTimeMillis)
 		b = appendAttributes(b, m.Attributes)
 		b = appendBytes(b, m.Data)
+		b = appendOriginal(b, m.Transformed, m.Original)
 	}
 	return b
 }
@@ -101,6 +105,7 @@ func DecodeMessages(b []byte) (Messages, error) {
 		m.PublishTimeMillis = d.varint()
 		m.Attributes = d.attributes()
 		m.Data = d.bytes()
+		m.Transformed, m.Original = d.original()
 		ms.Messages = append(ms.Messages, m)
 	}
 	return ms, d.done("Messages")
@@ -112,6 +117,13 @@ func appendString(b []byte, s string) []byte {
 
 func appendBytes(b, p []byte) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(p))), p...)
+}
+
+func appendOriginal(b []byte, transformed bool, original []byte) []byte {
+	if !transformed {
+		return append(b, 0)
+	}
+	return append(binary.AppendUvarint(b, uint64(len(original))+1), original...)
 }
 
 func appendAttributes(b []byte, attrs map[string]string) []byte {
@@ -200,6 +212,20 @@ func (d *decoder) bytes() []byte {
 	p := d.b[:n:n]
 	d.b = d.b[n:]
 	return p
+}
+
+func (d *decoder) original() (transformed bool, original []byte) {
+	n := d.uvarint()
+	if n == 0 || d.err != nil {
+		return false, nil
+	}
+	if n-1 > uint64(len(d.b)) {
+		d.err = errCorrupt
+		return false, nil
+	}
+	original = d.b[: n-1 : n-1]
+	d.b = d.b[n-1:]
+	return true, original
 }
 
 func (d *decoder) string() string { return string(d.bytes()) }

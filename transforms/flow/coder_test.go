@@ -21,6 +21,8 @@ func TestRowsRoundTrip(t *testing.T) {
 			{Payload: []byte(`{"a":1}`), Schema: 0xfedcba9876543210, MessageID: "m1", AckID: "ack-1", Attributes: map[string]string{"b": "2", "a": "1", "": ""}},
 			{Payload: []byte{}, MessageID: "m2"},
 			{Payload: []byte(strings.Repeat("x", 300)), MessageID: "ü"},
+			{Payload: []byte(`{"b":1}`), MessageID: "m4", Transformed: true, Original: []byte(`{"a":1}`)},
+			{Payload: []byte(`{}`), MessageID: "m5", Transformed: true, Original: []byte{}},
 		}},
 	} {
 		got, err := flow.DecodeRows(flow.EncodeRows(in))
@@ -37,6 +39,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 	in := flow.Messages{Messages: []flow.Message{
 		{ID: "1", Data: []byte("{}"), Attributes: map[string]string{"k": "v"}, PublishTimeMillis: 1_700_000_000_123, AckID: "a"},
 		{ID: "2", PublishTimeMillis: -5},
+		{ID: "3", Data: []byte("{}"), Transformed: true, Original: []byte("orig")},
 	}}
 	got, err := flow.DecodeMessages(flow.EncodeMessages(in))
 	if err != nil {

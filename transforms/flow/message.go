@@ -7,7 +7,7 @@ package flow
 type Message struct {
 	// ID is the message id the Pub/Sub service assigned.
 	ID string
-	// Data is the payload bytes, unchanged.
+	// Data is the payload bytes, unchanged, or the JavaScript UDF's output when Transformed.
 	Data []byte
 	// Attributes are the message's attributes; nil when it has none.
 	Attributes map[string]string
@@ -16,6 +16,20 @@ type Message struct {
 	// AckID acknowledges the message on a subscription (the local source). Empty on Dataflow, where
 	// the service acknowledges at its own checkpoints.
 	AckID string
+	// Transformed is whether the JavaScript UDF (package udf) replaced Data with its output;
+	// Original then holds the payload as published, which a dead letter carries.
+	Transformed bool
+	// Original is the payload as published when Transformed; nil otherwise.
+	Original []byte
+}
+
+// Published returns the payload as published: Original when the UDF transformed the message,
+// else Data.
+func (m Message) Published() []byte {
+	if m.Transformed {
+		return m.Original
+	}
+	return m.Data
 }
 
 // Namespace is the Beam metrics namespace of every metric of the pipeline.

@@ -6,7 +6,8 @@ package flow
 // the shuffle beside it (docs/operations.md, "Cost per message"). The write stage converts the
 // payload with its own view of the table.
 type Row struct {
-	// Payload is the original message bytes, unchanged.
+	// Payload is the bytes to convert: the message's payload, or the JavaScript UDF's output
+	// when Transformed.
 	Payload []byte
 	// Schema is the convert.Converter.SchemaHash of the table as the parse stage saw it when the
 	// payload converted. The write stage reads the table's schema again when its own view differs
@@ -20,6 +21,20 @@ type Row struct {
 	// Attributes are the source message's attributes (nil when it has none), for its dead letter
 	// if the server rejects the row.
 	Attributes map[string]string
+	// Transformed is whether Payload is the JavaScript UDF's output; Original then holds the
+	// payload as published, for the row's dead letter.
+	Transformed bool
+	// Original is the payload as published when Transformed; nil otherwise.
+	Original []byte
+}
+
+// Published returns the payload as published, for the row's dead letter: Original when the UDF
+// transformed the message, else Payload.
+func (r Row) Published() []byte {
+	if r.Transformed {
+		return r.Original
+	}
+	return r.Payload
 }
 
 // Rows is a group of rows that travels as one element: the rows of one source element out of

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -140,7 +141,8 @@ func (f *parseFn) ProcessElement(ctx context.Context, ms flow.Messages, emitRows
 		if rows.Rows == nil {
 			rows.Rows = make([]flow.Row, 0, len(ms.Messages))
 		}
-		rows.Rows = append(rows.Rows, flow.Row{Payload: m.Data, Schema: schemaHash, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes})
+		rows.Rows = append(rows.Rows, flow.Row{Payload: m.Data, Schema: schemaHash, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes,
+			Transformed: m.Transformed, Original: m.Original})
 	}
 	messagesReceived.Inc(ctx, int64(len(ms.Messages)))
 	if len(ms.Messages) == 0 {
@@ -154,7 +156,14 @@ func (f *parseFn) ProcessElement(ctx context.Context, ms flow.Messages, emitRows
 	return nil
 }
 
-// NewDeadLetter builds the dead-letter record of a message that failed to parse.
+// maxShownOutput is how many bytes of the JavaScript UDF's output a dead letter's stack trace
+// shows.
+const maxShownOutput = 1000
+
+// NewDeadLetter builds the dead-letter record of a message that failed to parse. The record
+// holds the payload as published; when the JavaScript UDF transformed the message, the error
+// says that its output is what failed ("converting the output of the javascript UDF: ...") and the
+// stack trace ends with that output, cut to 1000 bytes.
 func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 	var columns []string
 	var re *convert.RowError
@@ -164,13 +173,29 @@ func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 		}
 	}
 	column := strings.Join(columns, ", ")
+	message, trace := err.Error(), flow.StackTrace("parse", column, err)
+	if m.Transformed {
+		message = "converting the output of the javascript UDF: " + message
+		trace = flow.StackTrace("parse (the output of the javascript UDF)", column, err) + "\nudf output: " + cut(m.Data, maxShownOutput)
+	}
 	return flow.DeadLetter{
-		Payload:        m.Data,
-		ErrorMessage:   err.Error(),
-		StackTrace:     flow.StackTrace("parse", column, err),
+		Payload:        m.Published(),
+		ErrorMessage:   message,
+		StackTrace:     trace,
 		FailedAtMillis: time.Now().UnixMilli(),
 		MessageID:      m.ID,
 		Attributes:     m.Attributes,
 		AckID:          m.AckID,
 	}
+}
+
+// cut returns b as text, cut to at most n bytes at a character boundary and then ended with "…".
+func cut(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return string(b[:n]) + "…"
 }

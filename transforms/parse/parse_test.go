@@ -2,6 +2,7 @@ package parse
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
@@ -237,5 +239,33 @@ func TestCheckRefusesWhatCannotBeInserted(t *testing.T) {
 		if err := check(context.Background(), srv.Config(), table); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Check(%s): %v, want an error containing %q", table, err, want)
 		}
+	}
+}
+
+// TestNewDeadLetterOfTransformedMessage checks the dead letter of a message whose JavaScript UDF
+// output does not convert: the payload as published, an error that says the output failed, and
+// a stack trace that ends with the output.
+func TestNewDeadLetterOfTransformedMessage(t *testing.T) {
+	err := errors.New(`column "n" (UInt8): 300 is out of range for UInt8 (0 to 255)`)
+	m := flow.Message{ID: "m-1", Data: []byte(`{"n":300}`), Original: []byte(`{"count":300}`), Transformed: true, AckID: "a", Attributes: map[string]string{"k": "v"}}
+	d := NewDeadLetter(m, err)
+	want := flow.DeadLetter{
+		Payload:      []byte(`{"count":300}`),
+		ErrorMessage: `converting the output of the javascript UDF: column "n" (UInt8): 300 is out of range for UInt8 (0 to 255)`,
+		StackTrace: "stage: parse (the output of the javascript UDF)\n" +
+			`error: column "n" (UInt8): 300 is out of range for UInt8 (0 to 255) (*errors.errorString)` + "\n" +
+			`udf output: {"n":300}`,
+		FailedAtMillis: d.FailedAtMillis, MessageID: "m-1", Attributes: map[string]string{"k": "v"}, AckID: "a",
+	}
+	if diff := cmp.Diff(want, d); diff != "" {
+		t.Errorf("dead letter mismatch (-want +got):\n%s", diff)
+	}
+	// Untransformed, the same error is the conversion's alone.
+	m = flow.Message{ID: "m-2", Data: []byte(`{"n":300}`)}
+	if d := NewDeadLetter(m, err); string(d.Payload) != `{"n":300}` || d.ErrorMessage != err.Error() || !strings.HasPrefix(d.StackTrace, "stage: parse\n") {
+		t.Errorf("dead letter of an untransformed message: %+v", d)
+	}
+	if got := cut([]byte("aé"), 2); got != "a…" {
+		t.Errorf("cut(aé, 2) = %q, want a… (not half of é)", got)
 	}
 }

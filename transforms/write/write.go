@@ -164,7 +164,7 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Row
 		rejected[r] = true
 		rowsRejected.Inc(ctx, 1)
 		emitDeadLetter(flow.DeadLetter{
-			Payload:        r.Payload,
+			Payload:        r.Published(),
 			ErrorMessage:   err.Error(),
 			StackTrace:     flow.StackTrace(stage, "", err),
 			FailedAtMillis: time.Now().UnixMilli(),
@@ -222,6 +222,9 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 		if arena, err = f.conv.Convert(arena, r.Payload); err != nil {
 			arena = arena[:start]
 			// The payload converted in the parse stage: the table changed since.
+			if r.Transformed {
+				err = fmt.Errorf("converting the output of the javascript UDF: %w", err)
+			}
 			reject(r, "write (converting again after the table changed)", err)
 			continue
 		}

@@ -1,0 +1,57 @@
+package udf
+
+import (
+	"context"
+	"fmt"
+)
+
+// Report is what Check found in the file.
+type Report struct {
+	// Functions are the global functions the file defines, sorted.
+	Functions []string
+	// WithMessage is whether the function declares a second parameter (the message's id,
+	// attributes and publish time).
+	WithMessage bool
+	// EmptyPayload is what the function did with an empty payload: "dropped it", "returned ..."
+	// or its error. Not a failure: a function may well refuse an empty payload.
+	EmptyPayload string
+}
+
+// Check reads the file of cfg, compiles it, runs its top-level code, finds the function and
+// calls it once on an empty payload, as every worker does at start-up (but the call). Call it
+// when the pipeline is launched, so that a file that cannot be read, is not valid JavaScript or
+// lacks the function stops the launch. The error names the parameter at fault
+// (javascriptTextTransformGcsPath or javascriptTextTransformFunctionName); what the call on the
+// empty payload did is in the Report, not an error.
+func Check(ctx context.Context, cfg Config) (Report, error) {
+	l := loader{Config: cfg}
+	defer l.close()
+	if err := l.open(ctx); err != nil {
+		return Report{}, err
+	}
+	fn, _, err := l.load(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	r := Report{Functions: fn.definedFunctions(), WithMessage: fn.withMessage}
+	switch out, drop, err := fn.Apply("", messageInfo{Attributes: map[string]string{}}); {
+	case err != nil:
+		r.EmptyPayload = err.Error()
+	case drop:
+		r.EmptyPayload = "dropped it"
+	default:
+		r.EmptyPayload = fmt.Sprintf("returned %q", cut(out, 100))
+	}
+	return r, nil
+}
+
+// cut returns s cut to n bytes at a character boundary, ended with "…" when cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,369 @@
+// The JavaScript side of the stage: reading the file, compiling it once per content, a runtime
+// with the function, and one call with its bound and its errors.
+
+package udf
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/storage"
+	"github.com/dop251/goja"
+)
+
+const (
+	// maxFileBytes is the largest UDF file read: a UDF is a small script.
+	maxFileBytes = 16 << 20
+	// maxCallDepth bounds the JavaScript call stack, so that a runaway recursion fails the
+	// message with a RangeError-like error instead of exhausting the worker's memory.
+	maxCallDepth = 10_000
+)
+
+// readFile returns the bytes of path: gs://bucket/object through client (which honours
+// STORAGE_EMULATOR_HOST), any other path from the local file system. client may be nil for a
+// local path.
+func readFile(ctx context.Context, client *storage.Client, path string) ([]byte, error) {
+	var r io.ReadCloser
+	if bucket, object, ok := splitGCS(path); ok {
+		if client == nil {
+			return nil, errors.New("no Cloud Storage client")
+		}
+		or, err := client.Bucket(bucket).Object(object).NewReader(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r = or
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		r = f
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, maxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxFileBytes {
+		return nil, fmt.Errorf("larger than %d MiB, which is not a UDF", maxFileBytes>>20)
+	}
+	return b, nil
+}
+
+// IsGCS reports whether path is a Cloud Storage path, gs://...
+func IsGCS(path string) bool { return strings.HasPrefix(path, "gs://") }
+
+// splitGCS splits gs://bucket/object; ok is false for another path or a gs:// path without a
+// bucket or an object.
+func splitGCS(path string) (bucket, object string, ok bool) {
+	rest, ok := strings.CutPrefix(path, "gs://")
+	if !ok {
+		return "", "", false
+	}
+	bucket, object, ok = strings.Cut(rest, "/")
+	return bucket, object, ok && bucket != "" && object != ""
+}
+
+// programs are the compiled files of this process, by the hash of their name and source: each
+// content is compiled once, whatever the number of runtimes (a goja.Program may be run by several
+// runtimes at once).
+var programs struct {
+	sync.Mutex
+	byHash map[[32]byte]*goja.Program
+}
+
+// compile returns the program of src, named name in positions and stacks, from the cache when
+// it was compiled before. A syntax error is returned as goja reports it, with its position.
+func compile(name string, src []byte) (*goja.Program, error) {
+	h := sha256.New()
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write(src)
+	var key [32]byte
+	h.Sum(key[:0])
+	programs.Lock()
+	defer programs.Unlock()
+	if p, ok := programs.byHash[key]; ok {
+		return p, nil
+	}
+	p, err := goja.Compile(name, string(src), false)
+	if err != nil {
+		return nil, err
+	}
+	if programs.byHash == nil {
+		programs.byHash = map[[32]byte]*goja.Program{}
+	}
+	programs.byHash[key] = p
+	return p, nil
+}
+
+// function is the UDF in a runtime of its own. It is not safe for concurrent use: a DoFn
+// instance, which processes one bundle at a time, owns one.
+type function struct {
+	name    string // the function's name, javascriptTextTransformFunctionName
+	timeout time.Duration
+	rt      *goja.Runtime
+	call    goja.Callable
+	// withMessage is whether the function declares a second parameter, which then receives the
+	// message's id, attributes and publish time.
+	withMessage bool
+
+	mu       sync.Mutex // guards deadline and the interrupt, between a call and the timer
+	deadline time.Time  // when the running call is stopped; zero when none runs
+	timer    *time.Timer
+}
+
+// errTimeout is what the timer interrupts a call with.
+var errTimeout = errors.New("timeout")
+
+// newFunction runs prg's top-level code in a new runtime and finds the global function name in
+// it. The errors are a *Error (the top-level code threw) or a *MissingFunctionError.
+func newFunction(prg *goja.Program, name string, timeout time.Duration) (*function, error) {
+	f := &function{name: name, timeout: timeout, rt: goja.New()}
+	f.rt.SetMaxCallStackSize(maxCallDepth)
+	f.timer = time.AfterFunc(time.Hour, f.interrupt)
+	f.timer.Stop()
+	if _, err := f.guard(func() (goja.Value, error) { return f.rt.RunProgram(prg) }); err != nil {
+		return nil, f.describe(err, "running the file's top-level code failed: ")
+	}
+	v := f.rt.Get(name)
+	call, ok := goja.AssertFunction(v)
+	if !ok {
+		return nil, &MissingFunctionError{Function: name, Found: typeOf(v), Defined: f.definedFunctions()}
+	}
+	f.call = call
+	if obj, ok := v.(*goja.Object); ok {
+		f.withMessage = obj.Get("length").ToInteger() >= 2
+	}
+	return f, nil
+}
+
+// definedFunctions returns the names of the global functions the file defines, sorted.
+func (f *function) definedFunctions() []string {
+	var names []string
+	g := f.rt.GlobalObject()
+	for _, k := range g.Keys() {
+		if _, ok := goja.AssertFunction(g.Get(k)); ok {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// messageInfo is what the function's second argument holds, with the names of Pub/Sub's JSON
+// representation of a message: {messageId, attributes, publishTime}.
+type messageInfo struct {
+	ID          string
+	Attributes  map[string]string
+	PublishTime time.Time
+}
+
+// Apply calls the function on payload. It returns the function's string, or drop when the
+// function returned null, undefined or "" (the message is dropped on purpose). A throw, a
+// result that is not a string, a call longer than the timeout or a call stack deeper than
+// maxCallDepth is a *Error.
+func (f *function) Apply(payload string, m messageInfo) (out string, drop bool, err error) {
+	args := []goja.Value{f.rt.ToValue(payload)}
+	if f.withMessage {
+		args = append(args, f.messageArg(m))
+	}
+	v, err := f.guard(func() (goja.Value, error) { return f.call(goja.Undefined(), args...) })
+	if err != nil {
+		return "", false, f.describe(err, "")
+	}
+	switch {
+	case v == nil || goja.IsUndefined(v) || goja.IsNull(v):
+		return "", true, nil
+	case goja.IsString(v):
+		s := v.String()
+		return s, s == "", nil
+	}
+	return "", false, &Error{Function: f.name, Reason: fmt.Sprintf(
+		"returned %s, not a string: return the JSON text to convert (JSON.stringify(...)), or null or undefined to drop the message", typeOf(v))}
+}
+
+// messageArg returns m as a JavaScript object.
+func (f *function) messageArg(m messageInfo) goja.Value {
+	attrs := f.rt.NewObject()
+	for k, v := range m.Attributes {
+		attrs.Set(k, v)
+	}
+	obj := f.rt.NewObject()
+	obj.Set("messageId", m.ID)
+	obj.Set("attributes", attrs)
+	publish := ""
+	if !m.PublishTime.IsZero() {
+		publish = m.PublishTime.UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	obj.Set("publishTime", publish)
+	return obj
+}
+
+// guard runs fn, which runs JavaScript, under the timeout: the timer interrupts the runtime
+// once the deadline has passed. A panic of the engine is returned as an error, and the
+// runtime's interrupt flag is always clear afterwards.
+func (f *function) guard(fn func() (goja.Value, error)) (v goja.Value, err error) {
+	f.mu.Lock()
+	f.deadline = time.Now().Add(f.timeout)
+	f.mu.Unlock()
+	f.timer.Reset(f.timeout)
+	defer func() {
+		f.mu.Lock()
+		f.deadline = time.Time{}
+		f.rt.ClearInterrupt() // an interrupt that came after the call ended
+		f.mu.Unlock()
+		f.timer.Stop()
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the JavaScript engine failed: %v", p)
+		}
+	}()
+	return fn()
+}
+
+// interrupt is the timer's function: it stops the running call once its deadline has passed. A
+// timer that fires late for a call that has ended, or early for the next one, does nothing to it.
+func (f *function) interrupt() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.deadline.IsZero():
+	case time.Now().Before(f.deadline):
+		f.timer.Reset(time.Until(f.deadline))
+	default:
+		f.rt.Interrupt(errTimeout)
+	}
+}
+
+// describe turns an error of goja into a *Error of f, its reason prefixed with prefix.
+func (f *function) describe(err error, prefix string) *Error {
+	e := &Error{Function: f.name}
+	var frames []goja.StackFrame
+	var interrupted *goja.InterruptedError
+	var overflow *goja.StackOverflowError
+	var thrown *goja.Exception
+	switch {
+	case errors.As(err, &interrupted):
+		e.Reason = fmt.Sprintf("ran longer than %v on this message and was stopped", f.timeout)
+		frames = interrupted.Stack()
+	case errors.As(err, &overflow):
+		e.Reason = fmt.Sprintf("RangeError: the call stack exceeded %d frames (a recursion without end?)", maxCallDepth)
+		frames = overflow.Stack()
+	case errors.As(err, &thrown):
+		v := thrown.Value()
+		if obj, ok := v.(*goja.Object); ok && obj.ClassName() == "Error" {
+			e.Reason = "threw " + f.text(v) // "TypeError: ..."
+		} else {
+			e.Reason = "threw " + typeOf(v) + ": " + f.text(v)
+		}
+		frames = thrown.Stack()
+	default:
+		e.Reason = err.Error()
+	}
+	e.Reason = prefix + e.Reason
+	var stack strings.Builder
+	for _, fr := range frames {
+		p := fr.Position()
+		if p.Line > 0 && e.Line == 0 {
+			e.Line, e.Column = p.Line, p.Column
+		}
+		if p.Line > 0 {
+			fmt.Fprintf(&stack, "at %s (%s:%d:%d)\n", fr.FuncName(), p.Filename, p.Line, p.Column)
+		} else {
+			fmt.Fprintf(&stack, "at %s (native)\n", fr.FuncName())
+		}
+	}
+	e.Stack = strings.TrimRight(stack.String(), "\n")
+	return e
+}
+
+// text returns v as a string, as JavaScript's String(v) does, under the timeout: a thrown
+// object's own toString is JavaScript too, and may throw or run forever.
+func (f *function) text(v goja.Value) string {
+	var s string
+	if _, err := f.guard(func() (goja.Value, error) { s = v.String(); return nil, nil }); err != nil {
+		return "(a value whose conversion to a string fails)"
+	}
+	return s
+}
+
+// typeOf names the JavaScript type of v, with its article, as the errors show it.
+func typeOf(v goja.Value) string {
+	switch {
+	case v == nil || goja.IsUndefined(v):
+		return "undefined"
+	case goja.IsNull(v):
+		return "null"
+	case goja.IsString(v):
+		return "a string"
+	case goja.IsNumber(v):
+		return "a number"
+	case goja.IsBigInt(v):
+		return "a bigint"
+	}
+	if obj, ok := v.(*goja.Object); ok {
+		if _, ok := goja.AssertFunction(obj); ok {
+			return "a function"
+		}
+		switch obj.ClassName() {
+		case "Array":
+			return "an array"
+		case "String":
+			return "a String object"
+		}
+		return "an object"
+	}
+	if _, ok := v.(*goja.Symbol); ok {
+		return "a symbol"
+	}
+	if _, ok := v.Export().(bool); ok {
+		return "a boolean"
+	}
+	return "a value of type " + v.ExportType().String()
+}
+
+// Error is a failure of the UDF on one message (or of the file's top-level code): it threw, it
+// returned something other than a string, null or undefined, or it ran longer than its bound.
+type Error struct {
+	Function string // the function's name
+	Reason   string // what happened: "threw TypeError: ...", "returned a number, not a string: ..."
+	// Line and Column are where in the file it happened, the innermost position in the file;
+	// 0 when unknown (the function returned a wrong value).
+	Line, Column int
+	// Stack is the JavaScript stack, innermost call first, one "at <function> (<file>:<line>:<column>)"
+	// per line; empty when there is none.
+	Stack string
+}
+
+// Error returns "javascript UDF <function> failed: <reason> at line <line>, column <column>".
+func (e *Error) Error() string {
+	s := "javascript UDF " + e.Function + " failed: " + e.Reason
+	if e.Line > 0 {
+		s += fmt.Sprintf(" at line %d, column %d", e.Line, e.Column)
+	}
+	return s
+}
+
+// MissingFunctionError says that the file has no global function of the configured name.
+type MissingFunctionError struct {
+	Function string   // the name looked for
+	Found    string   // what the name holds: "undefined", "a number", ...
+	Defined  []string // the global functions the file does define
+}
+
+func (e *MissingFunctionError) Error() string {
+	defined := "none"
+	if len(e.Defined) > 0 {
+		defined = strings.Join(e.Defined, ", ")
+	}
+	return fmt.Sprintf("the file defines no function %s (%s is %s; the file's global functions: %s)", e.Function, e.Function, e.Found, defined)
+}

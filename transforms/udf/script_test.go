@@ -1,0 +1,285 @@
+package udf
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/gcptest"
+)
+
+// writeUDF writes src to a file udf.js of a temporary directory and returns its path.
+func writeUDF(t testing.TB, src string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "udf.js")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// load builds the function name of src, with the given timeout.
+func load(t testing.TB, src, name string, timeout time.Duration) *function {
+	t.Helper()
+	l := loader{Config: Config{Path: writeUDF(t, src), Function: name, Timeout: timeout}}
+	fn, _, err := l.load(context.Background())
+	if err != nil {
+		t.Fatalf("loading %s: %v", name, err)
+	}
+	return fn
+}
+
+func TestApply(t *testing.T) {
+	const src = `
+function rename(payload) {
+  var e = JSON.parse(payload);
+  return JSON.stringify({id: e.event_id, city: e.geo.city});
+}
+function drop(payload) { return JSON.parse(payload).keep ? payload : null; }
+function nothing(payload) { }
+function empty(payload) { return ""; }
+function withMessage(payload, message) {
+  return JSON.stringify({id: message.messageId, src: message.attributes.source, at: message.publishTime, n: Object.keys(message.attributes).length});
+}
+function unicode(payload) { return payload + "→✓"; }
+`
+	publish := time.Date(2026, 12, 1, 8, 30, 0, 123_000_000, time.UTC)
+	msg := messageInfo{ID: "m-1", Attributes: map[string]string{"source": "web"}, PublishTime: publish}
+	tests := []struct {
+		fn, payload string
+		msg         messageInfo
+		want        string
+		drop        bool
+	}{
+		{"rename", `{"event_id":"e1","geo":{"city":"Oslo"}}`, msg, `{"id":"e1","city":"Oslo"}`, false},
+		{"drop", `{"keep":false}`, msg, "", true},
+		{"drop", `{"keep":true}`, msg, `{"keep":true}`, false},
+		{"nothing", `{}`, msg, "", true},
+		{"empty", `{}`, msg, "", true},
+		{"withMessage", `{}`, msg, `{"id":"m-1","src":"web","at":"2026-12-01T08:30:00.123Z","n":1}`, false},
+		{"withMessage", `{}`, messageInfo{ID: "m-2"}, `{"id":"m-2","at":"","n":0}`, false},
+		{"unicode", `é`, msg, `é→✓`, false},
+		{"unicode", "\xffa", msg, "\uFFFDa→✓", false}, // bytes that are not UTF-8 become U+FFFD
+	}
+	for _, tt := range tests {
+		fn := load(t, src, tt.fn, time.Second)
+		got, drop, err := fn.Apply(tt.payload, tt.msg)
+		if err != nil {
+			t.Errorf("%s(%s): %v", tt.fn, tt.payload, err)
+			continue
+		}
+		if got != tt.want || drop != tt.drop {
+			t.Errorf("%s(%s) = %q, drop %v; want %q, drop %v", tt.fn, tt.payload, got, drop, tt.want, tt.drop)
+		}
+	}
+}
+
+func TestApplyFailures(t *testing.T) {
+	const src = `function throws(payload) {
+  var e = JSON.parse(payload);
+  if (!e.id) {
+    throw new Error("no id in " + payload);
+  }
+  return payload;
+}
+function typo(payload) {
+  return JSON.stringify(undefinedVariable);
+}
+function number(payload) { return 42; }
+function object(payload) { return JSON.parse(payload); }
+function array(payload) { return [payload]; }
+function stringObject(payload) { return new String(payload); }
+function throwsString(payload) { throw "plain text"; }
+function loops(payload) {
+  while (true) {}
+}
+function recurses(payload) { return recurses(payload); }
+`
+	tests := []struct {
+		fn, payload string
+		want        Error
+	}{
+		{"throws", `{}`, Error{Function: "throws", Reason: "threw Error: no id in {}", Line: 4, Column: 11}},
+		{"throws", `not json`, Error{Function: "throws", Line: 2}},
+		{"typo", `{}`, Error{Function: "typo", Reason: "threw ReferenceError: undefinedVariable is not defined", Line: 9}},
+		{"number", `{}`, Error{Function: "number", Reason: "returned a number, not a string: return the JSON text to convert (JSON.stringify(...)), or null or undefined to drop the message"}},
+		{"object", `{}`, Error{Function: "object", Reason: "returned an object, not a string: return the JSON text to convert (JSON.stringify(...)), or null or undefined to drop the message"}},
+		{"array", `{}`, Error{Function: "array", Reason: "returned an array, not a string: return the JSON text to convert (JSON.stringify(...)), or null or undefined to drop the message"}},
+		{"stringObject", `{}`, Error{Function: "stringObject", Reason: "returned a String object, not a string: return the JSON text to convert (JSON.stringify(...)), or null or undefined to drop the message"}},
+		{"throwsString", `{}`, Error{Function: "throwsString", Reason: "threw a string: plain text", Line: 15}},
+		// goja reports an interrupted loop at the line of its function.
+		{"loops", `{}`, Error{Function: "loops", Reason: "ran longer than 50ms on this message and was stopped", Line: 16}},
+		{"recurses", `{}`, Error{Function: "recurses", Reason: "RangeError: the call stack exceeded 10000 frames (a recursion without end?)", Line: 19}},
+	}
+	for _, tt := range tests {
+		timeout := 50 * time.Millisecond
+		if tt.fn == "recurses" {
+			timeout = time.Minute // 10,000 calls deep, which takes long under the race detector
+		}
+		fn := load(t, src, tt.fn, timeout)
+		out, drop, err := fn.Apply(tt.payload, messageInfo{})
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Errorf("%s(%s) = %q, drop %v, error %v; want a *Error", tt.fn, tt.payload, out, drop, err)
+			continue
+		}
+		got := *e
+		if tt.want.Column == 0 {
+			got.Column = 0
+		}
+		if tt.want.Reason == "" {
+			got.Reason = ""
+		}
+		if got.Line > 0 && got.Stack == "" {
+			t.Errorf("%s: a line but no stack", tt.fn)
+		}
+		got.Stack = ""
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s(%s): error mismatch (-want +got):\n%s\n%v", tt.fn, tt.payload, diff, err)
+		}
+		if !strings.HasPrefix(err.Error(), "javascript UDF "+tt.fn+" failed: ") {
+			t.Errorf("%s: error %q does not start with the function", tt.fn, err)
+		}
+		// The runtime is usable after a failure, a timeout included.
+		fn2 := load(t, src+"\nfunction ok(p) { return p; }", "ok", 50*time.Millisecond)
+		if out, _, err := fn2.Apply("x", messageInfo{}); err != nil || out != "x" {
+			t.Errorf("after %s: ok(x) = %q, %v", tt.fn, out, err)
+		}
+		if _, _, err := fn.Apply(`{"id":1}`, messageInfo{}); tt.fn == "throws" && err != nil {
+			t.Errorf("throws, again, on a good payload after a failure: %v", err)
+		}
+	}
+}
+
+// TestTimeoutDoesNotLeak checks that the interrupt of a call that timed out does not stop the
+// next call, and that calls shorter than the bound are never stopped.
+func TestTimeoutDoesNotLeak(t *testing.T) {
+	fn := load(t, `function f(p) { if (p === "loop") { while (true) {} } return p; }`, "f", 20*time.Millisecond)
+	for i := range 20 {
+		if _, _, err := fn.Apply("loop", messageInfo{}); err == nil {
+			t.Fatalf("call %d: the endless loop was not stopped", i)
+		}
+		for j := range 100 {
+			if out, _, err := fn.Apply("ok", messageInfo{}); err != nil || out != "ok" {
+				t.Fatalf("call %d.%d after a timeout: %q, %v", i, j, out, err)
+			}
+		}
+	}
+}
+
+func TestErrorMessage(t *testing.T) {
+	for _, tt := range []struct {
+		e    Error
+		want string
+	}{
+		{Error{Function: "f", Reason: "threw Error: x", Line: 3, Column: 9}, "javascript UDF f failed: threw Error: x at line 3, column 9"},
+		{Error{Function: "f", Reason: "returned a number, not a string"}, "javascript UDF f failed: returned a number, not a string"},
+	} {
+		if got := tt.e.Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, src, function string
+		path                string // instead of a file of src
+		want                []string
+	}{
+		{name: "syntax error", src: "function f(p) {\n  return p +;\n}", function: "f",
+			want: []string{"javascriptTextTransformGcsPath ", "is not valid JavaScript: SyntaxError: ", "Line 2:13 Unexpected token ;"}},
+		{name: "no such function", src: "function a(p) { return p; }\nfunction b(p) { return p; }\nvar n = 1;", function: "transform",
+			want: []string{`javascriptTextTransformFunctionName "transform": `, "defines no function transform (transform is undefined; the file's global functions: a, b)"}},
+		{name: "not a function", src: "var transform = 1;", function: "transform",
+			want: []string{`javascriptTextTransformFunctionName "transform"`, "transform is a number"}},
+		{name: "top-level code throws", src: "function f(p) { return p; }\nnotDefined();", function: "f",
+			want: []string{"javascriptTextTransformGcsPath ", "running the file's top-level code failed: threw ReferenceError: notDefined is not defined at line 2"}},
+		{name: "no file", path: filepath.Join(dir, "missing.js"), function: "f",
+			want: []string{"javascriptTextTransformGcsPath ", "missing.js: reading the file", "no such file"}},
+	}
+	for _, tt := range tests {
+		path := tt.path
+		if path == "" {
+			path = writeUDF(t, tt.src)
+		}
+		l := loader{Config: Config{Path: path, Function: tt.function}}
+		_, _, err := l.load(context.Background())
+		if err == nil {
+			t.Errorf("%s: no error", tt.name)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not contain %q", tt.name, err, w)
+			}
+		}
+	}
+}
+
+// TestLexicalFunction checks that a function declared with const or let at the top level is
+// found, as a global function is.
+func TestLexicalFunction(t *testing.T) {
+	fn := load(t, "const transform = (p) => p.toUpperCase();", "transform", time.Second)
+	if out, _, err := fn.Apply("abc", messageInfo{}); err != nil || out != "ABC" {
+		t.Errorf("transform(abc) = %q, %v", out, err)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	path := writeUDF(t, "function f(p, m) { return JSON.parse(p).a; }\nfunction g(p) { return p || null; }\nfunction h(p) { return '{}'; }")
+	for _, tt := range []struct {
+		function string
+		want     Report
+	}{
+		{"f", Report{Functions: []string{"f", "g", "h"}, WithMessage: true,
+			EmptyPayload: "javascript UDF f failed: threw SyntaxError: Unexpected end of JSON input (EOF) at line 1, column 37"}},
+		{"g", Report{Functions: []string{"f", "g", "h"}, EmptyPayload: "dropped it"}},
+		{"h", Report{Functions: []string{"f", "g", "h"}, EmptyPayload: `returned "{}"`}},
+	} {
+		r, err := Check(context.Background(), Config{Path: path, Function: tt.function})
+		if err != nil {
+			t.Errorf("Check(%s): %v", tt.function, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, r); diff != "" {
+			t.Errorf("Check(%s) mismatch (-want +got):\n%s", tt.function, diff)
+		}
+	}
+	if _, err := Check(context.Background(), Config{Path: path, Function: "missing"}); err == nil ||
+		!strings.HasPrefix(err.Error(), `javascriptTextTransformFunctionName "missing": `) {
+		t.Errorf("Check(missing) = %v, want an error naming javascriptTextTransformFunctionName", err)
+	}
+}
+
+// TestCloudStorage reads the file from gs:// through the Cloud Storage stand-in, and refuses an
+// object that does not exist, naming the parameter.
+func TestCloudStorage(t *testing.T) {
+	gcs := gcptest.StartGCS(t, "udfs")
+	t.Setenv("STORAGE_EMULATOR_HOST", gcs.Host())
+	gcs.Write("udfs", "team/transform.js", []byte("function transform(p) { return p + '!'; }"))
+	ctx := context.Background()
+	l := loader{Config: Config{Path: "gs://udfs/team/transform.js", Function: "transform"}}
+	if err := l.open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	fn, _, err := l.load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := fn.Apply("hi", messageInfo{}); err != nil || out != "hi!" {
+		t.Errorf("transform(hi) = %q, %v", out, err)
+	}
+	_, err = Check(ctx, Config{Path: "gs://udfs/team/missing.js", Function: "transform"})
+	if err == nil || !strings.HasPrefix(err.Error(), "javascriptTextTransformGcsPath gs://udfs/team/missing.js: reading the file: ") {
+		t.Errorf("Check of a missing object = %v, want an error naming javascriptTextTransformGcsPath", err)
+	}
+}

@@ -1,0 +1,320 @@
+// Package udf is the JavaScript UDF stage, between the source and the parse stage: each message's
+// payload goes through a user-defined JavaScript function, as in Google's Dataflow templates
+// (javascriptTextTransformGcsPath, javascriptTextTransformFunctionName,
+// javascriptTextTransformReloadIntervalMinutes), and its result is what the parse stage
+// converts.
+//
+// The function is called as function(payload, message): payload is the message's data as a
+// string (decoded as UTF-8), message is {messageId, attributes, publishTime} (passed only when
+// the function declares a second parameter; Google's templates pass the payload alone). It
+// returns the JSON text to convert, or null, undefined or "" to drop the message on purpose:
+// the message is acknowledged and counted, never converted. A function that throws, returns
+// anything else or runs longer than Config.Timeout (1 s by default) on a message sends that
+// message to the dead letter, with the payload as published and the JavaScript error and line;
+// the pipeline goes on.
+//
+// The file is compiled once per content in each worker process (goja, a JavaScript engine
+// written in Go: ECMAScript 5.1 and most of ES6, no Node.js or browser APIs, no console), and
+// each DoFn instance runs it in a runtime of its own. With Config.Reload, each instance reads the
+// file again that often and, when it changed, uses the new function; a new file that does not
+// load is logged and the current function kept.
+//
+// Metrics, in the Beam namespace PubSubToClickHouse: counters udf-transformed (messages passed on
+// to the parse stage), udf-dropped (messages the function dropped), udf-failed (messages sent to
+// the dead letter) and udf-reloads (new versions of the file loaded by a worker).
+package udf
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/storage"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+)
+
+var (
+	udfTransformed = beam.NewCounter(flow.Namespace, "udf-transformed")
+	udfDropped     = beam.NewCounter(flow.Namespace, "udf-dropped")
+	udfFailed      = beam.NewCounter(flow.Namespace, "udf-failed")
+	udfReloads     = beam.NewCounter(flow.Namespace, "udf-reloads")
+)
+
+func init() {
+	register.DoFn5x1[context.Context, flow.Messages, func(flow.Messages), func(flow.DeadLetter), func([]string), error](&udfFn{})
+	register.Emitter1[flow.Messages]()
+	register.Emitter1[flow.DeadLetter]()
+	register.Emitter1[[]string]()
+}
+
+// DefaultTimeout is the longest the function may run on one message when Config.Timeout is 0.
+const DefaultTimeout = time.Second
+
+// dropLogEvery is how often a worker logs how many messages the function dropped.
+const dropLogEvery = time.Minute
+
+// Config is what the UDF stage needs.
+type Config struct {
+	// Path is the file, javascriptTextTransformGcsPath: gs://<bucket>/<object>, or a local path
+	// (local runs).
+	Path string
+	// Function is the global function to call, javascriptTextTransformFunctionName.
+	Function string
+	// Reload is how often each worker reads the file again; 0 never
+	// (javascriptTextTransformReloadIntervalMinutes).
+	Reload time.Duration
+	// Timeout bounds each call, per message; 0 is DefaultTimeout (1 s).
+	Timeout time.Duration
+}
+
+// timeout returns Timeout, or DefaultTimeout when it is 0.
+func (c Config) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return DefaultTimeout
+}
+
+// Transform applies the function of cfg to each message of msgs (a PCollection<flow.Message>).
+// It returns the transformed messages (PCollection<flow.Message>, Data the function's output,
+// Original the payload as published, Transformed true), the dead letters of the messages it
+// failed on (PCollection<flow.DeadLetter>) and the ack ids of the messages it dropped
+// (PCollection<[]string>, one id each, for the acknowledging stage; none on Dataflow, whose
+// messages carry no ack id). It panics at construction when cfg has no path or function.
+func Transform(s beam.Scope, cfg Config, msgs beam.PCollection) (transformed, deadLetters, dropped beam.PCollection) {
+	s = s.Scope("UDF")
+	if cfg.Path == "" || cfg.Function == "" {
+		panic(fmt.Sprintf("udf.Transform: the path (%q) and the function (%q) are both needed", cfg.Path, cfg.Function))
+	}
+	return beam.ParDo3(s, &udfFn{Config: cfg}, msgs)
+}
+
+// loader reads the file of a Config, with a Cloud Storage client for a gs:// path, and builds
+// its function.
+type loader struct {
+	Config
+	client *storage.Client
+}
+
+// open creates the Cloud Storage client when the path is a gs:// one.
+func (l *loader) open(ctx context.Context) error {
+	if !IsGCS(l.Path) || l.client != nil {
+		return nil
+	}
+	if _, _, ok := splitGCS(l.Path); !ok {
+		return fmt.Errorf("javascriptTextTransformGcsPath %q is not gs://<bucket>/<object>", l.Path)
+	}
+	var err error
+	// The client keeps its context: it must outlive a cancelled caller. Reads go through the JSON
+	// API (the same permission, storage.objects.get), which Cloud Storage stand-ins such as
+	// fake-gcs-server serve as the service does.
+	if l.client, err = storage.NewClient(context.WithoutCancel(ctx), storage.WithJSONReads()); err != nil {
+		return fmt.Errorf("javascriptTextTransformGcsPath %s: creating the Cloud Storage client: %w", l.Path, err)
+	}
+	return nil
+}
+
+func (l *loader) close() {
+	if l.client != nil {
+		l.client.Close()
+		l.client = nil
+	}
+}
+
+// load reads the file and builds its function. The errors name the parameter at fault:
+// javascriptTextTransformGcsPath for a file that cannot be read, does not compile or whose
+// top-level code throws, javascriptTextTransformFunctionName for a file without the function.
+func (l *loader) load(ctx context.Context) (*function, []byte, error) {
+	src, err := readFile(ctx, l.client, l.Path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("javascriptTextTransformGcsPath %s: reading the file: %w", l.Path, err)
+	}
+	fn, err := l.build(src)
+	return fn, src, err
+}
+
+// build compiles src and builds its function.
+func (l *loader) build(src []byte) (*function, error) {
+	prg, err := compile(l.Path, src)
+	if err != nil {
+		return nil, fmt.Errorf("javascriptTextTransformGcsPath %s: the file is not valid JavaScript: %w", l.Path, err)
+	}
+	fn, err := newFunction(prg, l.Function, l.timeout())
+	if err != nil {
+		if _, missing := err.(*MissingFunctionError); missing {
+			return nil, fmt.Errorf("javascriptTextTransformFunctionName %q: %s: %w", l.Function, l.Path, err)
+		}
+		return nil, fmt.Errorf("javascriptTextTransformGcsPath %s: %w", l.Path, err)
+	}
+	return fn, nil
+}
+
+// udfFn applies the function. Exported fields are its configuration (serialised to workers); the
+// runtime is built in Setup.
+type udfFn struct {
+	Config
+
+	loader  loader
+	fn      *function
+	src     []byte    // the source fn was built from
+	readAt  time.Time // the last reading of the file, failed or not
+	dropped int64     // messages dropped since the last log line
+	logged  time.Time // when the drops were last logged
+}
+
+// Setup reads the file and builds the function. A file that cannot be read, does not compile or
+// lacks the function fails here, before any message is processed.
+func (f *udfFn) Setup(ctx context.Context) error {
+	f.loader = loader{Config: f.Config}
+	if err := f.loader.open(ctx); err != nil {
+		return err
+	}
+	fn, src, err := f.loader.load(ctx)
+	if err != nil {
+		return err
+	}
+	f.fn, f.src, f.readAt = fn, src, time.Now()
+	return nil
+}
+
+// reload reads the file again when Reload has passed and, when it changed, builds its function.
+// A failure keeps the current function.
+func (f *udfFn) reload(ctx context.Context) {
+	if f.Reload <= 0 || time.Since(f.readAt) < f.Reload {
+		return
+	}
+	f.readAt = time.Now()
+	src, err := readFile(ctx, f.loader.client, f.Path)
+	if err != nil {
+		slog.Warn("javascript UDF: reading the file again failed; keeping the current function", "path", f.Path, "function", f.Function, "error", err)
+		return
+	}
+	if string(src) == string(f.src) {
+		return
+	}
+	fn, err := f.loader.build(src)
+	if err != nil {
+		slog.Warn("javascript UDF: the file changed but does not load; keeping the current function", "path", f.Path, "function", f.Function, "error", err)
+		return
+	}
+	f.fn, f.src = fn, src
+	udfReloads.Inc(ctx, 1)
+	slog.Info("javascript UDF: the file changed; using the new function", "path", f.Path, "function", f.Function)
+}
+
+// ProcessElement applies the function to the messages of one source element and emits the
+// transformed ones as one element (a heartbeat, without messages, passes on); the dropped ones'
+// ack ids go out as one []string.
+func (f *udfFn) ProcessElement(ctx context.Context, ms flow.Messages, emit func(flow.Messages), emitDeadLetter func(flow.DeadLetter), emitDropped func([]string)) error {
+	f.reload(ctx)
+	if len(ms.Messages) == 0 {
+		emit(ms)
+		return nil
+	}
+	out := flow.Messages{Messages: make([]flow.Message, 0, len(ms.Messages))}
+	var dropped []string
+	for _, m := range ms.Messages {
+		switch t, outcome := f.apply(ctx, m, emitDeadLetter); outcome {
+		case transformed:
+			out.Messages = append(out.Messages, t)
+		case droppedByUDF:
+			if m.AckID != "" {
+				dropped = append(dropped, m.AckID)
+			}
+		}
+	}
+	if len(out.Messages) > 0 {
+		emit(out)
+	}
+	if len(dropped) > 0 {
+		emitDropped(dropped)
+	}
+	return nil
+}
+
+// outcome is what the function made of a message.
+type outcome int
+
+const (
+	transformed  outcome = iota // the message, with its Data the function's output
+	failed                      // a dead letter, emitted
+	droppedByUDF                // nothing: the function returned null, undefined or ""
+)
+
+// apply applies the function to one message.
+func (f *udfFn) apply(ctx context.Context, m flow.Message, emitDeadLetter func(flow.DeadLetter)) (flow.Message, outcome) {
+	meta := messageInfo{ID: m.ID, Attributes: m.Attributes}
+	if m.PublishTimeMillis != 0 {
+		meta.PublishTime = time.UnixMilli(m.PublishTimeMillis)
+	}
+	out, drop, err := f.fn.Apply(string(m.Data), meta)
+	switch {
+	case err != nil:
+		udfFailed.Inc(ctx, 1)
+		emitDeadLetter(NewDeadLetter(m, err))
+		return m, failed
+	case drop:
+		udfDropped.Inc(ctx, 1)
+		f.countDrop(m)
+		return m, droppedByUDF
+	}
+	udfTransformed.Inc(ctx, 1)
+	m.Original, m.Data, m.Transformed = m.Data, []byte(out), true
+	return m, transformed
+}
+
+// countDrop counts a dropped message and logs the drops in aggregate: the first at once, then
+// at most once a minute, and the rest at Teardown.
+func (f *udfFn) countDrop(m flow.Message) {
+	f.dropped++
+	if f.logged.IsZero() {
+		slog.Info("javascript UDF dropped a message (it returned null, undefined or an empty string); further drops are logged once a minute, and counted by the metric udf-dropped",
+			"function", f.Function, "message", m.ID)
+		f.dropped, f.logged = 0, time.Now()
+		return
+	}
+	if time.Since(f.logged) >= dropLogEvery {
+		f.logDrops()
+	}
+}
+
+func (f *udfFn) logDrops() {
+	if f.dropped == 0 {
+		return
+	}
+	slog.Info("javascript UDF dropped messages", "function", f.Function, "messages", f.dropped, "since", f.logged.UTC().Format(time.RFC3339))
+	f.dropped, f.logged = 0, time.Now()
+}
+
+// Teardown logs the drops not yet logged and closes the Cloud Storage client.
+func (f *udfFn) Teardown() error {
+	f.logDrops()
+	f.loader.close()
+	return nil
+}
+
+// NewDeadLetter builds the dead-letter record of a message the function failed on: the payload
+// as published, the error ("javascript UDF <function> failed: ... at line N, column C") and a
+// stack trace that ends with the JavaScript stack.
+func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
+	trace := flow.StackTrace("udf", "", err)
+	if e, ok := err.(*Error); ok && e.Stack != "" {
+		trace += "\njavascript stack:\n" + indent(e.Stack)
+	}
+	return flow.DeadLetter{
+		Payload:        m.Published(),
+		ErrorMessage:   err.Error(),
+		StackTrace:     trace,
+		FailedAtMillis: time.Now().UnixMilli(),
+		MessageID:      m.ID,
+		Attributes:     m.Attributes,
+		AckID:          m.AckID,
+	}
+}
+
+func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
