@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"time"
 	_ "time/tzdata" // DateTime('Zone') must resolve in minimal containers, e.g. the template's image.
 	"unicode/utf8"
@@ -68,6 +69,7 @@ type Converter struct {
 	columns []column
 	index   map[string]int
 	names   []string
+	keys    []string // per column, its name and a closing quote; "" for names a JSON key cannot spell without escapes
 	hash    uint64
 	nested  []nestedGroup // Array columns that must be equally long in a row (nested.go)
 
@@ -109,6 +111,11 @@ func New(t *schema.Table) (*Converter, error) {
 		base, nullable := unwrapColumn(col.Type)
 		c.index[col.Name] = len(c.columns)
 		c.names = append(c.names, col.Name)
+		key := col.Name + `"`
+		if strings.ContainsAny(col.Name, "\"\\") || strings.IndexFunc(col.Name, func(r rune) bool { return r < 0x20 }) >= 0 {
+			key = ""
+		}
+		c.keys = append(c.keys, key)
 		c.columns = append(c.columns, column{
 			name:       col.Name,
 			typeName:   col.TypeName,
@@ -331,7 +338,7 @@ func (c *Converter) appendAbsent(dst []byte, col *column, isNull bool) ([]byte, 
 func (c *Converter) scanFields(b []byte) error {
 	clear(c.fields)
 	c.resetGroups()
-	if !utf8.Valid(b) {
+	if !validUTF8(b) {
 		return &PayloadError{Rule: fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b))}
 	}
 	i := skipSpace(b, 0)
@@ -349,32 +356,69 @@ func (c *Converter) scanFields(b []byte) error {
 	if i < len(b) && b[i] == '}' {
 		i++
 	} else {
+		next := 0 // the column after the previous field's: fields mostly come in table order
 		for {
 			if i >= len(b) || b[i] != '"' {
 				return &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + ", expected a field name in double quotes"}).Error()}
 			}
-			keyEnd, escaped, err := scanString(b, i)
-			if err != nil {
-				return &PayloadError{Rule: err.Error()}
+			// The key: first as the name of the next column, else scanned and looked up.
+			keyStart, keyEnd, col, ok := i, 0, 0, false
+			var name []byte
+			if next < len(c.keys) {
+				if k := c.keys[next]; k != "" && len(b)-i > len(k) && string(b[i+1:i+1+len(k)]) == k {
+					keyEnd, col, ok = i+1+len(k), next, true
+					name = b[i+1 : keyEnd-1]
+				}
 			}
-			key := value{kind: kindString, raw: b[i:keyEnd], escaped: escaped}
-			if i = skipSpace(b, keyEnd); i >= len(b) || b[i] != ':' {
-				return &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + `, expected ":" after a field name`}).Error()}
+			keyEscaped := false
+			if !ok {
+				var err error
+				if keyEnd, keyEscaped, err = scanString(b, i); err != nil {
+					return &PayloadError{Rule: err.Error()}
+				}
+			}
+			if i = keyEnd; i >= len(b) || b[i] != ':' {
+				if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
+					return &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + `, expected ":" after a field name`}).Error()}
+				}
 			}
 			i = skipSpace(b, i+1)
-			v, end, err := scanValue(b, i, 1)
-			if err != nil {
-				return &PayloadError{Rule: err.Error()}
+			// The value: strings and literals here, the others by scanValue.
+			var v value
+			var end int
+			if i < len(b) && b[i] == '"' {
+				e, escaped, err := scanString(b, i)
+				if err != nil {
+					return &PayloadError{Rule: err.Error()}
+				}
+				v, end = value{kind: kindString, raw: b[i:e], escaped: escaped}, e
+			} else if k, n := literalAt(b, i); k != kindNone {
+				v, end = value{kind: k, raw: b[i : i+n]}, i+n
+			} else {
+				var err error
+				if v, end, err = scanValue(b, i, 1); err != nil {
+					return &PayloadError{Rule: err.Error()}
+				}
 			}
-			name, err := c.text(key)
-			if err != nil {
-				return &PayloadError{Rule: fmt.Sprintf("field name %s %v", quote(key.raw), err)}
+			if !ok {
+				if !keyEscaped {
+					name = b[keyStart+1 : keyEnd-1]
+					col, ok = c.index[string(name)]
+				} else {
+					key := value{kind: kindString, raw: b[keyStart:keyEnd], escaped: true}
+					var err error
+					if name, err = c.text(key); err != nil {
+						return &PayloadError{Rule: fmt.Sprintf("field name %s %v", quote(key.raw), err)}
+					}
+					col, ok = c.index[string(name)]
+				}
 			}
-			if col, ok := c.index[string(name)]; ok {
+			if ok {
 				if c.fields[col].kind != kindNone {
 					return &PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
 				}
 				c.fields[col] = v
+				next = col + 1
 				if c.groupsGiven && len(c.under[col]) > 0 {
 					c.directUnderGroup(col)
 				}
@@ -383,9 +427,10 @@ func (c *Converter) scanFields(b []byte) error {
 					return err
 				}
 			}
-			i = skipSpace(b, end)
-			if i >= len(b) {
-				return &PayloadError{Rule: (&syntaxError{i, "unexpected end of the payload in an object"}).Error()}
+			if i = end; i >= len(b) || b[i] != ',' && b[i] != '}' {
+				if i = skipSpace(b, i); i >= len(b) {
+					return &PayloadError{Rule: (&syntaxError{i, "unexpected end of the payload in an object"}).Error()}
+				}
 			}
 			if b[i] == '}' {
 				i++
@@ -420,8 +465,16 @@ func appendUvarint(dst []byte, n int) []byte { return binary.AppendUvarint(dst, 
 // text returns the decoded content of a string value. The result may alias the converter's
 // scratch buffer: use it before the next call.
 func (c *Converter) text(v value) ([]byte, error) {
+	if !v.escaped {
+		return v.raw[1 : len(v.raw)-1], nil
+	}
+	return c.unescape(v)
+}
+
+// unescape is text for a string with escapes.
+func (c *Converter) unescape(v value) ([]byte, error) {
 	s, err := stringContent(v, c.scratch)
-	if err == nil && v.escaped {
+	if err == nil {
 		c.scratch = s[:0]
 	}
 	return s, err
