@@ -69,7 +69,7 @@ type Converter struct {
 	columns []column
 	index   map[string]int
 	names   []string
-	keys    []string // per column, its name and a closing quote; "" for names a JSON key cannot spell without escapes
+	keys    []string // per column, its name and the closing quote: the key that names it without escapes, or ""
 	hash    uint64
 	nested  []nestedGroup // Array columns that must be equally long in a row (nested.go)
 
@@ -80,6 +80,7 @@ type Converter struct {
 	under      [][]int        // per column, the groups it is under
 	elemFields map[string]int // "t.a" for element a of a Tuple or Nested column t -> t's index
 
+	eager   bool    // the table has no groups: scanFields may encode the columns (convert.go)
 	fields  []value // per column, the field's value in the current payload
 	scratch []byte  // unescaped string text
 
@@ -111,11 +112,6 @@ func New(t *schema.Table) (*Converter, error) {
 		base, nullable := unwrapColumn(col.Type)
 		c.index[col.Name] = len(c.columns)
 		c.names = append(c.names, col.Name)
-		key := col.Name + `"`
-		if strings.ContainsAny(col.Name, "\"\\") || strings.IndexFunc(col.Name, func(r rune) bool { return r < 0x20 }) >= 0 {
-			key = ""
-		}
-		c.keys = append(c.keys, key)
 		c.columns = append(c.columns, column{
 			name:       col.Name,
 			typeName:   col.TypeName,
@@ -127,8 +123,16 @@ func New(t *schema.Table) (*Converter, error) {
 		})
 	}
 	c.fields = make([]value, len(c.columns))
+	for i, name := range c.names {
+		key := name + `"`
+		if c.index[name] != i || strings.ContainsAny(name, "\"\\") || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 }) >= 0 {
+			key = "" // the index names another column, or a key needs escapes
+		}
+		c.keys = append(c.keys, key)
+	}
 	c.nested = nestedGroups(c.columns)
 	c.buildGroups(t)
+	c.eager = c.groups == nil && c.elemFields == nil
 	h := fnv.New64a()
 	for _, col := range c.columns {
 		fmt.Fprintf(h, "%s\x00%s\x00%v\x00", col.name, col.typeName, col.hasDefault)
@@ -260,9 +264,11 @@ func loadZone(name string) (*time.Location, error) {
 // *PayloadError when the payload is not one JSON object, else a *RowError with one *ValueError per
 // column that cannot take its field.
 func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
-	if err := c.scanFields(payload); err != nil {
+	row, done, err := c.scanFields(dst, payload)
+	if err != nil {
 		return dst, err
 	}
+	dst = row
 	if c.groupsGiven {
 		c.expandGroups()
 	}
@@ -272,7 +278,7 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 	late := c.late
 	grouped := c.groupsGiven || len(late) > 0 // errors of group or element fields, failed columns
 	var errs []*ValueError
-	for i := range c.columns {
+	for i := done; i < len(c.columns); i++ {
 		if grouped {
 			for len(late) > 0 && late[0].at == i {
 				errs = append(errs, late[0].err)
@@ -282,22 +288,14 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 				continue // its error is the group's, in late
 			}
 		}
-		col := &c.columns[i]
 		v := c.fields[i]
 		var err error
-		switch {
-		case v.kind == kindNone || v.kind == kindNull:
-			dst, err = c.appendAbsent(dst, col, v.kind == kindNull)
-		default:
-			dst = append(dst, 0)
-			dst, err = col.enc.encode(dst, v, c)
-		}
-		if err != nil {
+		if dst, err = c.encodeColumn(dst, i, v); err != nil {
 			ve, ok := err.(*ValueError)
 			if !ok {
 				ve = &ValueError{Value: quote(v.raw), Rule: err.Error()}
 			}
-			ve.Column, ve.Type = col.name, col.typeName
+			ve.Column, ve.Type = c.columns[i].name, c.columns[i].typeName
 			errs = append(errs, ve)
 		}
 	}
@@ -312,6 +310,16 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 	// computes (see write's insertDefaults), and dead-letters it, with the server's error, when
 	// the server cannot compute the DEFAULTs.
 	return dst, nil
+}
+
+// encodeColumn appends the encoding of column i's value v (of kind kindNone for a missing field)
+// to dst.
+func (c *Converter) encodeColumn(dst []byte, i int, v value) ([]byte, error) {
+	col := &c.columns[i]
+	if v.kind == kindNone || v.kind == kindNull {
+		return c.appendAbsent(dst, col, v.kind == kindNull)
+	}
+	return col.enc.encode(append(dst, 0), v, c)
 }
 
 // appendAbsent encodes a missing field or an explicit null.
@@ -334,32 +342,38 @@ func (c *Converter) appendAbsent(dst []byte, col *column, isNull bool) ([]byte, 
 	}
 }
 
-// scanFields validates payload and records, per column, the value of its field.
-func (c *Converter) scanFields(b []byte) error {
+// scanFields validates payload and records, per column, the value of its field. While the fields
+// come in table order and convert, without a gap, it also encodes them (c.eager: tables without
+// groups, whose rows are the columns' values one after the other): it returns dst with the
+// columns before done encoded, where Convert goes on. A column that fails is left to Convert, which
+// encodes it again and records its error, so that the row and the errors are those of encoding
+// every column after the scan. dst is garbage when err is not nil.
+func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) {
 	clear(c.fields)
 	c.resetGroups()
 	if !validUTF8(b) {
-		return &PayloadError{Rule: fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b))}
+		return dst, 0, &PayloadError{Rule: fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b))}
 	}
 	i := skipSpace(b, 0)
 	if i >= len(b) {
-		return &PayloadError{Rule: "empty, expected one JSON object"}
+		return dst, 0, &PayloadError{Rule: "empty, expected one JSON object"}
 	}
 	if b[i] != '{' {
 		v, _, err := scanValue(b, i, 0)
 		if err != nil {
-			return &PayloadError{Rule: err.Error()}
+			return dst, 0, &PayloadError{Rule: err.Error()}
 		}
-		return &PayloadError{Rule: fmt.Sprintf("%s is not a JSON object; a message must hold exactly one JSON object", quote(v.raw))}
+		return dst, 0, &PayloadError{Rule: fmt.Sprintf("%s is not a JSON object; a message must hold exactly one JSON object", quote(v.raw))}
 	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		i++
 	} else {
 		next := 0 // the column after the previous field's: fields mostly come in table order
+		eager := c.eager
 		for {
 			if i >= len(b) || b[i] != '"' {
-				return &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + ", expected a field name in double quotes"}).Error()}
+				return dst, 0, &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + ", expected a field name in double quotes"}).Error()}
 			}
 			// The key: first as the name of the next column, else scanned and looked up.
 			keyStart, keyEnd, col, ok := i, 0, 0, false
@@ -374,12 +388,12 @@ func (c *Converter) scanFields(b []byte) error {
 			if !ok {
 				var err error
 				if keyEnd, keyEscaped, err = scanString(b, i); err != nil {
-					return &PayloadError{Rule: err.Error()}
+					return dst, 0, &PayloadError{Rule: err.Error()}
 				}
 			}
 			if i = keyEnd; i >= len(b) || b[i] != ':' {
 				if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
-					return &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + `, expected ":" after a field name`}).Error()}
+					return dst, 0, &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + `, expected ":" after a field name`}).Error()}
 				}
 			}
 			i = skipSpace(b, i+1)
@@ -389,7 +403,7 @@ func (c *Converter) scanFields(b []byte) error {
 			if i < len(b) && b[i] == '"' {
 				e, escaped, err := scanString(b, i)
 				if err != nil {
-					return &PayloadError{Rule: err.Error()}
+					return dst, 0, &PayloadError{Rule: err.Error()}
 				}
 				v, end = value{kind: kindString, raw: b[i:e], escaped: escaped}, e
 			} else if k, n := literalAt(b, i); k != kindNone {
@@ -397,7 +411,7 @@ func (c *Converter) scanFields(b []byte) error {
 			} else {
 				var err error
 				if v, end, err = scanValue(b, i, 1); err != nil {
-					return &PayloadError{Rule: err.Error()}
+					return dst, 0, &PayloadError{Rule: err.Error()}
 				}
 			}
 			if !ok {
@@ -408,28 +422,39 @@ func (c *Converter) scanFields(b []byte) error {
 					key := value{kind: kindString, raw: b[keyStart:keyEnd], escaped: true}
 					var err error
 					if name, err = c.text(key); err != nil {
-						return &PayloadError{Rule: fmt.Sprintf("field name %s %v", quote(key.raw), err)}
+						return dst, 0, &PayloadError{Rule: fmt.Sprintf("field name %s %v", quote(key.raw), err)}
 					}
 					col, ok = c.index[string(name)]
 				}
 			}
 			if ok {
 				if c.fields[col].kind != kindNone {
-					return &PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
+					return dst, 0, &PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
 				}
 				c.fields[col] = v
 				next = col + 1
 				if c.groupsGiven && len(c.under[col]) > 0 {
 					c.directUnderGroup(col)
 				}
+				if eager && col == done {
+					start := len(dst)
+					if row, err := c.encodeColumn(dst, col, v); err == nil {
+						dst = row
+						done++
+					} else {
+						dst, eager = row[:start], false
+					}
+				} else {
+					eager = false
+				}
 			} else if c.groupIndex != nil || c.elemFields != nil {
 				if err := c.otherField(name, v); err != nil {
-					return err
+					return dst, 0, err
 				}
 			}
 			if i = end; i >= len(b) || b[i] != ',' && b[i] != '}' {
 				if i = skipSpace(b, i); i >= len(b) {
-					return &PayloadError{Rule: (&syntaxError{i, "unexpected end of the payload in an object"}).Error()}
+					return dst, 0, &PayloadError{Rule: (&syntaxError{i, "unexpected end of the payload in an object"}).Error()}
 				}
 			}
 			if b[i] == '}' {
@@ -437,15 +462,15 @@ func (c *Converter) scanFields(b []byte) error {
 				break
 			}
 			if b[i] != ',' {
-				return &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + ` in an object, expected "," or "}"`}).Error()}
+				return dst, 0, &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + ` in an object, expected "," or "}"`}).Error()}
 			}
 			i = skipSpace(b, i+1)
 		}
 	}
 	if i = skipSpace(b, i); i < len(b) {
-		return &PayloadError{Rule: fmt.Sprintf("unexpected text after the JSON object at byte %d: %s; a message must hold exactly one JSON object", i, quote(b[i:]))}
+		return dst, 0, &PayloadError{Rule: fmt.Sprintf("unexpected text after the JSON object at byte %d: %s; a message must hold exactly one JSON object", i, quote(b[i:]))}
 	}
-	return nil
+	return dst, done, nil
 }
 
 func firstInvalidUTF8(b []byte) int {

@@ -125,54 +125,86 @@ func literalAt(b []byte, i int) (kind, int) {
 }
 
 // scanString scans the string whose opening quote is b[i]; it returns the index after the closing
-// quote and whether the string holds escapes. It looks for the next quote, backslash or control
-// character 8 bytes at a time with the bit tricks of "Bit Twiddling Hacks" (determine if a word
-// has a byte less than n / equal to n): the lowest flagged byte of a word is always a true match,
-// so the scan jumps straight to it. Bytes >= 0x80 never match, so UTF-8 text passes through.
+// quote and whether the string holds escapes. It reads 8 bytes at a time and finds the quotes,
+// backslashes and control characters of a word at once (specials), so that the escapes of a word
+// cost no further reads.
 func scanString(b []byte, i int) (end int, escaped bool, err error) {
 	start := i
 	i++
-	for {
-		for ; i+8 <= len(b); i += 8 {
-			w := binary.LittleEndian.Uint64(b[i:])
-			quote := w ^ (lows * '"')
-			bslash := w ^ (lows * '\\')
-			m := ((w - lows*0x20) & ^w) | ((quote - lows) & ^quote) | ((bslash - lows) & ^bslash)
-			if m &= highs; m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				goto special
+	for i+8 <= len(b) {
+		m := specials(binary.LittleEndian.Uint64(b[i:]))
+		next := i + 8 // where the next word starts
+		for m != 0 {
+			p := i + bits.TrailingZeros64(m)>>3
+			switch c := b[p]; {
+			case c == '"':
+				return p + 1, escaped, nil
+			case c != '\\':
+				return p, escaped, &syntaxError{p, fmt.Sprintf("control character %q must be escaped in a string", c)}
 			}
-		}
-		for ; i < len(b); i++ {
-			if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
-				goto special
+			escaped = true
+			n := 0
+			if p+1 < len(b) && (b[p+1] == '"' || b[p+1] == '\\') {
+				n = 2 // the most common escapes, without a call
+			} else if n, err = escapeLen(b, p); err != nil {
+				return p, escaped, err
 			}
+			if p+n >= next {
+				next = p + n
+				break
+			}
+			m &= ^uint64(0) << (uint(p+n-i) * 8) // the specials after the escape
 		}
-		return start, escaped, &syntaxError{start, "unterminated string"}
-	special: // b[i] is a quote, a backslash or a control character
+		i = next
+	}
+	for i < len(b) {
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1, escaped, nil
 		case c == '\\':
 			escaped = true
-			if i+1 >= len(b) {
-				return i, escaped, &syntaxError{i, "unterminated escape in a string"}
+			n, err := escapeLen(b, i)
+			if err != nil {
+				return i, escaped, err
 			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(b) || !isHex4(b[i+2:i+6]) {
-					return i, escaped, &syntaxError{i, `\u must be followed by four hexadecimal digits`}
-				}
-				i += 6
-			default:
-				return i, escaped, &syntaxError{i, fmt.Sprintf(`invalid escape \%c in a string`, b[i+1])}
-			}
-		default:
+			i += n
+		case c < 0x20:
 			return i, escaped, &syntaxError{i, fmt.Sprintf("control character %q must be escaped in a string", c)}
+		default:
+			i++
 		}
 	}
+	return start, escaped, &syntaxError{start, "unterminated string"}
+}
+
+// escapeLen returns the length of the escape whose backslash is b[i].
+func escapeLen(b []byte, i int) (int, error) {
+	if i+1 >= len(b) {
+		return 0, &syntaxError{i, "unterminated escape in a string"}
+	}
+	switch b[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2, nil
+	case 'u':
+		if i+6 > len(b) || !isHex4(b[i+2:i+6]) {
+			return 0, &syntaxError{i, `\u must be followed by four hexadecimal digits`}
+		}
+		return 6, nil
+	}
+	return 0, &syntaxError{i, fmt.Sprintf(`invalid escape \%c in a string`, b[i+1])}
+}
+
+// specials returns the high bit of each byte of w that is a quote, a backslash or a control
+// character (below 0x20), exactly: adding 0x7F to a byte's low 7 bits, or 0x60, sets its high bit
+// when they are not 0, or at least 0x20, and never carries into the next byte.
+func specials(w uint64) uint64 {
+	const low7 = 0x7F7F7F7F7F7F7F7F
+	quote := w ^ (lows * '"')
+	bslash := w ^ (lows * '\\')
+	isQuote := ^((quote&low7 + low7) | quote)
+	isBslash := ^((bslash&low7 + low7) | bslash)
+	isControl := ^((w&low7 + lows*0x60) | w)
+	return (isQuote | isBslash | isControl) & highs
 }
 
 const (
@@ -206,28 +238,42 @@ var utf8Leads = func() (t [256]utf8Lead) {
 	return t
 }()
 
-// validUTF8 is utf8.Valid, faster on text that is mostly ASCII: it steps over 8 ASCII bytes at
-// a time, jumps to the first non-ASCII byte of a word and checks each multi-byte character against
-// the ranges of RFC 3629 (as utf8.Valid does: no overlong forms, no surrogates, nothing above
-// U+10FFFF), then goes on by words (utf8.Valid goes byte by byte after the first such character).
+// validUTF8 is utf8.Valid, faster on text that is mostly ASCII: it steps over ASCII 32 and then
+// 8 bytes at a time, jumps to the first non-ASCII byte of a word and checks each multi-byte
+// character against the ranges of RFC 3629 (as utf8.Valid does: no overlong forms, no surrogates,
+// nothing above U+10FFFF), then goes on by words again (utf8.Valid goes byte by byte after the
+// first such character).
 func validUTF8(b []byte) bool {
-	for i := 0; i < len(b); {
-		if i+8 <= len(b) {
-			w := binary.LittleEndian.Uint64(b[i:]) & highs
-			if w == 0 {
-				i += 8
-				continue
-			}
-			i += bits.TrailingZeros64(w) >> 3
-		} else if b[i] < utf8.RuneSelf {
-			i++
-			continue
+	le := binary.LittleEndian
+	i := 0
+	for {
+		if i < len(b) && b[i] >= utf8.RuneSelf {
+			goto multi
 		}
+		for ; i+32 <= len(b); i += 32 {
+			p := b[i : i+32]
+			if (le.Uint64(p)|le.Uint64(p[8:])|le.Uint64(p[16:])|le.Uint64(p[24:]))&highs != 0 {
+				break
+			}
+		}
+		for ; i+8 <= len(b); i += 8 {
+			if w := le.Uint64(b[i:]) & highs; w != 0 {
+				i += bits.TrailingZeros64(w) >> 3
+				goto multi
+			}
+		}
+		for ; i < len(b); i++ {
+			if b[i] >= utf8.RuneSelf {
+				goto multi
+			}
+		}
+		return true
+	multi:
 		// b[i] >= 0x80 starts a character of n bytes, whose second byte is in lo..hi and
 		// others in 0x80..0xBF.
 		lead := utf8Leads[b[i]]
-		n, lo, hi := int(lead.n), lead.lo, lead.hi
-		if n == 0 || i+n > len(b) || b[i+1] < lo || b[i+1] > hi {
+		n := int(lead.n)
+		if n == 0 || i+n > len(b) || b[i+1] < lead.lo || b[i+1] > lead.hi {
 			return false
 		}
 		for k := 2; k < n; k++ {
@@ -237,7 +283,6 @@ func validUTF8(b []byte) bool {
 		}
 		i += n
 	}
-	return true
 }
 
 func isHex4(b []byte) bool {
@@ -430,39 +475,31 @@ func stringContent(v value, scratch []byte) ([]byte, error) {
 
 // unescape writes the text of body, the content of a scanned string with escapes, at the start of
 // out, which holds len(body)+8 bytes, and returns that part of out. Runs without escapes are copied
-// 8 bytes at a time (the bit trick of scanString finds the next backslash in a word); the text
+// 8 bytes at a time (a bit trick of "Bit Twiddling Hacks", determine if a word has a byte equal to
+// n, finds the next backslash of a word: the lowest flagged byte is always a true match); the text
 // written is never longer than what it was read from, so a word always fits.
 func unescape(out, body []byte) ([]byte, error) {
-	o := 0
-	for i := 0; i < len(body); {
-		if body[i] != '\\' {
-			if i+8 > len(body) {
-				out[o] = body[i]
-				o++
-				i++
-				continue
-			}
+	o, i := 0, 0
+	for {
+		for i+8 <= len(body) {
 			w := binary.LittleEndian.Uint64(body[i:])
 			binary.LittleEndian.PutUint64(out[o:], w)
-			k := 8
 			if bslash := w ^ (lows * '\\'); (bslash-lows)&^bslash&highs != 0 {
-				k = bits.TrailingZeros64((bslash-lows)&^bslash&highs) >> 3
+				k := bits.TrailingZeros64((bslash-lows)&^bslash&highs) >> 3
+				i, o = i+k, o+k
+				goto escape
 			}
-			i += k
-			o += k
-			continue
+			i, o = i+8, o+8
 		}
-		switch body[i+1] {
-		case 'b':
-			out[o] = '\b'
-		case 'f':
-			out[o] = '\f'
-		case 'n':
-			out[o] = '\n'
-		case 'r':
-			out[o] = '\r'
-		case 't':
-			out[o] = '\t'
+		for ; i < len(body); i, o = i+1, o+1 {
+			if body[i] == '\\' {
+				goto escape
+			}
+			out[o] = body[i]
+		}
+		return out[:o], nil
+	escape: // body[i] is a backslash
+		switch e := body[i+1]; e {
 		case 'u':
 			r := hex4(body[i+2:])
 			i += 6
@@ -478,14 +515,23 @@ func unescape(out, body []byte) ([]byte, error) {
 				i += 6
 			}
 			o += utf8.EncodeRune(out[o:], r)
-			continue
-		default: // '"', '\\', '/'
-			out[o] = body[i+1]
+		default:
+			switch e {
+			case 'b':
+				e = '\b'
+			case 'f':
+				e = '\f'
+			case 'n':
+				e = '\n'
+			case 'r':
+				e = '\r'
+			case 't':
+				e = '\t'
+			} // else '"', '\\' or '/', which stand for themselves
+			out[o] = e
+			o, i = o+1, i+2
 		}
-		o++
-		i += 2
 	}
-	return out[:o], nil
 }
 
 // elements iterates over the elements of a scanned (hence valid) array.
