@@ -61,6 +61,7 @@ type column struct {
 	hasDefault bool
 	nullable   bool // Nullable, possibly under LowCardinality
 	array      bool // Array: null and missing give []
+	text       bool // the encoder is stringEncoder: a JSON string can be scanned into the row (String.appendField)
 }
 
 // Converter converts payloads into rows of one table. It keeps scratch buffers, so one Converter
@@ -120,6 +121,7 @@ func New(t *schema.Table) (*Converter, error) {
 			hasDefault: col.HasDefault(),
 			nullable:   nullable,
 			array:      emptyOnNull(base), // Array, Map, Nested, geo arrays: null and missing are empty
+			text:       enc == stringEncoder{},
 		})
 	}
 	c.fields = make([]value, len(c.columns))
@@ -370,8 +372,12 @@ func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) 
 		i++
 	} else {
 		next := 0 // the column after the previous field's: fields mostly come in table order
-		eager := c.eager
-		for {
+		eager, closed := c.eager, false
+		if eager {
+			dst, next, i, closed = c.scanInOrder(dst, b, i)
+			done = next
+		}
+		for !closed {
 			if i >= len(b) || b[i] != '"' {
 				return dst, 0, &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + ", expected a field name in double quotes"}).Error()}
 			}
@@ -471,6 +477,58 @@ func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) 
 		return dst, 0, &PayloadError{Rule: fmt.Sprintf("unexpected text after the JSON object at byte %d: %s; a message must hold exactly one JSON object", i, quote(b[i:]))}
 	}
 	return dst, done, nil
+}
+
+// scanInOrder is the loop of scanFields for the common case, with less to keep track of: from the
+// field at b[i], while each field's key names the next column (c.keys) and its value is followed
+// by a comma or the object's end and converts, it records the value and encodes the column. It
+// stops before any other field, which scanFields takes up again from its key; it returns dst with
+// the columns before col encoded, and the index of that key, or the index after the object when
+// the object has ended (closed).
+func (c *Converter) scanInOrder(dst, b []byte, i int) (row []byte, col, at int, closed bool) {
+	for ; col < len(c.keys); col++ {
+		k := c.keys[col]
+		if k == "" || len(b)-i <= len(k) || b[i] != '"' || string(b[i+1:i+1+len(k)]) != k {
+			break
+		}
+		j := skipSpace(b, i+1+len(k))
+		if j >= len(b) || b[j] != ':' {
+			break
+		}
+		j = skipSpace(b, j+1)
+		var v value
+		var row []byte // the row with the column, when its value is scanned into it
+		end := 0
+		if j < len(b) && b[j] == '"' && c.columns[col].text {
+			r, e, escaped, ok := stringEncoder{}.appendField(dst, b, j)
+			if !ok {
+				break
+			}
+			v, end, row = value{kind: kindString, raw: b[j:e], escaped: escaped}, e, r
+		} else {
+			var err error
+			if v, end, err = scanValue(b, j, 1); err != nil {
+				break
+			}
+		}
+		if end = skipSpace(b, end); end >= len(b) || b[end] != ',' && b[end] != '}' {
+			break
+		}
+		if row == nil {
+			start := len(dst)
+			r, err := c.encodeColumn(dst, col, v)
+			if err != nil {
+				return r[:start], col, i, false
+			}
+			row = r
+		}
+		dst, c.fields[col] = row, v
+		if b[end] == '}' {
+			return dst, col + 1, end + 1, true
+		}
+		i = skipSpace(b, end+1)
+	}
+	return dst, col, i, false
 }
 
 func firstInvalidUTF8(b []byte) int {

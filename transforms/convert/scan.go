@@ -465,57 +465,76 @@ closed: // the innermost open array or object ended just before b[i]
 // it holds no escapes, else the unescaped text written over scratch. A \u escape of a lone UTF-16
 // surrogate is an error: it has no UTF-8 form, and replacing it would change the text.
 func stringContent(v value, scratch []byte) ([]byte, error) {
-	body := v.raw[1 : len(v.raw)-1]
 	if !v.escaped {
-		return body, nil
+		return v.raw[1 : len(v.raw)-1], nil
 	}
 	// The text is never longer than its escaped form; 8 more bytes let unescape copy whole words.
-	return unescape(slices.Grow(scratch[:0], len(body)+8)[:len(body)+8], body)
+	out := slices.Grow(scratch[:0], len(v.raw)+8)[:len(v.raw)+8]
+	_, _, n, lone := unescape(out, v.raw, 0)
+	if n < 0 {
+		return nil, fmt.Errorf(`holds \u%04X, a lone UTF-16 surrogate that has no UTF-8 form`, lone)
+	}
+	return out[:n], nil
 }
 
-// unescape writes the text of body, the content of a scanned string with escapes, at the start of
-// out, which holds len(body)+8 bytes, and returns that part of out. Runs without escapes are copied
-// 8 bytes at a time (a bit trick of "Bit Twiddling Hacks", determine if a word has a byte equal to
-// n, finds the next backslash of a word: the lowest flagged byte is always a true match); the text
-// written is never longer than what it was read from, so a word always fits.
-func unescape(out, body []byte) ([]byte, error) {
-	o, i := 0, 0
+// unescape scans the string whose opening quote is b[i] and writes its text, escapes resolved, at
+// the start of out, which must hold len(b)-i+8 bytes. It returns the index after the closing quote,
+// whether the string holds escapes and the length of the text; n is -1 when the string is not well
+// formed (scanString says why) or holds a \u escape of a lone UTF-16 surrogate, which is then
+// lone. Runs without escapes are copied 8 bytes at a time, and the first quote, backslash or
+// control character of a word found with the bit tricks of "Bit Twiddling Hacks" (determine if a
+// word has a byte less than n / equal to n: the lowest flagged byte is always a true match); the
+// text written is never longer than what it was read from, so a word always fits.
+func unescape(out, b []byte, i int) (end int, escaped bool, n int, lone rune) {
+	o := 0
+	i++
 	for {
-		for i+8 <= len(body) {
-			w := binary.LittleEndian.Uint64(body[i:])
+		for i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i:])
 			binary.LittleEndian.PutUint64(out[o:], w)
-			if bslash := w ^ (lows * '\\'); (bslash-lows)&^bslash&highs != 0 {
-				k := bits.TrailingZeros64((bslash-lows)&^bslash&highs) >> 3
+			quote, bslash := w^(lows*'"'), w^(lows*'\\')
+			if m := ((w - lows*0x20) & ^w) | ((quote - lows) & ^quote) | ((bslash - lows) & ^bslash); m&highs != 0 {
+				k := bits.TrailingZeros64(m&highs) >> 3
 				i, o = i+k, o+k
-				goto escape
+				goto special
 			}
 			i, o = i+8, o+8
 		}
-		for ; i < len(body); i, o = i+1, o+1 {
-			if body[i] == '\\' {
-				goto escape
+		for ; i < len(b); i, o = i+1, o+1 {
+			if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+				goto special
 			}
-			out[o] = body[i]
+			out[o] = b[i]
 		}
-		return out[:o], nil
-	escape: // body[i] is a backslash
-		switch e := body[i+1]; e {
+		return 0, escaped, -1, 0 // unterminated
+	special: // b[i] is a quote, a backslash or a control character
+		if b[i] == '"' {
+			return i + 1, escaped, o, 0
+		}
+		if b[i] != '\\' || i+1 >= len(b) {
+			return 0, escaped, -1, 0
+		}
+		escaped = true
+		switch e := b[i+1]; e {
 		case 'u':
-			r := hex4(body[i+2:])
+			if i+6 > len(b) || !isHex4(b[i+2:i+6]) {
+				return 0, escaped, -1, 0
+			}
+			r := hex4(b[i+2:])
 			i += 6
 			if utf16.IsSurrogate(r) {
-				if r >= 0xDC00 || i+6 > len(body) || body[i] != '\\' || body[i+1] != 'u' {
-					return nil, fmt.Errorf(`holds \u%04X, a lone UTF-16 surrogate that has no UTF-8 form`, r)
+				if r >= 0xDC00 || i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' || !isHex4(b[i+2:i+6]) {
+					return 0, escaped, -1, r
 				}
-				r2 := hex4(body[i+2:])
+				r2 := hex4(b[i+2:])
 				if r2 < 0xDC00 || r2 > 0xDFFF {
-					return nil, fmt.Errorf(`holds \u%04X, a lone UTF-16 surrogate that has no UTF-8 form`, r)
+					return 0, escaped, -1, r
 				}
 				r = utf16.DecodeRune(r, r2)
 				i += 6
 			}
 			o += utf8.EncodeRune(out[o:], r)
-		default:
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			switch e {
 			case 'b':
 				e = '\b'
@@ -530,6 +549,8 @@ func unescape(out, body []byte) ([]byte, error) {
 			} // else '"', '\\' or '/', which stand for themselves
 			out[o] = e
 			o, i = o+1, i+2
+		default:
+			return 0, escaped, -1, 0
 		}
 	}
 }
