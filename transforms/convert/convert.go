@@ -70,7 +70,8 @@ type Converter struct {
 	columns []column
 	index   map[string]int
 	names   []string
-	keys    []string // per column, its name and the closing quote: the key that names it without escapes, or ""
+	keys    []string   // per column, its name and the closing quote: the key that names it without escapes, or ""
+	words   []keyWords // per column, the start of keys[i] as words
 	hash    uint64
 	nested  []nestedGroup // Array columns that must be equally long in a row (nested.go)
 
@@ -131,6 +132,7 @@ func New(t *schema.Table) (*Converter, error) {
 			key = "" // the index names another column, or a key needs escapes
 		}
 		c.keys = append(c.keys, key)
+		c.words = append(c.words, newKeyWords(key))
 	}
 	c.nested = nestedGroups(c.columns)
 	c.buildGroups(t)
@@ -479,6 +481,26 @@ func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) 
 	return dst, done, nil
 }
 
+// keyWords is the start of a column's key as it is compared with a payload: 16 bytes as two
+// little-endian words under masks.
+type keyWords struct {
+	word, mask [2]uint64
+	long       bool // the key is longer (or empty: no key): compare it as a string
+}
+
+func newKeyWords(key string) keyWords {
+	w := keyWords{long: key == "" || len(key) > 16}
+	var pad [16]byte
+	copy(pad[:], key)
+	for j := range 2 {
+		w.word[j] = binary.LittleEndian.Uint64(pad[8*j:])
+		for k := 8 * j; k < 8*j+8 && k < len(key); k++ {
+			w.mask[j] |= 0xFF << (8 * (k - 8*j))
+		}
+	}
+	return w
+}
+
 // scanInOrder is the loop of scanFields for the common case, with less to keep track of: from the
 // field at b[i], while each field's key names the next column (c.keys) and its value is followed
 // by a comma or the object's end and converts, it records the value and encodes the column. It
@@ -487,11 +509,15 @@ func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) 
 // the object has ended (closed).
 func (c *Converter) scanInOrder(dst, b []byte, i int) (row []byte, col, at int, closed bool) {
 	for ; col < len(c.keys); col++ {
-		k := c.keys[col]
-		if k == "" || len(b)-i <= len(k) || b[i] != '"' || string(b[i+1:i+1+len(k)]) != k {
+		if w := &c.words[col]; !w.long && i+17 <= len(b) {
+			if b[i] != '"' || binary.LittleEndian.Uint64(b[i+1:])&w.mask[0] != w.word[0] ||
+				binary.LittleEndian.Uint64(b[i+9:])&w.mask[1] != w.word[1] {
+				break
+			}
+		} else if k := c.keys[col]; k == "" || len(b)-i <= len(k) || b[i] != '"' || string(b[i+1:i+1+len(k)]) != k {
 			break
 		}
-		j := skipSpace(b, i+1+len(k))
+		j := skipSpace(b, i+1+len(c.keys[col]))
 		if j >= len(b) || b[j] != ':' {
 			break
 		}

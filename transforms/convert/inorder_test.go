@@ -29,7 +29,8 @@ func withGroup(tb testing.TB, t *schema.Table) *schema.Table {
 }
 
 // FuzzConvertInOrder checks the converter's two ways through a payload against each other, on the
-// tables of the demo events and the Wikipedia edits: every payload that does not mention zz gives
+// tables of the demo events and the Wikipedia edits, and one with names longer than the 16 bytes
+// compared as words (keyWords): every payload that does not mention zz gives
 // the same row, or the same error, with and without a group in the table (withGroup). Seeded with
 // messages of both corpora, the demo events as ClickHouse 18.16 takes them and the shared cases.
 func FuzzConvertInOrder(f *testing.F) {
@@ -42,10 +43,12 @@ func FuzzConvertInOrder(f *testing.F) {
 	for _, c := range shared.Cases(f) {
 		f.Add(c.Data())
 	}
+	f.Add([]byte(`{"a_column_with_a_long_name":"v","x":-1,"another_column_with_a_long_name":2.5}`))
+	f.Add([]byte(`{"a_column_with_a_long_name":"v","x":1,"another_column_with_a_long_nam":2.5}`))
+	long := table(f, "a_column_with_a_long_name String", "x Int32", "another_column_with_a_long_name Nullable(Float64)")
 	type pair struct{ plain, grouped *convert.Converter }
 	var pairs []pair
-	for _, name := range []string{"demo", "wikipedia_edits"} {
-		t := corpusTable(f, name)
+	for _, t := range []*schema.Table{corpusTable(f, "demo"), corpusTable(f, "wikipedia_edits"), long} {
 		plain, err := convert.New(t)
 		if err != nil {
 			f.Fatal(err)
