@@ -349,7 +349,8 @@ func (c *Converter) appendAbsent(dst []byte, col *column, isNull bool) ([]byte, 
 // scanFields validates payload and records, per column, the value of its field. While the fields
 // come in table order and convert, without a gap, it also encodes them (c.eager: tables without
 // groups, whose rows are the columns' values one after the other): it returns dst with the
-// columns before done encoded, where Convert goes on. A column that fails is left to Convert, which
+// columns before done encoded, where Convert goes on; of those columns' values it may keep only
+// the kind. A column that fails is left to Convert, which
 // encodes it again and records its error, so that the row and the errors are those of encoding
 // every column after the scan. dst is garbage when err is not nil.
 func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) {
@@ -508,6 +509,7 @@ func newKeyWords(key string) keyWords {
 // the columns before col encoded, and the index of that key, or the index after the object when
 // the object has ended (closed).
 func (c *Converter) scanInOrder(dst, b []byte, i int) (row []byte, col, at int, closed bool) {
+loop:
 	for ; col < len(c.keys); col++ {
 		if w := &c.words[col]; !w.long && i+17 <= len(b) {
 			if b[i] != '"' || binary.LittleEndian.Uint64(b[i+1:])&w.mask[0] != w.word[0] ||
@@ -525,16 +527,35 @@ func (c *Converter) scanInOrder(dst, b []byte, i int) (row []byte, col, at int, 
 		var v value
 		var row []byte // the row with the column, when its value is scanned into it
 		end := 0
-		if j < len(b) && b[j] == '"' && c.columns[col].text {
+		if j >= len(b) {
+			break
+		}
+		switch ch := b[j]; {
+		case ch == '"' && c.columns[col].text:
 			r, e, escaped, ok := stringEncoder{}.appendField(dst, b, j)
 			if !ok {
-				break
+				break loop
 			}
 			v, end, row = value{kind: kindString, raw: b[j:e], escaped: escaped}, e, r
-		} else {
-			var err error
-			if v, end, err = scanValue(b, j, 1); err != nil {
-				break
+		case ch == '"':
+			e, escaped, err := scanString(b, j)
+			if err != nil {
+				break loop
+			}
+			v, end = value{kind: kindString, raw: b[j:e], escaped: escaped}, e
+		case ch == '-' || ch >= '0' && ch <= '9':
+			e, ok := numberEnd(b, j)
+			if !ok {
+				break loop
+			}
+			v, end = value{kind: kindNumber, raw: b[j:e]}, e
+		default:
+			if k, n := literalAt(b, j); k != kindNone {
+				v, end = value{kind: k, raw: b[j : j+n]}, j+n
+			} else if r, e, err := scanValue(b, j, 1); err == nil {
+				v, end = r, e
+			} else {
+				break loop
 			}
 		}
 		if end = skipSpace(b, end); end >= len(b) || b[end] != ',' && b[end] != '}' {
@@ -548,7 +569,9 @@ func (c *Converter) scanInOrder(dst, b []byte, i int) (row []byte, col, at int, 
 			}
 			row = r
 		}
-		dst, c.fields[col] = row, v
+		// The column is in the row: of its value only the kind is kept, which tells a later
+		// field of the same name that it is a second one.
+		dst, c.fields[col].kind = row, v.kind
 		if b[end] == '}' {
 			return dst, col + 1, end + 1, true
 		}

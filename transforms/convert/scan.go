@@ -56,7 +56,8 @@ func (e *syntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at byte %d: %s", e.offset, e.msg)
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+// isSpace reports JSON's white space; most bytes it sees are above ' ', which one comparison tells.
+func isSpace(c byte) bool { return c <= ' ' && (c == ' ' || c == '\t' || c == '\n' || c == '\r') }
 
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && isSpace(b[i]) {
@@ -182,10 +183,10 @@ func escapeLen(b []byte, i int) (int, error) {
 	if i+1 >= len(b) {
 		return 0, &syntaxError{i, "unterminated escape in a string"}
 	}
-	switch b[i+1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+	switch {
+	case unescaped[b[i+1]] != 0:
 		return 2, nil
-	case 'u':
+	case b[i+1] == 'u':
 		if i+6 > len(b) || !isHex4(b[i+2:i+6]) {
 			return 0, &syntaxError{i, `\u must be followed by four hexadecimal digits`}
 		}
@@ -508,52 +509,41 @@ func unescape(out, b []byte, i int) (end int, escaped bool, n int, lone rune) {
 		}
 		return 0, escaped, -1, 0 // unterminated
 	special: // b[i] is a quote, a backslash or a control character
-		if b[i] == '"' {
-			return i + 1, escaped, o, 0
-		}
 		if b[i] != '\\' || i+1 >= len(b) {
+			if b[i] == '"' {
+				return i + 1, escaped, o, 0
+			}
 			return 0, escaped, -1, 0
 		}
 		escaped = true
-		switch e := b[i+1]; e {
-		case 'u':
-			if i+6 > len(b) || !isHex4(b[i+2:i+6]) {
-				return 0, escaped, -1, 0
-			}
-			r := hex4(b[i+2:])
-			i += 6
-			if utf16.IsSurrogate(r) {
-				if r >= 0xDC00 || i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' || !isHex4(b[i+2:i+6]) {
-					return 0, escaped, -1, r
-				}
-				r2 := hex4(b[i+2:])
-				if r2 < 0xDC00 || r2 > 0xDFFF {
-					return 0, escaped, -1, r
-				}
-				r = utf16.DecodeRune(r, r2)
-				i += 6
-			}
-			o += utf8.EncodeRune(out[o:], r)
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			switch e {
-			case 'b':
-				e = '\b'
-			case 'f':
-				e = '\f'
-			case 'n':
-				e = '\n'
-			case 'r':
-				e = '\r'
-			case 't':
-				e = '\t'
-			} // else '"', '\\' or '/', which stand for themselves
+		if e := unescaped[b[i+1]]; e != 0 {
 			out[o] = e
 			o, i = o+1, i+2
-		default:
+			continue
+		}
+		if b[i+1] != 'u' || i+6 > len(b) || !isHex4(b[i+2:i+6]) {
 			return 0, escaped, -1, 0
 		}
+		r := hex4(b[i+2:])
+		i += 6
+		if utf16.IsSurrogate(r) {
+			if r >= 0xDC00 || i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' || !isHex4(b[i+2:i+6]) {
+				return 0, escaped, -1, r
+			}
+			r2 := hex4(b[i+2:])
+			if r2 < 0xDC00 || r2 > 0xDFFF {
+				return 0, escaped, -1, r
+			}
+			r = utf16.DecodeRune(r, r2)
+			i += 6
+		}
+		o += utf8.EncodeRune(out[o:], r)
 	}
 }
+
+// unescaped gives, for the byte after a backslash, the byte the escape stands for; 0 for u and for
+// bytes that make no escape.
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // elements iterates over the elements of a scanned (hence valid) array.
 type elements struct {
