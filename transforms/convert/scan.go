@@ -133,7 +133,7 @@ func scanString(b []byte, i int) (end int, escaped bool, err error) {
 	start := i
 	i++
 	for i+8 <= len(b) {
-		m := specials(binary.LittleEndian.Uint64(b[i:]))
+		m := specials(binary.LittleEndian.Uint64(b[i : i+8]))
 		next := i + 8 // where the next word starts
 		for m != 0 {
 			p := i + bits.TrailingZeros64(m)>>3
@@ -258,7 +258,7 @@ func validUTF8(b []byte) bool {
 			}
 		}
 		for ; i+8 <= len(b); i += 8 {
-			if w := le.Uint64(b[i:]) & highs; w != 0 {
+			if w := le.Uint64(b[i:i+8]) & highs; w != 0 {
 				i += bits.TrailingZeros64(w) >> 3
 				goto multi
 			}
@@ -491,8 +491,8 @@ func unescape(out, b []byte, i int) (end int, escaped bool, n int, lone rune) {
 	i++
 	for {
 		for i+8 <= len(b) {
-			w := binary.LittleEndian.Uint64(b[i:])
-			binary.LittleEndian.PutUint64(out[o:], w)
+			w := binary.LittleEndian.Uint64(b[i : i+8])
+			binary.LittleEndian.PutUint64(out[o:o+8], w)
 			quote, bslash := w^(lows*'"'), w^(lows*'\\')
 			if m := ((w - lows*0x20) & ^w) | ((quote - lows) & ^quote) | ((bslash - lows) & ^bslash); m&highs != 0 {
 				k := bits.TrailingZeros64(m&highs) >> 3
