@@ -61,7 +61,7 @@ type column struct {
 	hasDefault bool
 	nullable   bool // Nullable, possibly under LowCardinality
 	array      bool // Array: null and missing give []
-	text       bool // the encoder is stringEncoder: a JSON string can be scanned into the row (String.appendField)
+	isString   bool // the encoder is stringEncoder: a JSON string can be scanned into the row (appendField)
 }
 
 // Converter converts payloads into rows of one table. It keeps scratch buffers, so one Converter
@@ -82,7 +82,7 @@ type Converter struct {
 	under      [][]int        // per column, the groups it is under
 	elemFields map[string]int // "t.a" for element a of a Tuple or Nested column t -> t's index
 
-	eager   bool    // the table has no groups: scanFields may encode the columns (convert.go)
+	eager   bool    // the table has no groups: scanFields may encode the columns
 	fields  []value // per column, the field's value in the current payload
 	scratch []byte  // unescaped string text
 
@@ -122,7 +122,7 @@ func New(t *schema.Table) (*Converter, error) {
 			hasDefault: col.HasDefault(),
 			nullable:   nullable,
 			array:      emptyOnNull(base), // Array, Map, Nested, geo arrays: null and missing are empty
-			text:       enc == stringEncoder{},
+			isString:   enc == stringEncoder{},
 		})
 	}
 	c.fields = make([]value, len(c.columns))
@@ -350,9 +350,9 @@ func (c *Converter) appendAbsent(dst []byte, col *column, isNull bool) ([]byte, 
 // come in table order and convert, without a gap, it also encodes them (c.eager: tables without
 // groups, whose rows are the columns' values one after the other): it returns dst with the
 // columns before done encoded, where Convert goes on; of those columns' values it may keep only
-// the kind. A column that fails is left to Convert, which
-// encodes it again and records its error, so that the row and the errors are those of encoding
-// every column after the scan. dst is garbage when err is not nil.
+// the kind. A column that fails is left to Convert, which encodes it again and records its error,
+// so that the row and the errors are those of encoding every column after the scan. When err is
+// not nil, the bytes of dst's capacity past its length may have been written.
 func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) {
 	clear(c.fields)
 	c.resetGroups()
@@ -489,6 +489,7 @@ type keyWords struct {
 	long       bool // the key is longer (or empty: no key): compare it as a string
 }
 
+// newKeyWords returns the keyWords of a key (c.keys).
 func newKeyWords(key string) keyWords {
 	w := keyWords{long: key == "" || len(key) > 16}
 	var pad [16]byte
@@ -531,7 +532,7 @@ loop:
 			break
 		}
 		switch ch := b[j]; {
-		case ch == '"' && c.columns[col].text:
+		case ch == '"' && c.columns[col].isString:
 			r, e, escaped, ok := stringEncoder{}.appendField(dst, b, j)
 			if !ok {
 				break loop

@@ -2,7 +2,10 @@ package convert_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/shared"
@@ -82,4 +85,66 @@ func FuzzConvertInOrder(f *testing.F) {
 			}
 		}
 	})
+}
+
+// members splits a flat JSON object into its "key":value members, in order.
+func members(t *testing.T, msg []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(msg))
+	if _, err := dec.Token(); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		k, _ := json.Marshal(key)
+		out = append(out, string(k)+":"+string(v))
+	}
+	return out
+}
+
+// TestFieldOrder checks that the order of a message's fields changes nothing: each corpus message
+// with its fields shuffled, with a field given twice, with a value no column takes, gives the row or
+// the error of the message in table order with the same change.
+func TestFieldOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, name := range []string{"demo", "demo_stringified", "wikipedia_edits"} {
+		c := loadCorpus(t, name)
+		conv, err := convert.New(c.table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		convertOf := func(fields []string) string {
+			row, err := conv.Convert(nil, []byte("{"+strings.Join(fields, ",")+"}"))
+			if err != nil {
+				return "error: " + err.Error()
+			}
+			return string(row)
+		}
+		for i := 0; i < len(c.msgs); i += 97 {
+			fields := members(t, c.msgs[i])
+			variants := [][]string{fields}
+			k := r.IntN(len(fields))
+			twice := append(append([]string(nil), fields...), fields[k])                 // a field given twice
+			bad := append([]string(nil), fields...)                                      // a value its column does not take
+			bad[k] = bad[k][:strings.IndexByte(bad[k], ':')+1] + `{"not":["a","value"]}` // unless the column is a String
+			variants = append(variants, twice, bad)
+			for _, in := range variants {
+				want := convertOf(in)
+				for range 3 {
+					shuffled := append([]string(nil), in...)
+					r.Shuffle(len(shuffled), func(a, b int) { shuffled[a], shuffled[b] = shuffled[b], shuffled[a] })
+					if got := convertOf(shuffled); got != want {
+						t.Fatalf("%s message %d with the fields in the order\n%s\ngives\n%q\nand in table order\n%q", name, i, strings.Join(shuffled, ","), got, want)
+					}
+				}
+			}
+		}
+	}
 }
