@@ -31,12 +31,12 @@ func withGroup(tb testing.TB, t *schema.Table) *schema.Table {
 	return &out
 }
 
-// FuzzConvertInOrder checks the converter's two ways through a payload against each other, on the
+// FuzzInOrder checks the converter's two ways through a payload against each other, on the
 // tables of the demo events and the Wikipedia edits, and one with names longer than the 16 bytes
 // compared as words (keyWords): every payload that does not mention zz gives
 // the same row, or the same error, with and without a group in the table (withGroup). Seeded with
 // messages of both corpora, the demo events as ClickHouse 18.16 takes them and the shared cases.
-func FuzzConvertInOrder(f *testing.F) {
+func FuzzInOrder(f *testing.F) {
 	for _, name := range []string{"demo", "demo_stringified", "wikipedia_edits"} {
 		msgs := loadCorpus(f, name).msgs
 		for i := 0; i < len(msgs); i += len(msgs) / 50 {
