@@ -22,7 +22,7 @@ bench:
 
 # The converter against ClickHouse's own single-threaded JSONEachRow parse, side by side on the same
 # files (the demo events, the Wikipedia edits): rows per CPU-second of each and the ratio, min and
-# median of RUNS rounds (default 5). See scripts/parse-vs-clickhouse.sh.
+# median of RUNS rounds (default 7). See scripts/parse-vs-clickhouse.sh.
 bench-parse: clickhouse
 	scripts/parse-vs-clickhouse.sh
 

@@ -216,8 +216,9 @@ func forClickHouse(t *schema.Table, msg []byte) ([]byte, error) {
 // the form ClickHouse 18.16 takes (forClickHouse) converts into the same row as the event itself.
 // With CORPUS_DIR set it also writes, for scripts/parse-vs-clickhouse.sh, each corpus CORPUS_REPEAT
 // times over (default 5): demo.jsonl (the events), demo.clickhouse.jsonl (the same events for
-// 18.16) and wikipedia_edits.jsonl; and demo.sql and wikipedia_edits.sql (CREATE TABLE with
-// {table}).
+// 18.16) and wikipedia_edits.jsonl; demo.sql and wikipedia_edits.sql (CREATE TABLE with {table});
+// and demo.columns and wikipedia_edits.columns, the tables the converters are built from, as the
+// server lists them (columnList).
 func TestCorpusFiles(t *testing.T) {
 	dir := os.Getenv("CORPUS_DIR")
 	demo, forCH, wiki := loadCorpus(t, "demo"), loadCorpus(t, "demo_stringified"), loadCorpus(t, "wikipedia_edits")
@@ -268,17 +269,29 @@ func TestCorpusFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{
-		"demo.jsonl":            bytes.Repeat(demoLines.Bytes(), repeat),
-		"demo.clickhouse.jsonl": bytes.Repeat(chLines.Bytes(), repeat),
-		"wikipedia_edits.jsonl": bytes.Repeat(edits.Bytes(), repeat),
-		"demo.sql":              []byte(events.DDL + "\n"),
-		"wikipedia_edits.sql":   wikiDDL,
+		"demo.columns":            columnList(demo.table),
+		"wikipedia_edits.columns": columnList(wiki.table),
+		"demo.jsonl":              bytes.Repeat(demoLines.Bytes(), repeat),
+		"demo.clickhouse.jsonl":   bytes.Repeat(chLines.Bytes(), repeat),
+		"wikipedia_edits.jsonl":   bytes.Repeat(edits.Bytes(), repeat),
+		"demo.sql":                []byte(events.DDL + "\n"),
+		"wikipedia_edits.sql":     wikiDDL,
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// columnList returns a table's columns as lines of name, type and default kind, separated by tabs:
+// what SELECT name, type, default_kind FROM system.columns prints in TabSeparatedRaw.
+func columnList(t *schema.Table) []byte {
+	var b bytes.Buffer
+	for _, c := range t.Columns {
+		fmt.Fprintf(&b, "%s\t%s\t%s\n", c.Name, c.TypeName, c.DefaultKind)
+	}
+	return b.Bytes()
 }
 
 // TestConvertFileCPU is the product's side of scripts/parse-vs-clickhouse.sh; it is skipped
