@@ -2,7 +2,7 @@
 GO ?= go
 SHELL := /bin/bash
 
-.PHONY: test unit check bench fuzz clickhouse clickhouse-stop build demo bench-e2e
+.PHONY: test unit check bench bench-parse fuzz clickhouse clickhouse-stop build demo bench-e2e
 
 # Starts a ClickHouse server on loopback when none answers (scripts/clickhouse.sh), then runs every
 # test: unit tests, pipeline tests on prism, and the end-to-end tests against the server.
@@ -19,6 +19,12 @@ check:
 
 bench:
 	$(GO) test -run=NONE -bench=. -benchmem ./transforms/...
+
+# The converter against ClickHouse's own single-threaded JSONEachRow parse, side by side on the same
+# files (the demo events, the Wikipedia edits): rows per CPU-second of each and the ratio, min and
+# median of RUNS rounds (default 7). See scripts/parse-vs-clickhouse.sh.
+bench-parse: clickhouse
+	scripts/parse-vs-clickhouse.sh
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/pubsub-to-clickhouse ./flex-template

@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"time"
 	_ "time/tzdata" // DateTime('Zone') must resolve in minimal containers, e.g. the template's image.
 	"unicode/utf8"
@@ -60,6 +61,7 @@ type column struct {
 	hasDefault bool
 	nullable   bool // Nullable, possibly under LowCardinality
 	array      bool // Array: null and missing give []
+	isString   bool // the encoder is stringEncoder: a JSON string can be scanned into the row (appendField)
 }
 
 // Converter converts payloads into rows of one table. It keeps scratch buffers, so one Converter
@@ -68,6 +70,8 @@ type Converter struct {
 	columns []column
 	index   map[string]int
 	names   []string
+	keys    []string   // per column, its name and the closing quote: the key that names it without escapes, or ""
+	words   []keyWords // per column, the start of keys[i] as words
 	hash    uint64
 	nested  []nestedGroup // Array columns that must be equally long in a row (nested.go)
 
@@ -78,6 +82,7 @@ type Converter struct {
 	under      [][]int        // per column, the groups it is under
 	elemFields map[string]int // "t.a" for element a of a Tuple or Nested column t -> t's index
 
+	eager   bool    // the table has no groups: scanFields may encode the columns
 	fields  []value // per column, the field's value in the current payload
 	scratch []byte  // unescaped string text
 
@@ -117,11 +122,21 @@ func New(t *schema.Table) (*Converter, error) {
 			hasDefault: col.HasDefault(),
 			nullable:   nullable,
 			array:      emptyOnNull(base), // Array, Map, Nested, geo arrays: null and missing are empty
+			isString:   enc == stringEncoder{},
 		})
 	}
 	c.fields = make([]value, len(c.columns))
+	for i, name := range c.names {
+		key := name + `"`
+		if c.index[name] != i || strings.ContainsAny(name, "\"\\") || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 }) >= 0 {
+			key = "" // the index names another column, or a key needs escapes
+		}
+		c.keys = append(c.keys, key)
+		c.words = append(c.words, newKeyWords(key))
+	}
 	c.nested = nestedGroups(c.columns)
 	c.buildGroups(t)
+	c.eager = c.groups == nil && c.elemFields == nil
 	h := fnv.New64a()
 	for _, col := range c.columns {
 		fmt.Fprintf(h, "%s\x00%s\x00%v\x00", col.name, col.typeName, col.hasDefault)
@@ -253,9 +268,11 @@ func loadZone(name string) (*time.Location, error) {
 // *PayloadError when the payload is not one JSON object, else a *RowError with one *ValueError per
 // column that cannot take its field.
 func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
-	if err := c.scanFields(payload); err != nil {
+	row, done, err := c.scanFields(dst, payload)
+	if err != nil {
 		return dst, err
 	}
+	dst = row
 	if c.groupsGiven {
 		c.expandGroups()
 	}
@@ -265,7 +282,7 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 	late := c.late
 	grouped := c.groupsGiven || len(late) > 0 // errors of group or element fields, failed columns
 	var errs []*ValueError
-	for i := range c.columns {
+	for i := done; i < len(c.columns); i++ {
 		if grouped {
 			for len(late) > 0 && late[0].at == i {
 				errs = append(errs, late[0].err)
@@ -275,22 +292,14 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 				continue // its error is the group's, in late
 			}
 		}
-		col := &c.columns[i]
 		v := c.fields[i]
 		var err error
-		switch {
-		case v.kind == kindNone || v.kind == kindNull:
-			dst, err = c.appendAbsent(dst, col, v.kind == kindNull)
-		default:
-			dst = append(dst, 0)
-			dst, err = col.enc.encode(dst, v, c)
-		}
-		if err != nil {
+		if dst, err = c.encodeColumn(dst, i, v); err != nil {
 			ve, ok := err.(*ValueError)
 			if !ok {
 				ve = &ValueError{Value: quote(v.raw), Rule: err.Error()}
 			}
-			ve.Column, ve.Type = col.name, col.typeName
+			ve.Column, ve.Type = c.columns[i].name, c.columns[i].typeName
 			errs = append(errs, ve)
 		}
 	}
@@ -305,6 +314,16 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 	// computes (see write's insertDefaults), and dead-letters it, with the server's error, when
 	// the server cannot compute the DEFAULTs.
 	return dst, nil
+}
+
+// encodeColumn appends the encoding of column i's value v (of kind kindNone for a missing field)
+// to dst.
+func (c *Converter) encodeColumn(dst []byte, i int, v value) ([]byte, error) {
+	col := &c.columns[i]
+	if v.kind == kindNone || v.kind == kindNull {
+		return c.appendAbsent(dst, col, v.kind == kindNull)
+	}
+	return col.enc.encode(append(dst, 0), v, c)
 }
 
 // appendAbsent encodes a missing field or an explicit null.
@@ -327,80 +346,239 @@ func (c *Converter) appendAbsent(dst []byte, col *column, isNull bool) ([]byte, 
 	}
 }
 
-// scanFields validates payload and records, per column, the value of its field.
-func (c *Converter) scanFields(b []byte) error {
+// scanFields validates payload and records, per column, the value of its field. While the fields
+// come in table order and convert, without a gap, it also encodes them (c.eager: tables without
+// groups, whose rows are the columns' values one after the other): it returns dst with the
+// columns before done encoded, where Convert goes on; of those columns' values it may keep only
+// the kind. A column that fails is left to Convert, which encodes it again and records its error,
+// so that the row and the errors are those of encoding every column after the scan. When err is
+// not nil, the bytes of dst's capacity past its length may have been written.
+func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) {
 	clear(c.fields)
 	c.resetGroups()
-	if !utf8.Valid(b) {
-		return &PayloadError{Rule: fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b))}
+	if !validUTF8(b) {
+		return dst, 0, &PayloadError{Rule: fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b))}
 	}
 	i := skipSpace(b, 0)
 	if i >= len(b) {
-		return &PayloadError{Rule: "empty, expected one JSON object"}
+		return dst, 0, &PayloadError{Rule: "empty, expected one JSON object"}
 	}
 	if b[i] != '{' {
 		v, _, err := scanValue(b, i, 0)
 		if err != nil {
-			return &PayloadError{Rule: err.Error()}
+			return dst, 0, &PayloadError{Rule: err.Error()}
 		}
-		return &PayloadError{Rule: fmt.Sprintf("%s is not a JSON object; a message must hold exactly one JSON object", quote(v.raw))}
+		return dst, 0, &PayloadError{Rule: fmt.Sprintf("%s is not a JSON object; a message must hold exactly one JSON object", quote(v.raw))}
 	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		i++
 	} else {
-		for {
+		next := 0 // the column after the previous field's: fields mostly come in table order
+		eager, closed := c.eager, false
+		if eager {
+			dst, next, i, closed = c.scanInOrder(dst, b, i)
+			done = next
+		}
+		for !closed {
 			if i >= len(b) || b[i] != '"' {
-				return &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + ", expected a field name in double quotes"}).Error()}
+				return dst, 0, &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + ", expected a field name in double quotes"}).Error()}
 			}
-			keyEnd, escaped, err := scanString(b, i)
-			if err != nil {
-				return &PayloadError{Rule: err.Error()}
+			// The key: first as the name of the next column, else scanned and looked up.
+			keyStart, keyEnd, col, ok := i, 0, 0, false
+			var name []byte
+			if next < len(c.keys) {
+				if k := c.keys[next]; k != "" && len(b)-i > len(k) && string(b[i+1:i+1+len(k)]) == k {
+					keyEnd, col, ok = i+1+len(k), next, true
+					name = b[i+1 : keyEnd-1]
+				}
 			}
-			key := value{kind: kindString, raw: b[i:keyEnd], escaped: escaped}
-			if i = skipSpace(b, keyEnd); i >= len(b) || b[i] != ':' {
-				return &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + `, expected ":" after a field name`}).Error()}
+			keyEscaped := false
+			if !ok {
+				var err error
+				if keyEnd, keyEscaped, err = scanString(b, i); err != nil {
+					return dst, 0, &PayloadError{Rule: err.Error()}
+				}
+			}
+			if i = keyEnd; i >= len(b) || b[i] != ':' {
+				if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
+					return dst, 0, &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + `, expected ":" after a field name`}).Error()}
+				}
 			}
 			i = skipSpace(b, i+1)
-			v, end, err := scanValue(b, i, 1)
-			if err != nil {
-				return &PayloadError{Rule: err.Error()}
+			// The value: strings and literals here, the others by scanValue.
+			var v value
+			var end int
+			if i < len(b) && b[i] == '"' {
+				e, escaped, err := scanString(b, i)
+				if err != nil {
+					return dst, 0, &PayloadError{Rule: err.Error()}
+				}
+				v, end = value{kind: kindString, raw: b[i:e], escaped: escaped}, e
+			} else if k, n := literalAt(b, i); k != kindNone {
+				v, end = value{kind: k, raw: b[i : i+n]}, i+n
+			} else {
+				var err error
+				if v, end, err = scanValue(b, i, 1); err != nil {
+					return dst, 0, &PayloadError{Rule: err.Error()}
+				}
 			}
-			name, err := c.text(key)
-			if err != nil {
-				return &PayloadError{Rule: fmt.Sprintf("field name %s %v", quote(key.raw), err)}
+			if !ok {
+				if !keyEscaped {
+					name = b[keyStart+1 : keyEnd-1]
+					col, ok = c.index[string(name)]
+				} else {
+					key := value{kind: kindString, raw: b[keyStart:keyEnd], escaped: true}
+					var err error
+					if name, err = c.text(key); err != nil {
+						return dst, 0, &PayloadError{Rule: fmt.Sprintf("field name %s %v", quote(key.raw), err)}
+					}
+					col, ok = c.index[string(name)]
+				}
 			}
-			if col, ok := c.index[string(name)]; ok {
+			if ok {
 				if c.fields[col].kind != kindNone {
-					return &PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
+					return dst, 0, &PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
 				}
 				c.fields[col] = v
+				next = col + 1
 				if c.groupsGiven && len(c.under[col]) > 0 {
 					c.directUnderGroup(col)
 				}
+				if eager && col == done {
+					start := len(dst)
+					if row, err := c.encodeColumn(dst, col, v); err == nil {
+						dst = row
+						done++
+					} else {
+						dst, eager = row[:start], false
+					}
+				} else {
+					eager = false
+				}
 			} else if c.groupIndex != nil || c.elemFields != nil {
 				if err := c.otherField(name, v); err != nil {
-					return err
+					return dst, 0, err
 				}
 			}
-			i = skipSpace(b, end)
-			if i >= len(b) {
-				return &PayloadError{Rule: (&syntaxError{i, "unexpected end of the payload in an object"}).Error()}
+			if i = end; i >= len(b) || b[i] != ',' && b[i] != '}' {
+				if i = skipSpace(b, i); i >= len(b) {
+					return dst, 0, &PayloadError{Rule: (&syntaxError{i, "unexpected end of the payload in an object"}).Error()}
+				}
 			}
 			if b[i] == '}' {
 				i++
 				break
 			}
 			if b[i] != ',' {
-				return &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + ` in an object, expected "," or "}"`}).Error()}
+				return dst, 0, &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + ` in an object, expected "," or "}"`}).Error()}
 			}
 			i = skipSpace(b, i+1)
 		}
 	}
 	if i = skipSpace(b, i); i < len(b) {
-		return &PayloadError{Rule: fmt.Sprintf("unexpected text after the JSON object at byte %d: %s; a message must hold exactly one JSON object", i, quote(b[i:]))}
+		return dst, 0, &PayloadError{Rule: fmt.Sprintf("unexpected text after the JSON object at byte %d: %s; a message must hold exactly one JSON object", i, quote(b[i:]))}
 	}
-	return nil
+	return dst, done, nil
+}
+
+// keyWords is the start of a column's key as it is compared with a payload: 16 bytes as two
+// little-endian words under masks.
+type keyWords struct {
+	word, mask [2]uint64
+	long       bool // the key is longer (or empty: no key): compare it as a string
+}
+
+// newKeyWords returns the keyWords of a key (c.keys).
+func newKeyWords(key string) keyWords {
+	w := keyWords{long: key == "" || len(key) > 16}
+	var pad [16]byte
+	copy(pad[:], key)
+	for j := range 2 {
+		w.word[j] = binary.LittleEndian.Uint64(pad[8*j:])
+		for k := 8 * j; k < 8*j+8 && k < len(key); k++ {
+			w.mask[j] |= 0xFF << (8 * (k - 8*j))
+		}
+	}
+	return w
+}
+
+// scanInOrder is the loop of scanFields for the common case, with less to keep track of: from the
+// field at b[i], while each field's key names the next column (c.keys) and its value is followed
+// by a comma or the object's end and converts, it records the value and encodes the column. It
+// stops before any other field, which scanFields takes up again from its key; it returns dst with
+// the columns before col encoded, and the index of that key, or the index after the object when
+// the object has ended (closed).
+func (c *Converter) scanInOrder(dst, b []byte, i int) (row []byte, col, at int, closed bool) {
+loop:
+	for ; col < len(c.keys); col++ {
+		if w := &c.words[col]; !w.long && i+17 <= len(b) {
+			if b[i] != '"' || binary.LittleEndian.Uint64(b[i+1:])&w.mask[0] != w.word[0] ||
+				binary.LittleEndian.Uint64(b[i+9:])&w.mask[1] != w.word[1] {
+				break
+			}
+		} else if k := c.keys[col]; k == "" || len(b)-i <= len(k) || b[i] != '"' || string(b[i+1:i+1+len(k)]) != k {
+			break
+		}
+		j := skipSpace(b, i+1+len(c.keys[col]))
+		if j >= len(b) || b[j] != ':' {
+			break
+		}
+		j = skipSpace(b, j+1)
+		var v value
+		var row []byte // the row with the column, when its value is scanned into it
+		end := 0
+		if j >= len(b) {
+			break
+		}
+		switch ch := b[j]; {
+		case ch == '"' && c.columns[col].isString:
+			r, e, escaped, ok := stringEncoder{}.appendField(dst, b, j)
+			if !ok {
+				break loop
+			}
+			v, end, row = value{kind: kindString, raw: b[j:e], escaped: escaped}, e, r
+		case ch == '"':
+			e, escaped, err := scanString(b, j)
+			if err != nil {
+				break loop
+			}
+			v, end = value{kind: kindString, raw: b[j:e], escaped: escaped}, e
+		case ch == '-' || ch >= '0' && ch <= '9':
+			e, ok := numberEnd(b, j)
+			if !ok {
+				break loop
+			}
+			v, end = value{kind: kindNumber, raw: b[j:e]}, e
+		default:
+			if k, n := literalAt(b, j); k != kindNone {
+				v, end = value{kind: k, raw: b[j : j+n]}, j+n
+			} else if r, e, err := scanValue(b, j, 1); err == nil {
+				v, end = r, e
+			} else {
+				break loop
+			}
+		}
+		if end = skipSpace(b, end); end >= len(b) || b[end] != ',' && b[end] != '}' {
+			break
+		}
+		if row == nil {
+			start := len(dst)
+			r, err := c.encodeColumn(dst, col, v)
+			if err != nil {
+				return r[:start], col, i, false
+			}
+			row = r
+		}
+		// The column is in the row: of its value only the kind is kept, which tells a later
+		// field of the same name that it is a second one.
+		dst, c.fields[col].kind = row, v.kind
+		if b[end] == '}' {
+			return dst, col + 1, end + 1, true
+		}
+		i = skipSpace(b, end+1)
+	}
+	return dst, col, i, false
 }
 
 func firstInvalidUTF8(b []byte) int {
@@ -420,8 +598,16 @@ func appendUvarint(dst []byte, n int) []byte { return binary.AppendUvarint(dst, 
 // text returns the decoded content of a string value. The result may alias the converter's
 // scratch buffer: use it before the next call.
 func (c *Converter) text(v value) ([]byte, error) {
+	if !v.escaped {
+		return v.raw[1 : len(v.raw)-1], nil
+	}
+	return c.unescape(v)
+}
+
+// unescape is text for a string with escapes.
+func (c *Converter) unescape(v value) ([]byte, error) {
 	s, err := stringContent(v, c.scratch)
-	if err == nil && v.escaped {
+	if err == nil {
 		c.scratch = s[:0]
 	}
 	return s, err

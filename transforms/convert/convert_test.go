@@ -356,7 +356,12 @@ func tableFromDDL(t *testing.T, ddl string) *schema.Table {
 	t.Helper()
 	open := strings.Index(ddl, "(")
 	closeIdx := strings.LastIndex(ddl, ") ENGINE")
-	body := ddl[open+1 : closeIdx]
+	return table(t, columnSpecs(ddl[open+1:closeIdx])...)
+}
+
+// columnSpecs splits the column list of a CREATE TABLE statement at the commas outside
+// parentheses.
+func columnSpecs(body string) []string {
 	var specs []string
 	depth, start := 0, 0
 	for i, ch := range body {
@@ -372,6 +377,5 @@ func tableFromDDL(t *testing.T, ddl string) *schema.Table {
 			}
 		}
 	}
-	specs = append(specs, strings.TrimSpace(body[start:]))
-	return table(t, specs...)
+	return append(specs, strings.TrimSpace(body[start:]))
 }

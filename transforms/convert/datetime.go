@@ -44,24 +44,15 @@ type civil struct {
 
 // parseISO parses s; ok is false when s is not one of the accepted layouts or not a real date.
 func parseISO(s []byte) (c civil, ok bool) {
-	num := func(b []byte) (int, bool) {
-		n := 0
-		for _, ch := range b {
-			if ch < '0' || ch > '9' {
-				return 0, false
-			}
-			n = n*10 + int(ch-'0')
-		}
-		return n, true
-	}
 	if len(s) < 10 || s[4] != '-' || s[7] != '-' {
 		return c, false
 	}
-	var ok1, ok2, ok3 bool
-	c.year, ok1 = num(s[0:4])
-	c.month, ok2 = num(s[5:7])
-	c.day, ok3 = num(s[8:10])
-	if !ok1 || !ok2 || !ok3 || c.month < 1 || c.month > 12 || c.day < 1 || c.day > daysIn(c.year, c.month) {
+	y1, ok1 := twoDigits(s[0], s[1])
+	y2, ok2 := twoDigits(s[2], s[3])
+	m, ok3 := twoDigits(s[5], s[6])
+	d, ok4 := twoDigits(s[8], s[9])
+	c.year, c.month, c.day = y1*100+y2, m, d
+	if !ok1 || !ok2 || !ok3 || !ok4 || c.month < 1 || c.month > 12 || c.day < 1 || c.day > daysIn(c.year, c.month) {
 		return c, false
 	}
 	if len(s) == 10 {
@@ -71,9 +62,10 @@ func parseISO(s []byte) (c civil, ok bool) {
 		return c, false
 	}
 	c.hasTime = true
-	c.hour, ok1 = num(s[11:13])
-	c.minute, ok2 = num(s[14:16])
-	c.second, ok3 = num(s[17:19])
+	h, ok1 := twoDigits(s[11], s[12])
+	mi, ok2 := twoDigits(s[14], s[15])
+	sec, ok3 := twoDigits(s[17], s[18])
+	c.hour, c.minute, c.second = h, mi, sec
 	if !ok1 || !ok2 || !ok3 || c.hour > 23 || c.minute > 59 || c.second > 59 {
 		return c, false
 	}
@@ -110,14 +102,14 @@ func parseISO(s []byte) (c civil, ok bool) {
 		var hh, mm int
 		switch {
 		case len(rest) == 2:
-			hh, ok1 = num(rest)
+			hh, ok1 = twoDigits(rest[0], rest[1])
 			ok2 = true
 		case len(rest) == 4:
-			hh, ok1 = num(rest[:2])
-			mm, ok2 = num(rest[2:])
+			hh, ok1 = twoDigits(rest[0], rest[1])
+			mm, ok2 = twoDigits(rest[2], rest[3])
 		case len(rest) == 5 && rest[2] == ':':
-			hh, ok1 = num(rest[:2])
-			mm, ok2 = num(rest[3:])
+			hh, ok1 = twoDigits(rest[0], rest[1])
+			mm, ok2 = twoDigits(rest[3], rest[4])
 		default:
 			return c, false
 		}
@@ -128,6 +120,12 @@ func parseISO(s []byte) (c civil, ok bool) {
 		return c, true
 	}
 	return c, false
+}
+
+// twoDigits reads two ASCII digits; ok is false when either is another byte.
+func twoDigits(a, b byte) (n int, ok bool) {
+	x, y := a-'0', b-'0' // bytes below '0' wrap around to large values
+	return int(x)*10 + int(y), x <= 9 && y <= 9
 }
 
 func isLeap(y int) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }

@@ -23,8 +23,8 @@ type intEncoder struct {
 	minMag uint64 // largest magnitude of a negative value (0 for unsigned)
 }
 
-func newIntEncoder(name string) intEncoder {
-	e := intEncoder{name: name}
+func newIntEncoder(name string) *intEncoder {
+	e := &intEncoder{name: name}
 	switch name {
 	case "Int8", "UInt8":
 		e.bytes = 1
@@ -46,14 +46,14 @@ func newIntEncoder(name string) intEncoder {
 	return e
 }
 
-func (e intEncoder) rangeRule() string {
+func (e *intEncoder) rangeRule() string {
 	if e.signed {
 		return fmt.Sprintf("is out of range for %s (%d to %d)", e.name, -int64(e.minMag-1)-1, e.max)
 	}
 	return fmt.Sprintf("is out of range for %s (0 to %d)", e.name, e.max)
 }
 
-func (e intEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
+func (e *intEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 	var text []byte
 	switch v.kind {
 	case kindNumber:
@@ -94,7 +94,7 @@ func (e intEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 }
 
 // put appends the low e.bytes bytes of u, little-endian (RowBinary).
-func (e intEncoder) put(dst []byte, u uint64) []byte {
+func (e *intEncoder) put(dst []byte, u uint64) []byte {
 	switch e.bytes {
 	case 1:
 		return append(dst, byte(u))
@@ -116,6 +116,14 @@ func parseWhole(text []byte) (neg bool, mag uint64, whole, inRange bool) {
 		neg = true
 		i++
 	}
+	// Most numbers are integers of a few digits: up to 19 digits are below 10^19 < 2^64.
+	for k := i; k < len(text) && k-i < 19 && text[k] >= '0' && text[k] <= '9'; k++ {
+		mag = mag*10 + uint64(text[k]-'0')
+		if k+1 == len(text) {
+			return neg, mag, true, true
+		}
+	}
+	mag = 0
 	intStart := i
 	for i < len(text) && text[i] >= '0' && text[i] <= '9' {
 		i++
@@ -192,10 +200,10 @@ func parseWhole(text []byte) (neg bool, mag uint64, whole, inRange bool) {
 	return neg, mag, true, true
 }
 
-func (e intEncoder) size() int { return e.bytes }
+func (e *intEncoder) size() int { return e.bytes }
 
 // column decodes little-endian two's complement into clickhouse-go's []int8…[]int64, []uint8…[]uint64.
-func (e intEncoder) column(wrap string) Column {
+func (e *intEncoder) column(wrap string) Column {
 	le := binary.LittleEndian
 	switch e.name {
 	case "Int8":

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -36,9 +37,9 @@ const maxDepth = 1000
 
 // value is one JSON value of the payload.
 type value struct {
-	kind kind
 	// raw is the exact text of the value; for strings, including the quotes.
-	raw []byte
+	raw  []byte
+	kind kind
 	// escaped is true for a string that contains backslash escapes.
 	escaped bool
 	// spaced is true for an array or object with white space between its tokens.
@@ -55,7 +56,8 @@ func (e *syntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at byte %d: %s", e.offset, e.msg)
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+// isSpace reports JSON's white space; most bytes it sees are above ' ', which one comparison tells.
+func isSpace(c byte) bool { return c <= ' ' && (c == ' ' || c == '\t' || c == '\n' || c == '\r') }
 
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && isSpace(b[i]) {
@@ -86,58 +88,87 @@ func scanValue(b []byte, i, depth int) (value, int, error) {
 		end, err := scanNumber(b, i)
 		return value{kind: kindNumber, raw: b[i:end]}, end, err
 	case c == '{':
-		end, spaced, err := scanObject(b, i, depth+1)
+		end, spaced, err := scanComposite(b, i, depth+1)
 		return value{kind: kindObject, raw: b[i:end], spaced: spaced}, end, err
 	case c == '[':
-		end, spaced, err := scanArray(b, i, depth+1)
+		end, spaced, err := scanComposite(b, i, depth+1)
 		return value{kind: kindArray, raw: b[i:end], spaced: spaced}, end, err
-	case c == 't':
-		return scanLiteral(b, i, "true", kindTrue)
-	case c == 'f':
-		return scanLiteral(b, i, "false", kindFalse)
-	case c == 'n':
-		return scanLiteral(b, i, "null", kindNull)
-	default:
-		return value{}, i, &syntaxError{i, describeAt(b, i) + ", expected a value"}
 	}
+	if k, n := literalAt(b, i); k != kindNone {
+		return value{kind: k, raw: b[i : i+n]}, i + n, nil
+	}
+	return value{}, i, &syntaxError{i, describeAt(b, i) + ", expected a value"}
 }
 
-func scanLiteral(b []byte, i int, lit string, k kind) (value, int, error) {
-	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
-		return value{}, i, &syntaxError{i, describeAt(b, i) + ", expected a value"}
+// The literals as little-endian words: "true", "null" and "fals" (of "false").
+const (
+	trueWord = 't' | 'r'<<8 | 'u'<<16 | 'e'<<24
+	nullWord = 'n' | 'u'<<8 | 'l'<<16 | 'l'<<24
+	falsWord = 'f' | 'a'<<8 | 'l'<<16 | 's'<<24
+)
+
+// literalAt returns the kind and length of the literal true, false or null at b[i], or kindNone.
+func literalAt(b []byte, i int) (kind, int) {
+	if len(b)-i < 4 {
+		return kindNone, 0
 	}
-	return value{kind: k, raw: b[i : i+len(lit)]}, i + len(lit), nil
+	switch binary.LittleEndian.Uint32(b[i:]) {
+	case trueWord:
+		return kindTrue, 4
+	case nullWord:
+		return kindNull, 4
+	case falsWord:
+		if len(b)-i >= 5 && b[i+4] == 'e' {
+			return kindFalse, 5
+		}
+	}
+	return kindNone, 0
 }
 
 // scanString scans the string whose opening quote is b[i]; it returns the index after the closing
-// quote and whether the string holds escapes.
+// quote and whether the string holds escapes. It reads 8 bytes at a time and finds the quotes,
+// backslashes and control characters of a word at once (specials), so that the escapes of a word
+// cost no further reads.
 func scanString(b []byte, i int) (end int, escaped bool, err error) {
 	start := i
 	i++
-	for {
-		if i = skipPlain(b, i); i >= len(b) {
-			break
+	for i+8 <= len(b) {
+		m := specials(binary.LittleEndian.Uint64(b[i : i+8]))
+		next := i + 8 // where the next word starts
+		for m != 0 {
+			p := i + bits.TrailingZeros64(m)>>3
+			switch c := b[p]; {
+			case c == '"':
+				return p + 1, escaped, nil
+			case c != '\\':
+				return p, escaped, &syntaxError{p, fmt.Sprintf("control character %q must be escaped in a string", c)}
+			}
+			escaped = true
+			n := 0
+			if p+1 < len(b) && (b[p+1] == '"' || b[p+1] == '\\') {
+				n = 2 // the most common escapes, without a call
+			} else if n, err = escapeLen(b, p); err != nil {
+				return p, escaped, err
+			}
+			if p+n >= next {
+				next = p + n
+				break
+			}
+			m &= ^uint64(0) << (uint(p+n-i) * 8) // the specials after the escape
 		}
-		c := b[i]
-		switch {
+		i = next
+	}
+	for i < len(b) {
+		switch c := b[i]; {
 		case c == '"':
 			return i + 1, escaped, nil
 		case c == '\\':
 			escaped = true
-			if i+1 >= len(b) {
-				return i, escaped, &syntaxError{i, "unterminated escape in a string"}
+			n, err := escapeLen(b, i)
+			if err != nil {
+				return i, escaped, err
 			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(b) || !isHex4(b[i+2:i+6]) {
-					return i, escaped, &syntaxError{i, `\u must be followed by four hexadecimal digits`}
-				}
-				i += 6
-			default:
-				return i, escaped, &syntaxError{i, fmt.Sprintf(`invalid escape \%c in a string`, b[i+1])}
-			}
+			i += n
 		case c < 0x20:
 			return i, escaped, &syntaxError{i, fmt.Sprintf("control character %q must be escaped in a string", c)}
 		default:
@@ -147,32 +178,112 @@ func scanString(b []byte, i int) (end int, escaped bool, err error) {
 	return start, escaped, &syntaxError{start, "unterminated string"}
 }
 
+// escapeLen returns the length of the escape whose backslash is b[i].
+func escapeLen(b []byte, i int) (int, error) {
+	if i+1 >= len(b) {
+		return 0, &syntaxError{i, "unterminated escape in a string"}
+	}
+	switch {
+	case unescaped[b[i+1]] != 0:
+		return 2, nil
+	case b[i+1] == 'u':
+		if i+6 > len(b) || !isHex4(b[i+2:i+6]) {
+			return 0, &syntaxError{i, `\u must be followed by four hexadecimal digits`}
+		}
+		return 6, nil
+	}
+	return 0, &syntaxError{i, fmt.Sprintf(`invalid escape \%c in a string`, b[i+1])}
+}
+
+// specials returns the high bit of each byte of w that is a quote, a backslash or a control
+// character (below 0x20), exactly: adding 0x7F to a byte's low 7 bits, or 0x60, sets its high bit
+// when they are not 0, or at least 0x20, and never carries into the next byte.
+func specials(w uint64) uint64 {
+	const low7 = 0x7F7F7F7F7F7F7F7F
+	quote := w ^ (lows * '"')
+	bslash := w ^ (lows * '\\')
+	isQuote := ^((quote&low7 + low7) | quote)
+	isBslash := ^((bslash&low7 + low7) | bslash)
+	isControl := ^((w&low7 + lows*0x60) | w)
+	return (isQuote | isBslash | isControl) & highs
+}
+
 const (
 	lows  = 0x0101010101010101
 	highs = 0x8080808080808080
 )
 
-// skipPlain returns the index of the first quote, backslash or control character at or after
-// b[i], or len(b). It tests 8 bytes at a time with the bit tricks of "Bit Twiddling Hacks"
-// (determine if a word has a byte less than n / equal to n): the lowest flagged byte of a word is
-// always a true match, so the scan jumps straight to it. Bytes >= 0x80 never match, so UTF-8 text
-// passes through.
-func skipPlain(b []byte, i int) int {
-	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		quote := w ^ (lows * '"')
-		bslash := w ^ (lows * '\\')
-		m := ((w - lows*0x20) & ^w) | ((quote - lows) & ^quote) | ((bslash - lows) & ^bslash)
-		if m &= highs; m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
+// utf8Lead is what a UTF-8 character's first byte says of it (RFC 3629): its length n, 0 for a
+// byte that starts none, and the range lo..hi of its second byte.
+type utf8Lead struct{ n, lo, hi byte }
+
+// utf8Leads gives utf8Lead for each byte.
+var utf8Leads = func() (t [256]utf8Lead) {
+	for _, r := range []struct {
+		first, last byte
+		lead        utf8Lead
+	}{
+		{0xC2, 0xDF, utf8Lead{2, 0x80, 0xBF}},
+		{0xE0, 0xE0, utf8Lead{3, 0xA0, 0xBF}}, // no overlong forms
+		{0xE1, 0xEC, utf8Lead{3, 0x80, 0xBF}},
+		{0xED, 0xED, utf8Lead{3, 0x80, 0x9F}}, // no surrogates
+		{0xEE, 0xEF, utf8Lead{3, 0x80, 0xBF}},
+		{0xF0, 0xF0, utf8Lead{4, 0x90, 0xBF}}, // no overlong forms
+		{0xF1, 0xF3, utf8Lead{4, 0x80, 0xBF}},
+		{0xF4, 0xF4, utf8Lead{4, 0x80, 0x8F}}, // nothing above U+10FFFF
+	} {
+		for c := int(r.first); c <= int(r.last); c++ {
+			t[c] = r.lead
 		}
 	}
-	for ; i < len(b); i++ {
-		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
-			return i
+	return t
+}()
+
+// validUTF8 is utf8.Valid, faster on text that is mostly ASCII: it steps over ASCII 32 and then
+// 8 bytes at a time, jumps to the first non-ASCII byte of a word and checks each multi-byte
+// character against the ranges of RFC 3629 (as utf8.Valid does: no overlong forms, no surrogates,
+// nothing above U+10FFFF), then goes on by words again (utf8.Valid goes byte by byte after the
+// first such character).
+func validUTF8(b []byte) bool {
+	le := binary.LittleEndian
+	i := 0
+	for {
+		if i < len(b) && b[i] >= utf8.RuneSelf {
+			goto multi
 		}
+		for ; i+32 <= len(b); i += 32 {
+			p := b[i : i+32]
+			if (le.Uint64(p)|le.Uint64(p[8:])|le.Uint64(p[16:])|le.Uint64(p[24:]))&highs != 0 {
+				break
+			}
+		}
+		for ; i+8 <= len(b); i += 8 {
+			if w := le.Uint64(b[i:i+8]) & highs; w != 0 {
+				i += bits.TrailingZeros64(w) >> 3
+				goto multi
+			}
+		}
+		for ; i < len(b); i++ {
+			if b[i] >= utf8.RuneSelf {
+				goto multi
+			}
+		}
+		return true
+	multi:
+		// b[i] >= 0x80 starts a character of n bytes, whose second byte is in lo..hi and
+		// others in 0x80..0xBF.
+		lead := utf8Leads[b[i]]
+		n := int(lead.n)
+		if n == 0 || i+n > len(b) || b[i+1] < lead.lo || b[i+1] > lead.hi {
+			return false
+		}
+		for k := 2; k < n; k++ {
+			if b[i+k] < 0x80 || b[i+k] > 0xBF {
+				return false
+			}
+		}
+		i += n
 	}
-	return i
 }
 
 func isHex4(b []byte) bool {
@@ -249,137 +360,190 @@ func numberEnd(b []byte, i int) (int, bool) {
 	return i, true
 }
 
-// scanArray scans the array that starts at b[i]; spaced reports white space between its tokens,
-// at any depth.
-func scanArray(b []byte, i, depth int) (end int, spaced bool, err error) {
+// scanComposite scans the array or object that starts at b[i], of nesting depth depth; spaced
+// reports white space between its tokens, at any depth. It walks the nested values in a loop, not
+// by recursion: objects has one bit per open array or object (set for an object), innermost at
+// bit top. Its errors are those of the grammar, at the offset where the text leaves it.
+func scanComposite(b []byte, i, depth int) (end int, spaced bool, err error) {
+	var objects [maxDepth/64 + 1]uint64
+	top := -1
+	var j int
+	var inObject bool
+open: // b[i] is '[' or '{', of depth depth
 	if depth > maxDepth {
-		return i, false, &syntaxError{i, fmt.Sprintf("nesting deeper than %d levels", maxDepth)}
+		return i, spaced, &syntaxError{i, fmt.Sprintf("nesting deeper than %d levels", maxDepth)}
 	}
-	i, spaced = skipSpaced(b, i+1, spaced)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, spaced, nil
+	top++
+	inObject = b[i] == '{'
+	if inObject {
+		objects[top>>6] |= 1 << (top & 63)
+	} else {
+		objects[top>>6] &^= 1 << (top & 63)
 	}
-	for {
-		v, end, err := scanValue(b, i, depth)
-		if err != nil {
-			return end, spaced, err
-		}
-		spaced = spaced || v.spaced
-		if i, spaced = skipSpaced(b, end, spaced); i >= len(b) {
-			return i, spaced, &syntaxError{i, "unexpected end of the payload in an array"}
-		}
-		switch b[i] {
-		case ',':
-			i, spaced = skipSpaced(b, i+1, spaced)
-		case ']':
-			return i + 1, spaced, nil
-		default:
-			return i, spaced, &syntaxError{i, describeAt(b, i) + ` in an array, expected "," or "]"`}
-		}
+	j = skipSpace(b, i+1)
+	spaced = spaced || j != i+1
+	i = j
+	if i < len(b) && (inObject && b[i] == '}' || !inObject && b[i] == ']') {
+		i++
+		goto closed
 	}
-}
-
-// scanObject scans the object that starts at b[i]; spaced reports white space between its
-// tokens, at any depth.
-func scanObject(b []byte, i, depth int) (end int, spaced bool, err error) {
-	if depth > maxDepth {
-		return i, false, &syntaxError{i, fmt.Sprintf("nesting deeper than %d levels", maxDepth)}
+	if !inObject {
+		goto element
 	}
-	i, spaced = skipSpaced(b, i+1, spaced)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, spaced, nil
+member: // b[i] should be the opening quote of a key
+	if i >= len(b) || b[i] != '"' {
+		return i, spaced, &syntaxError{i, describeAt(b, i) + ", expected a field name in double quotes"}
 	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return i, spaced, &syntaxError{i, describeAt(b, i) + ", expected a field name in double quotes"}
-		}
-		keyEnd, _, err := scanString(b, i)
-		if err != nil {
-			return keyEnd, spaced, err
-		}
-		if i, spaced = skipSpaced(b, keyEnd, spaced); i >= len(b) || b[i] != ':' {
-			return i, spaced, &syntaxError{i, describeAt(b, i) + `, expected ":" after a field name`}
-		}
-		i, spaced = skipSpaced(b, i+1, spaced)
-		v, end, err := scanValue(b, i, depth)
-		if err != nil {
-			return end, spaced, err
-		}
-		spaced = spaced || v.spaced
-		if i, spaced = skipSpaced(b, end, spaced); i >= len(b) {
-			return i, spaced, &syntaxError{i, "unexpected end of the payload in an object"}
-		}
-		switch b[i] {
-		case ',':
-			i, spaced = skipSpaced(b, i+1, spaced)
-		case '}':
-			return i + 1, spaced, nil
-		default:
-			return i, spaced, &syntaxError{i, describeAt(b, i) + ` in an object, expected "," or "}"`}
-		}
+	if i, _, err = scanString(b, i); err != nil {
+		return i, spaced, err
 	}
-}
-
-// skipSpaced is skipSpace that also reports whether it skipped anything (or spaced was set).
-func skipSpaced(b []byte, i int, spaced bool) (int, bool) {
-	j := skipSpace(b, i)
-	return j, spaced || j != i
+	j = skipSpace(b, i)
+	spaced = spaced || j != i
+	if i = j; i >= len(b) || b[i] != ':' {
+		return i, spaced, &syntaxError{i, describeAt(b, i) + `, expected ":" after a field name`}
+	}
+	j = skipSpace(b, i+1)
+	spaced = spaced || j != i+1
+	i = j
+element: // b[i] should start a value
+	if i >= len(b) {
+		return i, spaced, &syntaxError{i, "unexpected end of the payload, expected a value"}
+	}
+	switch c := b[i]; {
+	case c == '"':
+		if i, _, err = scanString(b, i); err != nil {
+			return i, spaced, err
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		if i, err = scanNumber(b, i); err != nil {
+			return i, spaced, err
+		}
+	case c == '{' || c == '[':
+		depth++
+		goto open
+	default:
+		k, n := literalAt(b, i)
+		if k == kindNone {
+			return i, spaced, &syntaxError{i, describeAt(b, i) + ", expected a value"}
+		}
+		i += n
+	}
+next: // a value ended at b[i] in the innermost open array or object
+	j = skipSpace(b, i)
+	spaced = spaced || j != i
+	i = j
+	inObject = objects[top>>6]>>(top&63)&1 != 0
+	switch {
+	case i >= len(b) && inObject:
+		return i, spaced, &syntaxError{i, "unexpected end of the payload in an object"}
+	case i >= len(b):
+		return i, spaced, &syntaxError{i, "unexpected end of the payload in an array"}
+	case b[i] == ',':
+		j = skipSpace(b, i+1)
+		spaced = spaced || j != i+1
+		i = j
+		if inObject {
+			goto member
+		}
+		goto element
+	case inObject && b[i] == '}', !inObject && b[i] == ']':
+		i++
+	case inObject:
+		return i, spaced, &syntaxError{i, describeAt(b, i) + ` in an object, expected "," or "}"`}
+	default:
+		return i, spaced, &syntaxError{i, describeAt(b, i) + ` in an array, expected "," or "]"`}
+	}
+closed: // the innermost open array or object ended just before b[i]
+	top--
+	depth--
+	if top >= 0 {
+		goto next
+	}
+	return i, spaced, nil
 }
 
 // stringContent returns the decoded content of a scanned string value: its bytes as they are when
-// it holds no escapes, else the unescaped text appended to scratch. A \u escape of a lone UTF-16
+// it holds no escapes, else the unescaped text written over scratch. A \u escape of a lone UTF-16
 // surrogate is an error: it has no UTF-8 form, and replacing it would change the text.
 func stringContent(v value, scratch []byte) ([]byte, error) {
-	body := v.raw[1 : len(v.raw)-1]
 	if !v.escaped {
-		return body, nil
+		return v.raw[1 : len(v.raw)-1], nil
 	}
-	out := scratch[:0]
-	for i := 0; i < len(body); {
-		c := body[i]
-		if c != '\\' {
-			j := i + 1
-			for j < len(body) && body[j] != '\\' {
-				j++
-			}
-			out = append(out, body[i:j]...)
-			i = j
-			continue
-		}
-		switch body[i+1] {
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r := hex4(body[i+2:])
-			i += 6
-			if utf16.IsSurrogate(r) {
-				if r >= 0xDC00 || i+6 > len(body) || body[i] != '\\' || body[i+1] != 'u' {
-					return nil, fmt.Errorf(`holds \u%04X, a lone UTF-16 surrogate that has no UTF-8 form`, r)
-				}
-				r2 := hex4(body[i+2:])
-				if r2 < 0xDC00 || r2 > 0xDFFF {
-					return nil, fmt.Errorf(`holds \u%04X, a lone UTF-16 surrogate that has no UTF-8 form`, r)
-				}
-				r = utf16.DecodeRune(r, r2)
-				i += 6
-			}
-			out = utf8.AppendRune(out, r)
-			continue
-		default: // '"', '\\', '/'
-			out = append(out, body[i+1])
-		}
-		i += 2
+	// The text is never longer than its escaped form; 8 more bytes let unescape copy whole words.
+	out := slices.Grow(scratch[:0], len(v.raw)+8)[:len(v.raw)+8]
+	_, _, n, lone := unescape(out, v.raw, 0)
+	if n < 0 {
+		return nil, fmt.Errorf(`holds \u%04X, a lone UTF-16 surrogate that has no UTF-8 form`, lone)
 	}
-	return out, nil
+	return out[:n], nil
 }
+
+// unescape scans the string whose opening quote is b[i] and writes its text, escapes resolved, at
+// the start of out, which must hold len(b)-i+8 bytes. It returns the index after the closing quote,
+// whether the string holds escapes and the length of the text; n is -1 when the string is not well
+// formed (scanString says why) or holds a \u escape of a lone UTF-16 surrogate, which is then
+// lone. Runs without escapes are copied 8 bytes at a time, and the first quote, backslash or
+// control character of a word found with the bit tricks of "Bit Twiddling Hacks" (determine if a
+// word has a byte less than n / equal to n: the lowest flagged byte is always a true match); the
+// text written is never longer than what it was read from, so a word always fits.
+func unescape(out, b []byte, i int) (end int, escaped bool, n int, lone rune) {
+	o := 0
+	i++
+	for {
+		for i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i : i+8])
+			binary.LittleEndian.PutUint64(out[o:o+8], w)
+			quote, bslash := w^(lows*'"'), w^(lows*'\\')
+			if m := ((w - lows*0x20) & ^w) | ((quote - lows) & ^quote) | ((bslash - lows) & ^bslash); m&highs != 0 {
+				k := bits.TrailingZeros64(m&highs) >> 3
+				i, o = i+k, o+k
+				goto special
+			}
+			i, o = i+8, o+8
+		}
+		for ; i < len(b); i, o = i+1, o+1 {
+			if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+				goto special
+			}
+			out[o] = b[i]
+		}
+		return 0, escaped, -1, 0 // unterminated
+	special: // b[i] is a quote, a backslash or a control character
+		if b[i] != '\\' || i+1 >= len(b) {
+			if b[i] == '"' {
+				return i + 1, escaped, o, 0
+			}
+			return 0, escaped, -1, 0
+		}
+		escaped = true
+		if e := unescaped[b[i+1]]; e != 0 {
+			out[o] = e
+			o, i = o+1, i+2
+			continue
+		}
+		if b[i+1] != 'u' || i+6 > len(b) || !isHex4(b[i+2:i+6]) {
+			return 0, escaped, -1, 0
+		}
+		r := hex4(b[i+2:])
+		i += 6
+		if utf16.IsSurrogate(r) {
+			if r >= 0xDC00 || i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' || !isHex4(b[i+2:i+6]) {
+				return 0, escaped, -1, r
+			}
+			r2 := hex4(b[i+2:])
+			if r2 < 0xDC00 || r2 > 0xDFFF {
+				return 0, escaped, -1, r
+			}
+			r = utf16.DecodeRune(r, r2)
+			i += 6
+		}
+		o += utf8.EncodeRune(out[o:], r)
+	}
+}
+
+// unescaped gives, for the byte after a backslash, the byte the escape stands for; 0 for u and for
+// bytes that make no escape.
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // elements iterates over the elements of a scanned (hence valid) array.
 type elements struct {

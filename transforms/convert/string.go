@@ -1,5 +1,11 @@
 package convert
 
+import (
+	"encoding/binary"
+	"math/bits"
+	"slices"
+)
+
 // String.
 //
 // Accepted: a JSON string, stored as its text with escapes resolved ("" is an empty string, not
@@ -79,6 +85,34 @@ func compactLen(raw []byte) int {
 	}
 	return n
 }
+
+// appendField appends a String column's RowBinaryWithDefaults (0, then the String) for the JSON
+// string that starts at b[i], resolving its escapes as it scans it: what scanning the value and
+// encode would give, in one pass. It returns the index after the string and whether it holds
+// escapes; ok is false, with dst as it was, when the string is not well formed or holds a lone
+// surrogate (scanning and encode say why).
+func (stringEncoder) appendField(dst, b []byte, i int) (row []byte, end int, escaped, ok bool) {
+	start := len(dst)
+	// The text, at most len(b)-i bytes, goes after a length of one byte and moves on when the
+	// length takes more.
+	row = slices.Grow(dst, 2+len(b)-i+8)
+	row = append(row, 0, 0)
+	out := row[len(row):cap(row)]
+	end, escaped, n, _ := unescape(out, b, i)
+	if n < 0 {
+		return dst, 0, false, false
+	}
+	row = row[:start+2+n]
+	if k := uvarintLen(n); k > 1 {
+		row = row[:start+1+k+n]
+		copy(row[start+1+k:], row[start+2:start+2+n])
+	}
+	binary.PutUvarint(row[start+1:], uint64(n))
+	return row, end, escaped, true
+}
+
+// uvarintLen returns the length of n's LEB128 encoding.
+func uvarintLen(n int) int { return (bits.Len64(uint64(n)|1) + 6) / 7 }
 
 func (stringEncoder) size() int { return 0 }
 
