@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode"
 
@@ -212,8 +213,12 @@ func toSnake(s string) string {
 // appears, is "xxxxx" too.
 func redactArgs(fs *flag.FlagSet, args []string, password string) []string {
 	out := make([]string, 0, len(args))
-	hideNext := false
+	hideNext, hideStray := false, false
 	for _, arg := range args {
+		if hideStray && strings.HasPrefix(arg, "-") {
+			hideNext = false // the next flag, not a stray value: shown (redacted as any flag)
+		}
+		hideStray = false
 		if hideNext {
 			hideNext = false
 			if !secret.IsVersion(arg) {
@@ -233,8 +238,9 @@ func redactArgs(fs *flag.FlagSet, args []string, password string) []string {
 			if value != "" && !secret.IsVersion(value) {
 				arg = arg[:len(arg)-len(valuePart(arg))] + "xxxxx"
 			}
-			// --clickHousePassword= secret: the flag takes "", and the secret is a stray argument.
-			hideNext = value == ""
+			// --clickHousePassword= secret: the flag takes "", and the secret is a stray argument
+			// (one that is not a flag).
+			hideNext, hideStray = value == "", value == ""
 		case ok && isSecretName(name):
 			hideNext = true
 		case ok && hasValue && mayHoldURLPassword(value):
@@ -242,6 +248,14 @@ func redactArgs(fs *flag.FlagSet, args []string, password string) []string {
 		case !ok && mayHoldURLPassword(arg):
 			arg = chclient.RedactURL(arg)
 		}
+		// A secret inside a value, as name=value (gcloud's --parameters=clickHousePassword=...).
+		arg = secretPair.ReplaceAllStringFunc(arg, func(pair string) string {
+			name, value, _ := strings.Cut(pair, "=")
+			if value == "" || value == "xxxxx" || secret.IsVersion(value) || !isSecretName(strings.TrimLeft(name, "-")) {
+				return pair
+			}
+			return name + "=xxxxx"
+		})
 		if password != "" {
 			arg = strings.ReplaceAll(arg, password, "xxxxx")
 		}
@@ -249,6 +263,10 @@ func redactArgs(fs *flag.FlagSet, args []string, password string) []string {
 	}
 	return out
 }
+
+// secretPair matches name=value inside an argument, up to the next separator: the value of a
+// secret name is hidden wherever the pair appears.
+var secretPair = regexp.MustCompile(`[-A-Za-z0-9_.]*(?i:password|secret|token)[-A-Za-z0-9_.]*=[^,;&\s]*`)
 
 // mayHoldURLPassword reports whether s may be a URL with a password: it has "://", an "@", or
 // the word password.

@@ -221,6 +221,20 @@ func TestRedactArgs(t *testing.T) {
 			t.Errorf("%q redacted to %q", in, got)
 		}
 	}
+	// gcloud's form of template parameters, which the binary ignores but logs (a reviewer's find).
+	for _, in := range [][]string{
+		{"--parameters=clickHousePassword=" + pw},
+		{"--parameters=clickHouseTable=t,clickHousePassword=" + pw + ",windowSeconds=5"},
+		{"--parameters", "clickHousePassword=" + pw},
+	} {
+		if got := strings.Join(redactArgs(newFlagSet(), in, ""), " "); strings.Contains(got, pw) || !strings.Contains(got, "clickHousePassword=xxxxx") {
+			t.Errorf("%q redacted to %q", in, got)
+		}
+	}
+	// An empty "--clickHousePassword=" hides a stray value after it, not the next flag.
+	if got := strings.Join(redactArgs(newFlagSet(), []string{"--clickHousePassword=", "--clickHouseTable=t"}, ""), " "); got != "--clickHousePassword= --clickHouseTable=t" {
+		t.Errorf("redacted to %q, want the next flag shown", got)
+	}
 	// A Secret Manager secret version's name is no secret: it shows, in both forms. PEM text (a
 	// key pasted in place of its name) does not, whatever its flag.
 	const version = "projects/p/secrets/ch/versions/latest"
