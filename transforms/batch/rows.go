@@ -97,16 +97,18 @@ type countFn struct {
 }
 
 func (fn *countFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, rows flow.Rows, emit func(int, flow.Rows)) {
-	b := buffer{rows: fn.Rows, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, started: fn.Started}
-	if b.add(sp, key, rows, emit) {
+	if fn.buffer().add(sp, key, rows, emit) {
 		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime(), timers.WithNoOutputTimestamp())
 	}
 }
 
 // OnTimer emits the buffered rows as one batch (fewer than Rows: a full batch is emitted at once).
 func (fn *countFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(int, flow.Rows)) {
-	b := buffer{rows: fn.Rows, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, started: fn.Started}
-	b.flush(sp, key, emit)
+	fn.buffer().flush(sp, key, emit)
+}
+
+func (fn *countFn) buffer() buffer {
+	return buffer{rows: fn.Rows, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, started: fn.Started}
 }
 
 // countTimeFn is countFn with a processing-time timer for the combined mode's time bound, for
@@ -126,8 +128,7 @@ type countTimeFn struct {
 }
 
 func (fn *countTimeFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, rows flow.Rows, emit func(int, flow.Rows)) {
-	b := buffer{rows: fn.Rows, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, started: fn.Started}
-	if b.add(sp, key, rows, emit) {
+	if fn.buffer().add(sp, key, rows, emit) {
 		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime(), timers.WithNoOutputTimestamp())
 		fn.PaneTimeout.Set(tp, time.Now().Add(time.Duration(fn.WindowMillis)*time.Millisecond))
 	}
@@ -135,12 +136,15 @@ func (fn *countTimeFn) ProcessElement(w beam.Window, sp state.Provider, tp timer
 
 // OnTimer emits the buffered rows as one batch: at the end of the window, or when the batch is due.
 func (fn *countTimeFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(int, flow.Rows)) {
-	b := buffer{rows: fn.Rows, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, started: fn.Started}
 	if timer.Family == fn.PaneTimeout.Family {
-		b.flushIfDue(sp, key, emit)
+		fn.buffer().flushIfDue(sp, key, emit)
 		return
 	}
-	b.flush(sp, key, emit)
+	fn.buffer().flush(sp, key, emit)
+}
+
+func (fn *countTimeFn) buffer() buffer {
+	return buffer{rows: fn.Rows, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, started: fn.Started}
 }
 
 // buffer is the state of one shard's batch being filled: the groups of rows, and their count.
