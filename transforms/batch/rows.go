@@ -148,6 +148,10 @@ func (fn *countTimeFn) buffer() buffer {
 }
 
 // buffer is the state of one shard's batch being filled: the groups of rows, and their count.
+//
+// Each method reads the bag at most once and writes it after it is done reading: the Go SDK
+// (2.77.0, exec.stateProvider) answers a bag read that follows a Clear within the same call with
+// the contents from before the Clear, which emitted rows twice.
 type buffer struct {
 	rows         int64
 	windowMillis int64
@@ -156,48 +160,58 @@ type buffer struct {
 	started      state.Value[int64]
 }
 
-// add emits the buffered rows if the batch is due (the time bound), adds the rows of one element
-// (none for a heartbeat) and emits every full batch; it reports whether a new batch started (its
-// first rows are buffered now), for the caller to set its timers.
+// add adds the rows of one element (none for a heartbeat): first it emits the buffered rows as
+// one batch if the time bound has passed since their first row, then every full batch of the
+// buffered rows and the element's, in arrival order, and buffers the rest. It reports whether a
+// new batch started (its first rows are buffered now), for the caller to set its timers.
 func (b buffer) add(sp state.Provider, key string, rows flow.Rows, emit func(int, flow.Rows)) (started bool) {
-	b.flushIfDue(sp, key, emit)
-	if len(rows.Rows) == 0 {
+	count := b.readCount(sp)
+	due := b.due(sp)
+	if !due && count+int64(len(rows.Rows)) < b.rows {
+		if len(rows.Rows) == 0 {
+			return false
+		}
+		b.put(sp, rows.Rows, count == 0, count)
+		return count == 0
+	}
+	shard := shardOf(key)
+	pending := b.read(sp).Rows
+	if due && len(pending) > 0 {
+		emit(shard, flow.Rows{Rows: pending})
+		pending = nil
+	}
+	pending = append(pending, rows.Rows...)
+	for int64(len(pending)) >= b.rows {
+		emit(shard, flow.Rows{Rows: pending[:b.rows:b.rows]})
+		pending = pending[b.rows:]
+	}
+	b.clear(sp)
+	if len(pending) == 0 {
 		return false
 	}
+	b.put(sp, pending, true, 0)
+	return true
+}
+
+func (b buffer) readCount(sp state.Provider) int64 {
 	count, _, err := b.count.Read(sp)
 	if err != nil {
 		panic(err)
 	}
-	if count+int64(len(rows.Rows)) < b.rows {
-		b.put(sp, rows, count)
-		return count == 0
-	}
-	// The count is reached: the buffered rows and this element's, in arrival order, make full
-	// batches; the rest starts the next batch.
-	shard := shardOf(key)
-	all := append(b.read(sp).Rows, rows.Rows...)
-	for int64(len(all)) >= b.rows {
-		emit(shard, flow.Rows{Rows: all[:b.rows:b.rows]})
-		all = all[b.rows:]
-	}
-	b.clear(sp)
-	if len(all) == 0 {
-		return false
-	}
-	b.put(sp, flow.Rows{Rows: all}, 0)
-	return true
+	return count
 }
 
-func (b buffer) put(sp state.Provider, rows flow.Rows, count int64) {
-	if err := b.bag.Add(sp, rows); err != nil {
+// put buffers rows after count others; start says they begin a new batch.
+func (b buffer) put(sp state.Provider, rows []flow.Row, start bool, count int64) {
+	if err := b.bag.Add(sp, flow.Rows{Rows: rows}); err != nil {
 		panic(err)
 	}
-	if count == 0 && b.windowMillis > 0 {
+	if start && b.windowMillis > 0 {
 		if err := b.started.Write(sp, time.Now().UnixMilli()); err != nil {
 			panic(err)
 		}
 	}
-	if err := b.count.Write(sp, count+int64(len(rows.Rows))); err != nil {
+	if err := b.count.Write(sp, count+int64(len(rows))); err != nil {
 		panic(err)
 	}
 }
@@ -215,16 +229,21 @@ func (b buffer) read(sp state.Provider) flow.Rows {
 	return out
 }
 
-// flushIfDue flushes the buffered rows when the time bound has passed since the batch's first row.
-func (b buffer) flushIfDue(sp state.Provider, key string, emit func(int, flow.Rows)) {
+// due reports whether the time bound has passed since the batch's first row.
+func (b buffer) due(sp state.Provider) bool {
 	if b.windowMillis <= 0 {
-		return
+		return false
 	}
 	started, ok, err := b.started.Read(sp)
 	if err != nil {
 		panic(err)
 	}
-	if ok && started > 0 && time.Now().UnixMilli()-started >= b.windowMillis {
+	return ok && started > 0 && time.Now().UnixMilli()-started >= b.windowMillis
+}
+
+// flushIfDue flushes the buffered rows when the time bound has passed since the batch's first row.
+func (b buffer) flushIfDue(sp state.Provider, key string, emit func(int, flow.Rows)) {
+	if b.due(sp) {
 		b.flush(sp, key, emit)
 	}
 }

@@ -3,11 +3,13 @@ package batch
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 )
@@ -48,6 +50,39 @@ func TestRowsCountMode(t *testing.T) {
 	in := beam.CreateList(s, groups(2, 5, 1, 3))
 	out := beam.ParDo(s, batchText, Rows(s, Config{Mode: Mode{Rows: 3}, Shards: 1}, in))
 	passert.Equals(s, out, "[m00 m01 m02]", "[m03 m04 m05]", "[m06 m07 m08]", "[m09 m10]")
+	if err := ptest.Run(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func init() {
+	register.Function2x0(batchIDs)
+	register.Emitter1[string]()
+}
+
+// batchIDs emits the message ids of a batch.
+func batchIDs(b flow.Rows, emit func(string)) {
+	for _, r := range b.Rows {
+		emit(r.MessageID)
+	}
+}
+
+// TestRowsCombinedModeEmitsEveryRowOnce: with a time bound that is due at almost every arrival
+// and groups larger than a batch, every row is emitted exactly once.
+func TestRowsCombinedModeEmitsEveryRowOnce(t *testing.T) {
+	sizes := make([]int, 300)
+	total := 0
+	for i := range sizes {
+		sizes[i] = (i*7919)%23 + 1
+		total += sizes[i]
+	}
+	p, s := beam.NewPipelineWithRoot()
+	in := beam.CreateList(s, groups(sizes...))
+	batches := Rows(s, Config{Mode: Mode{Rows: 10, Window: time.Millisecond}, Shards: 2}, in)
+	ids := beam.ParDo(s, batchIDs, beam.DropKey(s, batches))
+	counted := stats.Count(s, ids)
+	passert.Count(s, counted, "distinct ids", total)
+	passert.Count(s, ids, "ids", total)
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
 	}
