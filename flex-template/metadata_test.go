@@ -513,6 +513,10 @@ var regexExamples = map[string]regexExample{
 		accept: []string{"", "projects/my-project/secrets/client-key/versions/latest", "gs://my-bucket/clickhouse/client.key"},
 		reject: []string{"-----BEGIN PRIVATE KEY-----\nMIIE", "gs://my-bucket/client.key "},
 	},
+	"clickHouseCompression": {
+		accept: []string{"", "lz4", "zstd", "none"},
+		reject: []string{"LZ4", "gzip", "true", " lz4"},
+	},
 	"schemaRefreshSeconds": {
 		accept: []string{"", "0", "60", "3600"},
 		reject: []string{"-1", "1m", "1.5"},

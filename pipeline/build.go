@@ -48,6 +48,7 @@ func (o Options) ClickHouse() chclient.Config {
 		CACertificate:     o.ClickHouseCaCertificate,
 		ClientCertificate: o.ClickHouseClientCertificate,
 		ClientKey:         o.ClickHouseClientKey,
+		Compression:       o.ClickHouseCompression,
 	}
 }
 

@@ -72,6 +72,11 @@ type Options struct {
 	ClickHouseClientCertificate string
 	ClickHouseClientKey         string
 
+	// ClickHouseCompression (flag clickHouseCompression, optional; "" = the
+	// compress option of ClickHouseURL, or LZ4) is how the blocks sent to
+	// ClickHouse are compressed: "lz4", "zstd" or "none".
+	ClickHouseCompression string
+
 	// ClickHouseDeadLetterTable (flag clickHouseDeadLetterTable, optional;
 	// "" = unset) is the table in ClickHouseDatabase for messages that cannot
 	// be inserted into ClickHouseTable. At least one of it and

@@ -23,7 +23,7 @@ const testPassword = "s3cr3t-PW"
 var allFlags = []string{
 	"inputSubscription", "clickHouseUrl", "clickHouseDatabase", "clickHouseTable",
 	"clickHouseUsername", "clickHousePassword", "clickHouseCaCertificate", "clickHouseClientCertificate",
-	"clickHouseClientKey", "clickHouseDeadLetterTable", "deadLetterTopic", "windowSeconds", "batchRowCount", "maxInsertBlockSize", "maxRetries",
+	"clickHouseClientKey", "clickHouseCompression", "clickHouseDeadLetterTable", "deadLetterTopic", "windowSeconds", "batchRowCount", "maxInsertBlockSize", "maxRetries",
 	"insertDeduplicate", "insertQuorum", "insertDistributedSync",
 	"numShards", "retryInitialBackoffMillis", "retryMaxBackoffMillis", "stopAfterIdle",
 	"schemaRefreshSeconds", "javascriptTextTransformGcsPath", "javascriptTextTransformFunctionName",
@@ -583,6 +583,14 @@ func TestValidateRules(t *testing.T) {
 			o.ClickHouseClientKey = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC"
 		}, "clickHouseClientKey", "xxxxx", "holds PEM text"},
 
+		// Compression.
+		{"compression unknown", func(o *Options) { o.ClickHouseCompression = "gzip" },
+			"clickHouseCompression", "gzip", "must be lz4, zstd or none"},
+		{"compression against the URL", func(o *Options) {
+			o.ClickHouseURL = "clickhouse://ch.example.com:9000?compress=zstd"
+			o.ClickHouseCompression = "lz4"
+		}, "clickHouseCompression", "lz4", "clickHouseUrl's option compress=zstd says otherwise"},
+
 		// Plain names.
 		{"database with dot", func(o *Options) { o.ClickHouseDatabase = "analytics.prod" },
 			"clickHouseDatabase", "analytics.prod", "must be a database name without a dot"},
@@ -837,7 +845,7 @@ func TestString(t *testing.T) {
 	want := `inputSubscription="projects/my-project/subscriptions/events-sub" ` +
 		`clickHouseUrl="https://default:xxxxx@ch.example.com:8443" ` +
 		`clickHouseDatabase="analytics" clickHouseTable="events" clickHouseUsername="default" ` +
-		`clickHousePassword="xxxxx" clickHouseCaCertificate="" clickHouseClientCertificate="" clickHouseClientKey="" ` +
+		`clickHousePassword="xxxxx" clickHouseCaCertificate="" clickHouseClientCertificate="" clickHouseClientKey="" clickHouseCompression="" ` +
 		`clickHouseDeadLetterTable="events_dead_letter" ` +
 		`deadLetterTopic="projects/my-project/topics/events-dead-letter" ` +
 		`windowSeconds=unset batchRowCount=5000 maxInsertBlockSize=1000000 maxRetries=5 ` +

@@ -120,6 +120,13 @@ var parameters = []parameter{
 		rule:  tlsRef("clickHouseClientCertificate", func(o Options) string { return o.ClickHouseClientCertificate }),
 	},
 	{
+		name: "clickHouseCompression", group: "Target", kind: kindString,
+		field: func(o *Options) any { return &o.ClickHouseCompression },
+		usage: "How the blocks sent to ClickHouse are compressed, on both protocols: `lz4`, zstd or none. " +
+			"Optional, unset by default: then it is clickHouseUrl's compress option, or lz4 when the URL has none.",
+		rule: func(p parameter, o Options) string { return chclient.CompressionRule(o.ClickHouseURL, p.str(o)) },
+	},
+	{
 		name: "clickHouseDeadLetterTable", group: "Dead letter", kind: kindString,
 		field: func(o *Options) any { return &o.ClickHouseDeadLetterTable },
 		usage: "ClickHouse `table` in clickHouseDatabase for messages that cannot be inserted. " +

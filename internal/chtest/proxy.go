@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -21,7 +22,12 @@ type Proxy struct {
 	// cuts, when above 0, is how many more connections to reset in the middle of an upload.
 	cuts     int
 	cutAfter int64
+
+	uploaded atomic.Int64 // bytes sent to the server
 }
+
+// Uploaded returns the bytes the proxy has sent to the server, over every connection.
+func (p *Proxy) Uploaded() int64 { return p.uploaded.Load() }
 
 // CutUploads resets the next n connections that upload more than after bytes to the server, in
 // the middle of that upload: an INSERT cut this way is never committed by the server.
@@ -128,6 +134,7 @@ func (p *Proxy) upload(server, client net.Conn) {
 				return
 			}
 			sent += int64(n)
+			p.uploaded.Add(int64(n))
 		}
 		if err != nil {
 			return

@@ -49,13 +49,17 @@ type Config struct {
 	// asks for one (mutual TLS) are, in the same forms; both or neither.
 	ClientCertificate string
 	ClientKey         string
+	// Compression is clickHouseCompression: how the blocks the pipeline sends are compressed,
+	// "lz4", "zstd" or "none" (see CompressionRule); "" is the compress option of URL, or LZ4
+	// when the URL has none.
+	Compression string
 }
 
 // String prints the configuration with a password given as text replaced by "xxxxx" (a secret
 // version's name shows as it is).
 func (c Config) String() string {
-	return fmt.Sprintf("{URL:%s Database:%s Username:%s Password:%s CACertificate:%s ClientCertificate:%s ClientKey:%s}",
-		RedactURL(c.URL), c.Database, c.Username, redacted(c.Password), refShown(c.CACertificate), refShown(c.ClientCertificate), refShown(c.ClientKey))
+	return fmt.Sprintf("{URL:%s Database:%s Username:%s Password:%s CACertificate:%s ClientCertificate:%s ClientKey:%s Compression:%s}",
+		RedactURL(c.URL), c.Database, c.Username, redacted(c.Password), refShown(c.CACertificate), refShown(c.ClientCertificate), refShown(c.ClientKey), c.Compression)
 }
 
 // GoString is String, so that %#v cannot print the password either.

@@ -152,7 +152,56 @@ func parseURL(c Config) (*clickhouse.Options, error) {
 	if len(o.Settings) == 0 {
 		o.Settings = nil
 	}
+	if rule := CompressionRule(c.URL, c.Compression); rule != "" {
+		return nil, errors.New("clickHouseCompression: " + rule)
+	}
+	if method, ok := compressionMethods[c.Compression]; ok || !q.Has("compress") {
+		if !ok {
+			method = clickhouse.CompressionLZ4
+		}
+		if o.Compression == nil {
+			o.Compression = &clickhouse.Compression{}
+		}
+		o.Compression.Method = method
+	}
 	return o, nil
+}
+
+// compressionMethods are the values of clickHouseCompression. clickhouse-go compresses the
+// blocks of both protocols with them (the native protocol's compressed blocks; on HTTP the same
+// blocks, with the URL parameter decompress=1).
+var compressionMethods = map[string]clickhouse.CompressionMethod{
+	"lz4":  clickhouse.CompressionLZ4,
+	"zstd": clickhouse.CompressionZSTD,
+	"none": clickhouse.CompressionNone,
+}
+
+// CompressionRule returns the rule that clickHouseCompression value breaks with clickHouseUrl
+// raw, or "": it is lz4, zstd or none, and a URL whose compress option names a method names the
+// same one (compress=true is lz4, compress=false is none).
+func CompressionRule(raw, value string) string {
+	if value == "" {
+		return ""
+	}
+	if _, ok := compressionMethods[value]; !ok {
+		return fmt.Sprintf("must be lz4, zstd or none, not %q", value)
+	}
+	_, rest, _ := strings.Cut(raw, "://")
+	q := queryOf(rest)
+	if !q.Has("compress") {
+		return ""
+	}
+	inURL := q.Get("compress")
+	switch inURL {
+	case "true", "1":
+		inURL = "lz4"
+	case "false", "0":
+		inURL = "none"
+	}
+	if inURL != value {
+		return fmt.Sprintf("is %s, but clickHouseUrl's option compress=%s says otherwise: give the compression once, in clickHouseCompression", value, q.Get("compress"))
+	}
+	return ""
 }
 
 // compressValues are the compress values clickhouse-go knows (it ignores any other).

@@ -56,8 +56,8 @@ func TestURLOptionsHonoured(t *testing.T) {
 			return ""
 		}},
 		{"clickhouse://h", Config{Username: "u", Password: pw, Database: "db"}, func(o *clickhouse.Options) string {
-			if o.Auth.Password != pw || o.DialTimeout != 10*time.Second || o.Compression != nil {
-				return "want the parameters' password and the template's defaults"
+			if o.Auth.Password != pw || o.DialTimeout != 10*time.Second || o.Compression == nil || o.Compression.Method != clickhouse.CompressionLZ4 {
+				return "want the parameters' password and the template's defaults (LZ4)"
 			}
 			return ""
 		}},
@@ -118,6 +118,56 @@ func TestURLOptionsRefused(t *testing.T) {
 			if !strings.Contains(s, tc.want) || strings.Contains(s, pw) {
 				t.Errorf("%s: %q, want %q and no password", RedactURL(tc.url), s, tc.want)
 			}
+		}
+	}
+}
+
+// TestCompression: clickHouseCompression sets the method on both protocols, the URL's compress
+// option is honoured when the parameter is unset, LZ4 is the default, and a parameter that
+// disagrees with the URL, or names no method, is refused naming clickHouseCompression.
+func TestCompression(t *testing.T) {
+	for _, tc := range []struct {
+		url, param string
+		want       string // the method's name; "unset" when no compression is set
+	}{
+		{"clickhouse://h", "", "lz4"},
+		{"https://h", "", "lz4"},
+		{"clickhouse://h", "zstd", "zstd"},
+		{"http://h", "zstd", "zstd"},
+		{"clickhouse://h", "none", "none"},
+		{"clickhouse://h?compress=zstd", "", "zstd"},
+		{"clickhouse://h?compress=zstd", "zstd", "zstd"},
+		{"clickhouse://h?compress=true", "lz4", "lz4"},
+		{"clickhouse://h?compress=false", "", "unset"},
+		{"clickhouse://h?compress=false", "none", "none"},
+		{"http://h?compress=gzip", "", "gzip"},
+	} {
+		o, err := Config{URL: tc.url, Username: "u", Compression: tc.param}.Options()
+		if err != nil {
+			t.Errorf("%s with %q: %v", tc.url, tc.param, err)
+			continue
+		}
+		got := "unset"
+		if o.Compression != nil {
+			got = o.Compression.Method.String()
+		}
+		if got != tc.want {
+			t.Errorf("%s with clickHouseCompression %q: method %s, want %s", tc.url, tc.param, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ url, param, want string }{
+		{"clickhouse://h", "LZ4", `clickHouseCompression: must be lz4, zstd or none, not "LZ4"`},
+		{"clickhouse://h", "gzip", `must be lz4, zstd or none, not "gzip"`},
+		{"clickhouse://h?compress=zstd", "lz4", "clickHouseCompression: is lz4, but clickHouseUrl's option compress=zstd says otherwise"},
+		{"clickhouse://h?compress=false", "lz4", "compress=false says otherwise"},
+		{"clickhouse://h?compress=1", "none", "compress=1 says otherwise"},
+	} {
+		_, err := Config{URL: tc.url, Username: "u", Compression: tc.param}.Options()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s with %q: error %v, want %q", tc.url, tc.param, err, tc.want)
+		}
+		if rule := CompressionRule(tc.url, tc.param); rule == "" || !strings.Contains("clickHouseCompression: "+rule, tc.want) {
+			t.Errorf("CompressionRule(%s, %q) = %q, want %q", tc.url, tc.param, rule, tc.want)
 		}
 	}
 }
