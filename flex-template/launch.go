@@ -15,6 +15,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/gcpopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/localrunner"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 )
 
@@ -87,7 +88,7 @@ func (l launch) String() string {
 	case l.dataflow:
 		return "direct Dataflow launch: the job is submitted asynchronously"
 	default:
-		return "local run on " + l.runner + " until the pipeline ends"
+		return "local run on " + l.runner + " until the pipeline ends (with the runner's bundle splits off: --experiments=" + localrunner.DisableSplits + ")"
 	}
 }
 

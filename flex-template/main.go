@@ -26,6 +26,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx" // the runners, the optimized runtime, the file systems
 
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/localrunner"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
@@ -90,6 +91,9 @@ func run(ctx context.Context, o pipeline.Options) error {
 	l, err := launchFromFlags(ctx)
 	if err != nil {
 		return err
+	}
+	if !l.dataflow {
+		localrunner.Configure()
 	}
 	if o.ClickHouse().PasswordAsText() {
 		slog.Warn("the ClickHouse password is given as text (clickHousePassword, or in clickHouseUrl): it travels with the job graph, " +

@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/localrunner"
 )
 
 // watchdogAfter is how long the package's tests may run before the watchdog ends them: well
@@ -18,13 +20,16 @@ import (
 const watchdogAfter = 15 * time.Minute
 
 // TestMain runs the pipelines of these tests on prism, Beam's local runner, and removes the
-// binary that the tests which run it built (launchBinary). A watchdog names the tests still
+// binary that the tests which run it built (launchBinary), with prism's bundle splits off
+// (localrunner.Configure). A watchdog names the tests still
 // running after watchdogAfter, last, and ends the run.
 func TestMain(m *testing.M) {
 	watchdog := time.AfterFunc(watchdogAfter, func() {
 		fmt.Fprintf(os.Stderr, "integration tests: still running after %v: %v; ending the run\n", watchdogAfter, runningTests())
 		os.Exit(3)
 	})
+	flag.Parse()
+	localrunner.Configure()
 	code := ptest.MainRet(m)
 	watchdog.Stop()
 	if binaryDir != "" {

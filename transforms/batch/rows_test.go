@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"flag"
 	"fmt"
 	"testing"
 	"time"
@@ -11,10 +12,17 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/localrunner"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 )
 
-func TestMain(m *testing.M) { ptest.Main(m) }
+// TestMain runs the pipelines of these tests on prism, with its bundle splits off
+// (localrunner.Configure).
+func TestMain(m *testing.M) {
+	flag.Parse()
+	localrunner.Configure()
+	ptest.Main(m)
+}
 
 func init() {
 	register.Function2x1(batchText)
@@ -83,6 +91,38 @@ func TestRowsCombinedModeEmitsEveryRowOnce(t *testing.T) {
 	counted := stats.Count(s, ids)
 	passert.Count(s, counted, "distinct ids", total)
 	passert.Count(s, ids, "ids", total)
+	if err := ptest.Run(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func init() {
+	register.Function2x0(slowBatchIDs)
+}
+
+// slowBatchIDs is batchIDs after a pause, as an INSERT would make: a bundle of the batching
+// stage then shows no progress for longer than prism's progress ticks.
+func slowBatchIDs(b flow.Rows, emit func(string)) {
+	time.Sleep(300 * time.Millisecond)
+	batchIDs(b, emit)
+}
+
+// TestRowsSlowBatchesEmitEveryRowOnce: when what follows the batcher is slow (an INSERT), every
+// row is still emitted exactly once. With prism's bundle splits on (see localrunner), prism split
+// such bundles of the stateful stage and ran two bundles of one key at once, one overwriting the
+// other's state.
+func TestRowsSlowBatchesEmitEveryRowOnce(t *testing.T) {
+	const n = 400
+	sizes := make([]int, n)
+	for i := range sizes {
+		sizes[i] = 1
+	}
+	p, s := beam.NewPipelineWithRoot()
+	in := beam.CreateList(s, groups(sizes...))
+	batches := Rows(s, Config{Mode: Mode{Rows: 40}, Shards: 1}, in)
+	ids := beam.ParDo(s, slowBatchIDs, beam.DropKey(s, batches))
+	passert.Count(s, stats.Count(s, ids), "distinct ids", n)
+	passert.Count(s, ids, "ids", n)
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package parse
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"reflect"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/localrunner"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
@@ -23,7 +25,13 @@ import (
 
 // TestMain runs the pipelines on prism, unless -args --runner=... says otherwise (the parse stage
 // is stateless, so it also runs on the direct runner).
-func TestMain(m *testing.M) { ptest.Main(m) }
+// TestMain runs the pipelines of these tests on prism, with its bundle splits off
+// (localrunner.Configure).
+func TestMain(m *testing.M) {
+	flag.Parse()
+	localrunner.Configure()
+	ptest.Main(m)
+}
 
 func init() {
 	register.DoFn3x1[context.Context, flow.Rows, func(string), error](&rowTextFn{})

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -26,11 +27,18 @@ import (
 	pb "google.golang.org/genproto/googleapis/pubsub/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/localrunner"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
-func TestMain(m *testing.M) { ptest.Main(m) }
+// TestMain runs the pipelines of these tests on prism, with its bundle splits off
+// (localrunner.Configure).
+func TestMain(m *testing.M) {
+	flag.Parse()
+	localrunner.Configure()
+	ptest.Main(m)
+}
 
 func init() {
 	register.DoFn3x1[context.Context, beam.EventTime, flow.Message, error](&ackFn{})
