@@ -65,8 +65,8 @@ func explain(err error, c Config, askedForCert bool) error {
 // explainTLS explains a failure of the TLS handshake as a *ConfigError naming the parameter to
 // fix, or returns nil when err is not one. The server's certificate is verified by Go's TLS
 // client (x509's errors); the client certificate by the server, whose refusal arrives as a TLS
-// alert ("remote error: tls: ...") or, from a server that asked for a certificate and got none,
-// as a connection closed right after the handshake (TLS 1.3 completes the client's side of the
+// alert ("remote error: tls: ...") or, from a server that asked for a certificate and got none or
+// one it refused, as a connection closed right after the handshake (TLS 1.3 completes the client's side of the
 // handshake before the server has checked its certificate).
 func explainTLS(err error, c Config, url, scheme string, askedForCert bool) error {
 	msg := err.Error()
@@ -94,7 +94,10 @@ func explainTLS(err error, c Config, url, scheme string, askedForCert bool) erro
 		c.ClientCertificate == "" && strings.Contains(msg, "remote error: tls: handshake failure"),
 		c.ClientCertificate == "" && askedForCert && (strings.Contains(msg, "connection reset") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe")):
 		return &ConfigError{"clickHouseClientCertificate", fmt.Sprintf("the server at %s requires a client certificate (mutual TLS): give it in clickHouseClientCertificate, and its key in clickHouseClientKey", url), err}
-	case c.ClientCertificate != "" && strings.Contains(msg, "remote error: tls:"):
+	case c.ClientCertificate != "" && strings.Contains(msg, "remote error: tls:"),
+		// The alert can be lost: under TLS 1.3 the client writes its first message before the
+		// server has checked the certificate, and the write then meets the closed connection.
+		c.ClientCertificate != "" && askedForCert && (strings.Contains(msg, "connection reset") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe")):
 		return &ConfigError{"clickHouseClientCertificate", fmt.Sprintf("the server at %s refused the client certificate %s: give one signed by an authority that the server trusts (its openSSL.server.caConfig)", url, refShown(c.ClientCertificate)), err}
 	}
 	return nil
