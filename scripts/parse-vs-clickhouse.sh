@@ -34,13 +34,9 @@ cd "$(dirname "$0")/.."
 
 runs=${RUNS:-7}
 repeat=${CORPUS_REPEAT:-5}
-host=${CLICKHOUSE_HOST:-127.0.0.1}
-port=${CLICKHOUSE_TCP_PORT:-9000}
-go=${GO:-go}
 db=parse_vs_clickhouse_$$
 work=$(mktemp -d)
-
-client() { clickhouse-client --host "$host" --port "$port" "$@"; }
+. scripts/bench-lib.sh
 cleanup() {
   client --query "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
   rm -rf "$work"
@@ -66,19 +62,6 @@ for c in demo wikipedia_edits; do
 done
 head -n 1 "$work/demo.clickhouse.jsonl" >"$work/demo.first.jsonl"
 head -n 1 "$work/wikipedia_edits.jsonl" >"$work/wikipedia_edits.first.jsonl"
-
-# cpu_of <stdin file> <command...>: prints the command's user + system CPU seconds.
-cpu_of() {
-  local in=$1 t
-  shift
-  local TIMEFORMAT='%3U %3S'
-  if ! t=$( { time "$@" <"$in" >/dev/null 2>"$work/stderr"; } 2>&1 ); then
-    echo "failed: $* <$in" >&2
-    cat "$work/stderr" >&2
-    exit 1
-  fi
-  awk -v t="$t" 'BEGIN { split(t, a, " "); printf "%.3f\n", a[1] + a[2] }'
-}
 
 # clickhouse_cpu <corpus> <file>: CPU seconds of clickhouse-client inserting the file.
 # date_time_input_format=best_effort: both corpora's times are ISO 8601 with fractions and zones.
@@ -121,11 +104,7 @@ for r in $(seq 1 "$runs"); do
   done
 done
 
-# stat <corpus> <metric>: "min median" of the rounds.
-stat() {
-  awk -v c="$1" -v m="$2" '$1 == c && $2 == m { print $3 }' "$results" | sort -g |
-    awk '{ v[NR] = $1 } END { med = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print v[1], med }'
-}
+stat() { min_median "$results" "$@"; }
 
 printf '\nrows per CPU-second, min / median of %d rounds (ClickHouse %s: clickhouse-client, max_threads=1)\n' \
   "$runs" "$(client --query 'SELECT version()')"

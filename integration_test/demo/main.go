@@ -14,6 +14,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -50,6 +51,8 @@ var (
 	database   = flag.String("database", "demo", "ClickHouse database to (re)create")
 	wave       = flag.Int("wave", 5000, "messages per publish wave; fewer than 4 waves are kept unwritten (pstest rescans its backlog every 10 ms)")
 	extra      = flag.String("pipeline-flags", "--batchRowCount=5000 --windowSeconds=5", "extra flags for the pipeline")
+	corpus     = flag.String("corpus", "", "a JSON-lines file to publish, one message a line, instead of generated events (-messages and -bad-percent are then ignored)")
+	ddl        = flag.String("ddl", "", "with -corpus: the file of the target table's CREATE TABLE statement, the table written {table} (lines starting with -- are comments)")
 )
 
 const project = "demo-project"
@@ -94,11 +97,36 @@ func run() error {
 	}
 	fmt.Printf("emulator: PUBSUB_EMULATOR_HOST=%s, topic %s, subscription %s, dead-letter topic %s\n", srv.Addr, topic, sub, dlqTopic)
 
+	// The messages: a corpus file's lines, or generated events.
+	tableDDL := events.DDL
+	var lines [][]byte
+	if *corpus != "" {
+		if *ddl == "" {
+			return fmt.Errorf("-corpus needs -ddl, the target table's CREATE TABLE statement")
+		}
+		b, err := os.ReadFile(*ddl)
+		if err != nil {
+			return err
+		}
+		tableDDL = withoutComments(string(b))
+		data, err := os.ReadFile(*corpus)
+		if err != nil {
+			return err
+		}
+		for line := range bytes.Lines(data) {
+			if line = bytes.TrimRight(line, "\r\n"); len(line) > 0 {
+				lines = append(lines, line)
+			}
+		}
+		*messages, *badPercent = len(lines), 0
+	}
+
 	// The tables.
+	fmt.Printf("clickhouse: (re)creating the database %s, dropping it first if it exists\n", *database)
 	for _, q := range []string{
 		"DROP DATABASE IF EXISTS " + *database,
 		"CREATE DATABASE " + *database,
-		strings.ReplaceAll(events.DDL, "{table}", *database+".events"),
+		strings.ReplaceAll(tableDDL, "{table}", *database+".events"),
 		deadletter.CreateTable(*database, "events_dead_letter"),
 	} {
 		if _, err := query(q); err != nil {
@@ -153,7 +181,9 @@ func run() error {
 			var batch []*pubsubpb.PubsubMessage
 			for ; n < *messages && len(batch) < *wave; n++ {
 				var data []byte
-				if every > 0 && n%every == every/2 {
+				if lines != nil {
+					data = lines[n]
+				} else if every > 0 && n%every == every/2 {
 					kind, d := gen.Malformed()
 					badKinds[kind]++
 					bad.Add(1)
@@ -260,6 +290,17 @@ func scanPipelineOutput(r io.Reader, metricsLine chan<- string) {
 		}
 		fmt.Println("  | " + line)
 	}
+}
+
+// withoutComments drops the lines of a DDL file that start with "--".
+func withoutComments(ddl string) string {
+	var keep []string
+	for _, l := range strings.Split(ddl, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "--") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 func query(q string) (string, error) {

@@ -1,0 +1,29 @@
+# Shared by the side-by-side scripts (parse-vs-clickhouse.sh, pipeline-vs-clickhouse.sh); sourced,
+# not run. Expects $work (a scratch directory) to be set by the script.
+host=${CLICKHOUSE_HOST:-127.0.0.1}
+port=${CLICKHOUSE_TCP_PORT:-9000}
+go=${GO:-go}
+
+client() { clickhouse-client --host "$host" --port "$port" "$@"; }
+
+# cpu_of <stdin file> <command...>: prints the command's user + system CPU seconds.
+cpu_of() {
+  local in=$1 t
+  shift
+  local TIMEFORMAT='%3U %3S'
+  if ! t=$( { time "$@" <"$in" >/dev/null 2>"$work/stderr"; } 2>&1 ); then
+    echo "failed: $* <$in" >&2
+    cat "$work/stderr" >&2
+    exit 1
+  fi
+  awk -v t="$t" 'BEGIN { split(t, a, " "); printf "%.3f\n", a[1] + a[2] }'
+}
+
+# min_median <results file> <field 1 value...>: "min median" of the last field of the lines whose
+# first fields are the given values.
+min_median() {
+  local file=$1
+  shift
+  awk -v want="$*" '{ key = $1; for (i = 2; i < NF; i++) key = key " " $i } key == want { print $NF }' "$file" | sort -g |
+    awk '{ v[NR] = $1 } END { med = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print v[1], med }'
+}

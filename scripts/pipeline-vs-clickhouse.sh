@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The whole pipeline's cost beside ClickHouse's own JSON parse, on the same corpus:
+# ../shared/data/wikipedia_edits.jsonl written CORPUS_REPEAT times over (default 5: 91,010
+# messages), into its own table (wikipedia_edits.sql).
+#
+# The pipeline: the demo harness (integration_test/demo) starts a Pub/Sub emulator in its own
+# process, publishes the file's lines while the product's binary (bin/pubsub-to-clickhouse, on
+# the local runner, with --batchRowCount=5000 --windowSeconds=5 and the 5 s stopAfterIdle) reads,
+# converts and inserts them, and reports the pipeline process's CPU time (user + system), which
+# includes the runner, the Pub/Sub client and the INSERTs, and the idle wait before it stops.
+# ClickHouse: clickhouse-client --max_threads=1 inserting the same file as JSONEachRow into a
+# Null-engine table of the same columns (the client parses the data itself, in one thread), minus
+# the same command on the file's first line, as in scripts/parse-vs-clickhouse.sh.
+#
+# RUNS rounds (default 3) alternate the two; the script prints CPU-seconds per 100,000 messages of
+# each and their ratio, per round and as the minimum and median over the rounds. CPU time rather
+# than wall time, so that other work on the machine matters less; compare the figures of one run.
+#
+# Usage: scripts/pipeline-vs-clickhouse.sh   (or make bench-e2e-clickhouse)
+# Environment: RUNS (3), CORPUS_REPEAT (5), CLICKHOUSE_HOST (127.0.0.1), CLICKHOUSE_TCP_PORT
+# (9000), CLICKHOUSE_HTTP_PORT (8123), SHARED_DIR (../shared), BINARY (bin/pubsub-to-clickhouse,
+# built by make build), GO (go). Needs a ClickHouse server (scripts/clickhouse.sh start) and
+# clickhouse-client; it creates and drops databases of its own.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+runs=${RUNS:-3}
+repeat=${CORPUS_REPEAT:-5}
+http_port=${CLICKHOUSE_HTTP_PORT:-8123}
+shared=${SHARED_DIR:-../shared}
+binary=${BINARY:-bin/pubsub-to-clickhouse}
+db=pipeline_vs_clickhouse_$$
+work=$(mktemp -d)
+. scripts/bench-lib.sh
+cleanup() {
+  client --query "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
+  client --query "DROP DATABASE IF EXISTS ${db}_pipeline" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+[ -x "$binary" ] || { echo "no $binary: run make build" >&2; exit 1; }
+echo "building the demo harness and writing the corpus ..." >&2
+"$go" build -o "$work/demo" ./integration_test/demo
+for _ in $(seq 1 "$repeat"); do cat "$shared/data/wikipedia_edits.jsonl"; done >"$work/corpus.jsonl"
+head -n 1 "$work/corpus.jsonl" >"$work/first.jsonl"
+n=$(wc -l <"$work/corpus.jsonl" | tr -d ' ')
+
+client --query "CREATE DATABASE $db"
+sed -e "s/{table}/$db.wikipedia_edits/" "$shared/data/wikipedia_edits.sql" | grep -v '^--' | client --multiquery
+client --query "CREATE TABLE $db.wikipedia_edits_null AS $db.wikipedia_edits ENGINE = Null"
+
+# clickhouse_cpu <file>: CPU seconds of clickhouse-client inserting the file.
+clickhouse_cpu() {
+  cpu_of "$1" client --max_threads=1 --date_time_input_format=best_effort \
+    --query "INSERT INTO $db.wikipedia_edits_null FORMAT JSONEachRow"
+}
+
+# pipeline_cpu: CPU seconds of the pipeline process over the corpus (the demo harness checks that
+# every message became a row or a dead letter).
+pipeline_cpu() {
+  local out
+  if ! out=$("$work/demo" -binary "$binary" -corpus "$work/corpus.jsonl" -ddl "$shared/data/wikipedia_edits.sql" \
+    -database "${db}_pipeline" -clickhouse "clickhouse://$host:$port" -clickhouse-http "http://$host:$http_port" 2>&1); then
+    echo "$out" | tail -30 >&2
+    exit 1
+  fi
+  sed -n 's/^pipeline process CPU: \([0-9.]*\) s.*/\1/p' <<<"$out"
+}
+
+results=$work/results
+for r in $(seq 1 "$runs"); do
+  full=$(clickhouse_cpu "$work/corpus.jsonl")
+  base=$(clickhouse_cpu "$work/first.jsonl")
+  mine=$(pipeline_cpu)
+  awk -v n="$n" -v full="$full" -v base="$base" -v mine="$mine" -v r="$r/$runs" 'BEGIN {
+    if (full <= base || mine <= 0) { printf "round %s: no CPU time to compare (%s - %s s, %s s)\n", r, full, base, mine > "/dev/stderr"; exit 1 }
+    ch = (full - base) * 100000 / (n - 1); p = mine * 100000 / n
+    printf "clickhouse %.3f\npipeline %.3f\nratio %.2f\n", ch, p, p / ch
+    printf "round %s: ClickHouse %.3f - %.3f CPU-s (%.3f per 100k); pipeline %.1f CPU-s (%.2f per 100k); ratio %.1f\n", r, full, base, ch, mine, p, p / ch > "/dev/stderr"
+  }' >>"$results"
+done
+
+stat() { min_median "$results" "$@"; }
+printf '\nwikipedia_edits x%d (%d messages), CPU-seconds per 100,000 messages, min / median of %d rounds (ClickHouse %s)\n' \
+  "$repeat" "$n" "$runs" "$(client --query 'SELECT version()')"
+read -r a b <<<"$(stat clickhouse)"; printf '%-58s %7.3f / %.3f\n' "ClickHouse JSONEachRow parse (clickhouse-client, 1 thread)" "$a" "$b"
+read -r a b <<<"$(stat pipeline)"; printf '%-58s %7.2f / %.2f\n' "the pipeline process (local runner, emulator, INSERTs)" "$a" "$b"
+read -r a b <<<"$(stat ratio)"; printf '%-58s %7.1f / %.1f\n' "ratio" "$a" "$b"
