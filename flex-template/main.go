@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,9 +27,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx" // the runners, the optimized runtime, the file systems
 
-	"github.com/ch-beam/pubsub-to-clickhouse/internal/localrunner"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline/localrunner"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
@@ -173,15 +175,26 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 		return err
 	}
 	defer conn.Close()
-	t, _, err := parse.Check(ctx, conn, o.ClickHouseDatabase, o.ClickHouseTable)
+	t, conv, err := parse.CheckWith(ctx, conn, o.ClickHouseDatabase, o.ClickHouseTable, o.FromMessage())
 	var ce *chclient.ConfigError
+	var oe *convert.OptionError
 	switch {
 	case errors.As(err, &ce):
 		return err // it names its parameter
+	case errors.As(err, &oe):
+		return oe // it names its parameter (metadataColumns, unknownFieldsColumn)
 	case err != nil:
 		return fmt.Errorf("clickHouseTable: %w", err)
 	}
 	slog.Info("table checked", "table", o.ClickHouseDatabase+"."+o.ClickHouseTable, "writable columns", len(t.Writable()), "server time zone", t.ServerTimeZone)
+	columns, sources := conv.Injected()
+	for i, col := range columns {
+		where := "ignored"
+		if o.UnknownFieldsColumn != "" {
+			where = "kept in unknownFieldsColumn " + strconv.Quote(o.UnknownFieldsColumn)
+		}
+		slog.Warn(fmt.Sprintf("%s: column %q takes its value from the message, not from the payload: a field %q of the payload is %s", sources[i], col, col, where))
+	}
 	send, token, leftOut, err := chclient.ResolveSettings(ctx, conn, o.InsertSettings())
 	if err != nil {
 		return err

@@ -582,6 +582,15 @@ var regexExamples = map[string]regexExample{
 		reject: []string{"1transform", "my-function", "transform()", "obj.transform", " transform", "transform "},
 		with:   map[string]string{"javascriptTextTransformGcsPath": "gs://my-bucket/udfs/transform.js"},
 	},
+	"metadataColumns": {
+		accept: []string{"", "message_id=msg_id", "message_id=msg_id,publish_time=published_at,attribute.source=src",
+			"ordering_key=ok,attributes=attrs,attribute.a b=my column"},
+		reject: []string{"message_id", "message_id=a,", "=a", ",message_id=a", "messageId=a", "attribute.=a", "message_id=a,,ordering_key=b"},
+	},
+	"unknownFieldsColumn": {
+		accept: []string{"", "unknown_fields", "u", "extra.fields", "my column"},
+		reject: []string{" u", "u ", " "},
+	},
 	"javascriptTextTransformReloadIntervalMinutes": {
 		accept: []string{"", "0", "1", "60"},
 		reject: []string{"-1", "5m", "1.5", "08"},

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
-	"github.com/ch-beam/pubsub-to-clickhouse/internal/localrunner"
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline/localrunner"
 )
 
 // watchdogAfter is how long the package's tests may run before the watchdog ends them: well

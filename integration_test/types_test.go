@@ -400,16 +400,23 @@ func convertToValues(t *testing.T, typ, value string) any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb := &schema.Table{Database: "db", Name: "t", ServerTimeZone: "UTC", Columns: []schema.Column{{Name: "x", TypeName: typ, Type: ct}}}
-	conv, err := convert.New(tb)
-	if err != nil {
-		t.Fatal(err)
-	}
 	payload := `{}`
 	if value != "" {
 		payload = `{"x":` + value + `}`
 	}
-	row, err := conv.Convert(nil, []byte(payload))
+	return toValues(t, ct, payload, convert.Options{}, nil)
+}
+
+// toValues converts payload, with the columns of o filled from m, over a one-column table x of
+// type ct and returns the Go slice that the write stage appends to clickhouse-go's batch column.
+func toValues(t *testing.T, ct *chtype.Type, payload string, o convert.Options, m *convert.Meta) any {
+	t.Helper()
+	tb := &schema.Table{Database: "db", Name: "t", ServerTimeZone: "UTC", Columns: []schema.Column{{Name: "x", TypeName: ct.String(), Type: ct}}}
+	conv, err := convert.NewWith(tb, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := conv.ConvertMessage(nil, []byte(payload), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +438,12 @@ func convertToValues(t *testing.T, typ, value string) any {
 // batch.Column(0).Append does.
 func encodeColumn(t *testing.T, typ, value string) column.Interface {
 	t.Helper()
-	values := convertToValues(t, typ, value)
+	return encodeValues(t, typ, convertToValues(t, typ, value))
+}
+
+// encodeValues appends values to clickhouse-go's column of type typ.
+func encodeValues(t *testing.T, typ string, values any) column.Interface {
+	t.Helper()
 	b := proto.NewBlock()
 	b.ServerContext = serverContext
 	if err := b.AddColumn("x", column.Type(typ)); err != nil {
@@ -450,7 +462,13 @@ func encodeColumn(t *testing.T, typ, value string) column.Interface {
 // decodes it with clickhouse-go and returns the row it reads.
 func clickhouseGoRoundTrip(t *testing.T, typ, value string) any {
 	t.Helper()
-	col := encodeColumn(t, typ, value)
+	return roundTripColumn(t, typ, encodeColumn(t, typ, value))
+}
+
+// roundTripColumn encodes col in the Native format, decodes it with clickhouse-go and returns
+// the row it reads.
+func roundTripColumn(t *testing.T, typ string, col column.Interface) any {
+	t.Helper()
 	b := proto.NewBlock()
 	b.ServerContext = serverContext
 	b.Columns = []column.Interface{col}

@@ -12,6 +12,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/ack"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/batch"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/source"
@@ -60,6 +61,16 @@ func (o Options) UDF() (udf.Config, bool) {
 		Function: o.JavascriptTextTransformFunctionName,
 		Reload:   time.Duration(o.JavascriptTextTransformReloadIntervalMinutes) * time.Minute,
 	}, o.JavascriptTextTransformGcsPath != "" && o.JavascriptTextTransformFunctionName != ""
+}
+
+// FromMessage returns the columns of o filled from the message instead of the payload
+// (metadataColumns, unknownFieldsColumn); o must be valid (Options.Validate).
+func (o Options) FromMessage() convert.Options {
+	m, err := convert.ParseMetadataColumns(o.MetadataColumns)
+	if err != nil {
+		panic(fmt.Sprintf("pipeline: metadataColumns: %v", err)) // Validate refuses it
+	}
+	return convert.Options{Metadata: m, UnknownFields: o.UnknownFieldsColumn}
 }
 
 // Mode returns the batching mode of windowSeconds and batchRowCount.
@@ -165,15 +176,17 @@ func BuildFrom(s beam.Scope, o Options, src Source, msgs beam.PCollection) {
 		ClickHouse:    o.ClickHouse(),
 		Table:         o.ClickHouseTable,
 		SchemaRefresh: time.Duration(o.SchemaRefreshSeconds) * time.Second,
+		FromMessage:   o.FromMessage(),
 	}, msgs)
 	batches := batch.Config{Mode: mode, Shards: shards, ProcessingTimeTimers: src == DataflowSource}
 
 	rejected, inserted := write.Write(s, write.Config{
-		ClickHouse: o.ClickHouse(),
-		Table:      o.ClickHouseTable,
-		Settings:   o.InsertSettings(),
-		Retry:      o.Retry(),
-		MaxRows:    mode.Rows,
+		ClickHouse:  o.ClickHouse(),
+		Table:       o.ClickHouseTable,
+		Settings:    o.InsertSettings(),
+		Retry:       o.Retry(),
+		MaxRows:     mode.Rows,
+		FromMessage: o.FromMessage(),
 	}, batch.Rows(s, batches, rows))
 
 	deadLettered := deadletter.Write(s, deadletter.Config{

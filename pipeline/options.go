@@ -156,6 +156,18 @@ type Options struct {
 	// failing INSERT). It must not be negative.
 	SchemaRefreshSeconds int
 
+	// MetadataColumns (flag metadataColumns, optional; "" = none) are the columns that take the
+	// message's metadata instead of the payload's fields of their names: comma-separated
+	// KEY=column pairs, KEY one of message_id, publish_time, ordering_key, attributes and
+	// attribute.NAME (convert.ParseMetadataColumns; docs/conversion.md). Each column must exist
+	// and take its value: checked at start-up against the table.
+	MetadataColumns string
+
+	// UnknownFieldsColumn (flag unknownFieldsColumn, optional; "" = none) is a String or
+	// Map(String, String) column that takes the payload's fields that give the row no value, as
+	// one JSON object of their keys and values as written. Not also a column of MetadataColumns.
+	UnknownFieldsColumn string
+
 	// JavascriptTextTransformGcsPath (flag javascriptTextTransformGcsPath, optional; "" = no UDF)
 	// is the JavaScript file of the user-defined function that reshapes each message before it is
 	// converted: gs://<bucket>/<object>, or a local path for local runs. Set it and

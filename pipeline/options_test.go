@@ -26,7 +26,7 @@ var allFlags = []string{
 	"clickHouseClientKey", "clickHouseCompression", "clickHouseDeadLetterTable", "deadLetterTopic", "windowSeconds", "batchRowCount", "maxInsertBlockSize", "maxRetries",
 	"insertDeduplicate", "insertQuorum", "insertDistributedSync",
 	"numShards", "retryInitialBackoffMillis", "retryMaxBackoffMillis", "stopAfterIdle",
-	"schemaRefreshSeconds", "javascriptTextTransformGcsPath", "javascriptTextTransformFunctionName",
+	"schemaRefreshSeconds", "metadataColumns", "unknownFieldsColumn", "javascriptTextTransformGcsPath", "javascriptTextTransformFunctionName",
 	"javascriptTextTransformReloadIntervalMinutes",
 }
 
@@ -167,6 +167,8 @@ func TestUsage(t *testing.T) {
 		"retryMaxBackoffMillis":                        {"milliseconds", "(default 60000)"},
 		"stopAfterIdle":                                {"Local runner only", "seconds", "Optional, unset by default"},
 		"schemaRefreshSeconds":                         {"schema", "seconds", "(default 60)"},
+		"metadataColumns":                              {"KEY=column", "attribute.NAME", "Optional, unset by default"},
+		"unknownFieldsColumn":                          {"column", "Map(String, String)", "Optional, unset by default"},
 		"javascriptTextTransformGcsPath":               {"JavaScript", "gs://<bucket>/<object>", "local path", "Optional, unset by default"},
 		"javascriptTextTransformFunctionName":          {"function", "Optional, unset by default"},
 		"javascriptTextTransformReloadIntervalMinutes": {"minutes", "0 = never", "(default 0)"},
@@ -423,6 +425,9 @@ func TestValidateAcceptsValid(t *testing.T) {
 		{"UDF in a local file, function of every allowed character", func(o *Options) {
 			o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName = "udfs/my udf.js", "$reshape_2"
 		}},
+		{"metadata and unknown fields columns", func(o *Options) {
+			o.MetadataColumns, o.UnknownFieldsColumn = "message_id=msg_id,publish_time=published_at,attribute.source=src,attributes=attrs", "unknown fields"
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -639,6 +644,18 @@ func TestValidateRules(t *testing.T) {
 		{"insertQuorum negative", func(o *Options) { o.InsertQuorum = GivenInt(-1) },
 			"insertQuorum", "-1", "must be 0 or more replicas"},
 
+		// Columns from the message.
+		{"metadataColumns malformed", func(o *Options) { o.MetadataColumns = "message_id=a,publish_time" },
+			"metadataColumns", "message_id=a,publish_time", `pair "publish_time" has no "="; give KEY=column`},
+		{"metadataColumns unknown key", func(o *Options) { o.MetadataColumns = "attribute=a" },
+			"metadataColumns", "attribute=a", `pair "attribute=a" has the unknown key "attribute"; KEY is one of message_id, publish_time, ordering_key, attributes and attribute.NAME`},
+		{"metadataColumns a column twice", func(o *Options) { o.MetadataColumns = "message_id=a,ordering_key=a" },
+			"metadataColumns", "message_id=a,ordering_key=a", `pair "ordering_key=a" names the column "a", which "message_id=a" already fills; a column takes one value`},
+		{"unknownFieldsColumn blank", func(o *Options) { o.UnknownFieldsColumn = " " }, "unknownFieldsColumn", " ", "is blank"},
+		{"unknownFieldsColumn spaced", func(o *Options) { o.UnknownFieldsColumn = "u " }, "unknownFieldsColumn", "u ", "must not start or end with spaces"},
+		{"unknownFieldsColumn a metadata column", func(o *Options) { o.MetadataColumns, o.UnknownFieldsColumn = "attributes=u", "u" },
+			"unknownFieldsColumn", "u", "is also named in metadataColumns (attributes=u); a column takes one value"},
+
 		// The JavaScript UDF.
 		{"UDF path without a function", func(o *Options) { o.JavascriptTextTransformGcsPath = "gs://b/udf.js" },
 			"javascriptTextTransformFunctionName", "", "is unset but javascriptTextTransformGcsPath is set"},
@@ -851,6 +868,7 @@ func TestString(t *testing.T) {
 		`windowSeconds=unset batchRowCount=5000 maxInsertBlockSize=1000000 maxRetries=5 ` +
 		`insertDeduplicate=true insertQuorum=0 insertDistributedSync=true ` +
 		`numShards=0 retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 stopAfterIdle=unset schemaRefreshSeconds=60 ` +
+		`metadataColumns="" unknownFieldsColumn="" ` +
 		`javascriptTextTransformGcsPath="" javascriptTextTransformFunctionName="" javascriptTextTransformReloadIntervalMinutes=0`
 	if got := o.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)

@@ -5,10 +5,12 @@ package pipeline
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
@@ -221,6 +223,31 @@ var parameters = []parameter{
 		rule:  atLeast(0, "must be 0 (never) or more seconds (default %d)"),
 	},
 	{
+		name: "metadataColumns", group: "Target", kind: kindString,
+		field: func(o *Options) any { return &o.MetadataColumns },
+		usage: "Columns that take the message's metadata instead of a payload field: comma-separated `KEY=column` pairs, KEY one of " +
+			"message_id, publish_time, ordering_key, attributes and attribute.NAME (message_id=msg_id,publish_time=published_at,attribute.source=src). " +
+			"Optional, unset by default.",
+		rule: func(p parameter, o Options) string { return metadataRule(p.str(o)) },
+	},
+	{
+		name: "unknownFieldsColumn", group: "Target", kind: kindString,
+		field: func(o *Options) any { return &o.UnknownFieldsColumn },
+		usage: "A String or Map(String, String) `column` that takes, as one JSON object, the payload's fields that give the row no value " +
+			"(no such column), keys and values as written. Optional, unset by default.",
+		rule: notBlank("a column name", func(p parameter, o Options) string {
+			v := p.str(o)
+			if strings.TrimSpace(v) != v {
+				return "must not start or end with spaces"
+			}
+			m, _ := convert.ParseMetadataColumns(o.MetadataColumns)
+			if i := slices.IndexFunc(m, func(m convert.MetadataColumn) bool { return m.Column == v }); i >= 0 {
+				return fmt.Sprintf("is also named in metadataColumns (%s); a column takes one value", m[i])
+			}
+			return ""
+		}),
+	},
+	{
 		name: "javascriptTextTransformGcsPath", group: "JavaScript UDF", kind: kindString,
 		field: func(o *Options) any { return &o.JavascriptTextTransformGcsPath },
 		usage: "JavaScript `file` of a user-defined function that reshapes each message before it is converted: gs://<bucket>/<object>, " +
@@ -254,6 +281,15 @@ var parameters = []parameter{
 		usage: "How often each worker reads the UDF's file again, in `minutes`, so that a changed function takes effect without a restart; 0 = never.",
 		rule:  atLeast(0, "must be 0 (never) or more minutes (default %d)"),
 	},
+}
+
+// metadataRule returns what is wrong with a metadataColumns value (convert.ParseMetadataColumns),
+// "" if nothing.
+func metadataRule(v string) string {
+	if _, err := convert.ParseMetadataColumns(v); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // gcsObject reports whether v is gs://<bucket>/<object>.

@@ -62,6 +62,10 @@ type column struct {
 	nullable   bool // Nullable, possibly under LowCardinality
 	array      bool // Array: null and missing give []
 	isString   bool // the encoder is stringEncoder: a JSON string can be scanned into the row (appendField)
+	// origin is what fills the column instead of the payload's field of its name
+	// ("metadataColumns publish_time=ts", "unknownFieldsColumn"), "" for the payload (metadata.go).
+	origin string
+	meta   bool // a metadata column: its value is known before the payload is scanned
 }
 
 // Converter converts payloads into rows of one table. It keeps scratch buffers, so one Converter
@@ -83,6 +87,7 @@ type Converter struct {
 	elemFields map[string]int // "t.a" for element a of a Tuple or Nested column t -> t's index
 
 	eager   bool    // the table has no groups: scanFields may encode the columns
+	meta    *Meta   // the metadata of the current message (ConvertMessage)
 	fields  []value // per column, the field's value in the current payload
 	scratch []byte  // unescaped string text
 
@@ -95,12 +100,28 @@ type Converter struct {
 	cells       []cell      // scratch of expandArray
 	seen        []int       // scratch of expandArray
 	synth       []byte      // the arrays expandArray builds
+
+	// Columns filled from the message (metadata.go).
+	injected   []injection    // the metadata columns; nil when none
+	unknownCol int            // the column of the unknown fields, -1 when none
+	unknown    []unknownField // per payload, its fields that give the row no value
+	unknownBuf []byte         // their JSON object
+	metaBuf    []byte         // the metadata values as JSON text
+	metaSpans  []metaSpan     // scratch of setMeta
+	attrKeys   []string       // scratch of appendAttributes
 }
 
 // New builds the converter for t's writable columns. Every column type must have a converter:
 // otherwise the error is an *UnsupportedTypeError naming the first such column, so that the
 // pipeline stops at start-up instead of dead-lettering every message.
-func New(t *schema.Table) (*Converter, error) {
+func New(t *schema.Table) (*Converter, error) { return NewWith(t, Options{}) }
+
+// NewWith is New with columns filled from the message instead of the payload's fields of their
+// names (metadata.go): o.Metadata's columns take the message's metadata, o.UnknownFields the
+// payload's fields that give the row no value. A pair or column of o that does not fit the
+// table (no such writable column, a type that cannot take the value, a column named twice) is an
+// *OptionError.
+func NewWith(t *schema.Table, o Options) (*Converter, error) {
 	serverLoc, err := loadZone(t.ServerTimeZone)
 	if err != nil {
 		return nil, fmt.Errorf("server time zone: %w", err)
@@ -126,9 +147,12 @@ func New(t *schema.Table) (*Converter, error) {
 		})
 	}
 	c.fields = make([]value, len(c.columns))
+	if err := c.applyOptions(t, o); err != nil {
+		return nil, err
+	}
 	for i, name := range c.names {
 		key := name + `"`
-		if c.index[name] != i || strings.ContainsAny(name, "\"\\") || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 }) >= 0 {
+		if j, ok := c.index[name]; !ok || j != i || strings.ContainsAny(name, "\"\\") || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 }) >= 0 {
 			key = "" // the index names another column, or a key needs escapes
 		}
 		c.keys = append(c.keys, key)
@@ -266,13 +290,25 @@ func loadZone(name string) (*time.Location, error) {
 
 // Convert appends the RowBinaryWithDefaults encoding of payload's row to dst. The error is a
 // *PayloadError when the payload is not one JSON object, else a *RowError with one *ValueError per
-// column that cannot take its field.
+// column that cannot take its field. The metadata columns of NewWith are absent (missing fields);
+// use ConvertMessage to give them values.
 func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
+	return c.ConvertMessage(dst, payload, nil)
+}
+
+// ConvertMessage is Convert for a message whose metadata m fills the metadata columns of
+// NewWith (nil: their values are absent). An error of such a column names its source
+// (ValueError.Origin).
+func (c *Converter) ConvertMessage(dst []byte, payload []byte, m *Meta) ([]byte, error) {
+	c.meta = m
 	row, done, err := c.scanFields(dst, payload)
 	if err != nil {
 		return dst, err
 	}
 	dst = row
+	if c.unknownCol >= 0 {
+		c.setUnknown()
+	}
 	if c.groupsGiven {
 		c.expandGroups()
 	}
@@ -300,6 +336,12 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 				ve = &ValueError{Value: quote(v.raw), Rule: err.Error()}
 			}
 			ve.Column, ve.Type = c.columns[i].name, c.columns[i].typeName
+			if o := c.columns[i].origin; o != "" {
+				ve.Origin = o
+				if v.kind == kindNone {
+					ve.Rule = c.missingRule(i)
+				}
+			}
 			errs = append(errs, ve)
 		}
 	}
@@ -356,6 +398,12 @@ func (c *Converter) appendAbsent(dst []byte, col *column, isNull bool) ([]byte, 
 func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) {
 	clear(c.fields)
 	c.resetGroups()
+	if c.injected != nil {
+		c.setMeta(c.meta)
+	}
+	if c.unknownCol >= 0 {
+		c.unknown = c.unknown[:0]
+	}
 	if !validUTF8(b) {
 		return dst, 0, &PayloadError{Rule: fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b))}
 	}
@@ -450,15 +498,29 @@ func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) 
 					if row, err := c.encodeColumn(dst, col, v); err == nil {
 						dst = row
 						done++
+						for c.injected != nil && done < len(c.columns) && c.columns[done].meta {
+							if dst, ok = c.encodeInjected(dst, done); !ok {
+								eager = false
+								break
+							}
+							done++
+						}
 					} else {
 						dst, eager = row[:start], false
 					}
 				} else {
 					eager = false
 				}
-			} else if c.groupIndex != nil || c.elemFields != nil {
-				if err := c.otherField(name, v); err != nil {
-					return dst, 0, err
+			} else {
+				taken := false
+				if c.groupIndex != nil || c.elemFields != nil {
+					var err error
+					if taken, err = c.otherField(name, v); err != nil {
+						return dst, 0, err
+					}
+				}
+				if !taken && c.unknownCol >= 0 {
+					c.unknown = append(c.unknown, unknownField{key: b[keyStart:keyEnd], val: v.raw})
 				}
 			}
 			if i = end; i >= len(b) || b[i] != ',' && b[i] != '}' {
@@ -518,6 +580,12 @@ loop:
 				break
 			}
 		} else if k := c.keys[col]; k == "" || len(b)-i <= len(k) || b[i] != '"' || string(b[i+1:i+1+len(k)]) != k {
+			if k == "" && c.injected != nil {
+				var ok bool
+				if dst, ok = c.encodeInjected(dst, col); ok {
+					continue // a metadata column: no field of the payload
+				}
+			}
 			break
 		}
 		j := skipSpace(b, i+1+len(c.keys[col]))

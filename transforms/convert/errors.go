@@ -20,17 +20,25 @@ type ValueError struct {
 	Path   string // within the value: "" for the value itself, "[1]" for an array's second element
 	Value  string // the offending JSON text, cut to 100 bytes; "" for a missing field
 	Rule   string // the rule it breaks, e.g. "is out of range for UInt8 (0 to 255)"
+	// Origin is what gave the value instead of the payload's field of the column's name:
+	// "metadataColumns attribute.n=n", "unknownFieldsColumn"; "" for the payload.
+	Origin string
 }
 
+// Error returns `column "c" (T): <value> <rule>`; with an Origin, `column "c" (T, from <origin>): ...`.
 func (e *ValueError) Error() string {
 	path := ""
 	if e.Path != "" {
 		path = "element " + e.Path + ": "
 	}
-	if e.Value == "" {
-		return fmt.Sprintf("column %q (%s): %s%s", e.Column, e.Type, path, e.Rule)
+	typ := e.Type
+	if e.Origin != "" {
+		typ += ", from " + e.Origin
 	}
-	return fmt.Sprintf("column %q (%s): %s%s %s", e.Column, e.Type, path, e.Value, e.Rule)
+	if e.Value == "" {
+		return fmt.Sprintf("column %q (%s): %s%s", e.Column, typ, path, e.Rule)
+	}
+	return fmt.Sprintf("column %q (%s): %s%s %s", e.Column, typ, path, e.Value, e.Rule)
 }
 
 // RowError lists the columns of one payload that cannot take their fields, in table order.

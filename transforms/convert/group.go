@@ -43,6 +43,9 @@ type cell struct {
 // when there are none.
 func (c *Converter) buildGroups(t *schema.Table) {
 	for i := range c.columns {
+		if c.columns[i].origin != "" {
+			continue // filled from the message, never from a field (metadata.go)
+		}
 		name := c.columns[i].name
 		for j := 1; j < len(name); j++ {
 			if name[j] != '.' {
@@ -161,23 +164,24 @@ func (c *Converter) resetGroups() {
 }
 
 // otherField handles a top-level field that names no writable column: a group's field, or a
-// field that names an element of a Tuple or Nested column. Other fields are ignored.
-func (c *Converter) otherField(name []byte, v value) error {
+// field that names an element of a Tuple or Nested column; it reports whether the field was one
+// of those (taken). Other fields are ignored (or kept for unknownFieldsColumn).
+func (c *Converter) otherField(name []byte, v value) (taken bool, err error) {
 	if g, ok := c.groupIndex[string(name)]; ok {
 		gr := &c.groups[g]
 		if c.groupVals[g].kind != kindNone {
-			return &PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
+			return true, &PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
 		}
 		c.groupVals[g] = v
 		c.groupsGiven = true
 		if gr.shadow != "" {
 			c.groupError(g, v, "", fmt.Sprintf("is the value of a field that names both the %s column %q, which is never written, and the columns under %q; which is meant is ambiguous", gr.shadow, gr.name, gr.name+"."))
-			return nil
+			return true, nil
 		}
 		for _, i := range gr.cols {
 			if c.fields[i].kind != kindNone {
 				c.groupConflict(g, c.columns[i].name)
-				return nil
+				return true, nil
 			}
 		}
 		for _, q := range gr.related {
@@ -189,17 +193,18 @@ func (c *Converter) otherField(name []byte, v value) error {
 			} else {
 				c.groupConflict(g, c.groups[q].name)
 			}
-			return nil
+			return true, nil
 		}
-		return nil
+		return true, nil
 	}
 	if i, ok := c.elemFields[string(name)]; ok {
 		col := &c.columns[i]
 		elem := string(name[len(col.name)+1:])
 		c.late = append(c.late, lateError{at: i, err: &ValueError{Column: col.name, Type: col.typeName, Value: quote(v.raw),
 			Rule: fmt.Sprintf("is the value of the field %q, which is not a column: %s is an element of the column %q; give it inside the field %q", name, elem, col.name, col.name)}})
+		return true, nil
 	}
-	return nil
+	return false, nil
 }
 
 // directUnderGroup checks that column i, just given a field of its own, is not under a group

@@ -21,6 +21,7 @@ type Tracker struct {
 	Stage    string // the stage's name, for the log: "parse", "write"
 	Database string
 	Table    string
+	Options  Options // the columns filled from the message (NewWith), kept at every refresh
 
 	table *schema.Table
 	conv  *Converter
@@ -42,7 +43,7 @@ func (t *Tracker) Refresh(ctx context.Context, conn driver.Conn) error {
 // Set takes tab as the table's schema and builds its converter, as Refresh does after reading it
 // (tests and benchmarks set a schema without a server).
 func (t *Tracker) Set(tab *schema.Table) error {
-	conv, err := New(tab)
+	conv, err := NewWith(tab, t.Options)
 	if err != nil {
 		if t.conv != nil {
 			return fmt.Errorf("table %s.%s changed: %w", t.Database, t.Table, err)

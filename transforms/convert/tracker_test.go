@@ -45,3 +45,33 @@ func TestTracker(t *testing.T) {
 		t.Errorf("a new column: %v, same hash %v", err, tr.Converter().SchemaHash() == first.SchemaHash())
 	}
 }
+
+// TestTrackerKeepsColumnsFromTheMessage: a schema refresh builds the new converter with the same
+// metadata and unknown-fields columns, and a refresh that drops one keeps the current converter.
+func TestTrackerKeepsColumnsFromTheMessage(t *testing.T) {
+	tr := &Tracker{Stage: "test", Database: "db", Table: "t", Options: Options{Metadata: []MetadataColumn{{Key: "message_id", Column: "b"}}, UnknownFields: "c"}}
+	if err := tr.Set(trackerTable(t, "UInt8", "String", "String")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Set(trackerTable(t, "UInt8", "String", "String", "UInt8")); err != nil { // column d added
+		t.Fatal(err)
+	}
+	row, err := tr.Converter().ConvertMessage(nil, []byte(`{"a":1,"b":"payload","d":2,"e":3}`), &Meta{ID: "m1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a = 1; b = "m1"; c = {"b":"payload","e":3}; d = 2.
+	want := "\x00\x01" + "\x00\x02m1" + "\x00\x15" + `{"b":"payload","e":3}` + "\x00\x02"
+	if string(row) != want {
+		t.Errorf("row %q, want %q", row, want)
+	}
+	dropped := trackerTable(t, "UInt8")
+	dropped.Name = "t"
+	err = tr.Set(dropped)
+	if want := `table db.t changed: metadataColumns: pair "message_id=b": the table t has no column "b"`; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	if got := tr.Converter().Columns(); len(got) != 4 {
+		t.Errorf("after a failed refresh the converter has columns %v, want the four of the last schema", got)
+	}
+}

@@ -16,14 +16,16 @@ import (
 //
 //	Rows       count, then each Row
 //	Row        len(MessageID) MessageID, len(AckID) AckID, Schema (8 bytes, little-endian),
-//	           attributes, len(Payload) Payload, original
+//	           attributes, len(Payload) Payload, original, metadata
 //	Messages   count, then each Message
 //	Message    len(ID) ID, len(AckID) AckID, PublishTimeMillis (zig-zag varint), attributes,
-//	           len(Data) Data, original
+//	           len(Data) Data, original, len(OrderingKey) OrderingKey
 //	original   0 when not Transformed, else len(Original)+1 and Original (the JavaScript UDF's input)
+//	metadata   0 when PublishTimeMillis is 0 and OrderingKey empty, else 1, PublishTimeMillis
+//	           (zig-zag varint), len(OrderingKey) OrderingKey
 //	attributes count, then len(key) key, len(value) value for each, by key order
 //
-// so a row costs its payload and ids plus about 12 bytes (EncodedRowsSize). Decoded payloads
+// so a row costs its payload and ids plus about 13 bytes (EncodedRowsSize). Decoded payloads
 // share the element's buffer, which Beam gives to each decode afresh.
 func init() {
 	beam.RegisterCoder(reflect.TypeOf(Rows{}), EncodeRows, DecodeRows)
@@ -41,6 +43,11 @@ func EncodeRows(rs Rows) []byte {
 		b = appendAttributes(b, r.Attributes)
 		b = appendBytes(b, r.Payload)
 		b = appendOriginal(b, r.Transformed, r.Original)
+		if r.PublishTimeMillis == 0 && r.OrderingKey == "" {
+			b = append(b, 0)
+		} else {
+			b = appendString(binary.AppendVarint(append(b, 1), r.PublishTimeMillis), r.OrderingKey)
+		}
 	}
 	return b
 }
@@ -50,7 +57,7 @@ func EncodedRowsSize(rs Rows) int {
 	n := binary.MaxVarintLen64
 	for i := range rs.Rows {
 		r := &rs.Rows[i]
-		n += 5*binary.MaxVarintLen32 + 8 + len(r.MessageID) + len(r.AckID) + len(r.Payload) + len(r.Original) + attributesSize(r.Attributes)
+		n += 7*binary.MaxVarintLen32 + 8 + binary.MaxVarintLen64 + len(r.MessageID) + len(r.AckID) + len(r.Payload) + len(r.Original) + len(r.OrderingKey) + attributesSize(r.Attributes)
 	}
 	return n
 }
@@ -68,6 +75,14 @@ func DecodeRows(b []byte) (Rows, error) {
 		r.Attributes = d.attributes()
 		r.Payload = d.bytes()
 		r.Transformed, r.Original = d.original()
+		switch d.uvarint() {
+		case 0:
+		case 1:
+			r.PublishTimeMillis = d.varint()
+			r.OrderingKey = d.string()
+		default:
+			d.err = errCorrupt
+		}
 		rs.Rows = append(rs.Rows, r)
 	}
 	return rs, d.done("Rows")
@@ -78,7 +93,7 @@ func EncodeMessages(ms Messages) []byte {
 	n := binary.MaxVarintLen64
 	for i := range ms.Messages {
 		m := &ms.Messages[i]
-		n += 4*binary.MaxVarintLen32 + binary.MaxVarintLen64 + len(m.ID) + len(m.AckID) + len(m.Data) + len(m.Original) + attributesSize(m.Attributes)
+		n += 5*binary.MaxVarintLen32 + binary.MaxVarintLen64 + len(m.ID) + len(m.AckID) + len(m.Data) + len(m.Original) + len(m.OrderingKey) + attributesSize(m.Attributes)
 	}
 	b := binary.AppendUvarint(make([]byte, 0, n), uint64(len(ms.Messages)))
 	for i := range ms.Messages {
@@ -89,6 +104,7 @@ func EncodeMessages(ms Messages) []byte {
 		b = appendAttributes(b, m.Attributes)
 		b = appendBytes(b, m.Data)
 		b = appendOriginal(b, m.Transformed, m.Original)
+		b = appendString(b, m.OrderingKey)
 	}
 	return b
 }
@@ -106,6 +122,7 @@ func DecodeMessages(b []byte) (Messages, error) {
 		m.Attributes = d.attributes()
 		m.Data = d.bytes()
 		m.Transformed, m.Original = d.original()
+		m.OrderingKey = d.string()
 		ms.Messages = append(ms.Messages, m)
 	}
 	return ms, d.done("Messages")

@@ -23,6 +23,9 @@ func TestRowsRoundTrip(t *testing.T) {
 			{Payload: []byte(strings.Repeat("x", 300)), MessageID: "ü"},
 			{Payload: []byte(`{"b":1}`), MessageID: "m4", Transformed: true, Original: []byte(`{"a":1}`)},
 			{Payload: []byte(`{}`), MessageID: "m5", Transformed: true, Original: []byte{}},
+			{Payload: []byte(`{}`), MessageID: "m6", PublishTimeMillis: 1_700_000_000_123, OrderingKey: "user-7"},
+			{Payload: []byte(`{}`), MessageID: "m7", PublishTimeMillis: -1},
+			{Payload: []byte(`{}`), MessageID: "m8", OrderingKey: "k", Transformed: true, Original: []byte("o")},
 		}},
 	} {
 		got, err := flow.DecodeRows(flow.EncodeRows(in))
@@ -37,7 +40,7 @@ func TestRowsRoundTrip(t *testing.T) {
 
 func TestMessagesRoundTrip(t *testing.T) {
 	in := flow.Messages{Messages: []flow.Message{
-		{ID: "1", Data: []byte("{}"), Attributes: map[string]string{"k": "v"}, PublishTimeMillis: 1_700_000_000_123, AckID: "a"},
+		{ID: "1", Data: []byte("{}"), Attributes: map[string]string{"k": "v"}, PublishTimeMillis: 1_700_000_000_123, AckID: "a", OrderingKey: "user-7"},
 		{ID: "2", PublishTimeMillis: -5},
 		{ID: "3", Data: []byte("{}"), Transformed: true, Original: []byte("orig")},
 	}}
@@ -55,14 +58,25 @@ func TestMessagesRoundTrip(t *testing.T) {
 
 // TestDecodeRejectsCorruptBytes: every strict prefix, and trailing bytes, are errors, not panics.
 func TestDecodeRejectsCorruptBytes(t *testing.T) {
-	b := flow.EncodeRows(flow.Rows{Rows: []flow.Row{{Payload: []byte("abc"), MessageID: "m", Attributes: map[string]string{"k": "v"}}}})
-	for n := 0; n < len(b); n++ {
-		if _, err := flow.DecodeRows(b[:n]); err == nil {
-			t.Errorf("DecodeRows of the first %d of %d bytes: no error", n, len(b))
+	for _, r := range []flow.Row{
+		{Payload: []byte("abc"), MessageID: "m", Attributes: map[string]string{"k": "v"}},
+		{Payload: []byte("abc"), MessageID: "m", PublishTimeMillis: 1_700_000_000_123, OrderingKey: "key"},
+	} {
+		b := flow.EncodeRows(flow.Rows{Rows: []flow.Row{r}})
+		for n := 0; n < len(b); n++ {
+			if _, err := flow.DecodeRows(b[:n]); err == nil {
+				t.Errorf("DecodeRows of the first %d of %d bytes: no error", n, len(b))
+			}
+		}
+		if _, err := flow.DecodeRows(append(b, 0)); err == nil {
+			t.Error("DecodeRows with a trailing byte: no error")
 		}
 	}
-	if _, err := flow.DecodeRows(append(b, 0)); err == nil {
-		t.Error("DecodeRows with a trailing byte: no error")
+	m := flow.EncodeMessages(flow.Messages{Messages: []flow.Message{{ID: "m", Data: []byte("{}"), PublishTimeMillis: 7, OrderingKey: "key"}}})
+	for n := 0; n < len(m); n++ {
+		if _, err := flow.DecodeMessages(m[:n]); err == nil {
+			t.Errorf("DecodeMessages of the first %d of %d bytes: no error", n, len(m))
+		}
 	}
 }
 

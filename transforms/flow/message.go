@@ -13,6 +13,8 @@ type Message struct {
 	Attributes map[string]string
 	// PublishTimeMillis is the publish time in Unix milliseconds (UTC).
 	PublishTimeMillis int64
+	// OrderingKey is the message's ordering key (Pub/Sub's ordering_key); empty when it has none.
+	OrderingKey string
 	// AckID acknowledges the message on a subscription (the local source). Empty on Dataflow, where
 	// the service acknowledges at its own checkpoints.
 	AckID string

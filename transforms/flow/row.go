@@ -21,6 +21,12 @@ type Row struct {
 	// Attributes are the source message's attributes (nil when it has none), for its dead letter
 	// if the server rejects the row.
 	Attributes map[string]string
+	// PublishTimeMillis and OrderingKey are the source message's publish time (Unix
+	// milliseconds) and ordering key, which the write stage's conversion needs for the columns of
+	// metadataColumns; the parse stage sets them only when the template has metadata columns
+	// (else 0 and "", which cost one byte in the coder).
+	PublishTimeMillis int64
+	OrderingKey       string
 	// Transformed is whether Payload is the JavaScript UDF's output; Original then holds the
 	// payload as published, for the row's dead letter.
 	Transformed bool

@@ -57,6 +57,9 @@ type Config struct {
 	ClickHouse    chclient.Config // the connection, to read the table's schema
 	Table         string          // the target table, in ClickHouse.Database
 	SchemaRefresh time.Duration   // how often to read the schema again; 0 never
+	// FromMessage are the columns filled from the message instead of the payload
+	// (metadataColumns, unknownFieldsColumn; see convert.NewWith); zero for none.
+	FromMessage convert.Options
 }
 
 // parseFn converts messages into rows. Exported fields are its configuration (serialised to
@@ -68,13 +71,14 @@ type parseFn struct {
 	tracker   *convert.Tracker
 	attempted time.Time // the last refresh attempt, failed or not
 	buf       []byte
+	meta      convert.Meta // the current message's metadata, for the metadata columns
 }
 
 // Setup reads the secrets the configuration names (chclient.Config.Resolve), fetches the table's
 // schema and builds the converter. An unsupported column type fails here, before any message is
 // read.
 func (f *parseFn) Setup(ctx context.Context) error {
-	f.tracker = &convert.Tracker{Stage: "parse", Database: f.ClickHouse.Database, Table: f.Table}
+	f.tracker = &convert.Tracker{Stage: "parse", Database: f.ClickHouse.Database, Table: f.Table, Options: f.FromMessage}
 	_, err := chclient.SetupRetry.Do(ctx, func() error {
 		if f.ch == nil {
 			var err error
@@ -117,7 +121,14 @@ func (f *parseFn) refreshSchema(ctx context.Context) {
 // table or an unsupported column type stops the launch with a clear message instead of failing
 // on workers.
 func Check(ctx context.Context, conn driver.Conn, database, table string) (*schema.Table, *convert.Converter, error) {
-	t := &convert.Tracker{Stage: "parse", Database: database, Table: table}
+	return CheckWith(ctx, conn, database, table, convert.Options{})
+}
+
+// CheckWith is Check for a stage with columns filled from the message (Config.FromMessage): a
+// pair of metadataColumns or an unknownFieldsColumn that does not fit the table is a
+// *convert.OptionError (wrapped), naming its parameter.
+func CheckWith(ctx context.Context, conn driver.Conn, database, table string, o convert.Options) (*schema.Table, *convert.Converter, error) {
+	t := &convert.Tracker{Stage: "parse", Database: database, Table: table, Options: o}
 	if err := t.Refresh(ctx, conn); err != nil {
 		return nil, nil, err
 	}
@@ -129,11 +140,18 @@ func (f *parseFn) ProcessElement(ctx context.Context, ms flow.Messages, emitRows
 	f.refreshSchema(ctx)
 	conv := f.tracker.Converter()
 	schemaHash := conv.SchemaHash()
+	withMeta := len(f.FromMessage.Metadata) > 0
 	var rows flow.Rows
 	for _, m := range ms.Messages {
 		messagePayloadBytes.Update(ctx, int64(len(m.Data)))
 		var err error
-		if f.buf, err = conv.Convert(f.buf[:0], m.Data); err != nil {
+		if withMeta {
+			f.meta = convert.Meta{ID: m.ID, PublishTimeMillis: m.PublishTimeMillis, OrderingKey: m.OrderingKey, Attributes: m.Attributes}
+			f.buf, err = conv.ConvertMessage(f.buf[:0], m.Data, &f.meta)
+		} else {
+			f.buf, err = conv.Convert(f.buf[:0], m.Data)
+		}
+		if err != nil {
 			rowsParseFailed.Inc(ctx, 1)
 			emitDeadLetter(NewDeadLetter(m, err))
 			continue
@@ -143,6 +161,10 @@ func (f *parseFn) ProcessElement(ctx context.Context, ms flow.Messages, emitRows
 		}
 		rows.Rows = append(rows.Rows, flow.Row{Payload: m.Data, Schema: schemaHash, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes,
 			Transformed: m.Transformed, Original: m.Original})
+		if withMeta { // the write stage converts again
+			r := &rows.Rows[len(rows.Rows)-1]
+			r.PublishTimeMillis, r.OrderingKey = m.PublishTimeMillis, m.OrderingKey
+		}
 	}
 	messagesReceived.Inc(ctx, int64(len(ms.Messages)))
 	if len(ms.Messages) == 0 {

@@ -379,9 +379,10 @@ func rate(n int64, d time.Duration) float64 {
 func toMessage(rm *pubsubpb.ReceivedMessage) flow.Message {
 	m := rm.GetMessage()
 	out := flow.Message{
-		ID:    m.GetMessageId(),
-		Data:  m.GetData(),
-		AckID: rm.GetAckId(),
+		ID:          m.GetMessageId(),
+		Data:        m.GetData(),
+		AckID:       rm.GetAckId(),
+		OrderingKey: m.GetOrderingKey(),
 	}
 	if len(m.GetAttributes()) > 0 {
 		out.Attributes = m.GetAttributes()
@@ -433,7 +434,7 @@ type fromPubsubFn struct {
 }
 
 func (fn *fromPubsubFn) ProcessElement(ctx context.Context, et beam.EventTime, m *pb.PubsubMessage, emit func(beam.EventTime, flow.Messages)) {
-	out := flow.Message{ID: m.GetMessageId(), Data: m.GetData()}
+	out := flow.Message{ID: m.GetMessageId(), Data: m.GetData(), OrderingKey: m.GetOrderingKey()}
 	if len(m.GetAttributes()) > 0 {
 		out.Attributes = m.GetAttributes()
 	}

@@ -27,7 +27,7 @@ import (
 	pb "google.golang.org/genproto/googleapis/pubsub/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/ch-beam/pubsub-to-clickhouse/internal/localrunner"
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline/localrunner"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
@@ -699,9 +699,9 @@ func TestFromPubsubMessage(t *testing.T) {
 	pt := time.UnixMilli(1700000000123)
 	before := mtime.Now()
 	et, got := fromPubsub(t, &fromPubsubFn{}, mtime.FromTime(pt), &pb.PubsubMessage{
-		MessageId: "42", Data: []byte("x"), Attributes: map[string]string{"a": "b"}, PublishTime: timestamppb.New(pt),
+		MessageId: "42", Data: []byte("x"), Attributes: map[string]string{"a": "b"}, PublishTime: timestamppb.New(pt), OrderingKey: "user-7",
 	})
-	if got.ID != "42" || string(got.Data) != "x" || got.Attributes["a"] != "b" || got.PublishTimeMillis != pt.UnixMilli() || got.AckID != "" {
+	if got.ID != "42" || string(got.Data) != "x" || got.Attributes["a"] != "b" || got.PublishTimeMillis != pt.UnixMilli() || got.AckID != "" || got.OrderingKey != "user-7" {
 		t.Errorf("got %+v", got)
 	}
 	// Restamped at receipt: never the (old) publish time.

@@ -57,6 +57,9 @@ type Config struct {
 	// MaxRows caps the rows of one INSERT below Settings.MaxInsertBlockSize: batchRowCount when
 	// given (a runner may fire a pane larger than the count trigger), else 0.
 	MaxRows int
+	// FromMessage are the columns filled from the message (metadataColumns,
+	// unknownFieldsColumn), as the parse stage has them: each row carries its metadata.
+	FromMessage convert.Options
 }
 
 // Write inserts the batches of batches (a PCollection<KV<int, flow.Rows>> from batch.Rows) into
@@ -86,6 +89,7 @@ type insertFn struct {
 	// presumedData holds the Unknown error codes that persisted in the batch being written,
 	// which are then handled as data errors without further retries.
 	presumedData map[int32]bool
+	meta         convert.Meta // the metadata of the row being converted
 }
 
 // Setup reads the secrets the configuration names (chclient.Config.Resolve), opens the
@@ -129,7 +133,7 @@ func (f *insertFn) setup(ctx context.Context) error {
 // naming the column.
 func (f *insertFn) refreshSchema(ctx context.Context) error {
 	if f.tracker == nil {
-		f.tracker = &convert.Tracker{Stage: "write", Database: f.ClickHouse.Database, Table: f.Table}
+		f.tracker = &convert.Tracker{Stage: "write", Database: f.ClickHouse.Database, Table: f.Table, Options: f.FromMessage}
 	}
 	if err := f.tracker.Refresh(ctx, f.conn); err != nil {
 		return err
@@ -219,7 +223,13 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 	for _, r := range rows {
 		start := len(arena)
 		var err error
-		if arena, err = f.conv.Convert(arena, r.Payload); err != nil {
+		if len(f.FromMessage.Metadata) > 0 {
+			f.meta = convert.Meta{ID: r.MessageID, PublishTimeMillis: r.PublishTimeMillis, OrderingKey: r.OrderingKey, Attributes: r.Attributes}
+			arena, err = f.conv.ConvertMessage(arena, r.Payload, &f.meta)
+		} else {
+			arena, err = f.conv.Convert(arena, r.Payload)
+		}
+		if err != nil {
 			arena = arena[:start]
 			// The payload converted in the parse stage: the table changed since.
 			if r.Transformed {

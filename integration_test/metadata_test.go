@@ -1,0 +1,201 @@
+package integration_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+)
+
+// rfc3339Millis is how publish_time reads in a String column.
+const rfc3339Millis = "2006-01-02T15:04:05.000Z"
+
+// TestMetadataColumnsEndToEnd publishes messages with attributes and ordering keys, runs the
+// pipeline on prism with metadataColumns and unknownFieldsColumn, and reads back every metadata
+// column of each type ClickHouse 18.16 has (DateTime64 and Map are in
+// TestMetadataColumnsEncoding): the message id, the publish time as DateTime, Int64, UInt64 and
+// String, the ordering key into Nullable(String) and into a column with a DEFAULT, an attribute
+// "42" into UInt32, a missing attribute as NULL and as the DEFAULT of a LowCardinality column,
+// all attributes as a JSON object, and the payload's fields without a column byte for byte. A
+// message without the attribute of a UInt32 column without DEFAULT, and one whose attribute is
+// not a number, are dead letters with their original bytes.
+func TestMetadataColumnsEndToEnd(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (a UInt8, msg_id String, pt DateTime, pt_ms Int64, pt_u UInt64, pt_s String,
+		ok Nullable(String), ok_d String DEFAULT 'none', n UInt32, src Nullable(String), region LowCardinality(String) DEFAULT 'none',
+		attrs String, unknown String) ENGINE = MergeTree ORDER BY a`)
+	e.opts.MetadataColumns = "message_id=msg_id,publish_time=pt,publish_time=pt_ms,publish_time=pt_u,publish_time=pt_s," +
+		"ordering_key=ok,ordering_key=ok_d,attribute.n=n,attribute.src=src,attribute.region=region,attributes=attrs"
+	e.opts.UnknownFieldsColumn = "unknown"
+	e.opts.WindowSeconds = pipeline1s
+	msgs := []*pubsubpb.PubsubMessage{
+		{Data: []byte(`{"a":1,"msg_id":"from the payload", "extra" : {"x" :  [1, 2.50]},"caf\u00e9":"\u00e9\"","num":1.0e+2}`),
+			Attributes: map[string]string{"n": "42", "src": "web", "region": "eu"}, OrderingKey: "user-1"},
+		{Data: []byte(`{"a":2}`), Attributes: map[string]string{"n": "7"}},
+		{Data: []byte(`{"a":3}`), Attributes: map[string]string{"src": "app"}, OrderingKey: "user-3"},
+		{Data: []byte(`{"a":4}`), Attributes: map[string]string{"n": "x"}},
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	e.run(t)
+
+	published := map[string]time.Time{}
+	for _, m := range e.ps.Server.Messages() {
+		published[m.ID] = m.PublishTime
+	}
+	row := func(i int, rest string) string {
+		ms := published[ids[i]].UnixMilli()
+		return fmt.Sprintf("%d\t%s\t%d\t%d\t%d\t%s\t%s", i+1, ids[i], ms/1000, ms, ms, time.UnixMilli(ms).UTC().Format(rfc3339Millis), rest)
+	}
+	want := strings.Join([]string{
+		row(0, `user-1	user-1	42	web	eu	{"n":"42","region":"eu","src":"web"}	{"msg_id":"from the payload","extra":{"x" :  [1, 2.50]},"caf\u00e9":"\u00e9\"","num":1.0e+2}`),
+		row(1, `NULL	none	7	NULL	none	{"n":"7"}	{}`),
+	}, "\n")
+	got := e.srv.MustQuery(t, "SELECT a, msg_id, toUnixTimestamp(pt), pt_ms, pt_u, pt_s, ifNull(ok, 'NULL'), ok_d, n, ifNull(src, 'NULL'), region, attrs, unknown FROM events ORDER BY a FORMAT TabSeparatedRaw")
+	if diff := cmp.Diff(strings.Split(want, "\n"), strings.Split(got, "\n")); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+	dead := e.srv.MustQuery(t, "SELECT raw_message, error_message FROM dead_letters ORDER BY raw_message FORMAT TabSeparatedRaw")
+	wantDead := `{"a":3}	column "n" (UInt32, from metadataColumns attribute.n=n): the message has no attribute "n", and the column has no DEFAULT and is not Nullable` + "\n" +
+		`{"a":4}	column "n" (UInt32, from metadataColumns attribute.n=n): "x" is not a number; UInt32 takes an integer, a string holding one, true or false`
+	if diff := cmp.Diff(strings.Split(wantDead, "\n"), strings.Split(dead, "\n")); diff != "" {
+		t.Errorf("dead letters (-want +got):\n%s", diff)
+	}
+	e.checkAllAcked(t, ids)
+}
+
+// pipeline1s is a window of one second, so that the run ends soon after the messages.
+var pipeline1s = pipeline.GivenInt(1)
+
+// TestUnknownFieldsBackfill runs the pipeline with unknownFieldsColumn on messages with fields
+// the table does not have, then adds columns for two of them and fills them from the stored
+// text with the SQL of docs/conversion.md, on ClickHouse 18.16: visitParamExtract* reads a
+// top-level key of the JSON object (JSONExtract* is the newer form, from ClickHouse 19.x).
+func TestUnknownFieldsBackfill(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, unknown_fields String) ENGINE = MergeTree ORDER BY id`)
+	e.opts.UnknownFieldsColumn = "unknown_fields"
+	e.opts.WindowSeconds = pipeline1s
+	var msgs []*pubsubpb.PubsubMessage
+	for i := 1; i <= 3; i++ {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: fmt.Appendf(nil, `{"id":%d,"country":"DE","score":%d,"tags":["a", "b"]}`, i, 10*i)})
+	}
+	msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(`{"id":4}`)})
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	e.run(t)
+
+	got := e.srv.MustQuery(t, "SELECT id, unknown_fields FROM events ORDER BY id FORMAT TabSeparatedRaw")
+	want := "1\t{\"country\":\"DE\",\"score\":10,\"tags\":[\"a\", \"b\"]}\n2\t{\"country\":\"DE\",\"score\":20,\"tags\":[\"a\", \"b\"]}\n" +
+		"3\t{\"country\":\"DE\",\"score\":30,\"tags\":[\"a\", \"b\"]}\n4\t{}"
+	if got != want {
+		t.Fatalf("rows:\n%s\nwant\n%s", got, want)
+	}
+	// The backfill of docs/conversion.md. A mutation runs in the background: wait for it.
+	e.srv.MustExec(t, "ALTER TABLE events ADD COLUMN country String, ADD COLUMN score UInt32")
+	e.srv.MustExec(t, "ALTER TABLE events UPDATE country = visitParamExtractString(unknown_fields, 'country'), "+
+		"score = visitParamExtractUInt(unknown_fields, 'score') WHERE visitParamHas(unknown_fields, 'country')")
+	for i := 0; e.srv.MustQuery(t, "SELECT count() FROM system.mutations WHERE database = currentDatabase() AND table = 'events' AND NOT is_done") != "0"; i++ {
+		if i == 600 {
+			t.Fatal("the mutation did not finish")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	got = e.srv.MustQuery(t, "SELECT id, country, score FROM events ORDER BY id")
+	if want := "1\tDE\t10\n2\tDE\t20\n3\tDE\t30\n4\t\t0"; got != want {
+		t.Errorf("after the backfill:\n%s\nwant\n%s", got, want)
+	}
+	e.checkAllAcked(t, ids)
+}
+
+// TestMetadataColumnsEncoding covers the metadata columns of types ClickHouse 18.16 lacks
+// (DateTime64, Map) as TestTypesEncoding does: converted, appended to clickhouse-go's column,
+// encoded in the Native format and decoded by clickhouse-go.
+func TestMetadataColumnsEncoding(t *testing.T) {
+	m := &convert.Meta{ID: "1", PublishTimeMillis: 1704067200123, OrderingKey: "k", Attributes: map[string]string{"b": "2", "a": `x"y`}}
+	for _, tc := range []struct {
+		typ, key, payload string
+		unknown           bool
+		want              any
+	}{
+		{"DateTime64(3)", "publish_time", `{}`, false, time.UnixMilli(1704067200123).UTC()},
+		{"DateTime64(6, 'UTC')", "publish_time", `{}`, false, time.UnixMilli(1704067200123).UTC()},
+		{"DateTime64(0)", "publish_time", `{}`, false, time.Unix(1704067200, 0).UTC()},
+		{"Nullable(DateTime64(3))", "publish_time", `{}`, false, ptr(time.UnixMilli(1704067200123).UTC())},
+		{"Map(String, String)", "attributes", `{}`, false, map[string]string{"a": `x"y`, "b": "2"}},
+		{"Map(LowCardinality(String), String)", "attributes", `{}`, false, map[string]string{"a": `x"y`, "b": "2"}},
+		{"Map(String, String)", "", `{"x": {"b" : 1},"n":1.0e+2,"s":"\u00e9"}`, true, map[string]string{"x": `{"b":1}`, "n": "1.0e+2", "s": "é"}},
+		{"Map(String, String)", "", `{}`, true, map[string]string{}},
+	} {
+		t.Run(tc.typ+" "+tc.key+tc.payload, func(t *testing.T) {
+			ct, err := chtype.Parse(tc.typ)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := convert.Options{Metadata: []convert.MetadataColumn{{Key: tc.key, Column: "x"}}}
+			if tc.unknown {
+				o = convert.Options{UnknownFields: "x"}
+			}
+			got := roundTripColumn(t, tc.typ, encodeValues(t, tc.typ, toValues(t, ct, tc.payload, o, m)))
+			if diff := cmp.Diff(tc.want, got, encodingComparers); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMetadataStartupFailures: a pair of metadataColumns or an unknownFieldsColumn that does not
+// fit the table stops the launch, before any message is read, with one sentence naming the
+// parameter, the pair and the rule; a malformed value stops it before ClickHouse is asked.
+func TestMetadataStartupFailures(t *testing.T) {
+	bin, _ := launchBinary(t)
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, ts DateTime, tags Array(String), m UInt64 MATERIALIZED id) ENGINE = MergeTree ORDER BY id`)
+	o := e.opts
+	base := connectionFlags(o.InputSubscription, o.ClickHouseURL, o.ClickHouseDatabase)
+	checkStartupFailures(t, bin, base, []startupFailure{
+		{"no such column", map[string]string{"metadataColumns": "message_id=msg_id"},
+			`pubsub-to-clickhouse: metadataColumns: pair "message_id=msg_id": the table events has no column "msg_id"`},
+		{"a MATERIALIZED column", map[string]string{"metadataColumns": "publish_time=m"},
+			`pubsub-to-clickhouse: metadataColumns: pair "publish_time=m": column "m" is MATERIALIZED, which an INSERT never writes; name a column without MATERIALIZED, ALIAS or EPHEMERAL`},
+		{"a type that cannot take the value", map[string]string{"metadataColumns": "publish_time=ts,attribute.tag=tags"},
+			`pubsub-to-clickhouse: metadataColumns: pair "attribute.tag=tags": column "tags" (Array(String)) cannot take the value: attribute.tag is a JSON string, which Array(String) never takes; name a column of a type that takes a string (String, a number, a date, UUID, ...)`},
+		{"publish_time into UInt32", map[string]string{"metadataColumns": "publish_time=id"},
+			`pubsub-to-clickhouse: metadataColumns: pair "publish_time=id": column "id" (UInt32) cannot take the value: publish_time goes into DateTime, DateTime64 (milliseconds kept where the precision holds them), Int64 or UInt64 (Unix milliseconds) or String (RFC 3339 with milliseconds)`},
+		{"an unknown key", map[string]string{"metadataColumns": "messageId=id"},
+			`metadataColumns "messageId=id": pair "messageId=id" has the unknown key "messageId"; KEY is one of message_id, publish_time, ordering_key, attributes and attribute.NAME`},
+		{"a column named twice", map[string]string{"metadataColumns": "message_id=id,ordering_key=id"},
+			`metadataColumns "message_id=id,ordering_key=id": pair "ordering_key=id" names the column "id", which "message_id=id" already fills; a column takes one value`},
+		{"a malformed pair", map[string]string{"metadataColumns": "message_id"},
+			`metadataColumns "message_id": pair "message_id" has no "="; give KEY=column, for example message_id=msg_id`},
+		{"unknown fields into a DateTime", map[string]string{"unknownFieldsColumn": "ts"},
+			`pubsub-to-clickhouse: unknownFieldsColumn "ts": column "ts" (DateTime) cannot take the fields: give a String column (a JSON object of the fields' exact text) or a Map(String, String)`},
+		{"unknown fields into a metadata column", map[string]string{"metadataColumns": "message_id=id", "unknownFieldsColumn": "id"},
+			`unknownFieldsColumn "id": is also named in metadataColumns (message_id=id); a column takes one value`},
+	})
+}
+
+// TestMetadataColumnsWarning: a launch with metadataColumns says that the payload's field of each
+// such column is not read.
+func TestMetadataColumnsWarning(t *testing.T) {
+	bin, _ := launchBinary(t)
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, msg_id String) ENGINE = MergeTree ORDER BY id`)
+	o := e.opts
+	flags := connectionFlags(o.InputSubscription, o.ClickHouseURL, o.ClickHouseDatabase)
+	flags["metadataColumns"] = "message_id=msg_id"
+	flags["stopAfterIdle"] = strconv.Itoa(1)
+	args := []string{"--runner=prism"}
+	for k, v := range flags {
+		args = append(args, "--"+k+"="+v)
+	}
+	out, err := runLaunch(t, bin, nil, args)
+	if err != nil {
+		t.Fatalf("the launch: %v\n%s", err, out)
+	}
+	if want := `metadataColumns message_id=msg_id: column \"msg_id\" takes its value from the message, not from the payload: a field \"msg_id\" of the payload is ignored`; !strings.Contains(out, want) {
+		t.Errorf("the output does not say %q:\n%s", want, out)
+	}
+}

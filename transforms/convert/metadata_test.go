@@ -1,0 +1,256 @@
+package convert_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
+)
+
+// testMeta is the metadata of the message of these tests: published at 2024-01-01 00:00:00.123
+// UTC.
+var testMeta = &convert.Meta{
+	ID:                "1234567890",
+	PublishTimeMillis: 1704067200123,
+	OrderingKey:       "user-7",
+	Attributes:        map[string]string{"n": "42", "src": `we"b`, "a": "x"},
+}
+
+// convertWith converts payload with o's columns filled from m and decodes the row.
+func convertWith(t *testing.T, tb *schema.Table, o convert.Options, payload string, m *convert.Meta) ([]any, error) {
+	t.Helper()
+	c, err := convert.NewWith(tb, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := c.ConvertMessage(nil, []byte(payload), m)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRow(t, tb, row), nil
+}
+
+func pairs(t *testing.T, spec string) []convert.MetadataColumn {
+	t.Helper()
+	p, err := convert.ParseMetadataColumns(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestMetadataColumnsEveryType(t *testing.T) {
+	tb := table(t, "id String", "a UInt8", "pt_dt DateTime", "pt_dt64 DateTime64(3)", "pt_dt64_6 DateTime64(6)", "pt_i64 Int64", "pt_u64 UInt64",
+		"pt_s String", "pt_n Nullable(DateTime64(3))", "ok LowCardinality(Nullable(String))", "n UInt32", "src LowCardinality(String)",
+		"attrs Map(String, String)", "attrs_s String", "gone_null Nullable(String)", "gone_default UInt32 DEFAULT 7", "ok_fs FixedString(8)")
+	o := convert.Options{Metadata: pairs(t, "message_id=id,publish_time=pt_dt,publish_time=pt_dt64,publish_time=pt_dt64_6,publish_time=pt_i64,"+
+		"publish_time=pt_u64,publish_time=pt_s,publish_time=pt_n,ordering_key=ok,attribute.n=n,attribute.src=src,attributes=attrs,attributes=attrs_s,"+
+		"attribute.gone=gone_null,attribute.gone=gone_default,ordering_key=ok_fs")}
+	want := []any{"1234567890", uint8(5), utc("2024-01-01 00:00:00"), time.UnixMilli(1704067200123).UTC(), time.UnixMilli(1704067200123).UTC(),
+		int64(1704067200123), uint64(1704067200123), "2024-01-01T00:00:00.123Z", ptr(time.UnixMilli(1704067200123).UTC()), ptr("user-7"),
+		uint32(42), `we"b`, &convert.Map{Keys: []any{"a", "n", "src"}, Values: []any{"x", "42", `we"b`}}, `{"a":"x","n":"42","src":"we\"b"}`,
+		(*string)(nil), useDefault{}, "user-7\x00\x00"}
+	// The payload's fields of the metadata columns' names are not read, wherever they are.
+	for _, payload := range []string{
+		`{"a":5}`,
+		`{"id":"from the payload","a":5,"n":"x","pt_dt":"junk","attrs":3,"gone_null":"y","gone_default":1}`,
+		`{"gone_default":1,"a":5,"id":9}`,
+	} {
+		got, err := convertWith(t, tb, o, payload, testMeta)
+		if err != nil {
+			t.Fatalf("%s: %v", payload, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", payload, diff)
+		}
+	}
+}
+
+// TestMetadataColumnsEveryPlace puts one metadata column before, between and after the payload's
+// columns, with and without a group in the table (which turns off encoding while scanning), and
+// compares each row with the row of the same table and a payload that gives the value as a field.
+func TestMetadataColumnsEveryPlace(t *testing.T) {
+	payloads := []string{`{"a":1,"b":"x","c":2.5}`, `{"c":2.5,"a":1,"b":"x"}`, `{"a":1}`, `{}`, `{"b":"x","z":[1,{"q":null}],"c":1}`,
+		`{"a":1,"m":"payload","b":"x"}`}
+	for _, cols := range [][]string{
+		{"m DateTime64(3)", "a UInt8 DEFAULT 0", "b String DEFAULT ''", "c Float64 DEFAULT 0"},
+		{"a UInt8 DEFAULT 0", "m DateTime64(3)", "b String DEFAULT ''", "c Float64 DEFAULT 0"},
+		{"a UInt8 DEFAULT 0", "b String DEFAULT ''", "m DateTime64(3)", "c Float64 DEFAULT 0"},
+		{"a UInt8 DEFAULT 0", "b String DEFAULT ''", "c Float64 DEFAULT 0", "m DateTime64(3)"},
+	} {
+		for _, grouped := range []bool{false, true} {
+			tb := table(t, cols...)
+			if grouped {
+				tb = withGroup(t, tb)
+			}
+			withMeta, err := convert.NewWith(tb, convert.Options{Metadata: pairs(t, "publish_time=m")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := convert.New(tb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range payloads {
+				got, err := withMeta.ConvertMessage(nil, []byte(p), testMeta)
+				if err != nil {
+					t.Fatalf("%v %s: %v", cols, p, err)
+				}
+				// The same value as a field, in place of the payload's own "m".
+				given := strings.Replace(strings.Replace(p, `"m":"payload",`, "", 1), "{", `{"m":"2024-01-01T00:00:00.123Z",`, 1)
+				given = strings.Replace(given, ",}", "}", 1)
+				want, err := plain.Convert(nil, []byte(given))
+				if err != nil {
+					t.Fatalf("%s: %v", given, err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%v (group %v) %s: row %x, want %x (the row of %s)", cols, grouped, p, got, want, given)
+				}
+			}
+		}
+	}
+}
+
+func TestMetadataColumnsErrors(t *testing.T) {
+	tb := table(t, "a UInt8", "n UInt32", "k String")
+	for _, tc := range []struct {
+		spec, payload string
+		meta          *convert.Meta
+		want          string
+	}{
+		{"attribute.n=n", `{"a":1}`, &convert.Meta{Attributes: map[string]string{"n": "4x"}},
+			`column "n" (UInt32, from metadataColumns attribute.n=n): "4x" is not a number; UInt32 takes an integer, a string holding one, true or false; column "k" (String): the field is missing`},
+		{"attribute.n=n", `{"a":1,"n":3}`, &convert.Meta{},
+			`column "n" (UInt32, from metadataColumns attribute.n=n): the message has no attribute "n", and the column has no DEFAULT and is not Nullable`},
+		{"ordering_key=k,attribute.n=n", `{"a":1}`, &convert.Meta{Attributes: map[string]string{"n": "1"}},
+			`column "k" (String, from metadataColumns ordering_key=k): the message has no ordering key, and the column has no DEFAULT and is not Nullable`},
+		{"attribute.n=n", `{"a":300,"k":""}`, &convert.Meta{Attributes: map[string]string{"n": "1"}},
+			`column "a" (UInt8): 300 is out of range for UInt8 (0 to 255)`},
+		{"attribute.n=n,message_id=k", `{"a":1}`, nil, // Convert without metadata: every value absent
+			`column "n" (UInt32, from metadataColumns attribute.n=n): the message has no attribute "n", and the column has no DEFAULT and is not Nullable; column "k" (String, from metadataColumns message_id=k): the message has no such value, and the column has no DEFAULT and is not Nullable`},
+	} {
+		_, err := convertWith(t, tb, convert.Options{Metadata: pairs(t, tc.spec)}, tc.payload, tc.meta)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s %s: error %v, want %q", tc.spec, tc.payload, err, tc.want)
+		}
+	}
+}
+
+func TestParseMetadataColumns(t *testing.T) {
+	got, err := convert.ParseMetadataColumns("message_id=msg_id,publish_time=published_at,attribute.source=src,attribute.a=b=c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []convert.MetadataColumn{{"message_id", "msg_id"}, {"publish_time", "published_at"}, {"attribute.source", "src"}, {"attribute.a", "b=c"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got[2].Attribute() != "source" || got[0].Attribute() != "" {
+		t.Errorf("Attribute() = %q, %q; want source and empty", got[2].Attribute(), got[0].Attribute())
+	}
+	for spec, want := range map[string]string{
+		"message_id=a,,publish_time=b":  `pair "" is empty (two commas in a row, or a comma at an end); give comma-separated KEY=column pairs`,
+		"message_id=a,":                 `pair "" is empty (two commas in a row, or a comma at an end); give comma-separated KEY=column pairs`,
+		"message_id":                    `pair "message_id" has no "="; give KEY=column, for example message_id=msg_id`,
+		"=a":                            `pair "=a" needs a KEY before "=" and a column after it, for example message_id=msg_id`,
+		"message_id=":                   `pair "message_id=" needs a KEY before "=" and a column after it, for example message_id=msg_id`,
+		"message_id= a":                 `pair "message_id= a" has spaces around its key or column; write the pairs without spaces`,
+		"attribute.=a":                  `pair "attribute.=a" names no attribute; write attribute.NAME, for example attribute.source`,
+		"messageId=a":                   `pair "messageId=a" has the unknown key "messageId"; KEY is one of message_id, publish_time, ordering_key, attributes and attribute.NAME`,
+		"message_id=a,publish_time=a":   `pair "publish_time=a" names the column "a", which "message_id=a" already fills; a column takes one value`,
+		"attribute.x=c,attribute.y=c":   `pair "attribute.y=c" names the column "c", which "attribute.x=c" already fills; a column takes one value`,
+		"attributes=a,attributes=b,x=y": `pair "x=y" has the unknown key "x"; KEY is one of message_id, publish_time, ordering_key, attributes and attribute.NAME`,
+	} {
+		if _, err := convert.ParseMetadataColumns(spec); err == nil || err.Error() != want {
+			t.Errorf("%q: error %v, want %q", spec, err, want)
+		}
+	}
+}
+
+// TestOptionsRefusedAtStartUp: a pair or column that does not fit the table stops NewWith with a
+// sentence naming the parameter, the pair and the rule.
+func TestOptionsRefusedAtStartUp(t *testing.T) {
+	tb := table(t, "a UInt8", "arr Array(String)", "m UInt64 MATERIALIZED a", "u Map(String, UInt8)", "s String", "j Int32", "ln LowCardinality(Nullable(String))")
+	for _, tc := range []struct {
+		o    convert.Options
+		want string
+	}{
+		{convert.Options{Metadata: []convert.MetadataColumn{{"message_id", "nope"}}},
+			`metadataColumns: pair "message_id=nope": the table t has no column "nope"`},
+		{convert.Options{Metadata: []convert.MetadataColumn{{"message_id", "m"}}},
+			`metadataColumns: pair "message_id=m": column "m" is MATERIALIZED, which an INSERT never writes; name a column without MATERIALIZED, ALIAS or EPHEMERAL`},
+		{convert.Options{Metadata: []convert.MetadataColumn{{"publish_time", "j"}}},
+			`metadataColumns: pair "publish_time=j": column "j" (Int32) cannot take the value: publish_time goes into DateTime, DateTime64 (milliseconds kept where the precision holds them), Int64 or UInt64 (Unix milliseconds) or String (RFC 3339 with milliseconds)`},
+		{convert.Options{Metadata: []convert.MetadataColumn{{"attributes", "u"}}},
+			`metadataColumns: pair "attributes=u": column "u" (Map(String, UInt8)) cannot take the value: attributes go into Map(String, String) or String (a JSON object)`},
+		{convert.Options{Metadata: []convert.MetadataColumn{{"attribute.x", "arr"}}},
+			`metadataColumns: pair "attribute.x=arr": column "arr" (Array(String)) cannot take the value: attribute.x is a JSON string, which Array(String) never takes; name a column of a type that takes a string (String, a number, a date, UUID, ...)`},
+		{convert.Options{Metadata: []convert.MetadataColumn{{"message_id", "s"}, {"ordering_key", "s"}}},
+			`metadataColumns: pair "ordering_key=s": column "s" is named twice; a column takes one value`},
+		{convert.Options{Metadata: []convert.MetadataColumn{{"attributes", "s"}}, UnknownFields: "s"},
+			`unknownFieldsColumn "s": column "s" is also filled by attributes=s; a column takes one value`},
+		{convert.Options{UnknownFields: "a"},
+			`unknownFieldsColumn "a": column "a" (UInt8) cannot take the fields: give a String column (a JSON object of the fields' exact text) or a Map(String, String)`},
+		{convert.Options{UnknownFields: "zz"}, `unknownFieldsColumn "zz": the table t has no column "zz"`},
+	} {
+		_, err := convert.NewWith(tb, tc.o)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%+v: error %v, want %q", tc.o, err, tc.want)
+		}
+	}
+	for _, o := range []convert.Options{{UnknownFields: "ln"}, {UnknownFields: "s"}, {Metadata: pairs(t, "attributes=ln,message_id=a,ordering_key=j")}} {
+		if _, err := convert.NewWith(tb, o); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}
+
+func TestUnknownFieldsColumn(t *testing.T) {
+	const odd = `{"a":1, "x" : {"b" :  [1, 2]} ,"caf\u00e9":"\u00e9\n", "n":1.0e+2,"a2":true,"m":"computed","n.q":[ ],"g":{"h":[3]},"e":""}`
+	for _, tc := range []struct {
+		name    string
+		columns []string
+		o       convert.Options
+		payload string
+		want    []any
+		wantErr string
+	}{
+		{"exact text in a String", []string{"a UInt8", "u String", "m UInt8 MATERIALIZED a", "g.h Array(UInt8)"}, convert.Options{UnknownFields: "u"}, odd,
+			[]any{uint8(1), `{"x":{"b" :  [1, 2]},"caf\u00e9":"\u00e9\n","n":1.0e+2,"a2":true,"m":"computed","n.q":[ ],"e":""}`, []uint8{3}}, ""},
+		{"a Map(String, String)", []string{"a UInt8", "u Map(String, String)", "g.h Array(UInt8)"}, convert.Options{UnknownFields: "u"}, odd,
+			[]any{uint8(1), &convert.Map{Keys: []any{"x", "café", "n", "a2", "m", "n.q", "e"}, Values: []any{`{"b":[1,2]}`, "é\n", "1.0e+2", "true", "computed", "[]", ""}}, []uint8{3}}, ""},
+		{"none: {}", []string{"a UInt8", "u Nullable(String)"}, convert.Options{UnknownFields: "u"}, `{"a":1}`, []any{uint8(1), ptr("{}")}, ""},
+		{"none: empty map", []string{"u Map(String, String)", "a UInt8"}, convert.Options{UnknownFields: "u"}, `{"a":1}`, []any{&convert.Map{Keys: []any{}, Values: []any{}}, uint8(1)}, ""},
+		{"an empty payload", []string{"u LowCardinality(String)", "a UInt8 DEFAULT 3"}, convert.Options{UnknownFields: "u"}, ` { } `, []any{"{}", useDefault{}}, ""},
+		{"the column's own name and a metadata column's are unknown", []string{"u String", "a UInt8", "id String"},
+			convert.Options{UnknownFields: "u", Metadata: pairs(t, "message_id=id")}, `{"u":"mine","a":1,"id":"payload's"}`,
+			[]any{`{"u":"mine","id":"payload's"}`, uint8(1), "1234567890"}, ""},
+		{"a repeated unknown field, String", []string{"a UInt8", "u String"}, convert.Options{UnknownFields: "u"}, `{"x":1,"a":1,"x":2}`,
+			[]any{uint8(1), `{"x":1,"x":2}`}, ""},
+		{"a repeated unknown field, Map", []string{"a UInt8", "u Map(String, String)"}, convert.Options{UnknownFields: "u"}, `{"x":1,"a":1,"x":2}`, nil,
+			`column "u" (Map(String, String), from unknownFieldsColumn): element ["x"] (the key): "x" is the same String key as an earlier key of the object; which value is meant is ambiguous`},
+		{"an escape without UTF-8 into a Map", []string{"a UInt8", "u Map(String, String)"}, convert.Options{UnknownFields: "u"}, `{"x":"\ud800","a":1}`, nil,
+			`column "u" (Map(String, String), from unknownFieldsColumn): element ["x"]: "\ud800"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := convertWith(t, table(t, tc.columns...), tc.o, tc.payload, testMeta)
+			if tc.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
