@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
@@ -52,6 +53,7 @@ var (
 	wave       = flag.Int("wave", 5000, "messages per publish wave; fewer than 4 waves are kept unwritten (pstest rescans its backlog every 10 ms)")
 	extra      = flag.String("pipeline-flags", "--batchRowCount=5000 --windowSeconds=5", "extra flags for the pipeline")
 	corpus     = flag.String("corpus", "", "a JSON-lines file to publish, one message a line, instead of generated events (-messages and -bad-percent are then ignored)")
+	maxRSS     = flag.Int("max-rss-mib", 0, "fail when the pipeline process's peak memory (max RSS) is above this many MiB; 0: no bound")
 	ddl        = flag.String("ddl", "", "with -corpus: the file of the target table's CREATE TABLE statement, the table written {table} (lines starting with -- are comments)")
 )
 
@@ -265,6 +267,13 @@ loop:
 		float64(published.Load())/elapsed.Seconds(), float64(published.Load())/busy.Seconds())
 	fmt.Printf("pipeline process CPU: %.1f s (user %.1f s, system %.1f s), %.1f CPU-seconds per 100,000 messages\n",
 		cpu.Seconds(), cmd.ProcessState.UserTime().Seconds(), cmd.ProcessState.SystemTime().Seconds(), cpu.Seconds()*100_000/float64(published.Load()))
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		peak := ru.Maxrss >> 10 // Linux gives KiB
+		fmt.Printf("pipeline process peak memory (max RSS): %d MiB\n", peak)
+		if *maxRSS > 0 && peak > int64(*maxRSS) {
+			return fmt.Errorf("the pipeline process peaked at %d MiB, above -max-rss-mib %d", peak, *maxRSS)
+		}
+	}
 	if rows+dls != published.Load() {
 		return fmt.Errorf("%d messages published but %d rows and %d dead letters", published.Load(), rows, dls)
 	}
