@@ -1,0 +1,5 @@
+package main
+
+import "context"
+
+func runReplay(ctx context.Context, cio *cmdIO, args []string) int { return exitFailed }
