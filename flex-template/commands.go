@@ -60,6 +60,7 @@ func lookupCommand(name string) (subcommand, bool) {
 type cmdIO struct {
 	In       io.Reader
 	Out, Err *redactor
+	tty      bool // Err is a terminal: progress updates a line in place
 }
 
 func newCmdIO(in io.Reader, out, errw io.Writer) *cmdIO {
@@ -100,7 +101,11 @@ func (r *redactor) Write(p []byte) (int, error) {
 
 // runCommand runs the subcommand c with args, on the process's standard streams.
 func runCommand(ctx context.Context, c subcommand, args []string) int {
-	return c.run(ctx, newCmdIO(os.Stdin, os.Stdout, os.Stderr), args)
+	cio := newCmdIO(os.Stdin, os.Stdout, os.Stderr)
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		cio.tty = true
+	}
+	return c.run(ctx, cio, args)
 }
 
 // runHelp prints the program's help, or a command's.

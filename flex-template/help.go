@@ -101,11 +101,16 @@ func printFlag(w io.Writer, f *flag.Flag, def string) {
 	if name != "" {
 		line += " " + name
 	}
+	lines := wrap(usage, helpWidth-8)
 	if def != "" && !strings.Contains(usage, "(default") {
-		usage += fmt.Sprintf(" (default %s)", def)
+		if d, last := "(default "+def+")", lines[len(lines)-1]; len(last)+1+len(d) <= helpWidth-8 {
+			lines[len(lines)-1] = last + " " + d
+		} else {
+			lines = append(lines, d)
+		}
 	}
 	fmt.Fprintln(w, line)
-	for _, l := range wrap(usage, helpWidth-8) {
+	for _, l := range lines {
 		fmt.Fprintln(w, "        "+l)
 	}
 }
