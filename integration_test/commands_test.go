@@ -173,6 +173,10 @@ type pulled struct {
 	OrderingKey string
 }
 
+// byData compares pulled messages in any order: Pub/Sub keeps the order within an ordering key
+// only, and the commands publish concurrently.
+var byData = cmpopts.SortSlices(func(a, b pulled) bool { return a.Data < b.Data })
+
 func pullAll(t *testing.T, e *pubsubtest.Emulator, sub string) []pulled {
 	t.Helper()
 	var out []pulled
@@ -199,7 +203,7 @@ func TestPublishCommand(t *testing.T) {
 		{`{"id":1,"s":"a\"b"}`, map[string]string{"source": "test", "k": "a=b"}, ""},
 		{`{"id":2}`, map[string]string{"source": "test", "k": "a=b"}, ""},
 	}
-	if diff := cmp.Diff(want, pullAll(t, e, sub)); diff != "" {
+	if diff := cmp.Diff(want, pullAll(t, e, sub), byData); diff != "" {
 		t.Errorf("pulled (-want +got):\n%s", diff)
 	}
 
@@ -214,8 +218,6 @@ func TestPublishCommand(t *testing.T) {
 		{`{"id": 3,  "x": [1, 2]}`, map[string]string{"source": "env", "extra": "1"}, "k1"},
 		{"not JSON é", map[string]string{"a": "1", "source": "flag", "extra": "1"}, ""},
 	}
-	// Pub/Sub keeps the order within an ordering key only.
-	byData := cmpopts.SortSlices(func(a, b pulled) bool { return a.Data < b.Data })
 	if diff := cmp.Diff(want, pullAll(t, e, sub), byData); diff != "" {
 		t.Errorf("pulled (-want +got):\n%s", diff)
 	}
@@ -259,7 +261,7 @@ func TestReplayFromTable(t *testing.T) {
 		t.Fatalf("replay --where --since --delete: exit %d\n%s%s", code, out, errOut)
 	}
 	attrs := map[string]string{"replayed_from": from, "replay_id": "r1"}
-	if diff := cmp.Diff([]pulled{{`{"id":3,"n":301}`, attrs, ""}}, pullAll(t, e, sub)); diff != "" {
+	if diff := cmp.Diff([]pulled{{`{"id":3,"n":301}`, attrs, ""}}, pullAll(t, e, sub), byData); diff != "" {
 		t.Errorf("replayed (-want +got):\n%s", diff)
 	}
 	if got := ch.MustQuery(t, "SELECT raw_message FROM dl ORDER BY failed_at"); got != `{"id":1,"n":300}`+"\n"+`{"id":2}\n` {
@@ -271,7 +273,7 @@ func TestReplayFromTable(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "replayed 2 dead letters") {
 		t.Fatalf("replay --until: exit %d\n%s%s", code, out, errOut)
 	}
-	if diff := cmp.Diff([]pulled{{`{"id":1,"n":300}`, attrs, ""}, {"{\"id\":2}\n", attrs, ""}}, pullAll(t, e, sub)); diff != "" {
+	if diff := cmp.Diff([]pulled{{`{"id":1,"n":300}`, attrs, ""}, {"{\"id\":2}\n", attrs, ""}}, pullAll(t, e, sub), byData); diff != "" {
 		t.Errorf("replayed (-want +got):\n%s", diff)
 	}
 	if got := ch.MustQuery(t, "SELECT count() FROM dl"); got != "2" {
@@ -316,7 +318,7 @@ func TestReplayFromTopic(t *testing.T) {
 		{`{"id":1,"n":300}`, map[string]string{"source": "a", "replayed_from": dlSub, "replay_id": "r2"}, ""},
 		{"not json", map[string]string{"replayed_from": dlSub, "replay_id": "r2"}, ""},
 	}
-	if diff := cmp.Diff(want, pullAll(t, e, inputSub)); diff != "" {
+	if diff := cmp.Diff(want, pullAll(t, e, inputSub), byData); diff != "" {
 		t.Errorf("replayed (-want +got):\n%s", diff)
 	}
 	// Acknowledged once published: the dead-letter subscription is empty.
