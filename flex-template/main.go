@@ -39,8 +39,15 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 {
+		// A subcommand comes first (the Flex Template launcher passes only flags).
+		if c, ok := lookupCommand(os.Args[1]); ok {
+			os.Exit(runCommand(context.Background(), c, os.Args[2:]))
+		}
+	}
 	var o pipeline.Options
 	pipeline.RegisterFlags(flag.CommandLine, &o)
+	flag.CommandLine.Usage = func() { printHelp(flag.CommandLine.Output(), flag.CommandLine) }
 	params := templateParams()
 	args, notes, err := normalizeArgs(flag.CommandLine, params, os.Args[1:])
 	if err != nil {

@@ -47,20 +47,25 @@ func RegisterFlags(fs *flag.FlagSet, o *Options) {
 	}
 	*o = Defaults()
 	for _, p := range parameters {
-		switch f := p.field(o); p.kind {
-		case kindString, kindRef:
-			fs.StringVar(f.(*string), p.name, *f.(*string), p.usage)
-		case kindSecret:
-			fs.Var((*secretFlag)(f.(*string)), p.name, p.usage)
-		case kindURL:
-			fs.Var((*urlFlag)(f.(*string)), p.name, p.usage)
-		case kindInt:
-			fs.Var(&intFlag{f.(*int), *f.(*int)}, p.name, p.usage)
-		case kindOptionalInt:
-			fs.Var(f.(*OptionalInt), p.name, p.usage)
-		case kindBool:
-			fs.Var(&boolFlag{f.(*bool), *f.(*bool)}, p.name, p.usage)
-		}
+		registerFlag(fs, p, o)
+	}
+}
+
+// registerFlag defines on fs the flag of parameter p, stored in its field of o.
+func registerFlag(fs *flag.FlagSet, p parameter, o *Options) {
+	switch f := p.field(o); p.kind {
+	case kindString, kindRef:
+		fs.StringVar(f.(*string), p.name, *f.(*string), p.usage)
+	case kindSecret:
+		fs.Var((*secretFlag)(f.(*string)), p.name, p.usage)
+	case kindURL:
+		fs.Var((*urlFlag)(f.(*string)), p.name, p.usage)
+	case kindInt:
+		fs.Var(&intFlag{f.(*int), *f.(*int)}, p.name, p.usage)
+	case kindOptionalInt:
+		fs.Var(f.(*OptionalInt), p.name, p.usage)
+	case kindBool:
+		fs.Var(&boolFlag{f.(*bool), *f.(*bool)}, p.name, p.usage)
 	}
 }
 

@@ -92,17 +92,26 @@ func quoteCut(s string) string {
 // userinfo or query of clickHouseUrl, and not where it appears in another
 // parameter.
 func (o Options) Validate() error {
+	return o.validate(func(string) bool { return true })
+}
+
+// validate applies the rules of the parameters that in accepts and the rules across parameters
+// that are all in it.
+func (o Options) validate(in func(name string) bool) error {
 	c := checker{password: o.textPassword()}
 	for _, p := range parameters {
-		c.check(p, o)
+		if in(p.name) {
+			c.check(p, o)
+		}
 	}
 
 	// Rules across parameters.
-	if o.ClickHouseDeadLetterTable == "" && o.DeadLetterTopic == "" {
+	if in("clickHouseDeadLetterTable") && in("deadLetterTopic") && o.ClickHouseDeadLetterTable == "" && o.DeadLetterTopic == "" {
 		c.fail("clickHouseDeadLetterTable", "",
 			"is unset and so is deadLetterTopic: set at least one of them, for the messages that cannot be inserted")
 	}
 	switch path, function := o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName; {
+	case !in("javascriptTextTransformGcsPath") || !in("javascriptTextTransformFunctionName"):
 	case path != "" && function == "":
 		c.fail("javascriptTextTransformFunctionName", "",
 			"is unset but javascriptTextTransformGcsPath is set: give the name of the function to call, or unset both")

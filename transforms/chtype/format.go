@@ -151,3 +151,11 @@ func writeQuoted(b *strings.Builder, s string, q byte) {
 	}
 	b.WriteByte(q)
 }
+
+// QuoteString returns s as a ClickHouse string literal: in single quotes, with the escapes of
+// ClickHouse's writeAnyQuotedString (backslash, the quote and control characters).
+func QuoteString(s string) string {
+	var b strings.Builder
+	writeQuoted(&b, s, '\'')
+	return b.String()
+}

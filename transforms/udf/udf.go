@@ -248,24 +248,36 @@ const (
 
 // apply applies the function to one message.
 func (f *udfFn) apply(ctx context.Context, m flow.Message, emitDeadLetter func(flow.DeadLetter)) (flow.Message, outcome) {
+	m, o, err := applyTo(f.fn, m)
+	switch o {
+	case failed:
+		udfFailed.Inc(ctx, 1)
+		emitDeadLetter(NewDeadLetter(m, err))
+	case droppedByUDF:
+		udfDropped.Inc(ctx, 1)
+		f.countDrop(m)
+	default:
+		udfTransformed.Inc(ctx, 1)
+	}
+	return m, o
+}
+
+// applyTo applies fn to m: the transformed message, or m with what happened and the error of a
+// failure.
+func applyTo(fn *function, m flow.Message) (flow.Message, outcome, error) {
 	meta := messageInfo{ID: m.ID, Attributes: m.Attributes}
 	if m.PublishTimeMillis != 0 {
 		meta.PublishTime = time.UnixMilli(m.PublishTimeMillis)
 	}
-	out, drop, err := f.fn.Apply(string(m.Data), meta)
+	out, drop, err := fn.Apply(string(m.Data), meta)
 	switch {
 	case err != nil:
-		udfFailed.Inc(ctx, 1)
-		emitDeadLetter(NewDeadLetter(m, err))
-		return m, failed
+		return m, failed, err
 	case drop:
-		udfDropped.Inc(ctx, 1)
-		f.countDrop(m)
-		return m, droppedByUDF
+		return m, droppedByUDF, nil
 	}
-	udfTransformed.Inc(ctx, 1)
 	m.Original, m.Data, m.Transformed = m.Data, []byte(out), true
-	return m, transformed
+	return m, transformed, nil
 }
 
 // countDrop counts a dropped message and logs the drops in aggregate: the first at once, then

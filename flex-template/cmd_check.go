@@ -1,0 +1,263 @@
+package main
+
+// check: the row each message of a file becomes, or its dead-letter error, by the pipeline's own
+// conversion against the live table. Nothing is inserted; no Pub/Sub is needed.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/udf"
+)
+
+// exitCannotCheck is check's exit code when it could not check at all: ClickHouse, the table or
+// the JavaScript UDF's file failed.
+const exitCannotCheck = 3
+
+const checkDescription = "Prints, for each message of the files, the row it becomes (column = value, as ClickHouse will store it: " +
+	"strings quoted, times in the column's time zone, DEFAULT for a column the server computes) or the error its dead letter " +
+	"would carry, then a summary by error kind. It converts exactly as the pipeline's parse stage does, against the table as " +
+	"it is now, after the JavaScript UDF when one is given; nothing is inserted and no Pub/Sub is needed.\n" +
+	"A FILE is read as JSON lines (one message per line; blank lines skipped), or whole with --perFile; a directory holds one " +
+	"message per file; - is standard input.\n" +
+	"Exit status: 0 when every message becomes a row (or is dropped by the UDF), 1 when some message would be dead-lettered, " +
+	"2 on a usage error, 3 when the check could not run (ClickHouse, the table or the UDF's file)."
+
+// checkParams are the template parameters check takes.
+var checkParams = append(append(append([]string{}, pipeline.ConnectionParams...), "clickHouseTable"), pipeline.UDFParams...)
+
+// runCheck runs check.
+func runCheck(ctx context.Context, cio *cmdIO, args []string) int {
+	fs := newCommandFlags(cio, "check", "[flags] FILE...", checkDescription)
+	var o pipeline.Options
+	pipeline.RegisterFlagsOf(fs, &o, checkParams...)
+	perFile := fs.Bool("perFile", false, "read each FILE whole as one message, not as JSON lines")
+	stackTrace := fs.Bool("stackTrace", false, "print each dead letter's stack_trace too, indented under its error")
+	files, code, done := parseCommand(cio, "check", fs, args, &o, checkParams)
+	if done {
+		return code
+	}
+	if len(files) == 0 {
+		return usageError(cio, "check", errors.New("no FILE given: name a file of JSON lines, a directory of messages, or - for standard input"))
+	}
+	msgs, err := readInputs(cio.In, files, *perFile)
+	if err != nil {
+		return usageError(cio, "check", err)
+	}
+
+	c, err := openChecker(ctx, o)
+	if err != nil {
+		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse check: %v\n", err)
+		return exitCannotCheck
+	}
+	defer c.close()
+	var s checkSummary
+	for _, in := range msgs {
+		c.check(cio, in, *stackTrace, &s)
+	}
+	s.print(cio)
+	if s.deadLetters > 0 {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// checker converts messages as the pipeline does: the UDF stage's function, then the parse
+// stage's converter, then the write stage's decoding of the row.
+type checker struct {
+	table  *schema.Table
+	conv   *convert.Converter
+	fn     *udf.Local // nil without a UDF
+	layout *convert.Layout
+	cols   []schema.Column // the writable columns, the row's
+	zone   *time.Location  // the server's time zone
+	buf    []byte
+}
+
+// openChecker reads the UDF's file, the password and TLS material, and the table's schema, as
+// the launch's preflight does.
+func openChecker(ctx context.Context, o pipeline.Options) (*checker, error) {
+	c := &checker{}
+	if cfg, ok := o.UDF(); ok {
+		var err error
+		if c.fn, err = udf.Open(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	ch, err := o.ClickHouse().Resolve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := ch.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	c.table, c.conv, err = parse.Check(ctx, conn, o.ClickHouseDatabase, o.ClickHouseTable)
+	var ce *chclient.ConfigError
+	switch {
+	case errors.As(err, &ce):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("clickHouseTable: %w", err)
+	}
+	c.cols = c.table.Writable()
+	types := make([]*chtype.Type, len(c.cols))
+	for i, col := range c.cols {
+		types[i] = col.Type
+	}
+	if c.layout, err = convert.NewLayout(types); err != nil {
+		return nil, err
+	}
+	if c.zone, err = time.LoadLocation(c.table.ServerTimeZone); err != nil {
+		c.zone = time.UTC
+	}
+	return c, nil
+}
+
+func (c *checker) close() {
+	if c.fn != nil {
+		c.fn.Close()
+	}
+}
+
+// check converts one message and prints its row or dead letter.
+func (c *checker) check(cio *cmdIO, in inputMessage, stackTrace bool, s *checkSummary) {
+	s.messages++
+	m := flow.Message{Data: in.Data}
+	var dl *flow.DeadLetter
+	kinds := []string{"javascript UDF"}
+	if c.fn != nil {
+		var dropped bool
+		if m, dropped, dl = c.fn.Apply(m); dropped {
+			s.dropped++
+			fmt.Fprintf(cio.Out, "%s: dropped by the javascript UDF (acknowledged; neither a row nor a dead letter)\n", in.Where)
+			return
+		}
+	}
+	if dl == nil {
+		var err error
+		if c.buf, err = c.conv.Convert(c.buf[:0], m.Data); err != nil {
+			d := parse.NewDeadLetter(m, err)
+			dl, kinds = &d, errorKinds(err)
+		}
+	}
+	if dl != nil {
+		s.deadLetter(kinds)
+		fmt.Fprintf(cio.Out, "%s: dead letter: %s\n", in.Where, dl.ErrorMessage)
+		if stackTrace {
+			fmt.Fprintf(cio.Out, "    %s\n", strings.ReplaceAll(dl.StackTrace, "\n", "\n    "))
+		}
+		return
+	}
+	lines, err := c.render(c.buf)
+	if err != nil {
+		// The converter wrote a row its own decoder does not read: a bug, not a dead letter.
+		s.deadLetter([]string{"internal error"})
+		fmt.Fprintf(cio.Out, "%s: internal error decoding the row: %v\n", in.Where, err)
+		return
+	}
+	s.rows++
+	fmt.Fprintf(cio.Out, "%s: row\n%s", in.Where, lines)
+}
+
+// render decodes a row and writes its columns, one "  column = value" line each.
+func (c *checker) render(row []byte) (string, error) {
+	spans, err := c.layout.Split(row, nil)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for i, col := range c.cols {
+		if spans[i] == nil {
+			fmt.Fprintf(&b, "  %s = DEFAULT (%s)\n", col.Name, col.DefaultExpression)
+			continue
+		}
+		dec, err := convert.NewColumn(col.Type)
+		if err != nil {
+			return "", err
+		}
+		if err := dec.Append(spans[i]); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "  %s = %s\n", col.Name, renderValue(col.Type, firstValue(dec.Values()), c.zone))
+	}
+	return b.String(), nil
+}
+
+// errorKinds returns the kinds of a conversion error, for the summary: one per column that failed
+// (`column "n" (UInt8)`), or the payload's.
+func errorKinds(err error) []string {
+	var re *convert.RowError
+	if errors.As(err, &re) {
+		var kinds []string
+		for _, ve := range re.Errs {
+			kinds = append(kinds, fmt.Sprintf("column %q (%s)", ve.Column, ve.Type))
+		}
+		return kinds
+	}
+	var pe *convert.PayloadError
+	if errors.As(err, &pe) {
+		return []string{"payload is not one JSON object"}
+	}
+	return []string{"other"}
+}
+
+// checkSummary counts what check found.
+type checkSummary struct {
+	messages, rows, dropped, deadLetters int
+	byKind                               map[string]int
+}
+
+func (s *checkSummary) deadLetter(kinds []string) {
+	s.deadLetters++
+	if s.byKind == nil {
+		s.byKind = map[string]int{}
+	}
+	for _, k := range kinds {
+		s.byKind[k]++
+	}
+}
+
+// print writes the summary: the counts, then the dead letters by kind, most frequent first.
+func (s *checkSummary) print(cio *cmdIO) {
+	fmt.Fprintf(cio.Out, "\n%d messages: %d would be rows, %d dead letters", s.messages, s.rows, s.deadLetters)
+	if s.dropped > 0 {
+		fmt.Fprintf(cio.Out, ", %d dropped by the javascript UDF", s.dropped)
+	}
+	fmt.Fprintln(cio.Out)
+	if len(s.byKind) == 0 {
+		return
+	}
+	kinds := make([]string, 0, len(s.byKind))
+	for k := range s.byKind {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		if s.byKind[kinds[i]] != s.byKind[kinds[j]] {
+			return s.byKind[kinds[i]] > s.byKind[kinds[j]]
+		}
+		return kinds[i] < kinds[j]
+	})
+	fmt.Fprintf(cio.Out, "dead letters by error kind (a message with several failing columns counts under each):\n")
+	for _, k := range kinds {
+		fmt.Fprintf(cio.Out, "  %6d  %s\n", s.byKind[k], k)
+	}
+}
+
+// firstValue returns the first element of the slice values (a Column's Values of one row).
+func firstValue(values any) any {
+	return reflect.ValueOf(values).Index(0).Interface()
+}

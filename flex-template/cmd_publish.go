@@ -1,0 +1,279 @@
+package main
+
+// publish: a file of JSON lines to a Pub/Sub topic, with attributes from the command line or a
+// per-line envelope; optionally creating the topic and a subscription (for the emulator).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+)
+
+const publishDescription = "Publishes each line of FILE (JSON lines; - is standard input; blank lines skipped) as one message " +
+	"to --topic, its bytes exactly as on the line. The client honours PUBSUB_EMULATOR_HOST. Progress (messages, messages per " +
+	"second) goes to standard error, updated in place on a terminal, else a line every 10 s; the last line gives the count and " +
+	"the rate.\n" +
+	"With --envelope each line is instead {\"data\": D, \"attributes\": {\"k\": \"v\", ...}, \"orderingKey\": \"key\"} " +
+	"(only data is required): when D is a JSON string, the message's bytes are the string's text (unescaped); any other JSON " +
+	"value is published as its exact text. --attribute adds to every message, an envelope's attributes win.\n" +
+	"Exit status: 0 when every message is published, 1 when a publish failed (the count says how many went out), 2 on a usage error."
+
+// runPublish runs publish.
+func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
+	fs := newCommandFlags(cio, "publish", "--topic=projects/P/topics/T [flags] FILE", publishDescription)
+	topic := fs.String("topic", "", "Pub/Sub `topic` to publish to, projects/<project>/topics/<name>. Required.")
+	create := fs.Bool("create", false, "create the topic first (and --subscription, when given); an existing one is kept. For the emulator.")
+	subscription := fs.String("subscription", "", "with --create: a `subscription` to create on the topic, projects/<project>/subscriptions/<name>")
+	envelope := fs.Bool("envelope", false, `read each line as {"data": ..., "attributes": {...}, "orderingKey": "..."}`)
+	var attrs attributeFlag
+	fs.Var(&attrs, "attribute", "an attribute `key=value` for every message; repeat the flag for several")
+	files, err := parseCommandArgs(cio, fs, args)
+	switch {
+	case errors.Is(err, errHelp):
+		return exitOK
+	case err != nil:
+		return exitUsage
+	}
+	var problems []error
+	if _, _, err := pipeline.SplitTopic(*topic); err != nil {
+		problems = append(problems, fmt.Errorf("--topic %q: %w", *topic, err))
+	}
+	if *subscription != "" {
+		if _, _, err := pipeline.SplitSubscription(*subscription); err != nil {
+			problems = append(problems, fmt.Errorf("--subscription %q: %w", *subscription, err))
+		} else if !*create {
+			problems = append(problems, fmt.Errorf("--subscription %q: is only for --create (the subscription to create on the topic)", *subscription))
+		}
+	}
+	if len(files) != 1 {
+		problems = append(problems, fmt.Errorf("give one FILE of JSON lines (or - for standard input), not %d", len(files)))
+	}
+	if len(problems) > 0 {
+		return usageError(cio, "publish", errors.Join(problems...))
+	}
+	lines, err := readInputs(cio.In, files, false)
+	if err != nil {
+		return usageError(cio, "publish", err)
+	}
+	msgs := make([]*pubsub.Message, len(lines))
+	for i, l := range lines {
+		m := &pubsub.Message{Data: l.Data, Attributes: map[string]string{}}
+		if *envelope {
+			if m, err = parseEnvelope(l.Data); err != nil {
+				return usageError(cio, "publish", fmt.Errorf("%s: %w", l.Where, err))
+			}
+		}
+		for k, v := range attrs {
+			if _, ok := m.Attributes[k]; !ok {
+				m.Attributes[k] = v
+			}
+		}
+		msgs[i] = m
+	}
+
+	w, err := openTopicWriter(ctx, *topic)
+	if err != nil {
+		return failure(cio, "publish", err)
+	}
+	defer w.close()
+	if *create {
+		if err := w.create(ctx, cio, *subscription); err != nil {
+			return failure(cio, "publish", err)
+		}
+	}
+	p := newProgress(cio, "published", w.topic)
+	n, err := w.publish(ctx, p, msgs)
+	p.done(n)
+	if err != nil {
+		return failure(cio, "publish", fmt.Errorf("%w (%d of %d messages published)", err, n, len(msgs)))
+	}
+	return exitOK
+}
+
+// attributeFlag is the repeated --attribute=key=value.
+type attributeFlag map[string]string
+
+func (a attributeFlag) String() string { return fmt.Sprint(map[string]string(a)) }
+
+func (a *attributeFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q is not key=value with a non-empty key", s)
+	}
+	if *a == nil {
+		*a = attributeFlag{}
+	}
+	(*a)[k] = v
+	return nil
+}
+
+// parseEnvelope reads one line of --envelope: {"data": D, "attributes": {...}, "orderingKey": "..."}.
+func parseEnvelope(line []byte) (*pubsub.Message, error) {
+	var e struct {
+		Data        json.RawMessage   `json:"data"`
+		Attributes  map[string]string `json:"attributes"`
+		OrderingKey string            `json:"orderingKey"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return nil, fmt.Errorf(`not an envelope {"data": ..., "attributes": {"k": "v"}, "orderingKey": "..."}: %v`, err)
+	}
+	if len(e.Data) == 0 || string(e.Data) == "null" {
+		return nil, errors.New(`the envelope has no "data"`)
+	}
+	data := []byte(e.Data)
+	if e.Data[0] == '"' {
+		var s string
+		if err := json.Unmarshal(e.Data, &s); err != nil {
+			return nil, fmt.Errorf(`"data": %v`, err)
+		}
+		data = []byte(s)
+	}
+	if e.Attributes == nil {
+		e.Attributes = map[string]string{}
+	}
+	return &pubsub.Message{Data: data, Attributes: e.Attributes, OrderingKey: e.OrderingKey}, nil
+}
+
+// topicWriter publishes to one topic.
+type topicWriter struct {
+	topic     string
+	client    *pubsub.Client
+	publisher *pubsub.Publisher
+}
+
+// openTopicWriter creates the client of topic's project (it honours PUBSUB_EMULATOR_HOST).
+func openTopicWriter(ctx context.Context, topic string) (*topicWriter, error) {
+	project, _, err := pipeline.SplitTopic(topic)
+	if err != nil {
+		return nil, fmt.Errorf("--topic %q: %w", topic, err)
+	}
+	client, err := pubsub.NewClient(ctx, project)
+	if err != nil {
+		return nil, fmt.Errorf("--topic %s: creating the Pub/Sub client: %w", topic, err)
+	}
+	p := client.Publisher(topic)
+	p.EnableMessageOrdering = true // for the envelopes' ordering keys; messages without one are not held back
+	return &topicWriter{topic: topic, client: client, publisher: p}, nil
+}
+
+func (w *topicWriter) close() {
+	w.publisher.Stop()
+	w.client.Close()
+}
+
+// create creates the topic and, when subscription is not empty, a subscription on it; one that
+// exists already is kept.
+func (w *topicWriter) create(ctx context.Context, cio *cmdIO, subscription string) error {
+	_, err := w.client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: w.topic})
+	switch status.Code(err) {
+	case codes.OK:
+		fmt.Fprintf(cio.Err, "created topic %s\n", w.topic)
+	case codes.AlreadyExists:
+		fmt.Fprintf(cio.Err, "topic %s exists\n", w.topic)
+	default:
+		return fmt.Errorf("creating topic %s: %w", w.topic, err)
+	}
+	if subscription == "" {
+		return nil
+	}
+	_, err = w.client.SubscriptionAdminClient.CreateSubscription(ctx, &pubsubpb.Subscription{Name: subscription, Topic: w.topic, AckDeadlineSeconds: 60})
+	switch status.Code(err) {
+	case codes.OK:
+		fmt.Fprintf(cio.Err, "created subscription %s on %s\n", subscription, w.topic)
+	case codes.AlreadyExists:
+		fmt.Fprintf(cio.Err, "subscription %s exists\n", subscription)
+	default:
+		return fmt.Errorf("creating subscription %s: %w", subscription, err)
+	}
+	return nil
+}
+
+// publish publishes msgs and waits for each; it reports progress to p (counting from p's count
+// so far) and returns how many were published, and the first error.
+func (w *topicWriter) publish(ctx context.Context, p *progress, msgs []*pubsub.Message) (int, error) {
+	results := make(chan *pubsub.PublishResult, 1000)
+	go func() {
+		defer close(results)
+		for _, m := range msgs {
+			results <- w.publisher.Publish(ctx, m)
+		}
+	}()
+	n := 0
+	var firstErr error
+	for r := range results {
+		if _, err := r.Get(ctx); err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("publishing to %s: %w", w.topic, err)
+			}
+			continue
+		}
+		n++
+		p.update(p.base + n)
+	}
+	p.base += n
+	return n, firstErr
+}
+
+// progress reports a count on standard error: on a terminal one line updated in place at most
+// every 200 ms, else a line every 10 s.
+type progress struct {
+	cio        *cmdIO
+	verb, dest string
+	start      time.Time
+	last       time.Time
+	every      time.Duration
+	base       int // the messages of earlier calls of topicWriter.publish
+}
+
+func newProgress(cio *cmdIO, verb, dest string) *progress {
+	p := &progress{cio: cio, verb: verb, dest: dest, start: time.Now(), every: 10 * time.Second}
+	p.last = p.start
+	if cio.tty {
+		p.every = 200 * time.Millisecond
+	}
+	return p
+}
+
+func (p *progress) update(n int) {
+	now := time.Now()
+	if now.Sub(p.last) < p.every {
+		return
+	}
+	p.last = now
+	line := fmt.Sprintf("%s %d messages to %s, %.0f msgs/s", p.verb, n, p.dest, rate(n, now.Sub(p.start)))
+	if p.cio.tty {
+		fmt.Fprintf(p.cio.Err, "\r%s\x1b[K", line)
+	} else {
+		fmt.Fprintln(p.cio.Err, line)
+	}
+}
+
+// done writes the final count and rate.
+func (p *progress) done(n int) {
+	took := time.Since(p.start)
+	if p.cio.tty {
+		fmt.Fprint(p.cio.Err, "\r\x1b[K")
+	}
+	fmt.Fprintf(p.cio.Err, "%s %d messages to %s in %s (%.0f msgs/s)\n", p.verb, n, p.dest, took.Round(time.Millisecond), rate(n, took))
+}
+
+// rate is n per second over d.
+func rate(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}

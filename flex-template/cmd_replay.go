@@ -1,0 +1,420 @@
+package main
+
+// replay: dead letters published again to the input topic, with their original bytes (and, from
+// the dead-letter topic, their original attributes) plus replayed_from and replay_id; from the
+// dead-letter table (a WHERE filter, a time range) or a subscription on the dead-letter topic.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
+)
+
+// The attributes replay adds to every message it publishes.
+const (
+	AttrReplayedFrom = "replayed_from" // clickhouse://<database>.<table> or the subscription's name
+	AttrReplayID     = "replay_id"     // the run's --replayId: by default its start, RFC 3339 UTC with milliseconds
+)
+
+const replayDescription = "Publishes dead letters again to --topic (the pipeline's input topic), each with its original bytes " +
+	"and the attributes replayed_from (clickhouse://<database>.<table>, or the subscription) and replay_id (--replayId, by " +
+	"default the run's start time, e.g. 2026-01-15T10:30:00.123Z), so that a replayed message can be told apart and a whole " +
+	"replay found again.\n" +
+	"From the dead-letter table (--fromTable, with the ClickHouse flags): the rows that match --where and failed_at in " +
+	"[--since, --until), oldest first. The table keeps no attributes, so a replayed row carries only the two above. Rows " +
+	"are kept unless --delete: after every message is published, the replayed rows (matched by a hash of all their columns, " +
+	"so a dead letter written meanwhile is kept) are deleted with ALTER TABLE ... DELETE, a mutation, and replay waits for it.\n" +
+	"From a subscription on the dead-letter topic (--fromSubscription): every message it delivers until a pull returns " +
+	"nothing; the original attributes are the message's less errorMessage and failedAt, which the dead-letter stage added. " +
+	"Each message is acknowledged only once it is published; one whose payload the dead-letter stage cut (payloadTruncated) is " +
+	"not replayed and not acknowledged (replay it from the table, which keeps it whole).\n" +
+	"--dry-run prints the count and the first --samples messages and publishes, deletes and acknowledges nothing.\n" +
+	"Exit status: 0 when every dead letter found was replayed, 1 when something failed or was left (the count says what), " +
+	"2 on a usage error."
+
+// replayParams are the template parameters replay takes (for --fromTable).
+var replayParams = pipeline.ConnectionParams
+
+// runReplay runs replay.
+func runReplay(ctx context.Context, cio *cmdIO, args []string) int {
+	fs := newCommandFlags(cio, "replay", "--topic=projects/P/topics/T (--fromTable=T [ClickHouse flags] | --fromSubscription=S) [flags]", replayDescription)
+	var o pipeline.Options
+	pipeline.RegisterFlagsOf(fs, &o, replayParams...)
+	var r replay
+	fs.StringVar(&r.topic, "topic", "", "Pub/Sub `topic` to publish to (the pipeline's input topic), projects/<project>/topics/<name>. Required.")
+	fs.StringVar(&r.table, "fromTable", "", "the dead-letter `table` in clickHouseDatabase to replay rows of")
+	fs.StringVar(&r.where, "where", "", "with --fromTable: a SQL `condition` the rows must meet, e.g. \"error_message LIKE '%UInt8%'\"")
+	since := fs.String("since", "", "with --fromTable: only rows with failed_at at or after this `time`: RFC 3339 (2026-01-15T10:00:00Z) or a duration ago (2h)")
+	until := fs.String("until", "", "with --fromTable: only rows with failed_at before this `time`, in the forms of --since")
+	fs.StringVar(&r.subscription, "fromSubscription", "", "a `subscription` on the dead-letter topic to replay messages of, projects/<project>/subscriptions/<name>")
+	fs.BoolVar(&r.dryRun, "dry-run", false, "print what would be replayed, and publish, delete and acknowledge nothing")
+	fs.BoolVar(&r.delete, "delete", false, "with --fromTable: delete the replayed rows once every message is published")
+	fs.IntVar(&r.samples, "samples", 3, "with --dry-run: how many messages to print")
+	fs.StringVar(&r.id, "replayId", "", "the replay_id `attribute` of the messages (default: the run's start, RFC 3339 UTC with milliseconds)")
+	rest, code, done := parseCommand(cio, "replay", fs, args, &o, nil)
+	if done {
+		return code
+	}
+	now := time.Now().UTC()
+	if r.id == "" {
+		r.id = now.Format(deadletter.FailedAtLayout)
+	}
+	var problems []error
+	if len(rest) > 0 {
+		problems = append(problems, fmt.Errorf("takes no arguments besides the flags, got %q", rest))
+	}
+	if _, _, err := pipeline.SplitTopic(r.topic); err != nil {
+		problems = append(problems, fmt.Errorf("--topic %q: %w", r.topic, err))
+	}
+	var err error
+	if r.since, err = parseReplayTime("--since", *since, now); err != nil {
+		problems = append(problems, err)
+	}
+	if r.until, err = parseReplayTime("--until", *until, now); err != nil {
+		problems = append(problems, err)
+	}
+	switch {
+	case (r.table == "") == (r.subscription == ""):
+		problems = append(problems, errors.New("give one source: --fromTable (the dead-letter table) or --fromSubscription (on the dead-letter topic)"))
+	case r.subscription != "":
+		if _, _, err := pipeline.SplitSubscription(r.subscription); err != nil {
+			problems = append(problems, fmt.Errorf("--fromSubscription %q: %w", r.subscription, err))
+		}
+		for name, set := range map[string]bool{"--where": r.where != "", "--since": *since != "", "--until": *until != "", "--delete": r.delete} {
+			if set {
+				problems = append(problems, fmt.Errorf("%s is for --fromTable; a subscription delivers all it holds", name))
+			}
+		}
+	default:
+		if err := o.ValidateOf(replayParams...); err != nil {
+			problems = append(problems, err)
+		}
+		if strings.ContainsAny(r.table, "`.\x00") {
+			problems = append(problems, fmt.Errorf("--fromTable %q: must be a bare table name in clickHouseDatabase, without a dot or a backtick", r.table))
+		}
+		if r.delete && r.dryRun {
+			problems = append(problems, errors.New("--delete with --dry-run: a dry run deletes nothing; drop one of them"))
+		}
+	}
+	if len(problems) > 0 {
+		return usageError(cio, "replay", errors.Join(problems...))
+	}
+	if r.subscription != "" {
+		r.from = r.subscription
+		return r.fromTopic(ctx, cio)
+	}
+	r.from = "clickhouse://" + o.ClickHouseDatabase + "." + r.table
+	return r.fromDeadLetterTable(ctx, cio, o)
+}
+
+// replay is one run of replay.
+type replay struct {
+	topic, table, where, subscription string
+	since, until                      time.Time // zero: unbounded
+	dryRun, delete                    bool
+	samples                           int
+	id                                string
+	from                              string // replayed_from
+}
+
+// parseReplayTime reads --since or --until: RFC 3339, or a Go duration before now; "" is zero.
+func parseReplayTime(flag, s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%s %q: is neither an RFC 3339 time (2026-01-15T10:00:00Z) nor a duration ago (90m, 2h)", flag, s)
+}
+
+// message returns the message to publish for a dead letter's payload and original attributes.
+func (r *replay) message(data []byte, attrs map[string]string) *pubsub.Message {
+	out := make(map[string]string, len(attrs)+2)
+	maps.Copy(out, attrs)
+	out[AttrReplayedFrom] = r.from
+	out[AttrReplayID] = r.id
+	return &pubsub.Message{Data: data, Attributes: out}
+}
+
+// printSample prints one message of a dry run.
+func printSample(cio *cmdIO, i int, m *pubsub.Message) {
+	fmt.Fprintf(cio.Out, "  %d. %s\n     attributes: %s\n", i+1, cut(m.Data, 200), formatAttributes(m.Attributes))
+}
+
+// formatAttributes prints attributes as k=v, sorted by key.
+func formatAttributes(attrs map[string]string) string {
+	var parts []string
+	for _, k := range sortedKeys(attrs) {
+		parts = append(parts, k+"="+attrs[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// cut returns b as text, at most n bytes, ended with "…" when cut.
+func cut(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b[:n]), "") + "…"
+}
+
+// condition returns the WHERE condition of the table's rows to replay, and its arguments.
+func (r *replay) condition() (string, []any) {
+	conds := []string{"1"}
+	var args []any
+	if !r.since.IsZero() {
+		conds = append(conds, "failed_at >= toDateTime(?)")
+		args = append(args, r.since.Unix())
+	}
+	if !r.until.IsZero() {
+		conds = append(conds, "failed_at < toDateTime(?)")
+		args = append(args, r.until.Unix())
+	}
+	if r.where != "" {
+		conds = append(conds, "("+r.where+")")
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// rowHash is the expression that identifies a row of the dead-letter table for --delete.
+const rowHash = "cityHash64(raw_message, error_message, stack_trace, failed_at)"
+
+// fromDeadLetterTable replays the rows of the dead-letter table.
+func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline.Options) int {
+	ch, err := o.ClickHouse().Resolve(ctx)
+	if err != nil {
+		return failure(cio, "replay", err)
+	}
+	conn, err := ch.Open(ctx)
+	if err != nil {
+		return failure(cio, "replay", err)
+	}
+	defer conn.Close()
+	if err := deadletter.CheckTable(ctx, conn, o.ClickHouseDatabase, r.table); err != nil {
+		return failure(cio, "replay", fmt.Errorf("--fromTable: %w", err))
+	}
+	table := chclient.QuoteIdent(o.ClickHouseDatabase) + "." + chclient.QuoteIdent(r.table)
+	cond, args := r.condition()
+	rows, err := conn.Query(ctx, "SELECT raw_message, "+rowHash+" FROM "+table+" WHERE "+cond+" ORDER BY failed_at", args...)
+	if err != nil {
+		return failure(cio, "replay", fmt.Errorf("reading %s: %w", r.from, err))
+	}
+	var msgs []*pubsub.Message
+	var hashes []uint64
+	for rows.Next() {
+		var raw string
+		var h uint64
+		if err := rows.Scan(&raw, &h); err != nil {
+			rows.Close()
+			return failure(cio, "replay", fmt.Errorf("reading %s: %w", r.from, err))
+		}
+		msgs = append(msgs, r.message([]byte(raw), nil))
+		hashes = append(hashes, h)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return failure(cio, "replay", fmt.Errorf("reading %s: %w", r.from, err))
+	}
+	if r.dryRun {
+		r.printDryRun(cio, msgs)
+		return exitOK
+	}
+	n, err := r.publish(ctx, cio, msgs)
+	if err != nil {
+		return failure(cio, "replay", fmt.Errorf("%w; replayed %d of %d rows of %s, deleted none", err, n, len(msgs), r.from))
+	}
+	fmt.Fprintf(cio.Out, "replayed %d dead letters from %s to %s (replay_id=%s)\n", n, r.from, r.topic, r.id)
+	if !r.delete || n == 0 {
+		return exitOK
+	}
+	if err := deleteRows(ctx, conn, table, cond, args, hashes); err != nil {
+		return failure(cio, "replay", fmt.Errorf("deleting the replayed rows of %s: %w (they were replayed; delete them by hand, or a replay publishes them again)", r.from, err))
+	}
+	fmt.Fprintf(cio.Out, "deleted the %d replayed rows from %s\n", n, r.from)
+	return exitOK
+}
+
+// deleteRows deletes the rows of table that meet cond and whose rowHash is one of hashes, with
+// one mutation per 10,000 hashes (within ClickHouse's default max_query_size of 256 KiB), and
+// waits until the table has no unfinished mutation.
+func deleteRows(ctx context.Context, conn driver.Conn, table, cond string, args []any, hashes []uint64) error {
+	const perMutation = 10_000
+	for start := 0; start < len(hashes); start += perMutation {
+		chunk := hashes[start:min(start+perMutation, len(hashes))]
+		list := make([]string, len(chunk))
+		for i, h := range chunk {
+			list[i] = fmt.Sprint(h)
+		}
+		q := "ALTER TABLE " + table + " DELETE WHERE " + cond + " AND " + rowHash + " IN (" + strings.Join(list, ",") + ")"
+		if err := conn.Exec(ctx, q, args...); err != nil {
+			return err
+		}
+	}
+	db, name, _ := strings.Cut(table, ".")
+	for {
+		var pending uint64
+		err := conn.QueryRow(ctx, "SELECT count() FROM system.mutations WHERE database = ? AND table = ? AND is_done = 0",
+			strings.Trim(db, "`"), strings.Trim(name, "`")).Scan(&pending)
+		if err != nil || pending == 0 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// printDryRun prints the count and the first samples of a dry run.
+func (r *replay) printDryRun(cio *cmdIO, msgs []*pubsub.Message) {
+	fmt.Fprintf(cio.Out, "dry run: would replay %d dead letters from %s to %s (replay_id=%s); nothing published, deleted or acknowledged\n",
+		len(msgs), r.from, r.topic, r.id)
+	for i, m := range msgs[:min(r.samples, len(msgs))] {
+		printSample(cio, i, m)
+	}
+}
+
+// publish publishes msgs to the topic.
+func (r *replay) publish(ctx context.Context, cio *cmdIO, msgs []*pubsub.Message) (int, error) {
+	w, err := openTopicWriter(ctx, r.topic)
+	if err != nil {
+		return 0, err
+	}
+	defer w.close()
+	p := newProgress(cio, "published", r.topic)
+	n, err := w.publish(ctx, p, msgs)
+	p.done(n)
+	return n, err
+}
+
+// The attributes that the dead-letter stage adds to a topic message (deadletter.TopicMessage).
+var deadLetterAttrs = []string{"errorMessage", "failedAt", deadletter.AttrPayloadTruncated, deadletter.AttrPayloadBytes, deadletter.AttrPayloadSHA256}
+
+// pullTimeout bounds one Pull: a pull that returns nothing within it ends the replay.
+const pullTimeout = 10 * time.Second
+
+// fromTopic replays the messages of a subscription on the dead-letter topic: pull, publish, then
+// acknowledge, batch by batch, until a pull returns nothing.
+func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
+	project, _, _ := pipeline.SplitSubscription(r.subscription)
+	client, err := pubsub.NewClient(ctx, project)
+	if err != nil {
+		return failure(cio, "replay", fmt.Errorf("--fromSubscription %s: creating the Pub/Sub client: %w", r.subscription, err))
+	}
+	defer client.Close()
+	subs := client.SubscriptionAdminClient
+	// A subscription on the topic replay publishes to would deliver the replay's own messages
+	// again, without end. (Reading the subscription needs pubsub.subscriptions.get, which a
+	// subscriber may lack: then only the replay_id check below guards.)
+	if s, err := subs.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: r.subscription}); err == nil && s.GetTopic() == r.topic {
+		return usageError(cio, "replay", fmt.Errorf("--fromSubscription %s is on --topic %s: it would deliver the replayed messages again; give a subscription on the dead-letter topic", r.subscription, r.topic))
+	}
+	var w *topicWriter
+	p := newProgress(cio, "published", r.topic)
+	if !r.dryRun {
+		if w, err = openTopicWriter(ctx, r.topic); err != nil {
+			return failure(cio, "replay", err)
+		}
+		defer w.close()
+	}
+	seen := map[string]bool{}
+	var dry []*pubsub.Message
+	var heldAcks []string // a dry run's messages, released at the end
+	replayed, truncated := 0, 0
+	for {
+		pctx, cancel := context.WithTimeout(ctx, pullTimeout)
+		resp, err := subs.Pull(pctx, &pubsubpb.PullRequest{Subscription: r.subscription, MaxMessages: 1000})
+		cancel()
+		if err != nil && pctx.Err() == nil {
+			return failure(cio, "replay", fmt.Errorf("pulling from %s: %w (replayed %d)", r.subscription, err, replayed))
+		}
+		var batch []*pubsub.Message
+		var acks []string
+		fresh := 0
+		for _, rm := range resp.GetReceivedMessages() {
+			m := rm.GetMessage()
+			if m.GetAttributes()[AttrReplayID] == r.id {
+				return failure(cio, "replay", fmt.Errorf("--fromSubscription %s delivers this replay's own messages (replay_id=%s): it is on --topic %s, not on the dead-letter topic; stopped after %d", r.subscription, r.id, r.topic, replayed))
+			}
+			if seen[m.GetMessageId()] {
+				heldAcks = append(heldAcks, rm.GetAckId()) // redelivered while held
+				continue
+			}
+			seen[m.GetMessageId()] = true
+			fresh++
+			if m.GetAttributes()[deadletter.AttrPayloadTruncated] == "true" {
+				truncated++
+				heldAcks = append(heldAcks, rm.GetAckId())
+				continue
+			}
+			attrs := maps.Clone(m.GetAttributes())
+			for _, k := range deadLetterAttrs {
+				delete(attrs, k)
+			}
+			msg := r.message(m.GetData(), attrs)
+			if r.dryRun {
+				dry = append(dry, msg)
+				heldAcks = append(heldAcks, rm.GetAckId())
+				continue
+			}
+			batch = append(batch, msg)
+			acks = append(acks, rm.GetAckId())
+		}
+		if fresh == 0 {
+			break
+		}
+		if len(batch) > 0 {
+			n, err := w.publish(ctx, p, batch)
+			if err != nil {
+				// Nothing of this batch is acknowledged: it is redelivered, and a second run replays
+				// the published ones again.
+				return failure(cio, "replay", fmt.Errorf("%w; replayed %d, and %d of this pull's %d again on the next run", err, replayed, n, len(batch)))
+			}
+			if err := subs.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: r.subscription, AckIds: acks}); err != nil {
+				return failure(cio, "replay", fmt.Errorf("acknowledging on %s: %w (their %d messages were published and will be delivered again)", r.subscription, err, len(acks)))
+			}
+			replayed += n
+		}
+	}
+	// What is held unacknowledged goes back to the subscription at once.
+	if len(heldAcks) > 0 {
+		subs.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: r.subscription, AckIds: heldAcks, AckDeadlineSeconds: 0})
+	}
+	if r.dryRun {
+		r.printDryRun(cio, dry)
+	} else {
+		p.done(replayed)
+		fmt.Fprintf(cio.Out, "replayed %d dead letters from %s to %s (replay_id=%s)\n", replayed, r.from, r.topic, r.id)
+	}
+	if truncated > 0 {
+		fmt.Fprintf(cio.Out, "left %d messages whose payload the dead-letter stage cut (payloadTruncated=true) on %s, unacknowledged: replay them from the dead-letter table\n", truncated, r.subscription)
+		return exitFailed
+	}
+	return exitOK
+}

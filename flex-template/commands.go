@@ -1,0 +1,213 @@
+package main
+
+// The subcommands: check, publish and replay (one file each, cmd_*.go), and help. main runs one
+// when the first argument names it; the Flex Template launcher passes only flags, so a launch
+// never takes this path.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
+)
+
+// Exit codes of the subcommands (each command's documentation adds its own meaning of 1).
+const (
+	exitOK     = 0
+	exitFailed = 1 // the command ran and found a problem, or could not finish (the error says which)
+	exitUsage  = 2 // a flag, an argument or an input file is wrong: nothing was done
+)
+
+// subcommand is one subcommand of the binary.
+type subcommand struct {
+	name    string // as given on the command line
+	args    string // what follows the name, for the usage line
+	summary string // one line, for --help
+	// run runs the command with its arguments (after the name) and returns the exit code.
+	run func(ctx context.Context, io *cmdIO, args []string) int
+}
+
+// commands are the subcommands, in the order --help lists them. Filled in init: help's run
+// reads the table.
+var commands []subcommand
+
+func init() {
+	commands = []subcommand{
+		{"check", "[flags] FILE...", "print the row each message becomes, or its dead-letter error (nothing is inserted)", runCheck},
+		{"publish", "[flags] FILE", "publish a file of JSON lines to a Pub/Sub topic", runPublish},
+		{"replay", "[flags]", "publish dead letters again to the input topic, from the dead-letter table or topic", runReplay},
+		{"help", "[COMMAND]", "this help, or a command's flags", runHelp},
+	}
+}
+
+// lookupCommand returns the subcommand named name.
+func lookupCommand(name string) (subcommand, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return subcommand{}, false
+}
+
+// cmdIO is where a command reads and writes. Out and Err hide the secrets added with hide.
+type cmdIO struct {
+	In       io.Reader
+	Out, Err *redactor
+	tty      bool // Err is a terminal: progress updates a line in place
+}
+
+func newCmdIO(in io.Reader, out, errw io.Writer) *cmdIO {
+	return &cmdIO{In: in, Out: &redactor{w: out}, Err: &redactor{w: errw}}
+}
+
+// hide makes Out and Err write "xxxxx" in place of each of the secrets (the empty string and a
+// Secret Manager secret version's name, which is no secret, are ignored).
+func (c *cmdIO) hide(secrets ...string) {
+	for _, s := range secrets {
+		if s != "" && !secret.IsVersion(s) {
+			c.Out.secrets = append(c.Out.secrets, s)
+			c.Err.secrets = append(c.Err.secrets, s)
+		}
+	}
+}
+
+// redactor is an io.Writer that replaces each secret in what is written by "xxxxx". The commands
+// write whole lines, so a secret is never split across two writes.
+type redactor struct {
+	w       io.Writer
+	secrets []string
+}
+
+func (r *redactor) Write(p []byte) (int, error) {
+	if len(r.secrets) == 0 {
+		return r.w.Write(p)
+	}
+	s := string(p)
+	for _, secret := range r.secrets {
+		s = strings.ReplaceAll(s, secret, "xxxxx")
+	}
+	if _, err := io.WriteString(r.w, s); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// runCommand runs the subcommand c with args, on the process's standard streams.
+func runCommand(ctx context.Context, c subcommand, args []string) int {
+	cio := newCmdIO(os.Stdin, os.Stdout, os.Stderr)
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		cio.tty = true
+	}
+	return c.run(ctx, cio, args)
+}
+
+// runHelp prints the program's help, or a command's.
+func runHelp(_ context.Context, cio *cmdIO, args []string) int {
+	if len(args) == 0 {
+		var o pipeline.Options
+		pipeline.RegisterFlags(flag.CommandLine, &o) // beside the runner's flags, defined at init
+		printHelp(cio.Out, flag.CommandLine)
+		return exitOK
+	}
+	c, ok := lookupCommand(args[0])
+	if !ok || c.name == "help" {
+		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse help: %q is not a command (the commands: check, publish, replay)\n", args[0])
+		return exitUsage
+	}
+	return c.run(context.Background(), cio, []string{"--help"})
+}
+
+// newCommandFlags returns the flag set of command name, whose usage (for --help and after a
+// wrong flag) is the synopsis, the description and the flags.
+func newCommandFlags(cio *cmdIO, name, synopsis, description string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(cio.Err)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: pubsub-to-clickhouse %s %s\n\n", name, synopsis)
+		for _, l := range wrap(description, helpWidth) {
+			fmt.Fprintln(w, l)
+		}
+		fmt.Fprintf(w, "\nFlags:\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			def := f.DefValue
+			if def == "false" || def == "0" {
+				def = ""
+			}
+			printFlag(w, f, def)
+		})
+	}
+	return fs
+}
+
+// errHelp is parseCommandArgs's error after --help: the usage is printed, and the command exits
+// 0.
+var errHelp = errors.New("help requested")
+
+// parseCommandArgs parses args with fs, flags and positional arguments in any order ("--" ends
+// the flags), and returns the positional arguments. On --help it prints the usage to Out and
+// returns errHelp; on a wrong flag the flag package has printed the problem and the usage.
+func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(cio.Out)
+			fs.Usage()
+			return nil, errHelp
+		}
+		if err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		if args[0] == "--" {
+			return append(positional, args[1:]...), nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+// usageError prints a usage error of command name and returns exitUsage.
+func usageError(cio *cmdIO, name string, err error) int {
+	fmt.Fprintf(cio.Err, "pubsub-to-clickhouse %s: %v\n(pubsub-to-clickhouse help %s lists the flags)\n", name, err, name)
+	return exitUsage
+}
+
+// failure prints the error of command name and returns exitFailed.
+func failure(cio *cmdIO, name string, err error) int {
+	fmt.Fprintf(cio.Err, "pubsub-to-clickhouse %s: %v\n", name, err)
+	return exitFailed
+}
+
+// parseCommand parses the command line of command name into fs and checks the template
+// parameters names in o by their rules. It returns the positional arguments, or the exit code
+// (done true) after --help or a usage error. The passwords given are hidden from cio from then
+// on.
+func parseCommand(cio *cmdIO, name string, fs *flag.FlagSet, args []string, o *pipeline.Options, params []string) (positional []string, code int, done bool) {
+	positional, err := parseCommandArgs(cio, fs, args)
+	cio.hide(o.ClickHousePassword)
+	if opts, err := o.ClickHouse().Options(); err == nil {
+		cio.hide(opts.Auth.Password) // a password in clickHouseUrl
+	}
+	switch {
+	case errors.Is(err, errHelp):
+		return nil, exitOK, true
+	case err != nil:
+		return nil, exitUsage, true // the flag package has said what is wrong
+	}
+	if err := o.ValidateOf(params...); err != nil {
+		return nil, usageError(cio, name, fmt.Errorf("invalid parameters:\n%w", err)), true
+	}
+	return positional, 0, false
+}

@@ -1,0 +1,121 @@
+package main
+
+// The input files of check and publish: JSON lines, or one message per file.
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// inputMessage is one message read from an input file.
+type inputMessage struct {
+	Where string // "FILE:LINE" for a line, "FILE" for a whole file; "-" is standard input
+	Data  []byte
+}
+
+// maxLineBytes is the longest line an input file may hold: Pub/Sub's largest message, 10 MB,
+// and some room for an envelope's escapes.
+const maxLineBytes = 32 << 20
+
+// readInputs reads the messages of the named inputs, in order:
+//
+//   - "-" is standard input (in), read as JSON lines;
+//   - a directory holds one message per file: each regular file directly in it, by name,
+//     whole (files whose name starts with "." are skipped);
+//   - any other file is read as JSON lines, or whole when perFile is true.
+//
+// JSON lines: each line is one message, its bytes exactly, without the line's "\n" or "\r\n";
+// lines that hold only white space are skipped.
+func readInputs(in io.Reader, names []string, perFile bool) ([]inputMessage, error) {
+	var out []inputMessage
+	for _, name := range names {
+		if name == "-" {
+			msgs, err := readLines("-", in)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, msgs...)
+			continue
+		}
+		info, err := os.Stat(name)
+		if err != nil {
+			return nil, err
+		}
+		if info.IsDir() {
+			msgs, err := readDir(name)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, msgs...)
+			continue
+		}
+		if perFile {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, inputMessage{Where: name, Data: b})
+			continue
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		msgs, err := readLines(name, f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, msgs...)
+	}
+	return out, nil
+}
+
+// readDir reads each regular file of dir as one message, by name.
+func readDir(dir string) ([]inputMessage, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	var out []inputMessage
+	for _, e := range entries {
+		if !e.Type().IsRegular() || e.Name()[0] == '.' {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inputMessage{Where: path, Data: b})
+	}
+	return out, nil
+}
+
+// readLines reads r as JSON lines.
+func readLines(name string, r io.Reader) ([]inputMessage, error) {
+	var out []inputMessage
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		out = append(out, inputMessage{Where: fmt.Sprintf("%s:%d", name, n), Data: bytes.Clone(line)})
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%s: a line is longer than %d bytes (Pub/Sub takes messages of up to 10 MB)", name, maxLineBytes)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,334 @@
+package integration_test
+
+// The subcommands check, publish and replay, run as the built binary against the real server
+// and the emulator (reached through PUBSUB_EMULATOR_HOST, which pubsubtest.Start sets for the
+// test and so for the binary it starts).
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+)
+
+// runCommand runs the binary with args and stdin, and returns its standard output, standard
+// error and exit code. It stops the binary after two minutes.
+func runCommand(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	bin, _ := launchBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = t.TempDir()
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("%v: still running after 2 minutes\n%s%s", args, out.String(), errOut.String())
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// chFlags are the ClickHouse flags of a command for the test database.
+func chFlags(ch *chtest.Server) []string {
+	return []string{"--clickHouseUrl=" + ch.URL, "--clickHouseDatabase=" + ch.Database, "--clickHouseUsername=default", "--clickHousePassword="}
+}
+
+func writeTestFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestCheckCommand(t *testing.T) {
+	ch := chtest.New(t)
+	ch.CreateTable(t, "CREATE TABLE {table} (id UInt32, name String, ts DateTime('UTC'), n UInt8, tags Array(String), "+
+		"score Nullable(Float64), kind Enum8('a' = 1, 'b' = 2), note String DEFAULT 'n/a', day Date MATERIALIZED toDate(ts)) "+
+		"ENGINE = MergeTree ORDER BY id", "events")
+	args := append([]string{"check", "--clickHouseTable=events"}, chFlags(ch)...)
+
+	t.Run("good and bad messages", func(t *testing.T) {
+		file := writeTestFile(t, "m.jsonl", strings.Join([]string{
+			`{"id":1,"name":"a\tb 'q'","ts":"2024-03-10T12:00:00Z","n":7,"tags":["x","y"],"score":1.5,"kind":"b"}`,
+			`{"id":2,"name":"b","ts":"2024-03-10 12:00:01","n":300,"kind":1}`,
+			``,
+			`not json`,
+			`{"id":3,"name":"c","ts":1710072000,"n":1,"kind":"a","note":"hi"}`,
+			`{"id":-4,"name":"d","ts":"x","n":300,"kind":"a"}`,
+		}, "\n")+"\n")
+		out, errOut, code := runCommand(t, "", append(args, file)...)
+		want := file + `:1: row
+  id = 1
+  name = 'a\tb \'q\''
+  ts = '2024-03-10 12:00:00'
+  n = 7
+  tags = ['x','y']
+  score = 1.5
+  kind = 'b'
+  note = DEFAULT ('n/a')
+` + file + `:2: dead letter: column "n" (UInt8): 300 is out of range for UInt8 (0 to 255)
+` + file + `:4: dead letter: payload: invalid JSON at byte 0: unexpected character 'n', expected a value
+` + file + `:5: row
+  id = 3
+  name = 'c'
+  ts = '2024-03-10 12:00:00'
+  n = 1
+  tags = []
+  score = NULL
+  kind = 'a'
+  note = 'hi'
+`
+		if !strings.HasPrefix(out, want) {
+			t.Fatalf("check printed (-want +got):\n%s\nstderr:\n%s", cmp.Diff(want, out), errOut)
+		}
+		// The message with three failing columns: the converter's error, and the summary.
+		rest := strings.TrimPrefix(out, want)
+		if !strings.HasPrefix(rest, file+`:6: dead letter: column "id" (UInt32): -4 `) || !strings.Contains(rest, `column "n" (UInt8): 300 is out of range`) {
+			t.Errorf("the dead letter of line 6:\n%s", rest)
+		}
+		wantSummary := `
+5 messages: 2 would be rows, 3 dead letters
+dead letters by error kind (a message with several failing columns counts under each):
+       2  column "n" (UInt8)
+       1  column "id" (UInt32)
+       1  column "ts" (DateTime('UTC'))
+       1  payload is not one JSON object
+`
+		if !strings.HasSuffix(rest, wantSummary) {
+			t.Errorf("summary (-want +got):\n%s", cmp.Diff(wantSummary, rest[max(0, len(rest)-len(wantSummary)):]))
+		}
+		if code != 1 {
+			t.Errorf("exit code %d, want 1 (some message would be dead-lettered)\n%s", code, errOut)
+		}
+	})
+
+	t.Run("all convert, from standard input and a directory", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "one.json"), []byte("{\n  \"id\": 9,\n  \"name\": \"z\",\n  \"ts\": 0, \"n\": 0, \"kind\": 2\n}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := runCommand(t, `{"id":8,"name":"y","ts":0,"n":0,"kind":"a"}`+"\n", append(args, "-", dir)...)
+		if code != 0 {
+			t.Fatalf("exit code %d, want 0\n%s\n%s", code, out, errOut)
+		}
+		for _, want := range []string{"-:1: row\n  id = 8\n", filepath.Join(dir, "one.json") + ": row\n  id = 9\n  name = 'z'\n  ts = '1970-01-01 00:00:00'\n",
+			"\n2 messages: 2 would be rows, 0 dead letters\n"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("usage errors and a wrong password", func(t *testing.T) {
+		if _, errOut, code := runCommand(t, "", args...); code != 2 || !strings.Contains(errOut, "no FILE given") {
+			t.Errorf("without a file: exit %d, want 2\n%s", code, errOut)
+		}
+		if _, errOut, code := runCommand(t, "", "check", "--clickHouseTable=db.events", "--clickHouseUrl=clickhouse://127.0.0.1:9000",
+			"--clickHouseDatabase=d", "--clickHouseUsername=default", "--clickHousePassword=", "-"); code != 2 ||
+			!strings.Contains(errOut, `clickHouseTable "db.events": must be a bare table name`) {
+			t.Errorf("a dotted table: exit %d, want 2\n%s", code, errOut)
+		}
+		const password = "check-cmd-Pa55word"
+		a := append([]string{"check", "--clickHouseTable=events"}, chFlags(ch)...)
+		a = append(a, "--clickHousePassword="+password, "-")
+		out, errOut, code := runCommand(t, `{"id":1}`+"\n", a...)
+		if code != 3 {
+			t.Errorf("a wrong password: exit %d, want 3\n%s%s", code, out, errOut)
+		}
+		if strings.Contains(out+errOut, password) {
+			t.Errorf("the output shows the password:\n%s%s", out, errOut)
+		}
+	})
+}
+
+// pulled is a message as the tests compare it.
+type pulled struct {
+	Data        string
+	Attributes  map[string]string
+	OrderingKey string
+}
+
+// byData compares pulled messages in any order: Pub/Sub keeps the order within an ordering key
+// only, and the commands publish concurrently.
+var byData = cmpopts.SortSlices(func(a, b pulled) bool { return a.Data < b.Data })
+
+func pullAll(t *testing.T, e *pubsubtest.Emulator, sub string) []pulled {
+	t.Helper()
+	var out []pulled
+	for _, m := range e.PullAll(t, sub) {
+		out = append(out, pulled{string(m.Data), m.Attributes, m.OrderingKey})
+	}
+	return out
+}
+
+func TestPublishCommand(t *testing.T) {
+	e := pubsubtest.Start(t)
+	topic := "projects/" + pubsubtest.Project + "/topics/input"
+	sub := "projects/" + pubsubtest.Project + "/subscriptions/input-sub"
+
+	file := writeTestFile(t, "m.jsonl", `{"id":1,"s":"a\"b"}`+"\r\n\n"+`{"id":2}`+"\n")
+	_, errOut, code := runCommand(t, "", "publish", "--topic="+topic, "--create", "--subscription="+sub, "--attribute=source=test", "--attribute=k=a=b", file)
+	if code != 0 {
+		t.Fatalf("publish: exit %d\n%s", code, errOut)
+	}
+	if !strings.Contains(errOut, "created topic "+topic) || !strings.Contains(errOut, "published 2 messages to "+topic+" in ") {
+		t.Errorf("publish's report:\n%s", errOut)
+	}
+	want := []pulled{
+		{`{"id":1,"s":"a\"b"}`, map[string]string{"source": "test", "k": "a=b"}, ""},
+		{`{"id":2}`, map[string]string{"source": "test", "k": "a=b"}, ""},
+	}
+	if diff := cmp.Diff(want, pullAll(t, e, sub), byData); diff != "" {
+		t.Errorf("pulled (-want +got):\n%s", diff)
+	}
+
+	// Envelopes, from standard input, to the existing topic.
+	envelopes := `{"data": {"id": 3,  "x": [1, 2]}, "attributes": {"source": "env"}, "orderingKey": "k1"}` + "\n" +
+		`{"data": "not JSON \u00e9", "attributes": {"a": "1"}}` + "\n"
+	_, errOut, code = runCommand(t, envelopes, "publish", "--topic="+topic, "--envelope", "--attribute=source=flag", "--attribute=extra=1", "-")
+	if code != 0 {
+		t.Fatalf("publish --envelope: exit %d\n%s", code, errOut)
+	}
+	want = []pulled{
+		{`{"id": 3,  "x": [1, 2]}`, map[string]string{"source": "env", "extra": "1"}, "k1"},
+		{"not JSON é", map[string]string{"a": "1", "source": "flag", "extra": "1"}, ""},
+	}
+	if diff := cmp.Diff(want, pullAll(t, e, sub), byData); diff != "" {
+		t.Errorf("pulled (-want +got):\n%s", diff)
+	}
+
+	// A bad envelope is a usage error naming the line; nothing is published.
+	_, errOut, code = runCommand(t, `{"data":1}`+"\n"+`{"payload":1}`+"\n", "publish", "--topic="+topic, "--envelope", "-")
+	if code != 2 || !strings.Contains(errOut, `-:2: not an envelope`) || !strings.Contains(errOut, `unknown field "payload"`) {
+		t.Errorf("a bad envelope: exit %d, want 2\n%s", code, errOut)
+	}
+	if got := pullAll(t, e, sub); len(got) != 0 {
+		t.Errorf("a refused file published %v", got)
+	}
+}
+
+func TestReplayFromTable(t *testing.T) {
+	ch := chtest.New(t)
+	e := pubsubtest.Start(t)
+	topic := e.Topic(t, "input")
+	sub := e.Subscription(t, topic, "input-sub", time.Minute)
+	ch.MustExec(t, deadletter.CreateTable(ch.Database, "dl"))
+	// failed_at at 10:00, 11:00 and 12:00 UTC on 2026-01-15, as Unix seconds (the server's zone may be any).
+	at := func(hour int) string { return fmt.Sprint(time.Date(2026, 1, 15, hour, 0, 0, 0, time.UTC).Unix()) }
+	ch.MustExec(t, `INSERT INTO dl VALUES ('{"id":1,"n":300}', 'column "n" (UInt8): 300 is out of range', 'st', `+at(10)+`), `+
+		`('{"id":2}\n', 'column "x" (String): missing', 'st', `+at(11)+`), `+
+		`('{"id":3,"n":301}', 'column "n" (UInt8): 301 is out of range', 'st', `+at(12)+`)`)
+	from := "clickhouse://" + ch.Database + ".dl"
+	args := append([]string{"replay", "--topic=" + topic, "--fromTable=dl", "--replayId=r1"}, chFlags(ch)...)
+
+	out, errOut, code := runCommand(t, "", append(args, "--dry-run", "--samples=1")...)
+	wantDry := "dry run: would replay 3 dead letters from " + from + " to " + topic + " (replay_id=r1); nothing published, deleted or acknowledged\n" +
+		"  1. {\"id\":1,\"n\":300}\n     attributes: replay_id=r1 replayed_from=" + from + "\n"
+	if code != 0 || out != wantDry {
+		t.Errorf("dry run: exit %d\n%s\nstderr:\n%s", code, cmp.Diff(wantDry, out), errOut)
+	}
+	if got := pullAll(t, e, sub); len(got) != 0 {
+		t.Errorf("a dry run published %v", got)
+	}
+
+	out, errOut, code = runCommand(t, "", append(args, `--where=error_message LIKE '%UInt8%'`, "--since=2026-01-15T10:30:00Z", "--delete")...)
+	if code != 0 || !strings.Contains(out, "replayed 1 dead letters from "+from) || !strings.Contains(out, "deleted the 1 replayed rows") {
+		t.Fatalf("replay --where --since --delete: exit %d\n%s%s", code, out, errOut)
+	}
+	attrs := map[string]string{"replayed_from": from, "replay_id": "r1"}
+	if diff := cmp.Diff([]pulled{{`{"id":3,"n":301}`, attrs, ""}}, pullAll(t, e, sub), byData); diff != "" {
+		t.Errorf("replayed (-want +got):\n%s", diff)
+	}
+	if got := ch.MustQuery(t, "SELECT raw_message FROM dl ORDER BY failed_at"); got != `{"id":1,"n":300}`+"\n"+`{"id":2}\n` {
+		t.Errorf("after --delete the table holds:\n%s", got)
+	}
+
+	// Without --delete the rows stay; the bytes are the original's, newline included.
+	out, errOut, code = runCommand(t, "", append(args, "--until=2026-01-15T11:30:00Z")...)
+	if code != 0 || !strings.Contains(out, "replayed 2 dead letters") {
+		t.Fatalf("replay --until: exit %d\n%s%s", code, out, errOut)
+	}
+	if diff := cmp.Diff([]pulled{{`{"id":1,"n":300}`, attrs, ""}, {"{\"id\":2}\n", attrs, ""}}, pullAll(t, e, sub), byData); diff != "" {
+		t.Errorf("replayed (-want +got):\n%s", diff)
+	}
+	if got := ch.MustQuery(t, "SELECT count() FROM dl"); got != "2" {
+		t.Errorf("without --delete the table holds %s rows, want 2", got)
+	}
+}
+
+func TestReplayFromTopic(t *testing.T) {
+	e := pubsubtest.Start(t)
+	input := e.Topic(t, "input")
+	inputSub := e.Subscription(t, input, "input-sub", time.Minute)
+	dlTopic := e.Topic(t, "dead-letters")
+	dlSub := e.Subscription(t, dlTopic, "dead-letters-sub", time.Minute)
+	var msgs []*pubsubpb.PubsubMessage
+	for i, dl := range []flow.DeadLetter{
+		{Payload: []byte(`{"id":1,"n":300}`), ErrorMessage: "column \"n\" (UInt8): 300 is out of range", FailedAtMillis: 1, Attributes: map[string]string{"source": "a"}},
+		{Payload: []byte("not json"), ErrorMessage: "payload: invalid JSON", FailedAtMillis: 2},
+	} {
+		m := deadletter.TopicMessage(dl)
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes})
+		if m.Attributes["errorMessage"] == "" || m.Attributes["failedAt"] == "" {
+			t.Fatalf("dead letter %d: the topic message has no errorMessage or failedAt: %v", i, m.Attributes)
+		}
+	}
+	e.Publish(t, dlTopic, msgs...)
+	args := []string{"replay", "--topic=" + input, "--fromSubscription=" + dlSub, "--replayId=r2"}
+
+	out, errOut, code := runCommand(t, "", append(args, "--dry-run")...)
+	if code != 0 || !strings.HasPrefix(out, "dry run: would replay 2 dead letters from "+dlSub+" to "+input+" (replay_id=r2)") ||
+		!strings.Contains(out, "attributes: replay_id=r2 replayed_from="+dlSub+" source=a\n") {
+		t.Errorf("dry run: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := pullAll(t, e, inputSub); len(got) != 0 {
+		t.Errorf("a dry run published %v", got)
+	}
+
+	out, errOut, code = runCommand(t, "", args...)
+	if code != 0 || !strings.Contains(out, "replayed 2 dead letters from "+dlSub) {
+		t.Fatalf("replay: exit %d\n%s%s", code, out, errOut)
+	}
+	want := []pulled{
+		{`{"id":1,"n":300}`, map[string]string{"source": "a", "replayed_from": dlSub, "replay_id": "r2"}, ""},
+		{"not json", map[string]string{"replayed_from": dlSub, "replay_id": "r2"}, ""},
+	}
+	if diff := cmp.Diff(want, pullAll(t, e, inputSub), byData); diff != "" {
+		t.Errorf("replayed (-want +got):\n%s", diff)
+	}
+	// Acknowledged once published: the dead-letter subscription is empty.
+	if got := pullAll(t, e, dlSub); len(got) != 0 {
+		t.Errorf("the dead-letter subscription still delivers %v", got)
+	}
+
+	// A subscription on the topic replay publishes to is refused: it would loop.
+	_, errOut, code = runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+inputSub)
+	if code != 2 || !strings.Contains(errOut, "it would deliver the replayed messages again") {
+		t.Errorf("a subscription on --topic: exit %d, want 2\n%s", code, errOut)
+	}
+}
