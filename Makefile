@@ -34,6 +34,7 @@ bench-e2e-clickhouse: clickhouse build
 	scripts/pipeline-vs-clickhouse.sh
 
 build:
+	@echo "building bin/pubsub-to-clickhouse (the first build compiles the Beam SDK and takes a few minutes)"
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/pubsub-to-clickhouse ./flex-template
 
 # The main job on realistic data, on this machine only: ClickHouse on loopback, a Pub/Sub emulator,
@@ -41,10 +42,10 @@ build:
 demo: clickhouse build
 	$(GO) run ./integration_test/demo -binary bin/pubsub-to-clickhouse -messages $${MESSAGES:-100000}
 
-# Throughput of the whole pipeline: 200,000 demo messages; prints messages per second and the
-# pipeline process's CPU seconds per 100,000 messages.
+# Throughput of the whole pipeline: 200,000 demo messages; prints messages per second, the
+# pipeline process's CPU seconds per 100,000 messages and its peak memory, and fails above 512 MiB.
 bench-e2e: clickhouse build
-	$(GO) run ./integration_test/demo -binary bin/pubsub-to-clickhouse -messages 200000
+	$(GO) run ./integration_test/demo -binary bin/pubsub-to-clickhouse -messages 200000 -max-rss-mib 512
 
 clickhouse:
 	@scripts/clickhouse.sh install

@@ -86,7 +86,7 @@ func main() {
 		slog.Info("argument of another SDK's form", "flag", n.Flag, "done", n.What)
 	}
 	if err := run(context.Background(), o); err != nil {
-		slog.Error("pubsub-to-clickhouse failed", "error", err)
+		// Once, on stderr (which the Flex Template launcher's log keeps), not also as a log line.
 		fmt.Fprintln(os.Stderr, "pubsub-to-clickhouse:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -136,6 +136,15 @@ func run(ctx context.Context, o pipeline.Options) error {
 	slog.Info("launch", "runner", l.runner, "mode", l.String())
 	slog.Info("source", "subscription", o.InputSubscription, "source", src.String())
 	slog.Info("window mode", "mode", mode.String(), "numShards", o.Shards(src, intFlag("max_num_workers")))
+	if !l.dataflow && mode.Window >= 10*time.Second {
+		// Said once, at start-up: a first local run otherwise looks as if nothing arrives.
+		sooner := ""
+		if mode.Rows > 0 {
+			sooner = fmt.Sprintf(" (sooner once a batch has %d rows)", mode.Rows)
+		}
+		slog.Info(fmt.Sprintf("rows reach the table in batches, up to %v after their messages arrive%s: "+
+			"for a quicker look at a local run give a shorter --windowSeconds, e.g. --windowSeconds=2", mode.Window, sooner))
+	}
 	slog.Info("dead-letter destinations", "table", orNone(o.ClickHouseDeadLetterTable), "topic", orNone(o.DeadLetterTopic))
 	slog.Info("target", "clickHouseUrl", o.RedactedURL(), "table", o.ClickHouseDatabase+"."+o.ClickHouseTable, "user", o.ClickHouseUsername)
 	if cfg, ok := o.UDF(); ok {

@@ -49,7 +49,7 @@ var (
 	badPercent = flag.Float64("bad-percent", 2, "share of malformed messages, in percent")
 	chNative   = flag.String("clickhouse", "clickhouse://127.0.0.1:9000", "ClickHouse native-protocol URL for the pipeline")
 	chHTTP     = flag.String("clickhouse-http", "http://127.0.0.1:8123", "ClickHouse HTTP interface, for the demo's own queries")
-	database   = flag.String("database", "demo", "ClickHouse database to (re)create")
+	database   = flag.String("database", "pubsub_to_clickhouse_demo", "ClickHouse database of the demo, dropped and created again at each run")
 	wave       = flag.Int("wave", 5000, "messages per publish wave; fewer than 4 waves are kept unwritten (pstest rescans its backlog every 10 ms)")
 	extra      = flag.String("pipeline-flags", "--batchRowCount=5000 --windowSeconds=5", "extra flags for the pipeline")
 	corpus     = flag.String("corpus", "", "a JSON-lines file to publish, one message a line, instead of generated events (-messages and -bad-percent are then ignored)")
