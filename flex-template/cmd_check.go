@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,7 +37,7 @@ const checkDescription = "Prints, for each message of the files, the row it beco
 	"2 on a usage error, 3 when the check could not run (ClickHouse, the table or the UDF's file)."
 
 // checkParams are the template parameters check takes.
-var checkParams = append(append(append([]string{}, pipeline.ConnectionParams...), "clickHouseTable"), pipeline.UDFParams...)
+var checkParams = append(append(append([]string{}, pipeline.ConnectionParams...), "clickHouseTable", "metadataColumns", "unknownFieldsColumn"), pipeline.UDFParams...)
 
 // runCheck runs check.
 func runCheck(ctx context.Context, cio *cmdIO, args []string) int {
@@ -45,6 +46,7 @@ func runCheck(ctx context.Context, cio *cmdIO, args []string) int {
 	pipeline.RegisterFlagsOf(fs, &o, checkParams...)
 	perFile := fs.Bool("perFile", false, "read each FILE whole as one message, not as JSON lines")
 	stackTrace := fs.Bool("stackTrace", false, "print each dead letter's stack_trace too, indented under its error")
+	envelope := fs.Bool("envelope", false, `read each message as publish's envelope {"data": ..., "attributes": {...}, "orderingKey": "..."}, for metadataColumns`)
 	files, code, done := parseCommand(cio, "check", fs, args, &o, checkParams)
 	if done {
 		return code
@@ -63,9 +65,23 @@ func runCheck(ctx context.Context, cio *cmdIO, args []string) int {
 		return exitCannotCheck
 	}
 	defer c.close()
+	c.published = time.Now()
+	if o.MetadataColumns != "" {
+		fmt.Fprintf(cio.Out, "metadataColumns: a message's message_id is its number in the input (1, 2, ...) and its publish_time the time of this check (%s); "+
+			"Pub/Sub sets both when the message is published. Attributes and ordering keys come from --envelope lines; without it a message has none.\n\n",
+			c.published.UTC().Format(time.RFC3339Nano))
+	}
 	var s checkSummary
-	for _, in := range msgs {
-		c.check(cio, in, *stackTrace, &s)
+	for i, in := range msgs {
+		m := flow.Message{ID: strconv.Itoa(i + 1), PublishTimeMillis: c.published.UnixMilli(), Data: in.Data}
+		if *envelope {
+			e, err := parseEnvelope(in.Data)
+			if err != nil {
+				return usageError(cio, "check", fmt.Errorf("%s: %w", in.Where, err))
+			}
+			m.Data, m.Attributes, m.OrderingKey = e.Data, e.Attributes, e.OrderingKey
+		}
+		c.check(cio, in.Where, m, *stackTrace, &s)
 	}
 	s.print(cio)
 	if s.deadLetters > 0 {
@@ -84,6 +100,9 @@ type checker struct {
 	cols   []schema.Column // the writable columns, the row's
 	zone   *time.Location  // the server's time zone
 	buf    []byte
+
+	fromMessage convert.Options // metadataColumns, unknownFieldsColumn
+	published   time.Time       // the publish time the messages are given
 }
 
 // openChecker reads the UDF's file, the password and TLS material, and the table's schema, as
@@ -105,11 +124,15 @@ func openChecker(ctx context.Context, o pipeline.Options) (*checker, error) {
 		return nil, err
 	}
 	defer conn.Close()
-	c.table, c.conv, err = parse.Check(ctx, conn, o.ClickHouseDatabase, o.ClickHouseTable)
+	c.fromMessage = o.FromMessage()
+	c.table, c.conv, err = parse.CheckWith(ctx, conn, o.ClickHouseDatabase, o.ClickHouseTable, c.fromMessage)
 	var ce *chclient.ConfigError
+	var oe *convert.OptionError
 	switch {
 	case errors.As(err, &ce):
 		return nil, err
+	case errors.As(err, &oe):
+		return nil, oe // it names its parameter
 	case err != nil:
 		return nil, fmt.Errorf("clickHouseTable: %w", err)
 	}
@@ -133,30 +156,30 @@ func (c *checker) close() {
 	}
 }
 
-// check converts one message and prints its row or dead letter.
-func (c *checker) check(cio *cmdIO, in inputMessage, stackTrace bool, s *checkSummary) {
+// check converts one message, read at where, and prints its row or dead letter.
+func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace bool, s *checkSummary) {
 	s.messages++
-	m := flow.Message{Data: in.Data}
 	var dl *flow.DeadLetter
 	kinds := []string{"javascript UDF"}
 	if c.fn != nil {
 		var dropped bool
 		if m, dropped, dl = c.fn.Apply(m); dropped {
 			s.dropped++
-			fmt.Fprintf(cio.Out, "%s: dropped by the javascript UDF (acknowledged; neither a row nor a dead letter)\n", in.Where)
+			fmt.Fprintf(cio.Out, "%s: dropped by the javascript UDF (acknowledged; neither a row nor a dead letter)\n", where)
 			return
 		}
 	}
 	if dl == nil {
 		var err error
-		if c.buf, err = c.conv.Convert(c.buf[:0], m.Data); err != nil {
+		meta := convert.Meta{ID: m.ID, PublishTimeMillis: m.PublishTimeMillis, OrderingKey: m.OrderingKey, Attributes: m.Attributes}
+		if c.buf, err = c.conv.ConvertMessage(c.buf[:0], m.Data, &meta); err != nil {
 			d := parse.NewDeadLetter(m, err)
 			dl, kinds = &d, errorKinds(err)
 		}
 	}
 	if dl != nil {
 		s.deadLetter(kinds)
-		fmt.Fprintf(cio.Out, "%s: dead letter: %s\n", in.Where, dl.ErrorMessage)
+		fmt.Fprintf(cio.Out, "%s: dead letter: %s\n", where, dl.ErrorMessage)
 		if stackTrace {
 			fmt.Fprintf(cio.Out, "    %s\n", strings.ReplaceAll(dl.StackTrace, "\n", "\n    "))
 		}
@@ -166,11 +189,11 @@ func (c *checker) check(cio *cmdIO, in inputMessage, stackTrace bool, s *checkSu
 	if err != nil {
 		// The converter wrote a row its own decoder does not read: a bug, not a dead letter.
 		s.deadLetter([]string{"internal error"})
-		fmt.Fprintf(cio.Out, "%s: internal error decoding the row: %v\n", in.Where, err)
+		fmt.Fprintf(cio.Out, "%s: internal error decoding the row: %v\n", where, err)
 		return
 	}
 	s.rows++
-	fmt.Fprintf(cio.Out, "%s: row\n%s", in.Where, lines)
+	fmt.Fprintf(cio.Out, "%s: row\n%s", where, lines)
 }
 
 // render decodes a row and writes its columns, one "  column = value" line each.

@@ -9,8 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
@@ -114,37 +117,142 @@ func (a *attributeFlag) Set(s string) error {
 	if *a == nil {
 		*a = attributeFlag{}
 	}
+	if old, dup := (*a)[k]; dup {
+		return fmt.Errorf("the attribute %q is given twice (%q and %q): give it once", k, old, v)
+	}
 	(*a)[k] = v
 	return nil
 }
 
-// parseEnvelope reads one line of --envelope: {"data": D, "attributes": {...}, "orderingKey": "..."}.
+// envelopeForm is the form of an --envelope line, for errors.
+const envelopeForm = `{"data": ..., "attributes": {"k": "v"}, "orderingKey": "..."}`
+
+// hasLoneSurrogate reports whether b holds a \u escape of a UTF-16 surrogate that is not half of
+// a pair, which Go's JSON decoder would silently turn into U+FFFD. (Outside JSON strings a
+// backslash is invalid anyway.)
+func hasLoneSurrogate(b []byte) bool {
+	escape := func(i int) (rune, bool) { // the \uXXXX at b[i:]
+		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+			return 0, false
+		}
+		r, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 32)
+		return rune(r), err == nil
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		r, ok := escape(i)
+		if !ok {
+			i++ // another escape, such as \\ or \"
+			continue
+		}
+		i += 5
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			if low, ok := escape(i + 1); ok && low >= 0xDC00 && low < 0xE000 {
+				i += 6
+				continue
+			}
+			return true
+		case r >= 0xDC00 && r < 0xE000:
+			return true
+		}
+	}
+	return false
+}
+
+// parseEnvelope reads one line of --envelope: {"data": D, "attributes": {...}, "orderingKey": "..."},
+// strictly, so that nothing of the line is dropped or changed unseen: the field names exactly as
+// written here, each once; attributes a JSON object of strings, each key once; no text after the
+// object; valid UTF-8, and no lone UTF-16 surrogate in an escape. A string D is published as its
+// text, any other JSON value as its exact text.
 func parseEnvelope(line []byte) (*pubsub.Message, error) {
-	var e struct {
-		Data        json.RawMessage   `json:"data"`
-		Attributes  map[string]string `json:"attributes"`
-		OrderingKey string            `json:"orderingKey"`
+	refuse := func(format string, args ...any) (*pubsub.Message, error) {
+		return nil, fmt.Errorf("not an envelope "+envelopeForm+": "+format, args...)
+	}
+	if !utf8.Valid(line) {
+		return refuse("the line is not valid UTF-8")
+	}
+	if hasLoneSurrogate(line) {
+		return refuse("a \\u escape is half of a UTF-16 surrogate pair, which no text can hold")
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
-		return nil, fmt.Errorf(`not an envelope {"data": ..., "attributes": {"k": "v"}, "orderingKey": "..."}: %v`, err)
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return refuse("the line is not a JSON object")
 	}
-	if len(e.Data) == 0 || string(e.Data) == "null" {
+	var data json.RawMessage
+	m := &pubsub.Message{Attributes: map[string]string{}}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return refuse("%v", err)
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return refuse("the field %q is given twice", key)
+		}
+		seen[key] = true
+		switch key {
+		case "data":
+			if err := dec.Decode(&data); err != nil {
+				return refuse(`"data": %v`, err)
+			}
+		case "orderingKey":
+			if err := dec.Decode(&m.OrderingKey); err != nil {
+				return refuse(`"orderingKey" must be a string: %v`, err)
+			}
+		case "attributes":
+			if err := decodeAttributes(dec, m.Attributes); err != nil {
+				return refuse(`"attributes": %v`, err)
+			}
+		default:
+			return refuse("unknown field %q (the fields are data, attributes and orderingKey, as written here)", key)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return refuse("%v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return refuse("text follows the envelope's object")
+	}
+	if len(data) == 0 || string(data) == "null" {
 		return nil, errors.New(`the envelope has no "data"`)
 	}
-	data := []byte(e.Data)
-	if e.Data[0] == '"' {
+	m.Data = []byte(data)
+	if data[0] == '"' {
 		var s string
-		if err := json.Unmarshal(e.Data, &s); err != nil {
+		if err := json.Unmarshal(data, &s); err != nil {
 			return nil, fmt.Errorf(`"data": %v`, err)
 		}
-		data = []byte(s)
+		m.Data = []byte(s)
 	}
-	if e.Attributes == nil {
-		e.Attributes = map[string]string{}
+	return m, nil
+}
+
+// decodeAttributes reads a JSON object of strings from dec into attrs, refusing a key given twice.
+func decodeAttributes(dec *json.Decoder, attrs map[string]string) error {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return errors.New("must be an object of strings")
 	}
-	return &pubsub.Message{Data: data, Attributes: e.Attributes, OrderingKey: e.OrderingKey}, nil
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key := tok.(string)
+		var v string
+		if err := dec.Decode(&v); err != nil {
+			return fmt.Errorf("the value of %q must be a string", key)
+		}
+		if _, dup := attrs[key]; dup {
+			return fmt.Errorf("the attribute %q is given twice", key)
+		}
+		attrs[key] = v
+	}
+	_, err := dec.Token()
+	return err
 }
 
 // topicWriter publishes to one topic.

@@ -85,6 +85,12 @@ func runReplay(ctx context.Context, cio *cmdIO, args []string) int {
 	if r.until, err = parseReplayTime("--until", *until, now); err != nil {
 		problems = append(problems, err)
 	}
+	if r.samples < 0 {
+		problems = append(problems, fmt.Errorf("--samples %d: must be 0 or more", r.samples))
+	}
+	if !r.since.IsZero() && !r.until.IsZero() && !r.since.Before(r.until) {
+		problems = append(problems, fmt.Errorf("--since %s is not before --until %s: the range holds no dead letter", *since, *until))
+	}
 	switch {
 	case (r.table == "") == (r.subscription == ""):
 		problems = append(problems, errors.New("give one source: --fromTable (the dead-letter table) or --fromSubscription (on the dead-letter topic)"))

@@ -56,6 +56,15 @@ func lookupCommand(name string) (subcommand, bool) {
 	return subcommand{}, false
 }
 
+// commandNames lists the subcommands' names, for messages: "check, publish, replay and help".
+func commandNames() string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
 // cmdIO is where a command reads and writes. Out and Err hide the secrets added with hide.
 type cmdIO struct {
 	In       io.Reader
@@ -156,14 +165,21 @@ var errHelp = errors.New("help requested")
 // returns errHelp; on a wrong flag the flag package has printed the problem and the usage.
 func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
+	// The flag package prints the whole usage on --help and after a parse error; here the usage
+	// goes once, to stdout, on --help, and a parse error is followed by one line that says where
+	// the flags are listed.
+	usage := fs.Usage
+	fs.Usage = func() {}
+	defer func() { fs.Usage = usage }()
 	for {
 		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(cio.Out)
-			fs.Usage()
+			usage()
 			return nil, errHelp
 		}
 		if err != nil {
+			fmt.Fprintf(cio.Err, "(pubsub-to-clickhouse help %s lists the flags)\n", fs.Name())
 			return nil, err
 		}
 		args = fs.Args()

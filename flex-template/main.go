@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx" // the runners, the optimized runtime, the file systems
@@ -56,6 +57,12 @@ func main() {
 	}
 	if err := flag.CommandLine.Parse(args); err != nil {
 		os.Exit(2) // the flag package has printed the problem and the usage
+	}
+	if rest := flag.CommandLine.Args(); len(rest) == len(os.Args)-1 && !strings.HasPrefix(rest[0], "-") {
+		// The first argument is neither a flag nor a subcommand.
+		fmt.Fprintf(os.Stderr, "pubsub-to-clickhouse: %q is not a command (the commands are %s; without one the pipeline runs, "+
+			"and takes only flags): see pubsub-to-clickhouse --help\n", rest[0], commandNames())
+		os.Exit(2)
 	}
 	if rest := flag.CommandLine.Args(); len(rest) > 0 {
 		// A value given as a separate argument to a boolean flag (--insertDeduplicate false)
@@ -194,11 +201,15 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 	t, conv, err := parse.CheckWith(ctx, conn, o.ClickHouseDatabase, o.ClickHouseTable, o.FromMessage())
 	var ce *chclient.ConfigError
 	var oe *convert.OptionError
+	var ex *clickhouse.Exception
 	switch {
 	case errors.As(err, &ce):
 		return err // it names its parameter
 	case errors.As(err, &oe):
 		return oe // it names its parameter (metadataColumns, unknownFieldsColumn)
+	case errors.As(err, &ex) && ex.Code == 115: // UNKNOWN_SETTING, on the first query
+		return fmt.Errorf("clickHouseUrl: the server has no setting of that name: an option of the URL that is not one of clickhouse-go's "+
+			"is sent to the server as a setting; check its spelling (%w)", err)
 	case err != nil:
 		return fmt.Errorf("clickHouseTable: %w", err)
 	}

@@ -72,6 +72,30 @@ func TestCheckCommand(t *testing.T) {
 		"ENGINE = MergeTree ORDER BY id", "events")
 	args := append([]string{"check", "--clickHouseTable=events"}, chFlags(ch)...)
 
+	t.Run("metadataColumns and unknownFieldsColumn from envelopes", func(t *testing.T) {
+		mc := chtest.New(t)
+		mc.CreateTable(t, "CREATE TABLE {table} (id UInt32, msg_id String, src String, n UInt32, extra String) ENGINE = MergeTree ORDER BY id", "events")
+		file := writeTestFile(t, "e.jsonl", strings.Join([]string{
+			`{"data": {"id":1, "src":"payload", "zz": [1, 2]}, "attributes": {"source": "app", "n": "42"}}`,
+			`{"data": {"id":2}, "attributes": {"source": "web", "n": "x"}}`,
+		}, "\n")+"\n")
+		margs := append([]string{"check", "--clickHouseTable=events", "--envelope",
+			"--metadataColumns=message_id=msg_id,attribute.source=src,attribute.n=n", "--unknownFieldsColumn=extra"}, chFlags(mc)...)
+		out, errOut, code := runCommand(t, "", append(margs, file)...)
+		for _, want := range []string{
+			file + ":1: row\n  id = 1\n  msg_id = '1'\n  src = 'app'\n  n = 42\n  extra = '{\"src\":\"payload\",\"zz\":[1, 2]}'\n",
+			file + `:2: dead letter: column "n" (UInt32, from metadataColumns attribute.n=n)`,
+			"2 messages: 1 would be rows, 1 dead letters",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("check printed\n%s\nwant it to contain\n%s\nstderr:\n%s", out, want, errOut)
+			}
+		}
+		if code != 1 {
+			t.Errorf("exit code %d, want 1", code)
+		}
+	})
+
 	t.Run("good and bad messages", func(t *testing.T) {
 		file := writeTestFile(t, "m.jsonl", strings.Join([]string{
 			`{"id":1,"name":"a\tb 'q'","ts":"2024-03-10T12:00:00Z","n":7,"tags":["x","y"],"score":1.5,"kind":"b"}`,

@@ -236,6 +236,9 @@ func queryRule(scheme, rest string) string {
 			if !compressValues[val] {
 				return fmt.Sprintf("option \"compress\" takes lz4, zstd, gzip, deflate, br, none, true or false, not %q", val)
 			}
+			if scheme == "clickhouse" && (val == "gzip" || val == "deflate" || val == "br") {
+				return fmt.Sprintf("option \"compress\" %s is for http:// and https:// URLs; the native protocol (clickhouse://) takes lz4, zstd, none, true or false", val)
+			}
 		case "connection_open_strategy":
 			if val != "in_order" && val != "round_robin" && val != "random" {
 				return fmt.Sprintf("option \"connection_open_strategy\" takes in_order, round_robin or random, not %q", val)

@@ -105,6 +105,7 @@ func TestURLOptionsRefused(t *testing.T) {
 		{"clickhouse://h?dial_timeout=-5s", Config{Username: "u"}, "must be a positive duration"},
 		{"clickhouse://h?http_path=/x", Config{Username: "u"}, "the native protocol (clickhouse://) ignores it"},
 		{"clickhouse://h#frag", Config{Username: "u"}, "has a fragment"},
+		{"clickhouse://h?compress=gzip", Config{Username: "u"}, `option "compress" gzip is for http:// and https:// URLs`},
 	} {
 		c := tc.c
 		c.URL = tc.url

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestParseEnvelope: an envelope line is published exactly as written, or refused with a
+// sentence; nothing of it is dropped or changed unseen.
+func TestParseEnvelope(t *testing.T) {
+	for _, tc := range []struct {
+		line, data, key string
+		attrs           map[string]string
+	}{
+		{`{"data": {"id":1,  "x": 1.50}}`, `{"id":1,  "x": 1.50}`, "", map[string]string{}},
+		{`{"data": "text \"q\" \ud83d\ude00", "attributes": {"a": "1"}, "orderingKey": "k"}`, "text \"q\" 😀", "k", map[string]string{"a": "1"}},
+		{`{"attributes": {}, "data": [1, 2]}  `, `[1, 2]`, "", map[string]string{}},
+		{`{"data": "a\\ud800"}`, `a\ud800`, "", map[string]string{}}, // an escaped backslash, not an escape
+	} {
+		m, err := parseEnvelope([]byte(tc.line))
+		if err != nil {
+			t.Errorf("%s: %v", tc.line, err)
+			continue
+		}
+		if string(m.Data) != tc.data || m.OrderingKey != tc.key || !cmp.Equal(m.Attributes, tc.attrs) {
+			t.Errorf("%s: data %q key %q attributes %v; want %q %q %v", tc.line, m.Data, m.OrderingKey, m.Attributes, tc.data, tc.key, tc.attrs)
+		}
+	}
+	for _, tc := range []struct{ line, want string }{
+		{`{"data": {"id":202}, "Data": 1}`, `unknown field "Data"`},
+		{`{"data": {"id":203}, "data": {"id":204}}`, `the field "data" is given twice`},
+		{`{"data": {"id":207}} trailing`, "text follows the envelope's object"},
+		{`{"data": {"id":208}}{"data": 1}`, "text follows the envelope's object"},
+		{`{"data": "\ud800"}`, "half of a UTF-16 surrogate pair"},
+		{`{"data": "\udc00x"}`, "half of a UTF-16 surrogate pair"},
+		{"{\"data\": \"\xff\"}", "not valid UTF-8"},
+		{`{"data": 1, "attributes": {"k": "1", "k": "2"}}`, `the attribute "k" is given twice`},
+		{`{"data": 1, "attributes": {"k": 2}}`, `the value of "k" must be a string`},
+		{`{"data": 1, "orderingKey": 5}`, `"orderingKey" must be a string`},
+		{`{"attributes": {}}`, `has no "data"`},
+		{`[1]`, "not a JSON object"},
+	} {
+		_, err := parseEnvelope([]byte(tc.line))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.line, err, tc.want)
+		}
+	}
+	var a attributeFlag
+	if err := a.Set("k=1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Set("k=2"); err == nil || !strings.Contains(err.Error(), `"k" is given twice`) {
+		t.Errorf("--attribute=k=1 --attribute=k=2: %v, want a refusal", err)
+	}
+}
