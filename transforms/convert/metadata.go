@@ -181,7 +181,14 @@ func (c *Converter) applyOptions(t *schema.Table, o Options) error {
 			if base.Name != "String" && !isStringMap(base) {
 				rule = "attributes go into Map(String, String) or String (a JSON object)"
 			}
-		default: // message_id, ordering_key, attribute.NAME: JSON strings
+		case KeyMessageID:
+			// Pub/Sub's message ids are decimal numbers of up to 19 digits (a 64-bit integer).
+			switch base.Name {
+			case "String", "FixedString", "Int64", "UInt64", "Int128", "UInt128", "Int256", "UInt256", "Decimal", "Decimal64", "Decimal128", "Decimal256":
+			default:
+				rule = "message_id is a decimal number of up to 19 digits (Pub/Sub's message ids), which needs String, UInt64 or Int64 (or a wider integer or Decimal)"
+			}
+		default: // ordering_key, attribute.NAME: JSON strings
 			if noStringTypes[base.Name] {
 				rule = fmt.Sprintf("%s is a JSON string, which %s never takes; name a column of a type that takes a string (String, a number, a date, UUID, ...)", m.Key, base)
 			}

@@ -186,6 +186,8 @@ func TestOptionsRefusedAtStartUp(t *testing.T) {
 			`metadataColumns: pair "message_id=m": column "m" is MATERIALIZED, which an INSERT never writes; name a column without MATERIALIZED, ALIAS or EPHEMERAL`},
 		{convert.Options{Metadata: []convert.MetadataColumn{{"publish_time", "j"}}},
 			`metadataColumns: pair "publish_time=j": column "j" (Int32) cannot take the value: publish_time goes into DateTime, DateTime64 (milliseconds kept where the precision holds them), Int64 or UInt64 (Unix milliseconds) or String (RFC 3339 with milliseconds)`},
+		{convert.Options{Metadata: []convert.MetadataColumn{{"message_id", "a"}}},
+			`metadataColumns: pair "message_id=a": column "a" (UInt8) cannot take the value: message_id is a decimal number of up to 19 digits (Pub/Sub's message ids), which needs String, UInt64 or Int64 (or a wider integer or Decimal)`},
 		{convert.Options{Metadata: []convert.MetadataColumn{{"attributes", "u"}}},
 			`metadataColumns: pair "attributes=u": column "u" (Map(String, UInt8)) cannot take the value: attributes go into Map(String, String) or String (a JSON object)`},
 		{convert.Options{Metadata: []convert.MetadataColumn{{"attribute.x", "arr"}}},
@@ -203,7 +205,7 @@ func TestOptionsRefusedAtStartUp(t *testing.T) {
 			t.Errorf("%+v: error %v, want %q", tc.o, err, tc.want)
 		}
 	}
-	for _, o := range []convert.Options{{UnknownFields: "ln"}, {UnknownFields: "s"}, {Metadata: pairs(t, "attributes=ln,message_id=a,ordering_key=j")}} {
+	for _, o := range []convert.Options{{UnknownFields: "ln"}, {UnknownFields: "s"}, {Metadata: pairs(t, "attributes=ln,message_id=s,ordering_key=j")}} {
 		if _, err := convert.NewWith(tb, o); err != nil {
 			t.Errorf("%+v: %v", o, err)
 		}
