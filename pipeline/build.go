@@ -202,6 +202,9 @@ func BuildFrom(s beam.Scope, o Options, src Source, msgs beam.PCollection) {
 	// The edge back to the source: what was stored is acknowledged (local runner only; on
 	// Dataflow the service acknowledges, and the stored ack ids are empty).
 	if src != DataflowSource {
-		ack.Acknowledge(s, ack.Config{Subscription: o.InputSubscription}, append(dropped, inserted, deadLettered)...)
+		// The dead-letter stage has no other output: acknowledging inside it would leave it
+		// without outputs, and prism spins a core for the whole bundle of such a stage (see
+		// package ack); after a Reshuffle the acknowledgement is a small stage of its own.
+		ack.Acknowledge(s, ack.Config{Subscription: o.InputSubscription}, append(dropped, inserted, beam.Reshuffle(s, deadLettered))...)
 	}
 }
