@@ -256,7 +256,7 @@ func (s *checkSummary) deadLetter(kinds []string) {
 
 // print writes the summary: the counts, then the dead letters by kind, most frequent first.
 func (s *checkSummary) print(cio *cmdIO) {
-	fmt.Fprintf(cio.Out, "\n%d messages: %d would be rows, %d dead letters", s.messages, s.rows, s.deadLetters)
+	fmt.Fprintf(cio.Out, "\n%s: %d would be %s, %s", count(s.messages, "message"), s.rows, map[bool]string{true: "a row", false: "rows"}[s.rows == 1], count(s.deadLetters, "dead letter"))
 	if s.dropped > 0 {
 		fmt.Fprintf(cio.Out, ", %d dropped by the javascript UDF", s.dropped)
 	}

@@ -82,6 +82,9 @@ func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
 				m.Attributes[k] = v
 			}
 		}
+		if size := messageSize(m); size > maxMessageBytes {
+			return usageError(cio, "publish", fmt.Errorf("%s: the message is %d bytes (data and attributes), above Pub/Sub's limit of %d bytes (10 MB); nothing was published", l.Where, size, maxMessageBytes))
+		}
 		msgs[i] = m
 	}
 
@@ -102,6 +105,19 @@ func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
 		return failure(cio, "publish", fmt.Errorf("%w (%d of %d messages published)", err, n, len(msgs)))
 	}
 	return exitOK
+}
+
+// maxMessageBytes is the largest message Pub/Sub accepts: 10 MB of data, attributes and ordering
+// key (https://cloud.google.com/pubsub/quotas#resource_limits).
+const maxMessageBytes = 10_000_000
+
+// messageSize is what Pub/Sub counts of m against maxMessageBytes.
+func messageSize(m *pubsub.Message) int {
+	n := len(m.Data) + len(m.OrderingKey)
+	for k, v := range m.Attributes {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 // attributeFlag is the repeated --attribute=key=value.
@@ -375,7 +391,7 @@ func (p *progress) done(n int) {
 	if p.cio.tty {
 		fmt.Fprint(p.cio.Err, "\r\x1b[K")
 	}
-	fmt.Fprintf(p.cio.Err, "%s %d messages to %s in %s (%.0f msgs/s)\n", p.verb, n, p.dest, took.Round(time.Millisecond), rate(n, took))
+	fmt.Fprintf(p.cio.Err, "%s %s to %s in %s (%.0f msgs/s)\n", p.verb, count(n, "message"), p.dest, took.Round(time.Millisecond), rate(n, took))
 }
 
 // rate is n per second over d.

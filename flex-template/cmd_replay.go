@@ -254,14 +254,14 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	if err != nil {
 		return failure(cio, "replay", fmt.Errorf("%w; replayed %d of %d rows of %s, deleted none", err, n, len(msgs), r.from))
 	}
-	fmt.Fprintf(cio.Out, "replayed %d dead letters from %s to %s (replay_id=%s)\n", n, r.from, r.topic, r.id)
+	fmt.Fprintf(cio.Out, "replayed %s from %s to %s (replay_id=%s)\n", count(n, "dead letter"), r.from, r.topic, r.id)
 	if !r.delete || n == 0 {
 		return exitOK
 	}
 	if err := deleteRows(ctx, conn, table, cond, args, hashes); err != nil {
 		return failure(cio, "replay", fmt.Errorf("deleting the replayed rows of %s: %w (they were replayed; delete them by hand, or a replay publishes them again)", r.from, err))
 	}
-	fmt.Fprintf(cio.Out, "deleted the %d replayed rows from %s\n", n, r.from)
+	fmt.Fprintf(cio.Out, "deleted %s from %s\n", count(n, "replayed row"), r.from)
 	return exitOK
 }
 
@@ -299,8 +299,8 @@ func deleteRows(ctx context.Context, conn driver.Conn, table, cond string, args 
 
 // printDryRun prints the count and the first samples of a dry run.
 func (r *replay) printDryRun(cio *cmdIO, msgs []*pubsub.Message) {
-	fmt.Fprintf(cio.Out, "dry run: would replay %d dead letters from %s to %s (replay_id=%s); nothing published, deleted or acknowledged\n",
-		len(msgs), r.from, r.topic, r.id)
+	fmt.Fprintf(cio.Out, "dry run: would replay %s from %s to %s (replay_id=%s); nothing published, deleted or acknowledged\n",
+		count(len(msgs), "dead letter"), r.from, r.topic, r.id)
 	for i, m := range msgs[:min(r.samples, len(msgs))] {
 		printSample(cio, i, m)
 	}
@@ -416,7 +416,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 		r.printDryRun(cio, dry)
 	} else {
 		p.done(replayed)
-		fmt.Fprintf(cio.Out, "replayed %d dead letters from %s to %s (replay_id=%s)\n", replayed, r.from, r.topic, r.id)
+		fmt.Fprintf(cio.Out, "replayed %s from %s to %s (replay_id=%s)\n", count(replayed, "dead letter"), r.from, r.topic, r.id)
 	}
 	if truncated > 0 {
 		fmt.Fprintf(cio.Out, "left %d messages whose payload the dead-letter stage cut (payloadTruncated=true) on %s, unacknowledged: replay them from the dead-letter table\n", truncated, r.subscription)

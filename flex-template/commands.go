@@ -56,6 +56,18 @@ func lookupCommand(name string) (subcommand, bool) {
 	return subcommand{}, false
 }
 
+// count writes n and noun, the noun in the plural unless n is 1: "1 message", "2 messages". noun's
+// plural is noun+"s", or plural when given.
+func count(n int, noun string, plural ...string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if len(plural) > 0 {
+		return fmt.Sprintf("%d %s", n, plural[0])
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // commandNames lists the subcommands' names, for messages: "check, publish, replay and help".
 func commandNames() string {
 	names := make([]string, len(commands))

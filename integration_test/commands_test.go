@@ -85,7 +85,7 @@ func TestCheckCommand(t *testing.T) {
 		for _, want := range []string{
 			file + ":1: row\n  id = 1\n  msg_id = '1'\n  src = 'app'\n  n = 42\n  extra = '{\"src\":\"payload\",\"zz\":[1, 2]}'\n",
 			file + `:2: dead letter: column "n" (UInt32, from metadataColumns attribute.n=n)`,
-			"2 messages: 1 would be rows, 1 dead letters",
+			"2 messages: 1 would be a row, 1 dead letter",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("check printed\n%s\nwant it to contain\n%s\nstderr:\n%s", out, want, errOut)
@@ -254,6 +254,16 @@ func TestPublishCommand(t *testing.T) {
 	if got := pullAll(t, e, sub); len(got) != 0 {
 		t.Errorf("a refused file published %v", got)
 	}
+
+	// A line above Pub/Sub's 10 MB is refused by its place before anything is published.
+	big := writeTestFile(t, "big.jsonl", `{"id":1}`+"\n"+`{"s":"`+strings.Repeat("x", 10_000_000)+`"}`+"\n")
+	_, errOut, code = runCommand(t, "", "publish", "--topic="+topic, big)
+	if code != 2 || !strings.Contains(errOut, big+`:2: the message is 10000008 bytes (data and attributes), above Pub/Sub's limit of 10000000 bytes (10 MB); nothing was published`) {
+		t.Errorf("a message over 10 MB: exit %d, want 2\n%s", code, errOut)
+	}
+	if got := pullAll(t, e, sub); len(got) != 0 {
+		t.Errorf("a refused file published %d messages", len(got))
+	}
 }
 
 func TestReplayFromTable(t *testing.T) {
@@ -281,7 +291,7 @@ func TestReplayFromTable(t *testing.T) {
 	}
 
 	out, errOut, code = runCommand(t, "", append(args, `--where=error_message LIKE '%UInt8%'`, "--since=2026-01-15T10:30:00Z", "--delete")...)
-	if code != 0 || !strings.Contains(out, "replayed 1 dead letters from "+from) || !strings.Contains(out, "deleted the 1 replayed rows") {
+	if code != 0 || !strings.Contains(out, "replayed 1 dead letter from "+from) || !strings.Contains(out, "deleted 1 replayed row") {
 		t.Fatalf("replay --where --since --delete: exit %d\n%s%s", code, out, errOut)
 	}
 	attrs := map[string]string{"replayed_from": from, "replay_id": "r1"}
