@@ -168,6 +168,32 @@ dead letters by error kind (a message with several failing columns counts under 
 		}
 	})
 
+	t.Run("after a JavaScript UDF", func(t *testing.T) {
+		js := writeTestFile(t, "udf.js", `function fix(payload, message) {
+  var e = JSON.parse(payload);
+  if (e.drop) { return null; }
+  if (e.boom) { throw new Error("boom " + e.ident); }
+  return JSON.stringify({id: e.ident, name: e.who, ts: 0, n: 1, kind: "a"});
+}
+`)
+		file := writeTestFile(t, "u.jsonl", `{"ident":5,"who":"u"}`+"\n"+`{"drop":true}`+"\n"+`{"boom":true,"ident":6}`+"\n"+`{"ident":-1,"who":"v"}`+"\n")
+		uargs := append(append([]string{}, args...), "--javascriptTextTransformGcsPath="+js, "--javascriptTextTransformFunctionName=fix", file)
+		out, errOut, code := runCommand(t, "", uargs...)
+		for _, want := range []string{
+			file + ":1: row\n  id = 5\n  name = 'u'\n",
+			file + ":2: dropped by the javascript UDF",
+			file + ":3: dead letter: javascript UDF fix failed: threw Error: boom 6 at line 4",
+			file + `:4: dead letter: converting the output of the javascript UDF: column "id" (UInt32): -1 `,
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("check printed\n%s\nwant it to contain %q\nstderr:\n%s", out, want, errOut)
+			}
+		}
+		if code != 1 {
+			t.Errorf("exit code %d, want 1", code)
+		}
+	})
+
 	t.Run("usage errors and a wrong password", func(t *testing.T) {
 		if _, errOut, code := runCommand(t, "", args...); code != 2 || !strings.Contains(errOut, "no FILE given") {
 			t.Errorf("without a file: exit %d, want 2\n%s", code, errOut)
