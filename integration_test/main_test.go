@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"regexp"
@@ -10,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
-	"github.com/ch-beam/pubsub-to-clickhouse/pipeline/localrunner"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/flowtest"
 )
 
 // watchdogAfter is how long the package's tests may run before the watchdog ends them: well
@@ -28,9 +26,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "integration tests: still running after %v: %v; ending the run\n", watchdogAfter, runningTests())
 		os.Exit(3)
 	})
-	flag.Parse()
-	localrunner.Configure()
-	code := ptest.MainRet(m)
+	code := flowtest.Main(m)
 	watchdog.Stop()
 	if binaryDir != "" {
 		os.RemoveAll(binaryDir)

@@ -1,4 +1,5 @@
-// Package flowtest makes the values of package flow for tests.
+// Package flowtest makes the values of package flow for tests, and runs the tests of a package
+// whose pipelines run on prism (Main).
 package flowtest
 
 import "github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"

@@ -1,8 +1,8 @@
 package batch
 
 import (
-	"flag"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -12,17 +12,13 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
 
-	"github.com/ch-beam/pubsub-to-clickhouse/pipeline/localrunner"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/flowtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 )
 
 // TestMain runs the pipelines of these tests on prism, with its bundle splits off
-// (localrunner.Configure).
-func TestMain(m *testing.M) {
-	flag.Parse()
-	localrunner.Configure()
-	ptest.Main(m)
-}
+// (flowtest.Main).
+func TestMain(m *testing.M) { os.Exit(flowtest.Main(m)) }
 
 func init() {
 	register.Function2x1(batchText)

@@ -74,6 +74,8 @@ func explainTLS(err error, c Config, url, scheme string, askedForCert bool) erro
 	var host x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	var record tls.RecordHeaderError
+	// A connection the server closed right after the handshake (see above).
+	closed := askedForCert && (strings.Contains(msg, "connection reset") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe"))
 	switch {
 	case strings.Contains(msg, "server gave HTTP response to HTTPS client") || (scheme == "https" && errors.As(err, &record)):
 		return &ConfigError{"clickHouseUrl", fmt.Sprintf("%s uses https://, but the server answers plain HTTP on that port: use http://, or the server's HTTPS port (8443 on ClickHouse Cloud)", url), err}
@@ -92,12 +94,12 @@ func explainTLS(err error, c Config, url, scheme string, askedForCert bool) erro
 		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the certificate of the server at %s does not verify (%v): the server needs a certificate fit for TLS servers; the pipeline never skips the check", url, invalid), err}
 	case strings.Contains(msg, "remote error: tls: certificate required"),
 		c.ClientCertificate == "" && strings.Contains(msg, "remote error: tls: handshake failure"),
-		c.ClientCertificate == "" && askedForCert && (strings.Contains(msg, "connection reset") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe")):
+		c.ClientCertificate == "" && closed:
 		return &ConfigError{"clickHouseClientCertificate", fmt.Sprintf("the server at %s requires a client certificate (mutual TLS): give it in clickHouseClientCertificate, and its key in clickHouseClientKey", url), err}
 	case c.ClientCertificate != "" && strings.Contains(msg, "remote error: tls:"),
 		// The alert can be lost: under TLS 1.3 the client writes its first message before the
 		// server has checked the certificate, and the write then meets the closed connection.
-		c.ClientCertificate != "" && askedForCert && (strings.Contains(msg, "connection reset") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe")):
+		c.ClientCertificate != "" && closed:
 		return &ConfigError{"clickHouseClientCertificate", fmt.Sprintf("the server at %s refused the client certificate %s: give one signed by an authority that the server trusts (its openSSL.server.caConfig)", url, refShown(c.ClientCertificate)), err}
 	}
 	return nil

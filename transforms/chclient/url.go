@@ -152,7 +152,7 @@ func parseURL(c Config) (*clickhouse.Options, error) {
 	if len(o.Settings) == 0 {
 		o.Settings = nil
 	}
-	if rule := CompressionRule(c.URL, c.Compression); rule != "" {
+	if rule := compressionRule(q, c.Compression); rule != "" {
 		return nil, errors.New("clickHouseCompression: " + rule)
 	}
 	if method, ok := compressionMethods[c.Compression]; ok || !q.Has("compress") {
@@ -180,14 +180,18 @@ var compressionMethods = map[string]clickhouse.CompressionMethod{
 // raw, or "": it is lz4, zstd or none, and a URL whose compress option names a method names the
 // same one (compress=true is lz4, compress=false is none).
 func CompressionRule(raw, value string) string {
+	_, rest, _ := strings.Cut(raw, "://")
+	return compressionRule(queryOf(rest), value)
+}
+
+// compressionRule is CompressionRule for the URL's query q.
+func compressionRule(q url.Values, value string) string {
 	if value == "" {
 		return ""
 	}
 	if _, ok := compressionMethods[value]; !ok {
 		return fmt.Sprintf("must be lz4, zstd or none, not %q", value)
 	}
-	_, rest, _ := strings.Cut(raw, "://")
-	q := queryOf(rest)
 	if !q.Has("compress") {
 		return ""
 	}

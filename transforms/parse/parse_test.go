@@ -3,8 +3,8 @@ package parse
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
-	"github.com/ch-beam/pubsub-to-clickhouse/pipeline/localrunner"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/flowtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
@@ -26,12 +26,8 @@ import (
 // TestMain runs the pipelines on prism, unless -args --runner=... says otherwise (the parse stage
 // is stateless, so it also runs on the direct runner).
 // TestMain runs the pipelines of these tests on prism, with its bundle splits off
-// (localrunner.Configure).
-func TestMain(m *testing.M) {
-	flag.Parse()
-	localrunner.Configure()
-	ptest.Main(m)
-}
+// (flowtest.Main).
+func TestMain(m *testing.M) { os.Exit(flowtest.Main(m)) }
 
 func init() {
 	register.DoFn3x1[context.Context, flow.Rows, func(string), error](&rowTextFn{})

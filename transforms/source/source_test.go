@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -27,18 +26,14 @@ import (
 	pb "google.golang.org/genproto/googleapis/pubsub/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/ch-beam/pubsub-to-clickhouse/pipeline/localrunner"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/flowtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
 // TestMain runs the pipelines of these tests on prism, with its bundle splits off
-// (localrunner.Configure).
-func TestMain(m *testing.M) {
-	flag.Parse()
-	localrunner.Configure()
-	ptest.Main(m)
-}
+// (flowtest.Main).
+func TestMain(m *testing.M) { os.Exit(flowtest.Main(m)) }
 
 func init() {
 	register.DoFn3x1[context.Context, beam.EventTime, flow.Message, error](&ackFn{})
