@@ -68,13 +68,16 @@ type Config struct {
 	// MaxOutstanding caps the messages pulled but not yet acknowledged: the reader stops pulling
 	// while at the cap. Default 10000.
 	MaxOutstanding int
-	// PullBatch is the MaxMessages of one Pull. Default 1000.
+	// PullBatch is the MaxMessages of one Pull. Default 5000: each Pull response is one element,
+	// and on the local runner an element costs far more to move than its bytes, so fewer, larger
+	// elements cost less per message (about 5% of the pipeline's CPU on the demo against 1000, for
+	// about 50 MiB more peak memory). Pub/Sub may return fewer than asked.
 	PullBatch int
 }
 
 const (
 	defaultMaxOutstanding = 10000
-	defaultPullBatch      = 1000
+	defaultPullBatch      = 5000
 
 	assumedLag  = time.Second            // the watermark trails the pull time by this much
 	idleDelay   = 200 * time.Millisecond // resume delay after an empty pull
