@@ -161,7 +161,13 @@ func (c *plainColumn[T]) Reset()      { c.vals = c.vals[:0] }
 type nullableColumn[T any] struct {
 	vals []*T
 	read codec[T]
+	// pool holds the values vals points to, allocated nullablePool at a time rather than one
+	// by one.
+	pool []T
 }
+
+// nullablePool is how many values of a Nullable column are allocated at once.
+const nullablePool = 256
 
 // readNullable reads one Nullable(T) value: its flag byte, then T unless it is NULL.
 func readNullable[T any](b []byte, read codec[T]) (v T, null bool, err error) {
@@ -186,12 +192,18 @@ func (c *nullableColumn[T]) Append(b []byte) error {
 	case null:
 		c.vals = append(c.vals, nil)
 	default:
-		c.vals = append(c.vals, &v)
+		if len(c.pool) == cap(c.pool) {
+			c.pool = make([]T, 0, nullablePool)
+		}
+		c.pool = append(c.pool, v)
+		c.vals = append(c.vals, &c.pool[len(c.pool)-1])
 	}
 	return nil
 }
 func (c *nullableColumn[T]) Values() any { return c.vals }
-func (c *nullableColumn[T]) Reset()      { c.vals = c.vals[:0] }
+
+// Reset empties the column; the values already returned by Values stay as they are.
+func (c *nullableColumn[T]) Reset() { c.vals, c.pool = c.vals[:0], nil }
 
 // nilNullColumn is Nullable(T) for a pointer type T: NULL is the zero value, nil.
 type nilNullColumn[T any] struct {

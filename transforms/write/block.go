@@ -54,9 +54,11 @@ func Blocks(columns []schema.Column, rows []*Row, maxRows int) ([]*Block, error)
 		blocks []*Block
 		open   = map[string]*Block{} // by the mask of given columns, the block being filled
 		mask   = make([]byte, len(columns))
+		// every row's spans, cut from one array: a row's spans are len(columns) of it
+		backing = make([][]byte, len(rows)*len(columns))
 	)
-	for _, row := range rows {
-		spans, err := layout.Split(row.Data, nil)
+	for r, row := range rows {
+		spans, err := layout.Split(row.Data, backing[r*len(columns):r*len(columns):(r+1)*len(columns)])
 		if err != nil {
 			return nil, fmt.Errorf("row of message %q: %w", row.MessageID, err)
 		}
