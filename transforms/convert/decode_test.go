@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"math/big"
@@ -189,3 +190,59 @@ var comparers = cmp.Options{
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestStringColumns: the String and Nullable(String) columns, which keep their values in one
+// buffer, give each value back whole and in order (NULL, empty, multi-byte), again after Reset,
+// and refuse a span that does not hold exactly one value.
+func TestStringColumns(t *testing.T) {
+	values := []*string{ptr("héllo"), nil, ptr(""), ptr("a\x00b"), nil, ptr(strings.Repeat("x", 300))}
+	encode := func(v *string, nullable bool) []byte {
+		var b []byte
+		if nullable {
+			if v == nil {
+				return []byte{1}
+			}
+			b = append(b, 0)
+		}
+		return append(binary.AppendUvarint(b, uint64(len(*v))), *v...)
+	}
+	for _, typ := range []string{"String", "Nullable(String)", "JSON", "LowCardinality(Nullable(String))"} {
+		nullable := strings.Contains(typ, "Nullable")
+		col, err := NewColumn(types(t, typ)[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := range 2 {
+			var want any
+			var plain []string
+			for _, v := range values {
+				if !nullable && v == nil {
+					continue
+				}
+				if err := col.Append(encode(v, nullable)); err != nil {
+					t.Fatalf("%s: Append: %v", typ, err)
+				}
+				if !nullable {
+					plain = append(plain, *v)
+				}
+			}
+			want = plain
+			if nullable {
+				want = values
+			}
+			if diff := cmp.Diff(want, col.Values()); diff != "" {
+				t.Errorf("%s, round %d (-want +got):\n%s", typ, round, diff)
+			}
+			col.Reset()
+		}
+		bad := [][]byte{{}, {2, 'a'}, {1, 'a', 'b'}, {0x80}}
+		if nullable {
+			bad = [][]byte{{}, {2}, {0}, {0, 2, 'a'}, {1, 0}}
+		}
+		for _, b := range bad {
+			if err := col.Append(b); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s: Append(% x): %v, want ErrCorrupt", typ, b, err)
+			}
+		}
+	}
+}

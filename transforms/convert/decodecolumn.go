@@ -123,6 +123,70 @@ func stringCodec(b []byte) (string, int, bool) {
 	return string(b[k : k+int(n)]), k + int(n), true
 }
 
+// stringColumnOf is the Column of String and JSON values: stringColumn for String and
+// Nullable(String), the generic one for Array(String).
+func stringColumnOf(wrap string) Column {
+	switch wrap {
+	case "":
+		return &stringColumn{}
+	case "Nullable":
+		return &stringColumn{nullable: true}
+	}
+	return wrapped(wrap, codec[string](stringCodec))
+}
+
+// stringColumn is the Column of String or Nullable(String) values (Values gives []string or
+// []*string). The bytes of every value go into one buffer, and Values cuts each value from one
+// string of the whole buffer: an allocation per column rather than one per value.
+type stringColumn struct {
+	nullable bool
+	buf      []byte
+	ends     []int // where each value ends in buf; -1 for a NULL
+}
+
+func (c *stringColumn) Append(b []byte) error {
+	what := "String"
+	if c.nullable {
+		what = "Nullable(String)"
+		if len(b) == 1 && b[0] == 1 {
+			c.ends = append(c.ends, -1)
+			return nil
+		}
+		if len(b) == 0 || b[0] != 0 {
+			return fmt.Errorf("%w: bad Nullable value", ErrCorrupt)
+		}
+		b = b[1:]
+	}
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n != uint64(len(b)-k) {
+		return fmt.Errorf("%w: %d bytes do not hold one %s", ErrCorrupt, len(b), what)
+	}
+	c.buf = append(c.buf, b[k:]...)
+	c.ends = append(c.ends, len(c.buf))
+	return nil
+}
+
+func (c *stringColumn) Values() any {
+	all, start := string(c.buf), 0
+	if !c.nullable {
+		vals := make([]string, len(c.ends))
+		for i, end := range c.ends {
+			vals[i], start = all[start:end], end
+		}
+		return vals
+	}
+	vals, strs := make([]*string, len(c.ends)), make([]string, len(c.ends))
+	for i, end := range c.ends {
+		if end >= 0 {
+			strs[i], start = all[start:end], end
+			vals[i] = &strs[i]
+		}
+	}
+	return vals
+}
+
+func (c *stringColumn) Reset() { c.buf, c.ends = c.buf[:0], c.ends[:0] }
+
 func wrapped[T any](wrap string, c codec[T]) Column {
 	switch wrap {
 	case "Nullable":

@@ -156,9 +156,10 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Row
 	if len(batch.Rows) == 0 {
 		return nil
 	}
-	rows := make([]*Row, len(batch.Rows))
+	rows, backing := make([]*Row, len(batch.Rows)), make([]Row, len(batch.Rows))
 	for i := range batch.Rows {
-		rows[i] = &Row{Row: &batch.Rows[i]}
+		backing[i].Row = &batch.Rows[i]
+		rows[i] = &backing[i]
 	}
 	f.presumedData = map[int32]bool{}
 	// The same pane retried by the runner yields the same INSERTs, hence the same tokens.
