@@ -265,7 +265,7 @@ loop:
 	fmt.Printf("elapsed: %v from the pipeline's start to its exit, of which 5 s idle wait (stopAfterIdle)\n", elapsed.Round(time.Millisecond))
 	fmt.Printf("throughput: %.0f messages/s (%.0f messages/s without the idle wait)\n",
 		float64(published.Load())/elapsed.Seconds(), float64(published.Load())/busy.Seconds())
-	fmt.Printf("pipeline process CPU: %.1f s (user %.1f s, system %.1f s), %.1f CPU-seconds per 100,000 messages\n",
+	fmt.Printf("pipeline process CPU: %.2f s (user %.2f s, system %.2f s), %.2f CPU-seconds per 100,000 messages\n",
 		cpu.Seconds(), cmd.ProcessState.UserTime().Seconds(), cmd.ProcessState.SystemTime().Seconds(), cpu.Seconds()*100_000/float64(published.Load()))
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		peak := ru.Maxrss >> 10 // Linux gives KiB
