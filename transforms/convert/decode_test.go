@@ -246,3 +246,30 @@ func TestStringColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestNullablePoolGrows: a Nullable column allocates its values in chunks that start small (a
+// one-row block, as when a batch is split to isolate a rejected row, allocates 8 values, not
+// 256) and double up to nullablePool, and every value keeps its own pointer.
+func TestNullablePoolGrows(t *testing.T) {
+	col := &nullableColumn[int32]{read: fixedCodec(4, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) })}
+	var caps []int
+	for i := range 600 {
+		if err := col.Append(binary.LittleEndian.AppendUint32([]byte{0}, uint32(i))); err != nil {
+			t.Fatal(err)
+		}
+		if len(caps) == 0 || caps[len(caps)-1] != cap(col.pool) {
+			caps = append(caps, cap(col.pool))
+		}
+	}
+	if diff := cmp.Diff([]int{8, 16, 32, 64, 128, 256}, caps); diff != "" {
+		t.Errorf("pool capacities (-want +got):\n%s", diff)
+	}
+	vals := col.Values().([]*int32)
+	seen := map[*int32]bool{}
+	for i, v := range vals {
+		if *v != int32(i) || seen[v] {
+			t.Fatalf("value %d: %d (pointer seen before: %v)", i, *v, seen[v])
+		}
+		seen[v] = true
+	}
+}

@@ -225,12 +225,13 @@ func (c *plainColumn[T]) Reset()      { c.vals = c.vals[:0] }
 type nullableColumn[T any] struct {
 	vals []*T
 	read codec[T]
-	// pool holds the values vals points to, allocated nullablePool at a time rather than one
-	// by one.
+	// pool holds the values vals points to, allocated in chunks rather than one by one: the
+	// first of 8 values, each next one twice as large, up to nullablePool (a small block, as
+	// when a batch is split to isolate a rejected row, allocates little).
 	pool []T
 }
 
-// nullablePool is how many values of a Nullable column are allocated at once.
+// nullablePool is the most values of a Nullable column allocated at once.
 const nullablePool = 256
 
 // readNullable reads one Nullable(T) value: its flag byte, then T unless it is NULL.
@@ -257,7 +258,7 @@ func (c *nullableColumn[T]) Append(b []byte) error {
 		c.vals = append(c.vals, nil)
 	default:
 		if len(c.pool) == cap(c.pool) {
-			c.pool = make([]T, 0, nullablePool)
+			c.pool = make([]T, 0, min(max(8, 2*cap(c.pool)), nullablePool))
 		}
 		c.pool = append(c.pool, v)
 		c.vals = append(c.vals, &c.pool[len(c.pool)-1])
