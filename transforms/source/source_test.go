@@ -42,6 +42,40 @@ func init() {
 	register.Iter1[flow.Message]()
 	register.Function3x0(explode)
 	register.Emitter2[beam.EventTime, flow.Message]()
+	register.DoFn1x0[flow.Messages](&elementSizeFn{})
+}
+
+// elementSizeFn records the number of messages of each source element under its test's name.
+type elementSizeFn struct{ Test string }
+
+var elementSizes sync.Map // test name -> *sizes
+
+type sizes struct {
+	mu sync.Mutex
+	n  []int
+}
+
+func (f *elementSizeFn) ProcessElement(ms flow.Messages) {
+	v, _ := elementSizes.LoadOrStore(f.Test, &sizes{})
+	sz := v.(*sizes)
+	sz.mu.Lock()
+	sz.n = append(sz.n, len(ms.Messages))
+	sz.mu.Unlock()
+}
+
+// pullSizes is a pstest reactor that records the MaxMessages of every Pull and lets it through.
+type pullSizes struct {
+	mu  sync.Mutex
+	max []int32
+}
+
+func (r *pullSizes) React(req any) (bool, any, error) {
+	if pr, ok := req.(*pubsubpb.PullRequest); ok {
+		r.mu.Lock()
+		r.max = append(r.max, pr.GetMaxMessages())
+		r.mu.Unlock()
+	}
+	return false, nil, nil
 }
 
 // explode emits the messages of a source element one by one, with the element's timestamp.
@@ -235,9 +269,9 @@ type emulator struct {
 	client *pubsub.Client
 }
 
-func newEmulator(t *testing.T) *emulator {
+func newEmulator(t *testing.T, opts ...pstest.ServerReactorOption) *emulator {
 	t.Helper()
-	srv := pstest.NewServer()
+	srv := pstest.NewServer(opts...)
 	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
 	ctx := context.Background()
 	client, err := pubsub.NewClient(ctx, "p")
@@ -447,6 +481,47 @@ func readAndAck(t *testing.T, n int, opts Config) {
 // A backlog of 2000 messages is read once, acknowledged, and the pipeline ends by itself.
 func TestReadAcknowledgesAllAndStops(t *testing.T) {
 	readAndAck(t, 2000, Config{StopAfterIdle: 2 * time.Second})
+}
+
+// A backlog of 2,500 messages becomes one element of 2,500 messages (PullBatch's default is
+// 5,000), though no Pull asks for more than the 1,000 that Pub/Sub returns at most: the reader
+// pulls again while Pulls come back full.
+func TestReadElementOfSeveralPulls(t *testing.T) {
+	pulls := &pullSizes{}
+	em := newEmulator(t, pstest.ServerReactorOption{FuncName: "Pull", Reactor: pulls})
+	want := em.publish(0, 2500, "backlog")
+	col := newCollector(t)
+
+	p, s := beam.NewPipelineWithRoot()
+	elements := Read(s, Config{Subscription: testSub, StopAfterIdle: time.Second})
+	beam.ParDo0(s, &elementSizeFn{Test: t.Name()}, elements)
+	beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name()}, beam.ParDo(s, explode, elements))
+	runPipeline(t, p)
+
+	checkSeen(t, col, want)
+	em.checkAllAcknowledged(t, 2500)
+	v, _ := elementSizes.Load(t.Name())
+	if v == nil {
+		t.Fatal("no element recorded")
+	}
+	var largest, total int
+	for _, n := range v.(*sizes).n {
+		largest, total = max(largest, n), total+n
+	}
+	if largest != 2500 || total != 2500 {
+		t.Errorf("elements of %v messages; want one of 2500 (and heartbeats of 0)", v.(*sizes).n)
+	}
+	pulls.mu.Lock()
+	defer pulls.mu.Unlock()
+	if len(pulls.max) < 3 {
+		t.Errorf("%d Pulls (MaxMessages %v); want at least 3 for 2,500 messages", len(pulls.max), pulls.max)
+	}
+	for _, m := range pulls.max {
+		if m > 1000 || m < 1 {
+			t.Errorf("a Pull asked for %d messages (all: %v); want 1 to 1000", m, pulls.max)
+			break
+		}
+	}
 }
 
 // Set SOURCE_THROUGHPUT_N (e.g. 20000) to measure the reader on a larger backlog.
