@@ -84,9 +84,6 @@ const (
 	maxPullMessages = 1000
 	// maxElementBytes stops the follow-up Pulls of an element once its payloads reach it.
 	maxElementBytes = 16 << 20
-	// followUpTimeout is how long a follow-up Pull waits for messages: the first Pull of an
-	// element waits up to pullTimeout, and a full response means more are ready.
-	followUpTimeout = 100 * time.Millisecond
 
 	assumedLag  = time.Second            // the watermark trails the pull time by this much
 	idleDelay   = 200 * time.Millisecond // resume delay after an empty pull
@@ -286,7 +283,7 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 		fn.pullBatch = min(fn.PullBatch, maxPullMessages)
 	}
 	want := min(fn.PullBatch, room)
-	msgs, err := fn.pull(ctx, min(fn.pullBatch, want), pullTimeout)
+	msgs, err := fn.pull(ctx, min(fn.pullBatch, want), false)
 	if err == nil {
 		msgs = fn.pullMore(ctx, msgs, want)
 	}
@@ -357,17 +354,20 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 
 // pullMore adds the responses of follow-up Pulls to msgs, the response of a first Pull, for as
 // long as each response is full (asked for fn.pullBatch and got them all), msgs holds fewer than
-// want messages and their payloads fewer than maxElementBytes. A follow-up Pull that fails or
-// times out ends the element; its error is left for the next element's first Pull to meet (a
-// response too large halves fn.pullBatch there as well).
+// want messages and their payloads fewer than maxElementBytes. A follow-up Pull returns at once
+// with what is ready (ReturnImmediately), rather than waiting for messages under a short
+// deadline: a Pull given up by the client after the server has leased its messages would hide
+// them until their ack deadline. A follow-up Pull that fails or comes back empty ends the
+// element; an error is left for the next element's first Pull to meet (a response too large
+// halves fn.pullBatch there as well).
 func (fn *readFn) pullMore(ctx context.Context, msgs []*pubsubpb.ReceivedMessage, want int) []*pubsubpb.ReceivedMessage {
 	last, size := len(msgs), 0
 	for _, m := range msgs {
 		size += len(m.GetMessage().GetData())
 	}
 	for last == fn.pullBatch && len(msgs) < want && size < maxElementBytes {
-		more, err := fn.pull(ctx, min(fn.pullBatch, want-len(msgs)), followUpTimeout)
-		if err != nil {
+		more, err := fn.pull(ctx, min(fn.pullBatch, want-len(msgs)), true)
+		if err != nil || len(more) == 0 {
 			return msgs
 		}
 		for _, m := range more {
@@ -379,13 +379,16 @@ func (fn *readFn) pullMore(ctx context.Context, msgs []*pubsubpb.ReceivedMessage
 }
 
 // pull makes one Pull request for at most n messages; it returns no message and no error when
-// none came within timeout.
-func (fn *readFn) pull(ctx context.Context, n int, timeout time.Duration) ([]*pubsubpb.ReceivedMessage, error) {
-	pctx, cancel := context.WithTimeout(ctx, timeout)
+// none came within pullTimeout. With now, the Pull returns at once with what is ready
+// (ReturnImmediately, which Pub/Sub discourages for the Pulls that wait for new messages).
+func (fn *readFn) pull(ctx context.Context, n int, now bool) ([]*pubsubpb.ReceivedMessage, error) {
+	pctx, cancel := context.WithTimeout(ctx, pullTimeout)
 	defer cancel()
 	resp, err := fn.client.SubscriptionAdminClient.Pull(pctx, &pubsubpb.PullRequest{
 		Subscription: fn.Subscription,
 		MaxMessages:  int32(n),
+		//lint:ignore SA1019 a follow-up Pull wants what is ready now, see pullMore
+		ReturnImmediately: now,
 	}, gax.WithGRPCOptions(grpc.MaxCallRecvMsgSize(maxPullResponseBytes)))
 	if err != nil {
 		if ctx.Err() == nil && (pctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded) {

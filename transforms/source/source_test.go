@@ -63,17 +63,26 @@ func (f *elementSizeFn) ProcessElement(ms flow.Messages) {
 	sz.mu.Unlock()
 }
 
-// pullSizes is a pstest reactor that records the MaxMessages of every Pull and lets it through.
+// pullSizes is a pstest reactor that records the MaxMessages and ReturnImmediately of every Pull
+// and lets it through, the second and third after a delay of slow (the server leases the
+// messages after it: a client that gave up on the Pull meanwhile would not see them).
 type pullSizes struct {
-	mu  sync.Mutex
-	max []int32
+	slow  time.Duration
+	mu    sync.Mutex
+	max   []int32
+	atNow []bool
 }
 
 func (r *pullSizes) React(req any) (bool, any, error) {
 	if pr, ok := req.(*pubsubpb.PullRequest); ok {
 		r.mu.Lock()
 		r.max = append(r.max, pr.GetMaxMessages())
+		r.atNow = append(r.atNow, pr.GetReturnImmediately())
+		n := len(r.max)
 		r.mu.Unlock()
+		if n == 2 || n == 3 {
+			time.Sleep(r.slow)
+		}
 	}
 	return false, nil, nil
 }
@@ -485,9 +494,10 @@ func TestReadAcknowledgesAllAndStops(t *testing.T) {
 
 // A backlog of 2,500 messages becomes one element of 2,500 messages (PullBatch's default is
 // 5,000), though no Pull asks for more than the 1,000 that Pub/Sub returns at most: the reader
-// pulls again while Pulls come back full.
+// pulls again while Pulls come back full, with ReturnImmediately and the Pull's usual deadline,
+// so follow-up Pulls slower than a short deadline lose nothing.
 func TestReadElementOfSeveralPulls(t *testing.T) {
-	pulls := &pullSizes{}
+	pulls := &pullSizes{slow: 300 * time.Millisecond}
 	em := newEmulator(t, pstest.ServerReactorOption{FuncName: "Pull", Reactor: pulls})
 	want := em.publish(0, 2500, "backlog")
 	col := newCollector(t)
@@ -514,7 +524,10 @@ func TestReadElementOfSeveralPulls(t *testing.T) {
 	pulls.mu.Lock()
 	defer pulls.mu.Unlock()
 	if len(pulls.max) < 3 {
-		t.Errorf("%d Pulls (MaxMessages %v); want at least 3 for 2,500 messages", len(pulls.max), pulls.max)
+		t.Fatalf("%d Pulls (MaxMessages %v); want at least 3 for 2,500 messages", len(pulls.max), pulls.max)
+	}
+	if pulls.atNow[0] || !pulls.atNow[1] || !pulls.atNow[2] {
+		t.Errorf("ReturnImmediately of the Pulls: %v; want false for the first, true for the two follow-ups", pulls.atNow)
 	}
 	for _, m := range pulls.max {
 		if m > 1000 || m < 1 {
