@@ -114,13 +114,19 @@ func fixedColumn[T any](wrap string, width int, read func([]byte) T) Column {
 	return wrapped(wrap, fixedCodec(width, read))
 }
 
-// stringCodec reads a LEB128 length and that many bytes.
-func stringCodec(b []byte) (string, int, bool) {
+// bytesCodec reads a LEB128 length and that many bytes, which it returns without copying them.
+func bytesCodec(b []byte) ([]byte, int, bool) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)-k) {
-		return "", 0, false
+		return nil, 0, false
 	}
-	return string(b[k : k+int(n)]), k + int(n), true
+	return b[k : k+int(n)], k + int(n), true
+}
+
+// stringCodec is bytesCodec giving a string.
+func stringCodec(b []byte) (string, int, bool) {
+	v, n, ok := bytesCodec(b)
+	return string(v), n, ok
 }
 
 // stringColumnOf is the Column of String and JSON values: stringColumn for String and
@@ -145,23 +151,25 @@ type stringColumn struct {
 }
 
 func (c *stringColumn) Append(b []byte) error {
-	what := "String"
+	var v []byte
 	if c.nullable {
-		what = "Nullable(String)"
-		if len(b) == 1 && b[0] == 1 {
+		var null bool
+		var err error
+		if v, null, err = readNullable(b, bytesCodec); err != nil {
+			return err
+		}
+		if null {
 			c.ends = append(c.ends, -1)
 			return nil
 		}
-		if len(b) == 0 || b[0] != 0 {
-			return fmt.Errorf("%w: bad Nullable value", ErrCorrupt)
+	} else {
+		var n int
+		var ok bool
+		if v, n, ok = bytesCodec(b); !ok || n != len(b) {
+			return fmt.Errorf("%w: %d bytes do not hold one String", ErrCorrupt, len(b))
 		}
-		b = b[1:]
 	}
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n != uint64(len(b)-k) {
-		return fmt.Errorf("%w: %d bytes do not hold one %s", ErrCorrupt, len(b), what)
-	}
-	c.buf = append(c.buf, b[k:]...)
+	c.buf = append(c.buf, v...)
 	c.ends = append(c.ends, len(c.buf))
 	return nil
 }

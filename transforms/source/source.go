@@ -70,9 +70,9 @@ type Config struct {
 	MaxOutstanding int
 	// PullBatch is the most messages of one element. Default 5000: on the local runner an element
 	// costs far more to move than its bytes, so fewer, larger elements cost less per message
-	// (0.87–0.98 of the pipeline's CPU on the demo against 1000, for about 50 MiB more peak
-	// memory). A Pull asks for at most maxPullMessages; while Pulls come back full, the reader
-	// pulls again at once, up to PullBatch messages or maxElementBytes of payload.
+	// (docs/operations.md, "Cost per message"). A Pull asks for at most maxPullMessages; while
+	// Pulls come back full, the reader pulls again at once, up to PullBatch messages or
+	// maxElementBytes of payload.
 	PullBatch int
 }
 
