@@ -71,6 +71,32 @@ func TestOneBadRowInBatch(t *testing.T) {
 	e.checkAllAcked(t, ids)
 }
 
+// TestNarrowedColumnWhileRunning: a column narrowed (UInt16 to UInt8) after the parse stage
+// converted a row and before its batch is written. The write stage converts the rows again with
+// the new schema; the row whose value no longer fits goes to the dead letter with its original
+// bytes and a stack trace that names the stage and the column, and the other row is inserted.
+func TestNarrowedColumnWhileRunning(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, n UInt16) ENGINE = MergeTree ORDER BY id`)
+	e.opts.WindowSeconds = pipeline.GivenInt(6)
+	e.opts.SchemaRefreshSeconds = 0 // the parse stage keeps the schema it read at start-up
+	r := e.start(t)
+	time.Sleep(time.Second)
+	ids := e.ps.Publish(t, e.topic, &pubsubpb.PubsubMessage{Data: []byte(`{"id":1,"n":300}`)}, &pubsubpb.PubsubMessage{Data: []byte(`{"id":2,"n":5}`)})
+	time.Sleep(2 * time.Second) // converted by the parse stage, not yet written
+	e.srv.MustExec(t, "ALTER TABLE events MODIFY COLUMN n UInt8")
+	r.wait(t, 60*time.Second)
+	if got := e.srv.MustQuery(t, "SELECT id, n FROM events ORDER BY id"); got != "2\t5" {
+		t.Errorf("rows %q, want only id 2", got)
+	}
+	got := e.srv.MustQuery(t, "SELECT raw_message, stack_trace FROM dead_letters")
+	for _, want := range []string{`{"id":1,"n":300}`, "stage: write (converting again after the table changed)\ncolumn: n\n", "out of range"} {
+		if !strings.Contains(strings.ReplaceAll(got, `\n`, "\n"), want) {
+			t.Errorf("dead letter %q does not contain %q", got, want)
+		}
+	}
+	e.checkAllAcked(t, ids)
+}
+
 // TestSchemaChangesWhileRunning: columns added and dropped while the job runs. A column added
 // is filled after the next schema refresh without a restart; a dropped column makes an INSERT
 // fail, the write stage reads the schema again and converts the rows again; nothing is lost and

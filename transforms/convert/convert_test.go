@@ -1,6 +1,8 @@
 package convert_test
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -385,4 +387,21 @@ func columnSpecs(body string) []string {
 		}
 	}
 	return append(specs, strings.TrimSpace(body[start:]))
+}
+
+// TestColumns: the columns a dead letter's stack trace names come from a *RowError anywhere in the
+// error's chain, in its order; an error without one names none.
+func TestColumns(t *testing.T) {
+	_, err := convertRow(t, table(t, "n UInt8", "s String", "d Date"), `{"n":300,"s":"x","d":"yesterday"}`)
+	if err == nil {
+		t.Fatal("converted a row with two bad values")
+	}
+	for _, e := range []error{err, fmt.Errorf("converting the output of the javascript UDF: %w", err)} {
+		if got := convert.Columns(e); got != "n, d" {
+			t.Errorf("Columns(%v) = %q, want %q", e, got, "n, d")
+		}
+	}
+	if got := convert.Columns(errors.New("code: 153, message: Division by zero")); got != "" {
+		t.Errorf("Columns of a server's error = %q, want none", got)
+	}
 }

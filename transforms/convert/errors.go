@@ -5,6 +5,7 @@
 package convert
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -44,6 +45,21 @@ func (e *ValueError) Error() string {
 // RowError lists the columns of one payload that cannot take their fields, in table order.
 type RowError struct {
 	Errs []*ValueError
+}
+
+// Columns returns the names of the columns that err (a *RowError anywhere in its chain) says
+// failed, joined with ", " in the order of its errors, for a dead letter's stack trace; "" when
+// err holds no *RowError (a server's rejection, for one).
+func Columns(err error) string {
+	var re *RowError
+	if !errors.As(err, &re) {
+		return ""
+	}
+	names := make([]string, len(re.Errs))
+	for i, ve := range re.Errs {
+		names[i] = ve.Column
+	}
+	return strings.Join(names, ", ")
 }
 
 // Error joins the column errors with "; ".

@@ -307,6 +307,10 @@ const (
 // behind it. Its payload is cut to fit instead, and the attributes payloadTruncated=true,
 // payloadBytes (the original length) and payloadSha256 (of the original bytes) say so; the
 // dead-letter table, when configured, keeps the payload whole.
+//
+// Pub/Sub's limit of 100 attributes a message is not checked: a message whose original attributes
+// leave no room for the ones added here is refused by the service (docs/delivery.md, "Known
+// limits").
 func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 	attrs := make(map[string]string, len(r.Attributes)+2)
 	for k, v := range r.Attributes {

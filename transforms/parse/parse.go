@@ -10,9 +10,7 @@ package parse
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -187,14 +185,7 @@ const maxShownOutput = 1000
 // says that its output is what failed ("converting the output of the javascript UDF: ...") and the
 // stack trace ends with that output, cut to 1000 bytes.
 func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
-	var columns []string
-	var re *convert.RowError
-	if errors.As(err, &re) {
-		for _, ve := range re.Errs {
-			columns = append(columns, ve.Column)
-		}
-	}
-	column := strings.Join(columns, ", ")
+	column := convert.Columns(err)
 	message, trace := err.Error(), flow.StackTrace("parse", column, err)
 	if m.Transformed {
 		message = "converting the output of the javascript UDF: " + message

@@ -171,7 +171,7 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Row
 		emitDeadLetter(flow.DeadLetter{
 			Payload:        r.Published(),
 			ErrorMessage:   err.Error(),
-			StackTrace:     flow.StackTrace(stage, "", err),
+			StackTrace:     flow.StackTrace(stage, convert.Columns(err), err),
 			FailedAtMillis: time.Now().UnixMilli(),
 			MessageID:      r.MessageID,
 			Attributes:     r.Attributes,
