@@ -38,8 +38,9 @@ const replayDescription = "Publishes dead letters again to --topic (the pipeline
 	"so a dead letter written meanwhile is kept) are deleted with ALTER TABLE ... DELETE, a mutation, and replay waits for it.\n" +
 	"From a subscription on the dead-letter topic (--fromSubscription): every message it delivers until a pull returns " +
 	"nothing; the original attributes are the message's less errorMessage and failedAt, which the dead-letter stage added. " +
-	"Each message is acknowledged only once it is published; one whose payload the dead-letter stage cut (payloadTruncated) is " +
-	"not replayed and not acknowledged (replay it from the table, which keeps it whole).\n" +
+	"Each message is acknowledged only once it is published; one that the dead-letter stage cut to fit the topic (its payload: " +
+	"payloadTruncated; or some of its attributes: attributesOmitted) is not replayed and not acknowledged (replay it from the " +
+	"table, which keeps the payload whole).\n" +
 	"--dry-run prints the count and the first --samples messages and publishes, deletes and acknowledges nothing.\n" +
 	"Exit status: 0 when every dead letter found was replayed, 1 when something failed or was left (the count says what), " +
 	"2 on a usage error."
@@ -320,7 +321,7 @@ func (r *replay) publish(ctx context.Context, cio *cmdIO, msgs []*pubsub.Message
 }
 
 // The attributes that the dead-letter stage adds to a topic message (deadletter.TopicMessage).
-var deadLetterAttrs = []string{"errorMessage", "failedAt", deadletter.AttrPayloadTruncated, deadletter.AttrPayloadBytes, deadletter.AttrPayloadSHA256}
+var deadLetterAttrs = []string{"errorMessage", "failedAt", deadletter.AttrPayloadTruncated, deadletter.AttrPayloadBytes, deadletter.AttrPayloadSHA256, deadletter.AttrAttributesOmitted}
 
 // pullTimeout bounds one Pull: a pull that returns nothing within it ends the replay.
 const pullTimeout = 10 * time.Second
@@ -374,7 +375,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			}
 			seen[m.GetMessageId()] = true
 			fresh++
-			if m.GetAttributes()[deadletter.AttrPayloadTruncated] == "true" {
+			if a := m.GetAttributes(); a[deadletter.AttrPayloadTruncated] == "true" || a[deadletter.AttrAttributesOmitted] != "" {
 				truncated++
 				heldAcks = append(heldAcks, rm.GetAckId())
 				continue
@@ -419,7 +420,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 		fmt.Fprintf(cio.Out, "replayed %s from %s to %s (replay_id=%s)\n", count(replayed, "dead letter"), r.from, r.topic, r.id)
 	}
 	if truncated > 0 {
-		fmt.Fprintf(cio.Out, "left %d messages whose payload the dead-letter stage cut (payloadTruncated=true) on %s, unacknowledged: replay them from the dead-letter table\n", truncated, r.subscription)
+		fmt.Fprintf(cio.Out, "left %d messages that the dead-letter stage cut to fit the topic (payloadTruncated=true, or attributesOmitted) on %s, unacknowledged: replay them from the dead-letter table\n", truncated, r.subscription)
 		return exitFailed
 	}
 	return exitOK

@@ -341,12 +341,20 @@ func TestReplayFromTable(t *testing.T) {
 	}
 }
 
+// replayTopics starts an emulator with the topics and subscriptions of a replay from the
+// dead-letter topic: the input topic and a subscription on it, the dead-letter topic and one on it.
+func replayTopics(t *testing.T) (e *pubsubtest.Emulator, input, inputSub, dlTopic, dlSub string) {
+	t.Helper()
+	e = pubsubtest.Start(t)
+	input = e.Topic(t, "input")
+	inputSub = e.Subscription(t, input, "input-sub", time.Minute)
+	dlTopic = e.Topic(t, "dead-letters")
+	dlSub = e.Subscription(t, dlTopic, "dead-letters-sub", time.Minute)
+	return e, input, inputSub, dlTopic, dlSub
+}
+
 func TestReplayFromTopic(t *testing.T) {
-	e := pubsubtest.Start(t)
-	input := e.Topic(t, "input")
-	inputSub := e.Subscription(t, input, "input-sub", time.Minute)
-	dlTopic := e.Topic(t, "dead-letters")
-	dlSub := e.Subscription(t, dlTopic, "dead-letters-sub", time.Minute)
+	e, input, inputSub, dlTopic, dlSub := replayTopics(t)
 	var msgs []*pubsubpb.PubsubMessage
 	for i, dl := range []flow.DeadLetter{
 		{Payload: []byte(`{"id":1,"n":300}`), ErrorMessage: "column \"n\" (UInt8): 300 is out of range", FailedAtMillis: 1, Attributes: map[string]string{"source": "a"}},
@@ -390,5 +398,38 @@ func TestReplayFromTopic(t *testing.T) {
 	_, errOut, code = runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+inputSub)
 	if code != 2 || !strings.Contains(errOut, "it would deliver the replayed messages again") {
 		t.Errorf("a subscription on --topic: exit %d, want 2\n%s", code, errOut)
+	}
+}
+
+// TestReplayFromTopicLeavesCutMessages: a dead letter that left out some of its message's
+// attributes to stay within Pub/Sub's 100 (attributesOmitted) is not an exact copy of the
+// message, so replay leaves it on the subscription, says so and exits 1; the others are replayed.
+func TestReplayFromTopicLeavesCutMessages(t *testing.T) {
+	e, input, inputSub, dlTopic, dlSub := replayTopics(t)
+	many := map[string]string{}
+	for i := range 100 {
+		many[fmt.Sprintf("k%03d", i)] = "v"
+	}
+	var msgs []*pubsubpb.PubsubMessage
+	for _, dl := range []flow.DeadLetter{
+		{Payload: []byte(`{"id":1}`), ErrorMessage: "bad", FailedAtMillis: 1, Attributes: map[string]string{"source": "a"}},
+		{Payload: []byte(`{"id":2}`), ErrorMessage: "bad", FailedAtMillis: 2, Attributes: many},
+	} {
+		m := deadletter.TopicMessage(dl)
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes})
+	}
+	if msgs[1].Attributes[deadletter.AttrAttributesOmitted] != "3" {
+		t.Fatalf("the dead letter of a message with 100 attributes: %v", msgs[1].Attributes)
+	}
+	e.Publish(t, dlTopic, msgs...)
+	out, errOut, code := runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+dlSub, "--replayId=r3")
+	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+dlSub) || !strings.Contains(out, "left 1 messages that the dead-letter stage cut to fit the topic") {
+		t.Errorf("replay: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	if got := pullAll(t, e, inputSub); len(got) != 1 || got[0].Data != `{"id":1}` {
+		t.Errorf("replayed %v, want only {\"id\":1}", got)
+	}
+	if got := pullAll(t, e, dlSub); len(got) != 1 || got[0].Data != `{"id":2}` {
+		t.Errorf("the dead-letter subscription delivers %v, want the cut message", got)
 	}
 }

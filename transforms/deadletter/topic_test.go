@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,5 +42,58 @@ func TestTopicMessage(t *testing.T) {
 	}
 	if !bytes.HasPrefix(payload, m.Data) || len(m.Data) >= len(payload) {
 		t.Errorf("payload of %d bytes is not a prefix of the original's %d", len(m.Data), len(payload))
+	}
+}
+
+// TestTopicMessageAttributeLimit: a dead letter stays within Pub/Sub's 100 attributes a message.
+// The original attributes last in key order are left out, as few as the limit needs, and
+// attributesOmitted says how many; the payload is kept whole unless it must be cut too.
+func TestTopicMessageAttributeLimit(t *testing.T) {
+	failed := time.Date(2026, 1, 15, 10, 30, 0, 123e6, time.UTC).UnixMilli()
+	attributes := func(n int) map[string]string {
+		m := map[string]string{}
+		for i := range n {
+			m[fmt.Sprintf("k%03d", i)] = fmt.Sprint("v", i)
+		}
+		return m
+	}
+	for _, c := range []struct {
+		originals, omitted int
+		payload            []byte
+	}{
+		{originals: 98, omitted: 0, payload: []byte(`{"id":1}`)},
+		{originals: 99, omitted: 2, payload: []byte(`{"id":1}`)},                    // 99 + 2 added + attributesOmitted
+		{originals: 100, omitted: 3, payload: []byte(`{"id":1}`)},                   // 100 + 2 + 1
+		{originals: 100, omitted: 6, payload: bytes.Repeat([]byte("x"), 9_999_000)}, // and the payload's 3
+	} {
+		orig := attributes(c.originals)
+		m := TopicMessage(flow.DeadLetter{Payload: c.payload, ErrorMessage: "bad", FailedAtMillis: failed, Attributes: orig})
+		if len(m.Attributes) > MaxTopicAttributes {
+			t.Errorf("%d attributes: the dead letter has %d, over %d", c.originals, len(m.Attributes), MaxTopicAttributes)
+		}
+		wantOmitted := ""
+		if c.omitted > 0 {
+			wantOmitted = strconv.Itoa(c.omitted)
+		}
+		if got := m.Attributes[AttrAttributesOmitted]; got != wantOmitted {
+			t.Errorf("%d attributes: attributesOmitted %q, want %q", c.originals, got, wantOmitted)
+		}
+		if m.Attributes["errorMessage"] != "bad" || m.Attributes["failedAt"] == "" {
+			t.Errorf("%d attributes: errorMessage %q, failedAt %q", c.originals, m.Attributes["errorMessage"], m.Attributes["failedAt"])
+		}
+		for i := range c.originals {
+			k := fmt.Sprintf("k%03d", i)
+			got, ok := m.Attributes[k]
+			if kept := i < c.originals-c.omitted; kept != ok || ok && got != orig[k] {
+				t.Errorf("%d attributes: %s = %q (present %v), want present %v", c.originals, k, got, ok, kept)
+			}
+		}
+		big := len(c.payload) > 1000
+		if size := proto.Size(&pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes}); size > MaxTopicMessageBytes {
+			t.Errorf("%d attributes: dead letter of %d bytes, over %d", c.originals, size, MaxTopicMessageBytes)
+		}
+		if truncated := m.Attributes[AttrPayloadTruncated] == "true"; truncated != big || !big && !bytes.Equal(m.Data, c.payload) {
+			t.Errorf("%d attributes: payloadTruncated %v and %d of %d payload bytes", c.originals, truncated, len(m.Data), len(c.payload))
+		}
 	}
 }

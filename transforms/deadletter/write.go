@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -298,35 +299,75 @@ const (
 	AttrPayloadSHA256    = "payloadSha256"    // hex SHA-256 of the original payload
 )
 
+// AttrAttributesOmitted is the attribute of a dead letter that left out some of the original
+// message's attributes to stay within MaxTopicAttributes: how many it left out, in decimal.
+const AttrAttributesOmitted = "attributesOmitted"
+
+// MaxTopicAttributes is the most attributes a Pub/Sub message may have
+// (https://cloud.google.com/pubsub/quotas#resource_limits).
+const MaxTopicAttributes = 100
+
 // TopicMessage is the dead-letter topic's message for r: the original payload bytes and
 // attributes, with the attributes errorMessage (cut to Pub/Sub's 1024-byte limit on a UTF-8
-// boundary) and failedAt (RFC 3339, UTC, milliseconds, e.g. 2026-01-15T10:30:00.123Z) set.
+// boundary) and failedAt (RFC 3339, UTC, milliseconds, e.g. 2026-01-15T10:30:00.123Z) set (an
+// original attribute of either name is replaced).
 //
-// A message Pub/Sub could not take (over MaxTopicMessageBytes once the attributes are added: an
-// input message near the 10 MB limit) would fail every publish and hold up the dead letters
-// behind it. Its payload is cut to fit instead, and the attributes payloadTruncated=true,
-// payloadBytes (the original length) and payloadSha256 (of the original bytes) say so; the
-// dead-letter table, when configured, keeps the payload whole.
+// A message Pub/Sub could not take would fail every publish and hold up the dead letters behind
+// it, so two limits are kept, each marked where it changes the message:
+//   - Over MaxTopicMessageBytes once the attributes are added (an input message near the 10 MB
+//     limit), the payload is cut to fit, and the attributes payloadTruncated=true, payloadBytes
+//     (the original length) and payloadSha256 (of the original bytes) say so.
+//   - Over MaxTopicAttributes (an input message with 99 or 100 attributes, or 96 when the payload
+//     is cut), the original attributes last in key order are left out, and attributesOmitted says
+//     how many.
 //
-// Pub/Sub's limit of 100 attributes a message is not checked: a message whose original attributes
-// leave no room for the ones added here is refused by the service (docs/delivery.md, "Known
-// limits").
+// The dead-letter table, when configured, keeps the payload whole (it keeps no attributes).
 func TopicMessage(r flow.DeadLetter) *pubsub.Message {
-	attrs := make(map[string]string, len(r.Attributes)+2)
-	for k, v := range r.Attributes {
-		attrs[k] = v
+	keys := slices.Sorted(maps.Keys(r.Attributes))
+	kept, truncated := len(keys), false
+	build := func() map[string]string {
+		attrs := make(map[string]string, kept+6)
+		for _, k := range keys[:kept] {
+			attrs[k] = r.Attributes[k]
+		}
+		attrs["errorMessage"] = cutUTF8(r.ErrorMessage, maxAttributeValueBytes)
+		attrs["failedAt"] = r.FailedAt().Format(FailedAtLayout)
+		if kept < len(keys) {
+			attrs[AttrAttributesOmitted] = strconv.Itoa(len(keys) - kept)
+		}
+		if truncated {
+			sum := sha256.Sum256(r.Payload)
+			attrs[AttrPayloadTruncated] = "true"
+			attrs[AttrPayloadBytes] = strconv.Itoa(len(r.Payload))
+			attrs[AttrPayloadSHA256] = hex.EncodeToString(sum[:])
+		}
+		return attrs
 	}
-	attrs["errorMessage"] = cutUTF8(r.ErrorMessage, maxAttributeValueBytes)
-	attrs["failedAt"] = r.FailedAt().Format(FailedAtLayout)
+	size := func(attrs map[string]string) int {
+		return proto.Size(&pubsubpb.PubsubMessage{Data: r.Payload, Attributes: attrs})
+	}
+	attrs := build()
+	if size(attrs) > MaxTopicMessageBytes {
+		truncated = true
+		attrs = build()
+	}
+	for len(attrs) > MaxTopicAttributes && kept > 0 {
+		over := len(attrs) - MaxTopicAttributes
+		if kept == len(keys) {
+			over++ // attributesOmitted takes a place too
+		}
+		kept = max(0, kept-over)
+		attrs = build()
+	}
+	if truncated && size(attrs) <= MaxTopicMessageBytes {
+		// Fewer attributes made room for the whole payload.
+		truncated = false
+		attrs = build()
+	}
 	data := r.Payload
-	if size := proto.Size(&pubsubpb.PubsubMessage{Data: data, Attributes: attrs}); size > MaxTopicMessageBytes {
-		sum := sha256.Sum256(data)
-		attrs[AttrPayloadTruncated] = "true"
-		attrs[AttrPayloadBytes] = strconv.Itoa(len(data))
-		attrs[AttrPayloadSHA256] = hex.EncodeToString(sum[:])
-		over := proto.Size(&pubsubpb.PubsubMessage{Data: data, Attributes: attrs}) - MaxTopicMessageBytes
+	if truncated {
 		// The length prefix of the data field shrinks with it, so cutting "over" bytes is enough.
-		data = data[:max(0, len(data)-over)]
+		data = data[:max(0, len(data)-(size(attrs)-MaxTopicMessageBytes))]
 	}
 	return &pubsub.Message{Data: data, Attributes: attrs}
 }
