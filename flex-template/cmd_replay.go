@@ -37,7 +37,8 @@ const replayDescription = "Publishes dead letters again to --topic (the pipeline
 	"are kept unless --delete: after every message is published, the replayed rows (matched by a hash of all their columns, " +
 	"so a dead letter written meanwhile is kept) are deleted with ALTER TABLE ... DELETE, a mutation, and replay waits for it.\n" +
 	"From a subscription on the dead-letter topic (--fromSubscription): every message it delivers until a pull returns " +
-	"nothing; the original attributes are the message's less errorMessage and failedAt, which the dead-letter stage added. " +
+	"nothing; the original attributes are the message's less errorMessage and failedAt, which the dead-letter stage added, " +
+	"and its markers payloadTruncated, payloadBytes, payloadSha256 and attributesOmitted. " +
 	"Each message is acknowledged only once it is published; one that the dead-letter stage cut to fit the topic (its payload: " +
 	"payloadTruncated; or some of its attributes: attributesOmitted) is not replayed and not acknowledged (replay it from the " +
 	"table, which keeps the payload whole).\n" +

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ func TestTopicMessage(t *testing.T) {
 }
 
 // TestTopicMessageAttributeLimit: a dead letter stays within Pub/Sub's 100 attributes a message.
-// The original attributes last in key order are left out, as few as the limit needs, and
+// The original attributes last in key order are left out until the message fits, and
 // attributesOmitted says how many; the payload is kept whole unless it must be cut too.
 func TestTopicMessageAttributeLimit(t *testing.T) {
 	failed := time.Date(2026, 1, 15, 10, 30, 0, 123e6, time.UTC).UnixMilli()
@@ -94,6 +95,73 @@ func TestTopicMessageAttributeLimit(t *testing.T) {
 		}
 		if truncated := m.Attributes[AttrPayloadTruncated] == "true"; truncated != big || !big && !bytes.Equal(m.Data, c.payload) {
 			t.Errorf("%d attributes: payloadTruncated %v and %d of %d payload bytes", c.originals, truncated, len(m.Data), len(c.payload))
+		}
+	}
+}
+
+// TestTopicMessageLimitsTogether: payloads at the size limit with many attributes. Leaving
+// attributes out must not push the message over the size (attributesOmitted is an attribute too),
+// attributesOmitted counts what is missing, and attributes left out first make room for the whole
+// payload where they can (omitted "" checks only the count).
+func TestTopicMessageLimitsTogether(t *testing.T) {
+	const failed = 1768473000123
+	size := func(data []byte, attrs map[string]string) int {
+		return proto.Size(&pubsubpb.PubsubMessage{Data: data, Attributes: attrs})
+	}
+	// atLimit is the payload that makes the dead letter of attrs, before any limit is applied,
+	// exactly over bytes over MaxTopicMessageBytes.
+	atLimit := func(attrs map[string]string, over int) []byte {
+		all := maps.Clone(attrs)
+		all["errorMessage"], all["failedAt"] = "bad", time.UnixMilli(failed).UTC().Format(FailedAtLayout)
+		for n := MaxTopicMessageBytes - size(nil, all) - 8; ; n++ {
+			if p := make([]byte, n); size(p, all) == MaxTopicMessageBytes+over {
+				return p
+			}
+		}
+	}
+	tiny := func(n int) map[string]string {
+		m := map[string]string{}
+		for i := range n {
+			m[fmt.Sprintf("%02x", i)] = ""
+		}
+		return m
+	}
+	large := map[string]string{}
+	for i := range 100 {
+		large[fmt.Sprintf("%0256d", i)] = strings.Repeat("v", 1024)
+	}
+	for _, c := range []struct {
+		name    string
+		attrs   map[string]string
+		over    int
+		omitted string
+		whole   bool
+	}{
+		{"99 tiny attributes, payload at the limit", tiny(99), 0, "", true},
+		{"100 tiny attributes, payload at the limit", tiny(100), 0, "", true},
+		{"100 large attributes, 1 byte over", large, 1, "3", true},
+	} {
+		payload := atLimit(c.attrs, c.over)
+		m := TopicMessage(flow.DeadLetter{Payload: payload, ErrorMessage: "bad", FailedAtMillis: failed, Attributes: c.attrs})
+		if n := len(m.Attributes); n > MaxTopicAttributes {
+			t.Errorf("%s: %d attributes", c.name, n)
+		}
+		if s := size(m.Data, m.Attributes); s > MaxTopicMessageBytes {
+			t.Errorf("%s: %d bytes, %d over", c.name, s, s-MaxTopicMessageBytes)
+		}
+		truncated := m.Attributes[AttrPayloadTruncated] == "true"
+		if truncated != (len(m.Data) < len(payload)) || c.whole && truncated {
+			t.Errorf("%s: payloadTruncated %v with %d of %d bytes", c.name, truncated, len(m.Data), len(payload))
+		}
+		absent := 0
+		for k := range c.attrs {
+			if _, ok := m.Attributes[k]; !ok {
+				absent++
+			}
+		}
+		got := m.Attributes[AttrAttributesOmitted]
+		if got != strconv.Itoa(absent) || absent > 6 || c.omitted != "" && got != c.omitted {
+			t.Errorf("%s: attributesOmitted %q with %d left out, want %q (at most 6)", c.name, got, absent, c.omitted)
 		}
 	}
 }

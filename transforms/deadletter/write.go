@@ -346,23 +346,30 @@ func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 	size := func(attrs map[string]string) int {
 		return proto.Size(&pubsubpb.PubsubMessage{Data: r.Payload, Attributes: attrs})
 	}
+	// Attributes are left out, and the payload is cut, only ever more: kept goes down and
+	// truncated from false to true, so the loop ends. Within the count, a message that is not
+	// cut is within the size; a cut one is cut to fit below.
 	attrs := build()
-	if size(attrs) > MaxTopicMessageBytes {
-		truncated = true
-		attrs = build()
-	}
-	for len(attrs) > MaxTopicAttributes && kept > 0 {
-		over := len(attrs) - MaxTopicAttributes
-		if kept == len(keys) {
-			over++ // attributesOmitted takes a place too
+	for {
+		if over := len(attrs) - MaxTopicAttributes; over > 0 && kept > 0 {
+			kept = max(0, kept-over) // attributesOmitted, once added, costs one more round
+			attrs = build()
+			continue
 		}
-		kept = max(0, kept-over)
-		attrs = build()
+		if !truncated && size(attrs) > MaxTopicMessageBytes {
+			truncated = true
+			attrs = build()
+			continue
+		}
+		break
 	}
-	if truncated && size(attrs) <= MaxTopicMessageBytes {
-		// Fewer attributes made room for the whole payload.
+	if truncated {
+		// The attributes left out after the cut may have made room for the whole payload.
 		truncated = false
-		attrs = build()
+		if whole := build(); size(whole) <= MaxTopicMessageBytes {
+			return &pubsub.Message{Data: r.Payload, Attributes: whole}
+		}
+		truncated = true
 	}
 	data := r.Payload
 	if truncated {
