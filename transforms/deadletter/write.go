@@ -317,14 +317,16 @@ const MaxTopicAttributes = 100
 //   - Over MaxTopicMessageBytes once the attributes are added (an input message near the 10 MB
 //     limit), the payload is cut to fit, and the attributes payloadTruncated=true, payloadBytes
 //     (the original length) and payloadSha256 (of the original bytes) say so.
-//   - Over MaxTopicAttributes (an input message with 99 or 100 attributes, or 96 when the payload
-//     is cut), the original attributes last in key order are left out, and attributesOmitted says
-//     how many.
+//   - Over MaxTopicAttributes (an input message with 99 or 100 attributes, 96 or more when the
+//     payload is cut), original attributes are left out, the last in key order first, until the
+//     message fits (at most 6), and attributesOmitted says how many. They are left out before the
+//     payload is cut, and the size is checked with attributesOmitted in it.
 //
 // The dead-letter table, when configured, keeps the payload whole (it keeps no attributes).
 func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 	keys := slices.Sorted(maps.Keys(r.Attributes))
 	kept, truncated := len(keys), false
+	var sum string // of the payload, once it is cut
 	build := func() map[string]string {
 		attrs := make(map[string]string, kept+6)
 		for _, k := range keys[:kept] {
@@ -336,10 +338,13 @@ func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 			attrs[AttrAttributesOmitted] = strconv.Itoa(len(keys) - kept)
 		}
 		if truncated {
-			sum := sha256.Sum256(r.Payload)
+			if sum == "" {
+				b := sha256.Sum256(r.Payload)
+				sum = hex.EncodeToString(b[:])
+			}
 			attrs[AttrPayloadTruncated] = "true"
 			attrs[AttrPayloadBytes] = strconv.Itoa(len(r.Payload))
-			attrs[AttrPayloadSHA256] = hex.EncodeToString(sum[:])
+			attrs[AttrPayloadSHA256] = sum
 		}
 		return attrs
 	}
