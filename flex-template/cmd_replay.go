@@ -321,9 +321,6 @@ func (r *replay) publish(ctx context.Context, cio *cmdIO, msgs []*pubsub.Message
 	return n, err
 }
 
-// The attributes that the dead-letter stage adds to a topic message (deadletter.TopicMessage).
-var deadLetterAttrs = []string{"errorMessage", "failedAt", deadletter.AttrPayloadTruncated, deadletter.AttrPayloadBytes, deadletter.AttrPayloadSHA256, deadletter.AttrAttributesOmitted}
-
 // pullTimeout bounds one Pull: a pull that returns nothing within it ends the replay.
 const pullTimeout = 10 * time.Second
 
@@ -354,7 +351,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	seen := map[string]bool{}
 	var dry []*pubsub.Message
 	var heldAcks []string // a dry run's messages, released at the end
-	replayed, truncated := 0, 0
+	replayed, cut := 0, 0 // cut: messages the dead-letter stage cut to fit the topic
 	for {
 		pctx, cancel := context.WithTimeout(ctx, pullTimeout)
 		resp, err := subs.Pull(pctx, &pubsubpb.PullRequest{Subscription: r.subscription, MaxMessages: 1000})
@@ -377,12 +374,12 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			seen[m.GetMessageId()] = true
 			fresh++
 			if a := m.GetAttributes(); a[deadletter.AttrPayloadTruncated] == "true" || a[deadletter.AttrAttributesOmitted] != "" {
-				truncated++
+				cut++
 				heldAcks = append(heldAcks, rm.GetAckId())
 				continue
 			}
 			attrs := maps.Clone(m.GetAttributes())
-			for _, k := range deadLetterAttrs {
+			for _, k := range deadletter.AddedAttributes {
 				delete(attrs, k)
 			}
 			msg := r.message(m.GetData(), attrs)
@@ -420,8 +417,8 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 		p.done(replayed)
 		fmt.Fprintf(cio.Out, "replayed %s from %s to %s (replay_id=%s)\n", count(replayed, "dead letter"), r.from, r.topic, r.id)
 	}
-	if truncated > 0 {
-		fmt.Fprintf(cio.Out, "left %d messages that the dead-letter stage cut to fit the topic (payloadTruncated=true, or attributesOmitted) on %s, unacknowledged: replay them from the dead-letter table\n", truncated, r.subscription)
+	if cut > 0 {
+		fmt.Fprintf(cio.Out, "left %d messages that the dead-letter stage cut to fit the topic (payloadTruncated=true, or attributesOmitted) on %s, unacknowledged: replay them from the dead-letter table\n", cut, r.subscription)
 		return exitFailed
 	}
 	return exitOK

@@ -292,6 +292,12 @@ func (f *writeFn) publish(ctx context.Context, recs []*flow.DeadLetter) error {
 // room for the request's topic name and framing.
 const MaxTopicMessageBytes = int(pubsub.MaxPublishRequestBytes) - 2048
 
+// The attributes TopicMessage sets on every dead letter.
+const (
+	AttrErrorMessage = "errorMessage" // the error message, cut to 1024 bytes
+	AttrFailedAt     = "failedAt"     // the time of the failure, FailedAtLayout
+)
+
 // The attributes of a dead letter whose payload was cut to fit the topic.
 const (
 	AttrPayloadTruncated = "payloadTruncated" // "true"
@@ -302,6 +308,10 @@ const (
 // AttrAttributesOmitted is the attribute of a dead letter that left out some of the original
 // message's attributes to stay within MaxTopicAttributes: how many it left out, in decimal.
 const AttrAttributesOmitted = "attributesOmitted"
+
+// AddedAttributes are the names of every attribute TopicMessage may add to the original ones: a
+// message's original attributes are a dead letter's less these.
+var AddedAttributes = []string{AttrErrorMessage, AttrFailedAt, AttrPayloadTruncated, AttrPayloadBytes, AttrPayloadSHA256, AttrAttributesOmitted}
 
 // MaxTopicAttributes is the most attributes a Pub/Sub message may have
 // (https://cloud.google.com/pubsub/quotas#resource_limits).
@@ -332,8 +342,8 @@ func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 		for _, k := range keys[:kept] {
 			attrs[k] = r.Attributes[k]
 		}
-		attrs["errorMessage"] = cutUTF8(r.ErrorMessage, maxAttributeValueBytes)
-		attrs["failedAt"] = r.FailedAt().Format(FailedAtLayout)
+		attrs[AttrErrorMessage] = cutUTF8(r.ErrorMessage, maxAttributeValueBytes)
+		attrs[AttrFailedAt] = r.FailedAt().Format(FailedAtLayout)
 		if kept < len(keys) {
 			attrs[AttrAttributesOmitted] = strconv.Itoa(len(keys) - kept)
 		}
@@ -368,20 +378,17 @@ func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 		}
 		break
 	}
-	if truncated {
-		// The attributes left out after the cut may have made room for the whole payload.
-		truncated = false
-		if whole := build(); size(whole) <= MaxTopicMessageBytes {
-			return &pubsub.Message{Data: r.Payload, Attributes: whole}
-		}
-		truncated = true
+	if !truncated {
+		return &pubsub.Message{Data: r.Payload, Attributes: attrs}
 	}
-	data := r.Payload
-	if truncated {
-		// The length prefix of the data field shrinks with it, so cutting "over" bytes is enough.
-		data = data[:max(0, len(data)-(size(attrs)-MaxTopicMessageBytes))]
+	// The attributes left out after the cut may have made room for the whole payload.
+	truncated = false
+	if whole := build(); size(whole) <= MaxTopicMessageBytes {
+		return &pubsub.Message{Data: r.Payload, Attributes: whole}
 	}
-	return &pubsub.Message{Data: data, Attributes: attrs}
+	// The length prefix of the data field shrinks with it, so cutting "over" bytes is enough.
+	over := size(attrs) - MaxTopicMessageBytes
+	return &pubsub.Message{Data: r.Payload[:max(0, len(r.Payload)-over)], Attributes: attrs}
 }
 
 // cutUTF8 cuts s to at most n bytes without splitting a character; a cut text ends with "…".
