@@ -153,7 +153,8 @@ func TestMetadataColumnsEncoding(t *testing.T) {
 // parameter, the pair and the rule; a malformed value stops it before ClickHouse is asked.
 func TestMetadataStartupFailures(t *testing.T) {
 	bin, _ := launchBinary(t)
-	e := newE2E(t, `CREATE TABLE {table} (id UInt32, ts DateTime, tags Array(String), m UInt64 MATERIALIZED id) ENGINE = MergeTree ORDER BY id`)
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, ts DateTime, tags Array(String), m UInt64 MATERIALIZED id,
+		d Decimal(10, 0), fs FixedString(8), i64 Int64) ENGINE = MergeTree ORDER BY id`)
 	o := e.opts
 	base := connectionFlags(o.InputSubscription, o.ClickHouseURL, o.ClickHouseDatabase)
 	checkStartupFailures(t, bin, base, []startupFailure{
@@ -165,6 +166,13 @@ func TestMetadataStartupFailures(t *testing.T) {
 			`pubsub-to-clickhouse: metadataColumns: pair "attribute.tag=tags": column "tags" (Array(String)) cannot take the value: attribute.tag is a JSON string, which Array(String) never takes; name a column of a type that takes a string (String, a number, a date, UUID, ...)`},
 		{"publish_time into UInt32", map[string]string{"metadataColumns": "publish_time=id"},
 			`pubsub-to-clickhouse: metadataColumns: pair "publish_time=id": column "id" (UInt32) cannot take the value: publish_time goes into DateTime, DateTime64 (milliseconds kept where the precision holds them), Int64 or UInt64 (Unix milliseconds) or String (RFC 3339 with milliseconds)`},
+		// Pub/Sub's message ids are decimal numbers of up to 19 digits: each of these holds fewer.
+		{"message_id into Decimal(10, 0)", map[string]string{"metadataColumns": "message_id=d"},
+			`pubsub-to-clickhouse: metadataColumns: pair "message_id=d": column "d" (Decimal(10, 0)) cannot take the value: ` + messageIDNeeds + `; Decimal(10, 0) holds at most 10 digits before the point`},
+		{"message_id into FixedString(8)", map[string]string{"metadataColumns": "message_id=fs"},
+			`pubsub-to-clickhouse: metadataColumns: pair "message_id=fs": column "fs" (FixedString(8)) cannot take the value: ` + messageIDNeeds + `; FixedString(8) holds at most 8 bytes`},
+		{"message_id into Int64", map[string]string{"metadataColumns": "message_id=i64"},
+			`pubsub-to-clickhouse: metadataColumns: pair "message_id=i64": column "i64" (Int64) cannot take the value: ` + messageIDNeeds + `; Int64 holds at most 9223372036854775807`},
 		{"an unknown key", map[string]string{"metadataColumns": "messageId=id"},
 			`metadataColumns "messageId=id": pair "messageId=id" has the unknown key "messageId"; KEY is one of message_id, publish_time, ordering_key, attributes and attribute.NAME`},
 		{"a column named twice", map[string]string{"metadataColumns": "message_id=id,ordering_key=id"},
@@ -177,6 +185,10 @@ func TestMetadataStartupFailures(t *testing.T) {
 			`unknownFieldsColumn "id": is also named in metadataColumns (message_id=id); a column takes one value`},
 	})
 }
+
+// messageIDNeeds is the rule of a message_id column too narrow for Pub/Sub's message ids.
+const messageIDNeeds = `message_id is a decimal number of up to 19 digits (Pub/Sub's message ids, up to "9999999999999999999"), ` +
+	`which needs String, FixedString(N) with N >= 19, UInt64, Int128, UInt128, Int256, UInt256 or Decimal(P, S) with P - S >= 19`
 
 // TestMetadataColumnsWarning: a launch with metadataColumns says that the payload's field of each
 // such column is not read.

@@ -138,6 +138,46 @@ func isStringMap(t *chtype.Type) bool {
 	return k.Name == "String" && v.Name == "String"
 }
 
+// messageIDRule says why t (a base type) cannot hold every Pub/Sub message id, "" when it can.
+// Pub/Sub's message ids are decimal numbers of up to 19 digits, rendered as a JSON string
+// ("9999999999999999999" at most): a type must take every such string exactly. String does;
+// FixedString(N) with N >= 19; UInt64 (up to 18446744073709551615); Int128, UInt128, Int256,
+// UInt256; Decimal(P, S) with P - S >= 19 digits before the point. Int64 does not: it holds at
+// most 9223372036854775807.
+func messageIDRule(t *chtype.Type) string {
+	const needs = "message_id is a decimal number of up to 19 digits (Pub/Sub's message ids, up to \"9999999999999999999\"), " +
+		"which needs String, FixedString(N) with N >= 19, UInt64, Int128, UInt128, Int256, UInt256 or Decimal(P, S) with P - S >= 19"
+	why := ""
+	switch t.Name {
+	case "String", "UInt64", "Int128", "UInt128", "Int256", "UInt256":
+		return ""
+	case "FixedString":
+		e, err := newFixedStringEncoder(t)
+		if err == nil && e.(fixedStringEncoder).n >= 19 {
+			return ""
+		}
+		if err == nil {
+			why = fmt.Sprintf("%s holds at most %d bytes", t, e.(fixedStringEncoder).n)
+		}
+	case "Decimal", "Decimal32", "Decimal64", "Decimal128", "Decimal256":
+		e, err := newDecimalEncoder(t)
+		if err != nil {
+			break
+		}
+		d := e.(decimalEncoder)
+		if d.precision-d.scale >= 19 {
+			return ""
+		}
+		why = fmt.Sprintf("%s holds at most %d digits before the point", t, d.precision-d.scale)
+	case "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32":
+		why = fmt.Sprintf("%s holds at most %d", t, newIntEncoder(t.Name).max)
+	}
+	if why == "" {
+		return needs
+	}
+	return needs + "; " + why
+}
+
 // applyOptions marks the columns of o as filled from the message, before the keys and groups of
 // the payload's fields are built: their names then match no field.
 func (c *Converter) applyOptions(t *schema.Table, o Options) error {
@@ -182,12 +222,7 @@ func (c *Converter) applyOptions(t *schema.Table, o Options) error {
 				rule = "attributes go into Map(String, String) or String (a JSON object)"
 			}
 		case KeyMessageID:
-			// Pub/Sub's message ids are decimal numbers of up to 19 digits (a 64-bit integer).
-			switch base.Name {
-			case "String", "FixedString", "Int64", "UInt64", "Int128", "UInt128", "Int256", "UInt256", "Decimal", "Decimal64", "Decimal128", "Decimal256":
-			default:
-				rule = "message_id is a decimal number of up to 19 digits (Pub/Sub's message ids), which needs String, UInt64 or Int64 (or a wider integer or Decimal)"
-			}
+			rule = messageIDRule(base)
 		default: // ordering_key, attribute.NAME: JSON strings
 			if noStringTypes[base.Name] {
 				rule = fmt.Sprintf("%s is a JSON string, which %s never takes; name a column of a type that takes a string (String, a number, a date, UUID, ...)", m.Key, base)

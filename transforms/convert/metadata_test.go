@@ -2,6 +2,9 @@ package convert_test
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -187,7 +190,7 @@ func TestOptionsRefusedAtStartUp(t *testing.T) {
 		{convert.Options{Metadata: []convert.MetadataColumn{{"publish_time", "j"}}},
 			`metadataColumns: pair "publish_time=j": column "j" (Int32) cannot take the value: publish_time goes into DateTime, DateTime64 (milliseconds kept where the precision holds them), Int64 or UInt64 (Unix milliseconds) or String (RFC 3339 with milliseconds)`},
 		{convert.Options{Metadata: []convert.MetadataColumn{{"message_id", "a"}}},
-			`metadataColumns: pair "message_id=a": column "a" (UInt8) cannot take the value: message_id is a decimal number of up to 19 digits (Pub/Sub's message ids), which needs String, UInt64 or Int64 (or a wider integer or Decimal)`},
+			`metadataColumns: pair "message_id=a": column "a" (UInt8) cannot take the value: message_id is a decimal number of up to 19 digits (Pub/Sub's message ids, up to "9999999999999999999"), which needs String, FixedString(N) with N >= 19, UInt64, Int128, UInt128, Int256, UInt256 or Decimal(P, S) with P - S >= 19; UInt8 holds at most 255`},
 		{convert.Options{Metadata: []convert.MetadataColumn{{"attributes", "u"}}},
 			`metadataColumns: pair "attributes=u": column "u" (Map(String, UInt8)) cannot take the value: attributes go into Map(String, String) or String (a JSON object)`},
 		{convert.Options{Metadata: []convert.MetadataColumn{{"attribute.x", "arr"}}},
@@ -255,4 +258,80 @@ func TestUnknownFieldsColumn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMessageIDTypes: message_id goes into exactly the types that hold every Pub/Sub message id
+// (a decimal number of up to 19 digits, rendered as a JSON string). Each accepted type converts
+// the largest, "9999999999999999999", and the smallest, "1", and reads them back unchanged; each
+// refused type is refused when the Converter is built, with the rule, and does not hold
+// "9999999999999999999" as a payload's field either (an error, or a value that reads back
+// otherwise), so the refusal refuses nothing that would have worked.
+func TestMessageIDTypes(t *testing.T) {
+	ids := []string{"9999999999999999999", "1", "1234567890123456789"}
+	for _, typ := range []string{"String", "Nullable(String)", "LowCardinality(String)", "LowCardinality(Nullable(String))",
+		"FixedString(19)", "FixedString(32)", "Nullable(FixedString(19))", "UInt64", "Nullable(UInt64)", "SimpleAggregateFunction(any, UInt64)",
+		"Int128", "UInt128", "Int256", "UInt256", "Nullable(Int128)",
+		"Decimal(19, 0)", "Decimal(20, 1)", "Decimal(38, 19)", "Decimal(76, 57)", "Decimal128(19)", "Decimal256(57)", "Decimal256(0)",
+		"Nullable(Decimal(19, 0))"} {
+		t.Run(typ, func(t *testing.T) {
+			tb := table(t, "a UInt8 DEFAULT 0", "id "+typ)
+			c, err := convert.NewWith(tb, convert.Options{Metadata: pairs(t, "message_id=id")})
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			for _, id := range ids {
+				row, err := c.ConvertMessage(nil, []byte(`{}`), &convert.Meta{ID: id})
+				if err != nil {
+					t.Fatalf("message id %s: %v", id, err)
+				}
+				if got := readBack(decodeRow(t, tb, row)[1]); got != id {
+					t.Errorf("message id %s reads back as %q", id, got)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct{ typ, why string }{
+		{"Int64", "; Int64 holds at most 9223372036854775807"},
+		{"Nullable(Int64)", "; Int64 holds at most 9223372036854775807"},
+		{"UInt32", "; UInt32 holds at most 4294967295"},
+		{"Int8", "; Int8 holds at most 127"},
+		{"FixedString(8)", "; FixedString(8) holds at most 8 bytes"},
+		{"LowCardinality(FixedString(18))", "; FixedString(18) holds at most 18 bytes"},
+		{"Decimal(10, 0)", "; Decimal(10, 0) holds at most 10 digits before the point"},
+		{"Decimal(18, 0)", "; Decimal(18, 0) holds at most 18 digits before the point"},
+		{"Decimal(38, 20)", "; Decimal(38, 20) holds at most 18 digits before the point"},
+		{"Decimal64(0)", "; Decimal64(0) holds at most 18 digits before the point"},
+		{"Decimal128(20)", "; Decimal128(20) holds at most 18 digits before the point"},
+		{"Float64", ""},
+		{"DateTime", ""},
+		{"UUID", ""},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			tb := table(t, "a UInt8 DEFAULT 0", "id "+tc.typ)
+			_, err := convert.NewWith(tb, convert.Options{Metadata: pairs(t, "message_id=id")})
+			want := `metadataColumns: pair "message_id=id": column "id" (` + tc.typ + `) cannot take the value: ` +
+				`message_id is a decimal number of up to 19 digits (Pub/Sub's message ids, up to "9999999999999999999"), ` +
+				`which needs String, FixedString(N) with N >= 19, UInt64, Int128, UInt128, Int256, UInt256 or Decimal(P, S) with P - S >= 19` + tc.why
+			var oe *convert.OptionError
+			if err == nil || err.Error() != want || !errors.As(err, &oe) {
+				t.Errorf("error %v,\nwant %s", err, want)
+			}
+			// The same value as a field of the payload does not fit.
+			if got, err := convertRow(t, tb, `{"id":"9999999999999999999"}`); err == nil && readBack(got[1]) == "9999999999999999999" {
+				t.Errorf("%s holds 9999999999999999999 as a field: the refusal is too strict", tc.typ)
+			}
+		})
+	}
+}
+
+// readBack renders a decoded value as text: a number in decimal, a FixedString without its
+// padding, a Nullable's value.
+func readBack(v any) string {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.Type().Elem().Kind() != reflect.Struct {
+		v = rv.Elem().Interface()
+	}
+	if s, ok := v.(string); ok {
+		return strings.TrimRight(s, "\x00")
+	}
+	return fmt.Sprint(v)
 }
