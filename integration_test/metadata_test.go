@@ -70,6 +70,47 @@ func TestMetadataColumnsEndToEnd(t *testing.T) {
 	e.checkAllAcked(t, ids)
 }
 
+// TestMetadataColumnInGroup runs the pipeline with metadata columns that are members of groups of
+// dotted columns, on ClickHouse 18.16: u.id beside u.name, and n.src beside the flattened
+// Nested n (n.a, n.b). Each message gives its group in another form (an object, fields of the
+// columns' own names, an array of objects, an object of arrays); every one is a row with the
+// attributes' values in u.id and n.src, the payload's values for them in unknownFieldsColumn
+// under the columns' names, and no dead letter. The object forms were dead letters before
+// ("id" names no column: the table has no column "u.id").
+func TestMetadataColumnInGroup(t *testing.T) {
+	e := newE2E(t, "CREATE TABLE {table} (k UInt8, `u.id` String, `u.name` String, n Nested(a UInt8, b String), `n.src` String, extra String) ENGINE = MergeTree ORDER BY k")
+	e.opts.MetadataColumns = "attribute.uid=u.id,attribute.src=n.src"
+	e.opts.UnknownFieldsColumn = "extra"
+	e.opts.WindowSeconds = pipeline1s
+	attrs := map[string]string{"uid": "from-attr", "src": "s"}
+	var msgs []*pubsubpb.PubsubMessage
+	for _, p := range []string{
+		`{"k":1,"u":{"id":"p","name":"q"},"n":{"a":[1,2],"b":["x","y"],"src":"r"}}`,
+		`{"k":2,"u.id":"p","u.name":"q","n.a":[1,2],"n.b":["x","y"],"n.src":"r"}`,
+		`{"k":3,"u":{"name":"q","id":"p"},"n":[{"a":1,"b":"x","src":"r"},{"a":2,"b":"y"}]}`,
+		`{"k":4,"u":{"name":"q"},"n":[{"a":1,"b":"x"},{"a":2,"b":"y"}]}`,
+	} {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(p), Attributes: attrs})
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	e.run(t)
+
+	want := []string{
+		"1	from-attr	q	[1,2]	['x','y']	s	" + `{"u.id":"p","n.src":"r"}`,
+		"2	from-attr	q	[1,2]	['x','y']	s	" + `{"u.id":"p","n.src":"r"}`,
+		"3	from-attr	q	[1,2]	['x','y']	s	" + `{"u.id":"p","n.src":"r"}`,
+		"4	from-attr	q	[1,2]	['x','y']	s	{}",
+	}
+	got := e.srv.MustQuery(t, "SELECT k, `u.id`, `u.name`, `n.a`, `n.b`, `n.src`, extra FROM events ORDER BY k FORMAT TabSeparatedRaw")
+	if diff := cmp.Diff(want, strings.Split(got, "\n")); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+	if dead := e.srv.MustQuery(t, "SELECT raw_message, error_message FROM dead_letters FORMAT TabSeparatedRaw"); dead != "" {
+		t.Errorf("dead letters:\n%s", dead)
+	}
+	e.checkAllAcked(t, ids)
+}
+
 // pipeline1s is a window of one second, so that the run ends soon after the messages.
 var pipeline1s = pipeline.GivenInt(1)
 

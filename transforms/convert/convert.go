@@ -93,6 +93,8 @@ type Converter struct {
 
 	// Per payload, for the groups.
 	groupVals   []value     // per group, its field's value
+	groupAt     []int       // per group, the offset of its field in the payload
+	expandAt    int         // the offset of the field whose group expandGroups expands
 	groupFailed []bool      // per group, whether it has an error
 	groupsGiven bool        // some group has a field
 	failed      []bool      // per column, whether its error is already in late
@@ -102,13 +104,15 @@ type Converter struct {
 	synth       []byte      // the arrays expandArray builds
 
 	// Columns filled from the message (metadata.go).
-	injected   []injection    // the metadata columns; nil when none
-	unknownCol int            // the column of the unknown fields, -1 when none
-	unknown    []unknownField // per payload, its fields that give the row no value
-	unknownBuf []byte         // their JSON object
-	metaBuf    []byte         // the metadata values as JSON text
-	metaSpans  []metaSpan     // scratch of setMeta
-	attrKeys   []string       // scratch of appendAttributes
+	injected    []injection    // the metadata columns; nil when none
+	unknownCol  int            // the column of the unknown fields, -1 when none
+	unknown     []unknownField // per payload, its fields that give the row no value
+	unknownLate bool           // some of them are keys under a group field (notRead), out of order
+	unknownKeys []byte         // the keys of those
+	unknownBuf  []byte         // their JSON object
+	metaBuf     []byte         // the metadata values as JSON text
+	metaSpans   []metaSpan     // scratch of setMeta
+	attrKeys    []string       // scratch of appendAttributes
 }
 
 // New builds the converter for t's writable columns. Every column type must have a converter:
@@ -306,11 +310,11 @@ func (c *Converter) ConvertMessage(dst []byte, payload []byte, m *Meta) ([]byte,
 		return dst, err
 	}
 	dst = row
-	if c.unknownCol >= 0 {
-		c.setUnknown()
-	}
 	if c.groupsGiven {
 		c.expandGroups()
+	}
+	if c.unknownCol >= 0 {
+		c.setUnknown()
 	}
 	if len(c.late) > 1 {
 		c.sortLate()
@@ -402,10 +406,10 @@ func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) 
 		c.setMeta(c.meta)
 	}
 	if c.unknownCol >= 0 {
-		c.unknown = c.unknown[:0]
+		c.unknown, c.unknownKeys, c.unknownLate = c.unknown[:0], c.unknownKeys[:0], false
 	}
-	if !validUTF8(b) {
-		return dst, 0, &PayloadError{Rule: fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b))}
+	if err := CheckUTF8(b); err != nil {
+		return dst, 0, err
 	}
 	i := skipSpace(b, 0)
 	if i >= len(b) {
@@ -515,12 +519,12 @@ func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) 
 				taken := false
 				if c.groupIndex != nil || c.elemFields != nil {
 					var err error
-					if taken, err = c.otherField(name, v); err != nil {
+					if taken, err = c.otherField(name, v, keyStart); err != nil {
 						return dst, 0, err
 					}
 				}
 				if !taken && c.unknownCol >= 0 {
-					c.unknown = append(c.unknown, unknownField{key: b[keyStart:keyEnd], val: v.raw})
+					c.unknown = append(c.unknown, unknownField{key: b[keyStart:keyEnd], val: v.raw, at: keyStart})
 				}
 			}
 			if i = end; i >= len(b) || b[i] != ',' && b[i] != '}' {
@@ -647,6 +651,17 @@ loop:
 		i = skipSpace(b, end+1)
 	}
 	return dst, col, i, false
+}
+
+// CheckUTF8 returns nil when payload is valid UTF-8, else the *PayloadError a payload that is not
+// gets ("payload: not valid UTF-8 (first bad byte at offset N)"): the rule of every message,
+// also of one the JavaScript UDF would take, since JavaScript strings hold U+FFFD where the bytes
+// were not UTF-8.
+func CheckUTF8(payload []byte) error {
+	if validUTF8(payload) {
+		return nil
+	}
+	return &PayloadError{Rule: fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(payload))}
 }
 
 func firstInvalidUTF8(b []byte) int {

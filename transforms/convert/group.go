@@ -41,19 +41,26 @@ type cell struct {
 // buildGroups finds the groups of the table's writable columns, and the fields that name elements
 // of Tuple and Nested columns. It sets c.groups, c.groupIndex, c.under and c.elemFields, all nil
 // when there are none.
+//
+// A column filled from the message (metadata.go) is a member of its groups as any other column
+// is, so that a group takes the same forms with or without metadataColumns, and its name is a
+// column's name: the payload never gives it a value, in its own field (not read) or under a
+// group (expandObject, expandArray: not read either, or given to unknownFieldsColumn as its own
+// field would be).
 func (c *Converter) buildGroups(t *schema.Table) {
+	isColumn := make(map[string]bool, len(c.columns))
 	for i := range c.columns {
-		if c.columns[i].origin != "" {
-			continue // filled from the message, never from a field (metadata.go)
-		}
+		isColumn[c.columns[i].name] = true
+	}
+	for i := range c.columns {
 		name := c.columns[i].name
 		for j := 1; j < len(name); j++ {
 			if name[j] != '.' {
 				continue
 			}
 			prefix := name[:j]
-			if _, ok := c.index[prefix]; ok {
-				continue // the field of that name is the column's
+			if isColumn[prefix] {
+				continue // the field of that name is the column's (not read when the message fills it)
 			}
 			g, ok := c.groupIndex[prefix]
 			if !ok {
@@ -95,18 +102,31 @@ func (c *Converter) buildGroups(t *schema.Table) {
 		gr := &c.groups[g]
 		var names []string
 		var cols []string
+		given, injected := 0, false // the columns the payload fills; whether the message fills any
 		for _, i := range gr.cols {
 			col := &c.columns[i]
 			cols = append(cols, col.name+" "+col.typeName)
 			names = append(names, col.name[len(gr.name)+1:])
-			if base, _ := unwrapColumn(col.typ); base.Name == "Array" && len(base.Elems) == 1 {
-				gr.elems = append(gr.elems, base.Elems[0])
-			} else {
+			var elem *chtype.Type
+			base, _ := unwrapColumn(col.typ)
+			if base.Name == "Array" && len(base.Elems) == 1 {
+				elem = base.Elems[0]
+			}
+			gr.elems = append(gr.elems, elem)
+			if col.origin != "" {
+				injected = true
+				continue // the array-of-objects form gives it no value
+			}
+			given++
+			if elem == nil {
 				gr.arrays = false
 			}
 		}
-		if gr.arrays {
+		gr.arrays = gr.arrays && given > 0
+		if gr.arrays && !injected {
 			gr.typ = (&chtype.Type{Name: "Nested", Elems: gr.elems, FieldNames: names}).String()
+		} else if gr.arrays {
+			gr.typ = strings.Join(cols, ", ")
 		} else {
 			gr.elems = nil
 			gr.typ = strings.Join(cols, ", ")
@@ -129,7 +149,7 @@ func (c *Converter) buildGroups(t *schema.Table) {
 		}
 		for _, elem := range base.FieldNames {
 			name := col.name + "." + elem
-			if _, ok := c.index[name]; ok {
+			if isColumn[name] {
 				continue
 			}
 			if _, ok := c.groupIndex[name]; ok {
@@ -143,6 +163,7 @@ func (c *Converter) buildGroups(t *schema.Table) {
 	}
 	if c.groups != nil {
 		c.groupVals = make([]value, len(c.groups))
+		c.groupAt = make([]int, len(c.groups))
 		c.groupFailed = make([]bool, len(c.groups))
 		c.failed = make([]bool, len(c.columns))
 	}
@@ -163,23 +184,24 @@ func (c *Converter) resetGroups() {
 	c.synth = c.synth[:0]
 }
 
-// otherField handles a top-level field that names no writable column: a group's field, or a
-// field that names an element of a Tuple or Nested column; it reports whether the field was one
-// of those (taken). Other fields are ignored (or kept for unknownFieldsColumn).
-func (c *Converter) otherField(name []byte, v value) (taken bool, err error) {
+// otherField handles a top-level field that names no writable column read from the payload, at
+// byte at of the payload: a group's field, or a field that names an element of a Tuple or Nested
+// column; it reports whether the field was one of those (taken). Other fields are ignored (or
+// kept for unknownFieldsColumn).
+func (c *Converter) otherField(name []byte, v value, at int) (taken bool, err error) {
 	if g, ok := c.groupIndex[string(name)]; ok {
 		gr := &c.groups[g]
 		if c.groupVals[g].kind != kindNone {
 			return true, &PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
 		}
-		c.groupVals[g] = v
+		c.groupVals[g], c.groupAt[g] = v, at
 		c.groupsGiven = true
 		if gr.shadow != "" {
 			c.groupError(g, v, "", fmt.Sprintf("is the value of a field that names both the %s column %q, which is never written, and the columns under %q; which is meant is ambiguous", gr.shadow, gr.name, gr.name+"."))
 			return true, nil
 		}
 		for _, i := range gr.cols {
-			if c.fields[i].kind != kindNone {
+			if c.fields[i].kind != kindNone && c.columns[i].origin == "" {
 				c.groupConflict(g, c.columns[i].name)
 				return true, nil
 			}
@@ -223,7 +245,8 @@ func (c *Converter) groupConflict(g int, other string) {
 }
 
 // groupError records an error of group g's value v (the offending part of it) and leaves every
-// column of the group without an error of its own. Only a group's first error is kept.
+// column of the group that the payload fills without an error of its own (a column filled from
+// the message keeps its own). Only a group's first error is kept.
 func (c *Converter) groupError(g int, v value, path, rule string) {
 	if c.groupFailed[g] {
 		return
@@ -231,7 +254,7 @@ func (c *Converter) groupError(g int, v value, path, rule string) {
 	gr := &c.groups[g]
 	c.groupFailed[g] = true
 	for _, i := range gr.cols {
-		c.failed[i] = true
+		c.failed[i] = c.columns[i].origin == ""
 	}
 	c.late = append(c.late, lateError{at: gr.cols[0], err: &ValueError{Column: gr.name, Type: gr.typ, Path: path, Value: quote(v.raw), Rule: rule}})
 }

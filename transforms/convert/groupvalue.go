@@ -12,6 +12,7 @@ import (
 func (c *Converter) expandGroups() {
 	for g := range c.groups {
 		if v := c.groupVals[g]; v.kind != kindNone {
+			c.expandAt = c.groupAt[g]
 			c.expandGroup(g, v)
 		}
 	}
@@ -26,6 +27,9 @@ func (c *Converter) expandGroup(g int, v value) {
 	switch v.kind {
 	case kindNull:
 		for _, i := range gr.cols {
+			if c.columns[i].origin != "" {
+				continue // its value is the message's
+			}
 			if !c.fillColumn(g, i, v, v) {
 				return
 			}
@@ -37,15 +41,19 @@ func (c *Converter) expandGroup(g int, v value) {
 			c.expandArray(g, v)
 			return
 		}
-		notArray := gr.cols[0]
+		notArray := -1 // a column the payload fills, else one the message does
 		for _, i := range gr.cols {
-			if base, _ := unwrapColumn(c.columns[i].typ); base.Name != "Array" {
-				notArray = i
-				break
+			if base, _ := unwrapColumn(c.columns[i].typ); base.Name != "Array" && (notArray < 0 || c.columns[i].origin == "") {
+				if notArray = i; c.columns[i].origin == "" {
+					break
+				}
 			}
 		}
+		if notArray < 0 {
+			notArray = gr.cols[0]
+		}
 		c.groupError(g, v, "", fmt.Sprintf("is an array; %q takes an object of its columns ({%q:…}): an array of objects needs every column under %q to be an Array, and column %q (%s) is not",
-			gr.name, c.subName(g, 0), gr.name+".", c.columns[notArray].name, c.columns[notArray].typeName))
+			gr.name, c.exampleSub(g), gr.name+".", c.columns[notArray].name, c.columns[notArray].typeName))
 	default:
 		c.groupError(g, v, "", fmt.Sprintf("is %s; %s", v.kind, c.groupTakes(g)))
 	}
@@ -54,17 +62,25 @@ func (c *Converter) expandGroup(g int, v value) {
 // groupTakes says which JSON a group's field takes.
 func (c *Converter) groupTakes(g int) string {
 	gr := &c.groups[g]
-	sub := c.subName(g, 0)
+	sub := c.exampleSub(g)
 	if gr.arrays {
 		return fmt.Sprintf("%q takes an object of arrays ({%q:[…]}) or an array of objects ([{%q:…}])", gr.name, sub, sub)
 	}
 	return fmt.Sprintf("%q takes an object of its columns ({%q:…})", gr.name, sub)
 }
 
-// subName is the name after the group's name and a dot of its column k.
-func (c *Converter) subName(g, k int) string {
+// exampleSub is the name after the group's name and a dot of its first column that the payload
+// fills (of its first column when the message fills them all), for the examples of errors.
+func (c *Converter) exampleSub(g int) string {
 	gr := &c.groups[g]
-	return c.columns[gr.cols[k]].name[len(gr.name)+1:]
+	i := gr.cols[0]
+	for _, j := range gr.cols {
+		if c.columns[j].origin == "" {
+			i = j
+			break
+		}
+	}
+	return c.columns[i].name[len(gr.name)+1:]
 }
 
 // fillColumn gives column i the value val from group g's value; key is the part of the payload
@@ -93,6 +109,10 @@ func (c *Converter) expandObject(g int, v value) {
 			return
 		}
 		if k, ok := gr.subs[string(name)]; ok {
+			if i := gr.cols[k]; c.columns[i].origin != "" {
+				c.notRead(i, val)
+				continue
+			}
 			if !c.fillColumn(g, gr.cols[k], val, key) {
 				return
 			}
@@ -133,7 +153,7 @@ func (c *Converter) expandArray(g int, v value) {
 		}
 		path := fmt.Sprintf("[%d]", n)
 		if el.kind != kindObject {
-			c.groupError(g, el, path, fmt.Sprintf("is not an object; each element of the array is an object of the columns under %q ({%q:…})", gr.name+".", c.subName(g, 0)))
+			c.groupError(g, el, path, fmt.Sprintf("is not an object; each element of the array is an object of the columns under %q ({%q:…})", gr.name+".", c.exampleSub(g)))
 			return
 		}
 		for m := newMembers(el.raw); ; {
@@ -150,6 +170,9 @@ func (c *Converter) expandArray(g int, v value) {
 			switch {
 			case !ok && gr.computed[string(name)]:
 				continue
+			case ok && c.columns[gr.cols[k]].origin != "":
+				c.notRead(gr.cols[k], val)
+				continue
 			case !ok:
 				c.groupError(g, key, path, fmt.Sprintf("names no column: the table has no column %q, and nothing given under %q is dropped", gr.name+"."+string(name), gr.name))
 				return
@@ -164,6 +187,9 @@ func (c *Converter) expandArray(g int, v value) {
 	c.cells = cells
 	for k, i := range gr.cols {
 		col := &c.columns[i]
+		if col.origin != "" {
+			continue // its value is the message's
+		}
 		named := false
 		for _, cl := range cells {
 			if cl.sub == k {

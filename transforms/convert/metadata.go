@@ -376,14 +376,32 @@ func appendJSONString(dst []byte, s string) ([]byte, bool) {
 }
 
 // unknownField is a field of the payload that gives the row no value: its key and value, as
-// written.
+// written, and the offset in the payload of the top-level field it is or is under.
 type unknownField struct {
 	key, val []byte
+	at       int
+}
+
+// notRead handles a key of a group's value (expandObject, expandArray) that names column col,
+// which is filled from the message: as the column's own field would be, it is not read, and goes
+// to unknownFieldsColumn, under the column's name ({"u":{"id":1}} gives "u.id":1, as
+// {"u.id":1} does).
+func (c *Converter) notRead(col int, val value) {
+	if c.unknownCol < 0 {
+		return
+	}
+	start := len(c.unknownKeys)
+	c.unknownKeys, _ = appendJSONString(c.unknownKeys, c.columns[col].name)
+	c.unknown = append(c.unknown, unknownField{key: c.unknownKeys[start:len(c.unknownKeys):len(c.unknownKeys)], val: val.raw, at: c.expandAt})
+	c.unknownLate = true
 }
 
 // setUnknown gives unknownFieldsColumn its value: a JSON object of the payload's unknown fields,
 // keys and values byte for byte as written, in their order ({} when there are none).
 func (c *Converter) setUnknown() {
+	if c.unknownLate { // the groups' come after the top-level fields: put them in place
+		slices.SortStableFunc(c.unknown, func(a, b unknownField) int { return a.at - b.at })
+	}
 	buf := append(c.unknownBuf[:0], '{')
 	for i, f := range c.unknown {
 		if i > 0 {

@@ -335,3 +335,115 @@ func readBack(v any) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// TestInjectedColumnsInGroups: a column filled from the message (metadataColumns,
+// unknownFieldsColumn) that is one of a group of dotted columns (u.id of u.id, u.name; a
+// flattened Nested n.a, n.b with n.src beside it) leaves the group whole: every form of the
+// payload gives the same row, the message's value wins, and the payload's value for that column
+// is not read, or goes to unknownFieldsColumn under the column's name, as a field of that name
+// would. The object forms were dead letters before ("id" names no column: the table has no
+// column "u.id").
+func TestInjectedColumnsInGroups(t *testing.T) {
+	meta := &convert.Meta{ID: "7", OrderingKey: "k1", Attributes: map[string]string{"uid": "m", "src": "s"}}
+	for _, tc := range []struct {
+		name     string
+		columns  []string
+		spec     string // metadataColumns
+		unknown  string // unknownFieldsColumn
+		payloads []string
+		want     []any
+	}{
+		{"dotted columns", []string{"a UInt8", "u.id String", "u.name String"}, "attribute.uid=u.id", "",
+			[]string{`{"a":1,"u":{"id":"p","name":"q"}}`, `{"a":1,"u.id":"p","u.name":"q"}`, `{"a":1,"u":{"name":"q"}}`, `{"a":1,"u.name":"q"}`, `{"u":{"name":"q","id":{"x":[1]}},"a":1}`},
+			[]any{uint8(1), "m", "q"}},
+		{"dotted columns, the payload's value kept as an unknown field", []string{"a UInt8", "u.id String", "u.name String", "extra String"}, "attribute.uid=u.id", "extra",
+			[]string{`{"x":1,"u":{"id":"p","name":"q"},"a":1,"z":[2]}`, `{"x":1,"u.id":"p","u.name":"q","a":1,"z":[2]}`, `{"x":1,"u":{"name":"q","id":"p"},"a":1,"z":[2]}`},
+			[]any{uint8(1), "m", "q", `{"x":1,"u.id":"p","z":[2]}`}},
+		{"into a Map of unknown fields", []string{"u.id String", "u.name String", "extra Map(String, String)"}, "attribute.uid=u.id", "extra",
+			[]string{`{"u":{"id":"p","name":"q"},"x":{"y" : 1}}`, `{"u.id":"p","u.name":"q","x":{"y" : 1}}`},
+			[]any{"m", "q", &convert.Map{Keys: []any{"u.id", "x"}, Values: []any{"p", `{"y":1}`}}}},
+		{"the message's value wins for every key", []string{"u.id UInt64", "u.ok String", "u.name String"}, "message_id=u.id,ordering_key=u.ok", "",
+			[]string{`{"u":{"ok":"no","name":"q","id":"x"}}`, `{"u.ok":"no","u.name":"q","u.id":"x"}`},
+			[]any{uint64(7), "k1", "q"}},
+		{"null for the group", []string{"u.id String", "u.name Nullable(String)"}, "attribute.uid=u.id", "",
+			[]string{`{"u":null}`, `{"u.name":null}`, `{}`},
+			[]any{"m", (*string)(nil)}},
+		{"deeper groups", []string{"x.y.z String", "x.y.w String"}, "attribute.uid=x.y.z", "",
+			[]string{`{"x":{"y":{"z":"p","w":"q"}}}`, `{"x":{"y.z":"p","y.w":"q"}}`, `{"x.y":{"z":"p","w":"q"}}`, `{"x.y.z":"p","x.y.w":"q"}`, `{"x":{"y":{"w":"q"}}}`},
+			[]any{"m", "q"}},
+		{"deeper groups, unknown fields", []string{"x.y.z String", "x.y.w String", "extra String"}, "attribute.uid=x.y.z", "extra",
+			[]string{`{"x":{"y":{"z":"p","w":"q"}}}`, `{"x":{"y.z":"p","y.w":"q"}}`, `{"x.y":{"z":"p","w":"q"}}`, `{"x.y.z":"p","x.y.w":"q"}`},
+			[]any{"m", "q", `{"x.y.z":"p"}`}},
+		{"a flattened Nested with a metadata column beside it", []string{"n.a Array(UInt8)", "n.b Array(String)", "n.src String", "extra String"}, "attribute.src=n.src", "extra",
+			[]string{`{"n":[{"a":1,"b":"x","src":"p"}]}`, `{"n":{"a":[1],"b":["x"],"src":"p"}}`, `{"n.a":[1],"n.b":["x"],"n.src":"p"}`},
+			[]any{[]uint8{1}, []string{"x"}, "s", `{"n.src":"p"}`}},
+		{"a flattened Nested, no unknown fields", []string{"n.a Array(UInt8)", "n.b Array(String)", "n.src String"}, "attribute.src=n.src", "",
+			[]string{`{"n":[{"a":1,"b":"x","src":"p"},{"a":2,"b":"y"}]}`, `{"n":{"a":[1,2],"b":["x","y"],"src":"p"}}`, `{"n.a":[1,2],"n.b":["x","y"],"n.src":"p"}`, `{"n":[{"a":1,"b":"x"},{"a":2,"b":"y"}]}`},
+			[]any{[]uint8{1, 2}, []string{"x", "y"}, "s"}},
+		{"unknownFieldsColumn under the group", []string{"u.name String", "u.extra String"}, "", "u.extra",
+			[]string{`{"u":{"name":"q","extra":"z"}}`, `{"u.name":"q","u.extra":"z"}`},
+			[]any{"q", `{"u.extra":"z"}`}},
+		{"a metadata column whose name is a group's", []string{"u String", "u.id String", "extra String"}, "ordering_key=u", "extra",
+			[]string{`{"u":{"id":"zz"},"u.id":"x"}`},
+			[]any{"k1", "x", `{"u":{"id":"zz"}}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := table(t, tc.columns...)
+			var m []convert.MetadataColumn
+			if tc.spec != "" {
+				m = pairs(t, tc.spec)
+			}
+			c, err := convert.NewWith(tb, convert.Options{Metadata: m, UnknownFields: tc.unknown})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var first []byte
+			for _, p := range tc.payloads {
+				row, err := c.ConvertMessage(nil, []byte(p), meta)
+				if err != nil {
+					t.Errorf("%s: %v", p, err)
+					continue
+				}
+				if diff := cmp.Diff(tc.want, decodeRow(t, tb, row)); diff != "" {
+					t.Errorf("%s (-want +got):\n%s", p, diff)
+				}
+				if first == nil {
+					first = row
+				} else if !bytes.Equal(row, first) {
+					t.Errorf("%s: row %x, but %s gives %x", p, row, tc.payloads[0], first)
+				}
+			}
+		})
+	}
+}
+
+// TestInjectedColumnsInGroupsErrors: the errors of a group with a column filled from the message
+// name what is wrong, never a column missing that the table has, and the metadata column keeps
+// its own error.
+func TestInjectedColumnsInGroupsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		columns []string
+		spec    string
+		payload string
+		meta    *convert.Meta
+		want    string
+	}{
+		{[]string{"u.id String", "u.name String"}, "attribute.uid=u.id", `{"u":{"id":"p","bogus":1}}`, &convert.Meta{Attributes: map[string]string{"uid": "m"}},
+			`column "u" (u.id String, u.name String): "bogus" names no column: the table has no column "u.bogus", and nothing given under "u" is dropped`},
+		{[]string{"u.id String", "u.name String"}, "attribute.uid=u.id", `{"u":{"id":"p","name":2,"bogus":1}}`, &convert.Meta{},
+			`column "u" (u.id String, u.name String): "bogus" names no column: the table has no column "u.bogus", and nothing given under "u" is dropped; ` +
+				`column "u.id" (String, from metadataColumns attribute.uid=u.id): the message has no attribute "uid", and the column has no DEFAULT and is not Nullable`},
+		{[]string{"u.id String", "u.name String"}, "attribute.uid=u.id", `{"u":"p"}`, &convert.Meta{Attributes: map[string]string{"uid": "m"}},
+			`column "u" (u.id String, u.name String): "p" is a string; "u" takes an object of its columns ({"name":…})`},
+		{[]string{"u.id String", "u.name String"}, "attribute.uid=u.id", `{"u":[{"name":"q"}]}`, &convert.Meta{Attributes: map[string]string{"uid": "m"}},
+			`column "u" (u.id String, u.name String): [{"name":"q"}] is an array; "u" takes an object of its columns ({"name":…}): an array of objects needs every column under "u." to be an Array, and column "u.name" (String) is not`},
+		{[]string{"n.a Array(UInt8)", "n.src String"}, "attribute.src=n.src", `{"n":[{"a":1},{"b":2}]}`, &convert.Meta{Attributes: map[string]string{"src": "s"}},
+			`column "n" (n.a Array(UInt8), n.src String): element [1]: "b" names no column: the table has no column "n.b", and nothing given under "n" is dropped`},
+	} {
+		tb := table(t, tc.columns...)
+		_, err := convertWith(t, tb, convert.Options{Metadata: pairs(t, tc.spec)}, tc.payload, tc.meta)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: error %v,\nwant %s", tc.payload, err, tc.want)
+		}
+	}
+}

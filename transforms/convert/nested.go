@@ -53,6 +53,13 @@ import (
 // ambiguous). Errors of a group name it as the column, with a type that shows its columns:
 // column "n" (Nested(a UInt8, b String)): "x" is a string; "n" takes an object of arrays …
 //
+// A column filled from the message (metadataColumns, unknownFieldsColumn: metadata.go) is a
+// column under its groups as any other: P is no group when it is such a column's name, and a key
+// of a group's value that names such a column is not read, as that column's own field is not,
+// and goes to unknownFieldsColumn under the column's name ({"u":{"id":1}} gives "u.id":1, as
+// {"u.id":1} does). The array-of-objects form needs only the columns the payload fills to be
+// Arrays (the message's never are).
+//
 // The inverse: a field "t.a" where t is a writable column of type Tuple(a …) or Nested(a …)
 // (flatten_nested = 0), and no column or group has that name, is an error of column t: the value
 // would otherwise vanish.
