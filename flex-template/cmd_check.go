@@ -81,7 +81,10 @@ func runCheck(ctx context.Context, cio *cmdIO, args []string) int {
 			}
 			m.Data, m.Attributes, m.OrderingKey = e.Data, e.Attributes, e.OrderingKey
 		}
-		c.check(cio, in.Where, m, *stackTrace, &s)
+		if err := c.check(cio, in.Where, m, *stackTrace, &s); err != nil {
+			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse check: %s: %v\n", in.Where, err)
+			return exitCannotCheck
+		}
 	}
 	s.print(cio)
 	if s.deadLetters > 0 {
@@ -156,17 +159,22 @@ func (c *checker) close() {
 	}
 }
 
-// check converts one message, read at where, and prints its row or dead letter.
-func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace bool, s *checkSummary) {
+// check converts one message, read at where, and prints its row or dead letter. The error is
+// for a UDF whose process cannot be started again.
+func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace bool, s *checkSummary) error {
 	s.messages++
 	var dl *flow.DeadLetter
 	kinds := []string{"javascript UDF"}
 	if c.fn != nil {
 		var dropped bool
-		if m, dropped, dl = c.fn.Apply(m); dropped {
+		var err error
+		if m, dropped, dl, err = c.fn.Apply(m); err != nil {
+			return err
+		}
+		if dropped {
 			s.dropped++
 			fmt.Fprintf(cio.Out, "%s: dropped by the javascript UDF (acknowledged; neither a row nor a dead letter)\n", where)
-			return
+			return nil
 		}
 	}
 	if dl == nil {
@@ -183,17 +191,18 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 		if stackTrace {
 			fmt.Fprintf(cio.Out, "    %s\n", strings.ReplaceAll(dl.StackTrace, "\n", "\n    "))
 		}
-		return
+		return nil
 	}
 	lines, err := c.render(c.buf)
 	if err != nil {
 		// The converter wrote a row its own decoder does not read: a bug, not a dead letter.
 		s.deadLetter([]string{"internal error"})
 		fmt.Fprintf(cio.Out, "%s: internal error decoding the row: %v\n", where, err)
-		return
+		return nil
 	}
 	s.rows++
 	fmt.Fprintf(cio.Out, "%s: row\n%s", where, lines)
+	return nil
 }
 
 // render decodes a row and writes its columns, one "  column = value" line each.

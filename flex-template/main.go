@@ -183,7 +183,7 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 			return err // it names its parameter
 		}
 		slog.Info("javascript UDF checked", "path", cfg.Path, "function", cfg.Function, "global functions", strings.Join(r.Functions, ", "),
-			"second argument (message id, attributes, publish time)", r.WithMessage, "on an empty payload it", r.EmptyPayload)
+			"on an empty payload it", r.EmptyPayload)
 	}
 	if err := source.CheckSubscription(ctx, o.InputSubscription); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -232,4 +233,88 @@ func TestUDFReload(t *testing.T) {
 			e.checkAllAcked(t, ids)
 		})
 	}
+}
+
+// slowUDF runs, for a message of each kind, a call that goja's interrupt cannot stop or that
+// takes more memory than the UDF's process may have; any other message passes as it is.
+const slowUDF = `function f(payload) {
+  var e = JSON.parse(payload), a, i;
+  switch (e.kind) {
+  case "regex": /^(?=(a+)+$)/.test("a".repeat(40) + "c"); break;
+  case "stringify": a = [1]; for (i = 0; i < 40; i++) { a = [a, a]; } JSON.stringify(a); break;
+  case "parse": JSON.parse("[" + "1,".repeat(300000000) + "1]"); break;
+  case "join": new Array(Math.pow(2, 32) - 1).join(""); break;
+  case "indexOf": new Array(Math.pow(2, 32) - 1).indexOf(1); break;
+  case "repeat": "ab".repeat(Math.pow(2, 40)); break;
+  case "sort": a = []; for (i = 0; i < 100000; i++) { a.push(i % 7); } a.sort(function (x, y) { for (var j = 0; j < 1000; j++) {} return x - y; }); break;
+  case "recursion": (function r(n) { return r(n + 1) + 1; })(0); break;
+  }
+  return payload;
+}`
+
+// TestUDFSlowBuiltins runs the pipeline with a UDF that, on one message of each kind, calls a
+// built-in that does not return within the bound (1 s) or runs out of the UDF's memory, each
+// followed by a message that passes. The pipeline ends by stopAfterIdle; each slow message is a
+// dead letter whose error gives the bound (or the memory limit), and every other message is a
+// row: no slow message holds up the ones behind it.
+func TestUDFSlowBuiltins(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "slow.js")
+	if err := os.WriteFile(path, []byte(slowUDF), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, kind String) ENGINE = MergeTree ORDER BY id`)
+	e.opts.JavascriptTextTransformGcsPath = path
+	e.opts.JavascriptTextTransformFunctionName = "f"
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	const (
+		timedOut = "javascript UDF f failed: ran longer than 1s on this message and was stopped"
+		noMemory = "javascript UDF f failed: ran out of memory on this message (the UDF's process may use 4 GiB of address space) and was stopped"
+	)
+	kinds := []struct{ kind, want string }{
+		{"regex", timedOut + ": a built-in function it called"},
+		{"stringify", timedOut + ": a built-in function it called"},
+		{"parse", ""}, // over the bound or out of memory, as the machine goes
+		{"join", timedOut + ": a built-in function it called"},
+		{"indexOf", timedOut + ": a built-in function it called"},
+		{"repeat", noMemory},
+		{"sort", timedOut + " at line 10"},
+		{"recursion", "javascript UDF f failed: RangeError: the call stack exceeded 10000 frames (a recursion without end?) at line 11"},
+	}
+	var msgs []*pubsubpb.PubsubMessage
+	var wantRows []string
+	for i, k := range kinds {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: fmt.Appendf(nil, `{"id":%d,"kind":%q}`, 2*i, k.kind)},
+			&pubsubpb.PubsubMessage{Data: fmt.Appendf(nil, `{"id":%d,"kind":"after %s"}`, 2*i+1, k.kind)})
+		wantRows = append(wantRows, fmt.Sprintf("%d\tafter %s", 2*i+1, k.kind))
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	res := e.run(t)
+
+	if got := e.srv.MustQuery(t, "SELECT id, kind FROM events ORDER BY id"); got != strings.Join(wantRows, "\n") {
+		t.Errorf("rows:\n%s\nwant:\n%s", got, strings.Join(wantRows, "\n"))
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(e.srv.MustQuery(t, "SELECT visitParamExtractString(raw_message, 'kind'), error_message, length(stack_trace) FROM dead_letters"), "\n") {
+		f := strings.Split(line, "\t")
+		got[f[0]] = strings.ReplaceAll(f[1], `\'`, `'`) // TabSeparated escapes quotes
+		if n, _ := strconv.Atoi(f[2]); n > 4096 {
+			t.Errorf("dead letter of %s: a stack trace of %d bytes", f[0], n)
+		}
+	}
+	for _, k := range kinds {
+		switch g := got[k.kind]; {
+		case k.want == "" && (strings.HasPrefix(g, timedOut) || strings.HasPrefix(g, noMemory)):
+		case k.want == "" || !strings.HasPrefix(g, k.want):
+			t.Errorf("dead letter of %s: %q; want it to start %q", k.kind, g, k.want)
+		}
+	}
+	if len(got) != len(kinds) {
+		t.Errorf("%d dead letters, want %d: %v", len(got), len(kinds), got)
+	}
+	c := counters(res)
+	t.Logf("counters: %v", c)
+	if c["udf-failed"] != int64(len(kinds)) || c["rows-inserted"] != int64(len(kinds)) || c["udf-restarts"] < 5 {
+		t.Errorf("udf-failed %d, rows-inserted %d, udf-restarts %d; want %d, %d and at least 5", c["udf-failed"], c["rows-inserted"], c["udf-restarts"], len(kinds), len(kinds))
+	}
+	e.checkAllAcked(t, ids)
 }

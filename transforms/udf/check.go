@@ -9,9 +9,6 @@ import (
 type Report struct {
 	// Functions are the global functions the file defines, sorted.
 	Functions []string
-	// WithMessage is whether the function declares a second parameter (the message's id,
-	// attributes and publish time).
-	WithMessage bool
 	// EmptyPayload is what the function did with an empty payload: "dropped it", "returned ..."
 	// or its error. Not a failure: a function may well refuse an empty payload.
 	EmptyPayload string
@@ -33,7 +30,8 @@ func Check(ctx context.Context, cfg Config) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r := Report{Functions: fn.definedFunctions(), WithMessage: fn.withMessage}
+	defer fn.close()
+	r := Report{Functions: fn.defined}
 	switch out, drop, err := fn.Apply("", messageInfo{Attributes: map[string]string{}}); {
 	case err != nil:
 		r.EmptyPayload = err.Error()

@@ -10,7 +10,7 @@ import (
 // check command), exactly as the UDF stage does. It is not safe for concurrent use.
 type Local struct {
 	loader loader
-	fn     *function
+	fn     *sandbox
 }
 
 // Open reads the file of cfg and builds its function, as each worker's Setup does (cfg.Reload is
@@ -32,17 +32,26 @@ func Open(ctx context.Context, cfg Config) (*Local, error) {
 // Apply applies the function to m. It returns the message to convert (Transformed, with
 // Original set), or dropped true when the function dropped the message on purpose, or the dead
 // letter the UDF stage would write (deadLetter not nil).
-func (l *Local) Apply(m flow.Message) (out flow.Message, dropped bool, deadLetter *flow.DeadLetter) {
-	out, o, err := applyTo(l.fn, m)
-	switch o {
-	case failed:
-		dl := NewDeadLetter(m, err)
-		return m, false, &dl
-	case droppedByUDF:
-		return m, true, nil
+//
+// The error is for a function whose process cannot be started again after a call ended it.
+func (l *Local) Apply(m flow.Message) (out flow.Message, dropped bool, deadLetter *flow.DeadLetter, err error) {
+	results, err := applyAll(l.fn, []flow.Message{m})
+	if err != nil {
+		return m, false, nil, err
 	}
-	return out, false, nil
+	switch r := results[0]; r.outcome {
+	case failed:
+		dl := NewDeadLetter(m, r.err)
+		return m, false, &dl, nil
+	case droppedByUDF:
+		return m, true, nil, nil
+	default:
+		return r.msg, false, nil, nil
+	}
 }
 
-// Close releases the Cloud Storage client, if any.
-func (l *Local) Close() { l.loader.close() }
+// Close ends the function's process and releases the Cloud Storage client, if any.
+func (l *Local) Close() {
+	l.fn.close()
+	l.loader.close()
+}

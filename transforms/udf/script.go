@@ -106,16 +106,15 @@ func compile(name string, src []byte) (*goja.Program, error) {
 	return p, nil
 }
 
-// function is the UDF in a runtime of its own. It is not safe for concurrent use: a DoFn
-// instance, which processes one bundle at a time, owns one.
+// function is the UDF in a runtime of its own, in the helper process (helper.go). It is not safe
+// for concurrent use.
 type function struct {
 	name    string // the function's name, javascriptTextTransformFunctionName
 	timeout time.Duration
-	rt      *goja.Runtime
-	call    goja.Callable
-	// withMessage is whether the function declares a second parameter, which then receives the
-	// message's id, attributes and publish time.
-	withMessage bool
+	// maxOutput is the longest output, in bytes; 0 for no bound.
+	maxOutput int
+	rt        *goja.Runtime
+	call      goja.Callable
 
 	mu       sync.Mutex // guards deadline and the interrupt, between a call and the timer
 	deadline time.Time  // when the running call is stopped; zero when none runs
@@ -141,9 +140,6 @@ func newFunction(prg *goja.Program, name string, timeout time.Duration) (*functi
 		return nil, &MissingFunctionError{Function: name, Found: typeOf(v), Defined: f.definedFunctions()}
 	}
 	f.call = call
-	if obj, ok := v.(*goja.Object); ok {
-		f.withMessage = obj.Get("length").ToInteger() >= 2
-	}
 	return f, nil
 }
 
@@ -168,15 +164,15 @@ type messageInfo struct {
 	PublishTime time.Time
 }
 
-// Apply calls the function on payload. It returns the function's string, or drop when the
-// function returned null, undefined or "" (the message is dropped on purpose). A throw, a
-// result that is not a string, a call longer than the timeout or a call stack deeper than
-// maxCallDepth is a *Error.
+// Apply calls the function on payload and m, passed to every function whatever the parameters
+// it declares (JavaScript allows it: a function(payload) ignores the second argument, and one
+// whose second parameter has a default, function(payload, message = {}), which JavaScript
+// counts as taking one, still receives it). It returns the function's string, or drop when the
+// function returned null, undefined or "" (the message is dropped on purpose). A throw, a result
+// that is not a string or is longer than maxOutput, a call longer than the timeout or a call
+// stack deeper than maxCallDepth is a *Error.
 func (f *function) Apply(payload string, m messageInfo) (out string, drop bool, err error) {
-	args := []goja.Value{f.rt.ToValue(payload)}
-	if f.withMessage {
-		args = append(args, f.messageArg(m))
-	}
+	args := []goja.Value{f.rt.ToValue(payload), f.messageArg(m)}
 	v, err := f.guard(func() (goja.Value, error) { return f.call(goja.Undefined(), args...) })
 	if err != nil {
 		return "", false, f.describe(err, "")
@@ -185,11 +181,24 @@ func (f *function) Apply(payload string, m messageInfo) (out string, drop bool, 
 	case v == nil || goja.IsUndefined(v) || goja.IsNull(v):
 		return "", true, nil
 	case goja.IsString(v):
+		// A string of n UTF-16 units is at least n bytes of UTF-8: a huge one is refused before
+		// it is copied.
+		if js, ok := v.(goja.String); ok && f.maxOutput > 0 && js.Length() > f.maxOutput {
+			return "", false, f.tooLong(js.Length())
+		}
 		s := v.String()
+		if f.maxOutput > 0 && len(s) > f.maxOutput {
+			return "", false, f.tooLong(len(s))
+		}
 		return s, s == "", nil
 	}
 	return "", false, &Error{Function: f.name, Reason: fmt.Sprintf(
 		"returned %s, not a string: return the JSON text to convert (JSON.stringify(...)), or null or undefined to drop the message", typeOf(v))}
+}
+
+// tooLong is the error of an output of at least n bytes.
+func (f *function) tooLong(n int) *Error {
+	return &Error{Function: f.name, Reason: fmt.Sprintf("returned %d bytes or more, beyond the %d MiB a UDF's output may hold", n, f.maxOutput>>20)}
 }
 
 // messageArg returns m as a JavaScript object.
@@ -271,20 +280,31 @@ func (f *function) describe(err error, prefix string) *Error {
 	}
 	e.Reason = prefix + e.Reason
 	var stack strings.Builder
-	for _, fr := range frames {
+	for i, fr := range frames {
 		p := fr.Position()
 		if p.Line > 0 && e.Line == 0 {
 			e.Line, e.Column = p.Line, p.Column
 		}
+		if i == maxStackFrames {
+			fmt.Fprintf(&stack, "… %d more frames", len(frames)-i)
+			break
+		}
 		if p.Line > 0 {
-			fmt.Fprintf(&stack, "at %s (%s:%d:%d)\n", fr.FuncName(), p.Filename, p.Line, p.Column)
+			fmt.Fprintf(&stack, "at %s (%s:%d:%d)\n", cut(fr.FuncName(), maxFrameText), cut(p.Filename, maxFrameText), p.Line, p.Column)
 		} else {
-			fmt.Fprintf(&stack, "at %s (native)\n", fr.FuncName())
+			fmt.Fprintf(&stack, "at %s (native)\n", cut(fr.FuncName(), maxFrameText))
 		}
 	}
 	e.Stack = strings.TrimRight(stack.String(), "\n")
 	return e
 }
+
+// The JavaScript stack a dead letter keeps: the innermost maxStackFrames frames (a runaway
+// recursion has 10,000), each name cut to maxFrameText bytes.
+const (
+	maxStackFrames = 20
+	maxFrameText   = 200
+)
 
 // text returns v as a string, as JavaScript's String(v) does, under the timeout: a thrown
 // object's own toString is JavaScript too, and may throw or run forever.

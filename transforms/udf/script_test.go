@@ -24,14 +24,16 @@ func writeUDF(t testing.TB, src string) string {
 	return path
 }
 
-// load builds the function name of src, with the given timeout.
-func load(t testing.TB, src, name string, timeout time.Duration) *function {
+// load starts the function name of src in its process, as a worker does, with the given
+// timeout; the process ends with the test.
+func load(t testing.TB, src, name string, timeout time.Duration) *sandbox {
 	t.Helper()
 	l := loader{Config: Config{Path: writeUDF(t, src), Function: name, Timeout: timeout}}
 	fn, _, err := l.load(context.Background())
 	if err != nil {
 		t.Fatalf("loading %s: %v", name, err)
 	}
+	t.Cleanup(fn.close)
 	return fn
 }
 
@@ -239,7 +241,7 @@ func TestCheck(t *testing.T) {
 		function string
 		want     Report
 	}{
-		{"f", Report{Functions: []string{"f", "g", "h"}, WithMessage: true,
+		{"f", Report{Functions: []string{"f", "g", "h"},
 			EmptyPayload: "javascript UDF f failed: threw SyntaxError: Unexpected end of JSON input (EOF) at line 1, column 37"}},
 		{"g", Report{Functions: []string{"f", "g", "h"}, EmptyPayload: "dropped it"}},
 		{"h", Report{Functions: []string{"f", "g", "h"}, EmptyPayload: `returned "{}"`}},

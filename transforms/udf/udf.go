@@ -5,27 +5,37 @@
 // converts.
 //
 // The function is called as function(payload, message): payload is the message's data as a
-// string (decoded as UTF-8), message is {messageId, attributes, publishTime} (passed only when
-// the function declares a second parameter; Google's templates pass the payload alone). It
+// string (decoded as UTF-8; a payload that is not valid UTF-8 is a dead letter before any call,
+// as it is without a UDF), message is {messageId, attributes, publishTime}, passed to every
+// function whatever parameters it declares (Google's templates pass the payload alone). It
 // returns the JSON text to convert, or null, undefined or "" to drop the message on purpose:
 // the message is acknowledged and counted, never converted. A function that throws, returns
-// anything else or runs longer than Config.Timeout (1 s by default) on a message sends that
-// message to the dead letter, with the payload as published and the JavaScript error and line;
-// the pipeline goes on.
+// anything else or more than 16 MiB, runs longer than Config.Timeout (1 s by default) on a
+// message, or takes more memory than its process may have (4 GiB of address space) sends that
+// message to the dead letter, with the payload as published and the JavaScript error and line
+// (and at most 20 frames of its stack); the messages behind it go on.
 //
-// The file is compiled once per content in each worker process (goja, a JavaScript engine
-// written in Go: ECMAScript 5.1 and most of ES6, no Node.js or browser APIs, no console), and
-// each DoFn instance runs it in a runtime of its own. With Config.Reload, each instance reads the
-// file again that often and, when it changed, uses the new function; a new file that does not
-// load is logged and the current function kept.
+// The file is compiled in a helper process of each DoFn instance (this same executable, run
+// again: see sandbox.go), with goja, a JavaScript engine written in Go (ECMAScript 5.1 and most
+// of ES6, no Node.js or browser APIs, no console). goja stops JavaScript code at the timeout,
+// but not a built-in function that runs long (a regular expression that backtracks, JSON.stringify
+// of a value that shares its parts, join of a sparse array); the helper's watchdog, or the
+// stage, then ends the process killGrace (250 ms) later, and a new process takes the next
+// message, about 10 ms later: a message that does not return costs the timeout and 0.25 s. The
+// helper's state (its global variables) starts afresh then. With Config.Reload, each instance
+// reads the file again that often and, when it changed, uses the new function; a new file that
+// does not load is logged and the current function kept.
 //
 // Metrics, in the Beam namespace PubSubToClickHouse: counters udf-transformed (messages passed on
 // to the parse stage), udf-dropped (messages the function dropped), udf-failed (messages sent to
-// the dead letter) and udf-reloads (new versions of the file loaded by a worker).
+// the dead letter), udf-reloads (new versions of the file loaded by a worker) and udf-restarts
+// (helper processes ended by a call that overran its bound in a built-in, ran out of memory or
+// crashed, and started again).
 package udf
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -35,6 +45,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 )
 
@@ -43,6 +54,7 @@ var (
 	udfDropped     = beam.NewCounter(flow.Namespace, "udf-dropped")
 	udfFailed      = beam.NewCounter(flow.Namespace, "udf-failed")
 	udfReloads     = beam.NewCounter(flow.Namespace, "udf-reloads")
+	udfRestarts    = beam.NewCounter(flow.Namespace, "udf-restarts")
 )
 
 func init() {
@@ -129,7 +141,7 @@ func (l *loader) close() {
 // load reads the file and builds its function. The errors name the parameter at fault:
 // javascriptTextTransformGcsPath for a file that cannot be read, does not compile or whose
 // top-level code throws, javascriptTextTransformFunctionName for a file without the function.
-func (l *loader) load(ctx context.Context) (*function, []byte, error) {
+func (l *loader) load(ctx context.Context) (*sandbox, []byte, error) {
 	src, err := readFile(ctx, l.client, l.Path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("javascriptTextTransformGcsPath %s: reading the file: %w", l.Path, err)
@@ -138,16 +150,19 @@ func (l *loader) load(ctx context.Context) (*function, []byte, error) {
 	return fn, src, err
 }
 
-// build compiles src and builds its function.
-func (l *loader) build(src []byte) (*function, error) {
-	prg, err := compile(l.Path, src)
+// build starts the function of src in its helper process (sandbox.go).
+func (l *loader) build(src []byte) (*sandbox, error) {
+	fn, err := openSandbox(loadRequest{Name: l.Path, Source: src, Function: l.Function, Timeout: l.timeout(), MaxOutput: maxOutputBytes})
 	if err != nil {
-		return nil, fmt.Errorf("javascriptTextTransformGcsPath %s: the file is not valid JavaScript: %w", l.Path, err)
-	}
-	fn, err := newFunction(prg, l.Function, l.timeout())
-	if err != nil {
-		if _, missing := err.(*MissingFunctionError); missing {
+		var (
+			missing *MissingFunctionError
+			syntax  *syntaxError
+		)
+		switch {
+		case errors.As(err, &missing):
 			return nil, fmt.Errorf("javascriptTextTransformFunctionName %q: %s: %w", l.Function, l.Path, err)
+		case errors.As(err, &syntax):
+			return nil, fmt.Errorf("javascriptTextTransformGcsPath %s: the file is not valid JavaScript: %w", l.Path, err)
 		}
 		return nil, fmt.Errorf("javascriptTextTransformGcsPath %s: %w", l.Path, err)
 	}
@@ -160,7 +175,7 @@ type udfFn struct {
 	Config
 
 	loader  loader
-	fn      *function
+	fn      *sandbox
 	src     []byte    // the source fn was built from
 	readAt  time.Time // the last reading of the file, failed or not
 	dropped int64     // messages dropped since the last log line
@@ -202,6 +217,7 @@ func (f *udfFn) reload(ctx context.Context) {
 		slog.Warn("javascript UDF: the file changed but does not load; keeping the current function", "path", f.Path, "function", f.Function, "error", err)
 		return
 	}
+	f.fn.close()
 	f.fn, f.src = fn, src
 	udfReloads.Inc(ctx, 1)
 	slog.Info("javascript UDF: the file changed; using the new function", "path", f.Path, "function", f.Function)
@@ -209,22 +225,34 @@ func (f *udfFn) reload(ctx context.Context) {
 
 // ProcessElement applies the function to the messages of one source element and emits the
 // transformed ones as one element (a heartbeat, without messages, passes on); the dropped ones'
-// ack ids go out as one []string.
+// ack ids go out as one []string. It fails only when the function's process cannot be started
+// again after a call ended it, which is no fault of the messages: the runner retries the bundle.
 func (f *udfFn) ProcessElement(ctx context.Context, ms flow.Messages, emit func(flow.Messages), emitDeadLetter func(flow.DeadLetter), emitDropped func([]string)) error {
 	f.reload(ctx)
 	if len(ms.Messages) == 0 {
 		emit(ms)
 		return nil
 	}
+	results, err := applyAll(f.fn, ms.Messages)
+	udfRestarts.Inc(ctx, int64(f.fn.takeRestarts()))
+	if err != nil {
+		return err
+	}
 	out := flow.Messages{Messages: make([]flow.Message, 0, len(ms.Messages))}
 	var dropped []string
-	for _, m := range ms.Messages {
-		switch t, outcome := f.apply(ctx, m, emitDeadLetter); outcome {
+	for _, r := range results {
+		switch r.outcome {
 		case transformed:
-			out.Messages = append(out.Messages, t)
+			udfTransformed.Inc(ctx, 1)
+			out.Messages = append(out.Messages, r.msg)
+		case failed:
+			udfFailed.Inc(ctx, 1)
+			emitDeadLetter(NewDeadLetter(r.msg, r.err))
 		case droppedByUDF:
-			if m.AckID != "" {
-				dropped = append(dropped, m.AckID)
+			udfDropped.Inc(ctx, 1)
+			f.countDrop(r.msg)
+			if r.msg.AckID != "" {
+				dropped = append(dropped, r.msg.AckID)
 			}
 		}
 	}
@@ -242,42 +270,58 @@ type outcome int
 
 const (
 	transformed  outcome = iota // the message, with its Data the function's output
-	failed                      // a dead letter, emitted
+	failed                      // a dead letter
 	droppedByUDF                // nothing: the function returned null, undefined or ""
 )
 
-// apply applies the function to one message.
-func (f *udfFn) apply(ctx context.Context, m flow.Message, emitDeadLetter func(flow.DeadLetter)) (flow.Message, outcome) {
-	m, o, err := applyTo(f.fn, m)
-	switch o {
-	case failed:
-		udfFailed.Inc(ctx, 1)
-		emitDeadLetter(NewDeadLetter(m, err))
-	case droppedByUDF:
-		udfDropped.Inc(ctx, 1)
-		f.countDrop(m)
-	default:
-		udfTransformed.Inc(ctx, 1)
-	}
-	return m, o
+// result is what the function made of one message: the transformed message, or the message as
+// it came with what happened and the error of a failure.
+type result struct {
+	msg     flow.Message
+	outcome outcome
+	err     error
 }
 
-// applyTo applies fn to m: the transformed message, or m with what happened and the error of a
-// failure.
-func applyTo(fn *function, m flow.Message) (flow.Message, outcome, error) {
-	meta := messageInfo{ID: m.ID, Attributes: m.Attributes}
-	if m.PublishTimeMillis != 0 {
-		meta.PublishTime = time.UnixMilli(m.PublishTimeMillis)
+// applyAll applies fn to each of msgs, in order. A payload that is not valid UTF-8 fails
+// without a call, with the error the parse stage gives it (convert.CheckUTF8): JavaScript would
+// see U+FFFD in place of its bad bytes, and the message would be stored changed. The error is
+// sandbox.apply's: a process that cannot be started again.
+func applyAll(fn *sandbox, msgs []flow.Message) ([]result, error) {
+	results := make([]result, len(msgs))
+	calls := make([]call, 0, len(msgs))
+	for i, m := range msgs {
+		results[i].msg = m
+		if err := convert.CheckUTF8(m.Data); err != nil {
+			results[i].outcome, results[i].err = failed, err
+			continue
+		}
+		info := messageInfo{ID: m.ID, Attributes: m.Attributes}
+		if m.PublishTimeMillis != 0 {
+			info.PublishTime = time.UnixMilli(m.PublishTimeMillis)
+		}
+		calls = append(calls, call{Payload: m.Data, Info: info})
 	}
-	out, drop, err := fn.Apply(string(m.Data), meta)
-	switch {
-	case err != nil:
-		return m, failed, err
-	case drop:
-		return m, droppedByUDF, nil
+	replies, err := fn.apply(calls)
+	if err != nil {
+		return nil, err
 	}
-	m.Original, m.Data, m.Transformed = m.Data, []byte(out), true
-	return m, transformed, nil
+	j := 0
+	for i := range results {
+		if results[i].err != nil {
+			continue
+		}
+		r, m := replies[j], &results[i].msg
+		j++
+		switch {
+		case r.Err != nil:
+			results[i].outcome, results[i].err = failed, r.Err
+		case r.Dropped:
+			results[i].outcome = droppedByUDF
+		default:
+			m.Original, m.Data, m.Transformed = m.Data, []byte(r.Out), true
+		}
+	}
+	return results, nil
 }
 
 // countDrop counts a dropped message and logs the drops in aggregate: the first at once, then
@@ -303,9 +347,13 @@ func (f *udfFn) logDrops() {
 	f.dropped, f.logged = 0, time.Now()
 }
 
-// Teardown logs the drops not yet logged and closes the Cloud Storage client.
+// Teardown logs the drops not yet logged, ends the function's process and closes the Cloud
+// Storage client.
 func (f *udfFn) Teardown() error {
 	f.logDrops()
+	if f.fn != nil {
+		f.fn.close()
+	}
 	f.loader.close()
 	return nil
 }

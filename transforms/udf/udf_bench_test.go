@@ -2,6 +2,7 @@ package udf
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -30,10 +31,12 @@ var benchUDFs = []struct{ name, src string }{
 }`},
 }
 
-// BenchmarkUDF measures the UDF stage's per-message work (the call under its time bound, the
-// string conversions both ways, the metrics) on the realistic event mix of internal/events:
-// 0.3 to 2 KB. Compare with transforms/parse's BenchmarkParseEvents, the parse stage's work on
-// the same messages. MB/s is payload bytes; allocs/op is per message.
+// BenchmarkUDF measures the UDF stage's per-message work (the call under its time bound in the
+// function's process, the frames both ways, the metrics) on the realistic event mix of
+// internal/events: 0.3 to 2 KB, in elements of 1 message and of 500 (what the local source's
+// Pulls give under load). Compare with transforms/parse's BenchmarkParseEvents, the parse
+// stage's work on the same messages. MB/s is payload bytes; ns/op and allocs/op are per
+// message, of this process (the function's process is not counted: see BenchmarkUDFCPU).
 func BenchmarkUDF(b *testing.B) {
 	gen := events.NewGenerator(1, time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
 	msgs := make([]flow.Message, 4096)
@@ -45,27 +48,32 @@ func BenchmarkUDF(b *testing.B) {
 	}
 	ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "udf"), "bundle")
 	for _, u := range benchUDFs {
-		b.Run(u.name, func(b *testing.B) {
-			f := &udfFn{Config: Config{Path: writeUDF(b, u.src), Function: "f"}}
-			if err := f.Setup(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			defer f.Teardown()
-			var out, failed int
-			emit := func(ms flow.Messages) { out += len(ms.Messages) }
-			emitDL := func(flow.DeadLetter) { failed++ }
-			emitDropped := func([]string) {}
-			b.SetBytes(int64(total / len(msgs)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if err := f.ProcessElement(ctx, flow.Messages{Messages: msgs[i%len(msgs) : i%len(msgs)+1]}, emit, emitDL, emitDropped); err != nil {
+		for _, per := range []int{1, 500} {
+			b.Run(fmt.Sprintf("%s/element=%d", u.name, per), func(b *testing.B) {
+				f := &udfFn{Config: Config{Path: writeUDF(b, u.src), Function: "f"}}
+				if err := f.Setup(context.Background()); err != nil {
 					b.Fatal(err)
 				}
-			}
-			if failed != 0 || out != b.N {
-				b.Fatalf("%d of %d messages out, %d failed", out, b.N, failed)
-			}
-		})
+				defer f.Teardown()
+				var out, failed int
+				emit := func(ms flow.Messages) { out += len(ms.Messages) }
+				emitDL := func(flow.DeadLetter) { failed++ }
+				emitDropped := func([]string) {}
+				b.SetBytes(int64(total / len(msgs)))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i += per {
+					from := i % len(msgs)
+					n := min(per, b.N-i, len(msgs)-from)
+					if err := f.ProcessElement(ctx, flow.Messages{Messages: msgs[from : from+n]}, emit, emitDL, emitDropped); err != nil {
+						b.Fatal(err)
+					}
+					i -= per - n
+				}
+				if failed != 0 || out != b.N {
+					b.Fatalf("%d of %d messages out, %d failed", out, b.N, failed)
+				}
+			})
+		}
 	}
 }

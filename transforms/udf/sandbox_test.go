@@ -1,0 +1,128 @@
+package udf
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// slowBuiltins are calls that goja's interrupt cannot stop, or that take more memory than the
+// helper may have: each ran for minutes, or ended the process, in a runtime of the stage's own.
+var slowBuiltins = []struct{ name, body, want string }{
+	{"regular expression", `/^(?=(a+)+$)/.test("a".repeat(40) + "c")`, "ran longer than 200ms on this message and was stopped: a built-in function"},
+	{"JSON.stringify of shared parts", `var a = [1]; for (var i = 0; i < 40; i++) a = [a, a]; JSON.stringify(a)`, "ran longer than 200ms"},
+	{"JSON.parse of a huge text", `JSON.parse("[" + "1,".repeat(50000000) + "1]")`, "ran longer than 200ms"},
+	{"join of a sparse array", `new Array(Math.pow(2, 32) - 1).join("")`, "ran longer than 200ms"},
+	{"indexOf of a sparse array", `new Array(Math.pow(2, 32) - 1).indexOf(1)`, "ran longer than 200ms"},
+	{"String.prototype.repeat beyond the memory", `"ab".repeat(Math.pow(2, 40))`, "ran out of memory on this message (the UDF's process may use 4 GiB of address space) and was stopped"},
+	{"sort with a comparator", `var a = []; for (var i = 0; i < 100000; i++) a.push(i % 7); a.sort(function (x, y) { for (var j = 0; j < 1000; j++) {} return x - y; })`, "ran longer than 200ms on this message and was stopped at line"},
+	{"deep recursion", `(function r(n) { return r(n + 1) + 1; })(0)`, "RangeError: the call stack exceeded 10000 frames"},
+}
+
+// TestBuiltinsThatDoNotReturn checks that each slow built-in fails its message with the bound in
+// the error, within the bound and the kill's grace (and the time to start a process again), and
+// that the messages before and after it are transformed.
+func TestBuiltinsThatDoNotReturn(t *testing.T) {
+	for _, tt := range slowBuiltins {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "function f(p) { if (p === 'slow') { " + tt.body + "; } return p + '!'; }"
+			fn := load(t, src, "f", 200*time.Millisecond)
+			start := time.Now()
+			replies, err := fn.apply([]call{{Payload: []byte("a")}, {Payload: []byte("slow")}, {Payload: []byte("b")}})
+			took := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(replies) != 3 || replies[0].Out != "a!" || replies[2].Out != "b!" {
+				t.Fatalf("replies %+v; want a!, a failure, b!", replies)
+			}
+			var e *Error
+			if !errors.As(replies[1].Err, &e) || !strings.Contains(e.Error(), tt.want) || e.Function != "f" {
+				t.Fatalf("the slow call: %v; want a *Error of f containing %q", replies[1].Err, tt.want)
+			}
+			if len(e.Stack) > maxStackFrames*(maxFrameText+40) {
+				t.Errorf("stack of %d bytes, more than %d frames", len(e.Stack), maxStackFrames)
+			}
+			t.Logf("%s: %v for the three calls (%d restarts): %v", tt.name, took.Round(time.Millisecond), fn.restarts, e)
+		})
+	}
+}
+
+// TestOutputBound checks that an output beyond maxOutputBytes fails its message, the one
+// behind it unaffected.
+func TestOutputBound(t *testing.T) {
+	fn := load(t, `function f(p) { return p === "big" ? "x".repeat(17 * 1024 * 1024) : p; }`, "f", 5*time.Second)
+	replies, err := fn.apply([]call{{Payload: []byte("big")}, {Payload: []byte("ok")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "javascript UDF f failed: returned 17825792 bytes or more, beyond the 16 MiB a UDF's output may hold"; replies[0].Err == nil || replies[0].Err.Error() != want {
+		t.Errorf("big output: %v; want %q", replies[0].Err, want)
+	}
+	if replies[1].Out != "ok" {
+		t.Errorf("the call after: %+v", replies[1])
+	}
+}
+
+// TestStackBound checks that a runaway recursion keeps maxStackFrames frames, not 10,000.
+func TestStackBound(t *testing.T) {
+	fn := load(t, "function f(p) { return g(p); }\nfunction g(p) { return g(p) + 1; }", "f", time.Minute)
+	_, _, err := fn.Apply("x", messageInfo{})
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("%v; want a *Error", err)
+	}
+	lines := strings.Split(e.Stack, "\n")
+	if len(lines) != maxStackFrames+1 || lines[0] != "at g ("+fn.load.Name+":2:25)" || !strings.HasPrefix(lines[maxStackFrames], "… 99") || !strings.HasSuffix(lines[maxStackFrames], " more frames") {
+		t.Errorf("stack of %d lines: first %q, last %q", len(lines), lines[0], lines[len(lines)-1])
+	}
+}
+
+// TestMessageToEveryFunction checks that a function whose declared parameters do not count the
+// message (a default value makes length 1) still receives it.
+func TestMessageToEveryFunction(t *testing.T) {
+	for _, src := range []string{
+		`function f(payload, message = {attributes: {}}) { return message.attributes.k; }`,
+		`function f() { return arguments[1].attributes.k; }`,
+		`const f = (p, {attributes} = {}) => attributes.k;`,
+	} {
+		fn := load(t, src, "f", time.Second)
+		if out, _, err := fn.Apply("{}", messageInfo{Attributes: map[string]string{"k": "v"}}); err != nil || out != "v" {
+			t.Errorf("%s: %q, %v; want v", src, out, err)
+		}
+	}
+}
+
+// TestCrashAmidReplies checks a process that ends without a word while it holds replies (it
+// sends them in runs): the calls without a reply are sent again one at a time, so that only the
+// call that ends a process fails, and the rest keep their order and outputs.
+func TestCrashAmidReplies(t *testing.T) {
+	fn := load(t, `function f(p) { if (p === "oom") { "ab".repeat(Math.pow(2, 40)); } return p + "!"; }`, "f", time.Second)
+	var calls []call
+	for i := range 101 {
+		p := strconv.Itoa(i)
+		if i == 50 {
+			p = "oom"
+		}
+		calls = append(calls, call{Payload: []byte(p)})
+	}
+	replies, err := fn.apply(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range replies {
+		switch {
+		case i == 50:
+			if r.Err == nil || !strings.Contains(r.Err.Error(), "ran out of memory on this message") {
+				t.Errorf("call 50: %+v; want out of memory", r)
+			}
+		case r.Err != nil || r.Out != strconv.Itoa(i)+"!":
+			t.Errorf("call %d: %+v; want %d!", i, r, i)
+		}
+	}
+	if len(replies) != len(calls) || fn.restarts < 1 || fn.restarts > 2 {
+		t.Errorf("%d replies and %d restarts; want %d and 1 or 2 (the second when the first crash took replies with it)", len(replies), fn.restarts, len(calls))
+	}
+}
