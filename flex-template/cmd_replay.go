@@ -38,7 +38,7 @@ const replayDescription = "Publishes dead letters again to --topic (the pipeline
 	"so a dead letter written meanwhile is kept) are deleted with ALTER TABLE ... DELETE, a mutation, and replay waits for it.\n" +
 	"From a subscription on the dead-letter topic (--fromSubscription): every message it delivers until a pull returns " +
 	"nothing; the original attributes are the message's less errorMessage and failedAt, which the dead-letter stage added, " +
-	"and its markers payloadTruncated, payloadBytes, payloadSha256 and attributesOmitted. " +
+	"and its markers payloadTruncated, payloadBytes, payloadSha256 and attributesOmitted; its ordering key is the original's, and kept. " +
 	"Each message is acknowledged only once it is published; one that the dead-letter stage cut to fit the topic (its payload: " +
 	"payloadTruncated; or some of its attributes: attributesOmitted) is not replayed and not acknowledged (replay it from the " +
 	"table, which keeps the payload whole).\n" +
@@ -151,18 +151,22 @@ func parseReplayTime(flag, s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%s %q: is neither an RFC 3339 time (2026-01-15T10:00:00Z) nor a duration ago (90m, 2h)", flag, s)
 }
 
-// message returns the message to publish for a dead letter's payload and original attributes.
-func (r *replay) message(data []byte, attrs map[string]string) *pubsub.Message {
+// message returns the message to publish for a dead letter's payload, original attributes and
+// ordering key ("" for none).
+func (r *replay) message(data []byte, attrs map[string]string, orderingKey string) *pubsub.Message {
 	out := make(map[string]string, len(attrs)+2)
 	maps.Copy(out, attrs)
 	out[AttrReplayedFrom] = r.from
 	out[AttrReplayID] = r.id
-	return &pubsub.Message{Data: data, Attributes: out}
+	return &pubsub.Message{Data: data, Attributes: out, OrderingKey: orderingKey}
 }
 
 // printSample prints one message of a dry run.
 func printSample(cio *cmdIO, i int, m *pubsub.Message) {
 	fmt.Fprintf(cio.Out, "  %d. %s\n     attributes: %s\n", i+1, cut(m.Data, 200), formatAttributes(m.Attributes))
+	if m.OrderingKey != "" {
+		fmt.Fprintf(cio.Out, "     ordering key: %s\n", m.OrderingKey)
+	}
 }
 
 // formatAttributes prints attributes as k=v, sorted by key.
@@ -241,7 +245,7 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 			rows.Close()
 			return failure(cio, "replay", fmt.Errorf("reading %s: %w", r.from, err))
 		}
-		msgs = append(msgs, r.message([]byte(raw), nil))
+		msgs = append(msgs, r.message([]byte(raw), nil, "")) // the table keeps no ordering key
 		hashes = append(hashes, h)
 	}
 	rows.Close()
@@ -382,7 +386,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			for _, k := range deadletter.AddedAttributes {
 				delete(attrs, k)
 			}
-			msg := r.message(m.GetData(), attrs)
+			msg := r.message(m.GetData(), attrs, m.GetOrderingKey())
 			if r.dryRun {
 				dry = append(dry, msg)
 				heldAcks = append(heldAcks, rm.GetAckId())

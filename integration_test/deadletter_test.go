@@ -9,8 +9,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/flowtest"
@@ -170,5 +173,58 @@ func TestDeadLetterTableCheck(t *testing.T) {
 	srv.MustExec(t, deadletter.CreateTable(srv.Database, "right"))
 	if err := deadletter.CheckTable(ctx, conn, srv.Database, "right"); err != nil {
 		t.Errorf("right table: %v", err)
+	}
+}
+
+// TestDeadLetterOrderingKey runs the pipeline on messages with ordering keys that become dead
+// letters at each place one is built (the JavaScript UDF throws; the parse stage cannot convert;
+// the server rejects the row, code 153) and one without a key, reads the dead-letter topic back
+// (each dead letter with its message's ordering key), then replays the topic's subscription to
+// the input topic and reads the replayed messages back, each with its key again.
+func TestDeadLetterOrderingKey(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, a Int32, b Int32, q Int32 DEFAULT intDiv(a, b)) ENGINE = MergeTree ORDER BY id`)
+	e.opts.WindowSeconds = pipeline1s
+	e.opts.JavascriptTextTransformGcsPath = writeTestFile(t, "udf.js", `function f(p) { if (p.indexOf("boom") >= 0) throw new Error("boom"); return p; }`)
+	e.opts.JavascriptTextTransformFunctionName = "f"
+	dlRead := e.ps.Subscription(t, e.opts.DeadLetterTopic, "dead-letters-read", time.Minute)
+	ids := e.ps.Publish(t, e.topic,
+		&pubsubpb.PubsubMessage{Data: []byte(`{"id":1,"a":1,"b":1}`), OrderingKey: "k-row"},
+		&pubsubpb.PubsubMessage{Data: []byte(`{"id":2,"boom":1}`), OrderingKey: "k-udf"},
+		&pubsubpb.PubsubMessage{Data: []byte(`{"id":"x"}`), OrderingKey: "k-parse", Attributes: map[string]string{"src": "p"}},
+		&pubsubpb.PubsubMessage{Data: []byte(`{"id":4,"a":1,"b":0}`), OrderingKey: "k-server"},
+		&pubsubpb.PubsubMessage{Data: []byte(`not json`)},
+	)
+	e.run(t)
+	if got := e.srv.MustQuery(t, "SELECT id, q FROM events"); got != "1\t1" {
+		t.Errorf("rows %q, want 1\t1", got)
+	}
+	type keyed struct{ Data, OrderingKey string }
+	keys := func(ms []pulled) []keyed {
+		var out []keyed
+		for _, m := range ms {
+			out = append(out, keyed{m.Data, m.OrderingKey})
+		}
+		return out
+	}
+	want := []keyed{{`{"id":2,"boom":1}`, "k-udf"}, {`{"id":"x"}`, "k-parse"}, {`{"id":4,"a":1,"b":0}`, "k-server"}, {`not json`, ""}}
+	sorted := cmpopts.SortSlices(func(a, b keyed) bool { return a.Data < b.Data })
+	if diff := cmp.Diff(want, keys(pullAll(t, e.ps, dlRead)), sorted); diff != "" {
+		t.Errorf("the dead-letter topic (-want +got):\n%s", diff)
+	}
+	e.checkAllAcked(t, ids)
+
+	replayed := e.ps.Subscription(t, e.topic, "replayed", time.Minute)
+	out, errOut, code := runCommand(t, "", "replay", "--topic="+e.topic, "--fromSubscription="+e.dlqCheck, "--replayId=r-keys")
+	if code != 0 || !strings.Contains(out, "replayed 4 dead letters") {
+		t.Fatalf("replay: exit %d\n%s%s", code, out, errOut)
+	}
+	got := pullAll(t, e.ps, replayed)
+	if diff := cmp.Diff(want, keys(got), sorted); diff != "" {
+		t.Errorf("replayed (-want +got):\n%s", diff)
+	}
+	for _, m := range got {
+		if m.Attributes["replay_id"] != "r-keys" || (m.Data == `{"id":"x"}`) != (m.Attributes["src"] == "p") {
+			t.Errorf("replayed %q with attributes %v", m.Data, m.Attributes)
+		}
 	}
 }

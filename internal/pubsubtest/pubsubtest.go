@@ -34,9 +34,10 @@ const maxRequestBytes = 12 << 20
 // Start starts an emulator, points PUBSUB_EMULATOR_HOST at it for the rest of the test (the
 // pipeline's DoFns run in this process on prism), and stops it when the test ends. Its address
 // serves pstest's fake (Server.GServer) with requests of up to 12 MiB, as Pub/Sub takes 10 MB.
-func Start(t testing.TB) *Emulator {
+// opts are pstest's reactors, to fail or change chosen calls.
+func Start(t testing.TB, opts ...pstest.ServerReactorOption) *Emulator {
 	t.Helper()
-	srv := pstest.NewServer()
+	srv := pstest.NewServer(opts...)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -165,3 +165,36 @@ func TestTopicMessageLimitsTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestTopicMessageOrderingKey: the dead-letter topic's message carries the ordering key, and the
+// size limit counts it.
+func TestTopicMessageOrderingKey(t *testing.T) {
+	failed := time.Date(2026, 1, 15, 10, 30, 0, 123e6, time.UTC).UnixMilli()
+	for _, c := range []struct {
+		key     string
+		payload []byte
+		cut     bool
+	}{
+		{"user-7", []byte(`{"id":1}`), false},
+		{"", []byte(`{"id":1}`), false},
+		{strings.Repeat("k", 1024), bytes.Repeat([]byte("x"), 9_999_000), true},
+		// Within the limit without the key (the next case), over it with the key.
+		{strings.Repeat("k", 1024), bytes.Repeat([]byte("x"), MaxTopicMessageBytes-1000), true},
+		{"", bytes.Repeat([]byte("x"), MaxTopicMessageBytes-1000), false},
+	} {
+		m := TopicMessage(flow.DeadLetter{Payload: c.payload, ErrorMessage: "bad", FailedAtMillis: failed, OrderingKey: c.key})
+		if m.OrderingKey != c.key {
+			t.Errorf("ordering key %q, want %q", m.OrderingKey, c.key)
+		}
+		size := proto.Size(&pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes, OrderingKey: m.OrderingKey})
+		if size > MaxTopicMessageBytes {
+			t.Errorf("key of %d bytes: a dead letter of %d bytes, want at most %d", len(c.key), size, MaxTopicMessageBytes)
+		}
+		if got := m.Attributes[AttrPayloadTruncated] == "true"; got != c.cut {
+			t.Errorf("key of %d bytes, payload of %d: cut %v, want %v", len(c.key), len(c.payload), got, c.cut)
+		}
+		if c.cut && MaxTopicMessageBytes-size > 16 {
+			t.Errorf("key of %d bytes: cut %d bytes more than needed", len(c.key), MaxTopicMessageBytes-size)
+		}
+	}
+}

@@ -187,7 +187,11 @@ func OpenTopic(ctx context.Context, topic string) (*pubsub.Client, *pubsub.Publi
 		client.Close()
 		return nil, nil, err
 	}
-	return client, client.Publisher(topic), nil
+	p := client.Publisher(topic)
+	// A dead letter keeps its message's ordering key, which the client publishes only with
+	// ordering on; messages without a key are not held back by it.
+	p.EnableMessageOrdering = true
+	return client, p, nil
 }
 
 func (f *writeFn) Teardown() error {
@@ -273,23 +277,37 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 
 // publish sends recs to the dead-letter topic and waits for every publish; any failure fails the
 // bundle, so the runner retries it.
+//
+// A dead letter with an ordering key is published in order within its key: the client pauses a
+// key whose publish fails, and fails every later publish of it (pubsub.ErrPublishingPaused) until
+// ResumePublish. So publish resumes each key it publishes before publishing it: a key that failed
+// in an earlier bundle is tried again when the runner retries that bundle, instead of failing for
+// good. Within one call the failure of a key fails the later dead letters of that key, and the
+// bundle with them.
 func (f *writeFn) publish(ctx context.Context, recs []*flow.DeadLetter) error {
+	resumed := map[string]bool{}
 	results := make([]*pubsub.PublishResult, len(recs))
 	for i, r := range recs {
+		if k := r.OrderingKey; k != "" && !resumed[k] {
+			f.publisher.ResumePublish(k)
+			resumed[k] = true
+		}
 		results[i] = f.publisher.Publish(ctx, TopicMessage(*r))
 	}
-	for i, res := range results {
-		if _, err := res.Get(ctx); err != nil {
-			return fmt.Errorf("publishing dead letter of message %q to %s: %w", recs[i].MessageID, f.Topic, err)
+	var first error
+	for i, res := range results { // every one, so that none is in flight when the bundle is retried
+		if _, err := res.Get(ctx); err != nil && first == nil {
+			first = fmt.Errorf("publishing dead letter of message %q to %s: %w", recs[i].MessageID, f.Topic, err)
 		}
 	}
-	return nil
+	return first
 }
 
-// MaxTopicMessageBytes is the largest dead-letter topic message, payload and attributes as
-// Pub/Sub counts them (the PubsubMessage's encoded size): Pub/Sub's 10 MB publish request limit
-// (pubsub.MaxPublishRequestBytes, https://cloud.google.com/pubsub/quotas#resource_limits) less
-// room for the request's topic name and framing.
+// MaxTopicMessageBytes is the largest dead-letter topic message, payload, attributes and
+// ordering key as Pub/Sub counts them (the PubsubMessage's encoded size): Pub/Sub's 10 MB
+// publish request limit (pubsub.MaxPublishRequestBytes,
+// https://cloud.google.com/pubsub/quotas#resource_limits) less room for the request's topic name
+// and framing.
 const MaxTopicMessageBytes = int(pubsub.MaxPublishRequestBytes) - 2048
 
 // The attributes TopicMessage sets on every dead letter.
@@ -317,8 +335,8 @@ var AddedAttributes = []string{AttrErrorMessage, AttrFailedAt, AttrPayloadTrunca
 // (https://cloud.google.com/pubsub/quotas#resource_limits).
 const MaxTopicAttributes = 100
 
-// TopicMessage is the dead-letter topic's message for r: the original payload bytes and
-// attributes, with the attributes errorMessage (cut to Pub/Sub's 1024-byte limit on a UTF-8
+// TopicMessage is the dead-letter topic's message for r: the original payload bytes, ordering key
+// and attributes, with the attributes errorMessage (cut to Pub/Sub's 1024-byte limit on a UTF-8
 // boundary) and failedAt (RFC 3339, UTC, milliseconds, e.g. 2026-01-15T10:30:00.123Z) set (an
 // original attribute of either name is replaced).
 //
@@ -359,7 +377,7 @@ func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 		return attrs
 	}
 	size := func(attrs map[string]string) int {
-		return proto.Size(&pubsubpb.PubsubMessage{Data: r.Payload, Attributes: attrs})
+		return proto.Size(&pubsubpb.PubsubMessage{Data: r.Payload, Attributes: attrs, OrderingKey: r.OrderingKey})
 	}
 	// Attributes are left out, and the payload is cut, only ever more: kept goes down and
 	// truncated from false to true, so the loop ends. Within the count, a message that is not
@@ -379,16 +397,16 @@ func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 		break
 	}
 	if !truncated {
-		return &pubsub.Message{Data: r.Payload, Attributes: attrs}
+		return &pubsub.Message{Data: r.Payload, Attributes: attrs, OrderingKey: r.OrderingKey}
 	}
 	// The attributes left out after the cut may have made room for the whole payload.
 	truncated = false
 	if whole := build(); size(whole) <= MaxTopicMessageBytes {
-		return &pubsub.Message{Data: r.Payload, Attributes: whole}
+		return &pubsub.Message{Data: r.Payload, Attributes: whole, OrderingKey: r.OrderingKey}
 	}
 	// The length prefix of the data field shrinks with it, so cutting "over" bytes is enough.
 	over := size(attrs) - MaxTopicMessageBytes
-	return &pubsub.Message{Data: r.Payload[:max(0, len(r.Payload)-over)], Attributes: attrs}
+	return &pubsub.Message{Data: r.Payload[:max(0, len(r.Payload)-over)], Attributes: attrs, OrderingKey: r.OrderingKey}
 }
 
 // cutUTF8 cuts s to at most n bytes without splitting a character; a cut text ends with "…".

@@ -24,6 +24,9 @@ type DeadLetter struct {
 	// Attributes are the original message's attributes, passed on to the dead-letter topic,
 	// for messages that failed to parse and for rows the server rejected alike.
 	Attributes map[string]string
+	// OrderingKey is the original message's ordering key ("" when it has none), which the
+	// dead-letter topic's message carries as its own.
+	OrderingKey string
 	// AckID acknowledges the message once the record is written (local source only).
 	AckID string
 }

@@ -21,12 +21,14 @@ type Row struct {
 	// Attributes are the source message's attributes (nil when it has none), for its dead letter
 	// if the server rejects the row.
 	Attributes map[string]string
-	// PublishTimeMillis and OrderingKey are the source message's publish time (Unix
-	// milliseconds) and ordering key, which the write stage's conversion needs for the columns of
-	// metadataColumns; the parse stage sets them only when the template has metadata columns
-	// (else 0 and "", which cost one byte in the coder).
+	// PublishTimeMillis is the source message's publish time (Unix milliseconds), which the
+	// write stage's conversion needs for the columns of metadataColumns; the parse stage sets it
+	// only when the template has metadata columns (else 0).
 	PublishTimeMillis int64
-	OrderingKey       string
+	// OrderingKey is the source message's ordering key ("" when it has none), for the columns of
+	// metadataColumns and for the row's dead letter if the server rejects it. With
+	// PublishTimeMillis 0 and no key, the pair costs one byte in the coder.
+	OrderingKey string
 	// Transformed is whether Payload is the JavaScript UDF's output; Original then holds the
 	// payload as published, for the row's dead letter.
 	Transformed bool

@@ -158,10 +158,9 @@ func (f *parseFn) ProcessElement(ctx context.Context, ms flow.Messages, emitRows
 			rows.Rows = make([]flow.Row, 0, len(ms.Messages))
 		}
 		rows.Rows = append(rows.Rows, flow.Row{Payload: m.Data, Schema: schemaHash, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes,
-			Transformed: m.Transformed, Original: m.Original})
+			OrderingKey: m.OrderingKey, Transformed: m.Transformed, Original: m.Original})
 		if withMeta { // the write stage converts again
-			r := &rows.Rows[len(rows.Rows)-1]
-			r.PublishTimeMillis, r.OrderingKey = m.PublishTimeMillis, m.OrderingKey
+			rows.Rows[len(rows.Rows)-1].PublishTimeMillis = m.PublishTimeMillis
 		}
 	}
 	messagesReceived.Inc(ctx, int64(len(ms.Messages)))
@@ -198,6 +197,7 @@ func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 		FailedAtMillis: time.Now().UnixMilli(),
 		MessageID:      m.ID,
 		Attributes:     m.Attributes,
+		OrderingKey:    m.OrderingKey,
 		AckID:          m.AckID,
 	}
 }

@@ -373,6 +373,7 @@ func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 		FailedAtMillis: time.Now().UnixMilli(),
 		MessageID:      m.ID,
 		Attributes:     m.Attributes,
+		OrderingKey:    m.OrderingKey,
 		AckID:          m.AckID,
 	}
 }

@@ -175,6 +175,7 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Row
 			FailedAtMillis: time.Now().UnixMilli(),
 			MessageID:      r.MessageID,
 			Attributes:     r.Attributes,
+			OrderingKey:    r.OrderingKey,
 			AckID:          r.AckID,
 		})
 	}
