@@ -42,6 +42,23 @@ func (e *ValueError) Error() string {
 	return fmt.Sprintf("column %q (%s): %s%s %s", e.Column, typ, path, e.Value, e.Rule)
 }
 
+// OnlyMetadata reports whether err (a *RowError anywhere in its chain) says that only columns
+// filled by metadataColumns failed: the values came from the message's metadata, not from the
+// payload (or the JavaScript UDF's output), whose fields all converted. False for any other
+// error.
+func OnlyMetadata(err error) bool {
+	var re *RowError
+	if !errors.As(err, &re) || len(re.Errs) == 0 {
+		return false
+	}
+	for _, ve := range re.Errs {
+		if !strings.HasPrefix(ve.Origin, "metadataColumns ") {
+			return false
+		}
+	}
+	return true
+}
+
 // RowError lists the columns of one payload that cannot take their fields, in table order.
 type RowError struct {
 	Errs []*ValueError

@@ -180,13 +180,15 @@ func (f *parseFn) ProcessElement(ctx context.Context, ms flow.Messages, emitRows
 const maxShownOutput = 1000
 
 // NewDeadLetter builds the dead-letter record of a message that failed to parse. The record
-// holds the payload as published; when the JavaScript UDF transformed the message, the error
-// says that its output is what failed ("converting the output of the javascript UDF: ...") and the
-// stack trace ends with that output, cut to 1000 bytes.
+// holds the payload as published; when the JavaScript UDF transformed the message and a value of
+// its output failed, the error says that its output is what failed ("converting the output of
+// the javascript UDF: ...") and the stack trace ends with that output, cut to 1000 bytes. When
+// only values of metadataColumns failed (convert.OnlyMetadata), the output is not at fault, and
+// the error is the conversion's, as without a UDF.
 func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 	column := convert.Columns(err)
 	message, trace := err.Error(), flow.StackTrace("parse", column, err)
-	if m.Transformed {
+	if m.Transformed && !convert.OnlyMetadata(err) {
 		message = "converting the output of the javascript UDF: " + message
 		trace = flow.StackTrace("parse (the output of the javascript UDF)", column, err) + "\nudf output: " + cut(m.Data, maxShownOutput)
 	}

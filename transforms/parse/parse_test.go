@@ -21,6 +21,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
 
 // TestMain runs the pipelines on prism, unless -args --runner=... says otherwise (the parse stage
@@ -271,5 +272,41 @@ func TestNewDeadLetterOfTransformedMessage(t *testing.T) {
 	}
 	if got := cut([]byte("aé"), 2); got != "a…" {
 		t.Errorf("cut(aé, 2) = %q, want a… (not half of é)", got)
+	}
+}
+
+// TestNewDeadLetterOfMetadataAfterUDF checks that a metadata value that does not convert, in a
+// message the JavaScript UDF transformed, is not blamed on the UDF's output, whose fields all
+// converted; a field of the output that fails beside it still is.
+func TestNewDeadLetterOfMetadataAfterUDF(t *testing.T) {
+	tb := &schema.Table{Database: "db", Name: "t", ServerTimeZone: "Etc/UTC"}
+	for _, c := range [][2]string{{"x", "UInt8"}, {"n", "UInt8"}} {
+		ct, err := chtype.Parse(c[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb.Columns = append(tb.Columns, schema.Column{Name: c[0], TypeName: c[1], Type: ct})
+	}
+	conv, err := convert.NewWith(tb, convert.Options{Metadata: []convert.MetadataColumn{{Key: "attribute.n", Column: "n"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := &convert.Meta{ID: "m-1", Attributes: map[string]string{"n": "300"}}
+	for _, tt := range []struct{ output, want string }{
+		{`{"x":1}`, `column "n" (UInt8, from metadataColumns attribute.n=n): "300" is out of range for UInt8 (0 to 255)`},
+		{`{"x":-1}`, `converting the output of the javascript UDF: column "x" (UInt8): -1 is out of range`},
+	} {
+		_, err := conv.ConvertMessage(nil, []byte(tt.output), meta)
+		if err == nil {
+			t.Fatalf("%s: converted", tt.output)
+		}
+		m := flow.Message{ID: "m-1", Data: []byte(tt.output), Original: []byte(`{"orig":1}`), Transformed: true, Attributes: meta.Attributes}
+		d := NewDeadLetter(m, err)
+		if !strings.HasPrefix(d.ErrorMessage, tt.want) || string(d.Payload) != `{"orig":1}` {
+			t.Errorf("%s: dead letter %q of %s; want it to start %q, of the original payload", tt.output, d.ErrorMessage, d.Payload, tt.want)
+		}
+		if udf := strings.HasPrefix(tt.want, "converting"); strings.HasPrefix(d.StackTrace, "stage: parse (the output of the javascript UDF)") != udf {
+			t.Errorf("%s: stack trace %q", tt.output, d.StackTrace)
+		}
 	}
 }
