@@ -234,7 +234,7 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 		if err != nil {
 			arena = arena[:start]
 			// The payload converted in the parse stage: the table changed since.
-			if r.Transformed {
+			if r.Transformed && !convert.OnlyMetadata(err) {
 				err = fmt.Errorf("converting the output of the javascript UDF: %w", err)
 			}
 			reject(r, "write (converting again after the table changed)", err)
