@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Installs the ClickHouse 26 engine as a library (chDB's libchdb.so, from the npm package
+# @chdb/lib-linux-x64-gnu) into a cache directory that survives between runs, for the tests that
+# check the pipeline against a current ClickHouse (the HTTP stand-in, internal/chdbhttp). Usage:
+#   scripts/chdb.sh install   # fetch and unpack it unless it is there (178 MB download, 569 MB
+#                             # unpacked, ~20 s); check that it loads; print the path of libchdb.so
+#   scripts/chdb.sh path      # print the path of libchdb.so, or fail saying how to install it
+# Environment: CHDB_DIR, the cache directory (default /var/cache/pubsub-to-clickhouse/chdb-<version>
+# when /var/cache is writable, else ${XDG_CACHE_HOME:-~/.cache}/pubsub-to-clickhouse/chdb-<version>).
+# The Go module github.com/chdb-io/chdb-go loads the library from CHDB_LIB_PATH: the Makefile and
+# the tests set it to what `path` prints.
+set -euo pipefail
+
+package=@chdb/lib-linux-x64-gnu
+version=26.7.3-stable.1
+# The registry's sha1 of the package's tarball (npm view $package@$version dist.shasum).
+shasum=d2905fafd0e0ac0e231cccadd1f0f6d010977297
+
+cache_dir() {
+  if [ -n "${CHDB_DIR:-}" ]; then
+    echo "$CHDB_DIR"
+  elif mkdir -p /var/cache/pubsub-to-clickhouse 2>/dev/null && [ -w /var/cache/pubsub-to-clickhouse ]; then
+    echo "/var/cache/pubsub-to-clickhouse/chdb-$version"
+  else
+    echo "${XDG_CACHE_HOME:-$HOME/.cache}/pubsub-to-clickhouse/chdb-$version"
+  fi
+}
+
+dir=$(cache_dir)
+lib=$dir/libchdb.so
+tmp="" # the download in progress, removed when the script ends
+
+# loads checks that the library loads into a process: its own dependencies resolve (ldd) and the
+# dynamic loader maps it and runs its initialisers (LD_PRELOAD into /bin/true).
+loads() {
+  [ -s "$1" ] || return 1
+  local out
+  out=$(ldd "$1" 2>&1) || { echo "chdb: ldd $1: $out" >&2; return 1; }
+  if grep -q 'not found' <<<"$out"; then
+    echo "chdb: $1 needs libraries this machine lacks:" >&2
+    grep 'not found' <<<"$out" >&2
+    return 1
+  fi
+  out=$(LD_PRELOAD="$1" /bin/true 2>&1)
+  if [ -n "$out" ]; then
+    echo "chdb: $1 does not load: $out" >&2
+    return 1
+  fi
+}
+
+install() {
+  if loads "$lib"; then
+    echo "$lib"
+    return 0
+  fi
+  command -v npm >/dev/null 2>&1 || {
+    echo "chdb: npm is needed to fetch $package@$version (apt-get install npm)" >&2
+    return 1
+  }
+  mkdir -p "$dir"
+  tmp=$(mktemp -d "$dir/.install.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  echo "chdb: fetching $package@$version into $dir (178 MB, about 20 s)" >&2
+  local start=$SECONDS
+  (cd "$tmp" && npm pack --silent --cache "$tmp/npm-cache" "$package@$version" >/dev/null)
+  local tgz
+  tgz=$(ls "$tmp"/*.tgz)
+  local sum
+  sum=$(sha1sum "$tgz" | cut -d' ' -f1)
+  if [ "$sum" != "$shasum" ]; then
+    echo "chdb: $tgz has sha1 $sum, want $shasum (the registry's for $package@$version)" >&2
+    return 1
+  fi
+  tar xzf "$tgz" -C "$tmp"
+  local found
+  found=$(find "$tmp" -name libchdb.so -type f | head -n 1)
+  if [ -z "$found" ]; then
+    echo "chdb: $package@$version holds no libchdb.so" >&2
+    return 1
+  fi
+  loads "$found"
+  # A rename on one file system: another run never sees half a library.
+  mv -f "$found" "$lib.new"
+  mv -f "$lib.new" "$lib"
+  echo "$version" >"$dir/VERSION"
+  echo "chdb: installed in $((SECONDS - start)) s" >&2
+  echo "$lib"
+}
+
+path() {
+  if [ -s "$lib" ]; then
+    echo "$lib"
+    return 0
+  fi
+  echo "chdb: no libchdb.so in $dir: install it with scripts/chdb.sh install (npm, 178 MB)" >&2
+  return 1
+}
+
+case "${1:-}" in
+  install) install ;;
+  path) path ;;
+  *) echo "usage: $0 install|path" >&2; exit 2 ;;
+esac
