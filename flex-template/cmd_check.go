@@ -159,10 +159,12 @@ func (c *checker) close() {
 	}
 }
 
-// check converts one message, read at where, and prints its row or dead letter. The error is
-// for a UDF whose process cannot be started again.
+// check converts one message, read at where, and prints its row or dead letter, each line of it
+// one line of the output (control characters escaped, flow.OneLine). The error is for a UDF whose
+// process cannot be started again.
 func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace bool, s *checkSummary) error {
 	s.messages++
+	where = flow.OneLine(where)
 	var dl *flow.DeadLetter
 	kinds := []string{"javascript UDF"}
 	if c.fn != nil {
@@ -187,9 +189,13 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 	}
 	if dl != nil {
 		s.deadLetter(kinds)
-		fmt.Fprintf(cio.Out, "%s: dead letter: %s\n", where, dl.ErrorMessage)
-		if stackTrace {
-			fmt.Fprintf(cio.Out, "    %s\n", strings.ReplaceAll(dl.StackTrace, "\n", "\n    "))
+		fmt.Fprintf(cio.Out, "%s: dead letter: %s\n", where, flow.OneLine(dl.ErrorMessage))
+		if stackTrace { // one cause a line, as stack_trace holds them
+			lines := strings.Split(dl.StackTrace, "\n")
+			for i, l := range lines {
+				lines[i] = flow.OneLine(l)
+			}
+			fmt.Fprintf(cio.Out, "    %s\n", strings.Join(lines, "\n    "))
 		}
 		return nil
 	}
@@ -197,7 +203,7 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 	if err != nil {
 		// The converter wrote a row its own decoder does not read: a bug, not a dead letter.
 		s.deadLetter([]string{"internal error"})
-		fmt.Fprintf(cio.Out, "%s: internal error decoding the row: %v\n", where, err)
+		fmt.Fprintf(cio.Out, "%s: internal error decoding the row: %s\n", where, flow.OneLine(err.Error()))
 		return nil
 	}
 	s.rows++
@@ -214,7 +220,7 @@ func (c *checker) render(row []byte) (string, error) {
 	var b strings.Builder
 	for i, col := range c.cols {
 		if spans[i] == nil {
-			fmt.Fprintf(&b, "  %s = DEFAULT (%s)\n", col.Name, col.DefaultExpression)
+			fmt.Fprintf(&b, "  %s = DEFAULT (%s)\n", flow.OneLine(col.Name), flow.OneLine(col.DefaultExpression))
 			continue
 		}
 		dec, err := convert.NewColumn(col.Type)
@@ -224,7 +230,7 @@ func (c *checker) render(row []byte) (string, error) {
 		if err := dec.Append(spans[i]); err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "  %s = %s\n", col.Name, renderValue(col.Type, firstValue(dec.Values()), c.zone))
+		fmt.Fprintf(&b, "  %s = %s\n", flow.OneLine(col.Name), renderValue(col.Type, firstValue(dec.Values()), c.zone))
 	}
 	return b.String(), nil
 }

@@ -168,6 +168,30 @@ dead letters by error kind (a message with several failing columns counts under 
 		}
 	})
 
+	t.Run("an error that quotes raw control characters keeps to its line", func(t *testing.T) {
+		dir := t.TempDir()
+		for name, content := range map[string]string{
+			"a.json": "{\"id\":1,\"name\":\"a\",\"ts\":0,\"kind\":\"a\",\"n\":[1,\n2,\r\n3]}",
+			"b.json": `{"id":2,"name":"b","ts":0,"n":1,"kind":"a"}`,
+		} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, errOut, code := runCommand(t, "", append(args, "--stackTrace", dir)...)
+		a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+		want := a + `: dead letter: column "n" (UInt8): [1,\n2,\r\n3] is an array; UInt8 takes an integer` + "\n" +
+			"    stage: parse\n    column: n\n" +
+			`      error: column "n" (UInt8): [1,\n2,\r\n3] is an array; UInt8 takes an integer (*convert.ValueError)` + "\n" +
+			b + ": row\n"
+		if !strings.HasPrefix(out, want) {
+			t.Errorf("check printed (-want +got):\n%s\nstderr:\n%s", cmp.Diff(want, out[:min(len(out), len(want)+200)]), errOut)
+		}
+		if code != 1 {
+			t.Errorf("exit code %d, want 1", code)
+		}
+	})
+
 	t.Run("after a JavaScript UDF", func(t *testing.T) {
 		js := writeTestFile(t, "udf.js", `function fix(payload, message) {
   var e = JSON.parse(payload);

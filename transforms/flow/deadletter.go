@@ -35,8 +35,9 @@ type DeadLetter struct {
 func (r DeadLetter) FailedAt() time.Time { return time.UnixMilli(r.FailedAtMillis).UTC() }
 
 // StackTrace renders err for the stack_trace column: "stage: <stage>", "column: <name>" when one
-// is known, then the error and each cause in its chain, one per line. A joined error (several
-// columns failed) lists each part.
+// is known, then the error and each cause in its chain, one per line (a control character in an
+// error's text, such as a raw newline of the payload it quotes, escaped by OneLine). A joined
+// error (several columns failed) lists each part.
 func StackTrace(stage, column string, err error) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "stage: %s\n", stage)
@@ -45,6 +46,38 @@ func StackTrace(stage, column string, err error) string {
 	}
 	writeChain(&b, err, "")
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// OneLine returns s with its control characters escaped, so that it is one line of text that
+// moves no cursor: \n, \r and \t, and \u00XX or \uXXXX for the other C0 and C1 controls, DEL
+// and the line and paragraph separators U+2028 and U+2029. Nothing else changes (a backslash
+// stays one). For the lines of a stack trace, and of the check command's output, which quote
+// payloads' raw bytes (a newline between a payload's tokens, say); error_message keeps them.
+func OneLine(s string) string {
+	if !strings.ContainsFunc(s, breaksLine) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case breaksLine(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// breaksLine reports whether r is a control character or a line or paragraph separator.
+func breaksLine(r rune) bool {
+	return r < 0x20 || r >= 0x7f && r <= 0x9f || r == '\u2028' || r == '\u2029'
 }
 
 func writeChain(b *strings.Builder, err error, indent string) {
@@ -56,7 +89,7 @@ func writeChain(b *strings.Builder, err error, indent string) {
 			}
 			return
 		}
-		fmt.Fprintf(b, "%s%s%s (%T)\n", indent, prefix, err.Error(), err)
+		fmt.Fprintf(b, "%s%s%s (%T)\n", indent, prefix, OneLine(err.Error()), err)
 		prefix = "caused by: "
 		err = errors.Unwrap(err)
 	}
