@@ -127,8 +127,11 @@ func (a attributeFlag) String() string { return fmt.Sprint(map[string]string(a))
 
 func (a *attributeFlag) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("%q is not key=value with a non-empty key", s)
+	if !ok {
+		return fmt.Errorf("%q is not key=value", s)
+	}
+	if err := checkAttributeKey(k); err != nil {
+		return fmt.Errorf("%q: %w", s, err)
 	}
 	if *a == nil {
 		*a = attributeFlag{}
@@ -137,6 +140,18 @@ func (a *attributeFlag) Set(s string) error {
 		return fmt.Errorf("the attribute %q is given twice (%q and %q): give it once", k, old, v)
 	}
 	(*a)[k] = v
+	return nil
+}
+
+// errEmptyAttributeKey is the rule of attribute keys, for --attribute and an envelope's
+// attributes alike.
+var errEmptyAttributeKey = errors.New("the attribute key is empty; Pub/Sub requires a non-empty attribute key")
+
+// checkAttributeKey checks an attribute's key, from --attribute or an envelope.
+func checkAttributeKey(k string) error {
+	if k == "" {
+		return errEmptyAttributeKey
+	}
 	return nil
 }
 
@@ -261,6 +276,9 @@ func decodeAttributes(dec *json.Decoder, attrs map[string]string) error {
 		var v string
 		if err := dec.Decode(&v); err != nil {
 			return fmt.Errorf("the value of %q must be a string", key)
+		}
+		if err := checkAttributeKey(key); err != nil {
+			return fmt.Errorf("%q: %w", key+"="+v, err)
 		}
 		if _, dup := attrs[key]; dup {
 			return fmt.Errorf("the attribute %q is given twice", key)

@@ -55,3 +55,26 @@ func TestParseEnvelope(t *testing.T) {
 		t.Errorf("--attribute=k=1 --attribute=k=2: %v, want a refusal", err)
 	}
 }
+
+// TestEmptyAttributeKey: an empty attribute key, which Pub/Sub refuses, is refused by one rule
+// with one sentence, from --attribute and from an envelope alike; a key "=" is not empty.
+func TestEmptyAttributeKey(t *testing.T) {
+	const rule = `"=v": the attribute key is empty; Pub/Sub requires a non-empty attribute key`
+	var a attributeFlag
+	if err := a.Set("=v"); err == nil || err.Error() != rule {
+		t.Errorf("--attribute==v: error %v, want %q", err, rule)
+	}
+	if err := a.Set("v"); err == nil || err.Error() != `"v" is not key=value` {
+		t.Errorf("--attribute=v: error %v", err)
+	}
+	for _, line := range []string{`{"data": 1, "attributes": {"": "v"}}`, `{"attributes": {"a": "1", "": "v"}, "data": {"id": 1}}`} {
+		_, err := parseEnvelope([]byte(line))
+		if want := `not an envelope ` + envelopeForm + `: "attributes": ` + rule; err == nil || err.Error() != want {
+			t.Errorf("%s: error %v,\nwant %s", line, err, want)
+		}
+	}
+	m, err := parseEnvelope([]byte(`{"data": 1, "attributes": {"=": "v", " ": "w"}}`))
+	if err != nil || !cmp.Equal(m.Attributes, map[string]string{"=": "v", " ": "w"}) {
+		t.Errorf("keys \"=\" and \" \": %v, %v", m, err)
+	}
+}

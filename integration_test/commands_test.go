@@ -305,6 +305,20 @@ func TestPublishCommand(t *testing.T) {
 		t.Errorf("a refused file published %v", got)
 	}
 
+	// An empty attribute key, which Pub/Sub refuses, is refused in an envelope as from --attribute.
+	const emptyKey = `"=v": the attribute key is empty; Pub/Sub requires a non-empty attribute key`
+	_, errOut, code = runCommand(t, `{"data":1}`+"\n"+`{"data":2,"attributes":{"":"v"}}`+"\n", "publish", "--topic="+topic, "--envelope", "-")
+	if code != 2 || !strings.Contains(errOut, `-:2: not an envelope`) || !strings.Contains(errOut, `"attributes": `+emptyKey) {
+		t.Errorf("an envelope's empty attribute key: exit %d, want 2\n%s", code, errOut)
+	}
+	_, errOut, code = runCommand(t, `{"id":1}`+"\n", "publish", "--topic="+topic, "--attribute==v", "-")
+	if code != 2 || !strings.Contains(errOut, emptyKey) {
+		t.Errorf("--attribute==v: exit %d, want 2\n%s", code, errOut)
+	}
+	if got := pullAll(t, e, sub); len(got) != 0 {
+		t.Errorf("a refused file published %v", got)
+	}
+
 	// A line above Pub/Sub's 10 MB is refused by its place before anything is published.
 	big := writeTestFile(t, "big.jsonl", `{"id":1}`+"\n"+`{"s":"`+strings.Repeat("x", 10_000_000)+`"}`+"\n")
 	_, errOut, code = runCommand(t, "", "publish", "--topic="+topic, big)
