@@ -2,7 +2,7 @@
 GO ?= go
 SHELL := /bin/bash
 
-.PHONY: test unit check bench bench-parse bench-e2e-clickhouse fuzz clickhouse clickhouse-stop build demo bench-e2e
+.PHONY: test unit check bench bench-parse bench-e2e-clickhouse fuzz clickhouse clickhouse-stop clickhouse-modern clickhouse-modern-stop build demo bench-e2e
 
 # Starts a ClickHouse server on loopback when none answers (scripts/clickhouse.sh), then runs every
 # test: unit tests, pipeline tests on prism, and the end-to-end tests against the server.
@@ -53,6 +53,16 @@ clickhouse:
 
 clickhouse-stop:
 	@scripts/clickhouse.sh stop
+
+# ClickHouse's HTTP interface served by the ClickHouse 26 engine (integration_test/chmodern), in the
+# background on 127.0.0.1:18123 (CHMODERN_PORT), tables in /tmp/pubsub-to-clickhouse-chmodern
+# (CHMODERN_DIR); installs the engine first (scripts/chdb.sh install: 178 MB the first time).
+clickhouse-modern:
+	@scripts/chdb.sh install >/dev/null
+	@scripts/chdb.sh start
+
+clickhouse-modern-stop:
+	@scripts/chdb.sh stop
 
 # Fuzz the payload parser and converters (FUZZTIME=10m for a long run). A short minimize time keeps
 # the fuzzer from stalling for a minute on each new input.

@@ -5,11 +5,19 @@
 #   scripts/chdb.sh install   # fetch and unpack it unless it is there (178 MB download, 569 MB
 #                             # unpacked, ~20 s); check that it loads; print the path of libchdb.so
 #   scripts/chdb.sh path      # print the path of libchdb.so, or fail saying how to install it
+#   scripts/chdb.sh start     # build bin/chmodern (ClickHouse's HTTP interface over the engine,
+#                             # integration_test/chmodern) and start it in the background on
+#                             # 127.0.0.1:$CHMODERN_PORT; print its URL when it answers
+#   scripts/chdb.sh stop      # stop the stand-in that `start` started
+#   scripts/chdb.sh status    # exit 0 when something answers /ping on 127.0.0.1:$CHMODERN_PORT
 # Environment: CHDB_DIR, the cache directory (default /var/cache/pubsub-to-clickhouse/chdb-<version>
-# when /var/cache is writable, else ${XDG_CACHE_HOME:-~/.cache}/pubsub-to-clickhouse/chdb-<version>).
-# The Go module github.com/chdb-io/chdb-go loads the library from CHDB_LIB_PATH: the Makefile and
-# the tests set it to what `path` prints.
+# when /var/cache is writable, else ${XDG_CACHE_HOME:-~/.cache}/pubsub-to-clickhouse/chdb-<version>);
+# CHMODERN_DIR, the stand-in's tables, log and pid (default /tmp/pubsub-to-clickhouse-chmodern);
+# CHMODERN_PORT (default 18123). The Go module github.com/chdb-io/chdb-go loads the library from
+# CHDB_LIB_PATH: `start`, the Makefile and the tests set it to what `path` prints.
 set -euo pipefail
+# shellcheck source=scripts/pidfile.sh
+. "$(dirname "$0")/pidfile.sh"
 
 package=@chdb/lib-linux-x64-gnu
 version=26.7.3-stable.1
@@ -96,8 +104,53 @@ path() {
   return 1
 }
 
+server_dir=${CHMODERN_DIR:-/tmp/pubsub-to-clickhouse-chmodern}
+port=${CHMODERN_PORT:-18123}
+
+# answers sends GET /ping to the port, with bash's own /dev/tcp (no curl needed).
+answers() {
+  local reply
+  reply=$({ exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'GET /ping HTTP/1.0\r\n\r\n' >&3 && timeout 2 cat <&3; } 2>/dev/null) || return 1
+  [[ $reply == *"Ok."* ]]
+}
+
+start() {
+  if answers; then
+    echo "chmodern: something already answers on http://127.0.0.1:$port"
+    return 0
+  fi
+  local library
+  library=$(path)
+  cd "$(dirname "$0")/.."
+  echo "chmodern: building bin/chmodern" >&2
+  CGO_ENABLED=0 go build -tags chdb -o bin/chmodern ./integration_test/chmodern
+  mkdir -p "$server_dir/data"
+  : >"$server_dir/log"
+  CHDB_LIB_PATH=$library nohup setsid bin/chmodern -listen "127.0.0.1:$port" -path "$server_dir/data" \
+    >>"$server_dir/log" 2>&1 </dev/null &
+  echo $! >"$server_dir/server.pid"
+  for _ in $(seq 1 100); do
+    if answers; then
+      echo "chmodern: ClickHouse $(sed -n 's/^chmodern: serving ClickHouse \([^ ]*\).*/\1/p' "$server_dir/log") answers on http://127.0.0.1:$port (tables in $server_dir/data; stop it with make clickhouse-modern-stop)"
+      return 0
+    fi
+    if ! kill -0 "$(cat "$server_dir/server.pid")" 2>/dev/null; then
+      break
+    fi
+    sleep 0.2
+  done
+  echo "chmodern: the stand-in did not answer on 127.0.0.1:$port; its log ($server_dir/log):" >&2
+  tail -n 20 "$server_dir/log" >&2
+  return 1
+}
+
+stop() { stop_pidfile "$server_dir/server.pid" 5; }
+
 case "${1:-}" in
   install) install ;;
   path) path ;;
-  *) echo "usage: $0 install|path" >&2; exit 2 ;;
+  start) start ;;
+  stop) stop ;;
+  status) answers ;;
+  *) echo "usage: $0 install|path|start|stop|status" >&2; exit 2 ;;
 esac

@@ -9,6 +9,8 @@
 # (default 9000), CLICKHOUSE_HTTP_PORT (default 8123), CLICKHOUSE_MAX_MEMORY_USAGE (bytes per query,
 # default the package's 10 GB; the fault tests lower it).
 set -euo pipefail
+# shellcheck source=scripts/pidfile.sh
+. "$(dirname "$0")/pidfile.sh"
 
 dir=${CLICKHOUSE_DIR:-/tmp/pubsub-to-clickhouse-ch}
 tcp_port=${CLICKHOUSE_TCP_PORT:-9000}
@@ -66,19 +68,7 @@ start() {
   return 1
 }
 
-stop() {
-  if [ -f "$dir/server.pid" ]; then
-    local pid
-    pid=$(cat "$dir/server.pid")
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 60); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.5
-    done
-    kill -9 "$pid" 2>/dev/null || true
-    rm -f "$dir/server.pid"
-  fi
-}
+stop() { stop_pidfile "$dir/server.pid" 30; }
 
 case "${1:-}" in
   install) install ;;
