@@ -4,7 +4,9 @@
 //
 // Environment: CLICKHOUSE_URL (default clickhouse://127.0.0.1:9000, what the pipeline gets) and
 // CLICKHOUSE_HTTP (default http://127.0.0.1:8123, for test queries). scripts/clickhouse.sh start
-// runs such a server; `make test` and .ci/run start it.
+// runs such a server; `make test` and .ci/run start it. StartOwn starts a server of a test's own;
+// StartModern, the stand-in of ClickHouse's HTTP interface over the ClickHouse 26 engine
+// (integration_test/chmodern), whose http:// URL serves the pipeline and the test queries alike.
 package chtest
 
 import (
@@ -30,6 +32,9 @@ type Server struct {
 	Database string
 	URL      string // native-protocol URL for the pipeline
 	HTTP     string // HTTP interface for test queries
+	// modern is true for the ClickHouse 26 engine (StartModern), which knows no
+	// allow_experimental_low_cardinality_type (LowCardinality is a normal type there).
+	modern bool
 }
 
 var seq atomic.Int64
@@ -136,8 +141,13 @@ func (s *Server) MustQuery(t testing.TB, q string, settings ...string) string {
 }
 
 // CreateTable runs a CREATE TABLE whose table name is written {table}, with the settings the
-// server on these machines needs for LowCardinality columns.
+// server on these machines (18.16) needs for LowCardinality columns.
 func (s *Server) CreateTable(t testing.TB, ddl, table string) {
 	t.Helper()
-	s.MustExec(t, strings.ReplaceAll(ddl, "{table}", table), "allow_experimental_low_cardinality_type=1")
+	ddl = strings.ReplaceAll(ddl, "{table}", table)
+	if s.modern {
+		s.MustExec(t, ddl)
+		return
+	}
+	s.MustExec(t, ddl, "allow_experimental_low_cardinality_type=1")
 }

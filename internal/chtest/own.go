@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -158,8 +157,7 @@ func (s *OwnServer) AddUser(t testing.TB, name, password string, databases ...st
 
 func (s *OwnServer) script(t testing.TB, verb string) {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	cmd := exec.Command(filepath.Join(filepath.Dir(file), "..", "..", "scripts", "clickhouse.sh"), verb)
+	cmd := exec.Command(filepath.Join(moduleRoot(), "scripts", "clickhouse.sh"), verb)
 	cmd.Env = s.env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("scripts/clickhouse.sh %s: %v\n%s", verb, err, out)
