@@ -2,12 +2,27 @@
 GO ?= go
 SHELL := /bin/bash
 
-.PHONY: test unit check bench bench-parse bench-e2e-clickhouse fuzz clickhouse clickhouse-stop clickhouse-modern clickhouse-modern-stop build demo bench-e2e
+.PHONY: test test-modern unit check bench bench-parse bench-e2e-clickhouse fuzz clickhouse clickhouse-stop clickhouse-modern clickhouse-modern-stop build demo bench-e2e
 
 # Starts a ClickHouse server on loopback when none answers (scripts/clickhouse.sh), then runs every
-# test: unit tests, pipeline tests on prism, and the end-to-end tests against the server.
+# test: unit tests, pipeline tests on prism, and the end-to-end tests against the server; then the
+# tests of the HTTP stand-in over the ClickHouse 26 engine (test-modern).
 test: clickhouse check
 	$(GO) test -count=1 -timeout 30m ./...
+	@$(MAKE) --no-print-directory test-modern
+
+# The HTTP stand-in's own tests (integration_test/chmodern, build tag chdb: its package loads the
+# engine's library when it starts), when the library is installed (scripts/chdb.sh install; .ci/run
+# does). Without it they do not run, and say so (a failure under CI=true); the end-to-end tests on
+# the engine (chtest.StartModern) skip in the same way.
+test-modern:
+	@if lib=$$(scripts/chdb.sh path 2>/dev/null); then \
+	  echo "CHDB_LIB_PATH=$$lib $(GO) test -count=1 -tags chdb ./integration_test/chmodern/"; \
+	  CHDB_LIB_PATH=$$lib $(GO) test -count=1 -tags chdb ./integration_test/chmodern/; \
+	else \
+	  echo "make test: the ClickHouse 26 engine is not installed, so the tests on it did not run (the HTTP stand-in's, in integration_test/chmodern) or skipped (TestModernCorpus): install it with scripts/chdb.sh install (npm, 178 MB)"; \
+	  if [ "$${CI:-}" = true ]; then exit 1; fi; \
+	fi
 
 # Only the tests that need no server.
 unit:
@@ -16,6 +31,7 @@ unit:
 check:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags chdb ./integration_test/chmodern/
 
 bench:
 	$(GO) test -run=NONE -bench=. -benchmem ./transforms/...

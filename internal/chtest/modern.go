@@ -100,6 +100,9 @@ func modernBinary(t testing.TB, root string) string {
 	t.Helper()
 	bin := filepath.Join(root, "bin", "chmodern")
 	buildOnce.Do(func() {
+		if buildErr = os.MkdirAll(filepath.Dir(bin), 0o755); buildErr != nil {
+			return
+		}
 		tmp := fmt.Sprintf("%s.%d", bin, os.Getpid())
 		cmd := exec.Command("go", "build", "-tags", "chdb", "-o", tmp, "./integration_test/chmodern")
 		cmd.Dir = root
