@@ -28,14 +28,7 @@ func TestConversionCases(t *testing.T) {
 		t.Run(c.ID, func(t *testing.T) {
 			table := "case_" + strings.ToLower(c.ID)
 			srv.CreateTable(t, c.DDL, table)
-			sch, err := schema.Fetch(ctx, conn, srv.Database, table)
-			if err != nil {
-				t.Fatal(err)
-			}
-			conv, err := convert.New(sch)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sch, conv := converterOf(t, conn, srv.Database, table)
 			row, convErr := conv.Convert(nil, c.Data())
 			if dl := c.Expect.DeadLetter; dl != nil {
 				if convErr == nil {

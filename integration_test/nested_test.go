@@ -9,9 +9,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/write"
 )
 
@@ -33,14 +31,7 @@ func runRowsCase(t *testing.T, srv *chtest.Server, conn driver.Conn, table strin
 	t.Helper()
 	ctx := context.Background()
 	srv.CreateTable(t, tc.ddl, table)
-	sch, err := schema.Fetch(ctx, conn, srv.Database, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv, err := convert.New(sch)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sch, conv := converterOf(t, conn, srv.Database, table)
 	var rows []*write.Row
 	for j, payload := range tc.rows {
 		row, err := conv.Convert(nil, []byte(payload))

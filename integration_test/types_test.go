@@ -12,6 +12,7 @@ import (
 	chproto "github.com/ClickHouse/ch-go/proto"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/chcol"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/proto"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
@@ -204,14 +205,7 @@ func TestTypesEndToEnd(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			table := fmt.Sprintf("types_%d", i)
 			srv.CreateTable(t, "CREATE TABLE {table} (id UInt32, "+tc.columns+") ENGINE = MergeTree ORDER BY id", table)
-			sch, err := schema.Fetch(ctx, conn, srv.Database, table)
-			if err != nil {
-				t.Fatal(err)
-			}
-			conv, err := convert.New(sch)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sch, conv := converterOf(t, conn, srv.Database, table)
 			var rows []*write.Row
 			for j, payload := range tc.rows {
 				row, err := conv.Convert(nil, []byte(payload))
@@ -525,4 +519,18 @@ func TestEnumNamesWithEscapes(t *testing.T) {
 	if _, err := column.Type(`Enum8('x' = 1, 'it\'s' = 2)`).Column("x", serverContext); err != nil {
 		t.Errorf("clickhouse-go: %v", err)
 	}
+}
+
+// converterOf reads the table's schema as the parse stage does and returns it with its converter.
+func converterOf(t *testing.T, conn driver.Conn, database, table string) (*schema.Table, *convert.Converter) {
+	t.Helper()
+	sch, err := schema.Fetch(context.Background(), conn, database, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := convert.New(sch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch, conv
 }

@@ -10,6 +10,7 @@
 package chtest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -92,6 +93,11 @@ func (s *Server) Conn(t testing.TB) driver.Conn {
 // Query runs q over HTTP in the test database and returns the TabSeparated output without its
 // final newline. Settings may be given as "name=value" strings.
 func (s *Server) Query(q string, settings ...string) (string, error) {
+	return s.Post(q, nil, settings...)
+}
+
+// Post is Query with a body: an INSERT's data, after the query of the URL.
+func (s *Server) Post(q string, body []byte, settings ...string) (string, error) {
 	params := url.Values{"query": {q}}
 	if s.Database != "" {
 		params.Set("database", s.Database)
@@ -101,19 +107,19 @@ func (s *Server) Query(q string, settings ...string) (string, error) {
 		params.Set(k, v)
 	}
 	client := http.Client{Timeout: 60 * time.Second}
-	resp, err := client.Post(s.HTTP+"/?"+params.Encode(), "text/plain", nil)
+	resp, err := client.Post(s.HTTP+"/?"+params.Encode(), "text/plain", bytes.NewReader(body))
 	if err != nil {
 		return "", err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	out, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return "", err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("clickhouse: %s: %s", q, strings.TrimSpace(string(body)))
+		return "", fmt.Errorf("clickhouse: %s: %s", q, strings.TrimSpace(string(out)))
 	}
-	return strings.TrimSuffix(string(body), "\n"), nil
+	return strings.TrimSuffix(string(out), "\n"), nil
 }
 
 // Exec runs a statement and returns its error.
