@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/write"
@@ -107,48 +109,63 @@ var modernTypeCases = []modernTypeCase{
 }
 
 // TestTypesOnModern has the ClickHouse 26 engine decode, for each value of modernTypeCases, both
-// forms of the row that the pipeline produces: the parse stage's RowBinaryWithDefaults (row 1,
-// INSERT ... FORMAT RowBinaryWithDefaults over HTTP) and the Native block that clickhouse-go builds
-// from the write stage's values (row 2, the write stage's Block.Insert over clickhouse-go's HTTP
-// transport); each must read back, through toString, as the value the case names.
+// forms of the row that the pipeline produces (insertBothForms); each must read back, through
+// toString, as the value the case names.
 func TestTypesOnModern(t *testing.T) {
 	srv := chtest.StartModern(t)
 	conn := srv.Conn(t)
-	ctx := context.Background()
 	for i, tc := range modernTypeCases {
 		t.Run(tc.typ+" "+tc.value, func(t *testing.T) {
 			table := fmt.Sprintf("types_%d", i)
-			// flatten_nested = 0 keeps a Nested column one column; the JSON path is read as text
-			// from RowBinary, as the conversion writes it (docs/conversion.md, "JSON").
+			// flatten_nested = 0 keeps a Nested column one column.
 			srv.MustExec(t, "CREATE TABLE "+table+" (id UInt8, x "+tc.typ+") ENGINE = MergeTree ORDER BY id", "flatten_nested=0")
-			sch, conv := converterOf(t, conn, srv.Database, table)
-			row := func(id int) []byte {
-				b, err := conv.Convert(nil, []byte(fmt.Sprintf(`{"id":%d,"x":%s}`, id, tc.value)))
-				if err != nil {
-					t.Fatalf("converting %s: %v", tc.value, err)
-				}
-				return b
-			}
-			if _, err := srv.Post("INSERT INTO "+table+" FORMAT RowBinaryWithDefaults", row(1), "input_format_binary_read_json_as_string=1"); err != nil {
-				t.Fatalf("the engine refuses the parse stage's RowBinary: %v", err)
-			}
-			blocks, err := write.Blocks(sch.Writable(), []*write.Row{{Row: &flow.Row{MessageID: "2"}, Data: row(2)}}, 1000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, b := range blocks {
-				if err := b.Insert(ctx, conn, srv.Database, table, nil); err != nil {
-					t.Fatalf("the engine refuses the write stage's Native block: %v", err)
-				}
-			}
 			expr := tc.expr
 			if expr == "" {
 				expr = "toString(x)"
 			}
-			got := srv.MustQuery(t, "SELECT id, "+expr+" FROM "+table+" ORDER BY id FORMAT TabSeparatedRaw")
-			if want := "1\t" + tc.want + "\n2\t" + tc.want; got != want {
-				t.Errorf("read back (id, %s):\n got  %q\n want %q", expr, got, want)
-			}
+			insertBothForms(t, srv, conn, table, `"x":`+tc.value, expr, tc.want)
 		})
+	}
+	// A Nested column flattened, as a server does by default: the columns x.a and x.b.
+	t.Run("Nested(a UInt8, b String), flattened", func(t *testing.T) {
+		srv.MustExec(t, "CREATE TABLE nested_flat (id UInt8, x Nested(a UInt8, b String)) ENGINE = MergeTree ORDER BY id")
+		if got := srv.MustQuery(t, "SELECT groupArray(name) FROM system.columns WHERE database = currentDatabase() AND table = 'nested_flat'"); got != `['id','x.a','x.b']` {
+			t.Fatalf("the flattened table's columns are %s", got)
+		}
+		insertBothForms(t, srv, conn, "nested_flat", `"x":[{"a":1,"b":"x"},{"a":2,"b":"y"}]`, "toString((x.a, x.b))", "([1,2],['x','y'])")
+	})
+}
+
+// insertBothForms converts the message {"id":N,<fields>} over table's schema and has the engine
+// decode both forms of the row that the pipeline produces: the parse stage's RowBinaryWithDefaults
+// (id 1, INSERT ... FORMAT RowBinaryWithDefaults over HTTP, with a JSON value read as text as the
+// conversion writes it: docs/conversion.md, "JSON") and the Native block that clickhouse-go builds
+// from the write stage's values (id 2, the write stage's Block.Insert over clickhouse-go's HTTP
+// transport). Then expr of each row must read back as want.
+func insertBothForms(t *testing.T, srv *chtest.ModernServer, conn driver.Conn, table, fields, expr, want string) {
+	t.Helper()
+	sch, conv := converterOf(t, conn, srv.Database, table)
+	row := func(id int) []byte {
+		b, err := conv.Convert(nil, []byte(fmt.Sprintf(`{"id":%d,%s}`, id, fields)))
+		if err != nil {
+			t.Fatalf("converting {%s}: %v", fields, err)
+		}
+		return b
+	}
+	if _, err := srv.Post("INSERT INTO "+table+" FORMAT RowBinaryWithDefaults", row(1), "input_format_binary_read_json_as_string=1"); err != nil {
+		t.Fatalf("the engine refuses the parse stage's RowBinary: %v", err)
+	}
+	blocks, err := write.Blocks(sch.Writable(), []*write.Row{{Row: &flow.Row{MessageID: "2"}, Data: row(2)}}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blocks {
+		if err := b.Insert(context.Background(), conn, srv.Database, table, nil); err != nil {
+			t.Fatalf("the engine refuses the write stage's Native block: %v", err)
+		}
+	}
+	got := srv.MustQuery(t, "SELECT id, "+expr+" FROM "+table+" ORDER BY id FORMAT TabSeparatedRaw")
+	if w := "1\t" + want + "\n2\t" + want; got != w {
+		t.Errorf("read back (id, %s):\n got  %q\n want %q", expr, got, w)
 	}
 }
