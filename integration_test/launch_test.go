@@ -218,7 +218,7 @@ func TestLaunch(t *testing.T) {
 			} else if !warned {
 				t.Error("the launch with the password as text does not warn about it")
 			}
-			if want := `msg="javascript UDF checked" path=gs://` + launchBucket + `/udfs/transform.js function=transform "global functions"=transform "second argument (message id, attributes, publish time)"=true "on an empty payload it"="dropped it"`; tc.udf && !strings.Contains(out, want) {
+			if want := `msg="javascript UDF checked" path=gs://` + launchBucket + `/udfs/transform.js function=transform "global functions"=transform "on an empty payload it"="dropped it"`; tc.udf && !strings.Contains(out, want) {
 				t.Errorf("the output lacks %s", want)
 			}
 
