@@ -23,7 +23,7 @@ type engine struct {
 	mu   sync.Mutex
 	conn chdbpurego.ChdbConn
 	dir  string // the session directory: the tables
-	tmp  string // INSERT data, one file a statement
+	tmp  string // INSERT data, one file a statement: the directory <dir>.insert
 	seq  int
 	// database is the current database as the last request left it; "" when a statement
 	// may have changed it (USE).
@@ -51,8 +51,13 @@ func openEngine(dir string) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "chmodern-insert-")
-	if err != nil {
+	// Beside the tables, so that a stand-in ended by SIGKILL leaves nothing elsewhere; what a
+	// previous run left there goes.
+	tmp := abs + ".insert"
+	if err := os.RemoveAll(tmp); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, err
 	}
 	conn, err := chdbpurego.NewConnectionFromConnString(abs)

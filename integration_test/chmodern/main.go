@@ -50,7 +50,7 @@ import (
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:18123", "address to serve on (port 0: any free port; the address is printed)")
-	path := flag.String("path", "/tmp/pubsub-to-clickhouse-chmodern/data", "directory of the engine's tables, kept between runs")
+	path := flag.String("path", "/tmp/pubsub-to-clickhouse-chmodern/data", "directory of the engine's tables, kept between runs (INSERT data passes through <path>.insert)")
 	version := flag.Bool("version", false, "print the engine's version and exit (checks that the library loads and the engine starts)")
 	verbose := flag.Bool("v", false, "log every statement (its first 200 characters) and its outcome")
 	flag.Parse()
