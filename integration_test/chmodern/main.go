@@ -33,7 +33,13 @@
 // answered with revision() 0 (see handshake), so its client reads every result as Native of
 // revision 0, not at the revision a 26.x server would write. It shows nothing of a real
 // server's HTTP handler itself: its buffering (wait_end_of_query), keep-alive, limits on request
-// size, or its compression code.
+// size, or its compression code. So the tests of the pipeline's http:// path over it
+// (integration_test: TestModernServerRules, TestModernDeduplicatedRetry) show the engine's
+// DEFAULTs, rejections with their codes and deduplication, but never an exception that arrives
+// in the body after a 200 status (a server's answer under send_progress_in_http_headers, or one
+// larger than its buffer), a connection a server breaks before it commits, nor deduplication on
+// Replicated or Shared MergeTree, async inserts or Distributed tables; docs/delivery.md ("What the
+// tests on the HTTP stand-in cannot show") has the list.
 package main
 
 import (

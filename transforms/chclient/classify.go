@@ -191,6 +191,19 @@ func CodeName(code int32) string {
 	return ""
 }
 
+// ServerError returns the server's exception that err holds, without what the transport wrapped
+// it in, so that an error the server raised reads the same over both protocols: clickhouse-go's
+// HTTP transport gives "batch sendStreamQuery: [HTTP 500] code: 469, message: ..." where the
+// native protocol gives "code: 469, message: ...". It returns err itself when err holds no server
+// exception.
+func ServerError(err error) error {
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) {
+		return ex
+	}
+	return err
+}
+
 // RowsError is the pipeline's own finding that rows cannot be inserted as they are (not the
 // server's): a data error of those rows.
 type RowsError struct{ Err error }

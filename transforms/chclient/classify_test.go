@@ -68,3 +68,24 @@ func TestCodeListsDisjoint(t *testing.T) {
 		}
 	}
 }
+
+// TestServerError: the server's exception is taken out of the transport's wrapping, so that a row
+// rejected over HTTP has the same error text as over the native protocol.
+func TestServerError(t *testing.T) {
+	ex := &clickhouse.Exception{Code: 469, Name: "DB::Exception", Message: "Constraint `c` for table t is violated at row 1."}
+	plain := errors.New("connection reset by peer")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"native protocol", ex, "code: 469, message: Constraint `c` for table t is violated at row 1."},
+		{"clickhouse-go's HTTP transport", fmt.Errorf("batch sendStreamQuery: %w", &clickhouse.HTTPError{StatusCode: 500, Err: ex}),
+			"code: 469, message: Constraint `c` for table t is violated at row 1."},
+		{"no server exception", fmt.Errorf("send: %w", plain), "send: connection reset by peer"},
+	} {
+		if got := ServerError(tc.err).Error(); got != tc.want {
+			t.Errorf("%s: ServerError(%q) = %q, want %q", tc.name, tc.err, got, tc.want)
+		}
+	}
+}

@@ -11,8 +11,11 @@ import (
 //
 // Accepted: a JSON object, passed to the server as its original text without the white space
 // between tokens (as for String). The server parses it and infers each path's type with its own
-// rules (for example, it stores 0.1 as a Float64 and 18446744073709551616 as a Float64 too); the
-// pipeline does not convert the values. It only rejects what would make the server fail the whole
+// rules (for example, it stores 0.1 as a Float64 and 1 as an Int64); the pipeline does not
+// convert the values. A value the server's JSON type refuses passes (ClickHouse 26.7 refuses a
+// number beyond UInt64 and Int64 that is not written as a float, such as 18446744073709551616, and
+// one beyond Float64, such as 1e400, with code 117): the write stage isolates that row and
+// dead-letters it with the server's error. It only rejects what would make the server fail the whole
 // INSERT in a way it can see: a key given twice in one object, or two keys that name the same
 // path ({"a.b":1,"a":{"b":2}}: the server splits keys on dots).
 // Errors: any other JSON value (ClickHouse's JSON type holds objects), the duplicates above.

@@ -313,7 +313,7 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 		if errors.As(err, &rowsErr) {
 			reject(b.Rows[0], "write (the row cannot be inserted)", fmt.Errorf("the row cannot be inserted: %w", err))
 		} else {
-			reject(b.Rows[0], "write (the server rejected the row)", fmt.Errorf("ClickHouse rejected the row: %w", err))
+			reject(b.Rows[0], "write (the server rejected the row)", fmt.Errorf("ClickHouse rejected the row: %w", chclient.ServerError(err)))
 		}
 		return nil
 	case class == chclient.Data || class == chclient.Memory && len(b.Rows) > 1:
