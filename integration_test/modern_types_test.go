@@ -88,6 +88,10 @@ var modernTypeCases = []modernTypeCase{
 	{"Tuple(UInt8, DateTime64(3, 'UTC'), Map(String, UInt8))", `[1,"2024-01-01T00:00:00.5Z",{"k":2}]`, "(1,'2024-01-01 00:00:00.500',{'k':2})", ""},
 	{"Array(Tuple(a IPv4, b Decimal(9, 3)))", `[{"a":"10.0.0.1","b":"1.5"},["10.0.0.2",-2]]`, "[('10.0.0.1',1.5),('10.0.0.2',-2)]", ""},
 	{"Nested(a UInt8, b String)", `[{"a":1,"b":"x"},[2,"y"]]`, "[(1,'x'),(2,'y')]", ""},
+	{"Nullable(Point)", `[1,2]`, "(1,2)", ""},
+	{"Nullable(Point)", `null`, `\N`, ""},
+	{"Nullable(JSON)", `{"a":1}`, `{"a":1}`, ""},
+	{"Nullable(JSON)", `null`, `\N`, ""},
 	{"LowCardinality(Nullable(FixedString(2)))", `"DE"`, "DE", ""},
 	{"LowCardinality(Nullable(String))", `null`, `\N`, ""},
 	{"Array(Array(Array(Int128)))", `[[[1],[]],null]`, "[[[1],[]],[]]", ""},
@@ -117,8 +121,9 @@ func TestTypesOnModern(t *testing.T) {
 	for i, tc := range modernTypeCases {
 		t.Run(tc.typ+" "+tc.value, func(t *testing.T) {
 			table := fmt.Sprintf("types_%d", i)
-			// flatten_nested = 0 keeps a Nested column one column.
-			srv.MustExec(t, "CREATE TABLE "+table+" (id UInt8, x "+tc.typ+") ENGINE = MergeTree ORDER BY id", "flatten_nested=0")
+			// flatten_nested = 0 keeps a Nested column one column; Nullable(Point) needs
+			// enable_nullable_tuple_type (a Point is a Tuple).
+			srv.MustExec(t, "CREATE TABLE "+table+" (id UInt8, x "+tc.typ+") ENGINE = MergeTree ORDER BY id", "flatten_nested=0", "enable_nullable_tuple_type=1")
 			expr := tc.expr
 			if expr == "" {
 				expr = "toString(x)"

@@ -511,7 +511,7 @@ func TestEnumNamesWithEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = convert.New(&schema.Table{ServerTimeZone: "UTC", Columns: []schema.Column{{Name: "e", TypeName: typ, Type: ct}}})
-	want := `column "e": unsupported type Enum8('it\'s' = 1, 'x' = 2) (the Enum name 'it\'s' is written with a backslash escape in the type, and clickhouse-go's Enum parser (lib/column/enum.go) fails on such a name unless it is the last one; rename the value)`
+	want := `column "e": unsupported type Enum8('it\'s' = 1, 'x' = 2) (the Enum name 'it\'s' is written with a backslash escape in the type, and clickhouse-go v2.51.0's Enum parser (lib/column/enum.go) fails on such a name unless it is the last one; rename the value)`
 	if err == nil || err.Error() != want {
 		t.Errorf("New: %v, want %s", err, want)
 	}

@@ -183,10 +183,21 @@ func (c *Converter) SchemaHash() uint64 { return c.hash }
 // errUnsupported says why a type has no converter.
 var errUnsupported = errors.New("this pipeline has no JSON converter for it")
 
+// errNullableTuple refuses Nullable(Tuple(…)) (ClickHouse 26.x, with enable_nullable_tuple_type =
+// 1): the parse stage's RowBinary of it is what the server reads, but clickhouse-go v2.51.0's
+// Nullable column counts no row for a Tuple's values (lib/column/nullable.go: the Tuple's Append
+// gives no NULL flags), so the ClickHouse 26.7 engine answers the write stage's INSERT with code 108
+// NO_DATA_TO_INSERT, and it takes no NULL for a Tuple at all.
+var errNullableTuple = errors.New("clickhouse-go v2.51.0 cannot insert a Nullable(Tuple): its column counts no row for a Tuple's values and takes no NULL for one; " +
+	"declare the Tuple's elements Nullable instead, or use a JSON or String column")
+
 // newEncoder returns the encoder of a (possibly wrapped) type.
 func newEncoder(t *chtype.Type, serverLoc *time.Location) (encoder, error) {
 	switch t.Name {
 	case "Nullable":
+		if t.Elems[0].Name == "Tuple" {
+			return nil, errNullableTuple
+		}
 		inner, err := newEncoder(t.Elems[0], serverLoc)
 		if err != nil {
 			return nil, err
@@ -272,7 +283,7 @@ func newEncoder(t *chtype.Type, serverLoc *time.Location) (encoder, error) {
 		}
 		return jsonEncoder{}, nil
 	case "Object":
-		return nil, errors.New("Object('json') is ClickHouse's deprecated experimental JSON type, which clickhouse-go cannot insert into; use JSON (ClickHouse 24.8 and later) or String")
+		return nil, errors.New("Object('json') is ClickHouse's deprecated experimental JSON type, which clickhouse-go v2.51.0 cannot insert into; use JSON (ClickHouse 24.8 and later) or String")
 	case "Variant", "Dynamic":
 		return nil, fmt.Errorf("which of its types a JSON value is meant to be is ambiguous (42 could be any number type, or a String), and the pipeline does not guess; use a column of one type, or JSON or String for mixed values")
 	case "AggregateFunction":

@@ -41,7 +41,7 @@ func newEnumEncoder(t *chtype.Type) (encoder, error) {
 	}
 	for _, ev := range t.Enum[:len(t.Enum)-1] {
 		if strings.ContainsFunc(ev.Name, func(r rune) bool { return r == '\'' || r == '\\' || r < 0x20 || r == 0x7f }) {
-			return nil, fmt.Errorf("the Enum name %s is written with a backslash escape in the type, and clickhouse-go's Enum parser (lib/column/enum.go) fails on such a name unless it is the last one; rename the value", quoteEnumName(ev.Name))
+			return nil, fmt.Errorf("the Enum name %s is written with a backslash escape in the type, and clickhouse-go v2.51.0's Enum parser (lib/column/enum.go) fails on such a name unless it is the last one; rename the value", quoteEnumName(ev.Name))
 		}
 	}
 	e := enumEncoder{name: t.Name, byName: map[string]int16{}, byValue: map[int16]bool{}}
