@@ -172,7 +172,18 @@ func TestConnectionsCut(t *testing.T) {
 // TestColumnDroppedWithoutRefresh: with the periodic refresh off, a dropped column is noticed by
 // the INSERT that names it: the write stage reads the schema again and converts the rows again.
 func TestColumnDroppedWithoutRefresh(t *testing.T) {
-	e := newE2E(t, `CREATE TABLE {table} (id UInt32, name String, extra String DEFAULT 'x') ENGINE = MergeTree ORDER BY id`)
+	columnDroppedWithoutRefresh(t, chtest.New(t))
+}
+
+// TestModernColumnDroppedWithoutRefresh is TestColumnDroppedWithoutRefresh over the http:// path
+// into the ClickHouse 26 engine, where clickhouse-go's HTTP transport, not the server, finds the
+// dropped column (chclient.Insert: an *AppendError).
+func TestModernColumnDroppedWithoutRefresh(t *testing.T) {
+	columnDroppedWithoutRefresh(t, chtest.StartModern(t).Server)
+}
+
+func columnDroppedWithoutRefresh(t *testing.T, srv *chtest.Server) {
+	e := newE2EOn(t, srv, `CREATE TABLE {table} (id UInt32, name String, extra String DEFAULT 'x') ENGINE = MergeTree ORDER BY id`)
 	e.opts.BatchRowCount = pipeline.GivenInt(100)
 	e.opts.WindowSeconds = pipeline.GivenInt(1)
 	e.opts.SchemaRefreshSeconds = 0

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"maps"
+	"regexp"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -107,6 +108,11 @@ func InsertSettings(settings clickhouse.Settings, withToken bool, columns []stri
 	return s
 }
 
+// missingColumn is how clickhouse-go v2.51.0's HTTP transport says, before it sends an INSERT,
+// that the table has no column the INSERT names (conn_http_batch.go: it reads DESCRIBE TABLE
+// first). Over the native protocol the server says so itself, with code 16 NO_SUCH_COLUMN_IN_TABLE.
+var missingColumn = regexp.MustCompile(`column (.+) is not present in the table `)
+
 // Insert sends one INSERT of a block of rows through clickhouse-go's batch API: the statement is
 // InsertStatement(database, table, columns), and values[i] is the whole column columns[i], one
 // slice with a value per row as batch.Column(i).Append takes it ([]string for String,
@@ -115,7 +121,8 @@ func InsertSettings(settings clickhouse.Settings, withToken bool, columns []stri
 // token of the columns and id, so that sending the same rows again is deduplicated.
 //
 // Insert makes one attempt and never retries: the caller decides what a failure means (see
-// Classify) and retries with Retry. A failure of clickhouse-go to take a column's values is
+// Classify) and retries with Retry. A failure of clickhouse-go to take a column's values, and
+// its HTTP transport's finding that the table no longer has a column the INSERT names, are
 // returned as an *AppendError naming the column (Classify: Schema); any other failure, of the
 // server (a *clickhouse.Exception) or of the transport, is returned as it is. columns must name
 // at least one column, and values must hold one slice per column; otherwise Insert sends nothing
@@ -131,6 +138,9 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(InsertSettings(settings, withToken, columns, id)))
 	batch, err := conn.PrepareBatch(ctx, InsertStatement(database, table, columns))
 	if err != nil {
+		if m := missingColumn.FindStringSubmatch(err.Error()); m != nil && !isServerError(err) {
+			return &AppendError{Column: m[1], Err: err}
+		}
 		return err
 	}
 	defer batch.Abort()
