@@ -151,7 +151,7 @@ func buildFunction(l loadRequest) (*function, error) {
 	if err != nil {
 		return nil, &syntaxError{err.Error()}
 	}
-	fn, err := newFunction(prg, l.Function, l.Timeout)
+	fn, err := newFunction(prg, l.Function, l.Timeout, l.LoadTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -35,11 +35,11 @@ func Open(ctx context.Context, cfg Config) (*Local, error) {
 //
 // The error is for a function whose process cannot be started again after a call ended it.
 func (l *Local) Apply(m flow.Message) (out flow.Message, dropped bool, deadLetter *flow.DeadLetter, err error) {
-	results, err := applyAll(l.fn, []flow.Message{m})
-	if err != nil {
+	var r result
+	if err := applyAll(l.fn, []flow.Message{m}, func(got result) { r = got }); err != nil {
 		return m, false, nil, err
 	}
-	switch r := results[0]; r.outcome {
+	switch r.outcome {
 	case failed:
 		dl := NewDeadLetter(m, r.err)
 		return m, false, &dl, nil

@@ -60,60 +60,62 @@ func openSandbox(l loadRequest) (*sandbox, error) {
 	return s, nil
 }
 
-// apply calls the function on each call of calls, in order, and returns the reply of each. A
-// call that runs longer than the timeout plus killGrace, or that ends the process (out of memory,
-// a crash), gets an *Error naming the cause, and a new process takes the calls after it. The
-// error is for a process that cannot be started again, which is no fault of a message: the
-// calls from the first without a reply get none.
+// apply calls the function on each call of calls, in order, and gives the reply of each to
+// deliver, as it comes: the replies of a large element are never all held at once (each output
+// may be 16 MiB). A call that runs longer than the timeout plus killGrace, or that ends the
+// process (out of memory, a crash), gets an *Error naming the cause, and a new process takes the
+// calls after it. The error is for a process that cannot be started again, which is no fault of
+// a message: the calls from the first without a reply get none.
 //
 // A process that ends without a word (out of memory, a crash, the backstop's kill) may have
-// taken replies with it: the calls without one are sent again one at a time, so that the call
-// that ends a process is the one that fails, until one does.
-func (s *sandbox) apply(calls []call) ([]reply, error) {
-	replies := make([]reply, 0, len(calls))
+// taken replies with it: when more than one call is without a reply, they are sent again one at
+// a time, so that the call that ends a process is the one that fails, until one does.
+func (s *sandbox) apply(calls []call, deliver func(reply)) error {
+	done := 0  // calls delivered
 	alone := 0 // how many of the next calls are sent one at a time
-	for len(replies) < len(calls) {
+	count := func(r reply) { done++; deliver(r) }
+	for done < len(calls) {
 		if s.proc == nil {
 			p, _, err := startHelper(s.load)
 			if err != nil {
-				return replies, fmt.Errorf("javascript UDF %s: starting its process again: %w", s.load.Function, err)
+				return fmt.Errorf("javascript UDF %s: starting its process again: %w", s.load.Function, err)
 			}
 			s.proc = p
 		}
-		next := calls[len(replies):]
+		next := calls[done:]
 		if alone > 0 {
 			next = next[:1]
 		}
-		before := len(replies)
-		var failure *Error
-		replies, failure = s.proc.run(next, replies)
-		switch {
-		case failure != nil && alone > 0: // the call that ends a process: the rest go together
+		before := done
+		failure, ended := s.proc.run(next, count)
+		switch unanswered := len(next) - (done - before); {
+		case failure != nil && (alone > 0 || unanswered == 1):
+			// The call the process was on: alone, or the only one without a reply. The rest go
+			// together again.
 			failure.Function = s.load.Function
-			replies = append(replies, reply{Err: failure})
+			count(reply{Err: failure})
 			alone = 0
 		case failure != nil:
-			alone = len(next) - (len(replies) - before)
+			alone = unanswered
 		case alone > 0:
 			alone--
 		}
-		if failure != nil || len(replies) > before && replies[len(replies)-1].Ended {
+		if failure != nil || ended {
 			s.proc.close()
 			s.proc = nil
 			s.restarts++
 		}
 	}
-	return replies, nil
+	return nil
 }
 
 // Apply calls the function on one payload: apply of one call, with its error the reply's or
 // apply's.
 func (s *sandbox) Apply(payload string, m messageInfo) (out string, drop bool, err error) {
-	replies, err := s.apply([]call{{Payload: []byte(payload), Info: m}})
-	if err != nil {
+	var r reply
+	if err := s.apply([]call{{Payload: []byte(payload), Info: m}}, func(got reply) { r = got }); err != nil {
 		return "", false, err
 	}
-	r := replies[0]
 	return r.Out, r.Dropped, r.Err
 }
 
@@ -188,10 +190,10 @@ func startHelper(l loadRequest) (*helper, []string, error) {
 	h.timer = time.AfterFunc(time.Hour, h.kill)
 	h.timer.Stop()
 
-	// Loading runs the file's top-level code, under the same bound as a call.
+	// Loading runs the file's top-level code, under loadTimeout.
 	var f frame
 	f.load(l)
-	h.timer.Reset(h.backstop())
+	h.timer.Reset(l.LoadTimeout + killGrace + time.Second)
 	defined, err := h.loaded(&f)
 	h.timer.Stop()
 	if err != nil {
@@ -203,6 +205,9 @@ func startHelper(l loadRequest) (*helper, []string, error) {
 		if !errors.As(err, &e) && !errors.As(err, &missing) && !errors.As(err, &syntax) {
 			if failure := h.failure(err); failure != nil {
 				failure.Function = l.Function
+				if h.killed.Load() {
+					failure.Reason = fmt.Sprintf("ran longer than %v and was stopped: a built-in function it called did not return, so its process was ended", l.LoadTimeout)
+				}
 				failure.Reason = "running the file's top-level code failed: " + failure.Reason
 				err = failure
 			}
@@ -232,11 +237,11 @@ func (h *helper) loaded(f *frame) ([]string, error) {
 	return d.loaded()
 }
 
-// run sends calls to the helper and appends each reply to replies, in order. It returns at the
-// end of calls, after a reply that ends the process (Ended), or with the failure of a process
+// run sends calls to the helper and gives each reply to deliver, in order. It returns at the
+// end of calls, after a reply that ends the process (ended), or with the failure of a process
 // that went without a word (out of memory, a crash, or killed by the backstop: no reply for
-// backstop()), the replies it sent before appended.
-func (h *helper) run(calls []call, replies []reply) (_ []reply, failure *Error) {
+// backstop()), the replies it sent before delivered.
+func (h *helper) run(calls []call, deliver func(reply)) (failure *Error, ended bool) {
 	// The calls are written while the replies are read: the pipe holds 64 KiB.
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -267,18 +272,16 @@ func (h *helper) run(calls []call, replies []reply) (_ []reply, failure *Error) 
 		}
 		if err != nil {
 			h.timer.Stop()
-			return replies, h.failure(err) // which ends the process, and so the writer
+			return h.failure(err), false // which ends the process, and so the writer
 		}
-		replies = append(replies, r)
+		h.timer.Stop()
+		deliver(r)
 		if r.Ended {
-			break
+			h.cmd.Process.Kill() // it exits by itself; the writer may be waiting on it
+			return nil, true
 		}
 	}
-	h.timer.Stop()
-	if len(replies) > 0 && replies[len(replies)-1].Ended {
-		h.cmd.Process.Kill() // it exits by itself; the writer may be waiting on it
-	}
-	return replies, nil
+	return nil, false
 }
 
 // backstop is how long the sandbox waits for a reply before it kills the process: past the

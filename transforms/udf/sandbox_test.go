@@ -1,7 +1,9 @@
 package udf
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,7 +32,7 @@ func TestBuiltinsThatDoNotReturn(t *testing.T) {
 			src := "function f(p) { if (p === 'slow') { " + tt.body + "; } return p + '!'; }"
 			fn := load(t, src, "f", 200*time.Millisecond)
 			start := time.Now()
-			replies, err := fn.apply([]call{{Payload: []byte("a")}, {Payload: []byte("slow")}, {Payload: []byte("b")}})
+			replies, err := collect(fn, []call{{Payload: []byte("a")}, {Payload: []byte("slow")}, {Payload: []byte("b")}})
 			took := time.Since(start)
 			if err != nil {
 				t.Fatal(err)
@@ -54,7 +56,7 @@ func TestBuiltinsThatDoNotReturn(t *testing.T) {
 // behind it unaffected.
 func TestOutputBound(t *testing.T) {
 	fn := load(t, `function f(p) { return p === "big" ? "x".repeat(17 * 1024 * 1024) : p; }`, "f", 5*time.Second)
-	replies, err := fn.apply([]call{{Payload: []byte("big")}, {Payload: []byte("ok")}})
+	replies, err := collect(fn, []call{{Payload: []byte("big")}, {Payload: []byte("ok")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +110,7 @@ func TestCrashAmidReplies(t *testing.T) {
 		}
 		calls = append(calls, call{Payload: []byte(p)})
 	}
-	replies, err := fn.apply(calls)
+	replies, err := collect(fn, calls)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,5 +126,57 @@ func TestCrashAmidReplies(t *testing.T) {
 	}
 	if len(replies) != len(calls) || fn.restarts < 1 || fn.restarts > 2 {
 		t.Errorf("%d replies and %d restarts; want %d and 1 or 2 (the second when the first crash took replies with it)", len(replies), fn.restarts, len(calls))
+	}
+	// Alone, the call that ends its process is blamed at once, not sent again.
+	fn.takeRestarts()
+	if replies, err := collect(fn, calls[50:51]); err != nil || len(replies) != 1 || replies[0].Err == nil || fn.restarts != 1 {
+		t.Errorf("the call alone: %+v, %v, %d restarts; want its failure and 1 restart", replies, err, fn.restarts)
+	}
+}
+
+// collect calls fn.apply on calls and returns the replies.
+func collect(fn *sandbox, calls []call) ([]reply, error) {
+	var replies []reply
+	err := fn.apply(calls, func(r reply) { replies = append(replies, r) })
+	return replies, err
+}
+
+// TestScriptTricks checks what a script cannot do to the stage: a thrown value is quoted to
+// maxThrownText bytes whatever its size; a setter on Object.prototype, or an attribute named
+// __proto__, does not change the message the function receives; a global getter that loops
+// fails the load with its bound, not a call.
+func TestScriptTricks(t *testing.T) {
+	fn := load(t, `function f(p) { if (p === "big") { throw "x".repeat(20000000); } return JSON.stringify(arguments[1].attributes); }`, "f", time.Second)
+	_, _, err := fn.Apply("big", messageInfo{})
+	if err == nil || len(err.Error()) > maxThrownText+200 || !strings.Contains(err.Error(), "threw a string: xxx") {
+		t.Errorf("a huge throw: an error of %d bytes, %.200v", len(fmt.Sprint(err)), err)
+	}
+	if out, _, err := fn.Apply("{}", messageInfo{Attributes: map[string]string{"__proto__": "p", "a": "1"}}); err != nil || out != `{"__proto__":"p","a":"1"}` {
+		t.Errorf("attribute __proto__: %q, %v", out, err)
+	}
+	setter := load(t, `Object.defineProperty(Object.prototype, "messageId", {set: function (v) { while (true) {} }});
+function f(p, m) { return m.messageId; }`, "f", time.Second)
+	if out, _, err := setter.Apply("{}", messageInfo{ID: "42"}); err != nil || out != "42" {
+		t.Errorf("a setter on Object.prototype: %q, %v", out, err)
+	}
+	defer func(d time.Duration) { loadTimeout = d }(loadTimeout)
+	loadTimeout = 2 * time.Second
+	l := loader{Config: Config{Path: writeUDF(t, `Object.defineProperty(globalThis, "trap", {get: function () { while (true) {} }, enumerable: true});
+function f(p) { return p; }`), Function: "f"}}
+	start := time.Now()
+	if _, _, err := l.load(context.Background()); err == nil || !strings.Contains(err.Error(), "running the file's top-level code failed: ran longer than 2s and was stopped") {
+		t.Errorf("a looping global getter: %v", err)
+	}
+	t.Logf("the looping getter failed the load after %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestSlowTopLevelCode checks that set-up code longer than a call's bound loads, also in the
+// process started after a call ended one.
+func TestSlowTopLevelCode(t *testing.T) {
+	fn := load(t, `var t0 = Date.now(); while (Date.now() - t0 < 1500) {}
+function f(p) { if (p === "re") { /^(?=(a+)+$)/.test("a".repeat(40) + "c"); } return p; }`, "f", time.Second)
+	replies, err := collect(fn, []call{{Payload: []byte("re")}, {Payload: []byte("ok")}})
+	if err != nil || len(replies) != 2 || replies[0].Err == nil || replies[1].Out != "ok" {
+		t.Errorf("%+v, %v; want the regular expression failed and ok", replies, err)
 	}
 }

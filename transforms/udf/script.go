@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -115,6 +116,7 @@ type function struct {
 	maxOutput int
 	rt        *goja.Runtime
 	call      goja.Callable
+	defined   []string // the global functions, as the top-level code left them
 
 	mu       sync.Mutex // guards deadline and the interrupt, between a call and the timer
 	deadline time.Time  // when the running call is stopped; zero when none runs
@@ -126,25 +128,51 @@ var errTimeout = errors.New("timeout")
 
 // newFunction runs prg's top-level code in a new runtime and finds the global function name in
 // it. The errors are a *Error (the top-level code threw) or a *MissingFunctionError.
-func newFunction(prg *goja.Program, name string, timeout time.Duration) (*function, error) {
-	f := &function{name: name, timeout: timeout, rt: goja.New()}
+func newFunction(prg *goja.Program, name string, timeout, loadTimeout time.Duration) (*function, error) {
+	// The top-level code, and the reading of the globals it left (a getter is JavaScript too),
+	// run under loadTimeout: set-up code (a lookup table built) may take longer than a call, and
+	// runs again in each new process.
+	f := &function{name: name, timeout: loadTimeout, rt: goja.New()}
 	f.rt.SetMaxCallStackSize(maxCallDepth)
 	f.timer = time.AfterFunc(time.Hour, f.interrupt)
 	f.timer.Stop()
-	if _, err := f.guard(func() (goja.Value, error) { return f.rt.RunProgram(prg) }); err != nil {
+	var (
+		call    goja.Callable
+		found   string
+		defined []string
+	)
+	_, err := f.guard(func() (goja.Value, error) {
+		if _, err := f.rt.RunProgram(prg); err != nil {
+			return nil, err
+		}
+		v := f.rt.Get(name)
+		var ok bool
+		if call, ok = goja.AssertFunction(v); !ok {
+			found = typeOf(v)
+		}
+		defined = f.globalFunctions()
+		return nil, nil
+	})
+	if err != nil {
 		return nil, f.describe(err, "running the file's top-level code failed: ")
 	}
-	v := f.rt.Get(name)
-	call, ok := goja.AssertFunction(v)
-	if !ok {
-		return nil, &MissingFunctionError{Function: name, Found: typeOf(v), Defined: f.definedFunctions()}
+	if call == nil {
+		return nil, &MissingFunctionError{Function: name, Found: found, Defined: defined}
 	}
-	f.call = call
+	f.call, f.defined, f.timeout = call, defined, timeout
 	return f, nil
 }
 
-// definedFunctions returns the names of the global functions the file defines, sorted.
-func (f *function) definedFunctions() []string {
+// loadTimeout bounds the file's top-level code: 30 s (a variable for the tests).
+var loadTimeout = 30 * time.Second
+
+// definedFunctions returns the names of the global functions the file defines, sorted, as the
+// file's top-level code left them.
+func (f *function) definedFunctions() []string { return f.defined }
+
+// globalFunctions lists the global functions of the runtime, sorted; it runs JavaScript (a
+// global may be a getter), so it is called under the guard.
+func (f *function) globalFunctions() []string {
 	var names []string
 	g := f.rt.GlobalObject()
 	for _, k := range g.Keys() {
@@ -172,8 +200,10 @@ type messageInfo struct {
 // that is not a string or is longer than maxOutput, a call longer than the timeout or a call
 // stack deeper than maxCallDepth is a *Error.
 func (f *function) Apply(payload string, m messageInfo) (out string, drop bool, err error) {
-	args := []goja.Value{f.rt.ToValue(payload), f.messageArg(m)}
-	v, err := f.guard(func() (goja.Value, error) { return f.call(goja.Undefined(), args...) })
+	v, err := f.guard(func() (goja.Value, error) {
+		// Built under the guard: the script may have changed Object.prototype.
+		return f.call(goja.Undefined(), f.rt.ToValue(payload), f.messageArg(m))
+	})
 	if err != nil {
 		return "", false, f.describe(err, "")
 	}
@@ -201,20 +231,22 @@ func (f *function) tooLong(n int) *Error {
 	return &Error{Function: f.name, Reason: fmt.Sprintf("returned %d bytes or more, beyond the %d MiB a UDF's output may hold", n, f.maxOutput>>20)}
 }
 
-// messageArg returns m as a JavaScript object.
+// messageArg returns m as a JavaScript object. Its properties are defined as own data
+// properties, so that neither a setter the script put on Object.prototype nor an attribute named
+// __proto__ changes what the function receives.
 func (f *function) messageArg(m messageInfo) goja.Value {
 	attrs := f.rt.NewObject()
-	for k, v := range m.Attributes {
-		attrs.Set(k, v)
+	for _, k := range slices.Sorted(maps.Keys(m.Attributes)) { // in key order, every time
+		attrs.DefineDataProperty(k, f.rt.ToValue(m.Attributes[k]), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
 	}
-	obj := f.rt.NewObject()
-	obj.Set("messageId", m.ID)
-	obj.Set("attributes", attrs)
 	publish := ""
 	if !m.PublishTime.IsZero() {
 		publish = m.PublishTime.UTC().Format("2006-01-02T15:04:05.000Z")
 	}
-	obj.Set("publishTime", publish)
+	obj := f.rt.NewObject()
+	obj.DefineDataProperty("messageId", f.rt.ToValue(m.ID), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+	obj.DefineDataProperty("attributes", attrs, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+	obj.DefineDataProperty("publishTime", f.rt.ToValue(publish), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
 	return obj
 }
 
@@ -233,7 +265,13 @@ func (f *function) guard(fn func() (goja.Value, error)) (v goja.Value, err error
 		f.mu.Unlock()
 		f.timer.Stop()
 		if p := recover(); p != nil {
-			err = fmt.Errorf("the JavaScript engine failed: %v", p)
+			// An interrupt inside a built-in that calls back into JavaScript (a getter) may
+			// come as a panic.
+			if ie, ok := p.(*goja.InterruptedError); ok {
+				err = ie
+			} else {
+				err = fmt.Errorf("the JavaScript engine failed: %v", p)
+			}
 		}
 	}()
 	return fn()
@@ -262,7 +300,11 @@ func (f *function) describe(err error, prefix string) *Error {
 	var thrown *goja.Exception
 	switch {
 	case errors.As(err, &interrupted):
-		e.Reason = fmt.Sprintf("ran longer than %v on this message and was stopped", f.timeout)
+		if prefix == "" {
+			e.Reason = fmt.Sprintf("ran longer than %v on this message and was stopped", f.timeout)
+		} else {
+			e.Reason = fmt.Sprintf("ran longer than %v and was stopped", f.timeout)
+		}
 		frames = interrupted.Stack()
 	case errors.As(err, &overflow):
 		e.Reason = fmt.Sprintf("RangeError: the call stack exceeded %d frames (a recursion without end?)", maxCallDepth)
@@ -310,11 +352,25 @@ const (
 // object's own toString is JavaScript too, and may throw or run forever.
 func (f *function) text(v goja.Value) string {
 	var s string
-	if _, err := f.guard(func() (goja.Value, error) { s = v.String(); return nil, nil }); err != nil {
+	_, err := f.guard(func() (goja.Value, error) {
+		if js, ok := v.(goja.String); ok && js.Length() > maxThrownText { // cut before it is copied
+			v = js.Substring(0, maxThrownText+1)
+		}
+		s = v.String()
+		return nil, nil
+	})
+	var interrupted *goja.InterruptedError
+	switch {
+	case errors.As(err, &interrupted):
+		return fmt.Sprintf("(a value whose conversion to a string ran longer than %v)", f.timeout)
+	case err != nil:
 		return "(a value whose conversion to a string fails)"
 	}
-	return s
+	return cut(s, maxThrownText)
 }
+
+// maxThrownText is how many bytes of a thrown value an error quotes.
+const maxThrownText = 1000
 
 // typeOf names the JavaScript type of v, with its article, as the errors show it.
 func typeOf(v goja.Value) string {

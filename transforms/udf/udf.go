@@ -152,7 +152,7 @@ func (l *loader) load(ctx context.Context) (*sandbox, []byte, error) {
 
 // build starts the function of src in its helper process (sandbox.go).
 func (l *loader) build(src []byte) (*sandbox, error) {
-	fn, err := openSandbox(loadRequest{Name: l.Path, Source: src, Function: l.Function, Timeout: l.timeout(), MaxOutput: maxOutputBytes})
+	fn, err := openSandbox(loadRequest{Name: l.Path, Source: src, Function: l.Function, Timeout: l.timeout(), LoadTimeout: loadTimeout, MaxOutput: maxOutputBytes})
 	if err != nil {
 		var (
 			missing *MissingFunctionError
@@ -224,27 +224,30 @@ func (f *udfFn) reload(ctx context.Context) {
 }
 
 // ProcessElement applies the function to the messages of one source element and emits the
-// transformed ones as one element (a heartbeat, without messages, passes on); the dropped ones'
-// ack ids go out as one []string. It fails only when the function's process cannot be started
-// again after a call ended it, which is no fault of the messages: the runner retries the bundle.
+// transformed ones, as elements of at most maxElementBytes of output each (a heartbeat, without
+// messages, passes on); the dropped ones' ack ids go out as one []string. It fails only when the
+// function's process cannot be started again after a call ended it, which is no fault of the
+// messages: the runner retries the bundle.
 func (f *udfFn) ProcessElement(ctx context.Context, ms flow.Messages, emit func(flow.Messages), emitDeadLetter func(flow.DeadLetter), emitDropped func([]string)) error {
 	f.reload(ctx)
 	if len(ms.Messages) == 0 {
 		emit(ms)
 		return nil
 	}
-	results, err := applyAll(f.fn, ms.Messages)
-	udfRestarts.Inc(ctx, int64(f.fn.takeRestarts()))
-	if err != nil {
-		return err
-	}
-	out := flow.Messages{Messages: make([]flow.Message, 0, len(ms.Messages))}
-	var dropped []string
-	for _, r := range results {
+	var (
+		out      flow.Messages
+		outBytes int
+		dropped  []string
+	)
+	err := applyAll(f.fn, ms.Messages, func(r result) {
 		switch r.outcome {
 		case transformed:
 			udfTransformed.Inc(ctx, 1)
 			out.Messages = append(out.Messages, r.msg)
+			if outBytes += len(r.msg.Data); outBytes >= maxElementBytes {
+				emit(out)
+				out, outBytes = flow.Messages{}, 0
+			}
 		case failed:
 			udfFailed.Inc(ctx, 1)
 			emitDeadLetter(NewDeadLetter(r.msg, r.err))
@@ -255,6 +258,10 @@ func (f *udfFn) ProcessElement(ctx context.Context, ms flow.Messages, emit func(
 				dropped = append(dropped, r.msg.AckID)
 			}
 		}
+	})
+	udfRestarts.Inc(ctx, int64(f.fn.takeRestarts()))
+	if err != nil {
+		return err
 	}
 	if len(out.Messages) > 0 {
 		emit(out)
@@ -264,6 +271,11 @@ func (f *udfFn) ProcessElement(ctx context.Context, ms flow.Messages, emit func(
 	}
 	return nil
 }
+
+// maxElementBytes is the most output the stage gathers into one element before it emits it:
+// the function's outputs may each be 16 MiB, and an element of thousands of them would not fit
+// a worker's memory.
+const maxElementBytes = 16 << 20
 
 // outcome is what the function made of a message.
 type outcome int
@@ -282,17 +294,15 @@ type result struct {
 	err     error
 }
 
-// applyAll applies fn to each of msgs, in order. A payload that is not valid UTF-8 fails
-// without a call, with the error the parse stage gives it (convert.CheckUTF8): JavaScript would
-// see U+FFFD in place of its bad bytes, and the message would be stored changed. The error is
-// sandbox.apply's: a process that cannot be started again.
-func applyAll(fn *sandbox, msgs []flow.Message) ([]result, error) {
-	results := make([]result, len(msgs))
+// applyAll applies fn to each of msgs and gives each result to deliver, in the order of msgs,
+// as it comes. A payload that is not valid UTF-8 fails without a call, with the error the parse
+// stage gives it (convert.CheckUTF8): JavaScript would see U+FFFD in place of its bad bytes, and
+// the message would be stored changed. The error is sandbox.apply's: a process that cannot be
+// started again.
+func applyAll(fn *sandbox, msgs []flow.Message, deliver func(result)) error {
 	calls := make([]call, 0, len(msgs))
-	for i, m := range msgs {
-		results[i].msg = m
-		if err := convert.CheckUTF8(m.Data); err != nil {
-			results[i].outcome, results[i].err = failed, err
+	for _, m := range msgs {
+		if convert.CheckUTF8(m.Data) != nil {
 			continue
 		}
 		info := messageInfo{ID: m.ID, Attributes: m.Attributes}
@@ -301,27 +311,34 @@ func applyAll(fn *sandbox, msgs []flow.Message) ([]result, error) {
 		}
 		calls = append(calls, call{Payload: m.Data, Info: info})
 	}
-	replies, err := fn.apply(calls)
-	if err != nil {
-		return nil, err
-	}
-	j := 0
-	for i := range results {
-		if results[i].err != nil {
-			continue
+	next := 0 // the message of the next reply
+	// The messages that fail without a call are delivered in their place.
+	skip := func() {
+		for next < len(msgs) {
+			err := convert.CheckUTF8(msgs[next].Data)
+			if err == nil {
+				return
+			}
+			deliver(result{msg: msgs[next], outcome: failed, err: err})
+			next++
 		}
-		r, m := replies[j], &results[i].msg
-		j++
+	}
+	skip()
+	err := fn.apply(calls, func(r reply) {
+		m := msgs[next]
+		next++
 		switch {
 		case r.Err != nil:
-			results[i].outcome, results[i].err = failed, r.Err
+			deliver(result{msg: m, outcome: failed, err: r.Err})
 		case r.Dropped:
-			results[i].outcome = droppedByUDF
+			deliver(result{msg: m, outcome: droppedByUDF})
 		default:
 			m.Original, m.Data, m.Transformed = m.Data, []byte(r.Out), true
+			deliver(result{msg: m, outcome: transformed})
 		}
-	}
-	return results, nil
+		skip()
+	})
+	return err
 }
 
 // countDrop counts a dropped message and logs the drops in aggregate: the first at once, then

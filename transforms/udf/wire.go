@@ -2,7 +2,7 @@
 // length as an unsigned LEB128 varint (encoding/binary's Uvarint), then a kind byte and the
 // fields, strings as a varint length and the bytes:
 //
-//	load    'L' name, source, function, timeout (nanoseconds), maxOutput (bytes)
+//	load    'L' name, source, function, timeout and load timeout (nanoseconds), maxOutput (bytes)
 //	loaded  'l' status: 0 loaded, with the global functions (count, names);
 //	            1 an *Error (function, reason, line, column, stack);
 //	            2 a *MissingFunctionError (function, found, count, names); 3 any other error,
@@ -179,11 +179,12 @@ func (d *reader) error() *Error {
 // loadRequest is what the helper needs to build the function: the file's name (for positions
 // and stacks) and source, the function's name, the bound of a call and of its output.
 type loadRequest struct {
-	Name      string
-	Source    []byte
-	Function  string
-	Timeout   time.Duration
-	MaxOutput int
+	Name        string
+	Source      []byte
+	Function    string
+	Timeout     time.Duration
+	LoadTimeout time.Duration // of the top-level code
+	MaxOutput   int
 }
 
 func (f *frame) load(l loadRequest) {
@@ -192,11 +193,12 @@ func (f *frame) load(l loadRequest) {
 	f.bytes(l.Source)
 	f.string(l.Function)
 	f.uvarint(uint64(l.Timeout))
+	f.uvarint(uint64(l.LoadTimeout))
 	f.uvarint(uint64(l.MaxOutput))
 }
 
 func (d *reader) load() loadRequest {
-	return loadRequest{Name: d.string(), Source: d.bytes(), Function: d.string(), Timeout: time.Duration(d.uvarint()), MaxOutput: int(d.uvarint())}
+	return loadRequest{Name: d.string(), Source: d.bytes(), Function: d.string(), Timeout: time.Duration(d.uvarint()), LoadTimeout: time.Duration(d.uvarint()), MaxOutput: int(d.uvarint())}
 }
 
 // call is one message for the function: its payload, id, publish time and attributes.
