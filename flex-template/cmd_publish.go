@@ -273,8 +273,10 @@ func decodeAttributes(dec *json.Decoder, attrs map[string]string) error {
 			return err
 		}
 		key := tok.(string)
+		// Decoded as it is written: JSON's null would decode into "" without an error.
+		var raw json.RawMessage
 		var v string
-		if err := dec.Decode(&v); err != nil {
+		if err := dec.Decode(&raw); err != nil || len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &v) != nil {
 			return fmt.Errorf("the value of %q must be a string", key)
 		}
 		if err := checkAttributeKey(key); err != nil {

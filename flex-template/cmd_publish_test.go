@@ -38,6 +38,7 @@ func TestParseEnvelope(t *testing.T) {
 		{"{\"data\": \"\xff\"}", "not valid UTF-8"},
 		{`{"data": 1, "attributes": {"k": "1", "k": "2"}}`, `the attribute "k" is given twice`},
 		{`{"data": 1, "attributes": {"k": 2}}`, `the value of "k" must be a string`},
+		{`{"data": 1, "attributes": {"k": null}}`, `the value of "k" must be a string`},
 		{`{"data": 1, "orderingKey": 5}`, `"orderingKey" must be a string`},
 		{`{"attributes": {}}`, `has no "data"`},
 		{`[1]`, "not a JSON object"},
