@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/klauspost/compress/s2"
 )
 
 // The coders of Rows and Messages, registered with Beam: what a runner moves, and on Dataflow's
@@ -27,14 +28,48 @@ import (
 //
 // so a row costs its payload and ids plus about 13 bytes (EncodedRowsSize). Decoded payloads
 // share the element's buffer, which Beam gives to each decode afresh.
+//
+// A Rows element is what crosses the batch stage's GroupByKey and state, which Dataflow's
+// Streaming Engine bills by the byte, so it goes compressed: EncodeRows writes one format byte,
+// then rowsPlain and the bytes above, or rowsS2 and those bytes compressed with S2
+// (github.com/klauspost/compress/s2, block format; Snappy's format extended), when that is
+// smaller. JSON rows of one stream share their field names and much of their values, so an
+// element of many rows compresses to a fraction of its payloads: about 0.33 of the demo's
+// events and 0.24 of the Wikipedia edits at 100 rows an element, 0.76 and 0.91 for a lone row
+// (BenchmarkEncodeRows).
 func init() {
 	beam.RegisterCoder(reflect.TypeOf(Rows{}), EncodeRows, DecodeRows)
 	beam.RegisterCoder(reflect.TypeOf(Messages{}), EncodeMessages, DecodeMessages)
 }
 
-// EncodeRows encodes rs in the format above.
+// The format byte of an encoded Rows element.
+const (
+	rowsPlain = 0 // the rows as they are
+	rowsS2    = 1 // the rows compressed with S2
+)
+
+// minCompressBytes is the smallest encoding EncodeRows tries to compress.
+const minCompressBytes = 128
+
+// EncodeRows encodes rs in the format above: compressed with S2 when that is smaller.
 func EncodeRows(rs Rows) []byte {
-	b := binary.AppendUvarint(make([]byte, 0, EncodedRowsSize(rs)), uint64(len(rs.Rows)))
+	plain := appendRows(append(make([]byte, 0, EncodedRowsSize(rs)), rowsPlain), rs)
+	if len(plain) < minCompressBytes {
+		return plain
+	}
+	body := plain[1:]
+	compressed := make([]byte, 1+s2.MaxEncodedLen(len(body)))
+	compressed[0] = rowsS2
+	compressed = compressed[:1+len(s2.Encode(compressed[1:], body))] // written in place
+	if len(compressed) >= len(plain) {
+		return plain
+	}
+	return compressed
+}
+
+// appendRows appends rs, uncompressed, to b.
+func appendRows(b []byte, rs Rows) []byte {
+	b = binary.AppendUvarint(b, uint64(len(rs.Rows)))
 	for i := range rs.Rows {
 		r := &rs.Rows[i]
 		b = appendString(b, r.MessageID)
@@ -52,9 +87,10 @@ func EncodeRows(rs Rows) []byte {
 	return b
 }
 
-// EncodedRowsSize is len(EncodeRows(rs)), or a little more.
+// EncodedRowsSize is the length of rs's uncompressed encoding (the format byte included), or a
+// little more: EncodeRows's length before compression.
 func EncodedRowsSize(rs Rows) int {
-	n := binary.MaxVarintLen64
+	n := 1 + binary.MaxVarintLen64
 	for i := range rs.Rows {
 		r := &rs.Rows[i]
 		n += 7*binary.MaxVarintLen32 + 8 + binary.MaxVarintLen64 + len(r.MessageID) + len(r.AckID) + len(r.Payload) + len(r.Original) + len(r.OrderingKey) + attributesSize(r.Attributes)
@@ -62,8 +98,24 @@ func EncodedRowsSize(rs Rows) int {
 	return n
 }
 
-// DecodeRows decodes what EncodeRows wrote; the payloads share b.
+// DecodeRows decodes what EncodeRows wrote; the payloads share b, or the buffer b decompresses
+// into.
 func DecodeRows(b []byte) (Rows, error) {
+	if len(b) == 0 {
+		return Rows{}, fmt.Errorf("flow: decoding Rows: %w", errCorrupt)
+	}
+	switch b[0] {
+	case rowsPlain:
+		b = b[1:]
+	case rowsS2:
+		plain, err := s2.Decode(nil, b[1:])
+		if err != nil {
+			return Rows{}, fmt.Errorf("flow: decoding Rows: %w: %v", errCorrupt, err)
+		}
+		b = plain
+	default:
+		return Rows{}, fmt.Errorf("flow: decoding Rows: %w: format %d", errCorrupt, b[0])
+	}
 	d := decoder{b: b}
 	n := d.count()
 	rs := Rows{Rows: make([]Row, 0, n)}

@@ -1,7 +1,10 @@
 package flow_test
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/events"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/shared"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 )
 
@@ -87,10 +91,26 @@ var emptyIsNil = cmpopts.EquateEmpty()
 // whether they carry an ack id as long as the emulator's (the message id; none on Dataflow).
 func demoRows(n int, ackID bool) (flow.Rows, int) {
 	gen := events.NewGenerator(1, time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
+	return rowsOf(n, ackID, func() []byte { _, data := gen.Next(); return data })
+}
+
+// wikiRows is demoRows of the first n lines of the shared corpus wikipedia_edits.jsonl.
+func wikiRows(b *testing.B, n int) (flow.Rows, int) {
+	f, err := os.ReadFile(filepath.Join(shared.Dir(b), "data", "wikipedia_edits.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(f), []byte("\n"))
+	i := 0
+	return rowsOf(n, false, func() []byte { i++; return lines[(i-1)%len(lines)] })
+}
+
+// rowsOf is a batch of n rows of the payloads next gives.
+func rowsOf(n int, ackID bool, next func() []byte) (flow.Rows, int) {
 	rows := flow.Rows{Rows: make([]flow.Row, n)}
 	payload := 0
 	for i := range rows.Rows {
-		_, data := gen.Next()
+		data := next()
 		id := fmt.Sprint(17_000_000_000_000 + i) // a Pub/Sub message id: about 16 digits
 		rows.Rows[i] = flow.Row{Payload: data, Schema: 0x9e3779b97f4a7c15, MessageID: id}
 		if ackID {
@@ -102,20 +122,31 @@ func demoRows(n int, ackID bool) (flow.Rows, int) {
 }
 
 // BenchmarkEncodeRows measures the coder of the element that goes through the batch stage's
-// state (on Dataflow, what Streaming Engine bills): encoded bytes per payload byte on the demo
-// events, as the metric bytes/payload-byte, for a batch of 1,000 rows and for one row.
+// GroupByKey and state (on Dataflow, what Streaming Engine bills): encoded bytes per payload
+// byte, as the metric bytes/payload-byte, on the demo events and on the Wikipedia edits, for
+// elements of 1,000, 100 and 10 rows and of one row (a stream of one message per bundle, where
+// no element of many rows forms).
 func BenchmarkEncodeRows(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
 		rows  int
 		ackID bool
+		wiki  bool
 	}{
-		{"dataflow/1000-rows", 1000, false},
-		{"dataflow/1-row", 1, false},
-		{"local/1000-rows", 1000, true},
+		{"dataflow/demo/1000-rows", 1000, false, false},
+		{"dataflow/demo/100-rows", 100, false, false},
+		{"dataflow/demo/10-rows", 10, false, false},
+		{"dataflow/demo/1-row", 1, false, false},
+		{"dataflow/wikipedia/1000-rows", 1000, false, true},
+		{"dataflow/wikipedia/100-rows", 100, false, true},
+		{"dataflow/wikipedia/1-row", 1, false, true},
+		{"local/demo/1000-rows", 1000, true, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			rows, payload := demoRows(tc.rows, tc.ackID)
+			if tc.wiki {
+				rows, payload = wikiRows(b, tc.rows)
+			}
 			var encoded int
 			b.SetBytes(int64(payload))
 			b.ReportAllocs()
@@ -128,6 +159,7 @@ func BenchmarkEncodeRows(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeRows measures the decoding of an element of 1,000 demo rows.
 func BenchmarkDecodeRows(b *testing.B) {
 	rows, payload := demoRows(1000, false)
 	enc := flow.EncodeRows(rows)
