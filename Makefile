@@ -2,7 +2,7 @@
 GO ?= go
 SHELL := /bin/bash
 
-.PHONY: test test-modern unit check bench bench-parse bench-e2e-clickhouse fuzz clickhouse clickhouse-stop clickhouse-modern clickhouse-modern-stop build demo bench-e2e
+.PHONY: test test-modern unit check bench bench-parse bench-e2e-clickhouse bench-sdk fuzz clickhouse clickhouse-stop clickhouse-modern clickhouse-modern-stop build demo bench-e2e
 
 # Starts a ClickHouse server on loopback when none answers (scripts/clickhouse.sh), then runs every
 # test: unit tests, pipeline tests on prism, and the end-to-end tests against the server; then the
@@ -48,6 +48,13 @@ bench-parse: clickhouse
 # (default 3). See scripts/pipeline-vs-clickhouse.sh.
 bench-e2e-clickhouse: clickhouse build
 	scripts/pipeline-vs-clickhouse.sh
+
+# The SDK side apart from the runner: prism as its own process, the binary submitting to it (what
+# a Dataflow worker runs is the binary's process); CPU-seconds per 100,000 demo messages of each,
+# min and median of RUNS rounds (default 3), and with BEFORE=<binary> that build beside it in the
+# same rounds. See scripts/sdk-vs-runner.sh.
+bench-sdk: clickhouse build
+	scripts/sdk-vs-runner.sh
 
 build:
 	@echo "building bin/pubsub-to-clickhouse (the first build compiles the Beam SDK and takes a few minutes)"

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The SDK side of the cost per message, apart from the runner's: Beam's prism runs as its own
+# process and the pipeline's binary submits to it (--runner=universal, LOOPBACK), so the binary's
+# process holds the SDK harness and the product's code, which is what a Dataflow worker runs.
+# For each of RUNS rounds (default 3), for this build's binary and, with BEFORE=<binary>, that
+# binary beside it in the same round: the demo of MESSAGES messages (default 100,000), the CPU
+# seconds of the binary's process and of prism's, per 100,000 messages; then min and median.
+#
+#   scripts/sdk-vs-runner.sh                         # bin/pubsub-to-clickhouse alone
+#   BEFORE=/tmp/before/bin/pubsub-to-clickhouse scripts/sdk-vs-runner.sh
+#
+# Run it on a machine doing nothing else: under load the same binary reads twice as high.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=$(mktemp -d /tmp/sdk-vs-runner.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+source scripts/bench-lib.sh
+
+runs=${RUNS:-3}
+messages=${MESSAGES:-100000}
+port=${PRISM_PORT:-8073}
+binaries=(bin/pubsub-to-clickhouse)
+names=(this)
+if [ -n "${BEFORE:-}" ]; then
+  binaries+=("$BEFORE")
+  names+=(before)
+fi
+$go build -o bin/prism github.com/apache/beam/sdks/v2/go/cmd/prism
+$go build -o "$work/demo" ./integration_test/demo
+
+# ticks <pid>: the process's user + system CPU, in clock ticks.
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+
+results=$work/results
+for ((r = 1; r <= runs; r++)); do
+  for i in "${!binaries[@]}"; do
+    bin/prism -job_port "$port" -serve_http=false >"$work/prism.log" 2>&1 &
+    prism=$!
+    sleep 2
+    before=$(ticks "$prism")
+    out=$("$work/demo" -binary "${binaries[$i]}" -messages "$messages" \
+      -pipeline-flags "--batchRowCount=5000 --windowSeconds=5 --runner=universal --endpoint=localhost:$port --environment_type=LOOPBACK" 2>&1) || {
+      echo "$out" | tail -20 >&2
+      kill "$prism"
+      exit 1
+    }
+    after=$(ticks "$prism")
+    kill "$prism"
+    wait "$prism" 2>/dev/null || true
+    sdk=$(echo "$out" | sed -n 's/.*, \([0-9.]*\) CPU-seconds per 100,000 messages.*/\1/p')
+    runner=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$messages" 'BEGIN { printf "%.2f", t / hz * 100000 / n }')
+    echo "round $r ${names[$i]}: binary $sdk, prism $runner CPU-s per 100,000 messages"
+    echo "${names[$i]} binary $sdk" >>"$results"
+    echo "${names[$i]} prism $runner" >>"$results"
+  done
+done
+echo
+echo "CPU-seconds per 100,000 demo messages, min / median of $runs rounds:"
+for n in "${names[@]}"; do
+  read -r bmin bmed < <(min_median "$results" "$n" binary)
+  read -r pmin pmed < <(min_median "$results" "$n" prism)
+  printf '  %-7s the binary (SDK harness and pipeline) %s / %s   prism %s / %s\n' "$n" "$bmin" "$bmed" "$pmin" "$pmed"
+done
