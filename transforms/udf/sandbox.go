@@ -195,7 +195,9 @@ func startHelper(l loadRequest) (*helper, []string, error) {
 	f.load(l)
 	h.timer.Reset(l.LoadTimeout + killGrace + time.Second)
 	defined, err := h.loaded(&f)
-	h.timer.Stop()
+	if !h.timer.Stop() && err == nil { // the backstop killed it as the answer came
+		err = errors.New("the answer came as the bound ran out")
+	}
 	if err != nil {
 		var (
 			e       *Error
@@ -274,10 +276,15 @@ func (h *helper) run(calls []call, deliver func(reply)) (failure *Error, ended b
 			h.timer.Stop()
 			return h.failure(err), false // which ends the process, and so the writer
 		}
-		h.timer.Stop()
+		fired := !h.timer.Stop()
 		deliver(r)
-		if r.Ended {
+		switch {
+		case r.Ended:
 			h.cmd.Process.Kill() // it exits by itself; the writer may be waiting on it
+			return nil, true
+		case fired:
+			// The backstop ran out as this reply came, and killed the process: the reply stands,
+			// and the calls after it go to a new process, none of them blamed.
 			return nil, true
 		}
 	}
