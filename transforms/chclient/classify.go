@@ -214,12 +214,6 @@ func KnownCodes() []KnownCode {
 	return out
 }
 
-// isServerError reports whether err holds a server exception.
-func isServerError(err error) bool {
-	var ex *clickhouse.Exception
-	return errors.As(err, &ex)
-}
-
 // Code returns the server error code of err, and whether err holds a server exception.
 func Code(err error) (int32, bool) {
 	var ex *clickhouse.Exception

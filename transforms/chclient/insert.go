@@ -138,8 +138,10 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(InsertSettings(settings, withToken, columns, id)))
 	batch, err := conn.PrepareBatch(ctx, InsertStatement(database, table, columns))
 	if err != nil {
-		if m := missingColumn.FindStringSubmatch(err.Error()); m != nil && !isServerError(err) {
-			return &AppendError{Column: m[1], Err: err}
+		if m := missingColumn.FindStringSubmatch(err.Error()); m != nil {
+			if _, fromServer := Code(err); !fromServer {
+				return &AppendError{Column: m[1], Err: err}
+			}
 		}
 		return err
 	}

@@ -35,7 +35,7 @@ import (
 // (github.com/klauspost/compress/s2, block format; Snappy's format extended), when that is
 // smaller. JSON rows of one stream share their field names and much of their values, so an
 // element of many rows compresses to a fraction of its payloads: about 0.33 of the demo's
-// events and 0.24 of the Wikipedia edits at 100 rows an element, 0.76 and 0.91 for a lone row
+// events and 0.24 of the Wikipedia edits at 100 rows an element, 0.65 and 0.85 for a lone row
 // (BenchmarkEncodeRows).
 func init() {
 	beam.RegisterCoder(reflect.TypeOf(Rows{}), EncodeRows, DecodeRows)

@@ -170,7 +170,7 @@ func loaded(f *frame, fn *function, err error) {
 	switch {
 	case err == nil:
 		f.byte(statusOK)
-		f.strings(fn.definedFunctions())
+		f.strings(fn.defined)
 	case errors.As(err, &e):
 		f.byte(statusLoadError)
 		f.error(e)

@@ -166,10 +166,6 @@ func newFunction(prg *goja.Program, name string, timeout, loadTimeout time.Durat
 // loadTimeout bounds the file's top-level code: 30 s (a variable for the tests).
 var loadTimeout = 30 * time.Second
 
-// definedFunctions returns the names of the global functions the file defines, sorted, as the
-// file's top-level code left them.
-func (f *function) definedFunctions() []string { return f.defined }
-
 // globalFunctions lists the global functions of the runtime, sorted; it runs JavaScript (a
 // global may be a getter), so it is called under the guard.
 func (f *function) globalFunctions() []string {

@@ -301,8 +301,13 @@ type result struct {
 // started again.
 func applyAll(fn *sandbox, msgs []flow.Message, deliver func(result)) error {
 	calls := make([]call, 0, len(msgs))
-	for _, m := range msgs {
-		if convert.CheckUTF8(m.Data) != nil {
+	var invalid map[int]error // by index in msgs: the payloads that are not UTF-8, checked once
+	for i, m := range msgs {
+		if err := convert.CheckUTF8(m.Data); err != nil {
+			if invalid == nil {
+				invalid = map[int]error{}
+			}
+			invalid[i] = err
 			continue
 		}
 		info := messageInfo{ID: m.ID, Attributes: m.Attributes}
@@ -314,13 +319,8 @@ func applyAll(fn *sandbox, msgs []flow.Message, deliver func(result)) error {
 	next := 0 // the message of the next reply
 	// The messages that fail without a call are delivered in their place.
 	skip := func() {
-		for next < len(msgs) {
-			err := convert.CheckUTF8(msgs[next].Data)
-			if err == nil {
-				return
-			}
-			deliver(result{msg: msgs[next], outcome: failed, err: err})
-			next++
+		for ; next < len(msgs) && invalid[next] != nil; next++ {
+			deliver(result{msg: msgs[next], outcome: failed, err: invalid[next]})
 		}
 	}
 	skip()

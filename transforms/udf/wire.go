@@ -69,7 +69,7 @@ func (f *frame) writeTo(w *bufio.Writer) error {
 	return err
 }
 
-// errorFields appends the fields of e.
+// error appends the fields of e.
 func (f *frame) error(e *Error) {
 	f.string(e.Function)
 	f.string(e.Reason)
