@@ -1,6 +1,6 @@
 // Package parse is the parse stage: each Pub/Sub message becomes either a row of the target table
-// (main output, the rows of one source element in one flow.Rows) or a dead-letter record that says
-// why not (second output, one element per message).
+// (main output: the rows of a bundle gathered into flow.Rows elements, see Parse) or a
+// dead-letter record that says why not (second output, one element per message).
 //
 // The DoFn fetches the table's schema in Setup (system.columns and the server time zone), so
 // every worker converts against the table as it is when the worker starts. Metrics, in the Beam
@@ -32,16 +32,25 @@ var (
 )
 
 func init() {
-	register.DoFn4x1[context.Context, flow.Messages, func(flow.Rows), func(flow.DeadLetter), error](&parseFn{})
-	register.Emitter1[flow.Rows]()
+	register.DoFn5x1[context.Context, beam.EventTime, flow.Messages, func(beam.EventTime, flow.Rows), func(flow.DeadLetter), error](&parseFn{})
+	register.Emitter2[beam.EventTime, flow.Rows]()
 	register.Emitter1[flow.DeadLetter]()
 }
 
-// Parse converts each message of msgs (a PCollection<flow.Messages>) into a row of
-// cfg.Table. It returns the rows (PCollection<flow.Rows>, one element per element of msgs that
-// has a row) and the dead-letter records (PCollection<flow.DeadLetter>) of the messages that
-// cannot become a row. A row carries its message's payload, not the converted form: the write
-// stage converts again (see flow.Row).
+// Parse converts each message of msgs (a PCollection<flow.Messages> in the global window) into a
+// row of cfg.Table. It returns the rows (PCollection<flow.Rows>) and the dead-letter records
+// (PCollection<flow.DeadLetter>, one element per message) of the messages that cannot become a
+// row. A row carries its message's payload, not the converted form: the write stage converts
+// again (see flow.Row).
+//
+// The rows of a bundle travel together: an element of rows holds those of every element of msgs
+// the bundle brought until then, up to MaxGatherRows rows or MaxGatherBytes payload bytes, and is
+// emitted when one of those fills, before a heartbeat of the source (an element without
+// messages, passed on as an element without rows) and at the end of the bundle. On Dataflow,
+// whose source gives one message per element, this is what lets rows cross the batch stage's
+// GroupByKey many to an element, compressed together (flow.EncodeRows); the local source's
+// elements are a Pull response each already. An element of rows is stamped with the latest
+// timestamp of the elements it gathers, so it is never behind the watermark.
 //
 // cfg.SchemaRefresh is how often each worker reads the table's schema again, so that a column
 // added while the job runs is filled without a restart; 0 never.
@@ -60,6 +69,13 @@ type Config struct {
 	FromMessage convert.Options
 }
 
+// The bounds of an element of rows out of the parse stage (see Parse): the rows of a bundle are
+// emitted as one element once they are this many, or their payloads this many bytes.
+const (
+	MaxGatherRows  = 1000
+	MaxGatherBytes = 4 << 20
+)
+
 // parseFn converts messages into rows. Exported fields are its configuration (serialised to
 // workers); the converter is built in Setup.
 type parseFn struct {
@@ -70,6 +86,12 @@ type parseFn struct {
 	attempted time.Time // the last refresh attempt, failed or not
 	buf       []byte
 	meta      convert.Meta // the current message's metadata, for the metadata columns
+
+	// The rows of the bundle not yet emitted, their payload bytes, and the latest timestamp of
+	// the elements they came in.
+	gathered      flow.Rows
+	gatheredBytes int
+	latest        beam.EventTime
 }
 
 // Setup reads the secrets the configuration names (chclient.Config.Resolve), fetches the table's
@@ -133,13 +155,23 @@ func CheckWith(ctx context.Context, conn driver.Conn, database, table string, o 
 	return t.Schema(), t.Converter(), nil
 }
 
-// ProcessElement converts the messages of one source element and emits their rows as one element.
-func (f *parseFn) ProcessElement(ctx context.Context, ms flow.Messages, emitRows func(flow.Rows), emitDeadLetter func(flow.DeadLetter)) error {
+// ProcessElement converts the messages of one source element and gathers their rows (see Parse).
+func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow.Messages, emitRows func(beam.EventTime, flow.Rows), emitDeadLetter func(flow.DeadLetter)) error {
 	f.refreshSchema(ctx)
 	conv := f.tracker.Converter()
 	schemaHash := conv.SchemaHash()
 	withMeta := len(f.FromMessage.Metadata) > 0
-	var rows flow.Rows
+	messagesReceived.Inc(ctx, int64(len(ms.Messages)))
+	if len(ms.Messages) == 0 {
+		// A heartbeat of the source passes on (see batch.Rows), after the rows before it.
+		f.flush(emitRows)
+		emitRows(et, flow.Rows{})
+		return nil
+	}
+	if et > f.latest || len(f.gathered.Rows) == 0 {
+		f.latest = et
+	}
+	ok := 0
 	for _, m := range ms.Messages {
 		messagePayloadBytes.Update(ctx, int64(len(m.Data)))
 		var err error
@@ -154,25 +186,36 @@ func (f *parseFn) ProcessElement(ctx context.Context, ms flow.Messages, emitRows
 			emitDeadLetter(NewDeadLetter(m, err))
 			continue
 		}
-		if rows.Rows == nil {
-			rows.Rows = make([]flow.Row, 0, len(ms.Messages))
+		if f.gathered.Rows == nil {
+			f.gathered.Rows = make([]flow.Row, 0, min(max(len(ms.Messages), 16), MaxGatherRows))
 		}
-		rows.Rows = append(rows.Rows, flow.Row{Payload: m.Data, Schema: schemaHash, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes,
+		f.gathered.Rows = append(f.gathered.Rows, flow.Row{Payload: m.Data, Schema: schemaHash, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes,
 			OrderingKey: m.OrderingKey, Transformed: m.Transformed, Original: m.Original})
 		if withMeta { // the write stage converts again
-			rows.Rows[len(rows.Rows)-1].PublishTimeMillis = m.PublishTimeMillis
+			f.gathered.Rows[len(f.gathered.Rows)-1].PublishTimeMillis = m.PublishTimeMillis
+		}
+		ok++
+		if f.gatheredBytes += len(m.Data) + len(m.Original); len(f.gathered.Rows) >= MaxGatherRows || f.gatheredBytes >= MaxGatherBytes {
+			f.flush(emitRows)
+			f.latest = et
 		}
 	}
-	messagesReceived.Inc(ctx, int64(len(ms.Messages)))
-	if len(ms.Messages) == 0 {
-		emitRows(rows) // a heartbeat of the source passes on (see batch.Rows)
-		return nil
-	}
-	if len(rows.Rows) > 0 {
-		rowsParsedOK.Inc(ctx, int64(len(rows.Rows)))
-		emitRows(rows)
-	}
+	rowsParsedOK.Inc(ctx, int64(ok))
 	return nil
+}
+
+// FinishBundle emits the rows the bundle left gathered.
+func (f *parseFn) FinishBundle(emitRows func(beam.EventTime, flow.Rows), _ func(flow.DeadLetter)) {
+	f.flush(emitRows)
+}
+
+// flush emits the gathered rows, if any, as one element.
+func (f *parseFn) flush(emitRows func(beam.EventTime, flow.Rows)) {
+	if len(f.gathered.Rows) == 0 {
+		return
+	}
+	emitRows(f.latest, f.gathered)
+	f.gathered, f.gatheredBytes = flow.Rows{}, 0
 }
 
 // maxShownOutput is how many bytes of the JavaScript UDF's output a dead letter's stack trace

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/events"
@@ -56,15 +57,16 @@ func BenchmarkParseEvents(b *testing.B) {
 	f := &parseFn{tracker: tracker}
 	ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), "bundle")
 	var rows, failed int
-	emitRows := func(rs flow.Rows) { rows += len(rs.Rows) }
+	emitRows := func(_ beam.EventTime, rs flow.Rows) { rows += len(rs.Rows) }
 	emitDL := func(flow.DeadLetter) { failed++ }
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := f.ProcessElement(ctx, flow.Messages{Messages: msgs[i%len(msgs) : i%len(msgs)+1]}, emitRows, emitDL); err != nil {
+		if err := f.ProcessElement(ctx, 0, flow.Messages{Messages: msgs[i%len(msgs) : i%len(msgs)+1]}, emitRows, emitDL); err != nil {
 			b.Fatal(err)
 		}
 	}
+	f.FinishBundle(emitRows, emitDL)
 	if failed != 0 {
 		b.Fatalf("%d of the generated events failed to parse", failed)
 	}
