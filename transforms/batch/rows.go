@@ -19,10 +19,10 @@ import (
 func init() {
 	register.DoFn3x0[int, func(*flow.Rows) bool, func(int, flow.Rows)](&concatFn{})
 	register.Iter1[flow.Rows]()
-	register.DoFn6x0[beam.Window, state.Provider, timers.Provider, string, flow.Rows, func(int, flow.Rows)](&countFn{})
-	register.DoFn6x0[beam.Window, state.Provider, timers.Provider, string, flow.Rows, func(int, flow.Rows)](&countTimeFn{})
-	register.DoFn2x0[flow.Rows, func(string, flow.Rows)](&shardKeyFn{})
-	register.Emitter2[string, flow.Rows]()
+	register.DoFn6x0[beam.Window, state.Provider, timers.Provider, string, flow.Packed, func(int, flow.Rows)](&countFn{})
+	register.DoFn6x0[beam.Window, state.Provider, timers.Provider, string, flow.Packed, func(int, flow.Rows)](&countTimeFn{})
+	register.DoFn2x0[flow.Rows, func(string, flow.Packed)](&shardKeyFn{})
+	register.Emitter2[string, flow.Packed]()
 	register.DoFn2x0[flow.Rows, func(flow.Rows)](&dropHeartbeatsFn{})
 	register.Emitter1[flow.Rows]()
 	register.Emitter2[int, flow.Rows]()
@@ -36,7 +36,9 @@ func init() {
 // every row of one window of one shard, as Batches groups them.
 //
 // The count and combined modes batch with a stateful DoFn (countFn) in the global window instead
-// of a trigger, since a trigger counts elements. It panics at construction when cfg.Shards is not
+// of a trigger, since a trigger counts elements. Groups reach it and wait in its state packed
+// (flow.Packed): encoded once when they are keyed, decoded once when their batch is emitted. It
+// panics at construction when cfg.Shards is not
 // positive or the mode is empty.
 func Rows(s beam.Scope, cfg Config, rows beam.PCollection) beam.PCollection {
 	s = s.Scope("Batch")
@@ -54,7 +56,7 @@ func Rows(s beam.Scope, cfg Config, rows beam.PCollection) beam.PCollection {
 		return beam.ParDo(s, &concatFn{}, beam.GroupByKey(s, windowed))
 	}
 	keyed := beam.ParDo(s, &shardKeyFn{NumShards: cfg.Shards}, rows)
-	buffer, count, started := state.MakeBagState[flow.Rows]("buffer"), state.MakeValueState[int64]("count"), state.MakeValueState[int64]("started")
+	buffer, count, started := state.MakeBagState[flow.Packed]("buffer"), state.MakeValueState[int64]("count"), state.MakeValueState[int64]("started")
 	if mode.Window > 0 && cfg.ProcessingTimeTimers {
 		return beam.ParDo(s, &countTimeFn{Rows: int64(mode.Rows), WindowMillis: mode.Window.Milliseconds(),
 			Buffer: buffer, Count: count, Started: started, EndOfWindow: timers.InEventTime("endOfWindow"),
@@ -90,13 +92,13 @@ type countFn struct {
 	Rows         int64 // rows per batch, positive
 	WindowMillis int64 // the combined mode's time bound; 0 in the count mode
 
-	Buffer      state.Bag[flow.Rows]
+	Buffer      state.Bag[flow.Packed]
 	Count       state.Value[int64]
 	Started     state.Value[int64] // Unix ms of the batch's first row
 	EndOfWindow timers.EventTime
 }
 
-func (fn *countFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, rows flow.Rows, emit func(int, flow.Rows)) {
+func (fn *countFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, rows flow.Packed, emit func(int, flow.Rows)) {
 	if fn.buffer().add(sp, key, rows, emit) {
 		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime(), timers.WithNoOutputTimestamp())
 	}
@@ -120,14 +122,14 @@ type countTimeFn struct {
 	Rows         int64 // rows per batch, positive
 	WindowMillis int64 // the time bound, positive
 
-	Buffer      state.Bag[flow.Rows]
+	Buffer      state.Bag[flow.Packed]
 	Count       state.Value[int64]
 	Started     state.Value[int64]
 	EndOfWindow timers.EventTime
 	PaneTimeout timers.ProcessingTime
 }
 
-func (fn *countTimeFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, rows flow.Rows, emit func(int, flow.Rows)) {
+func (fn *countTimeFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, rows flow.Packed, emit func(int, flow.Rows)) {
 	if fn.buffer().add(sp, key, rows, emit) {
 		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime(), timers.WithNoOutputTimestamp())
 		fn.PaneTimeout.Set(tp, time.Now().Add(time.Duration(fn.WindowMillis)*time.Millisecond))
@@ -147,7 +149,8 @@ func (fn *countTimeFn) buffer() buffer {
 	return buffer{rows: fn.Rows, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, started: fn.Started}
 }
 
-// buffer is the state of one shard's batch being filled: the groups of rows, and their count.
+// buffer is the state of one shard's batch being filled: the groups of rows, packed, and their
+// count.
 //
 // Each method reads the bag at most once and writes it after it is done reading: the Go SDK
 // (2.77.0, exec.stateProvider) answers a bag read that follows a Clear within the same call with
@@ -155,7 +158,7 @@ func (fn *countTimeFn) buffer() buffer {
 type buffer struct {
 	rows         int64
 	windowMillis int64
-	bag          state.Bag[flow.Rows]
+	bag          state.Bag[flow.Packed]
 	count        state.Value[int64]
 	started      state.Value[int64]
 }
@@ -163,15 +166,16 @@ type buffer struct {
 // add adds the rows of one element (none for a heartbeat): first it emits the buffered rows as
 // one batch if the time bound has passed since their first row, then every full batch of the
 // buffered rows and the element's, in arrival order, and buffers the rest. It reports whether a
-// new batch started (its first rows are buffered now), for the caller to set its timers.
-func (b buffer) add(sp state.Provider, key string, rows flow.Rows, emit func(int, flow.Rows)) (started bool) {
+// new batch started (its first rows are buffered now), for the caller to set its timers. An
+// element that fills no batch is buffered as it came, without being decoded.
+func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(int, flow.Rows)) (started bool) {
 	count := b.readCount(sp)
 	due := b.due(sp)
-	if !due && count+int64(len(rows.Rows)) < b.rows {
-		if len(rows.Rows) == 0 {
+	if !due && count+int64(rows.Rows) < b.rows {
+		if rows.Rows == 0 {
 			return false
 		}
-		b.put(sp, rows.Rows, count == 0, count)
+		b.put(sp, rows, count == 0, count)
 		return count == 0
 	}
 	shard := shardOf(key)
@@ -180,7 +184,7 @@ func (b buffer) add(sp state.Provider, key string, rows flow.Rows, emit func(int
 		emit(shard, flow.Rows{Rows: pending})
 		pending = nil
 	}
-	pending = append(pending, rows.Rows...)
+	pending = append(pending, unpack(rows).Rows...)
 	for int64(len(pending)) >= b.rows {
 		emit(shard, flow.Rows{Rows: pending[:b.rows:b.rows]})
 		pending = pending[b.rows:]
@@ -189,7 +193,7 @@ func (b buffer) add(sp state.Provider, key string, rows flow.Rows, emit func(int
 	if len(pending) == 0 {
 		return false
 	}
-	b.put(sp, pending, true, 0)
+	b.put(sp, flow.Pack(flow.Rows{Rows: pending}), true, 0)
 	return true
 }
 
@@ -202,8 +206,8 @@ func (b buffer) readCount(sp state.Provider) int64 {
 }
 
 // put buffers rows after count others; start says they begin a new batch.
-func (b buffer) put(sp state.Provider, rows []flow.Row, start bool, count int64) {
-	if err := b.bag.Add(sp, flow.Rows{Rows: rows}); err != nil {
+func (b buffer) put(sp state.Provider, rows flow.Packed, start bool, count int64) {
+	if err := b.bag.Add(sp, rows); err != nil {
 		panic(err)
 	}
 	if start && b.windowMillis > 0 {
@@ -211,7 +215,7 @@ func (b buffer) put(sp state.Provider, rows []flow.Row, start bool, count int64)
 			panic(err)
 		}
 	}
-	if err := b.count.Write(sp, count+int64(len(rows))); err != nil {
+	if err := b.count.Write(sp, count+int64(rows.Rows)); err != nil {
 		panic(err)
 	}
 }
@@ -224,9 +228,19 @@ func (b buffer) read(sp state.Provider) flow.Rows {
 	}
 	var out flow.Rows
 	for _, g := range groups {
-		out.Rows = append(out.Rows, g.Rows...)
+		out.Rows = append(out.Rows, unpack(g).Rows...)
 	}
 	return out
+}
+
+// unpack decodes a group; a group that does not decode was not written by this stage's coder
+// (corrupt state or input), and fails the bundle.
+func unpack(p flow.Packed) flow.Rows {
+	rs, err := p.Unpack()
+	if err != nil {
+		panic(err)
+	}
+	return rs
 }
 
 // due reports whether the time bound has passed since the batch's first row.
@@ -284,17 +298,18 @@ type shardKeyFn struct {
 	next      int
 }
 
-// ProcessElement keys a group by the next shard, and a heartbeat (no rows) by every shard.
-func (f *shardKeyFn) ProcessElement(rows flow.Rows, emit func(string, flow.Rows)) {
+// ProcessElement keys a group, packed, by the next shard, and a heartbeat (no rows) by every
+// shard.
+func (f *shardKeyFn) ProcessElement(rows flow.Rows, emit func(string, flow.Packed)) {
 	if len(rows.Rows) == 0 {
 		for shard := range f.NumShards {
-			emit(strconv.Itoa(shard), rows)
+			emit(strconv.Itoa(shard), flow.Packed{})
 		}
 		return
 	}
 	shard := f.next
 	f.next = (f.next + 1) % f.NumShards
-	emit(strconv.Itoa(shard), rows)
+	emit(strconv.Itoa(shard), flow.Pack(rows))
 }
 
 // dropHeartbeatsFn drops the source's heartbeats (groups without rows): fixed windows need none.

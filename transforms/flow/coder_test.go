@@ -171,3 +171,33 @@ func BenchmarkDecodeRows(b *testing.B) {
 		}
 	}
 }
+
+// TestPacked: a packed group decodes to its rows, through its own coder; the zero Packed is an
+// empty group; a count that disagrees with the rows is an error.
+func TestPacked(t *testing.T) {
+	rs := flow.Rows{Rows: []flow.Row{{Payload: []byte(`{"a":1}`), MessageID: "m1", AckID: "a1", Schema: 7}, {Payload: []byte(`{"a":2}`), MessageID: "m2"}}}
+	p, err := flow.DecodePacked(flow.EncodePacked(flow.Pack(rs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Unpack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Rows != 2 || !cmp.Equal(got, rs, cmpopts.EquateEmpty()) {
+		t.Errorf("Unpack = %d rows %+v, want %+v", p.Rows, got, rs)
+	}
+	if got, err := (flow.Packed{}).Unpack(); err != nil || len(got.Rows) != 0 {
+		t.Errorf("the zero Packed: %+v, %v", got, err)
+	}
+	if zero, err := flow.DecodePacked(flow.EncodePacked(flow.Packed{})); err != nil || zero.Rows != 0 {
+		t.Errorf("the zero Packed through its coder: %+v, %v", zero, err)
+	}
+	p.Rows = 3
+	if _, err := p.Unpack(); err == nil || !strings.Contains(err.Error(), "3") {
+		t.Errorf("a count of 3 for 2 rows: %v, want an error", err)
+	}
+	if _, err := flow.DecodePacked(nil); err == nil {
+		t.Error("flow.DecodePacked(nil): no error")
+	}
+}
