@@ -9,6 +9,7 @@ require (
 	cloud.google.com/go/storage v1.67.1
 	github.com/ClickHouse/ch-go v0.75.0
 	github.com/ClickHouse/clickhouse-go/v2 v2.51.0
+	github.com/KimMachineGun/automemlimit v1.0.2
 	github.com/andybalholm/brotli v1.2.7
 	github.com/apache/beam/sdks/v2 v2.77.0
 	github.com/chdb-io/chdb-go v1.11.0
@@ -71,6 +72,7 @@ require (
 	github.com/moby/moby/client v0.6.2 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
+	github.com/pbnjay/memory v0.0.0-20210728143218-7b4eea64cf58 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/pkg/xattr v0.4.12 // indirect
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
