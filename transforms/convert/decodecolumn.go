@@ -7,6 +7,8 @@ package convert
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"unsafe"
 
 	chcolumn "github.com/ClickHouse/clickhouse-go/v2/lib/column"
 
@@ -40,6 +42,12 @@ type Column interface {
 	Values() any
 	// Reset empties the column, keeping its memory.
 	Reset()
+}
+
+// Reserver is a Column that can make room ahead of its Appends: for values more values whose
+// encodings (what Split returned) take bytes bytes in all.
+type Reserver interface {
+	Reserve(values, bytes int)
 }
 
 // Map is one value of a Map(K, V) column: its entries in the order of the JSON object, with the
@@ -142,8 +150,9 @@ func stringColumnOf(wrap string) Column {
 }
 
 // stringColumn is the Column of String or Nullable(String) values (Values gives []string or
-// []*string). The bytes of every value go into one buffer, and Values cuts each value from one
-// string of the whole buffer: an allocation per column rather than one per value.
+// []*string). The bytes of every value go into one buffer, and Values cuts each value from the
+// buffer itself, as a string that shares it (the bytes given out are never written again: Reset
+// goes on after them): an allocation per column rather than one per value, and no copy.
 type stringColumn struct {
 	nullable bool
 	buf      []byte
@@ -174,8 +183,14 @@ func (c *stringColumn) Append(b []byte) error {
 	return nil
 }
 
+// Reserve makes room for values values of bytes bytes in all (their encodings' length, a little
+// more than the values').
+func (c *stringColumn) Reserve(values, bytes int) {
+	c.buf, c.ends = slices.Grow(c.buf, bytes), slices.Grow(c.ends, values)
+}
+
 func (c *stringColumn) Values() any {
-	all, start := string(c.buf), 0
+	all, start := unsafe.String(unsafe.SliceData(c.buf), len(c.buf)), 0
 	if !c.nullable {
 		vals := make([]string, len(c.ends))
 		for i, end := range c.ends {
@@ -193,7 +208,8 @@ func (c *stringColumn) Values() any {
 	return vals
 }
 
-func (c *stringColumn) Reset() { c.buf, c.ends = c.buf[:0], c.ends[:0] }
+// Reset empties the column; the values already given out keep their bytes.
+func (c *stringColumn) Reset() { c.buf, c.ends = c.buf[len(c.buf):], c.ends[:0] }
 
 func wrapped[T any](wrap string, c codec[T]) Column {
 	switch wrap {

@@ -73,7 +73,7 @@ func (g *gathered) emitDeadLetter(d flow.DeadLetter) { g.dead = append(g.dead, d
 // full, and what is left at the end of the bundle.
 func TestGatherWithinBundle(t *testing.T) {
 	tracker := &convert.Tracker{Stage: "parse"}
-	if err := tracker.Set(eventsTable(t)); err != nil {
+	if err := tracker.Set(events.Table()); err != nil {
 		t.Fatal(err)
 	}
 	gen := events.NewGenerator(1, time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))

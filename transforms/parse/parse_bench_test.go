@@ -9,40 +9,16 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/events"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
-
-// eventsTable is events.DDL's schema, without a server.
-func eventsTable(b testing.TB) *schema.Table {
-	cols := []struct{ name, typ, def string }{
-		{"event_id", "String", ""}, {"event_type", "String", ""}, {"user_id", "UInt64", ""},
-		{"session_id", "String", ""}, {"seq", "Int64", ""}, {"ts", "DateTime('UTC')", ""},
-		{"received_at", "DateTime('UTC')", ""}, {"event_date", "Date", ""}, {"page", "String", ""},
-		{"device", "String", ""}, {"geo", "String", ""}, {"tags", "Array(String)", ""},
-		{"scores", "Array(Float64)", ""}, {"duration_ms", "UInt32", ""}, {"revenue", "Nullable(Float64)", ""},
-		{"is_logged_in", "UInt8", ""}, {"items", "String", ""}, {"experiment", "Nullable(String)", ""},
-		{"app_version", "String", ""}, {"source", "String", "DEFAULT"},
-	}
-	t := &schema.Table{Database: "db", Name: "events", ServerTimeZone: "Etc/UTC"}
-	for _, c := range cols {
-		ct, err := chtype.Parse(c.typ)
-		if err != nil {
-			b.Fatal(err)
-		}
-		t.Columns = append(t.Columns, schema.Column{Name: c.name, TypeName: c.typ, Type: ct, DefaultKind: c.def})
-	}
-	return t
-}
 
 // BenchmarkParseEvents measures the parse DoFn's per-message work (metrics, conversion, the row
 // copy) on the realistic event mix of internal/events: 0.3 to 2 KB, 20 columns. MB/s is payload
 // bytes; allocs/op is per message.
 func BenchmarkParseEvents(b *testing.B) {
 	tracker := &convert.Tracker{Stage: "parse"}
-	if err := tracker.Set(eventsTable(b)); err != nil {
+	if err := tracker.Set(events.Table()); err != nil {
 		b.Fatal(err)
 	}
 	gen := events.NewGenerator(1, time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))

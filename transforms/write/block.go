@@ -143,20 +143,37 @@ func (b *Block) insert(ctx context.Context, conn driver.Conn, database, table st
 	if len(b.Columns) == 0 {
 		return b.insertDefaults(ctx, conn, database, table, chclient.InsertSettings(settings, withToken, b.columnNames(), b.identity()))
 	}
+	values, err := b.values()
+	if err != nil {
+		return err
+	}
+	return chclient.Insert(ctx, conn, database, table, b.columnNames(), values, settings, withToken, b.identity())
+}
+
+// values decodes the block's rows into one Go slice per column (convert.Column), as the
+// driver's columnar Append takes them.
+func (b *Block) values() ([]any, error) {
 	values := make([]any, len(b.Columns))
 	for j, c := range b.Columns {
 		col, err := convert.NewColumn(c.Type)
 		if err != nil {
-			return fmt.Errorf("column %q: %w", c.Name, err)
+			return nil, fmt.Errorf("column %q: %w", c.Name, err)
+		}
+		if r, ok := col.(convert.Reserver); ok {
+			size := 0
+			for i := range b.Rows {
+				size += len(b.spans[i][j])
+			}
+			r.Reserve(len(b.Rows), size)
 		}
 		for i := range b.Rows {
 			if err := col.Append(b.spans[i][j]); err != nil {
-				return fmt.Errorf("column %q of message %q: %w", c.Name, b.Rows[i].MessageID, err)
+				return nil, fmt.Errorf("column %q of message %q: %w", c.Name, b.Rows[i].MessageID, err)
 			}
 		}
 		values[j] = col.Values()
 	}
-	return chclient.Insert(ctx, conn, database, table, b.columnNames(), values, settings, withToken, b.identity())
+	return values, nil
 }
 
 // insertDefaults inserts len(b.Rows) rows that take every column's DEFAULT. An INSERT must name a

@@ -218,9 +218,13 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 	}
 	// The rows' RowBinary shares one buffer: a slice keeps the array it was cut from, so growing
 	// the buffer leaves the earlier rows' bytes in place.
+	size := 0
+	for _, r := range rows {
+		size += len(r.Payload) // a row's RowBinary is most often smaller than its JSON
+	}
 	var (
 		ok    = make([]*Row, 0, len(rows))
-		arena []byte
+		arena = make([]byte, 0, size)
 	)
 	for _, r := range rows {
 		start := len(arena)
