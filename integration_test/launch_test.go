@@ -123,6 +123,8 @@ func TestLaunch(t *testing.T) {
 		udf bool
 		// running: the Dataflow stand-in has a running job named launchJobName before the launch.
 		running bool
+		// denyList: the Dataflow stand-in refuses to list jobs (no dataflow.jobs.list).
+		denyList bool
 		// check checks more of the job (the one written or submitted), given the output and the
 		// id of the running job.
 		check func(t *testing.T, job *df.Job, out string, dataflow *gcptest.Dataflow, runningID string)
@@ -205,6 +207,14 @@ func TestLaunch(t *testing.T) {
 				"Unable to find running job with name " + launchJobName + "; the job's service account needs the permission dataflow.jobs.list",
 		},
 		{
+			// The job's service account may not list jobs: the look-up says which permission.
+			name:     "flex launcher, --update without dataflow.jobs.list",
+			args:     append(append([]string{"--runner=dataflow"}, flexArgs...), "--update", "--job_name="+launchJobName),
+			template: templateURL, running: true, denyList: true,
+			fails: "Permission 'dataflow.jobs.list' denied on project p; the job's service account needs the permission dataflow.jobs.list " +
+				"(roles/dataflow.viewer) to replace a job. Or replace it by hand: drain it (gcloud dataflow jobs drain JOB_ID --region=us-central1)",
+		},
+		{
 			name:     "flex launcher, an Arm machine type",
 			args:     append(append([]string{"--runner=dataflow"}, flexArgs...), "--workerMachineType=t2a-standard-4"),
 			template: templateURL,
@@ -239,6 +249,9 @@ func TestLaunch(t *testing.T) {
 			var runningID string
 			if tc.running {
 				runningID = dataflow.AddRunning(launchProject, launchRegion, launchJobName)
+			}
+			if tc.denyList {
+				dataflow.DenyList()
 			}
 			password := tc.password
 			if password == "" {

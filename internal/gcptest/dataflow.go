@@ -35,6 +35,7 @@ type Dataflow struct {
 	raw      [][]byte
 	running  []*df.Job // jobs that AddRunning made
 	replaced map[string]bool
+	denyList bool
 	requests []Request
 	seq      int
 }
@@ -75,6 +76,14 @@ func (d *Dataflow) AddRunning(project, location, name string) string {
 	job := &df.Job{Id: d.newID(), Name: name, ProjectId: project, Location: location, Type: "JOB_TYPE_STREAMING"}
 	d.running = append(d.running, job)
 	return job.Id
+}
+
+// DenyList makes the list of jobs fail with 403 PERMISSION_DENIED, as the service answers a caller
+// without dataflow.jobs.list.
+func (d *Dataflow) DenyList() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.denyList = true
 }
 
 // newID returns a new job id, in the form of Dataflow's: creation time and a number.
@@ -234,6 +243,11 @@ func (d *Dataflow) list(w http.ResponseWriter, r *http.Request) {
 	// filter=ACTIVE (what the SDK asks for, to find a job to replace) leaves out replaced jobs.
 	active := r.URL.Query().Get("filter") == "ACTIVE"
 	d.mu.Lock()
+	if d.denyList {
+		d.mu.Unlock()
+		writeError(w, http.StatusForbidden, "(stand-in) Permission 'dataflow.jobs.list' denied on project "+r.PathValue("project"))
+		return
+	}
 	var out []*df.Job
 	for _, j := range d.all() {
 		if j.ProjectId == r.PathValue("project") && j.Location == r.PathValue("location") && !(active && d.replaced[j.Id]) {
