@@ -9,13 +9,16 @@
 # (--name=value); the binary builds the pipeline and submits it to Dataflow, and is also staged as
 # the workers' binary (main.go sets --worker_binary to itself), hence linux/amd64 and static.
 #
-# The launcher image is pinned to a dated release tag, so that a rebuild gets the launcher that
-# was tested; choose another with
-#   docker build --build-arg LAUNCHER_IMAGE=gcr.io/dataflow-templates-base/go-template-launcher-base:TAG ...
-# (tags: gcloud container images list-tags gcr.io/dataflow-templates-base/go-template-launcher-base).
+# The launcher's tag is the one build argument LAUNCHER_TAG. Its default is latest, the tag that
+# Google's page of the base images calls the official release and recommends
+# (https://cloud.google.com/dataflow/docs/reference/flex-templates-base-images), and the one that
+# gcloud's own generated Dockerfile uses. To pin a release, give a tag the repository has:
+#   docker build --build-arg LAUNCHER_TAG=TAG ...
+# (tags: gcloud container images list-tags gcr.io/dataflow-templates-base/go-template-launcher-base;
+# flex-template/build.sh --launcher-tag TAG checks that it exists before it builds).
 
 ARG GO_IMAGE=golang:1.26
-ARG LAUNCHER_IMAGE=gcr.io/dataflow-templates-base/go-template-launcher-base:20250220-rc00
+ARG LAUNCHER_TAG=latest
 
 FROM ${GO_IMAGE} AS build
 WORKDIR /src
@@ -30,7 +33,7 @@ COPY transforms/ transforms/
 # The build command is checked by flex-template/binary_test.go, which runs it: keep it on one line.
 RUN CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o /out/pubsub-to-clickhouse ./flex-template
 
-FROM ${LAUNCHER_IMAGE}
+FROM gcr.io/dataflow-templates-base/go-template-launcher-base:${LAUNCHER_TAG}
 COPY --from=build /out/pubsub-to-clickhouse /template/pubsub-to-clickhouse
 ENV FLEX_TEMPLATE_GO_BINARY=/template/pubsub-to-clickhouse
 ENTRYPOINT ["/opt/google/dataflow/go_template_launcher"]

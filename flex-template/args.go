@@ -1,9 +1,13 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -17,19 +21,35 @@ import (
 // tempLocation, maxNumWorkers, workerMachineType, ...) needs no entry: normalizeArgs tries that
 // form first.
 var aliases = map[string]string{
-	"serviceAccount":         "service_account_email",
-	"service_account":        "service_account_email",
-	"gcpTempLocation":        "temp_location",
-	"gcp_temp_location":      "temp_location",
-	"kms_key":                "dataflow_kms_key",
-	"kmsKey":                 "dataflow_kms_key",
-	"workerHarnessThreads":   "number_of_worker_harness_threads",
-	"workerHarnessImage":     "sdk_container_image",
-	"sdkHarnessImage":        "sdk_container_image",
-	"experiment":             "experiments",
-	"additionalExperiments":  "experiments",
-	"additional_experiments": "experiments",
+	"serviceAccount":          "service_account_email",
+	"service_account":         "service_account_email",
+	"gcpTempLocation":         "temp_location",
+	"gcp_temp_location":       "temp_location",
+	"kms_key":                 "dataflow_kms_key",
+	"kmsKey":                  "dataflow_kms_key",
+	"workerHarnessThreads":    "number_of_worker_harness_threads",
+	"workerHarnessImage":      "sdk_container_image",
+	"sdkHarnessImage":         "sdk_container_image",
+	"experiment":              "experiments",
+	"additionalExperiments":   "experiments",
+	"additional_experiments":  "experiments",
+	"dataflowServiceOption":   "dataflow_service_options",
+	"dataflow_service_option": "dataflow_service_options",
+	"transformNameMappings":   "transform_name_mapping",
+	"transform_name_mappings": "transform_name_mapping",
+	"additionalUserLabels":    "labels",
+	"additional_user_labels":  "labels",
 }
+
+// listFlags are the Beam flags that hold a comma-separated list, of which the Go SDK keeps only
+// the last value given: normalizeArgs joins every value of each into one.
+var listFlags = []string{"experiments", "dataflow_service_options"}
+
+// mapFlags are the Beam flags that hold a map, which the Go SDK reads as JSON only
+// (--labels={"k":"v"}, --transform_name_mapping={"old":"new"}) and keeps only the last of:
+// normalizeArgs merges every value of each, as JSON or as gcloud's k=v,k2=v2, into one JSON
+// object.
+var mapFlags = []string{"labels", "transform_name_mapping"}
 
 // ignored are flags of other SDKs with no Go equivalent, and why passing them changes nothing.
 var ignored = map[string]string{
@@ -50,10 +70,12 @@ type argNote struct {
 // normalizeArgs rewrites the command line so that fs (the program's flag set: the template
 // parameters and the Beam SDK's flags) accepts it: a flag fs defines is kept; a flag of another
 // SDK is renamed to the Go flag of the same meaning (see aliases, and the snake_case form of a
-// camelCase name); every --experiments and --additional_experiments value (Python repeats the
-// flag, Java takes a comma-separated list) goes into one --experiments, as the Go SDK keeps only
-// the last value; any other flag is dropped and noted, with its value. Positional arguments and
-// everything after "--" are kept as they are.
+// camelCase name); every value of a list flag (listFlags: --experiments, which Python repeats
+// and Java takes comma-separated, with --additional_experiments; --dataflow_service_options)
+// goes into one flag of that name, as the Go SDK keeps only the last value; every value of a map
+// flag (mapFlags: --labels, --transform_name_mapping), JSON or k=v,k2=v2, goes into one JSON
+// object (a key given twice with two values is an error); any other flag is dropped and noted,
+// with its value. Positional arguments and everything after "--" are kept as they are.
 //
 // A flag's value is the text after "=", or, for a flag that is not a boolean, the next argument
 // when that does not start with "-" (the flag package's rules).
@@ -62,7 +84,8 @@ type argNote struct {
 // differs from one only in letter case, is an error: it is almost certainly that parameter
 // misspelt, and ignoring it would run the job with the parameter's default.
 func normalizeArgs(fs *flag.FlagSet, params []string, args []string) (out []string, notes []argNote, err error) {
-	var experiments []string
+	lists := map[string][]string{}
+	mapValues := map[string]map[string]string{}
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		if arg == "--" {
@@ -88,14 +111,24 @@ func normalizeArgs(fs *flag.FlagSet, params []string, args []string) (out []stri
 			i++
 		}
 		switch {
-		case target == "experiments":
-			if name != target {
-				notes = append(notes, argNote{name, "merged into --experiments"})
+		case slices.Contains(listFlags, target):
+			if name != target || len(lists[target]) > 0 {
+				notes = append(notes, argNote{name, "merged into --" + target})
 			}
 			for _, e := range strings.Split(value, ",") {
-				if e = strings.TrimSpace(e); e != "" {
-					experiments = append(experiments, e)
+				if e = strings.TrimSpace(e); e != "" && !slices.Contains(lists[target], e) {
+					lists[target] = append(lists[target], e)
 				}
+			}
+		case slices.Contains(mapFlags, target):
+			if name != target || mapValues[target] != nil {
+				notes = append(notes, argNote{name, "merged into --" + target})
+			}
+			if mapValues[target] == nil {
+				mapValues[target] = map[string]string{}
+			}
+			if err := mergeMap(mapValues[target], name, value); err != nil {
+				return nil, nil, err
 			}
 		case target == "":
 			notes = append(notes, argNote{name, "ignored: " + why})
@@ -110,10 +143,82 @@ func normalizeArgs(fs *flag.FlagSet, params []string, args []string) (out []stri
 			}
 		}
 	}
-	if len(experiments) > 0 {
-		out = append(out, "--experiments="+strings.Join(experiments, ","))
+	for _, name := range listFlags {
+		if len(lists[name]) > 0 {
+			out = append(out, "--"+name+"="+strings.Join(lists[name], ","))
+		}
+	}
+	for _, name := range mapFlags {
+		if m := mapValues[name]; m != nil {
+			if name == "labels" {
+				if err := checkLabels(m); err != nil {
+					return nil, nil, err
+				}
+			}
+			b, _ := json.Marshal(m) // a map[string]string always marshals; its keys come sorted
+			out = append(out, "--"+name+"="+string(b))
+		}
 	}
 	return out, notes, nil
+}
+
+// mergeMap adds to m the entries of value, the value of the map flag name: a JSON object of
+// strings ({"team":"data","env":"prod"}), or gcloud's form, k=v pairs separated by commas
+// (team=data,env=prod; a value may hold "=" but not ","). A key already in m with another
+// value is an error.
+func mergeMap(m map[string]string, name, value string) error {
+	value = strings.TrimSpace(value)
+	entries := map[string]string{}
+	switch {
+	case value == "":
+		return nil
+	case strings.HasPrefix(value, "{"):
+		if err := json.Unmarshal([]byte(value), &entries); err != nil {
+			return fmt.Errorf("--%s %q: not a JSON object of strings (%v): give {\"key\":\"value\",...} or key=value,key2=value2", name, value, err)
+		}
+	default:
+		for _, pair := range strings.Split(value, ",") {
+			k, v, ok := strings.Cut(pair, "=")
+			k = strings.TrimSpace(k)
+			if !ok || k == "" {
+				return fmt.Errorf("--%s %q: %q is not key=value: give key=value,key2=value2 or a JSON object {\"key\":\"value\",...}", name, value, pair)
+			}
+			if _, dup := entries[k]; dup {
+				return fmt.Errorf("--%s %q: the key %q is given twice", name, value, k)
+			}
+			entries[k] = strings.TrimSpace(v)
+		}
+	}
+	for k, v := range entries {
+		if old, ok := m[k]; ok && old != v {
+			return fmt.Errorf("--%s: the key %q is given twice, as %q and as %q: give it once", name, k, old, v)
+		}
+		m[k] = v
+	}
+	return nil
+}
+
+// Label keys and values, as Compute Engine and Dataflow take them
+// (https://cloud.google.com/compute/docs/labeling-resources#requirements): a key of 1 to 63
+// lowercase letters, digits, "_" and "-", starting with a letter; a value of 0 to 63 of the same.
+var (
+	labelKey   = regexp.MustCompile(`^[\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]{0,62}$`)
+	labelValue = regexp.MustCompile(`^[\p{Ll}\p{Lo}\p{N}_-]{0,63}$`)
+)
+
+// checkLabels checks the job's labels against the label rules, so that a label the service would
+// refuse stops the launch here, with the rule.
+func checkLabels(m map[string]string) error {
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		switch {
+		case !labelKey.MatchString(k):
+			errs = append(errs, fmt.Errorf("--labels: the key %q is not a label key: a key is 1 to 63 lowercase letters, digits, _ and -, starting with a letter", k))
+		case !labelValue.MatchString(m[k]):
+			errs = append(errs, fmt.Errorf("--labels: the value %q of %q is not a label value: a value is at most 63 lowercase letters, digits, _ and -", m[k], k))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // nearParam returns the template parameter that name is a misspelling of ("" if none): the same

@@ -151,16 +151,20 @@ func TestDockerfile(t *testing.T) {
 	if len(d.froms) != 2 {
 		t.Fatalf("FROM lines %q, want two stages", d.froms)
 	}
-	last := d.froms[len(d.froms)-1]
-	if arg, ok := strings.CutPrefix(last, "${"); ok {
-		last = d.argDefs[strings.TrimSuffix(arg, "}")]
+	// The launcher: Google's Go base image, its tag the one build argument LAUNCHER_TAG, whose
+	// default is latest, the tag Google recommends (docs/deploy.md), as is build.sh's.
+	if last := d.froms[len(d.froms)-1]; last != "gcr.io/dataflow-templates-base/go-template-launcher-base:${LAUNCHER_TAG}" {
+		t.Errorf("the final stage is FROM %q, want gcr.io/dataflow-templates-base/go-template-launcher-base:${LAUNCHER_TAG}", last)
 	}
-	if !strings.HasPrefix(last, "gcr.io/dataflow-templates-base/go-template-launcher-base") {
-		t.Errorf("the final stage is FROM %q, want gcr.io/dataflow-templates-base/go-template-launcher-base", last)
+	if tag := d.argDefs["LAUNCHER_TAG"]; tag != "latest" {
+		t.Errorf("ARG LAUNCHER_TAG=%q, want latest", tag)
 	}
-	// Pinned to a dated release tag (YYYYMMDD-rcNN), never a moving one.
-	if _, tag, _ := strings.Cut(last, "base:"); !regexp.MustCompile(`^20[0-9]{6}-rc[0-9]{2}$`).MatchString(tag) {
-		t.Errorf("the launcher image %q is not pinned to a dated release tag such as 20250220-rc00", last)
+	script, err := os.ReadFile(filepath.Join(root, "flex-template", "build.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(script), `launcher_tag="latest"`) {
+		t.Error(`build.sh's default launcher tag is not latest (launcher_tag="latest")`)
 	}
 
 	// Every package of the module the binary imports lies in a copied directory.

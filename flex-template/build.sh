@@ -31,9 +31,10 @@ Options:
   --tag TAG                      image tag (default: the git commit when clean, else a UTC time stamp)
   --template-path PATH           object path of the spec in the bucket
                                  (default templates/pubsub-to-clickhouse.json)
-  --launcher-image IMAGE         launcher base image, e.g. a dated tag of
+  --launcher-tag TAG             tag of the launcher base image
                                  gcr.io/dataflow-templates-base/go-template-launcher-base
-                                 (default: the Dockerfile's pinned tag)
+                                 (default latest, which Google recommends); the script checks
+                                 that the image exists before it builds
   --docker                       build and push with the local Docker engine (needs
                                  `gcloud auth configure-docker LOC-docker.pkg.dev` once)
   --dry-run                      print the commands instead of running them
@@ -53,7 +54,7 @@ die() {
 
 project="" region="" bucket="" repository="" repository_location=""
 image_name="pubsub-to-clickhouse" tag="" template_path="templates/pubsub-to-clickhouse.json"
-launcher_image="" use_docker=0 dry_run=0
+launcher_tag="latest" use_docker=0 dry_run=0
 
 # need NAME VALUE: fails when an option has no value.
 need() { [[ -n "${2-}" && "${2-}" != --* ]] || die "$1 needs a value"; }
@@ -77,8 +78,8 @@ while (($#)); do
     --tag=*) tag=${1#*=}; shift ;;
     --template-path) need "$1" "${2-}"; template_path=$2; shift 2 ;;
     --template-path=*) template_path=${1#*=}; shift ;;
-    --launcher-image) need "$1" "${2-}"; launcher_image=$2; shift 2 ;;
-    --launcher-image=*) launcher_image=${1#*=}; shift ;;
+    --launcher-tag) need "$1" "${2-}"; launcher_tag=$2; shift 2 ;;
+    --launcher-tag=*) launcher_tag=${1#*=}; shift ;;
     --docker) use_docker=1; shift ;;
     --dry-run) dry_run=1; shift ;;
     *) die "unknown argument: $1" ;;
@@ -127,25 +128,57 @@ trap 'rm -rf "$tmp"' EXIT
 echo "Image:    $image"
 echo "Template: $spec"
 
+# 0. The launcher base image: it must exist before the build starts (a wrong tag otherwise fails
+# only inside Cloud Build, after the upload).
+launcher_repo=gcr.io/dataflow-templates-base/go-template-launcher-base
+launcher_image="$launcher_repo:$launcher_tag"
+[[ $launcher_tag =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "--launcher-tag $launcher_tag is not a Docker tag"
+echo "Launcher: $launcher_image"
+# check_launcher asks, with the first of gcloud, docker and crane found, whether the image exists.
+check_launcher() {
+  local how out
+  if command -v gcloud >/dev/null; then
+    how=(gcloud container images describe "$launcher_image" "--format=value(image_summary.digest)")
+  elif command -v docker >/dev/null; then
+    how=(docker manifest inspect "$launcher_image")
+  elif command -v crane >/dev/null; then
+    how=(crane digest "$launcher_image")
+  else
+    echo "build.sh: cannot check that $launcher_image exists: none of gcloud, docker and crane is installed" >&2
+    exit 1
+  fi
+  printf '+'
+  printf ' %q' "${how[@]}"
+  printf '\n'
+  if ((dry_run)); then return 0; fi
+  if ! out=$("${how[@]}" 2>&1 >/dev/null); then
+    cat >&2 <<EOF
+build.sh: the launcher base image $launcher_image does not exist, or cannot be read with these
+credentials (${how[0]} said: ${out//$'\n'/ }).
+List its tags with
+  gcloud container images list-tags $launcher_repo
+and give one with --launcher-tag TAG, or leave --launcher-tag out for latest, which Google
+recommends (https://cloud.google.com/dataflow/docs/reference/flex-templates-base-images).
+EOF
+    exit 1
+  fi
+}
+check_launcher
+
 # 1. The image.
 if ((use_docker)); then
-  build_args=()
-  [[ -z $launcher_image ]] || build_args=(--build-arg "LAUNCHER_IMAGE=$launcher_image")
-  # (The ${a[@]+...} form keeps bash 3.2, macOS's, from failing on an empty array under set -u.)
-  run docker build --platform linux/amd64 ${build_args[@]+"${build_args[@]}"} -t "$image" .
+  run docker build --platform linux/amd64 --build-arg "LAUNCHER_TAG=$launcher_tag" -t "$image" .
   run docker push "$image"
-elif [[ -n $launcher_image ]]; then
+else
   # gcloud builds submit --tag takes no build arguments: a one-step build configuration does.
   cat >"$tmp/cloudbuild.yaml" <<EOF
 steps:
   - name: gcr.io/cloud-builders/docker
-    args: ["build", "--build-arg", "LAUNCHER_IMAGE=$launcher_image", "-t", "$image", "."]
+    args: ["build", "--build-arg", "LAUNCHER_TAG=$launcher_tag", "-t", "$image", "."]
 images: ["$image"]
 EOF
   if ((dry_run)); then sed 's/^/  | /' "$tmp/cloudbuild.yaml"; fi
   run gcloud builds submit --project "$project" --config "$tmp/cloudbuild.yaml" .
-else
-  run gcloud builds submit --project "$project" --tag "$image" .
 fi
 
 # 2. The template spec.

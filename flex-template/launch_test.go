@@ -92,7 +92,8 @@ func newFlagSet() *flag.FlagSet {
 	var o pipeline.Options
 	pipeline.RegisterFlags(fs, &o)
 	for _, name := range []string{"service_account_email", "staging_location", "temp_location", "experiments",
-		"dataflow_kms_key", "max_num_workers", "template_location", "project", "region", "runner"} {
+		"dataflow_kms_key", "max_num_workers", "template_location", "project", "region", "runner",
+		"labels", "transform_name_mapping", "dataflow_service_options", "job_name"} {
 		fs.String(name, "", "")
 	}
 	fs.Bool("no_use_public_ips", false, "")
@@ -155,6 +156,44 @@ func TestNormalizeArgs(t *testing.T) {
 	} {
 		if !strings.HasPrefix(noted[flag], what) {
 			t.Errorf("note for --%s is %q, want %q...", flag, noted[flag], what)
+		}
+	}
+}
+
+// TestNormalizeArgsListsAndMaps: repeated list flags keep every value; map flags take JSON and
+// k=v,k2=v2, repeated, into one JSON object; a key given twice with two values, a malformed pair
+// and a label the service refuses are errors that name the flag and the value.
+func TestNormalizeArgsListsAndMaps(t *testing.T) {
+	fs := newFlagSet()
+	got, _, err := normalizeArgs(fs, templateParams(), []string{
+		"--dataflow_service_options=a", "--dataflowServiceOptions=b,a", "--dataflow_service_options", "streaming_mode_at_least_once",
+		"--labels=team=data,env=prod", `--labels={"cost-center":"x-1"}`, "--additionalUserLabels", "env=prod",
+		"--transformNameMappings=Old/Parse=Parse", `--transform_name_mapping={"OldBatch":"Batch"}`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"--dataflow_service_options=a,b,streaming_mode_at_least_once",
+		`--labels={"cost-center":"x-1","env":"prod","team":"data"}`,
+		`--transform_name_mapping={"Old/Parse":"Parse","OldBatch":"Batch"}`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("normalizeArgs (-want +got):\n%s", diff)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--labels=team=a", "--labels=team=b"}, `--labels: the key "team" is given twice, as "a" and as "b"`},
+		{[]string{"--labels=team"}, `--labels "team": "team" is not key=value`},
+		{[]string{`--labels={"team":1}`}, `--labels "{\"team\":1}": not a JSON object of strings`},
+		{[]string{"--labels=Team=x"}, `--labels: the key "Team" is not a label key`},
+		{[]string{"--labels=team=Data"}, `--labels: the value "Data" of "team" is not a label value`},
+		{[]string{"--labels=a=" + strings.Repeat("x", 64)}, `is not a label value`},
+	} {
+		if _, _, err := normalizeArgs(fs, templateParams(), bad.args); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: %v, want an error with %q", bad.args, err, bad.want)
 		}
 	}
 }

@@ -134,6 +134,9 @@ func run(ctx context.Context, o pipeline.Options) error {
 			// A streaming job never completes: waiting for it would never end the command.
 			*jobopts.Async = true
 		}
+		if err := checkMachineType(); err != nil {
+			return err
+		}
 	}
 	if cfg, ok := o.UDF(); ok && l.dataflow && !udf.IsGCS(cfg.Path) {
 		return fmt.Errorf("javascriptTextTransformGcsPath %q: on Dataflow the file must be in Cloud Storage, gs://<bucket>/<object>: "+
@@ -141,6 +144,9 @@ func run(ctx context.Context, o pipeline.Options) error {
 	}
 	mode := o.Mode()
 	slog.Info("launch", "runner", l.runner, "mode", l.String())
+	if l.dataflow {
+		slog.Info("streaming mode", "mode", streamingMode(), "service options", stringFlag("dataflow_service_options"))
+	}
 	slog.Info("source", "subscription", o.InputSubscription, "source", src.String())
 	slog.Info("window mode", "mode", mode.String(), "numShards", o.Shards(src, intFlag("max_num_workers")))
 	if !l.dataflow && mode.Window >= 10*time.Second {
@@ -164,11 +170,21 @@ func run(ctx context.Context, o pipeline.Options) error {
 		return err
 	}
 
+	upd, err := findRunningJob(ctx, l)
+	if err != nil {
+		return err
+	}
+
 	p, s := beam.NewPipelineWithRoot()
 	pipeline.Build(s, o, src)
 	res, err := beam.Run(ctx, l.runner, p)
 	if err != nil {
 		return err
+	}
+	if upd.jobID != "" {
+		if err := markReplacement(ctx, l.template, upd); err != nil {
+			return err
+		}
 	}
 	return report(os.Stdout, res, l)
 }

@@ -46,7 +46,14 @@ type parameterMetadata struct {
 	ParentTriggerValues []string          `json:"parentTriggerValues"`
 	HiddenUI            *bool             `json:"hiddenUi"`
 	CustomMetadata      map[string]string `json:"customMetadata"`
-	EnumOptions         []json.RawMessage `json:"enumOptions"`
+	EnumOptions         []enumOption      `json:"enumOptions"`
+}
+
+// enumOption is one choice of an ENUM parameter (the API's ParameterMetadataEnumOption).
+type enumOption struct {
+	Value       string `json:"value"`
+	Label       string `json:"label"`
+	Description string `json:"description"`
 }
 
 // groups are the parameter groups of the console form, in order.
@@ -70,6 +77,7 @@ var paramTypeByName = map[string]string{
 	"inputSubscription":              "PUBSUB_SUBSCRIPTION",
 	"deadLetterTopic":                "PUBSUB_TOPIC",
 	"javascriptTextTransformGcsPath": "JAVASCRIPT_UDF_FILE",
+	"clickHouseCompression":          "ENUM",
 }
 
 func readMetadata(t *testing.T) templateMetadata {
@@ -232,11 +240,22 @@ func TestMetadataFile(t *testing.T) {
 			t.Errorf("%s: isOptional must be given explicitly (absent means required)", p.Name)
 		}
 		switch p.ParamType {
-		case "TEXT", "NUMBER", "BOOLEAN", "PUBSUB_SUBSCRIPTION", "PUBSUB_TOPIC", "JAVASCRIPT_UDF_FILE":
+		case "TEXT", "NUMBER", "BOOLEAN", "PUBSUB_SUBSCRIPTION", "PUBSUB_TOPIC", "JAVASCRIPT_UDF_FILE", "ENUM":
 		case "":
 			t.Errorf("%s: no paramType", p.Name)
 		default:
-			t.Errorf("%s: paramType %q is not one this template uses (TEXT, NUMBER, BOOLEAN, PUBSUB_SUBSCRIPTION, PUBSUB_TOPIC, JAVASCRIPT_UDF_FILE)", p.Name, p.ParamType)
+			t.Errorf("%s: paramType %q is not one this template uses (TEXT, NUMBER, BOOLEAN, PUBSUB_SUBSCRIPTION, PUBSUB_TOPIC, JAVASCRIPT_UDF_FILE, ENUM)", p.Name, p.ParamType)
+		}
+		// An ENUM is a list of choices (enumOptions, each with a value); nothing else has them.
+		if (p.ParamType == "ENUM") != (len(p.EnumOptions) > 0) {
+			t.Errorf("%s: paramType %s with %d enumOptions: an ENUM needs them, and only an ENUM has them", p.Name, p.ParamType, len(p.EnumOptions))
+		}
+		seenValues := map[string]bool{}
+		for _, e := range p.EnumOptions {
+			if e.Value == "" || e.Label == "" || seenValues[e.Value] {
+				t.Errorf("%s: enum option %+v: each needs a value of its own and a label", p.Name, e)
+			}
+			seenValues[e.Value] = true
 		}
 		g := slices.Index(groups, p.GroupName)
 		switch {
@@ -247,8 +266,8 @@ func TestMetadataFile(t *testing.T) {
 		default:
 			lastGroup = g
 		}
-		if p.ParentName != "" || len(p.ParentTriggerValues) > 0 || p.HiddenUI != nil || len(p.EnumOptions) > 0 || len(p.CustomMetadata) > 0 {
-			t.Errorf("%s: uses fields this test does not check (parentName, parentTriggerValues, hiddenUi, enumOptions, customMetadata)", p.Name)
+		if p.ParentName != "" || len(p.ParentTriggerValues) > 0 || p.HiddenUI != nil || len(p.CustomMetadata) > 0 {
+			t.Errorf("%s: uses fields this test does not check (parentName, parentTriggerValues, hiddenUi, customMetadata)", p.Name)
 		}
 	}
 	for _, g := range groups {
@@ -360,7 +379,9 @@ func TestMetadataRequired(t *testing.T) {
 			t.Errorf("%s: isOptional is %v, but Validate requires it: %v, its usage says required: %v", p.Name, *p.IsOptional, byValidate, byUsage)
 		}
 	}
-	want := []string{"inputSubscription", "clickHouseUrl", "clickHouseDatabase", "clickHouseTable", "clickHouseUsername", "clickHousePassword"}
+	// Not clickHousePassword: the console does not submit a required field left empty, and a user
+	// without a password gives an empty one.
+	want := []string{"inputSubscription", "clickHouseUrl", "clickHouseDatabase", "clickHouseTable", "clickHouseUsername"}
 	slices.Sort(required)
 	slices.Sort(want)
 	if !slices.Equal(required, want) {
@@ -467,6 +488,7 @@ var regexExamples = map[string]regexExample{
 			"projects/my-project/subscriptions/my-sub",
 			"projects/my-project-123/subscriptions/Events.sub_1~x+y%20z",
 			"projects/example.com:my-project/subscriptions/events",
+			"projects/123456789012/subscriptions/events", // the project by number
 		},
 		reject: []string{
 			"", "my-sub", "projects/p/topics/t", "projects/my-project/topics/my-topic",
@@ -474,6 +496,7 @@ var regexExamples = map[string]regexExample{
 			"projects/my-project/subscriptions/1sub", "projects/my-project/subscriptions/ab",
 			"projects/my-project/subscriptions/my sub", " projects/my-project/subscriptions/my-sub",
 			"projects/my-project/subscriptions/my-sub/extra", "projects/my-project-/subscriptions/my-sub",
+			"projects/0123456789/subscriptions/events", "projects/12345678901234567890/subscriptions/events",
 		},
 	},
 	"clickHouseUrl": {
@@ -526,7 +549,7 @@ var regexExamples = map[string]regexExample{
 		reject: []string{" ", "default.events_dead_letter", "dl`q"},
 	},
 	"deadLetterTopic": {
-		accept: []string{"", "projects/my-project/topics/events-dead-letter", "projects/example.com:my-project/topics/dlq"},
+		accept: []string{"", "projects/my-project/topics/events-dead-letter", "projects/example.com:my-project/topics/dlq", "projects/123456789012/topics/dlq"},
 		reject: []string{
 			"projects/my-project/subscriptions/my-sub", "my-topic", "projects/p/topics/t",
 			"projects/my-project/topics/", " ",
@@ -561,16 +584,17 @@ var regexExamples = map[string]regexExample{
 		reject: []string{"0", "-1", "1m"},
 	},
 	"insertDeduplicate": {
-		accept: []string{"", "true", "false"},
-		reject: []string{"yes", "on", "enabled"},
+		// What Go's strconv.ParseBool, and so the binary, takes; the console may send True.
+		accept: []string{"", "true", "false", "True", "False", "TRUE", "FALSE", "t", "f", "1", "0"},
+		reject: []string{"yes", "on", "enabled", "tRue", "tru", "2"},
 	},
 	"insertQuorum": {
 		accept: []string{"", "0", "2"},
 		reject: []string{"-1", "two", "2.0"},
 	},
 	"insertDistributedSync": {
-		accept: []string{"", "true", "false"},
-		reject: []string{"yes", "off", "sync"},
+		accept: []string{"", "true", "false", "True", "FALSE", "T", "F"},
+		reject: []string{"yes", "off", "sync", "falsE"},
 	},
 	"javascriptTextTransformGcsPath": {
 		accept: []string{"", "gs://my-bucket/udfs/transform.js", "gs://b/u.js", "gs://my-bucket/my udfs/transform v2.js"},
@@ -649,6 +673,11 @@ func TestMetadataRegexes(t *testing.T) {
 		if !ok || len(ex.accept) == 0 || len(ex.reject) == 0 {
 			t.Errorf("%s: regexExamples needs values to accept and values to reject", p.Name)
 			continue
+		}
+		for _, e := range p.EnumOptions {
+			if !slices.Contains(ex.accept, e.Value) {
+				t.Errorf("%s: enum option %q is not among regexExamples' accepted values", p.Name, e.Value)
+			}
 		}
 		if p.IsOptional != nil && *p.IsOptional != slices.Contains(ex.accept, "") {
 			t.Errorf("%s: an optional parameter's regex must accept the empty value, a required one's must not; fix regexExamples", p.Name)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,7 +47,9 @@ func TestScripts(t *testing.T) {
 		}
 		image := "us-central1-docker.pkg.dev/my-project/templates/pubsub-to-clickhouse:v1"
 		for _, want := range []string{
-			"+ gcloud builds submit --project my-project --tag " + image + " .",
+			"+ gcloud container images describe gcr.io/dataflow-templates-base/go-template-launcher-base:latest",
+			`args: ["build", "--build-arg", "LAUNCHER_TAG=latest", "-t", "` + image + `", "."]`,
+			"+ gcloud builds submit --project my-project --config ",
 			"+ gcloud dataflow flex-template build gs://my-bucket/templates/pubsub-to-clickhouse.json --project my-project --image " +
 				image + " --sdk-language GO --metadata-file metadata.json",
 		} {
@@ -97,6 +100,83 @@ func TestScripts(t *testing.T) {
 			t.Errorf("run.sh accepts stopAfterIdle, which is not a template parameter: %v\n%s", err, out)
 		}
 	})
+}
+
+// TestBuildChecksLauncher runs build.sh with a fake gcloud first on PATH, which records its
+// calls and knows one launcher tag: build.sh asks for the launcher base image before anything
+// else, stops with the way out when the tag does not exist, and otherwise builds with that tag.
+func TestBuildChecksLauncher(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatalf("bash: %v", err)
+	}
+	bin := t.TempDir()
+	const fake = `#!/bin/sh
+printf '%s\n' "$*" >>"$FAKE_LOG/calls"
+case "$1 $2 $3" in
+"container images describe")
+  case $4 in
+  gcr.io/dataflow-templates-base/go-template-launcher-base:latest|gcr.io/dataflow-templates-base/go-template-launcher-base:20260122-rc00)
+    echo "sha256:0123" ;;
+  *) echo "ERROR: (gcloud.container.images.describe) [$4] is not found or access is denied." >&2; exit 1 ;;
+  esac ;;
+"builds submit --project") for a; do case $a in *.yaml) cp "$a" "$FAKE_LOG/cloudbuild.yaml" ;; esac; done ;;
+"dataflow flex-template build") ;;
+"storage cat --project") echo '{"metadata": {"supportsAtLeastOnce": true}}' ;;
+*) echo "ERROR: (gcloud) fake gcloud: unexpected arguments: $*" >&2; exit 2 ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(bin, "gcloud"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, tag string
+		fails     bool
+	}{{"default tag", "", false}, {"a dated tag", "20260122-rc00", false}, {"a tag that does not exist", "20250220-rc00", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := t.TempDir()
+			args := []string{"build.sh", "--project", "my-project", "--region", "us-central1", "--bucket", "my-bucket", "--repository", "templates", "--tag", "v1"}
+			if tc.tag != "" {
+				args = append(args, "--launcher-tag", tc.tag)
+			}
+			out, err := command(t, ".", []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "FAKE_LOG=" + log}, bash, args...)
+			calls, _ := os.ReadFile(filepath.Join(log, "calls"))
+			lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
+			tag := cmp.Or(tc.tag, "latest")
+			if want := "container images describe gcr.io/dataflow-templates-base/go-template-launcher-base:" + tag; !strings.HasPrefix(lines[0], want) {
+				t.Errorf("the first gcloud call is %q, want %s ...", lines[0], want)
+			}
+			if tc.fails {
+				var exit *exec.ExitError
+				if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+					t.Errorf("build.sh: %v, want exit status 1\n%s", err, out)
+				}
+				for _, want := range []string{
+					"build.sh: the launcher base image gcr.io/dataflow-templates-base/go-template-launcher-base:" + tag + " does not exist, or cannot be read",
+					"is not found or access is denied", "gcloud container images list-tags gcr.io/dataflow-templates-base/go-template-launcher-base",
+					"--launcher-tag TAG",
+				} {
+					if !strings.Contains(out, want) {
+						t.Errorf("the output lacks %q:\n%s", want, out)
+					}
+				}
+				if len(lines) != 1 {
+					t.Errorf("build.sh went on after the failed check: %q", lines)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("build.sh: %v\n%s", err, out)
+			}
+			config, err := os.ReadFile(filepath.Join(log, "cloudbuild.yaml"))
+			if err != nil || !strings.Contains(string(config), `"--build-arg", "LAUNCHER_TAG=`+tag+`"`) {
+				t.Errorf("the Cloud Build configuration does not pass LAUNCHER_TAG=%s (%v):\n%s", tag, err, config)
+			}
+			if len(lines) != 4 || !strings.HasPrefix(lines[1], "builds submit") || !strings.HasPrefix(lines[2], "dataflow flex-template build") {
+				t.Errorf("the gcloud calls are %q, want the check, builds submit, flex-template build, storage cat", lines)
+			}
+		})
+	}
 }
 
 // TestCanary runs canary.sh with fake gcloud and curl executables first on PATH: small shell

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +40,7 @@ const (
 	deniedSecret    = "projects/p/secrets/launch-password/versions/1"
 	workerAccount   = "worker@p.iam.gserviceaccount.com"
 	launchKMSKey    = "projects/p/locations/l/keyRings/r/cryptoKeys/k"
+	launchJobName   = "events-ingest"
 	pubsubReadURN   = "beam:transform:pubsub_read:v1"
 	artifactURLType = "beam:artifact:type:url:v1"
 	goWorkerRole    = "beam:artifact:role:go_worker_binary:v1"
@@ -119,6 +121,13 @@ func TestLaunch(t *testing.T) {
 		fails string
 		// udf: a JavaScript UDF in Cloud Storage, which the launcher reads and checks.
 		udf bool
+		// running: the Dataflow stand-in has a running job named launchJobName before the launch.
+		running bool
+		// denyList: the Dataflow stand-in refuses to list jobs (no dataflow.jobs.list).
+		denyList bool
+		// check checks more of the job (the one written or submitted), given the output and the
+		// id of the running job.
+		check func(t *testing.T, job *df.Job, out string, dataflow *gcptest.Dataflow, runningID string)
 	}{
 		{
 			name:     "flex launcher, --runner=dataflow, a JavaScript UDF",
@@ -157,6 +166,74 @@ func TestLaunch(t *testing.T) {
 			password: launchPassword,
 		},
 		{
+			// The launch options in the forms the launcher and gcloud may pass them: labels as
+			// k=v,k2=v2 and as JSON, repeated; service options repeated, the console's
+			// at-least-once choice among them.
+			name:     "flex launcher, labels, service options, at-least-once",
+			args:     append(append([]string{"--runner=dataflow"}, flexArgs...), launchFlags...),
+			template: templateURL, staging: "staging/", temp: "gs://" + launchBucket + "/tmp",
+			check: checkLaunchFlags,
+		},
+		{
+			name: "direct launch, labels, service options, at-least-once",
+			args: append([]string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
+				"--staging_location=gs://" + launchBucket + "/staging"}, launchFlags...),
+			staging: "staging/", temp: "gs://" + launchBucket + "/staging/tmp",
+			check: checkLaunchFlags,
+		},
+		{
+			// An update under the Flex launcher: the binary finds the running job by name and
+			// writes its id into the job, with the transform name mapping, in both forms.
+			name: "flex launcher, --update",
+			args: append(append([]string{"--runner=dataflow"}, flexArgs...), "--update", "--jobName="+launchJobName,
+				"--transformNameMappings=OldParse=Parse", `--transform_name_mapping={"OldBatch":"Batch"}`),
+			template: templateURL, staging: "staging/", temp: "gs://" + launchBucket + "/tmp", running: true,
+			check: checkUpdate,
+		},
+		{
+			// A direct update: the SDK's runner finds the running job and sends replaceJobId.
+			name: "direct launch, --update",
+			args: []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
+				"--staging_location=gs://" + launchBucket + "/staging", "--update", "--job_name=" + launchJobName,
+				"--transform_name_mapping=OldParse=Parse,OldBatch=Batch"},
+			staging: "staging/", temp: "gs://" + launchBucket + "/staging/tmp", running: true,
+			check: checkUpdate,
+		},
+		{
+			name:     "flex launcher, --update without a running job",
+			args:     append(append([]string{"--runner=dataflow"}, flexArgs...), "--update", "--job_name="+launchJobName),
+			template: templateURL,
+			fails: `pubsub-to-clickhouse: --update: finding the running job named "` + launchJobName + `" in projects/p/locations/us-central1: ` +
+				"Unable to find running job with name " + launchJobName + "; the job's service account needs the permission dataflow.jobs.list",
+		},
+		{
+			// The job's service account may not list jobs: the look-up says which permission.
+			name:     "flex launcher, --update without dataflow.jobs.list",
+			args:     append(append([]string{"--runner=dataflow"}, flexArgs...), "--update", "--job_name="+launchJobName),
+			template: templateURL, running: true, denyList: true,
+			fails: "Permission 'dataflow.jobs.list' denied on project p; the job's service account needs the permission dataflow.jobs.list " +
+				"(roles/dataflow.viewer) to replace a job. Or replace it by hand: drain it (gcloud dataflow jobs drain JOB_ID --region=us-central1)",
+		},
+		{
+			name:     "flex launcher, an Arm machine type",
+			args:     append(append([]string{"--runner=dataflow"}, flexArgs...), "--workerMachineType=t2a-standard-4"),
+			template: templateURL,
+			fails: "pubsub-to-clickhouse: --worker_machine_type=t2a-standard-4: an Arm (arm64) machine type, but the workers run this binary, " +
+				"built for linux/amd64 (x86), which an Arm worker cannot run",
+		},
+		{
+			name: "direct launch, an Arm machine type",
+			args: []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
+				"--staging_location=gs://" + launchBucket + "/staging", "--machine_type=c4a-standard-8"},
+			fails: "pubsub-to-clickhouse: --machine_type=c4a-standard-8: an Arm (arm64) machine type",
+		},
+		{
+			name:     "flex launcher, a label the service would refuse",
+			args:     append(append([]string{"--runner=dataflow"}, flexArgs...), "--labels=Team=data"),
+			template: templateURL,
+			fails:    `pubsub-to-clickhouse: --labels: the key "Team" is not a label key: a key is 1 to 63 lowercase letters, digits, _ and -, starting with a letter`,
+		},
+		{
 			name:     "flex launcher, a secret version the job may not read",
 			args:     append([]string{"--runner=dataflow"}, flexArgs...),
 			template: templateURL, password: deniedSecret,
@@ -169,6 +246,13 @@ func TestLaunch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			gcs := gcptest.StartGCS(t, launchBucket)
 			dataflow := gcptest.StartDataflow(t)
+			var runningID string
+			if tc.running {
+				runningID = dataflow.AddRunning(launchProject, launchRegion, launchJobName)
+			}
+			if tc.denyList {
+				dataflow.DenyList()
+			}
 			password := tc.password
 			if password == "" {
 				password = launchSecret
@@ -244,6 +328,9 @@ func TestLaunch(t *testing.T) {
 				}
 				if tc.otherSDKs {
 					checkOtherSDKs(t, job)
+				}
+				if tc.check != nil {
+					tc.check(t, job, out, dataflow, runningID)
 				}
 			}
 			if t.Failed() {
@@ -603,5 +690,53 @@ func checkOtherSDKs(t *testing.T, job *df.Job) {
 	}
 	if env.ServiceKmsKeyName != launchKMSKey {
 		t.Errorf("the job's KMS key is %q, want %s", env.ServiceKmsKeyName, launchKMSKey)
+	}
+}
+
+// launchFlags are Dataflow launch options in the forms the launcher and gcloud may pass: labels
+// as k=v pairs, as JSON and in a camelCase flag; service options repeated, with the
+// at-least-once streaming mode among them.
+var launchFlags = []string{
+	"--labels=team=data,env=prod", `--labels={"cost-center":"ingest-42"}`, "--additionalUserLabels=owner=ops",
+	"--dataflow_service_options=enable_google_cloud_profiler", "--dataflow_service_options=" + "streaming_mode_at_least_once",
+	"--dataflowServiceOptions=enable_google_cloud_heap_sampling",
+}
+
+// checkLaunchFlags checks that the job carries every label and every service option of
+// launchFlags, and that the launch says it runs in at-least-once mode.
+func checkLaunchFlags(t *testing.T, job *df.Job, out string, _ *gcptest.Dataflow, _ string) {
+	t.Helper()
+	wantLabels := map[string]string{"team": "data", "env": "prod", "cost-center": "ingest-42", "owner": "ops"}
+	if !maps.Equal(job.Labels, wantLabels) {
+		t.Errorf("the job's labels are %v, want %v", job.Labels, wantLabels)
+	}
+	wantOptions := []string{"enable_google_cloud_profiler", "streaming_mode_at_least_once", "enable_google_cloud_heap_sampling"}
+	if got := job.Environment.ServiceOptions; !slices.Equal(got, wantOptions) {
+		t.Errorf("the job's service options are %q, want %q", got, wantOptions)
+	}
+	if want := `msg="streaming mode" mode=at-least-once`; !strings.Contains(out, want) {
+		t.Errorf("the output lacks %s", want)
+	}
+}
+
+// checkUpdate checks that the job replaces the running one: it has the running job's name, names
+// that job's id in replaceJobId and carries the transform name mapping; and that the Dataflow
+// stand-in was asked for the active jobs (the look-up of the job to replace).
+func checkUpdate(t *testing.T, job *df.Job, _ string, dataflow *gcptest.Dataflow, runningID string) {
+	t.Helper()
+	if runningID == "" || job.ReplaceJobId != runningID {
+		t.Errorf("the job's replaceJobId is %q, want the running job's id %q", job.ReplaceJobId, runningID)
+	}
+	if job.Name != launchJobName {
+		t.Errorf("the job's name is %q, want the running job's, %q", job.Name, launchJobName)
+	}
+	if want := map[string]string{"OldParse": "Parse", "OldBatch": "Batch"}; !maps.Equal(job.TransformNameMapping, want) {
+		t.Errorf("the job's transformNameMapping is %v, want %v", job.TransformNameMapping, want)
+	}
+	listed := slices.ContainsFunc(dataflow.Requests(), func(r gcptest.Request) bool {
+		return r.Method == "GET" && strings.HasSuffix(strings.Split(r.Path, "?")[0], "/jobs") && strings.Contains(r.Path, "filter=ACTIVE")
+	})
+	if !listed {
+		t.Errorf("the launch did not list the active jobs; the stand-in received %+v", dataflow.Requests())
 	}
 }

@@ -18,15 +18,7 @@ func TestBuildEveryMode(t *testing.T) {
 				{"dead_letters", "", ""}, {"", "projects/my-project/topics/dead", ""}, {"dead_letters", "projects/my-project/topics/dead", ""},
 				{"dead_letters", "", "gs://bucket/udf.js"}, {"", "projects/my-project/topics/dead", "/tmp/udf.js"},
 			} {
-				o := Defaults()
-				o.InputSubscription = "projects/my-project/subscriptions/events"
-				o.ClickHouseURL = "clickhouse://127.0.0.1:9000"
-				o.ClickHouseDatabase, o.ClickHouseTable, o.ClickHouseUsername = "db", "events", "default"
-				o.ClickHouseDeadLetterTable, o.DeadLetterTopic = dl.table, dl.topic
-				o.WindowSeconds, o.BatchRowCount = mode.window, mode.rows
-				if dl.udf != "" {
-					o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName = dl.udf, "transform"
-				}
+				o := graphOptions(dl.table, dl.topic, dl.udf, mode.window, mode.rows)
 				func() {
 					defer func() {
 						if r := recover(); r != nil {
@@ -42,4 +34,19 @@ func TestBuildEveryMode(t *testing.T) {
 			}
 		}
 	}
+}
+
+// graphOptions returns valid options for building the graph: the given dead-letter table and
+// topic, JavaScript UDF file ("" for none) and batching.
+func graphOptions(table, topic, udf string, window, rows OptionalInt) Options {
+	o := Defaults()
+	o.InputSubscription = "projects/my-project/subscriptions/events"
+	o.ClickHouseURL = "clickhouse://127.0.0.1:9000"
+	o.ClickHouseDatabase, o.ClickHouseTable, o.ClickHouseUsername = "db", "events", "default"
+	o.ClickHouseDeadLetterTable, o.DeadLetterTopic = table, topic
+	o.WindowSeconds, o.BatchRowCount = window, rows
+	if udf != "" {
+		o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName = udf, "transform"
+	}
+	return o
 }

@@ -57,10 +57,17 @@ func splitResource(s, collection, other string) (project, id string, err error) 
 
 func singular(collection string) string { return strings.TrimSuffix(collection, "s") }
 
-// checkProjectID checks a Google Cloud project ID, plain or domain-scoped.
+// checkProjectID checks a Google Cloud project ID, plain or domain-scoped, or a project number
+// (Pub/Sub's resource names take either: projects/123456789012/subscriptions/s).
 func checkProjectID(p string) error {
 	if p == "" {
 		return errors.New("must not be empty")
+	}
+	if strings.Trim(p, "0123456789") == "" {
+		if len(p) > 19 || p[0] == '0' {
+			return fmt.Errorf("a project number must be 1 to 19 digits, without a leading zero (not %q)", p)
+		}
+		return nil
 	}
 	if domain, name, scoped := strings.Cut(p, ":"); scoped {
 		if err := checkDomain(domain); err != nil {

@@ -172,7 +172,7 @@ func (c *checker) check(p parameter, o Options) {
 				return
 			}
 		} else if v == "" {
-			return // unset, or the empty password
+			return // unset (the empty password among them)
 		}
 	case kindOptionalInt:
 		if !p.field(&o).(*OptionalInt).Given {

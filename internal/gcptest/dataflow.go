@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,13 +23,19 @@ import (
 //	GET  v1b3/projects/{project}/locations/{location}/jobs/{id}/metrics no metrics
 //	GET  v1b3/projects/{project}/locations/{location}/jobs              list
 //
-// Any other request is answered 404 with a Google API error, and recorded like the rest.
+// As the service does, a create of a job whose name is that of an active job is refused (409
+// ALREADY_EXISTS) unless the job names that job in replaceJobId; a replaced job is then
+// JOB_STATE_UPDATED, no longer active. Any other request is answered 404 with a Google API
+// error, and recorded like the rest.
 type Dataflow struct {
 	srv *httptest.Server
 
 	mu       sync.Mutex
 	jobs     []*df.Job
 	raw      [][]byte
+	running  []*df.Job // jobs that AddRunning made
+	replaced map[string]bool
+	denyList bool
 	requests []Request
 	seq      int
 }
@@ -59,6 +66,30 @@ func StartDataflow(t testing.TB) *Dataflow {
 	d.srv = httptest.NewServer(d.record(mux))
 	t.Cleanup(d.srv.Close)
 	return d
+}
+
+// AddRunning adds a running job named name in projects/project/locations/location, as if it had
+// been launched earlier, and returns its id. Jobs does not return it.
+func (d *Dataflow) AddRunning(project, location, name string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	job := &df.Job{Id: d.newID(), Name: name, ProjectId: project, Location: location, Type: "JOB_TYPE_STREAMING"}
+	d.running = append(d.running, job)
+	return job.Id
+}
+
+// DenyList makes the list of jobs fail with 403 PERMISSION_DENIED, as the service answers a caller
+// without dataflow.jobs.list.
+func (d *Dataflow) DenyList() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.denyList = true
+}
+
+// newID returns a new job id, in the form of Dataflow's: creation time and a number.
+func (d *Dataflow) newID() string {
+	d.seq++
+	return fmt.Sprintf("%s-%019d", time.Now().UTC().Format("2006-01-02_15_04_05"), 4242424242424242420+d.seq)
 }
 
 // Endpoint returns the server's URL with a trailing slash: the value for --dataflow_endpoint,
@@ -137,11 +168,27 @@ func (d *Dataflow) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.mu.Lock()
-	d.seq++
-	// The form of Dataflow's ids: creation time and a number.
-	job.Id = fmt.Sprintf("%s-%019d", time.Now().UTC().Format("2006-01-02_15_04_05"), 4242424242424242420+d.seq)
-	job.ProjectId = r.PathValue("project")
-	job.Location = r.PathValue("location")
+	project, location := r.PathValue("project"), r.PathValue("location")
+	for _, j := range d.all() {
+		if j.Name != job.Name || j.ProjectId != project || j.Location != location || d.replaced[j.Id] {
+			continue
+		}
+		if job.ReplaceJobId != j.Id {
+			d.mu.Unlock()
+			writeError(w, http.StatusConflict, fmt.Sprintf("(stand-in) There is already an active job named %s with id: %s. "+
+				"If you want to submit a second job, try again by setting a different name.", job.Name, j.Id))
+			return
+		}
+	}
+	if job.ReplaceJobId != "" {
+		if d.replaced == nil {
+			d.replaced = map[string]bool{}
+		}
+		d.replaced[job.ReplaceJobId] = true
+	}
+	job.Id = d.newID()
+	job.ProjectId = project
+	job.Location = location
 	job.CurrentState = "JOB_STATE_PENDING"
 	job.CreateTime = time.Now().UTC().Format(time.RFC3339Nano)
 	d.jobs = append(d.jobs, &job)
@@ -150,14 +197,25 @@ func (d *Dataflow) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, &job)
 }
 
+// all returns the running jobs and the created ones; d.mu is held.
+func (d *Dataflow) all() []*df.Job { return append(slices.Clone(d.running), d.jobs...) }
+
+// state returns the current state of j; d.mu is held.
+func (d *Dataflow) state(j *df.Job) *df.Job {
+	c := *j
+	c.CurrentState = "JOB_STATE_RUNNING"
+	if d.replaced[j.Id] {
+		c.CurrentState = "JOB_STATE_UPDATED"
+	}
+	return &c
+}
+
 func (d *Dataflow) find(r *http.Request) *df.Job {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, j := range d.jobs {
+	for _, j := range d.all() {
 		if j.Id == r.PathValue("id") && j.ProjectId == r.PathValue("project") && j.Location == r.PathValue("location") {
-			c := *j
-			c.CurrentState = "JOB_STATE_RUNNING"
-			return &c
+			return d.state(j)
 		}
 	}
 	return nil
@@ -182,13 +240,18 @@ func (d *Dataflow) metrics(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Dataflow) list(w http.ResponseWriter, r *http.Request) {
+	// filter=ACTIVE (what the SDK asks for, to find a job to replace) leaves out replaced jobs.
+	active := r.URL.Query().Get("filter") == "ACTIVE"
 	d.mu.Lock()
+	if d.denyList {
+		d.mu.Unlock()
+		writeError(w, http.StatusForbidden, "(stand-in) Permission 'dataflow.jobs.list' denied on project "+r.PathValue("project"))
+		return
+	}
 	var out []*df.Job
-	for _, j := range d.jobs {
-		if j.ProjectId == r.PathValue("project") && j.Location == r.PathValue("location") {
-			c := *j
-			c.CurrentState = "JOB_STATE_RUNNING"
-			out = append(out, &c)
+	for _, j := range d.all() {
+		if j.ProjectId == r.PathValue("project") && j.Location == r.PathValue("location") && !(active && d.replaced[j.Id]) {
+			out = append(out, d.state(j))
 		}
 	}
 	d.mu.Unlock()

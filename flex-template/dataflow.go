@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"cloud.google.com/go/storage"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/dataflow/dataflowlib"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/util/gcsx"
+)
+
+// AtLeastOnce is the Dataflow service option (or experiment) of at-least-once streaming mode, as
+// the console's streaming-mode choice and gcloud pass it
+// (https://cloud.google.com/dataflow/docs/guides/streaming-modes).
+const AtLeastOnce = "streaming_mode_at_least_once"
+
+// armSeries are the prefixes of Compute Engine's Arm (arm64) machine types: T2A (Ampere Altra),
+// C4A and N4A (Google Axion), A4X (NVIDIA Grace)
+// (https://cloud.google.com/compute/docs/instances/arm-on-compute).
+var armSeries = []string{"t2a-", "c4a-", "n4a-", "a4x-"}
+
+// checkMachineType refuses an Arm machine type for the workers: the staged worker binary is this
+// binary, built for linux/amd64, which an arm64 worker cannot run (the job would start workers
+// that never process anything).
+func checkMachineType() error {
+	for _, name := range []string{"worker_machine_type", "machine_type"} {
+		mt := stringFlag(name)
+		for _, s := range armSeries {
+			if strings.HasPrefix(strings.ToLower(mt), s) {
+				return fmt.Errorf("--%s=%s: an Arm (arm64) machine type, but the workers run this binary, built for linux/amd64 (x86), "+
+					"which an Arm worker cannot run: choose an x86 machine type (e.g. n2-standard-4, c4-standard-4, e2-standard-4) or leave it unset", name, mt)
+			}
+		}
+	}
+	return nil
+}
+
+// streamingMode returns the streaming mode the job asks for: "at-least-once" when the service
+// options or the experiments hold streaming_mode_at_least_once, else "exactly-once" (Dataflow's
+// default).
+func streamingMode() string {
+	for _, name := range []string{"dataflow_service_options", "experiments"} {
+		if slices.Contains(strings.Split(stringFlag(name), ","), AtLeastOnce) {
+			return "at-least-once"
+		}
+	}
+	return "exactly-once"
+}
+
+// update is a launch that replaces a running job (--update): the running job of the same name,
+// found before the launch; "" fields when the launch is not an update.
+type update struct {
+	jobName string // --job_name
+	jobID   string // the running job's id
+}
+
+// findRunningJob looks up, for a Flex Template launch with --update, the running job that the new
+// one replaces: the active job named --job_name in the project and region, through the Dataflow
+// API (--dataflow_endpoint when set). The Go SDK's runner does this itself only when it submits
+// the job; under --template_location it writes the job without replaceJobId
+// (runners/dataflow/dataflowlib, Execute and Submit), so the launch would collide with the running
+// job's name. It returns a zero update when --update is not set.
+func findRunningJob(ctx context.Context, l launch) (update, error) {
+	if stringFlag("update") != "true" {
+		return update{}, nil
+	}
+	name := stringFlag("job_name")
+	if name == "" {
+		return update{}, fmt.Errorf("--update replaces the running job of the same name, but no --job_name is given: " +
+			"give the running job's name (gcloud dataflow jobs list --status=active)")
+	}
+	if !l.dataflow || l.dryRun || l.template == "" {
+		// A direct launch: the runner finds the job itself (dataflowlib.Submit). A dry run
+		// submits nothing.
+		return update{jobName: name}, nil
+	}
+	client, err := dataflowlib.NewClient(ctx, stringFlag("dataflow_endpoint"))
+	if err != nil {
+		return update{}, fmt.Errorf("--update: the Dataflow API client: %w", err)
+	}
+	job, err := dataflowlib.GetRunningJobByName(client, l.project, l.region, name)
+	if err != nil {
+		return update{}, fmt.Errorf("--update: finding the running job named %q in projects/%s/locations/%s: %v; "+
+			"the job's service account needs the permission dataflow.jobs.list (roles/dataflow.viewer) to replace a job. "+
+			"Or replace it by hand: drain it (gcloud dataflow jobs drain JOB_ID --region=%s), wait until it is drained, "+
+			"and launch the new job without --update", name, l.project, l.region, err, l.region)
+	}
+	return update{jobName: name, jobID: job.Id}, nil
+}
+
+// markReplacement writes replaceJobId into the job that the runner wrote to the template
+// location, as the Java and Python SDKs do for a template launched with --update, so that the
+// service replaces the running job instead of refusing a second job of the same name. Every other
+// field of the job keeps its value.
+func markReplacement(ctx context.Context, templateURL string, u update) error {
+	bucket, object, err := gcsx.ParseObject(templateURL)
+	if err != nil {
+		return fmt.Errorf("--template_location %q: %w", templateURL, err)
+	}
+	// JSON reads, as the other readers of Cloud Storage here (transforms/secret, transforms/udf).
+	client, err := storage.NewClient(ctx, storage.WithJSONReads())
+	if err != nil {
+		return fmt.Errorf("--update: the Cloud Storage client: %w", err)
+	}
+	defer client.Close()
+	raw, err := gcsx.ReadObject(ctx, client, bucket, object)
+	if err != nil {
+		return fmt.Errorf("--update: reading the job written to %s: %w", templateURL, err)
+	}
+	var job map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &job); err != nil {
+		return fmt.Errorf("--update: the job written to %s is not JSON: %w", templateURL, err)
+	}
+	id, _ := json.Marshal(u.jobID)
+	job["replaceJobId"] = id
+	out, err := json.Marshal(job)
+	if err != nil {
+		return err
+	}
+	if err := gcsx.WriteObject(ctx, client, bucket, object, strings.NewReader(string(out))); err != nil {
+		return fmt.Errorf("--update: writing the job back to %s: %w", templateURL, err)
+	}
+	slog.Info("update", "replaces", u.jobID, "job name", u.jobName, "transform name mapping", stringFlag("transform_name_mapping"))
+	return nil
+}

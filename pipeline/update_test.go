@@ -1,0 +1,119 @@
+package pipeline
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// stageNames are the names of the pipeline's stages in the Dataflow job, which an update of a
+// running job (--update) matches between the old job and the new one: a release that renames one
+// must be launched with --transform_name_mapping=OLD=NEW, or the update is refused
+// (docs/deploy.md, "Updating a running job").
+var stageNames = []string{"Read", "Parse", "Batch", "Write", "Rejected", "Flatten", "DeadLetters", "DeadLetters/Batch", "DeadLetter"}
+
+// bufferingSteps are, by batching mode, the steps that hold rows between elements (a GroupByKey,
+// or a ParDo with state or timers): what an update carries over from the old job to the new one,
+// and what Dataflow's compatibility check looks for by name. Changing the batching mode changes
+// them, which is why such a change needs a drain and a new job.
+var bufferingSteps = map[string][]string{
+	"fixed":    {"Batch/CoGBK", "DeadLetters/Batch/CoGBK"},
+	"count":    {"Batch/batch.countFn", "DeadLetters/Batch/CoGBK"},
+	"combined": {"Batch/batch.countTimeFn", "DeadLetters/Batch/CoGBK"},
+}
+
+// TestStepNamesForUpdate builds the Dataflow graph (the model the runner stages) in every batching
+// mode, with each dead-letter destination and with and without a JavaScript UDF, and checks that
+// every stage of stageNames is there under its name (UDF too, with a UDF), and that each step of
+// bufferingSteps is there and still buffers. Steps added later, buffering or not, do not fail
+// it: an update maps old steps to new ones, and only an old step missing from the new job breaks
+// it.
+func TestStepNamesForUpdate(t *testing.T) {
+	for _, mode := range []struct {
+		name         string
+		window, rows OptionalInt
+	}{{"fixed", GivenInt(10), OptionalInt{}}, {"count", OptionalInt{}, GivenInt(100)}, {"combined", OptionalInt{}, OptionalInt{}}} {
+		for _, dl := range []struct{ table, topic, udf string }{
+			{"dead_letters", "", ""}, {"", "projects/my-project/topics/dead", ""}, {"dead_letters", "projects/my-project/topics/dead", "gs://b/udf.js"},
+		} {
+			o := graphOptions(dl.table, dl.topic, dl.udf, mode.window, mode.rows)
+			transforms := dataflowModel(t, o)
+			buffering := map[string]bool{}
+			for _, tr := range transforms {
+				if buffers(t, tr) {
+					buffering[tr.GetUniqueName()] = true
+				}
+			}
+			want := slices.Clone(stageNames)
+			if dl.udf != "" {
+				want = append(want, "UDF")
+			}
+			for _, name := range want {
+				if _, ok := transforms[name]; !ok {
+					t.Errorf("mode %s, dead letters %+v: the graph has no step %q, which a running job's update looks for", mode.name, dl, name)
+				}
+			}
+			for _, name := range bufferingSteps[mode.name] {
+				if !buffering[name] {
+					t.Errorf("mode %s, dead letters %+v: %q is not a buffering step of the graph (its buffering steps: %v): "+
+						"an update would drop what the running job holds there", mode.name, dl, name, keys(buffering))
+				}
+			}
+		}
+	}
+}
+
+// dataflowModel builds the pipeline for Dataflow with o and returns the transforms of its model
+// (as the Dataflow runner marshals it), by unique name.
+func dataflowModel(t *testing.T, o Options) map[string]*pipepb.PTransform {
+	t.Helper()
+	p, s := beam.NewPipelineWithRoot()
+	Build(s, o, DataflowSource)
+	edges, _, err := p.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := graphx.CreateEnvironment(context.Background(), "beam:env:docker:v1", func(context.Context) string { return "image" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := graphx.Marshal(edges, &graphx.Options{Environment: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*pipepb.PTransform{}
+	for _, tr := range model.GetComponents().GetTransforms() {
+		out[tr.GetUniqueName()] = tr
+	}
+	return out
+}
+
+// buffers reports whether tr holds elements across bundles: a GroupByKey, or a ParDo with state
+// or timers.
+func buffers(t *testing.T, tr *pipepb.PTransform) bool {
+	switch tr.GetSpec().GetUrn() {
+	case "beam:transform:group_by_key:v1":
+		return true
+	case "beam:transform:pardo:v1":
+		var pd pipepb.ParDoPayload
+		if err := proto.Unmarshal(tr.GetSpec().GetPayload(), &pd); err != nil {
+			t.Fatalf("%s: its ParDoPayload: %v", tr.GetUniqueName(), err)
+		}
+		return len(pd.GetStateSpecs()) > 0 || len(pd.GetTimerFamilySpecs()) > 0
+	}
+	return false
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
