@@ -51,10 +51,12 @@ bench-e2e-clickhouse: clickhouse build
 
 # The SDK side apart from the runner: prism as its own process, the binary submitting to it (what
 # a Dataflow worker runs is the binary's process); CPU-seconds per 100,000 demo messages of each,
-# min and median of RUNS rounds (default 3), and with BEFORE=<binary> that build beside it in the
-# same rounds. See scripts/sdk-vs-runner.sh.
+# then of wikipedia_edits x5 beside ClickHouse's single-threaded JSONEachRow parse and their
+# ratio; min and median of RUNS rounds (default 3), and with BEFORE=<binary> that build beside it
+# in the same rounds. See scripts/sdk-vs-runner.sh and scripts/pipeline-vs-clickhouse.sh.
 bench-sdk: clickhouse build
 	scripts/sdk-vs-runner.sh
+	OWN_RUNNER=1 scripts/pipeline-vs-clickhouse.sh
 
 build:
 	@echo "building bin/pubsub-to-clickhouse (the first build compiles the Beam SDK and takes a few minutes)"

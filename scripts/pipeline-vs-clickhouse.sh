@@ -16,8 +16,13 @@
 # each and their ratio, per round and as the minimum and median over the rounds. CPU time rather
 # than wall time, so that other work on the machine matters less; compare the figures of one run.
 #
+# With OWN_RUNNER=1 (make bench-sdk), prism runs as its own process each round and the binary
+# submits to it (--runner=universal, LOOPBACK), so the pipeline's figure is the binary's process
+# alone: the SDK harness and the product's code, what a Dataflow worker runs. BEFORE=<binary>
+# puts another build beside it in the same rounds.
+#
 # Usage: scripts/pipeline-vs-clickhouse.sh   (or make bench-e2e-clickhouse)
-# Environment: RUNS (3), CORPUS_REPEAT (5), CLICKHOUSE_HOST (127.0.0.1), CLICKHOUSE_TCP_PORT
+# Environment: RUNS (3), CORPUS_REPEAT (5), OWN_RUNNER, PRISM_PORT (8073), BEFORE, CLICKHOUSE_HOST (127.0.0.1), CLICKHOUSE_TCP_PORT
 # (9000), CLICKHOUSE_HTTP_PORT (8123), SHARED_DIR (../shared), BINARY (bin/pubsub-to-clickhouse,
 # built by make build), GO (go). Needs a ClickHouse server (scripts/clickhouse.sh start) and
 # clickhouse-client; it creates and drops databases of its own.
@@ -40,8 +45,20 @@ cleanup() {
 trap cleanup EXIT
 
 [ -x "$binary" ] || { echo "no $binary: run make build" >&2; exit 1; }
+binaries=("$binary")
+names=(pipeline)
+if [ -n "${BEFORE:-}" ]; then
+  binaries+=("$BEFORE")
+  names+=(before)
+fi
+prism_port=${PRISM_PORT:-8073}
+runner_flags=
 echo "building the demo harness and writing the corpus ..." >&2
 "$go" build -o "$work/demo" ./integration_test/demo
+if [ -n "${OWN_RUNNER:-}" ]; then
+  "$go" build -o bin/prism github.com/apache/beam/sdks/v2/go/cmd/prism
+  runner_flags="--runner=universal --endpoint=localhost:$prism_port --environment_type=LOOPBACK"
+fi
 for _ in $(seq 1 "$repeat"); do cat "$shared/data/wikipedia_edits.jsonl"; done >"$work/corpus.jsonl"
 head -n 1 "$work/corpus.jsonl" >"$work/first.jsonl"
 n=$(wc -l <"$work/corpus.jsonl" | tr -d ' ')
@@ -56,14 +73,25 @@ clickhouse_cpu() {
     --query "INSERT INTO $db.wikipedia_edits_null FORMAT JSONEachRow"
 }
 
-# pipeline_cpu: CPU seconds of the pipeline process over the corpus (the demo harness checks that
-# every message became a row or a dead letter).
+# pipeline_cpu <binary>: CPU seconds of the pipeline process over the corpus (the demo harness
+# checks that every message became a row or a dead letter); with OWN_RUNNER, prism runs beside it.
 pipeline_cpu() {
-  local out
-  if ! out=$("$work/demo" -binary "$binary" -corpus "$work/corpus.jsonl" -ddl "$shared/data/wikipedia_edits.sql" \
-    -database "${db}_pipeline" -clickhouse "clickhouse://$host:$port" -clickhouse-http "http://$host:$http_port" 2>&1); then
+  local out prism=
+  if [ -n "$runner_flags" ]; then
+    bin/prism -job_port "$prism_port" -serve_http=false >"$work/prism.log" 2>&1 &
+    prism=$!
+    sleep 2
+  fi
+  if ! out=$("$work/demo" -binary "$1" -corpus "$work/corpus.jsonl" -ddl "$shared/data/wikipedia_edits.sql" \
+    -database "${db}_pipeline" -clickhouse "clickhouse://$host:$port" -clickhouse-http "http://$host:$http_port" \
+    -pipeline-flags "--batchRowCount=5000 --windowSeconds=5 $runner_flags" 2>&1); then
     echo "$out" | tail -30 >&2
+    [ -z "$prism" ] || kill "$prism"
     exit 1
+  fi
+  if [ -n "$prism" ]; then
+    kill "$prism"
+    wait "$prism" 2>/dev/null || true
   fi
   sed -n 's/^pipeline process CPU: \([0-9.]*\) s.*/\1/p' <<<"$out"
 }
@@ -72,18 +100,27 @@ results=$work/results
 for r in $(seq 1 "$runs"); do
   full=$(clickhouse_cpu "$work/corpus.jsonl")
   base=$(clickhouse_cpu "$work/first.jsonl")
-  mine=$(pipeline_cpu)
-  awk -v n="$n" -v full="$full" -v base="$base" -v mine="$mine" -v r="$r/$runs" 'BEGIN {
-    if (full <= base || mine <= 0) { printf "round %s: no CPU time to compare (%s - %s s, %s s)\n", r, full, base, mine > "/dev/stderr"; exit 1 }
-    ch = (full - base) * 100000 / (n - 1); p = mine * 100000 / n
-    printf "clickhouse %.3f\npipeline %.3f\nratio %.2f\n", ch, p, p / ch
-    printf "round %s: ClickHouse %.3f - %.3f CPU-s (%.3f per 100k); pipeline %.1f CPU-s (%.2f per 100k); ratio %.1f\n", r, full, base, ch, mine, p, p / ch > "/dev/stderr"
-  }' >>"$results"
+  for i in "${!binaries[@]}"; do
+    mine=$(pipeline_cpu "${binaries[$i]}")
+    awk -v n="$n" -v full="$full" -v base="$base" -v mine="$mine" -v r="$r/$runs" -v name="${names[$i]}" 'BEGIN {
+      if (full <= base || mine <= 0) { printf "round %s: no CPU time to compare (%s - %s s, %s s)\n", r, full, base, mine > "/dev/stderr"; exit 1 }
+      ch = (full - base) * 100000 / (n - 1); p = mine * 100000 / n
+      if (name == "pipeline") printf "clickhouse %.3f\n", ch
+      printf "%s %.3f\n%s ratio %.2f\n", name, p, name, p / ch
+      printf "round %s: ClickHouse %.3f - %.3f CPU-s (%.3f per 100k); %s %.1f CPU-s (%.2f per 100k); ratio %.1f\n", r, full, base, ch, name, mine, p, p / ch > "/dev/stderr"
+    }' >>"$results"
+  done
 done
 
 stat() { min_median "$results" "$@"; }
 printf '\nwikipedia_edits x%d (%d messages), CPU-seconds per 100,000 messages, min / median of %d rounds (ClickHouse %s)\n' \
   "$repeat" "$n" "$runs" "$(client --query 'SELECT version()')"
 read -r a b <<<"$(stat clickhouse)"; printf '%-58s %7.3f / %.3f\n' "ClickHouse JSONEachRow parse (clickhouse-client, 1 thread)" "$a" "$b"
-read -r a b <<<"$(stat pipeline)"; printf '%-58s %7.2f / %.2f\n' "the pipeline process (local runner, emulator, INSERTs)" "$a" "$b"
-read -r a b <<<"$(stat ratio)"; printf '%-58s %7.1f / %.1f\n' "ratio" "$a" "$b"
+what="the pipeline process (local runner, emulator, INSERTs)"
+[ -z "$runner_flags" ] || what="the binary's process (SDK harness and pipeline; prism apart)"
+for name in "${names[@]}"; do
+  label=$what
+  [ "$name" = pipeline ] || label="  the same, $BEFORE"
+  read -r a b <<<"$(stat "$name")"; printf '%-58s %7.2f / %.2f\n' "$label" "$a" "$b"
+  read -r a b <<<"$(stat "$name" ratio)"; printf '%-58s %7.1f / %.1f\n' "  ratio to ClickHouse" "$a" "$b"
+done
