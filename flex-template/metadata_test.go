@@ -334,8 +334,7 @@ func unjoin(err error) []error {
 }
 
 // TestMetadataRequired checks isOptional against the binary: a parameter is required when
-// Options.Validate fails without it, or when its flag's usage calls it required (the password,
-// which may be empty and which Validate therefore does not check).
+// Options.Validate fails without it, or when its flag's usage calls it required.
 func TestMetadataRequired(t *testing.T) {
 	if bad, err := parseAndValidate(baseline()); err != nil {
 		t.Fatalf("the baseline arguments do not validate (%v): %v", bad, err)
@@ -360,7 +359,7 @@ func TestMetadataRequired(t *testing.T) {
 			t.Errorf("%s: isOptional is %v, but Validate requires it: %v, its usage says required: %v", p.Name, *p.IsOptional, byValidate, byUsage)
 		}
 	}
-	want := []string{"inputSubscription", "clickHouseUrl", "clickHouseDatabase", "clickHouseTable", "clickHouseUsername", "clickHousePassword"}
+	want := []string{"inputSubscription", "clickHouseUrl", "clickHouseDatabase", "clickHouseTable", "clickHouseUsername"}
 	slices.Sort(required)
 	slices.Sort(want)
 	if !slices.Equal(required, want) {

@@ -53,9 +53,8 @@ type Options struct {
 	// ClickHousePassword (flag clickHousePassword) is the password of
 	// ClickHouseUsername, or the name of the Secret Manager secret version
 	// that holds it, projects/<p>/secrets/<s>/versions/<v|latest> (see
-	// package secret). The flag is meant to be given (a required template
-	// parameter), but the empty string is a valid value, because ClickHouse's
-	// default user has an empty password. A password is never shown (see the
+	// package secret). Optional: unset (the empty string) is no password, as
+	// for ClickHouse's default user. A password is never shown (see the
 	// type's comment); a secret version's name is.
 	ClickHousePassword string
 

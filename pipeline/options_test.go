@@ -152,7 +152,7 @@ func TestUsage(t *testing.T) {
 		"clickHouseDatabase":                           {"database", "Required"},
 		"clickHouseTable":                              {"table", "Required"},
 		"clickHouseUsername":                           {"user", "Required"},
-		"clickHousePassword":                           {"password", "Required", "may be empty"},
+		"clickHousePassword":                           {"password", "Optional, unset by default", "no password"},
 		"clickHouseDeadLetterTable":                    {"table", "Optional, unset by default"},
 		"deadLetterTopic":                              {"projects/<project>/topics/<name>", "Optional, unset by default"},
 		"windowSeconds":                                {"seconds", "positive", "Optional, unset by default"},

@@ -32,9 +32,8 @@ const (
 type need int
 
 const (
-	optional           need = iota // may be left out: it then has its default, or is unset
-	required                       // must be given, neither empty nor blank
-	requiredMayBeEmpty             // must be given, but "" is a value: the password of a user without one
+	optional need = iota // may be left out: it then has its default, or is unset
+	required             // must be given, neither empty nor blank
 )
 
 // parameter is one flag of RegisterFlags and, when it has a group, one template parameter.
@@ -96,10 +95,10 @@ var parameters = []parameter{
 		usage: "ClickHouse `user` name. Required.",
 	},
 	{
-		name: "clickHousePassword", group: "Target", need: requiredMayBeEmpty, kind: kindSecret,
+		name: "clickHousePassword", group: "Target", kind: kindSecret,
 		field: func(o *Options) any { return &o.ClickHousePassword },
 		usage: "ClickHouse `password` of clickHouseUsername, or better the Secret Manager secret version that holds it, " + secret.VersionForm +
-			", which keeps it out of the job graph; a password is never printed. Required, but may be empty (ClickHouse's default user has no password).",
+			", which keeps it out of the job graph; a password is never printed. Optional, unset by default: no password (ClickHouse's default user has none).",
 		rule: func(p parameter, o Options) string { return secret.PasswordRule(p.str(o)) },
 	},
 	{
@@ -426,7 +425,7 @@ func notBlank(what string, rule func(parameter, Options) string) func(parameter,
 type Parameter struct {
 	Name     string // the flag and template parameter name, such as "clickHouseTable"
 	Group    string // its groupName in metadata.json; "" for a flag that is not a template parameter (stopAfterIdle)
-	Required bool   // whether the template parameter is required (isOptional false); the password is, though it may be empty
+	Required bool   // whether the template parameter is required (isOptional false)
 	Default  string // the default as the flag shows it (its DefValue, metadata.json's defaultValue); "" for none
 }
 

@@ -50,9 +50,6 @@ func TestParameterTable(t *testing.T) {
 		case p.need == optional && p.def == nil && !strings.Contains(p.usage, "Optional, unset by default"):
 			t.Errorf("%s: optional without a default, but its usage does not say so: %q", p.name, p.usage)
 		}
-		if p.need == requiredMayBeEmpty && p.kind != kindSecret {
-			t.Errorf("%s: only the password may be required and empty", p.name)
-		}
 		if p.need != optional && p.group == "" {
 			t.Errorf("%s: required, but no template parameter (no group)", p.name)
 		}
