@@ -80,6 +80,7 @@ func main() {
 		os.Exit(2)
 	}
 	beam.Init()
+	slog.SetDefault(slog.New(runnerFilter{slog.Default().Handler()}))
 	if o.ClickHouse().PasswordAsText() {
 		// The Dataflow runner logs the pipeline model, whose DoFns then hold the password.
 		slog.SetDefault(slog.New(modelFilter{slog.Default().Handler()}))
@@ -118,6 +119,7 @@ func run(ctx context.Context, o pipeline.Options) error {
 	}
 	if !l.dataflow {
 		localrunner.Configure()
+		quietRunner.Store(true) // the runner's INFO lines are its own business; its warnings pass
 	}
 	if l.dataflow && o.ClickHouse().PasswordAsText() {
 		// On a local run the job graph stays in this process: nobody else reads it.
@@ -167,6 +169,9 @@ func run(ctx context.Context, o pipeline.Options) error {
 		slog.Info("javascript UDF", "path", cfg.Path, "function", cfg.Function, "reload", orNever(cfg.Reload), "timeout per message", udf.DefaultTimeout)
 	}
 
+	if !l.dataflow && o.ProgressSeconds > 0 {
+		defer startProgress(o.InputSubscription, time.Duration(o.ProgressSeconds)*time.Second)()
+	}
 	if l.dryRun {
 		slog.Info("dry run: the JavaScript UDF, the ClickHouse table and the dead-letter destinations are not checked")
 	} else if err := preflight(ctx, o); err != nil {

@@ -58,6 +58,7 @@ var localOnly = map[string]string{
 	"stopAfterIdle": "it ends a run on the local runner (prism) once no message has arrived for a while; " +
 		"on Dataflow the source is pubsubio.Read and the option is ignored (a streaming job is drained instead), " +
 		"so offering it in the template would only mislead",
+	"progressSeconds": "it sets how often a run on the local runner logs its progress; a Dataflow job's progress is in its console, so the option would do nothing there",
 }
 
 // noRegex lists the parameters without a validation regex, with the reason.

@@ -149,6 +149,12 @@ type Options struct {
 	// instead). When given it must be positive.
 	StopAfterIdle OptionalInt
 
+	// ProgressSeconds (flag progressSeconds, default 5) is how often a run on the local runner
+	// logs a progress line (messages read, rows inserted, dead letters, messages not yet
+	// acknowledged and how long ago the oldest of them was pulled), in seconds; 0 never. Ignored
+	// on Dataflow, whose console shows the job's progress. It must not be negative.
+	ProgressSeconds int
+
 	// SchemaRefreshSeconds (flag schemaRefreshSeconds, default 60) is how often each worker reads
 	// the table's schema again, in seconds, so that a column added while the job runs is filled
 	// without a restart; 0 never (a dropped or changed column is still noticed at the next

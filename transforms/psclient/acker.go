@@ -109,6 +109,7 @@ type Acker struct {
 	tracks, acked, ackFailed, ackRequests    atomic.Int64
 	extended, extendRequests, extendFailures atomic.Int64
 	maxIDsInRequest                          atomic.Int64
+	outcomes                                 outcomes // by Outcome, from Stored
 }
 
 type entry struct {
