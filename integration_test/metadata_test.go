@@ -214,14 +214,16 @@ func TestMetadataStartupFailures(t *testing.T) {
 			`pubsub-to-clickhouse: metadataColumns: pair "message_id=fs": column "fs" (FixedString(8)) cannot take the value: ` + messageIDNeeds + `; FixedString(8) holds at most 8 bytes`},
 		{"message_id into Int64", map[string]string{"metadataColumns": "message_id=i64"},
 			`pubsub-to-clickhouse: metadataColumns: pair "message_id=i64": column "i64" (Int64) cannot take the value: ` + messageIDNeeds + `; Int64 holds at most 9223372036854775807`},
+		{"unknown fields into a DateTime", map[string]string{"unknownFieldsColumn": "ts"},
+			`pubsub-to-clickhouse: unknownFieldsColumn "ts": column "ts" (DateTime) cannot take the fields: give a String column (a JSON object of the fields' exact text) or a Map(String, String)`},
+	})
+	checkUsageFailures(t, bin, base, []startupFailure{
 		{"an unknown key", map[string]string{"metadataColumns": "messageId=id"},
 			`metadataColumns "messageId=id": pair "messageId=id" has the unknown key "messageId"; KEY is one of message_id, publish_time, ordering_key, attributes and attribute.NAME`},
 		{"a column named twice", map[string]string{"metadataColumns": "message_id=id,ordering_key=id"},
 			`metadataColumns "message_id=id,ordering_key=id": pair "ordering_key=id" names the column "id", which "message_id=id" already fills; a column takes one value`},
 		{"a malformed pair", map[string]string{"metadataColumns": "message_id"},
 			`metadataColumns "message_id": pair "message_id" has no "="; give KEY=column, for example message_id=msg_id`},
-		{"unknown fields into a DateTime", map[string]string{"unknownFieldsColumn": "ts"},
-			`pubsub-to-clickhouse: unknownFieldsColumn "ts": column "ts" (DateTime) cannot take the fields: give a String column (a JSON object of the fields' exact text) or a Map(String, String)`},
 		{"unknown fields into a metadata column", map[string]string{"metadataColumns": "message_id=id", "unknownFieldsColumn": "id"},
 			`unknownFieldsColumn "id": is also named in metadataColumns (message_id=id); a column takes one value`},
 	})
