@@ -62,7 +62,9 @@ var quietRunner atomic.Bool
 // them; the pipeline's own records, and every warning and error, pass.
 type runnerFilter struct{ slog.Handler }
 
-func (h runnerFilter) Enabled(ctx context.Context, l slog.Level) bool { return h.Handler.Enabled(ctx, l) }
+func (h runnerFilter) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, l)
+}
 
 func (h runnerFilter) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level < slog.LevelWarn && quietRunner.Load() && fromBeam(r.PC) {

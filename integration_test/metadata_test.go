@@ -257,7 +257,7 @@ func TestMetadataColumnsWarning(t *testing.T) {
 
 // TestNoOrderingKeyEndToEnd runs the pipeline on prism, on ClickHouse 18.16, on messages
 // published with and without an ordering key (Pub/Sub's ordering key is then ""), with
-// ordering_key in columns of each kind: without a key a String column stores '', a FixedString
+// ordering_key in columns of each kind: without a key a String column stores ”, a FixedString
 // zeros, a Nullable column NULL and a column with a DEFAULT its DEFAULT; a column that takes no
 // "" (UInt32, without DEFAULT) makes the message a dead letter that says so, and takes a key
 // that is a number.
