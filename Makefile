@@ -2,7 +2,7 @@
 GO ?= go
 SHELL := /bin/bash
 
-.PHONY: test test-modern unit check bench bench-parse bench-e2e-clickhouse bench-sdk fuzz clickhouse clickhouse-stop clickhouse-modern clickhouse-modern-stop build demo bench-e2e
+.PHONY: test test-modern unit check bench bench-parse bench-e2e-clickhouse bench-sdk fuzz clickhouse clickhouse-stop clickhouse-modern clickhouse-modern-stop emulator emulator-stop build demo bench-e2e
 
 # Starts a ClickHouse server on loopback when none answers (scripts/clickhouse.sh), then runs every
 # test: unit tests, pipeline tests on prism, and the end-to-end tests against the server; then the
@@ -58,14 +58,20 @@ bench-sdk: clickhouse build
 	scripts/sdk-vs-runner.sh
 	OWN_RUNNER=1 scripts/pipeline-vs-clickhouse.sh
 
+# The version that --version and the start-up log give: the commit, with -dirty for a modified
+# tree (without git, the toolchain's own record of the build, or "devel").
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+
 build:
 	@echo "building bin/pubsub-to-clickhouse (the first build compiles the Beam SDK and takes a few minutes)"
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/pubsub-to-clickhouse ./flex-template
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/pubsub-to-clickhouse ./flex-template
 
 # The main job on realistic data, on this machine only: ClickHouse on loopback, a Pub/Sub emulator,
 # 100,000 web/app events (2% malformed), the pipeline on the local runner until idle, a summary.
+# DATABASE=name gives it a database of its own (default pubsub_to_clickhouse_demo, dropped and
+# created again at each run; a second demo on a database in use stops at once).
 demo: clickhouse build
-	$(GO) run ./integration_test/demo -binary bin/pubsub-to-clickhouse -messages $${MESSAGES:-100000}
+	$(GO) run ./integration_test/demo -binary bin/pubsub-to-clickhouse -messages $${MESSAGES:-100000} -database $${DATABASE:-pubsub_to_clickhouse_demo}
 
 # Throughput of the whole pipeline: 200,000 demo messages; prints messages per second, the
 # pipeline process's CPU seconds per 100,000 messages and its peak memory, and fails above 512 MiB.
@@ -78,6 +84,15 @@ clickhouse:
 
 clickhouse-stop:
 	@scripts/clickhouse.sh stop
+
+# A Pub/Sub emulator in the background on 127.0.0.1:8085 (PUBSUB_EMULATOR_PORT), built as
+# bin/emulator, its pid file and log in /tmp/pubsub-to-clickhouse-emulator (EMULATOR_DIR); it prints
+# the export line of PUBSUB_EMULATOR_HOST. emulator-stop stops it (scripts/emulator.sh).
+emulator:
+	@scripts/emulator.sh start
+
+emulator-stop:
+	@scripts/emulator.sh stop
 
 # ClickHouse's HTTP interface served by the ClickHouse 26 engine (integration_test/chmodern), in the
 # background on 127.0.0.1:18123 (CHMODERN_PORT), tables in /tmp/pubsub-to-clickhouse-chmodern

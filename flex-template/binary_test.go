@@ -207,10 +207,33 @@ func TestBinary(t *testing.T) {
 		}
 	}
 
+	// The version: the VCS revision the toolchain stamps (this build has no -ldflags), the Go
+	// version and the Beam SDK's, as go.mod requires it.
+	version := regexp.MustCompile(`^pubsub-to-clickhouse ([0-9a-f]{12}(-dirty)?|devel) \((go1\.[0-9.]+[^,]*), Beam Go SDK (v2\.[0-9]+\.[0-9]+)\)\n$`)
+	t.Run("version", func(t *testing.T) {
+		out, err := command(t, dir, nil, bin, "--version")
+		if err != nil {
+			t.Fatalf("--version: %v\n%s", err, out)
+		}
+		m := version.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("--version printed %q, want it to match %s", out, version)
+		}
+		if gomod, err := os.ReadFile(filepath.Join(root, "go.mod")); err != nil || !strings.Contains(string(gomod), "github.com/apache/beam/sdks/v2 "+m[4]) {
+			t.Errorf("--version names Beam %s, which go.mod does not require (%v)", m[4], err)
+		}
+		if m[3] != runtime.Version() {
+			t.Errorf("--version names %s, the toolchain is %s", m[3], runtime.Version())
+		}
+		help, err := command(t, dir, nil, bin, "--help")
+		if err != nil || !strings.Contains(help, "Version "+strings.TrimSuffix(strings.TrimPrefix(out, "pubsub-to-clickhouse "), "\n")+".") {
+			t.Errorf("--help (%v) does not give the version %q:\n%.300s", err, out, help)
+		}
+	})
+
 	t.Run("help", func(t *testing.T) {
 		out, err := command(t, dir, nil, bin, "--help")
-		var exit *exec.ExitError
-		if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 2) {
+		if err != nil {
 			t.Fatalf("--help: %v\n%s", err, out)
 		}
 		fs, _ := templateFlags()
@@ -239,41 +262,71 @@ func TestBinary(t *testing.T) {
 			"--clickHouseDatabase=default", "--clickHouseTable=events", "--clickHouseUsername=default",
 			"--clickHousePassword=" + refusalPassword, "--clickHouseDeadLetterTable=dl",
 		}
+		messages := filepath.Join(dir, "messages.jsonl")
+		if err := os.WriteFile(messages, []byte(`{"id":1}`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// No emulator and no Application Default Credentials: no PUBSUB_EMULATOR_HOST, no
+		// GOOGLE_APPLICATION_CREDENTIALS, and a home without gcloud's credentials file.
+		noCredentials := []string{"PUBSUB_EMULATOR_HOST=", "GOOGLE_APPLICATION_CREDENTIALS=", "HOME=" + dir, "CLOUDSDK_CONFIG=" + filepath.Join(dir, "gcloud")}
+		const credentialsHint = "no credentials for Pub/Sub: a local run against the emulator needs PUBSUB_EMULATOR_HOST=host:port " +
+			"(what the emulator prints, e.g. export PUBSUB_EMULATOR_HOST=127.0.0.1:8085), and a run against Google Cloud needs Application Default Credentials"
 		for _, tc := range []struct {
-			name string
-			args []string
-			code int
-			want string
+			name  string
+			args  []string
+			code  int
+			want  string
+			env   []string
+			lines int // when not 0, the output has exactly that many lines
 		}{
+			{"a flag's value that is not a number", append([]string{"--windowSeconds=2s"}, params...), 2,
+				`pubsub-to-clickhouse: --windowSeconds "2s": not a whole number (leave it empty for unset) (--help lists the flags)`, nil, 1},
+			{"a boolean flag's value that is not a boolean", append([]string{"--insertDeduplicate=yes please"}, params...), 2,
+				`pubsub-to-clickhouse: --insertDeduplicate "yes please": not true or false (leave it empty for the default, true) (--help lists the flags)`, nil, 1},
+			{"a template parameter that breaks its rule", append([]string{"--windowSeconds=0"}, params...), 2,
+				`windowSeconds "0": must be a positive number of seconds`, nil, 0},
+			{"no credentials: the pipeline", params, 1, "pubsub-to-clickhouse: inputSubscription projects/my-project/subscriptions/my-sub: creating the Pub/Sub client: " + credentialsHint, noCredentials, 0},
+			{"no credentials: publish", []string{"publish", "--topic=projects/my-project/topics/events", messages}, 1,
+				"pubsub-to-clickhouse publish: --topic projects/my-project/topics/events: creating the Pub/Sub client: " + credentialsHint, noCredentials, 1},
+			{"no credentials: replay", []string{"replay", "--topic=projects/my-project/topics/events", "--fromSubscription=projects/my-project/subscriptions/dead-letters"}, 1,
+				"pubsub-to-clickhouse replay: --fromSubscription projects/my-project/subscriptions/dead-letters: creating the Pub/Sub client: " + credentialsHint, noCredentials, 1},
 			{"a boolean flag's value as a separate argument", append([]string{"--insertDeduplicate", "false"}, params...), 2,
-				"are not flags: give each flag as --name=value (a boolean flag takes --name=false"},
+				"are not flags: give each flag as --name=value (a boolean flag takes --name=false", nil, 1},
 			{"a misspelt template parameter", append([]string{"--batchRowcount=5000"}, params...), 2,
-				"did you mean the template parameter --batchRowCount?"},
-			{"a dry run on prism", append([]string{"--runner=prism", "--dry_run"}, params...), 1,
-				"--dry_run is for the Dataflow runner"},
-			{"the direct runner", append([]string{"--runner=direct"}, params...), 1,
-				"the direct runner cannot run this pipeline"},
+				"did you mean the template parameter --batchRowCount?", nil, 1},
+			{"a dry run on prism", append([]string{"--runner=prism", "--dry_run"}, params...), 2,
+				"--dry_run is for the Dataflow runner", nil, 0},
+			{"the direct runner", append([]string{"--runner=direct"}, params...), 2,
+				"the direct runner cannot run this pipeline", nil, 0},
 			{"a certificate file on Dataflow", append(slices.Clone(params), "--runner=dataflow", "--project=p", "--region=us-central1",
-				"--clickHouseUrl=clickhouse://127.0.0.1:1?secure=true", "--clickHouseCaCertificate=/etc/ssl/ca.pem"), 1,
-				`clickHouseCaCertificate "/etc/ssl/ca.pem": a file path is read on each worker, and Dataflow's workers do not have the launcher's files`},
+				"--clickHouseUrl=clickhouse://127.0.0.1:1?secure=true", "--clickHouseCaCertificate=/etc/ssl/ca.pem"), 2,
+				`clickHouseCaCertificate "/etc/ssl/ca.pem": a file path is read on each worker, and Dataflow's workers do not have the launcher's files`, nil, 0},
 			{"a UDF without its function", append([]string{"--javascriptTextTransformGcsPath=" + udfFile, "--javascriptTextTransformFunctionName=transform"}, params...), 1,
-				`javascriptTextTransformFunctionName "transform": ` + udfFile + ": the file defines no function transform (transform is undefined; the file's global functions: reshape)"},
+				`javascriptTextTransformFunctionName "transform": ` + udfFile + ": the file defines no function transform (transform is undefined; the file's global functions: reshape)", nil, 0},
 			{"a UDF that is not JavaScript", append([]string{"--javascriptTextTransformGcsPath=" + badUDF, "--javascriptTextTransformFunctionName=reshape"}, params...), 1,
-				"javascriptTextTransformGcsPath " + badUDF + ": the file is not valid JavaScript: SyntaxError: "},
+				"javascriptTextTransformGcsPath " + badUDF + ": the file is not valid JavaScript: SyntaxError: ", nil, 0},
 			{"a UDF file that does not exist", append([]string{"--javascriptTextTransformGcsPath=" + udfFile + ".missing", "--javascriptTextTransformFunctionName=reshape"}, params...), 1,
-				"javascriptTextTransformGcsPath " + udfFile + ".missing: reading the file: "},
+				"javascriptTextTransformGcsPath " + udfFile + ".missing: reading the file: ", nil, 0},
 			{"a local UDF file on Dataflow", append([]string{"--runner=dataflow", "--project=p", "--region=us-central1",
-				"--javascriptTextTransformGcsPath=" + udfFile, "--javascriptTextTransformFunctionName=reshape"}, params...), 1,
-				"on Dataflow the file must be in Cloud Storage, gs://<bucket>/<object>"},
+				"--javascriptTextTransformGcsPath=" + udfFile, "--javascriptTextTransformFunctionName=reshape"}, params...), 2,
+				"on Dataflow the file must be in Cloud Storage, gs://<bucket>/<object>", nil, 0},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				out, err := command(t, dir, nil, bin, tc.args...)
+				out, err := command(t, dir, tc.env, bin, tc.args...)
 				var exit *exec.ExitError
 				if !errors.As(err, &exit) || exit.ExitCode() != tc.code {
 					t.Fatalf("exit %v, want %d\n%s", err, tc.code, out)
 				}
 				if !strings.Contains(out, tc.want) {
 					t.Errorf("output lacks %q:\n%s", tc.want, out)
+				}
+				// The warning is for a job graph that leaves the process (Dataflow): a local run's does not
+				// ("no credentials: the pipeline" is a local run that gets past the start-up log).
+				if !slices.Contains(tc.args, "--runner=dataflow") && strings.Contains(out, "the ClickHouse password is given as text") {
+					t.Errorf("a local run warns about the password given as text:\n%s", out)
+				}
+				if n := strings.Count(strings.TrimSuffix(out, "\n"), "\n") + 1; tc.lines != 0 && n != tc.lines {
+					t.Errorf("%d lines of output, want %d:\n%s", n, tc.lines, out)
 				}
 			})
 		}
@@ -334,6 +387,8 @@ func TestBinary(t *testing.T) {
 				}
 				for _, want := range append([]string{
 					`msg="dry run: the JavaScript UDF, the ClickHouse table and the dead-letter destinations are not checked"`,
+					// The version, first.
+					`msg=pubsub-to-clickhouse version="`,
 					"Dry-run: not submitting job!",
 					// The source: the Dataflow-native Pub/Sub read of the subscription.
 					"beam:transform:pubsub_read:v1", "projects/my-project/subscriptions/my-sub",

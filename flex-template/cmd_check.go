@@ -106,6 +106,7 @@ type checker struct {
 
 	fromMessage convert.Options // metadataColumns, unknownFieldsColumn
 	published   time.Time       // the publish time the messages are given
+	unknown     *unknownFields  // the fields no column takes; nil with an unknownFieldsColumn
 }
 
 // openChecker reads the UDF's file, the password and TLS material, and the table's schema, as
@@ -150,6 +151,11 @@ func openChecker(ctx context.Context, o pipeline.Options) (*checker, error) {
 	if c.zone, err = time.LoadLocation(c.table.ServerTimeZone); err != nil {
 		c.zone = time.UTC
 	}
+	if c.fromMessage.UnknownFields == "" {
+		if c.unknown, err = newUnknownFields(c.table, c.fromMessage); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -179,17 +185,21 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 			return nil
 		}
 	}
+	var hinted []string
+	meta := convert.Meta{ID: m.ID, PublishTimeMillis: m.PublishTimeMillis, OrderingKey: m.OrderingKey, Attributes: m.Attributes}
 	if dl == nil {
 		var err error
-		meta := convert.Meta{ID: m.ID, PublishTimeMillis: m.PublishTimeMillis, OrderingKey: m.OrderingKey, Attributes: m.Attributes}
 		if c.buf, err = c.conv.ConvertMessage(c.buf[:0], m.Data, &meta); err != nil {
 			d := parse.NewDeadLetter(m, err)
-			dl, kinds = &d, errorKinds(err)
+			dl, kinds, hinted = &d, errorKinds(err), hints(m.Data, err)
 		}
 	}
 	if dl != nil {
 		s.deadLetter(kinds)
 		fmt.Fprintf(cio.Out, "%s: dead letter: %s\n", where, flow.OneLine(dl.ErrorMessage))
+		for _, h := range hinted {
+			fmt.Fprintf(cio.Out, "  hint: %s\n", flow.OneLine(h))
+		}
 		if stackTrace { // one cause a line, as stack_trace holds them
 			lines := strings.Split(dl.StackTrace, "\n")
 			for i, l := range lines {
@@ -208,6 +218,13 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 	}
 	s.rows++
 	fmt.Fprintf(cio.Out, "%s: row\n%s", where, lines)
+	if c.unknown != nil {
+		if keys := c.unknown.keys(m.Data, &meta); len(keys) > 0 {
+			s.dropsFields++
+			fmt.Fprintf(cio.Out, "  note: no column takes %s %s: dropped (unknownFieldsColumn would keep them in a String column)\n",
+				map[bool]string{true: "the field", false: "the fields"}[len(keys) == 1], flow.OneLine(quoteAll(keys)))
+		}
+	}
 	return nil
 }
 
@@ -256,6 +273,7 @@ func errorKinds(err error) []string {
 // checkSummary counts what check found.
 type checkSummary struct {
 	messages, rows, dropped, deadLetters int
+	dropsFields                          int // rows with fields that no column takes
 	byKind                               map[string]int
 }
 
@@ -276,6 +294,9 @@ func (s *checkSummary) print(cio *cmdIO) {
 		fmt.Fprintf(cio.Out, ", %d dropped by the javascript UDF", s.dropped)
 	}
 	fmt.Fprintln(cio.Out)
+	if s.dropsFields > 0 {
+		fmt.Fprintf(cio.Out, "%s with fields that no column takes, dropped from the row (see the notes; unknownFieldsColumn keeps them)\n", count(s.dropsFields, "row"))
+	}
 	if len(s.byKind) == 0 {
 		return
 	}

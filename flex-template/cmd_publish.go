@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
 const publishDescription = "Publishes each line of FILE (JSON lines; - is standard input; blank lines skipped) as one message " +
@@ -304,7 +305,7 @@ func openTopicWriter(ctx context.Context, topic string) (*topicWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--topic %q: %w", topic, err)
 	}
-	client, err := pubsub.NewClient(ctx, project)
+	client, err := psclient.NewClient(ctx, project)
 	if err != nil {
 		return nil, fmt.Errorf("--topic %s: creating the Pub/Sub client: %w", topic, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
 // The attributes replay adds to every message it publishes.
@@ -332,7 +333,7 @@ const pullTimeout = 10 * time.Second
 // acknowledge, batch by batch, until a pull returns nothing.
 func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	project, _, _ := pipeline.SplitSubscription(r.subscription)
-	client, err := pubsub.NewClient(ctx, project)
+	client, err := psclient.NewClient(ctx, project)
 	if err != nil {
 		return failure(cio, "replay", fmt.Errorf("--fromSubscription %s: creating the Pub/Sub client: %w", r.subscription, err))
 	}

@@ -23,12 +23,14 @@ const helpWidth = 100
 // parameters of fs by group with their defaults, the pipeline's other flags, then the runner's
 // (the Beam SDK's) flags, and which runner is the default.
 func printHelp(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "pubsub-to-clickhouse reads JSON messages from a Pub/Sub subscription and inserts them into a ClickHouse table.\n\n")
+	fmt.Fprintf(w, "pubsub-to-clickhouse reads JSON messages from a Pub/Sub subscription and inserts them into a ClickHouse table.\n")
+	fmt.Fprintf(w, "Version %s.\n\n", Version())
 	fmt.Fprintf(w, "Usage:\n")
 	fmt.Fprintf(w, "  pubsub-to-clickhouse [flags]                 run the pipeline (the flags below)\n")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-44s %s\n", "pubsub-to-clickhouse "+c.name+" "+c.args, c.summary)
 	}
+	fmt.Fprintf(w, "  %-44s %s\n", "pubsub-to-clickhouse --version", "the version")
 	fmt.Fprintln(w)
 	for _, l := range wrap("The default runner is prism, which runs the pipeline in this process (local runs, against a Pub/Sub "+
 		"emulator with PUBSUB_EMULATOR_HOST); --runner=dataflow submits a Dataflow job, and under the Flex Template launcher "+

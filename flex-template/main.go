@@ -40,6 +40,10 @@ import (
 )
 
 func main() {
+	if wantsVersion(os.Args[1:]) {
+		fmt.Println("pubsub-to-clickhouse", Version())
+		return
+	}
 	if len(os.Args) > 1 {
 		// A subcommand comes first (the Flex Template launcher passes only flags).
 		if c, ok := lookupCommand(os.Args[1]); ok {
@@ -55,8 +59,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "pubsub-to-clickhouse:", err)
 		os.Exit(2)
 	}
-	if err := flag.CommandLine.Parse(args); err != nil {
-		os.Exit(2) // the flag package has printed the problem and the usage
+	if err := parseMainFlags(flag.CommandLine, args); errors.Is(err, flag.ErrHelp) {
+		return
+	} else if err != nil {
+		fmt.Fprintln(os.Stderr, "pubsub-to-clickhouse:", err)
+		os.Exit(exitUsage)
 	}
 	if rest := flag.CommandLine.Args(); len(rest) == len(os.Args)-1 && !strings.HasPrefix(rest[0], "-") {
 		// The first argument is neither a flag nor a subcommand.
@@ -73,6 +80,7 @@ func main() {
 		os.Exit(2)
 	}
 	beam.Init()
+	slog.SetDefault(slog.New(runnerFilter{slog.Default().Handler()}))
 	if o.ClickHouse().PasswordAsText() {
 		// The Dataflow runner logs the pipeline model, whose DoFns then hold the password.
 		slog.SetDefault(slog.New(modelFilter{slog.Default().Handler()}))
@@ -88,6 +96,7 @@ func main() {
 	if secret.IsVersion(password) {
 		password = "" // a secret version's name, which is no secret
 	}
+	slog.Info("pubsub-to-clickhouse", "version", Version())
 	slog.Info("arguments", "args", strings.Join(redactArgs(flag.CommandLine, os.Args[1:], password), " "))
 	for _, n := range notes {
 		slog.Info("argument of another SDK's form", "flag", n.Flag, "done", n.What)
@@ -96,22 +105,24 @@ func main() {
 		// Once, on stderr (which the Flex Template launcher's log keeps), not also as a log line.
 		fmt.Fprintln(os.Stderr, "pubsub-to-clickhouse:", err)
 		pprof.StopCPUProfile()
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
 func run(ctx context.Context, o pipeline.Options) error {
 	if err := o.Validate(); err != nil {
-		return fmt.Errorf("invalid template parameters:\n%w", err)
+		return badArgs(fmt.Errorf("invalid template parameters:\n%w", err))
 	}
 	l, err := launchFromFlags(ctx)
 	if err != nil {
-		return err
+		return badArgs(err)
 	}
 	if !l.dataflow {
 		localrunner.Configure()
+		quietRunner.Store(true) // the runner's INFO lines are its own business; its warnings pass
 	}
-	if o.ClickHouse().PasswordAsText() {
+	if l.dataflow && o.ClickHouse().PasswordAsText() {
+		// On a local run the job graph stays in this process: nobody else reads it.
 		slog.Warn("the ClickHouse password is given as text (clickHousePassword, or in clickHouseUrl): it travels with the job graph, " +
 			"where readers of the job and of its staging location can read it; keep it in Secret Manager and give its secret version, " +
 			secret.VersionForm + ", as clickHousePassword (docs/deploy.md)")
@@ -119,7 +130,7 @@ func run(ctx context.Context, o pipeline.Options) error {
 	src := pipeline.LocalSource
 	if l.dataflow {
 		if err := noLocalFiles(o); err != nil {
-			return err
+			return badArgs(err)
 		}
 		src = pipeline.DataflowSource
 		// The launcher does not pass itself on as the worker binary.
@@ -139,8 +150,8 @@ func run(ctx context.Context, o pipeline.Options) error {
 		}
 	}
 	if cfg, ok := o.UDF(); ok && l.dataflow && !udf.IsGCS(cfg.Path) {
-		return fmt.Errorf("javascriptTextTransformGcsPath %q: on Dataflow the file must be in Cloud Storage, gs://<bucket>/<object>: "+
-			"the workers cannot read a file of this machine", cfg.Path)
+		return badArgs(fmt.Errorf("javascriptTextTransformGcsPath %q: on Dataflow the file must be in Cloud Storage, gs://<bucket>/<object>: "+
+			"the workers cannot read a file of this machine", cfg.Path))
 	}
 	mode := o.Mode()
 	slog.Info("launch", "runner", l.runner, "mode", l.String())
@@ -164,6 +175,9 @@ func run(ctx context.Context, o pipeline.Options) error {
 		slog.Info("javascript UDF", "path", cfg.Path, "function", cfg.Function, "reload", orNever(cfg.Reload), "timeout per message", udf.DefaultTimeout)
 	}
 
+	if !l.dataflow && o.ProgressSeconds > 0 {
+		defer startProgress(o.InputSubscription, time.Duration(o.ProgressSeconds)*time.Second)()
+	}
 	if l.dryRun {
 		slog.Info("dry run: the JavaScript UDF, the ClickHouse table and the dead-letter destinations are not checked")
 	} else if err := preflight(ctx, o); err != nil {

@@ -65,6 +65,7 @@ var localOnly = map[string]string{
 	"stopAfterIdle": "it ends a run on the local runner (prism) once no message has arrived for a while; " +
 		"on Dataflow the source is pubsubio.Read and the option is ignored (a streaming job is drained instead), " +
 		"so offering it in the template would only mislead",
+	"progressSeconds": "it sets how often a run on the local runner logs its progress; a Dataflow job's progress is in its console, so the option would do nothing there",
 }
 
 // noRegex lists the parameters without a validation regex, with the reason.
@@ -353,8 +354,7 @@ func unjoin(err error) []error {
 }
 
 // TestMetadataRequired checks isOptional against the binary: a parameter is required when
-// Options.Validate fails without it, or when its flag's usage calls it required (the password,
-// which may be empty and which Validate therefore does not check).
+// Options.Validate fails without it, or when its flag's usage calls it required.
 func TestMetadataRequired(t *testing.T) {
 	if bad, err := parseAndValidate(baseline()); err != nil {
 		t.Fatalf("the baseline arguments do not validate (%v): %v", bad, err)

@@ -96,6 +96,40 @@ func TestCheckCommand(t *testing.T) {
 		}
 	})
 
+	t.Run("hints", func(t *testing.T) {
+		hc := chtest.New(t)
+		hc.CreateTable(t, "CREATE TABLE {table} (id UInt32, name String, ts DateTime('UTC'), ok String) ENGINE = MergeTree ORDER BY id", "events")
+		file := writeTestFile(t, "h.jsonl", strings.Join([]string{
+			`{"Id":1,"name":"a","ts":"2024-03-10T12:00:00Z"}`,
+			`{"id":2,"name":"b","ts":1710072002000}`,
+			`{"id":3,"name":"c","ts":"1710072003000"}`,
+			`{"id":4,"name":"d","ts":1710072004,"extra":1,"more":{"x" : 1},"ok":"not read"}`,
+			`{"id":5,"name":"e","ts":1710072005}`,
+		}, "\n")+"\n")
+		hargs := append([]string{"check", "--clickHouseTable=events", "--envelope=false", "--metadataColumns=ordering_key=ok"}, chFlags(hc)...)
+		out, errOut, code := runCommand(t, "", append(hargs, file)...)
+		for _, want := range []string{
+			file + `:1: dead letter: column "id" (UInt32): the field is missing, and the column has no DEFAULT and is not Nullable` + "\n" +
+				`  hint: the payload has the field "Id", and field names are case-sensitive: did you mean "id", the column's name?` + "\n",
+			file + `:2: dead letter: column "ts" (DateTime('UTC')): 1710072002000 is out of range for DateTime`,
+			`  hint: column "ts": 1710072002000 reads as Unix milliseconds (2024-03-10 12:00:02.000 UTC), but DateTime('UTC') takes whole seconds: send 1710072002, ` +
+				"or divide by 1000 in a JavaScript UDF (javascriptTextTransformGcsPath)\n",
+			`  hint: column "ts": 1710072003000 reads as Unix milliseconds (2024-03-10 12:00:03.000 UTC)`,
+			// A message without an ordering key gives '' to a String column.
+			file + ":4: row\n  id = 4\n  name = 'd'\n  ts = '2024-03-10 12:00:04'\n  ok = ''\n" +
+				`  note: no column takes the fields "extra", "more", "ok": dropped (unknownFieldsColumn would keep them in a String column)` + "\n" +
+				file + ":5: row\n  id = 5\n  name = 'e'\n  ts = '2024-03-10 12:00:05'\n  ok = ''\n\n",
+			"5 messages: 2 would be rows, 3 dead letters\n1 row with fields that no column takes, dropped from the row (see the notes; unknownFieldsColumn keeps them)\n",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("check printed\n%s\nwant it to contain\n%s\nstderr:\n%s", out, want, errOut)
+			}
+		}
+		if code != 1 {
+			t.Errorf("exit code %d, want 1", code)
+		}
+	})
+
 	t.Run("good and bad messages", func(t *testing.T) {
 		file := writeTestFile(t, "m.jsonl", strings.Join([]string{
 			`{"id":1,"name":"a\tb 'q'","ts":"2024-03-10T12:00:00Z","n":7,"tags":["x","y"],"score":1.5,"kind":"b"}`,

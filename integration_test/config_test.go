@@ -34,6 +34,18 @@ func connectionFlags(subscription, url, database string) map[string]string {
 // the test secrets.
 func checkStartupFailures(t *testing.T, bin string, base map[string]string, failures []startupFailure) {
 	t.Helper()
+	checkFailures(t, bin, base, failures, "exit status 1")
+}
+
+// checkUsageFailures is checkStartupFailures for a command line that is wrong (a template
+// parameter that breaks its rule), which stops before any check with status 2.
+func checkUsageFailures(t *testing.T, bin string, base map[string]string, failures []startupFailure) {
+	t.Helper()
+	checkFailures(t, bin, base, failures, "exit status 2")
+}
+
+func checkFailures(t *testing.T, bin string, base map[string]string, failures []startupFailure, status string) {
+	t.Helper()
 	for _, f := range failures {
 		t.Run(f.name, func(t *testing.T) {
 			flags := maps.Clone(base)
@@ -43,8 +55,8 @@ func checkStartupFailures(t *testing.T, bin string, base map[string]string, fail
 				args = append(args, "--"+k+"="+flags[k])
 			}
 			out, err := runLaunch(t, bin, nil, args)
-			if err == nil || err.Error() != "exit status 1" {
-				t.Errorf("the launch: %v, want exit status 1; output:\n%s", err, out)
+			if err == nil || err.Error() != status {
+				t.Errorf("the launch: %v, want %s; output:\n%s", err, status, out)
 			}
 			if !strings.Contains(out, f.want) {
 				t.Errorf("the output does not say %q:\n%s", f.want, out)
@@ -77,7 +89,7 @@ func TestConfigurationErrors(t *testing.T) {
 	checkStartupFailures(t, bin, base, []startupFailure{
 		{"nothing listens at the port", map[string]string{"clickHouseUrl": "clickhouse://127.0.0.1:1"}, "clickHouseUrl: nothing listens at clickhouse://127.0.0.1:1"},
 		{"the host does not resolve", map[string]string{"clickHouseUrl": "clickhouse://no-such-host.invalid:9000"}, "clickHouseUrl: the host of clickhouse://no-such-host.invalid:9000 does not resolve"},
-		{"native protocol to the HTTP port", map[string]string{"clickHouseUrl": "clickhouse://127.0.0.1:8123"}, "clickHouseUrl: the server at clickhouse://127.0.0.1:8123 did not complete the native protocol's handshake"},
+		{"native protocol to the HTTP port", map[string]string{"clickHouseUrl": "clickhouse://127.0.0.1:8123"}, "clickHouseUrl: clickhouse://127.0.0.1:8123 uses the native protocol (clickhouse://), but 127.0.0.1:8123 is ClickHouse's HTTP interface (it answers GET /ping): use http://127.0.0.1:8123, or the native port (9000) with clickhouse://"},
 		{"https to a plain port", map[string]string{"clickHouseUrl": "https://127.0.0.1:8123"}, "clickHouseUrl: https://127.0.0.1:8123 uses https://, but the server answers plain HTTP"},
 		{"http to a TLS port", map[string]string{"clickHouseUrl": "http://" + tlsHost}, "uses http://, but the server expects TLS on that port: use https://"},
 		{"http to the native port", map[string]string{"clickHouseUrl": "http://127.0.0.1:9000"}, "that port speaks ClickHouse's native protocol: use clickhouse://"},
@@ -91,6 +103,8 @@ func TestConfigurationErrors(t *testing.T) {
 		{"missing dead-letter table", map[string]string{"clickHouseDeadLetterTable": "nope"}, "clickHouseDeadLetterTable: table " + o.ClickHouseDatabase + ".nope does not exist (no columns in system.columns): check the database and table names, and that the user may read the table; create it with: CREATE TABLE `" + o.ClickHouseDatabase + "`.`nope` (raw_message String"},
 		{"missing dead-letter topic", map[string]string{"deadLetterTopic": "projects/test-project/topics/nope"}, "deadLetterTopic projects/test-project/topics/nope does not exist"},
 		{"missing subscription", map[string]string{"inputSubscription": "projects/test-project/subscriptions/nope"}, "inputSubscription projects/test-project/subscriptions/nope does not exist"},
+	})
+	checkUsageFailures(t, bin, base, []startupFailure{
 		{"invalid parameters", map[string]string{"inputSubscription": "my-sub", "windowSeconds": "0"}, `inputSubscription "my-sub"`},
 	})
 }

@@ -214,14 +214,16 @@ func TestMetadataStartupFailures(t *testing.T) {
 			`pubsub-to-clickhouse: metadataColumns: pair "message_id=fs": column "fs" (FixedString(8)) cannot take the value: ` + messageIDNeeds + `; FixedString(8) holds at most 8 bytes`},
 		{"message_id into Int64", map[string]string{"metadataColumns": "message_id=i64"},
 			`pubsub-to-clickhouse: metadataColumns: pair "message_id=i64": column "i64" (Int64) cannot take the value: ` + messageIDNeeds + `; Int64 holds at most 9223372036854775807`},
+		{"unknown fields into a DateTime", map[string]string{"unknownFieldsColumn": "ts"},
+			`pubsub-to-clickhouse: unknownFieldsColumn "ts": column "ts" (DateTime) cannot take the fields: give a String column (a JSON object of the fields' exact text) or a Map(String, String)`},
+	})
+	checkUsageFailures(t, bin, base, []startupFailure{
 		{"an unknown key", map[string]string{"metadataColumns": "messageId=id"},
 			`metadataColumns "messageId=id": pair "messageId=id" has the unknown key "messageId"; KEY is one of message_id, publish_time, ordering_key, attributes and attribute.NAME`},
 		{"a column named twice", map[string]string{"metadataColumns": "message_id=id,ordering_key=id"},
 			`metadataColumns "message_id=id,ordering_key=id": pair "ordering_key=id" names the column "id", which "message_id=id" already fills; a column takes one value`},
 		{"a malformed pair", map[string]string{"metadataColumns": "message_id"},
 			`metadataColumns "message_id": pair "message_id" has no "="; give KEY=column, for example message_id=msg_id`},
-		{"unknown fields into a DateTime", map[string]string{"unknownFieldsColumn": "ts"},
-			`pubsub-to-clickhouse: unknownFieldsColumn "ts": column "ts" (DateTime) cannot take the fields: give a String column (a JSON object of the fields' exact text) or a Map(String, String)`},
 		{"unknown fields into a metadata column", map[string]string{"metadataColumns": "message_id=id", "unknownFieldsColumn": "id"},
 			`unknownFieldsColumn "id": is also named in metadataColumns (message_id=id); a column takes one value`},
 	})
@@ -251,4 +253,51 @@ func TestMetadataColumnsWarning(t *testing.T) {
 	if want := `metadataColumns message_id=msg_id: column \"msg_id\" takes its value from the message, not from the payload: a field \"msg_id\" of the payload is ignored`; !strings.Contains(out, want) {
 		t.Errorf("the output does not say %q:\n%s", want, out)
 	}
+}
+
+// TestNoOrderingKeyEndToEnd runs the pipeline on prism, on ClickHouse 18.16, on messages
+// published with and without an ordering key (Pub/Sub's ordering key is then ""), with
+// ordering_key in columns of each kind: without a key a String column stores ”, a FixedString
+// zeros, a Nullable column NULL and a column with a DEFAULT its DEFAULT; a column that takes no
+// "" (UInt32, without DEFAULT) makes the message a dead letter that says so, and takes a key
+// that is a number.
+func TestNoOrderingKeyEndToEnd(t *testing.T) {
+	t.Run("columns that take no key", func(t *testing.T) {
+		e := newE2E(t, `CREATE TABLE {table} (a UInt8, s String, fs FixedString(3), n Nullable(String), d String DEFAULT 'none')
+			ENGINE = MergeTree ORDER BY a`)
+		e.opts.MetadataColumns = "ordering_key=s,ordering_key=fs,ordering_key=n,ordering_key=d"
+		e.opts.WindowSeconds = pipeline1s
+		ids := e.ps.Publish(t, e.topic,
+			&pubsubpb.PubsubMessage{Data: []byte(`{"a":1}`)},
+			&pubsubpb.PubsubMessage{Data: []byte(`{"a":2}`), OrderingKey: "k2"})
+		e.run(t)
+		got := e.srv.MustQuery(t, "SELECT a, concat('[', s, ']'), hex(fs), ifNull(n, 'NULL'), d FROM events ORDER BY a FORMAT TabSeparatedRaw")
+		want := []string{"1\t[]\t000000\tNULL\tnone", "2\t[k2]\t6B3200\tk2\tk2"}
+		if diff := cmp.Diff(want, strings.Split(got, "\n")); diff != "" {
+			t.Errorf("rows (-want +got):\n%s", diff)
+		}
+		if dead := e.srv.MustQuery(t, "SELECT raw_message, error_message FROM dead_letters FORMAT TabSeparatedRaw"); dead != "" {
+			t.Errorf("dead letters:\n%s", dead)
+		}
+		e.checkAllAcked(t, ids)
+	})
+	t.Run("a column that takes no empty key", func(t *testing.T) {
+		e := newE2E(t, `CREATE TABLE {table} (a UInt8, u UInt32) ENGINE = MergeTree ORDER BY a`)
+		e.opts.MetadataColumns = "ordering_key=u"
+		e.opts.WindowSeconds = pipeline1s
+		ids := e.ps.Publish(t, e.topic,
+			&pubsubpb.PubsubMessage{Data: []byte(`{"a":1}`)},
+			&pubsubpb.PubsubMessage{Data: []byte(`{"a":2}`), OrderingKey: "42"})
+		e.run(t)
+		if got := e.srv.MustQuery(t, "SELECT a, u FROM events ORDER BY a FORMAT TabSeparatedRaw"); got != "2\t42" {
+			t.Errorf("rows %q, want the message with the key 42 alone", got)
+		}
+		dead := e.srv.MustQuery(t, "SELECT raw_message, error_message FROM dead_letters FORMAT TabSeparatedRaw")
+		want := `{"a":1}	column "u" (UInt32, from metadataColumns ordering_key=u): "" is not a number; UInt32 takes an integer, a string holding one, true or false: ` +
+			`the message has no ordering key, which Pub/Sub gives as ""; a String column stores '', a Nullable column NULL and a column with a DEFAULT its DEFAULT, but this column takes none of them`
+		if dead != want {
+			t.Errorf("dead letters:\n%s\nwant\n%s", dead, want)
+		}
+		e.checkAllAcked(t, ids)
+	})
 }

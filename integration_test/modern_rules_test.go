@@ -29,9 +29,9 @@ import (
 )
 
 // runBinary runs the built binary on the local runner with e's pipeline options as flags, the
-// ClickHouse URL replaced by url when it is not empty, until stopAfterIdle ends it; it fails the
-// test when the binary fails.
-func (e *e2e) runBinary(t *testing.T, url string) string {
+// ClickHouse URL replaced by url when it is not empty, and the flags extra, until stopAfterIdle
+// ends it; it fails the test when the binary fails.
+func (e *e2e) runBinary(t *testing.T, url string, extra ...string) string {
 	t.Helper()
 	bin, _ := launchBinary(t)
 	o := e.opts
@@ -51,7 +51,7 @@ func (e *e2e) runBinary(t *testing.T, url string) string {
 			args = append(args, "--"+kv[0]+"="+kv[1])
 		}
 	}
-	out, err := runLaunch(t, bin, nil, args)
+	out, err := runLaunch(t, bin, nil, append(args, extra...))
 	if err != nil {
 		t.Fatalf("the binary: %v\n%s", err, out)
 	}

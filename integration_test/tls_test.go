@@ -158,6 +158,8 @@ func TestTLS(t *testing.T) {
 					` is not valid for the host "127.0.0.1"`},
 			{"https, an expired certificate", map[string]string{"clickHouseUrl": https(f.stale, "localhost")},
 				"pubsub-to-clickhouse: clickHouseUrl: the certificate of the server at " + https(f.stale, "localhost") + ", or of an authority that signed it, has expired"},
+		})
+		checkUsageFailures(t, bin, base, []startupFailure{
 			{"verification off", map[string]string{"clickHouseUrl": nativeTLS(f.plain, "localhost") + "&skip_verify=true"},
 				`clickHouseUrl "` + nativeTLS(f.plain, "localhost") + `&skip_verify=true": option "skip_verify" turns certificate verification off, which the template never does`},
 			{"an authority for a plain URL", map[string]string{"clickHouseUrl": fmt.Sprintf("clickhouse://localhost:%d", f.plain.TCPPort)},

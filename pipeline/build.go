@@ -15,6 +15,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/source"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/udf"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/write"
@@ -205,6 +206,10 @@ func BuildFrom(s beam.Scope, o Options, src Source, msgs beam.PCollection) {
 		// The dead-letter stage has no other output: acknowledging inside it would leave it
 		// without outputs, and prism spins a core for the whole bundle of such a stage (see
 		// package ack); after a Reshuffle the acknowledgement is a small stage of its own.
-		ack.Acknowledge(s, ack.Config{Subscription: o.InputSubscription}, append(dropped, inserted, beam.Reshuffle(s, deadLettered))...)
+		stored := []ack.Stored{{IDs: inserted, Outcome: psclient.Inserted}, {IDs: beam.Reshuffle(s, deadLettered), Outcome: psclient.DeadLettered}}
+		for _, d := range dropped {
+			stored = append(stored, ack.Stored{IDs: d, Outcome: psclient.Dropped})
+		}
+		ack.Acknowledge(s, ack.Config{Subscription: o.InputSubscription}, stored...)
 	}
 }

@@ -53,9 +53,8 @@ type Options struct {
 	// ClickHousePassword (flag clickHousePassword) is the password of
 	// ClickHouseUsername, or the name of the Secret Manager secret version
 	// that holds it, projects/<p>/secrets/<s>/versions/<v|latest> (see
-	// package secret). The flag is meant to be given (a required template
-	// parameter), but the empty string is a valid value, because ClickHouse's
-	// default user has an empty password. A password is never shown (see the
+	// package secret). Optional: unset (the empty string) is no password, as
+	// for ClickHouse's default user. A password is never shown (see the
 	// type's comment); a secret version's name is.
 	ClickHousePassword string
 
@@ -149,6 +148,12 @@ type Options struct {
 	// written, so that the pipeline drains and finishes. Ignored on Dataflow (drain the job
 	// instead). When given it must be positive.
 	StopAfterIdle OptionalInt
+
+	// ProgressSeconds (flag progressSeconds, default 5) is how often a run on the local runner
+	// logs a progress line (messages read, rows inserted, dead letters, messages not yet
+	// acknowledged and how long ago the oldest of them was pulled), in seconds; 0 never. Ignored
+	// on Dataflow, whose console shows the job's progress. It must not be negative.
+	ProgressSeconds int
 
 	// SchemaRefreshSeconds (flag schemaRefreshSeconds, default 60) is how often each worker reads
 	// the table's schema again, in seconds, so that a column added while the job runs is filled

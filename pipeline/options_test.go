@@ -25,7 +25,7 @@ var allFlags = []string{
 	"clickHouseUsername", "clickHousePassword", "clickHouseCaCertificate", "clickHouseClientCertificate",
 	"clickHouseClientKey", "clickHouseCompression", "clickHouseDeadLetterTable", "deadLetterTopic", "windowSeconds", "batchRowCount", "maxInsertBlockSize", "maxRetries",
 	"insertDeduplicate", "insertQuorum", "insertDistributedSync",
-	"numShards", "retryInitialBackoffMillis", "retryMaxBackoffMillis", "stopAfterIdle",
+	"numShards", "retryInitialBackoffMillis", "retryMaxBackoffMillis", "stopAfterIdle", "progressSeconds",
 	"schemaRefreshSeconds", "metadataColumns", "unknownFieldsColumn", "javascriptTextTransformGcsPath", "javascriptTextTransformFunctionName",
 	"javascriptTextTransformReloadIntervalMinutes",
 }
@@ -93,6 +93,7 @@ func TestDefaults(t *testing.T) {
 		NumShards:                 0,
 		RetryInitialBackoffMillis: 5000,
 		RetryMaxBackoffMillis:     60000,
+		ProgressSeconds:           5,
 		SchemaRefreshSeconds:      60,
 	}
 	if diff := cmp.Diff(want, Defaults()); diff != "" {
@@ -166,6 +167,7 @@ func TestUsage(t *testing.T) {
 		"retryInitialBackoffMillis":                    {"first retry", "milliseconds", "(default 5000)"},
 		"retryMaxBackoffMillis":                        {"milliseconds", "(default 60000)"},
 		"stopAfterIdle":                                {"Local runner only", "seconds", "Optional, unset by default"},
+		"progressSeconds":                              {"Local runner only", "seconds", "0 = never", "(default 5)"},
 		"schemaRefreshSeconds":                         {"schema", "seconds", "(default 60)"},
 		"metadataColumns":                              {"KEY=column", "attribute.NAME", "Optional, unset by default"},
 		"unknownFieldsColumn":                          {"column", "Map(String, String)", "Optional, unset by default"},
@@ -254,6 +256,7 @@ func TestParseFlags(t *testing.T) {
 				RetryInitialBackoffMillis: 100,
 				RetryMaxBackoffMillis:     2000,
 				StopAfterIdle:             GivenInt(60),
+				ProgressSeconds:           5,
 				SchemaRefreshSeconds:      0,
 			},
 		},
@@ -867,7 +870,7 @@ func TestString(t *testing.T) {
 		`deadLetterTopic="projects/my-project/topics/events-dead-letter" ` +
 		`windowSeconds=unset batchRowCount=5000 maxInsertBlockSize=1000000 maxRetries=5 ` +
 		`insertDeduplicate=true insertQuorum=0 insertDistributedSync=true ` +
-		`numShards=0 retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 stopAfterIdle=unset schemaRefreshSeconds=60 ` +
+		`numShards=0 retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 stopAfterIdle=unset progressSeconds=5 schemaRefreshSeconds=60 ` +
 		`metadataColumns="" unknownFieldsColumn="" ` +
 		`javascriptTextTransformGcsPath="" javascriptTextTransformFunctionName="" javascriptTextTransformReloadIntervalMinutes=0`
 	if got := o.String(); got != want {

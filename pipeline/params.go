@@ -218,6 +218,13 @@ var parameters = []parameter{
 		rule: atLeast(1, "must be a positive number of seconds (leave it empty to run until stopped)"),
 	},
 	{
+		name: "progressSeconds", kind: kindInt, def: 5, // local runner only: no template parameter
+		field: func(o *Options) any { return &o.ProgressSeconds },
+		usage: "Local runner only: how often a progress line is logged (messages read, rows inserted, dead letters, messages not yet acknowledged " +
+			"and the age of the oldest), in `seconds`; 0 = never.",
+		rule: atLeast(0, "must be 0 (never) or more seconds (default %d)"),
+	},
+	{
 		name: "schemaRefreshSeconds", group: "Target", kind: kindInt, def: 60,
 		field: func(o *Options) any { return &o.SchemaRefreshSeconds },
 		usage: "How often each worker reads the table's schema again, in `seconds`, to pick up added columns; 0 = never.",
@@ -426,7 +433,7 @@ func notBlank(what string, rule func(parameter, Options) string) func(parameter,
 // and docs/parameters.md declare it.
 type Parameter struct {
 	Name     string // the flag and template parameter name, such as "clickHouseTable"
-	Group    string // its groupName in metadata.json; "" for a flag that is not a template parameter (stopAfterIdle)
+	Group    string // its groupName in metadata.json; "" for a flag that is not a template parameter (stopAfterIdle, progressSeconds)
 	Required bool   // whether the template parameter is required (isOptional false): it must be given, not empty
 	Default  string // the default as the flag shows it (its DefValue, metadata.json's defaultValue); "" for none
 }

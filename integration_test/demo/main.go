@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -124,6 +125,11 @@ func run() error {
 	}
 
 	// The tables.
+	unlock, err := lockDatabase(*database)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	fmt.Printf("clickhouse: (re)creating the database %s, dropping it first if it exists\n", *database)
 	for _, q := range []string{
 		"DROP DATABASE IF EXISTS " + *database,
@@ -299,6 +305,26 @@ func scanPipelineOutput(r io.Reader, metricsLine chan<- string) {
 		}
 		fmt.Println("  | " + line)
 	}
+}
+
+// lockDatabase takes this machine's lock of the demo's database, a file in the temporary
+// directory held with flock until unlock (or the process's end), so that a second demo on the
+// same database, which would drop the first one's tables under it, stops at once instead.
+func lockDatabase(database string) (unlock func(), err error) {
+	path := filepath.Join(os.TempDir(), "pubsub-to-clickhouse-demo-"+database+".lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("the lock of the database %s: %w", database, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		return nil, fmt.Errorf("another demo (%s) runs on the database %s, whose tables this one would drop: wait for it to end, "+
+			"or give this one a database of its own, DATABASE=%s_2 make demo (or -database)", strings.TrimSpace(string(holder)), database, database)
+	}
+	f.Truncate(0)
+	fmt.Fprintf(f, "pid %d, since %s\n", os.Getpid(), time.Now().Format(time.TimeOnly))
+	return func() { f.Close() }, nil
 }
 
 // withoutComments drops the lines of a DDL file that start with "--".

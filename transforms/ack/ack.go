@@ -28,10 +28,16 @@ type Config struct {
 	Subscription string // projects/<project>/subscriptions/<name>, the source's
 }
 
-// Acknowledge acknowledges, on cfg.Subscription, the ack ids of stored (each a
-// PCollection<[]string>: the ack ids of one stored batch). It panics at construction when the
-// subscription is empty or stored is.
-func Acknowledge(s beam.Scope, cfg Config, stored ...beam.PCollection) {
+// Stored is one input of Acknowledge: a PCollection<[]string> of the ack ids of one stored batch
+// per element, and what became of those messages (counted for the run's progress line).
+type Stored struct {
+	IDs     beam.PCollection
+	Outcome psclient.Outcome
+}
+
+// Acknowledge acknowledges, on cfg.Subscription, the ack ids of stored. It panics at
+// construction when the subscription is empty or stored is.
+func Acknowledge(s beam.Scope, cfg Config, stored ...Stored) {
 	s = s.Scope("Acknowledge")
 	subscription := cfg.Subscription
 	if subscription == "" || len(stored) == 0 {
@@ -42,14 +48,15 @@ func Acknowledge(s beam.Scope, cfg Config, stored ...beam.PCollection) {
 	// as long as each of its bundles runs: its progress loop spins on the closed channel of a
 	// stage without outputs (stage.Execute) until the bundle's response; in the demo that was a
 	// third of the pipeline's CPU.
-	for _, col := range stored {
-		beam.ParDo0(s, &ackFn{Subscription: subscription}, col)
+	for _, in := range stored {
+		beam.ParDo0(s, &ackFn{Subscription: subscription, Outcome: in.Outcome}, in.IDs)
 	}
 }
 
 // ackFn acknowledges one stored batch per element.
 type ackFn struct {
 	Subscription string
+	Outcome      psclient.Outcome // what became of the messages, for the progress line
 
 	acks psclient.Manager
 }
@@ -64,6 +71,7 @@ func (f *ackFn) ProcessElement(ctx context.Context, ids []string) {
 	if len(ids) == 0 {
 		return
 	}
+	f.acks.Stored(f.Outcome, len(ids))
 	if err := f.acks.Ack(ctx, ids); err != nil {
 		// What was stored is stored; a lost ack only means a redelivery.
 		slog.Warn("acknowledging stored messages failed; Pub/Sub will redeliver them", "subscription", f.Subscription, "messages", len(ids), "error", err)

@@ -15,10 +15,13 @@
 package chclient
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -234,12 +237,65 @@ func (r *Resolved) Open(ctx context.Context) (driver.Conn, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := conn.Ping(pctx); err != nil {
+	if err := r.ping(pctx, conn, o); err != nil {
 		conn.Close()
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
 		asked = r.askedForCert != nil && r.askedForCert.Load()
 		return nil, explain(fmt.Errorf("clickhouse %s as user %q: %w", RedactURL(c.URL), c.Username, err), c, asked)
 	}
 	return conn, nil
+}
+
+// httpProbeAfter is how long a Ping over the native protocol may take before Open asks whether
+// the port is ClickHouse's HTTP interface.
+const httpProbeAfter = time.Second
+
+// ping pings the server. Over the native protocol without TLS, a Ping that has not answered
+// within httpProbeAfter may be talking to the HTTP port (8123), which waits for an HTTP request
+// and never answers the handshake: the dial timeout (10 s by default) would pass before the
+// error. So Open then sends GET /ping to each address, and returns at once a *ConfigError that
+// says so when one answers HTTP 200 (a native port answers an HTTP request otherwise, or not).
+func (r *Resolved) ping(ctx context.Context, conn driver.Conn, o *clickhouse.Options) error {
+	scheme, _, _ := strings.Cut(strings.ToLower(r.cfg.URL), "://")
+	if scheme != "clickhouse" || o.TLS != nil {
+		return conn.Ping(ctx)
+	}
+	done := make(chan error, 1)
+	go func() { done <- conn.Ping(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(httpProbeAfter):
+	}
+	for _, addr := range o.Addr {
+		if answersHTTP(ctx, addr) {
+			url := RedactURL(r.cfg.URL)
+			return &ConfigError{"clickHouseUrl", fmt.Sprintf("%s uses the native protocol (clickhouse://), but %s is ClickHouse's HTTP interface "+
+				"(it answers GET /ping): use http://%s, or the native port (9000) with clickhouse://", url, addr, addr),
+				fmt.Errorf("clickhouse %s: the HTTP interface answered GET /ping on %s", url, addr)}
+		}
+	}
+	return <-done
+}
+
+// answersHTTP reports whether addr answers GET /ping with HTTP 200, as ClickHouse's HTTP
+// interface does, within 2 s.
+func answersHTTP(ctx context.Context, addr string) bool {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(c, "GET /ping HTTP/1.0\r\n\r\n"); err != nil {
+		return false
+	}
+	status, err := bufio.NewReader(c).ReadString('\n')
+	return err == nil && strings.HasPrefix(status, "HTTP/1.") && strings.Contains(status, " 200 ")
 }
 
 // Open resolves c (Config.Resolve) and opens a connection pool (Resolved.Open): for a one-off

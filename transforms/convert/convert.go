@@ -355,6 +355,8 @@ func (c *Converter) ConvertMessage(dst []byte, payload []byte, m *Meta) ([]byte,
 				ve.Origin = o
 				if v.kind == kindNone {
 					ve.Rule = c.missingRule(i)
+				} else if r := c.emptyKeyRule(i, v, ve.Rule); r != "" {
+					ve.Rule = r
 				}
 			}
 			errs = append(errs, ve)

@@ -21,7 +21,7 @@ import (
 const (
 	KeyMessageID   = "message_id"   // the Pub/Sub message id, as a JSON string
 	KeyPublishTime = "publish_time" // the publish time: RFC 3339 with milliseconds, or Unix milliseconds
-	KeyOrderingKey = "ordering_key" // the ordering key, as a JSON string; empty is absent
+	KeyOrderingKey = "ordering_key" // the ordering key, as a JSON string; empty (no key) is "" for a column without DEFAULT or Nullable, else absent
 	KeyAttributes  = "attributes"   // every attribute, as a JSON object of strings
 	KeyAttribute   = "attribute."   // attribute.NAME: one attribute, as a JSON string; absent when the message lacks it
 )
@@ -120,6 +120,10 @@ type injection struct {
 	key    string // the key of metadataColumns (attribute. for attribute.NAME)
 	attr   string // NAME of attribute.NAME
 	number bool   // publish_time into an integer column: Unix milliseconds
+	// emptyKey: ordering_key into a column without DEFAULT that is not Nullable, which takes a
+	// message without an ordering key as Pub/Sub gives it, "" (a column with a DEFAULT takes
+	// its DEFAULT, a Nullable one NULL).
+	emptyKey bool
 }
 
 // noStringTypes are the types that never take a JSON string, base types after Nullable and
@@ -231,6 +235,7 @@ func (c *Converter) applyOptions(t *schema.Table, o Options) error {
 		if rule != "" {
 			return &OptionError{"metadataColumns", m.String(), fmt.Sprintf("column %q (%s) cannot take the value: %s", m.Column, col.typeName, rule)}
 		}
+		in.emptyKey = in.key == KeyOrderingKey && !col.hasDefault && !col.nullable
 		col.origin, col.meta = "metadataColumns "+m.String(), true
 		c.injected = append(c.injected, in)
 	}
@@ -290,10 +295,10 @@ func (c *Converter) setMeta(m *Meta) {
 				buf = append(time.UnixMilli(m.PublishTimeMillis).UTC().AppendFormat(append(buf, '"'), "2006-01-02T15:04:05.000Z"), '"')
 			}
 		case KeyOrderingKey:
-			if m.OrderingKey == "" {
-				k = kindNone // Pub/Sub has no null ordering key: empty is none
+			if m.OrderingKey == "" && !in.emptyKey {
+				k = kindNone // no ordering key: the column's DEFAULT, or NULL
 			} else {
-				buf, escaped = appendJSONString(buf, m.OrderingKey)
+				buf, escaped = appendJSONString(buf, m.OrderingKey) // "" when the message has none, as in Pub/Sub
 			}
 		case KeyAttributes:
 			buf, k = c.appendAttributes(buf, m.Attributes), kindObject
@@ -427,6 +432,19 @@ func (c *Converter) encodeInjected(dst []byte, col int) (row []byte, ok bool) {
 		return row[:start], false
 	}
 	return row, true
+}
+
+// emptyKeyRule is the rule of the ordering_key column col when the message has no ordering key
+// and the column, without DEFAULT and not Nullable, cannot take "" (rule is its encoder's); ""
+// for any other column or value.
+func (c *Converter) emptyKeyRule(col int, v value, rule string) string {
+	for _, in := range c.injected {
+		if in.col == col && in.emptyKey && string(v.raw) == `""` {
+			return rule + ": the message has no ordering key, which Pub/Sub gives as \"\"; a String column stores '', " +
+				"a Nullable column NULL and a column with a DEFAULT its DEFAULT, but this column takes none of them"
+		}
+	}
+	return ""
 }
 
 // missingRule is the rule of a metadata column whose value the message lacks.

@@ -74,6 +74,38 @@ func TestMetadataColumnsEveryType(t *testing.T) {
 	}
 }
 
+// TestNoOrderingKey converts a message without an ordering key (Pub/Sub's ordering key is then
+// "") into ordering_key columns of each kind: a String column stores "", a FixedString zeros, a
+// LowCardinality(String) "", a Nullable column NULL, a column with a DEFAULT (Nullable or not) its
+// DEFAULT; a message with a key stores the key in each.
+func TestNoOrderingKey(t *testing.T) {
+	tb := table(t, "a UInt8", "s String", "fs FixedString(4)", "lc LowCardinality(String)", "n Nullable(String)",
+		"d String DEFAULT 'none'", "nd Nullable(String) DEFAULT 'none'", "u UUID DEFAULT generateUUIDv4()")
+	o := convert.Options{Metadata: pairs(t, "ordering_key=s,ordering_key=fs,ordering_key=lc,ordering_key=n,ordering_key=d,ordering_key=nd,ordering_key=u")}
+	for _, tc := range []struct {
+		key  string
+		want []any
+	}{
+		{"", []any{uint8(1), "", "\x00\x00\x00\x00", "", (*string)(nil), useDefault{}, useDefault{}, useDefault{}}},
+		{"k1", []any{uint8(1), "k1", "k1\x00\x00", "k1", ptr("k1"), "k1", ptr("k1"), nil}},
+	} {
+		o := o
+		want := tc.want
+		if tc.key != "" { // a key that is no UUID: the UUID column takes only an empty key
+			o.Metadata = o.Metadata[:len(o.Metadata)-1]
+			want = want[:len(want)-1]
+			want = append(want, useDefault{})
+		}
+		got, err := convertWith(t, tb, o, `{"a":1}`, &convert.Meta{ID: "1", OrderingKey: tc.key})
+		if err != nil {
+			t.Fatalf("ordering key %q: %v", tc.key, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("ordering key %q (-want +got):\n%s", tc.key, diff)
+		}
+	}
+}
+
 // TestMetadataColumnsEveryPlace puts one metadata column before, between and after the payload's
 // columns, with and without a group in the table (which turns off encoding while scanning), and
 // compares each row with the row of the same table and a payload that gives the value as a field.
@@ -130,8 +162,9 @@ func TestMetadataColumnsErrors(t *testing.T) {
 			`column "n" (UInt32, from metadataColumns attribute.n=n): "4x" is not a number; UInt32 takes an integer, a string holding one, true or false; column "k" (String): the field is missing`},
 		{"attribute.n=n", `{"a":1,"n":3}`, &convert.Meta{},
 			`column "n" (UInt32, from metadataColumns attribute.n=n): the message has no attribute "n", and the column has no DEFAULT and is not Nullable`},
-		{"ordering_key=k,attribute.n=n", `{"a":1}`, &convert.Meta{Attributes: map[string]string{"n": "1"}},
-			`column "k" (String, from metadataColumns ordering_key=k): the message has no ordering key, and the column has no DEFAULT and is not Nullable`},
+		{"ordering_key=n", `{"a":1,"k":"x"}`, &convert.Meta{},
+			`column "n" (UInt32, from metadataColumns ordering_key=n): "" is not a number; UInt32 takes an integer, a string holding one, true or false: ` +
+				`the message has no ordering key, which Pub/Sub gives as ""; a String column stores '', a Nullable column NULL and a column with a DEFAULT its DEFAULT, but this column takes none of them`},
 		{"attribute.n=n", `{"a":300,"k":""}`, &convert.Meta{Attributes: map[string]string{"n": "1"}},
 			`column "a" (UInt8): 300 is out of range for UInt8 (0 to 255)`},
 		{"attribute.n=n,message_id=k", `{"a":1}`, nil, // Convert without metadata: every value absent

@@ -179,7 +179,7 @@ func OpenTopic(ctx context.Context, topic string) (*pubsub.Client, *pubsub.Publi
 	if len(parts) != 4 || parts[0] != "projects" || parts[2] != "topics" {
 		return nil, nil, fmt.Errorf("deadLetterTopic %q is not projects/<project>/topics/<name>", topic)
 	}
-	client, err := pubsub.NewClient(ctx, parts[1])
+	client, err := psclient.NewClient(ctx, parts[1])
 	if err != nil {
 		return nil, nil, fmt.Errorf("deadLetterTopic %s: %w", topic, err)
 	}

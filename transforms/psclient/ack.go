@@ -28,6 +28,8 @@ type Manager interface {
 	Ack(ctx context.Context, ackIDs []string) error
 	// Outstanding returns the number of tracked messages not yet acknowledged.
 	Outstanding() int
+	// Stored counts n messages stored (or dropped) with outcome o, for the progress of a run.
+	Stored(o Outcome, n int)
 }
 
 // ForSubscription returns the process's Manager of subscription

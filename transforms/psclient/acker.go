@@ -109,6 +109,7 @@ type Acker struct {
 	tracks, acked, ackFailed, ackRequests    atomic.Int64
 	extended, extendRequests, extendFailures atomic.Int64
 	maxIDsInRequest                          atomic.Int64
+	outcomes                                 outcomes // by Outcome, from Stored
 }
 
 type entry struct {
@@ -126,7 +127,7 @@ func NewAcker(ctx context.Context, subscription string, settings AckSettings) (*
 		return nil, fmt.Errorf("ack: %w", err)
 	}
 	// The client keeps ctx (e.g. for token refreshes): it must outlive a cancelled caller.
-	client, err := pubsub.NewClient(context.WithoutCancel(ctx), project)
+	client, err := NewClient(context.WithoutCancel(ctx), project)
 	if err != nil {
 		return nil, fmt.Errorf("ack: subscription %s: creating the Pub/Sub client: %w", subscription, err)
 	}

@@ -169,7 +169,7 @@ func (fn *readFn) Setup(ctx context.Context) error {
 		return err
 	}
 	// The client keeps its context: it must outlive a cancelled caller.
-	fn.client, err = pubsub.NewClient(context.WithoutCancel(ctx), project)
+	fn.client, err = psclient.NewClient(context.WithoutCancel(ctx), project)
 	if err != nil {
 		return fmt.Errorf("source: subscription %s: creating the Pub/Sub client: %w", fn.Subscription, err)
 	}
@@ -194,7 +194,7 @@ func CheckSubscription(ctx context.Context, subscription string) error {
 	if err != nil {
 		return err
 	}
-	client, err := pubsub.NewClient(ctx, project)
+	client, err := psclient.NewClient(ctx, project)
 	if err != nil {
 		return fmt.Errorf("inputSubscription %s: creating the Pub/Sub client: %w", subscription, err)
 	}

@@ -1,0 +1,58 @@
+package integration_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+)
+
+// TestLocalRunOutput runs the built binary on the local runner as a user does, on ClickHouse
+// 18.16 and the emulator, and reads what it prints while it runs: a progress line every
+// --progressSeconds, the last one with every message read, inserted or dead-lettered, and
+// acknowledged; the pipeline's own start-up lines and the final metrics; none of the runner's
+// INFO lines (prism's job service, the job's states, the SDK worker's). With
+// --progressSeconds=0 there is no progress line.
+func TestLocalRunOutput(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, n UInt8) ENGINE = MergeTree ORDER BY id`)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.StopAfterIdle = pipeline.GivenInt(6) // room for a progress line after the last acknowledgement
+	ids := e.ps.Publish(t, e.topic,
+		&pubsubpb.PubsubMessage{Data: []byte(`{"id":1,"n":1}`)},
+		&pubsubpb.PubsubMessage{Data: []byte(`{"id":2,"n":300}`)},
+		&pubsubpb.PubsubMessage{Data: []byte(`{"id":3,"n":3}`)})
+	out := e.runBinary(t, "", "--progressSeconds=1")
+	e.checkAllAcked(t, ids)
+	if got := e.srv.MustQuery(t, "SELECT count() FROM events"); got != "2" {
+		t.Errorf("%s rows, want 2", got)
+	}
+	progress := regexp.MustCompile(`(?m)msg="progress: [0-9]+ messages? read, [0-9]+ rows? inserted, [0-9]+ dead letters?, [0-9]+ unacknowledged(, oldest pulled [0-9.]+m?s ago)?"$`)
+	lines := progress.FindAllString(out, -1)
+	if len(lines) == 0 {
+		t.Errorf("no progress line:\n%s", out)
+	} else if last, want := lines[len(lines)-1], `msg="progress: 3 messages read, 2 rows inserted, 1 dead letter, 0 unacknowledged"`; last != want {
+		t.Errorf("the last progress line is %s, want %s\n%s", last, want, out)
+	}
+	for _, want := range []string{`msg="table checked"`, `msg="source: reader started"`, "metrics: ", "rows-inserted=2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %s:\n%s", want, out)
+		}
+	}
+	for _, runner := range []string{"Serving JobManagement", "starting Loopback server", "Prepared job with id", "Submitted job", "state: RUNNING",
+		"pipeline done!", "[SDK]", "level=DEBUG"} {
+		if strings.Contains(out, runner) {
+			t.Errorf("the output holds the runner's line %q:\n%s", runner, out)
+		}
+	}
+
+	ids = e.ps.Publish(t, e.topic, &pubsubpb.PubsubMessage{Data: []byte(`{"id":4,"n":4}`)})
+	e.opts.StopAfterIdle = pipeline.GivenInt(3)
+	out = e.runBinary(t, "", "--progressSeconds=0")
+	e.checkAllAcked(t, ids)
+	if strings.Contains(out, "progress:") {
+		t.Errorf("--progressSeconds=0 logged progress:\n%s", out)
+	}
+}

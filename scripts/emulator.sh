@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The Pub/Sub emulator (integration_test/emulator, an in-memory pstest server) in the background:
+# start builds bin/emulator and starts it on 127.0.0.1:$PUBSUB_EMULATOR_PORT (default 8085), its
+# pid in $EMULATOR_DIR/emulator-<port>.pid and its log beside it (default directory
+# /tmp/pubsub-to-clickhouse-emulator), and prints the export line for PUBSUB_EMULATOR_HOST;
+# stop stops it (SIGTERM, then SIGKILL after 5 s) and removes the pid file; status exits 0 when
+# the emulator of this pid file runs. Everything it holds is lost when it stops.
+set -euo pipefail
+source "$(dirname "$0")/pidfile.sh"
+
+port=${PUBSUB_EMULATOR_PORT:-8085}
+dir=${EMULATOR_DIR:-/tmp/pubsub-to-clickhouse-emulator}
+pidfile=$dir/emulator-$port.pid
+log=$dir/emulator-$port.log
+
+running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+
+# listening tells whether something accepts connections on the port, with bash's own /dev/tcp.
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
+
+start() {
+  if running; then
+    echo "emulator: already running on 127.0.0.1:$port (pid $(cat "$pidfile")); stop it with make emulator-stop"
+    echo "export PUBSUB_EMULATOR_HOST=127.0.0.1:$port"
+    return 0
+  fi
+  if listening; then
+    echo "emulator: something else listens on 127.0.0.1:$port: stop it, or give another port, PUBSUB_EMULATOR_PORT=8086 make emulator" >&2
+    return 1
+  fi
+  cd "$(dirname "$0")/.."
+  mkdir -p bin "$dir"
+  go build -o bin/emulator ./integration_test/emulator
+  : >"$log"
+  nohup setsid bin/emulator -port "$port" >>"$log" 2>&1 </dev/null &
+  echo $! >"$pidfile"
+  for _ in $(seq 1 100); do
+    if grep -q '^PUBSUB_EMULATOR_HOST=' "$log"; then
+      echo "emulator: running on 127.0.0.1:$port (pid $(cat "$pidfile"), log $log); stop it with make emulator-stop"
+      echo "export PUBSUB_EMULATOR_HOST=127.0.0.1:$port"
+      return 0
+    fi
+    running || break
+    sleep 0.1
+  done
+  echo "emulator: it did not start; its log ($log):" >&2
+  cat "$log" >&2
+  rm -f "$pidfile"
+  return 1
+}
+
+stop() {
+  if ! [ -f "$pidfile" ]; then
+    echo "emulator: none started on port $port (no $pidfile)"
+    return 0
+  fi
+  stop_pidfile "$pidfile" 5
+  echo "emulator: stopped on port $port"
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) running ;;
+  *) echo "usage: $0 start|stop|status (PUBSUB_EMULATOR_PORT, default 8085)" >&2; exit 2 ;;
+esac
