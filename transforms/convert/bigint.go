@@ -3,6 +3,9 @@ package convert
 import (
 	"fmt"
 	"math/big"
+	"time"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
 
 // Big integers: Int128, Int256, UInt128, UInt256.
@@ -22,11 +25,16 @@ type bigIntEncoder struct {
 	maxDigits int // decimal digits of the largest magnitude
 }
 
-func newBigIntEncoder(name string) bigIntEncoder {
-	e := bigIntEncoder{name: name, width: 16}
-	if name == "Int256" || name == "UInt256" {
-		e.width = 32
-	}
+// bigIntFamily is the family of the big integer type of width bytes: Int128, Int256 (signed, by
+// the name), UInt128, UInt256. Each holds every Pub/Sub message id.
+func bigIntFamily(width int) *family {
+	return scalarFamily(func(t *chtype.Type, _ *time.Location) (scalar, error) {
+		return newBigIntEncoder(t.Name, width), nil
+	}).holdsIDs(alwaysHoldsIDs)
+}
+
+func newBigIntEncoder(name string, width int) bigIntEncoder {
+	e := bigIntEncoder{name: name, width: width}
 	bits := uint(e.width * 8)
 	one := big.NewInt(1)
 	if name[0] == 'I' {

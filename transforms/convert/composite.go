@@ -3,6 +3,7 @@ package convert
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
@@ -13,6 +14,25 @@ import (
 // (RowBinary writes it as T). Array(T): a JSON array, each element converted as T; null is []
 // (also for an element of type Array, and {} for an element of type Map); a non-array is an
 // error, and so is a null element unless T is Nullable. Errors inside an array name the element's index: element [1].
+
+// errNullableTuple refuses Nullable(Tuple(…)) (ClickHouse 26.x, with enable_nullable_tuple_type =
+// 1): the parse stage's RowBinary of it is what the server reads, but clickhouse-go v2.51.0's
+// Nullable column counts no row for a Tuple's values (lib/column/nullable.go: the Tuple's Append
+// gives no NULL flags), so the ClickHouse 26.7 engine answers the write stage's INSERT with code 108
+// NO_DATA_TO_INSERT, and it takes no NULL for a Tuple at all.
+var errNullableTuple = errors.New("clickhouse-go v2.51.0 cannot insert a Nullable(Tuple): its column counts no row for a Tuple's values and takes no NULL for one; " +
+	"declare the Tuple's elements Nullable instead, or use a JSON or String column")
+
+func newNullableEncoder(t *chtype.Type, zone *time.Location) (encoder, error) {
+	if t.Elems[0].Name == "Tuple" {
+		return nil, errNullableTuple
+	}
+	inner, err := newEncoder(t.Elems[0], zone)
+	if err != nil {
+		return nil, err
+	}
+	return nullableEncoder{inner}, nil
+}
 
 type nullableEncoder struct {
 	inner encoder
@@ -28,6 +48,14 @@ func (e nullableEncoder) encode(dst []byte, v value, c *Converter) ([]byte, erro
 type arrayEncoder struct {
 	elem     encoder
 	elemType *chtype.Type
+}
+
+func newArrayEncoder(t *chtype.Type, zone *time.Location) (encoder, error) {
+	inner, err := newEncoder(t.Elems[0], zone)
+	if err != nil {
+		return nil, err
+	}
+	return arrayEncoder{elem: inner, elemType: t.Elems[0]}, nil
 }
 
 func (e arrayEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {

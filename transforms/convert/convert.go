@@ -1,7 +1,12 @@
 // Package convert is the type layer: it turns one JSON message into one row of a ClickHouse table,
 // exactly or not at all, and decodes such rows into the columns clickhouse-go appends (decode.go).
-// Each ClickHouse type has one place, the encoder newEncoder returns for it, in its family's file:
-// the conversion from JSON, the RowBinary encoding and, for scalars, the width and the decoder.
+// Each ClickHouse type family has one row in the table of families (family.go), which every
+// function that depends on a type's family reads, and one file: the conversion from JSON, the
+// RowBinary encoding and, for scalars, the width and the decoder. The table is written by hand,
+// not generated as clickhouse-go's lib/column/column_gen.go is: each row is one call to a
+// constructor in the family's file, the integer rows share one generic function, and a generator
+// would add a template, a go generate step and a test of its output without writing any rule
+// fewer times (family.go).
 //
 // A payload must be exactly one JSON object (RFC 8259), valid UTF-8, with nothing but white space
 // after it. Its top-level field names are matched to column names exactly (case-sensitive, after
@@ -23,7 +28,7 @@
 // columns (see schema.Table.Writable), in table order: for each column one byte, 1 when the server
 // must compute the column's DEFAULT, else 0 followed by the value in RowBinary
 // (https://clickhouse.com/docs/interfaces/formats/RowBinaryWithDefaults). The write stage decodes it
-// (decode.go: Layout.Split and NewColumn).
+// (decode.go: Layout.Split, and NewColumn, which the table of families gives: family.go).
 //
 // Missing fields and JSON null: an explicit null gives NULL for a Nullable column, [] for an
 // Array, the DEFAULT for a column that has one, else an error. A missing field gives the DEFAULT
@@ -35,7 +40,6 @@ package convert
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -178,118 +182,6 @@ func (c *Converter) Columns() []string { return c.names }
 // SchemaHash identifies the columns a row holds (names, types, DEFAULTs, in order): rows with the
 // same hash decode over the same columns. FNV-1a, 64 bits.
 func (c *Converter) SchemaHash() uint64 { return c.hash }
-
-// errUnsupported says why a type has no converter.
-var errUnsupported = errors.New("this pipeline has no JSON converter for it")
-
-// errNullableTuple refuses Nullable(Tuple(…)) (ClickHouse 26.x, with enable_nullable_tuple_type =
-// 1): the parse stage's RowBinary of it is what the server reads, but clickhouse-go v2.51.0's
-// Nullable column counts no row for a Tuple's values (lib/column/nullable.go: the Tuple's Append
-// gives no NULL flags), so the ClickHouse 26.7 engine answers the write stage's INSERT with code 108
-// NO_DATA_TO_INSERT, and it takes no NULL for a Tuple at all.
-var errNullableTuple = errors.New("clickhouse-go v2.51.0 cannot insert a Nullable(Tuple): its column counts no row for a Tuple's values and takes no NULL for one; " +
-	"declare the Tuple's elements Nullable instead, or use a JSON or String column")
-
-// newEncoder returns the encoder of a (possibly wrapped) type.
-func newEncoder(t *chtype.Type, serverLoc *time.Location) (encoder, error) {
-	switch t.Name {
-	case "Nullable":
-		if t.Elems[0].Name == "Tuple" {
-			return nil, errNullableTuple
-		}
-		inner, err := newEncoder(t.Elems[0], serverLoc)
-		if err != nil {
-			return nil, err
-		}
-		return nullableEncoder{inner}, nil
-	case "LowCardinality": // RowBinary encodes LowCardinality(T) as T.
-		return newEncoder(t.Elems[0], serverLoc)
-	case "Array":
-		inner, err := newEncoder(t.Elems[0], serverLoc)
-		if err != nil {
-			return nil, err
-		}
-		return arrayEncoder{elem: inner, elemType: t.Elems[0]}, nil
-	case "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64":
-		return newIntEncoder(t.Name), nil
-	case "Float32", "Float64":
-		return floatEncoder{bits: map[string]int{"Float32": 32, "Float64": 64}[t.Name]}, nil
-	case "String":
-		return stringEncoder{}, nil
-	case "Date":
-		return epochDateEncoder{}, nil
-	case "DateTime":
-		loc := serverLoc
-		if len(t.Args) > 0 {
-			var err error
-			if loc, err = loadZone(t.Args[0]); err != nil {
-				return nil, err
-			}
-		}
-		return epochDateTimeEncoder{dateTimeEncoder{loc: loc}}, nil
-	case "Date32":
-		return date32Encoder{}, nil
-	case "DateTime64":
-		return newDateTime64Encoder(t, serverLoc)
-	case "Time", "Time64":
-		return newTimeEncoder(t)
-	case "Decimal", "Decimal32", "Decimal64", "Decimal128", "Decimal256":
-		return newDecimalEncoder(t)
-	case "Int128", "Int256", "UInt128", "UInt256":
-		return newBigIntEncoder(t.Name), nil
-	case "BFloat16":
-		return bfloat16Encoder{}, nil
-	case "Bool":
-		return boolEncoder{}, nil
-	case "UUID":
-		return uuidEncoder{}, nil
-	case "IPv4":
-		return ipv4Encoder{}, nil
-	case "IPv6":
-		return ipv6Encoder{}, nil
-	case "FixedString":
-		return newFixedStringEncoder(t)
-	case "Enum8", "Enum16":
-		return newEnumEncoder(t)
-	case "Map":
-		key, err := newEncoder(t.Elems[0], serverLoc)
-		if err != nil {
-			return nil, err
-		}
-		val, err := newEncoder(t.Elems[1], serverLoc)
-		if err != nil {
-			return nil, err
-		}
-		return newMapEncoder(t, key, val), nil
-	case "Tuple":
-		return newTupleEncoder(t, serverLoc)
-	case "Nested":
-		tuple, err := newTupleEncoder(&chtype.Type{Name: "Tuple", Elems: t.Elems, FieldNames: t.FieldNames}, serverLoc)
-		if err != nil {
-			return nil, err
-		}
-		return newNestedEncoder(t, tuple), nil
-	case "Point", "Ring", "LineString", "Polygon", "MultiLineString", "MultiPolygon":
-		return newGeoEncoder(t.Name), nil
-	case "SimpleAggregateFunction": // RowBinary encodes SimpleAggregateFunction(f, T) as T.
-		if len(t.Elems) != 1 {
-			return nil, errUnsupported
-		}
-		return newEncoder(t.Elems[0], serverLoc)
-	case "JSON":
-		if err := checkJSONArgs(t); err != nil {
-			return nil, err
-		}
-		return jsonEncoder{}, nil
-	case "Object":
-		return nil, errors.New("Object('json') is ClickHouse's deprecated experimental JSON type, which clickhouse-go v2.51.0 cannot insert into; use JSON (ClickHouse 24.8 and later) or String")
-	case "Variant", "Dynamic":
-		return nil, fmt.Errorf("which of its types a JSON value is meant to be is ambiguous (42 could be any number type, or a String), and the pipeline does not guess; use a column of one type, or JSON or String for mixed values")
-	case "AggregateFunction":
-		return nil, errors.New("its values are aggregation states in a binary form that JSON cannot give; insert into a SimpleAggregateFunction or a plain column and aggregate in a materialized view")
-	}
-	return nil, errUnsupported
-}
 
 func loadZone(name string) (*time.Location, error) {
 	if name == "" || name == "UTC" || name == "Etc/UTC" {

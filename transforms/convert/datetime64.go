@@ -256,7 +256,19 @@ type dateTime64Encoder struct {
 	loc       *time.Location
 }
 
-func newDateTime64Encoder(t *chtype.Type, serverLoc *time.Location) (encoder, error) {
+// newDateTimeEncoder is DateTime's codec: its zone, else the server's.
+func newDateTimeEncoder(t *chtype.Type, serverLoc *time.Location) (scalar, error) {
+	loc := serverLoc
+	if len(t.Args) > 0 {
+		var err error
+		if loc, err = loadZone(t.Args[0]); err != nil {
+			return nil, err
+		}
+	}
+	return epochDateTimeEncoder{dateTimeEncoder{loc: loc}}, nil
+}
+
+func newDateTime64Encoder(t *chtype.Type, serverLoc *time.Location) (scalar, error) {
 	if len(t.Args) < 1 || len(t.Args) > 2 {
 		return nil, fmt.Errorf("%s: expected DateTime64(P[, 'zone'])", t)
 	}

@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -145,8 +146,17 @@ type decimalEncoder struct {
 	rangeText string
 }
 
-// newDecimalEncoder reads the precision and scale of Decimal(P, S), Decimal(P) or DecimalN(S).
-func newDecimalEncoder(t *chtype.Type) (encoder, error) {
+// decimalFamily is the family of Decimal(P, S) and Decimal(P) (precision 0), or of DecimalN(S)
+// of the given precision (Decimal32: 9, Decimal64: 18, Decimal128: 38, Decimal256: 76).
+func decimalFamily(precision int) *family {
+	return scalarFamily(func(t *chtype.Type, _ *time.Location) (scalar, error) {
+		return newDecimalEncoder(t, precision)
+	}).holdsIDs(decimalHoldsIDs)
+}
+
+// newDecimalEncoder reads the precision and scale of Decimal(P, S) or Decimal(P) (precision 0),
+// or the scale of DecimalN(S) of the given precision.
+func newDecimalEncoder(t *chtype.Type, precision int) (scalar, error) {
 	atoi := func(s string) (int, error) {
 		n, err := strconv.Atoi(s)
 		if err != nil {
@@ -154,10 +164,9 @@ func newDecimalEncoder(t *chtype.Type) (encoder, error) {
 		}
 		return n, nil
 	}
-	p, s := 0, 0
+	p, s := precision, 0
 	var err error
-	switch t.Name {
-	case "Decimal":
+	if precision == 0 {
 		switch len(t.Args) {
 		case 2:
 			if s, err = atoi(t.Args[1]); err != nil {
@@ -171,8 +180,7 @@ func newDecimalEncoder(t *chtype.Type) (encoder, error) {
 		default:
 			return nil, fmt.Errorf("%s: expected Decimal(P, S)", t)
 		}
-	default:
-		p = map[string]int{"Decimal32": 9, "Decimal64": 18, "Decimal128": 38, "Decimal256": 76}[t.Name]
+	} else {
 		if len(t.Args) != 1 {
 			return nil, fmt.Errorf("%s: expected %s(S)", t, t.Name)
 		}

@@ -28,10 +28,11 @@
 // Each column of a row starts with one byte: 1 when the server computes the column's DEFAULT (no
 // value follows), else 0.
 //
-// Every type has one place: the encoder that newEncoder returns for it. The encoder of a scalar
-// type (one file per family: int.go, decimal.go, …) also gives the width of its RowBinary value
-// and its decoder (the scalar interface); the composite types (Nullable, Array, Map, Tuple,
-// Nested, the geo arrays) are combinations of those, decoded in decodecomposite.go.
+// Every type family has one row in the table of families (family.go), which gives its skip
+// (Layout), its Column and its decoder inside composite values. A scalar type's codec, in its
+// family's file (int.go, decimal.go, …), encodes, gives the width of its RowBinary value and
+// decodes it (the scalar interface); the composite types (Nullable, Array, Map, Tuple, Nested, the
+// geo arrays) are combinations of those, decoded in decodecomposite.go.
 
 package convert
 
@@ -39,7 +40,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
@@ -58,18 +58,6 @@ type scalar interface {
 	// column returns the Column that decodes the type's values, plain (wrap ""), or wrapped in
 	// "Nullable" or "Array".
 	column(wrap string) Column
-}
-
-// scalarOf returns the scalar encoder of t (under any LowCardinality or SimpleAggregateFunction),
-// or false when t is not a scalar type or has no converter. Values decode in UTC, the zone
-// clickhouse-go sends times in, so a DateTime's zone does not matter here.
-func scalarOf(t *chtype.Type) (scalar, bool) {
-	enc, err := newEncoder(t, time.UTC)
-	if err != nil {
-		return nil, false
-	}
-	s, ok := enc.(scalar)
-	return s, ok
 }
 
 // Layout splits rows of one list of column types into each column's value bytes. Build it once
@@ -151,36 +139,42 @@ func readCount(t *chtype.Type, b []byte, i int) (uint64, int, error) {
 	return n, i + k, nil
 }
 
-// newSkip compiles the skipFunc of type t.
-func newSkip(t *chtype.Type) (skipFunc, error) {
-	switch t.Name {
-	case "Nullable":
-		inner, err := newSkip(t.Elems[0])
-		if err != nil {
-			return nil, err
-		}
-		return func(b []byte, i int) (int, error) {
-			if i >= len(b) {
-				return 0, cutShort(t)
-			}
-			if b[i] == 1 {
-				return i + 1, nil
-			}
-			return inner(b, i+1)
-		}, nil
-	case "LowCardinality", "SimpleAggregateFunction":
-		if len(t.Elems) == 1 {
-			return newSkip(t.Elems[0])
-		}
-	case "Tuple":
-		elems, err := newSkips(t.Elems)
-		if err != nil {
-			return nil, err
-		}
-		return func(b []byte, i int) (int, error) { return skipAll(elems, b, i) }, nil
+// newNullableSkip is the skip of Nullable(T): a flag byte, then T unless it is 1 (NULL).
+func newNullableSkip(t *chtype.Type) (skipFunc, error) {
+	inner, err := newSkip(t.Elems[0])
+	if err != nil {
+		return nil, err
 	}
-	if types, ok := elemTypes(t); ok {
-		elems, err := newSkips(types)
+	return func(b []byte, i int) (int, error) {
+		if i >= len(b) {
+			return 0, cutShort(t)
+		}
+		if b[i] == 1 {
+			return i + 1, nil
+		}
+		return inner(b, i+1)
+	}, nil
+}
+
+// newTupleSkip is the skip of Tuple(T1, …): its elements one after the other.
+func newTupleSkip(t *chtype.Type) (skipFunc, error) {
+	elems, err := newSkips(t.Elems)
+	if err != nil {
+		return nil, err
+	}
+	return func(b []byte, i int) (int, error) { return skipAll(elems, b, i) }, nil
+}
+
+// countedSkip returns the family's skip of a type that RowBinary writes as a LEB128 count followed
+// by that many elements, each of the types elems gives (Array, Map's key and value, Nested's
+// fields, the geo arrays' element type).
+func countedSkip(elems func(t *chtype.Type) ([]*chtype.Type, bool)) func(t *chtype.Type) (skipFunc, error) {
+	return func(t *chtype.Type) (skipFunc, error) {
+		types, ok := elems(t)
+		if !ok {
+			return nil, noDecoder(t)
+		}
+		skips, err := newSkips(types)
 		if err != nil {
 			return nil, err
 		}
@@ -190,24 +184,25 @@ func newSkip(t *chtype.Type) (skipFunc, error) {
 				return 0, err
 			}
 			for ; n > 0; n-- {
-				if i, err = skipAll(elems, b, i); err != nil {
+				if i, err = skipAll(skips, b, i); err != nil {
 					return 0, err
 				}
 			}
 			return i, nil
 		}, nil
 	}
-	s, ok := scalarOf(t)
-	if !ok {
-		return nil, fmt.Errorf("%w: no decoder for type %s", ErrCorrupt, t)
-	}
-	if w := s.size(); w > 0 {
+}
+
+// widthSkip is the skip of a scalar type t whose values take w bytes, or, for w = 0, a LEB128
+// length and that many bytes (scalar.size).
+func widthSkip(t *chtype.Type, w int) skipFunc {
+	if w > 0 {
 		return func(b []byte, i int) (int, error) {
 			if i+w > len(b) {
 				return 0, cutShort(t)
 			}
 			return i + w, nil
-		}, nil
+		}
 	}
 	return func(b []byte, i int) (int, error) {
 		n, i, err := readCount(t, b, i)
@@ -218,7 +213,7 @@ func newSkip(t *chtype.Type) (skipFunc, error) {
 			return 0, cutShort(t)
 		}
 		return i + int(n), nil
-	}, nil
+	}
 }
 
 func newSkips(types []*chtype.Type) ([]skipFunc, error) {
@@ -240,21 +235,4 @@ func skipAll(skips []skipFunc, b []byte, i int) (int, error) {
 		}
 	}
 	return i, nil
-}
-
-// elemTypes returns the types of one element of a type that RowBinary writes as a count followed
-// by that many elements: Array, Map (key and value), Nested (its fields), the geo arrays.
-func elemTypes(t *chtype.Type) ([]*chtype.Type, bool) {
-	switch t.Name {
-	case "Array":
-		return t.Elems, len(t.Elems) == 1
-	case "Map":
-		return t.Elems, len(t.Elems) == 2
-	case "Nested":
-		return t.Elems, len(t.Elems) > 0
-	}
-	if e, ok := geoElem[t.Name]; ok {
-		return []*chtype.Type{{Name: e}}, true
-	}
-	return nil, false
 }

@@ -11,8 +11,6 @@ import (
 	"unsafe"
 
 	chcolumn "github.com/ClickHouse/clickhouse-go/v2/lib/column"
-
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
 
 // Column accumulates the values of one column for one INSERT.
@@ -77,30 +75,6 @@ func (it *mapIterator) Key() any   { return it.m.Keys[it.i] }
 func (it *mapIterator) Value() any { return it.m.Values[it.i] }
 
 var _ chcolumn.IterableOrderedMap = (*Map)(nil)
-
-// NewColumn returns the Column for type t. Scalars, Nullable(scalar) and Array(scalar) decode
-// into typed slices without reflection (the scalar's own column method); deeper nestings, Map,
-// Tuple, Nested and the geo arrays use reflection (clickhouse-go reads them by reflection anyway).
-func NewColumn(t *chtype.Type) (Column, error) {
-	switch t.Name {
-	case "LowCardinality", "SimpleAggregateFunction":
-		if len(t.Elems) != 1 {
-			return nil, fmt.Errorf("no RowBinary decoder for type %s", t)
-		}
-		return NewColumn(t.Elems[0])
-	case "Nullable", "Array":
-		if s, ok := scalarOf(t.Elems[0]); ok {
-			return s.column(t.Name), nil
-		}
-		return newReflectColumn(t)
-	case "Map", "Tuple", "Nested", "Ring", "LineString", "Polygon", "MultiLineString", "MultiPolygon":
-		return newReflectColumn(t)
-	}
-	if s, ok := scalarOf(t); ok {
-		return s.column(""), nil
-	}
-	return nil, fmt.Errorf("no RowBinary decoder for type %s", t)
-}
 
 // codec reads one scalar from the start of b: the value, the bytes it took, and false when b is
 // too short.

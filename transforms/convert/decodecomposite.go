@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/paulmach/orb"
-
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
 
@@ -46,11 +44,6 @@ func (c *reflectColumn) Reset()      { c.slice = c.slice.Slice(0, 0) }
 var (
 	mapType   = reflect.TypeOf((*Map)(nil))
 	tupleType = reflect.TypeOf([]any(nil))
-	geoGoType = map[string]reflect.Type{
-		"Ring": reflect.TypeOf(orb.Ring(nil)), "LineString": reflect.TypeOf(orb.LineString(nil)),
-		"Polygon": reflect.TypeOf(orb.Polygon(nil)), "MultiLineString": reflect.TypeOf(orb.MultiLineString(nil)),
-		"MultiPolygon": reflect.TypeOf(orb.MultiPolygon(nil)),
-	}
 )
 
 // valueDecoder decodes one value of a type from the start of b into its Go value (typ), and
@@ -60,49 +53,29 @@ type valueDecoder struct {
 	decode func(b []byte) (reflect.Value, []byte, error)
 }
 
-// newValueDecoder compiles the valueDecoder of t. Its Go type is *T for Nullable(T) (T itself
-// when T is a pointer), []T for Array(T), *Map for Map, []any for Tuple, [][]any for Nested, the
-// orb type of a geo array, and a scalar's Column element type.
-func newValueDecoder(t *chtype.Type) (*valueDecoder, error) {
-	switch t.Name {
-	case "LowCardinality", "SimpleAggregateFunction":
-		if len(t.Elems) == 1 {
-			return newValueDecoder(t.Elems[0])
-		}
-	case "Nullable":
-		return newNullableDecoder(t)
-	case "Tuple":
-		elems, err := newValueDecoders(t.Elems)
-		if err != nil {
-			return nil, err
-		}
-		return &valueDecoder{typ: tupleType, decode: func(b []byte) (reflect.Value, []byte, error) {
-			out := make([]any, len(elems))
-			for i, e := range elems {
-				v, rest, err := e.decode(b)
-				if err != nil {
-					return reflect.Value{}, nil, err
-				}
-				out[i], b = v.Interface(), rest
-			}
-			return reflect.ValueOf(out), b, nil
-		}}, nil
-	case "Map":
-		if len(t.Elems) == 2 {
-			return newMapDecoder(t)
-		}
-	}
-	if elems, ok := elemTypes(t); ok {
-		return newArrayDecoder(t, elems[0])
-	}
-	s, ok := scalarOf(t)
-	if !ok {
-		return nil, fmt.Errorf("no RowBinary decoder for type %s", t)
-	}
-	skip, err := newSkip(t)
+// newTupleDecoder is the decoder of Tuple(T1, …): []any, one Go value per element.
+func newTupleDecoder(t *chtype.Type) (*valueDecoder, error) {
+	elems, err := newValueDecoders(t.Elems)
 	if err != nil {
 		return nil, err
 	}
+	return &valueDecoder{typ: tupleType, decode: func(b []byte) (reflect.Value, []byte, error) {
+		out := make([]any, len(elems))
+		for i, e := range elems {
+			v, rest, err := e.decode(b)
+			if err != nil {
+				return reflect.Value{}, nil, err
+			}
+			out[i], b = v.Interface(), rest
+		}
+		return reflect.ValueOf(out), b, nil
+	}}, nil
+}
+
+// newScalarDecoder is the decoder of a scalar type t whose codec is s: the element type of the
+// codec's plain Column.
+func newScalarDecoder(t *chtype.Type, s scalar) *valueDecoder {
+	skip := widthSkip(t, s.size())
 	col := s.column("")
 	return &valueDecoder{typ: reflect.TypeOf(col.Values()).Elem(), decode: func(b []byte) (reflect.Value, []byte, error) {
 		end, err := skip(b, 0)
@@ -117,7 +90,7 @@ func newValueDecoder(t *chtype.Type) (*valueDecoder, error) {
 		v := reflect.New(reflect.TypeOf(col.Values()).Elem()).Elem()
 		v.Set(reflect.ValueOf(col.Values()).Index(0))
 		return v, b[end:], nil
-	}}, nil
+	}}
 }
 
 func newValueDecoders(types []*chtype.Type) ([]*valueDecoder, error) {
@@ -161,6 +134,9 @@ func newNullableDecoder(t *chtype.Type) (*valueDecoder, error) {
 }
 
 func newMapDecoder(t *chtype.Type) (*valueDecoder, error) {
+	if len(t.Elems) != 2 {
+		return nil, noColumn(t)
+	}
 	kv, err := newValueDecoders(t.Elems)
 	if err != nil {
 		return nil, err
@@ -188,17 +164,30 @@ func newMapDecoder(t *chtype.Type) (*valueDecoder, error) {
 	}}, nil
 }
 
-// newArrayDecoder is the decoder of Array(elem), Nested (an Array of its Tuple) and the geo arrays.
-func newArrayDecoder(t, elem *chtype.Type) (*valueDecoder, error) {
-	if t.Name == "Nested" {
-		elem = &chtype.Type{Name: "Tuple", Elems: t.Elems, FieldNames: t.FieldNames}
+// newSliceDecoder is the decoder of Array(T): []T.
+func newSliceDecoder(t *chtype.Type) (*valueDecoder, error) {
+	if len(t.Elems) != 1 {
+		return nil, noColumn(t)
 	}
+	return newArrayDecoder(t, t.Elems[0], nil)
+}
+
+// newNestedDecoder is the decoder of Nested(a T1, …), an Array of its Tuple: [][]any.
+func newNestedDecoder(t *chtype.Type) (*valueDecoder, error) {
+	if len(t.Elems) == 0 {
+		return nil, noColumn(t)
+	}
+	return newArrayDecoder(t, nestedTuple(t), nil)
+}
+
+// newArrayDecoder is the decoder of a type that RowBinary writes as a count and that many values
+// of elem, into typ, or into []E (E elem's Go type) when typ is nil.
+func newArrayDecoder(t, elem *chtype.Type, typ reflect.Type) (*valueDecoder, error) {
 	e, err := newValueDecoder(elem)
 	if err != nil {
 		return nil, err
 	}
-	typ, ok := geoGoType[t.Name]
-	if !ok {
+	if typ == nil {
 		typ = reflect.SliceOf(e.typ)
 	}
 	return &valueDecoder{typ: typ, decode: func(b []byte) (reflect.Value, []byte, error) {

@@ -27,6 +27,7 @@ import (
 
 type enumEncoder struct {
 	name    string // "Enum8" or "Enum16"
+	width   int    // bytes: 1 (Enum8) or 2 (Enum16)
 	byName  map[string]int16
 	byValue map[int16]bool
 	names   string // 'a' = 1, 'b' = 2
@@ -35,7 +36,12 @@ type enumEncoder struct {
 // maxEnumListed bounds how many of an Enum's names an error message lists.
 const maxEnumListed = 50
 
-func newEnumEncoder(t *chtype.Type) (encoder, error) {
+// enumFamily is the family of Enum8 (width 1) or Enum16 (width 2).
+func enumFamily(width int) *family {
+	return scalarFamily(typeOnly(func(t *chtype.Type) (scalar, error) { return newEnumEncoder(t, width) }))
+}
+
+func newEnumEncoder(t *chtype.Type, width int) (scalar, error) {
 	if len(t.Enum) == 0 {
 		return nil, fmt.Errorf("%s has no values", t)
 	}
@@ -44,7 +50,7 @@ func newEnumEncoder(t *chtype.Type) (encoder, error) {
 			return nil, fmt.Errorf("the Enum name %s is written with a backslash escape in the type, and clickhouse-go v2.51.0's Enum parser (lib/column/enum.go) fails on such a name unless it is the last one; rename the value", quoteEnumName(ev.Name))
 		}
 	}
-	e := enumEncoder{name: t.Name, byName: map[string]int16{}, byValue: map[int16]bool{}}
+	e := enumEncoder{name: t.Name, width: width, byName: map[string]int16{}, byValue: map[int16]bool{}}
 	var b strings.Builder
 	for i, ev := range t.Enum {
 		e.byName[ev.Name] = ev.Value
@@ -71,7 +77,7 @@ func quoteEnumName(s string) string {
 }
 
 func (e enumEncoder) put(dst []byte, n int16) []byte {
-	if e.name == "Enum8" {
+	if e.width == 1 {
 		return append(dst, byte(n))
 	}
 	return append(dst, byte(n), byte(uint16(n)>>8))
@@ -105,7 +111,7 @@ func (e enumEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 }
 
 func (e enumEncoder) size() int {
-	if e.name == "Enum8" {
+	if e.width == 1 {
 		return 1
 	}
 	return 2
@@ -114,7 +120,7 @@ func (e enumEncoder) size() int {
 // column decodes the number into []int8 (Enum8) or []int16 (Enum16), which clickhouse-go's Enum
 // columns take.
 func (e enumEncoder) column(wrap string) Column {
-	if e.name == "Enum8" {
+	if e.width == 1 {
 		return fixedColumn(wrap, 1, func(b []byte) int8 { return int8(b[0]) })
 	}
 	return fixedColumn(wrap, 2, func(b []byte) int16 { return int16(binary.LittleEndian.Uint16(b)) })

@@ -24,7 +24,7 @@ type fixedStringEncoder struct {
 	name string
 }
 
-func newFixedStringEncoder(t *chtype.Type) (encoder, error) {
+func newFixedStringEncoder(t *chtype.Type) (scalar, error) {
 	if len(t.Args) != 1 {
 		return nil, fmt.Errorf("%s: expected FixedString(N)", t)
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"reflect"
+	"time"
 
 	"github.com/paulmach/orb"
 
@@ -21,11 +23,6 @@ import (
 //
 // RowBinary: Point as Tuple(Float64, Float64); Ring and LineString as Array(Point); Polygon and
 // MultiLineString as Array(Ring) / Array(LineString); MultiPolygon as Array(Polygon).
-
-var geoElem = map[string]string{
-	"Ring": "Point", "LineString": "Point", "Polygon": "Ring", "MultiLineString": "LineString",
-	"MultiPolygon": "Polygon",
-}
 
 type pointEncoder struct{}
 
@@ -47,13 +44,22 @@ func (pointEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 	return dst, nil
 }
 
-// newGeoEncoder returns the encoder of a geo type name.
-func newGeoEncoder(name string) encoder {
-	if name == "Point" {
-		return pointEncoder{}
+// geoArray is the family of a geo type that RowBinary writes as an Array of elem (Ring: of
+// Point), whose values decode into goValue's type (orb.Ring).
+func geoArray(elem string, goValue any) *family {
+	et := &chtype.Type{Name: elem}
+	return &family{
+		encoder: func(_ *chtype.Type, zone *time.Location) (encoder, error) {
+			e, err := newEncoder(et, zone)
+			return arrayEncoder{elem: e, elemType: et}, err
+		},
+		skip:   countedSkip(func(*chtype.Type) ([]*chtype.Type, bool) { return []*chtype.Type{et}, true }),
+		column: newReflectColumn,
+		value: func(t *chtype.Type) (*valueDecoder, error) {
+			return newArrayDecoder(t, et, reflect.TypeOf(goValue))
+		},
+		empty: true,
 	}
-	elem := geoElem[name]
-	return arrayEncoder{elem: newGeoEncoder(elem), elemType: &chtype.Type{Name: elem}}
 }
 
 func (pointEncoder) size() int { return 16 }

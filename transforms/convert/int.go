@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"time"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
 
 // Integers: Int8…Int64, UInt8…UInt64.
@@ -21,20 +24,22 @@ type intEncoder struct {
 	bytes  int
 	max    uint64 // largest magnitude of a positive value
 	minMag uint64 // largest magnitude of a negative value (0 for unsigned)
+	// columnOf returns the Column of the type's values (scalar.column).
+	columnOf func(wrap string) Column
 }
 
-func newIntEncoder(name string) *intEncoder {
-	e := &intEncoder{name: name}
-	switch name {
-	case "Int8", "UInt8":
-		e.bytes = 1
-	case "Int16", "UInt16":
-		e.bytes = 2
-	case "Int32", "UInt32":
-		e.bytes = 4
-	default:
-		e.bytes = 8
-	}
+// intFamily is the family of the integer type of bytes bytes whose values clickhouse-go takes
+// as T, read by read from little-endian two's complement: Int8…Int64 (signed, by the name),
+// UInt8…UInt64.
+func intFamily[T any](bytes int, read func([]byte) T) *family {
+	columnOf := func(wrap string) Column { return fixedColumn(wrap, bytes, read) }
+	return scalarFamily(func(t *chtype.Type, _ *time.Location) (scalar, error) {
+		return newIntEncoder(t.Name, bytes, columnOf), nil
+	}).holdsIDs(intHoldsIDs)
+}
+
+func newIntEncoder(name string, bytes int, columnOf func(wrap string) Column) *intEncoder {
+	e := &intEncoder{name: name, bytes: bytes, columnOf: columnOf}
 	bits := uint(e.bytes * 8)
 	if name[0] == 'I' {
 		e.signed = true
@@ -203,23 +208,4 @@ func parseWhole(text []byte) (neg bool, mag uint64, whole, inRange bool) {
 func (e *intEncoder) size() int { return e.bytes }
 
 // column decodes little-endian two's complement into clickhouse-go's []int8…[]int64, []uint8…[]uint64.
-func (e *intEncoder) column(wrap string) Column {
-	le := binary.LittleEndian
-	switch e.name {
-	case "Int8":
-		return fixedColumn(wrap, 1, func(b []byte) int8 { return int8(b[0]) })
-	case "Int16":
-		return fixedColumn(wrap, 2, func(b []byte) int16 { return int16(le.Uint16(b)) })
-	case "Int32":
-		return fixedColumn(wrap, 4, func(b []byte) int32 { return int32(le.Uint32(b)) })
-	case "Int64":
-		return fixedColumn(wrap, 8, func(b []byte) int64 { return int64(le.Uint64(b)) })
-	case "UInt8":
-		return fixedColumn(wrap, 1, func(b []byte) uint8 { return b[0] })
-	case "UInt16":
-		return fixedColumn(wrap, 2, le.Uint16)
-	case "UInt32":
-		return fixedColumn(wrap, 4, le.Uint32)
-	}
-	return fixedColumn(wrap, 8, le.Uint64)
-}
+func (e *intEncoder) column(wrap string) Column { return e.columnOf(wrap) }

@@ -31,6 +31,14 @@ import (
 
 type jsonEncoder struct{}
 
+// newJSONEncoder is JSON's codec, for a JSON(…) without typed paths.
+func newJSONEncoder(t *chtype.Type) (scalar, error) {
+	if err := checkJSONArgs(t); err != nil {
+		return nil, err
+	}
+	return jsonEncoder{}, nil
+}
+
 // checkJSONArgs refuses typed paths in JSON(…).
 func checkJSONArgs(t *chtype.Type) error {
 	for _, a := range t.Args {

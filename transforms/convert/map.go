@@ -3,6 +3,7 @@ package convert
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
@@ -25,8 +26,16 @@ type mapEncoder struct {
 	key, val         encoder
 }
 
-func newMapEncoder(t *chtype.Type, key, val encoder) encoder {
-	return mapEncoder{name: t.String(), keyType: t.Elems[0], valType: t.Elems[1], key: key, val: val}
+func newMapEncoder(t *chtype.Type, zone *time.Location) (encoder, error) {
+	key, err := newEncoder(t.Elems[0], zone)
+	if err != nil {
+		return nil, err
+	}
+	val, err := newEncoder(t.Elems[1], zone)
+	if err != nil {
+		return nil, err
+	}
+	return mapEncoder{name: t.String(), keyType: t.Elems[0], valType: t.Elems[1], key: key, val: val}, nil
 }
 
 func (e mapEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {

@@ -126,11 +126,6 @@ type injection struct {
 	emptyKey bool
 }
 
-// noStringTypes are the types that never take a JSON string, base types after Nullable and
-// LowCardinality.
-var noStringTypes = map[string]bool{"Array": true, "Map": true, "Tuple": true, "Nested": true, "JSON": true,
-	"Point": true, "Ring": true, "LineString": true, "Polygon": true, "MultiLineString": true, "MultiPolygon": true}
-
 // isStringMap reports whether t (a base type) is Map(String, String), either side possibly
 // LowCardinality or Nullable.
 func isStringMap(t *chtype.Type) bool {
@@ -152,34 +147,44 @@ func messageIDRule(t *chtype.Type) string {
 	const needs = "message_id is a decimal number of up to 19 digits (Pub/Sub's message ids, up to \"9999999999999999999\"), " +
 		"which needs String, FixedString(N) with N >= 19, UInt64, Int128, UInt128, Int256, UInt256 or Decimal(P, S) with P - S >= 19"
 	why := ""
-	switch t.Name {
-	case "String", "UInt64", "Int128", "UInt128", "Int256", "UInt256":
-		return ""
-	case "FixedString":
-		e, err := newFixedStringEncoder(t)
-		if err == nil && e.(fixedStringEncoder).n >= 19 {
+	if s, ok := scalarOf(t); ok && families[t.Name].messageID != nil {
+		var fits bool
+		if fits, why = families[t.Name].messageID(t, s); fits {
 			return ""
 		}
-		if err == nil {
-			why = fmt.Sprintf("%s holds at most %d bytes", t, e.(fixedStringEncoder).n)
-		}
-	case "Decimal", "Decimal32", "Decimal64", "Decimal128", "Decimal256":
-		e, err := newDecimalEncoder(t)
-		if err != nil {
-			break
-		}
-		d := e.(decimalEncoder)
-		if d.precision-d.scale >= 19 {
-			return ""
-		}
-		why = fmt.Sprintf("%s holds at most %d digits before the point", t, d.precision-d.scale)
-	case "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32":
-		why = fmt.Sprintf("%s holds at most %d", t, newIntEncoder(t.Name).max)
 	}
 	if why == "" {
 		return needs
 	}
 	return needs + "; " + why
+}
+
+// maxMessageID is the largest Pub/Sub message id.
+const maxMessageID = 9999999999999999999
+
+// The family.messageID of the families some of whose types hold every message id.
+
+func alwaysHoldsIDs(*chtype.Type, scalar) (bool, string) { return true, "" }
+
+func intHoldsIDs(t *chtype.Type, s scalar) (bool, string) {
+	if m := s.(*intEncoder).max; m < maxMessageID {
+		return false, fmt.Sprintf("%s holds at most %d", t, m)
+	}
+	return true, ""
+}
+
+func fixedStringHoldsIDs(t *chtype.Type, s scalar) (bool, string) {
+	if n := s.(fixedStringEncoder).n; n < 19 {
+		return false, fmt.Sprintf("%s holds at most %d bytes", t, n)
+	}
+	return true, ""
+}
+
+func decimalHoldsIDs(t *chtype.Type, s scalar) (bool, string) {
+	if d := s.(decimalEncoder); d.precision-d.scale < 19 {
+		return false, fmt.Sprintf("%s holds at most %d digits before the point", t, d.precision-d.scale)
+	}
+	return true, ""
 }
 
 // applyOptions marks the columns of o as filled from the message, before the keys and groups of
@@ -214,10 +219,10 @@ func (c *Converter) applyOptions(t *schema.Table, o Options) error {
 		var rule string
 		switch in.key {
 		case KeyPublishTime:
-			switch base.Name {
-			case "Int64", "UInt64":
+			switch families[base.Name].publishTime {
+			case publishMillis:
 				in.number = true
-			case "DateTime", "DateTime64", "String":
+			case publishTime:
 			default:
 				rule = "publish_time goes into DateTime, DateTime64 (milliseconds kept where the precision holds them), Int64 or UInt64 (Unix milliseconds) or String (RFC 3339 with milliseconds)"
 			}
@@ -228,7 +233,7 @@ func (c *Converter) applyOptions(t *schema.Table, o Options) error {
 		case KeyMessageID:
 			rule = messageIDRule(base)
 		default: // ordering_key, attribute.NAME: JSON strings
-			if noStringTypes[base.Name] {
+			if !families[base.Name].takesString {
 				rule = fmt.Sprintf("%s is a JSON string, which %s never takes; name a column of a type that takes a string (String, a number, a date, UUID, ...)", m.Key, base)
 			}
 		}

@@ -3,6 +3,7 @@ package convert
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
@@ -79,13 +80,22 @@ type nestedEncoder struct {
 	index map[string]int // element name -> position
 }
 
-func newNestedEncoder(t *chtype.Type, tuple encoder) encoder {
-	tt := &chtype.Type{Name: "Tuple", Elems: t.Elems, FieldNames: t.FieldNames}
+// nestedTuple is the Tuple of one element of Nested(a T1, …): Tuple(a T1, …).
+func nestedTuple(t *chtype.Type) *chtype.Type {
+	return &chtype.Type{Name: "Tuple", Elems: t.Elems, FieldNames: t.FieldNames}
+}
+
+func newNestedEncoder(t *chtype.Type, zone *time.Location) (encoder, error) {
+	tt := nestedTuple(t)
+	tuple, err := newTupleEncoder(tt, zone)
+	if err != nil {
+		return nil, err
+	}
 	e := nestedEncoder{name: t.String(), arr: arrayEncoder{elem: tuple, elemType: tt}, index: map[string]int{}}
 	for i, n := range t.FieldNames {
 		e.index[n] = i
 	}
-	return e
+	return e, nil
 }
 
 func (e nestedEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {

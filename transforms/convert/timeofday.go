@@ -32,10 +32,8 @@ type timeEncoder struct {
 	is64      bool // Time64
 }
 
-func newTimeEncoder(t *chtype.Type) (encoder, error) {
-	if t.Name == "Time" {
-		return timeEncoder{name: "Time"}, nil
-	}
+// newTime64Encoder reads the precision of Time64(P); Time has no parameters (timeEncoder{name: "Time"}).
+func newTime64Encoder(t *chtype.Type) (scalar, error) {
 	if len(t.Args) != 1 {
 		return nil, fmt.Errorf("%s: expected Time64(P)", t)
 	}

@@ -137,16 +137,6 @@ func unwrapColumn(t *chtype.Type) (base *chtype.Type, nullable bool) {
 	return t.Unwrap()
 }
 
-// emptyOnNull reports whether JSON null stands for an empty value of t, as for Array: Array,
-// Map, Nested and the geo types that are arrays.
-func emptyOnNull(t *chtype.Type) bool {
-	switch t.Name {
-	case "Array", "Map", "Nested", "Ring", "LineString", "Polygon", "MultiLineString", "MultiPolygon":
-		return true
-	}
-	return false
-}
-
 // encodeElement encodes a Tuple element or a Map value: null is NULL for a Nullable type, empty
 // for the types of emptyOnNull, else an error.
 func encodeElement(dst []byte, el value, t *chtype.Type, enc encoder, c *Converter) ([]byte, error) {

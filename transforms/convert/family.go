@@ -1,0 +1,317 @@
+// The table of ClickHouse type families. Every function of this package whose work depends on a
+// type's family reads it here, in families: the encoder (a JSON value into RowBinary: newEncoder),
+// the skip (the end of a RowBinary value: newSkip, Layout), the Go column (RowBinary into the slice
+// clickhouse-go's Append takes: NewColumn), the decoder of a value inside a composite one
+// (newValueDecoder), and what the rules of null, missing fields and the message's metadata ask of a
+// type (emptyOnNull, metadata.go). Adding a type is a row here and, for a new family, its file:
+// its conversion, its encoding and its codec, as in int.go.
+//
+// The table is written by hand. clickhouse-go generates its switch (lib/column/column_gen.go from
+// codegen/column.tpl) because a template there stamps out a column type per Go number type, rows
+// that differ only in names and sizes. Here each row is one call to a constructor in the family's
+// own file; the rows that differ only in width and Go type (the integers) share one generic
+// function, intFamily, which the compiler checks as it is. A generator would add a template, a
+// go generate step and a test that its output is current, and write no rule fewer times.
+
+package convert
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/paulmach/orb"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+)
+
+// family is what this package knows of one type family (a chtype.Type's Name).
+type family struct {
+	// scalar returns the codec of a type whose value is one Go value: one value holding the
+	// type's parameters, that encodes a JSON value, gives the width of a RowBinary value and
+	// decodes it (as each clickhouse-go column type both appends and decodes). nil for the
+	// other families; scalarFamily derives the functions below from it.
+	scalar codecFunc
+	// encoder returns the encoder of a type of the family. Its error says why the pipeline has
+	// no converter for the type (UnsupportedTypeError.Reason).
+	encoder func(t *chtype.Type, zone *time.Location) (encoder, error)
+	// skip returns the function that finds the end of one RowBinary value of the type; nil when
+	// the family has no decoder (then column and value are nil too).
+	skip func(t *chtype.Type) (skipFunc, error)
+	// column returns the Column of a column of the type.
+	column func(t *chtype.Type) (Column, error)
+	// value returns the decoder of one value of the type inside a composite value.
+	value func(t *chtype.Type) (*valueDecoder, error)
+
+	// as: a value of the type is a value of its one element type, in JSON and in RowBinary
+	// (LowCardinality, SimpleAggregateFunction).
+	as bool
+	// empty: JSON null, and a missing field, are the empty value of the type, as for Array.
+	empty bool
+	// takesString: a JSON string can be a value of the type (metadata.go: a message's ordering
+	// key and attributes are strings).
+	takesString bool
+	// publishTime is how a column of the type takes a message's publish time (metadata.go).
+	publishTime publishForm
+	// messageID reports whether a type of the family, whose codec is s, holds every Pub/Sub
+	// message id, and when it does not, why (metadata.go); nil: no type of the family does.
+	messageID func(t *chtype.Type, s scalar) (fits bool, why string)
+}
+
+// codecFunc returns the codec of a scalar type; zone is the server's time zone, which a DateTime
+// without its own zone takes (decoding passes UTC: values decode in UTC, whatever the zone).
+type codecFunc func(t *chtype.Type, zone *time.Location) (scalar, error)
+
+// publishForm is how a column takes a message's publish time.
+type publishForm uint8
+
+const (
+	publishNone   publishForm = iota // it does not
+	publishTime                      // as a time: DateTime, DateTime64, String (RFC 3339)
+	publishMillis                    // as Unix milliseconds: Int64, UInt64
+)
+
+// families gives each type family, by name, what this package knows of it.
+var families map[string]*family
+
+func init() {
+	le := binary.LittleEndian
+	// asElement is LowCardinality(T) and SimpleAggregateFunction(f, T): RowBinary writes them as T.
+	asElement := &family{as: true, encoder: newElementEncoder, skip: newElementSkip, column: newElementColumn, value: newElementDecoder}
+	families = map[string]*family{
+		"Nullable":                {encoder: newNullableEncoder, skip: newNullableSkip, column: newWrapperColumn, value: newNullableDecoder},
+		"LowCardinality":          asElement,
+		"SimpleAggregateFunction": asElement,
+		"Array":                   {encoder: newArrayEncoder, skip: countedSkip(arrayElems), column: newWrapperColumn, value: newSliceDecoder, empty: true},
+		"Map":                     {encoder: newMapEncoder, skip: countedSkip(mapElems), column: newReflectColumn, value: newMapDecoder, empty: true},
+		"Tuple":                   {encoder: newTupleEncoder, skip: newTupleSkip, column: newReflectColumn, value: newTupleDecoder},
+		"Nested":                  {encoder: newNestedEncoder, skip: countedSkip(nestedElems), column: newReflectColumn, value: newNestedDecoder, empty: true},
+
+		"Int8":    intFamily(1, func(b []byte) int8 { return int8(b[0]) }),
+		"Int16":   intFamily(2, func(b []byte) int16 { return int16(le.Uint16(b)) }),
+		"Int32":   intFamily(4, func(b []byte) int32 { return int32(le.Uint32(b)) }),
+		"Int64":   intFamily(8, func(b []byte) int64 { return int64(le.Uint64(b)) }).publishes(publishMillis),
+		"UInt8":   intFamily(1, func(b []byte) uint8 { return b[0] }),
+		"UInt16":  intFamily(2, le.Uint16),
+		"UInt32":  intFamily(4, le.Uint32),
+		"UInt64":  intFamily(8, le.Uint64).publishes(publishMillis),
+		"Int128":  bigIntFamily(16),
+		"UInt128": bigIntFamily(16),
+		"Int256":  bigIntFamily(32),
+		"UInt256": bigIntFamily(32),
+
+		"Float32":    scalarFamily(always(floatEncoder{bits: 32})),
+		"Float64":    scalarFamily(always(floatEncoder{bits: 64})),
+		"BFloat16":   scalarFamily(always(bfloat16Encoder{})),
+		"Decimal":    decimalFamily(0),
+		"Decimal32":  decimalFamily(9),
+		"Decimal64":  decimalFamily(18),
+		"Decimal128": decimalFamily(38),
+		"Decimal256": decimalFamily(76),
+		"Bool":       scalarFamily(always(boolEncoder{})),
+
+		"String":      scalarFamily(always(stringEncoder{})).publishes(publishTime).holdsIDs(alwaysHoldsIDs),
+		"FixedString": scalarFamily(typeOnly(newFixedStringEncoder)).holdsIDs(fixedStringHoldsIDs),
+		"JSON":        scalarFamily(typeOnly(newJSONEncoder)).noString(),
+		"UUID":        scalarFamily(always(uuidEncoder{})),
+		"IPv4":        scalarFamily(always(ipv4Encoder{})),
+		"IPv6":        scalarFamily(always(ipv6Encoder{})),
+		"Enum8":       enumFamily(1),
+		"Enum16":      enumFamily(2),
+
+		"Date":       scalarFamily(always(epochDateEncoder{})),
+		"Date32":     scalarFamily(always(date32Encoder{})),
+		"DateTime":   scalarFamily(newDateTimeEncoder).publishes(publishTime),
+		"DateTime64": scalarFamily(newDateTime64Encoder).publishes(publishTime),
+		"Time":       scalarFamily(always(timeEncoder{name: "Time"})),
+		"Time64":     scalarFamily(typeOnly(newTime64Encoder)),
+
+		"Point":           scalarFamily(always(pointEncoder{})).noString(),
+		"Ring":            geoArray("Point", orb.Ring(nil)),
+		"LineString":      geoArray("Point", orb.LineString(nil)),
+		"Polygon":         geoArray("Ring", orb.Polygon(nil)),
+		"MultiLineString": geoArray("LineString", orb.MultiLineString(nil)),
+		"MultiPolygon":    geoArray("Polygon", orb.MultiPolygon(nil)),
+
+		// Families without a converter, and why.
+		"Object":            refused(errors.New("Object('json') is ClickHouse's deprecated experimental JSON type, which clickhouse-go v2.51.0 cannot insert into; use JSON (ClickHouse 24.8 and later) or String")),
+		"Variant":           refused(errAmbiguousType),
+		"Dynamic":           refused(errAmbiguousType),
+		"AggregateFunction": refused(errors.New("its values are aggregation states in a binary form that JSON cannot give; insert into a SimpleAggregateFunction or a plain column and aggregate in a materialized view")),
+	}
+}
+
+// errAmbiguousType refuses Variant and Dynamic.
+var errAmbiguousType = errors.New("which of its types a JSON value is meant to be is ambiguous (42 could be any number type, or a String), and the pipeline does not guess; use a column of one type, or JSON or String for mixed values")
+
+// scalarFamily is the family of scalar types whose codecs codec returns: it encodes, skips and
+// decodes them all through the codec.
+func scalarFamily(codec codecFunc) *family {
+	return &family{
+		scalar: codec,
+		encoder: func(t *chtype.Type, zone *time.Location) (encoder, error) {
+			return codec(t, zone)
+		},
+		skip: func(t *chtype.Type) (skipFunc, error) {
+			s, err := codec(t, time.UTC)
+			if err != nil {
+				return nil, noDecoder(t)
+			}
+			return widthSkip(t, s.size()), nil
+		},
+		column: func(t *chtype.Type) (Column, error) {
+			s, err := codec(t, time.UTC)
+			if err != nil {
+				return nil, noColumn(t)
+			}
+			return s.column(""), nil
+		},
+		value: func(t *chtype.Type) (*valueDecoder, error) {
+			s, err := codec(t, time.UTC)
+			if err != nil {
+				return nil, noColumn(t)
+			}
+			return newScalarDecoder(t, s), nil
+		},
+		takesString: true,
+	}
+}
+
+// always is the codecFunc of a type without parameters.
+func always(s scalar) codecFunc {
+	return func(*chtype.Type, *time.Location) (scalar, error) { return s, nil }
+}
+
+// typeOnly is the codecFunc of a type whose codec needs no time zone.
+func typeOnly(codec func(t *chtype.Type) (scalar, error)) codecFunc {
+	return func(t *chtype.Type, _ *time.Location) (scalar, error) { return codec(t) }
+}
+
+// refused is a family without a converter: err says why.
+func refused(err error) *family {
+	return &family{encoder: func(*chtype.Type, *time.Location) (encoder, error) { return nil, err }}
+}
+
+func (f *family) publishes(p publishForm) *family { f.publishTime = p; return f }
+
+func (f *family) holdsIDs(fits func(t *chtype.Type, s scalar) (bool, string)) *family {
+	f.messageID = fits
+	return f
+}
+
+func (f *family) noString() *family { f.takesString = false; return f }
+
+// errUnsupported says why a type has no converter.
+var errUnsupported = errors.New("this pipeline has no JSON converter for it")
+
+// newEncoder returns the encoder of a (possibly wrapped) type.
+func newEncoder(t *chtype.Type, zone *time.Location) (encoder, error) {
+	f := families[t.Name]
+	if f == nil {
+		return nil, errUnsupported
+	}
+	return f.encoder(t, zone)
+}
+
+// newSkip returns the skipFunc of type t.
+func newSkip(t *chtype.Type) (skipFunc, error) {
+	if f := families[t.Name]; f != nil && f.skip != nil {
+		return f.skip(t)
+	}
+	return nil, noDecoder(t)
+}
+
+// NewColumn returns the Column for type t. Scalars, Nullable(scalar) and Array(scalar) decode
+// into typed slices without reflection (the scalar's own column method); deeper nestings, Map,
+// Tuple, Nested and the geo arrays use reflection (clickhouse-go reads them by reflection anyway).
+func NewColumn(t *chtype.Type) (Column, error) {
+	if f := families[t.Name]; f != nil && f.column != nil {
+		return f.column(t)
+	}
+	return nil, noColumn(t)
+}
+
+// newValueDecoder compiles the valueDecoder of t. Its Go type is *T for Nullable(T) (T itself
+// when T is a pointer), []T for Array(T), *Map for Map, []any for Tuple, [][]any for Nested, the
+// orb type of a geo array, and a scalar's Column element type.
+func newValueDecoder(t *chtype.Type) (*valueDecoder, error) {
+	if f := families[t.Name]; f != nil && f.value != nil {
+		return f.value(t)
+	}
+	return nil, noColumn(t)
+}
+
+// scalarOf returns the codec of t (under any LowCardinality or SimpleAggregateFunction), or false
+// when t is not a scalar type or has no converter.
+func scalarOf(t *chtype.Type) (scalar, bool) {
+	f := families[t.Name]
+	for f != nil && f.as && len(t.Elems) == 1 {
+		t = t.Elems[0]
+		f = families[t.Name]
+	}
+	if f == nil || f.scalar == nil {
+		return nil, false
+	}
+	s, err := f.scalar(t, time.UTC)
+	return s, err == nil
+}
+
+// emptyOnNull reports whether JSON null stands for an empty value of t, as for Array: Array,
+// Map, Nested and the geo types that are arrays.
+func emptyOnNull(t *chtype.Type) bool {
+	f := families[t.Name]
+	return f != nil && f.empty
+}
+
+// noDecoder is the error of newSkip for a type without a decoder.
+func noDecoder(t *chtype.Type) error { return fmt.Errorf("%w: no decoder for type %s", ErrCorrupt, t) }
+
+// noColumn is the error of NewColumn and newValueDecoder for a type without a decoder.
+func noColumn(t *chtype.Type) error { return fmt.Errorf("no RowBinary decoder for type %s", t) }
+
+// The element types of the types that RowBinary writes as a count followed by that many
+// elements (countedSkip), and false when t is malformed.
+
+func arrayElems(t *chtype.Type) ([]*chtype.Type, bool)  { return t.Elems, len(t.Elems) == 1 }
+func mapElems(t *chtype.Type) ([]*chtype.Type, bool)    { return t.Elems, len(t.Elems) == 2 }
+func nestedElems(t *chtype.Type) ([]*chtype.Type, bool) { return t.Elems, len(t.Elems) > 0 }
+
+// The family functions of LowCardinality(T) and SimpleAggregateFunction(f, T): those of T.
+
+func newElementEncoder(t *chtype.Type, zone *time.Location) (encoder, error) {
+	if len(t.Elems) != 1 {
+		return nil, errUnsupported
+	}
+	return newEncoder(t.Elems[0], zone)
+}
+
+func newElementSkip(t *chtype.Type) (skipFunc, error) {
+	if len(t.Elems) != 1 {
+		return nil, noDecoder(t)
+	}
+	return newSkip(t.Elems[0])
+}
+
+func newElementColumn(t *chtype.Type) (Column, error) {
+	if len(t.Elems) != 1 {
+		return nil, noColumn(t)
+	}
+	return NewColumn(t.Elems[0])
+}
+
+func newElementDecoder(t *chtype.Type) (*valueDecoder, error) {
+	if len(t.Elems) != 1 {
+		return nil, noColumn(t)
+	}
+	return newValueDecoder(t.Elems[0])
+}
+
+// newWrapperColumn is the Column of Nullable(T) and Array(T): a typed one when T is a scalar,
+// else one by reflection.
+func newWrapperColumn(t *chtype.Type) (Column, error) {
+	if s, ok := scalarOf(t.Elems[0]); ok {
+		return s.column(t.Name), nil
+	}
+	return newReflectColumn(t)
+}
