@@ -82,7 +82,10 @@ type argNote struct {
 //
 // A flag that is not defined but is within two edits of a template parameter (params), or
 // differs from one only in letter case, is an error: it is almost certainly that parameter
-// misspelt, and ignoring it would run the job with the parameter's default.
+// misspelt, and ignoring it would run the job with the parameter's default. A Beam flag given
+// with hyphens, in another letter case or without its underscores (--dry-run, --flexRSGoal) is
+// that flag; one within two edits of a Beam flag (--dry_rn) is an error too (nearFlag), since
+// ignoring it would, say, submit the job a dry run was meant to show.
 func normalizeArgs(fs *flag.FlagSet, params []string, args []string) (out []string, notes []argNote, err error) {
 	lists := map[string][]string{}
 	mapValues := map[string]map[string]string{}
@@ -101,6 +104,10 @@ func normalizeArgs(fs *flag.FlagSet, params []string, args []string) (out []stri
 		if target == "" {
 			if p := nearParam(name, params); p != "" {
 				return nil, nil, fmt.Errorf("flag --%s is not defined: did you mean the template parameter --%s? (names are case-sensitive)", name, p)
+			}
+			if f := nearFlag(fs, name); f != "" {
+				return nil, nil, fmt.Errorf("flag --%s is not defined: did you mean --%s? (a flag of the Beam Go SDK; a misspelt one would be ignored, "+
+					"and the job would run without it)", name, f)
 			}
 		}
 		// The value in the next argument, for a flag that takes one: as the flag package
@@ -232,6 +239,25 @@ func nearParam(name string, params []string) string {
 	return ""
 }
 
+// nearFlag returns the flag of fs (a Beam flag: the template parameters are nearParam's) that
+// name is one or two edits from, when name is long enough for that to mean a misspelling (8
+// bytes or more; --dryrun for --dry_run, --max_num_worker, --lables), or differs from only in
+// letter case; "" when none is. Flags of other SDKs that have no Go equivalent are far from
+// every Go flag (--save_main_session, --setup_file), and stay ignored.
+func nearFlag(fs *flag.FlagSet, name string) string {
+	lower, found := strings.ToLower(name), ""
+	fs.VisitAll(func(f *flag.Flag) {
+		if found != "" {
+			return
+		}
+		d := editDistance(lower, strings.ToLower(f.Name))
+		if d == 0 || (d == 1 && len(name) >= 5) || (d == 2 && len(name) >= 6) {
+			found = f.Name
+		}
+	})
+	return found
+}
+
 // editDistance is the Levenshtein distance of a and b, in bytes.
 func editDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
@@ -280,7 +306,24 @@ func resolve(fs *flag.FlagSet, name string) (target, why string) {
 	if snake := toSnake(name); fs.Lookup(snake) != nil {
 		return snake, ""
 	}
+	// gcloud's hyphens and other spellings of the same words: --dry-run, --max-num-workers,
+	// Java's --flexRSGoal for --flexrs_goal.
+	// Not for a template parameter (camelCase), whose name is case-sensitive (see nearParam).
+	loose := looseName(name)
+	fs.VisitAll(func(f *flag.Flag) {
+		if target == "" && f.Name == strings.ToLower(f.Name) && looseName(f.Name) == loose {
+			target = f.Name
+		}
+	})
+	if target != "" {
+		return target, ""
+	}
 	return "", "neither a template parameter nor a flag of the Beam Go SDK (see --help)"
+}
+
+// looseName is name in lower case without underscores and hyphens.
+func looseName(name string) string {
+	return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(name))
 }
 
 // isBool reports whether fs's flag name is a boolean flag (one that takes no separate value).

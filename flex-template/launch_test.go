@@ -298,3 +298,43 @@ func TestModelFilter(t *testing.T) {
 		t.Errorf("filtered log:\n%s", got)
 	}
 }
+
+// TestMisspeltBeamFlags: a flag of the Beam Go SDK given in gcloud's hyphenated form is that
+// flag; one a letter or two off is refused with the flag it resembles (ignored, it would launch
+// without it: --dryrun would submit the job); the other SDKs' flags without a Go equivalent stay
+// ignored.
+func TestMisspeltBeamFlags(t *testing.T) {
+	// The template parameters and every flag the binary's Beam packages define, as main has them.
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	var o pipeline.Options
+	pipeline.RegisterFlags(fs, &o)
+	flag.CommandLine.VisitAll(func(f *flag.Flag) {
+		if fs.Lookup(f.Name) == nil {
+			fs.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	out, _, err := normalizeArgs(fs, templateParams(), []string{"--dry-run", "--max-num-workers=5", "--flexRSGoal=COST_OPTIMIZED", "--dryrun", "--Staging_Location=gs://b/s"})
+	if want := "--dry_run --max_num_workers=5 --flexrs_goal=COST_OPTIMIZED --dry_run --staging_location=gs://b/s"; err != nil || strings.Join(out, " ") != want {
+		t.Errorf("other spellings of Beam flags: %q, %v; want %s", out, err, want)
+	}
+	for arg, want := range map[string]string{
+		"--dry_rn":                          "--dry_run?",
+		"--max_num_worker=50":               "--max_num_workers?",
+		"--worker_machine_typ=t2a-standard": "--worker_machine_type?",
+		"--lables=team=x":                   "--labels?",
+		"--stagin_location=gs://b/s":        "--staging_location?",
+	} {
+		if _, _, err := normalizeArgs(fs, templateParams(), []string{arg}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error with %q", arg, err, want)
+		}
+	}
+	for _, arg := range []string{"--save_main_session", "--setup_file=s.py", "--requirements_file=r.txt", "--sdk_location=x",
+		"--streaming", "--enable_streaming_engine", "--autoscaling_algorithm=THROUGHPUT_BASED", "--usePublicIps=false",
+		"--numberOfWorkerHarnessThreads=4", "--defaultWorkerLogLevel=INFO", "--flexRSGoal=COST_OPTIMIZED", "--gcpTempLocation=gs://b/t",
+		"--prebuild_sdk_container_engine=cloud_build", "--pickle_library=cloudpickle", "--maxNumWorkers=3", "--workerDiskType=pd-ssd",
+		"--diskSizeGb=50", "--serviceAccount=sa@p.iam.gserviceaccount.com", "--subnetwork=regions/r/subnetworks/s"} {
+		if _, _, err := normalizeArgs(fs, templateParams(), []string{arg}); err != nil {
+			t.Errorf("%s: %v, want it taken or ignored", arg, err)
+		}
+	}
+}
