@@ -51,42 +51,11 @@ func quoteCut(s string) string {
 
 // Validate checks the parameters and reports every problem at once: nil if
 // there is none, otherwise an [errors.Join] of one [*ParamError] per
-// problem, in flag order. The rules:
-//
-//   - inputSubscription, clickHouseUrl, clickHouseDatabase, clickHouseTable
-//     and clickHouseUsername are required: not empty, nor only spaces.
-//     clickHousePassword is not checked: ClickHouse's default user has an
-//     empty password.
-//   - At least one of clickHouseDeadLetterTable and deadLetterTopic is set
-//     (the empty string is unset; only spaces is an error).
-//   - inputSubscription is projects/<project>/subscriptions/<name> and
-//     deadLetterTopic is projects/<project>/topics/<name>, by Pub/Sub's
-//     resource name rules (see [SplitSubscription]).
-//   - clickHouseUrl is http://, https:// or clickhouse:// (any case)
-//     followed by a host, or several comma-separated, each with an optional
-//     port 1 to 65535, and without surrounding spaces (see
-//     [Options.RedactedURL] for how a password in it is hidden).
-//   - clickHousePassword, when it looks like a Secret Manager name, is a
-//     secret version's, projects/<p>/secrets/<s>/versions/<v|latest>, and
-//     clickHouseUrl then holds no password.
-//   - clickHouseCaCertificate, clickHouseClientCertificate and
-//     clickHouseClientKey, when set, name a file, a gs://<bucket>/<object> or a
-//     Secret Manager secret version (not the PEM text itself), for a
-//     clickHouseUrl that asks for TLS; the client certificate and key come
-//     together.
-//   - clickHouseDatabase, clickHouseTable and clickHouseDeadLetterTable are
-//     plain names: no backtick, no NUL and no dot (a dot in a table name
-//     usually means "<database>.<table>" was given).
-//   - windowSeconds and batchRowCount, when given, and maxInsertBlockSize
-//     are positive; maxRetries, and insertQuorum when given, are 0 or more.
-//   - javascriptTextTransformGcsPath and javascriptTextTransformFunctionName
-//     are both set or both unset; the path, when it starts with gs://, is
-//     gs://<bucket>/<object>; the function is a JavaScript identifier;
-//     javascriptTextTransformReloadIntervalMinutes is 0 or more.
-//
-// Each parameter's own rule is in the parameter table (params.go), beside its
-// flag; the rules across parameters (a dead-letter destination, the UDF's
-// file and function together) are here.
+// problem, in flag order. Each parameter's own rule is in the parameter table
+// (docs/parameters.md gives them); the rules across parameters are here: at
+// least one of clickHouseDeadLetterTable and deadLetterTopic is set, and
+// javascriptTextTransformGcsPath and javascriptTextTransformFunctionName are
+// set together or not at all.
 //
 // The errors never show the password: not as clickHousePassword, not in the
 // userinfo or query of clickHouseUrl, and not where it appears in another
