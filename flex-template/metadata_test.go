@@ -73,7 +73,7 @@ var noRegex = map[string]string{
 	"clickHousePassword": "any text is a password, the empty one included",
 }
 
-// paramTypes maps a kind of flag value to the paramType it must have, with exceptions by name.
+// paramTypeByName gives the paramType of the parameters whose paramType is not their flag kind's (TEXT, NUMBER or BOOLEAN).
 var paramTypeByName = map[string]string{
 	"inputSubscription":              "PUBSUB_SUBSCRIPTION",
 	"deadLetterTopic":                "PUBSUB_TOPIC",

@@ -67,7 +67,7 @@ func (o Options) Validate() error {
 // validate applies the rules of the parameters that in accepts and the rules across parameters
 // that are all in it.
 func (o Options) validate(in func(name string) bool) error {
-	c := checker{password: o.textPassword()}
+	c := paramChecks{password: o.textPassword()}
 	for _, p := range parameters {
 		if in(p.name) {
 			c.check(p, o)
@@ -102,9 +102,9 @@ func paramIndex(name string) int {
 	return slices.IndexFunc(parameters, func(p parameter) bool { return p.name == name })
 }
 
-// checker collects the problems for Validate, with the password hidden from
+// paramChecks collects the problems for Validate, with the password hidden from
 // their text.
-type checker struct {
+type paramChecks struct {
 	password string
 	errs     []error
 }
@@ -112,7 +112,7 @@ type checker struct {
 // fail adds a problem. The value is shown with its URL passwords redacted
 // (only clickHouseUrl is a URL, but a password pasted into another
 // parameter is hidden as well) and with the password hidden.
-func (c *checker) fail(param, value, rule string) {
+func (c *paramChecks) fail(param, value, rule string) {
 	c.errs = append(c.errs, &ParamError{
 		Param: param,
 		Value: hide(chclient.RedactURL(value), c.password),
@@ -121,7 +121,7 @@ func (c *checker) fail(param, value, rule string) {
 }
 
 // required reports whether value is non-blank, adding a problem if not.
-func (c *checker) required(param, value string) bool {
+func (c *paramChecks) required(param, value string) bool {
 	if strings.TrimSpace(value) != "" {
 		return true
 	}
@@ -132,7 +132,7 @@ func (c *checker) required(param, value string) bool {
 // check applies p's rules to its value in o: a required string must not be blank; a value that
 // is there (see the table) must pass p.rule. The value shown is p.shown's: PEM text given for a
 // certificate or key shows as "xxxxx".
-func (c *checker) check(p parameter, o Options) {
+func (c *paramChecks) check(p parameter, o Options) {
 	switch p.kind {
 	case kindString, kindSecret, kindURL, kindRef:
 		v := p.str(o)
