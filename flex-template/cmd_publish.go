@@ -398,7 +398,7 @@ func (p *progress) update(n int) {
 		return
 	}
 	p.last = now
-	line := fmt.Sprintf("%s %d messages to %s, %.0f msgs/s", p.verb, n, p.dest, rate(n, now.Sub(p.start)))
+	line := fmt.Sprintf("%s %d messages to %s, %.0f msgs/s", p.verb, n, p.dest, psclient.Rate(int64(n), now.Sub(p.start)))
 	if p.cio.tty {
 		fmt.Fprintf(p.cio.Err, "\r%s\x1b[K", line)
 	} else {
@@ -412,13 +412,5 @@ func (p *progress) done(n int) {
 	if p.cio.tty {
 		fmt.Fprint(p.cio.Err, "\r\x1b[K")
 	}
-	fmt.Fprintf(p.cio.Err, "%s %s to %s in %s (%.0f msgs/s)\n", p.verb, count(n, "message"), p.dest, took.Round(time.Millisecond), rate(n, took))
-}
-
-// rate is n per second over d.
-func rate(n int, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds()
+	fmt.Fprintf(p.cio.Err, "%s %s to %s in %s (%.0f msgs/s)\n", p.verb, count(n, "message"), p.dest, took.Round(time.Millisecond), psclient.Rate(int64(n), took))
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // The attributes replay adds to every message it publishes.
@@ -164,7 +165,7 @@ func (r *replay) message(data []byte, attrs map[string]string, orderingKey strin
 
 // printSample prints one message of a dry run.
 func printSample(cio *cmdIO, i int, m *pubsub.Message) {
-	fmt.Fprintf(cio.Out, "  %d. %s\n     attributes: %s\n", i+1, cut(m.Data, 200), formatAttributes(m.Attributes))
+	fmt.Fprintf(cio.Out, "  %d. %s\n     attributes: %s\n", i+1, text.Cut(m.Data, 200), formatAttributes(m.Attributes))
 	if m.OrderingKey != "" {
 		fmt.Fprintf(cio.Out, "     ordering key: %s\n", m.OrderingKey)
 	}
@@ -186,14 +187,6 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// cut returns b as text, at most n bytes, ended with "…" when cut.
-func cut(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
-	}
-	return strings.ToValidUTF8(string(b[:n]), "") + "…"
 }
 
 // condition returns the WHERE condition of the table's rows to replay, and its arguments.

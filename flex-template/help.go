@@ -4,17 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 )
-
-// groupOrder is the order of the parameter groups in metadata.json (its parameters' groupName in
-// order of first appearance); a test checks it against the file. A group missing here is listed
-// after these.
-var groupOrder = []string{"Source", "JavaScript UDF", "Target", "Dead letter", "Batching", "Insert tuning"}
 
 // helpWidth is the width, in characters, that --help wraps the flags' descriptions to.
 const helpWidth = 100
@@ -41,7 +35,7 @@ func printHelp(w io.Writer, fs *flag.FlagSet) {
 	params := pipeline.Parameters()
 	shown := map[string]bool{"help": true, "h": true}
 	fmt.Fprintf(w, "\nTemplate parameters (docs/parameters.md), by group:\n")
-	for _, group := range paramGroups(params) {
+	for _, group := range pipeline.Groups() {
 		fmt.Fprintf(w, "\n %s:\n", group)
 		for _, p := range params {
 			if p.Group == group {
@@ -72,23 +66,6 @@ func printHelp(w io.Writer, fs *flag.FlagSet) {
 		}
 		printFlag(w, f, def)
 	}
-}
-
-// paramGroups returns the groups of params in groupOrder, then any other group in order of
-// first appearance.
-func paramGroups(params []pipeline.Parameter) []string {
-	var groups []string
-	for _, g := range groupOrder {
-		if slices.ContainsFunc(params, func(p pipeline.Parameter) bool { return p.Group == g }) {
-			groups = append(groups, g)
-		}
-	}
-	for _, p := range params {
-		if p.Group != "" && !slices.Contains(groups, p.Group) {
-			groups = append(groups, p.Group)
-		}
-	}
-	return groups
 }
 
 // printFlag writes one flag as the flag package's PrintDefaults does ("  -name value" and the

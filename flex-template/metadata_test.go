@@ -57,7 +57,7 @@ type enumOption struct {
 }
 
 // groups are the parameter groups of the console form, in order.
-var groups = []string{"Source", "JavaScript UDF", "Target", "Dead letter", "Batching", "Insert tuning"}
+var groups = pipeline.Groups()
 
 // localOnly lists the flags of pipeline.RegisterFlags that are deliberately not template
 // parameters, with the reason.
@@ -73,7 +73,7 @@ var noRegex = map[string]string{
 	"clickHousePassword": "any text is a password, the empty one included",
 }
 
-// paramTypes maps a kind of flag value to the paramType it must have, with exceptions by name.
+// paramTypeByName gives the paramType of the parameters whose paramType is not their flag kind's (TEXT, NUMBER or BOOLEAN).
 var paramTypeByName = map[string]string{
 	"inputSubscription":              "PUBSUB_SUBSCRIPTION",
 	"deadLetterTopic":                "PUBSUB_TOPIC",
@@ -788,136 +788,4 @@ func TestPortableRegex(t *testing.T) {
 			t.Errorf("portableRegex(%q) = %v, want ok %v", expr, err, ok)
 		}
 	}
-}
-
-// TestParameterTableMatchesMetadataAndDocs holds pipeline's parameter table (pipeline.Parameters)
-// against metadata.json and docs/parameters.md. In metadata.json, each parameter of a group has
-// that groupName, isOptional false exactly when the table makes it required, and the table's
-// default as defaultValue; a parameter without a group is not there but in localOnly; and there
-// is no other parameter. In docs/parameters.md, each parameter of a group is a row of the table
-// under the "## <group>" heading, whose second cell is "required" (or "required, ..."), "unset",
-// or the default (alone or followed by " (...)"); a parameter without a group is named under
-// "## Not template parameters"; and no row names anything else or a parameter twice.
-func TestParameterTableMatchesMetadataAndDocs(t *testing.T) {
-	table := pipeline.Parameters()
-	if len(table) == 0 {
-		t.Fatal("pipeline.Parameters() is empty")
-	}
-	inTable := map[string]bool{}
-	for _, p := range table {
-		inTable[p.Name] = true
-	}
-
-	m := readMetadata(t)
-	meta := map[string]parameterMetadata{}
-	for _, mp := range m.Parameters {
-		meta[mp.Name] = mp
-		if !inTable[mp.Name] {
-			t.Errorf("metadata.json: parameter %s is not in pipeline's parameter table", mp.Name)
-		}
-	}
-	for _, p := range table {
-		mp, ok := meta[p.Name]
-		if p.Group == "" {
-			if ok {
-				t.Errorf("metadata.json: %s is a template parameter, but it has no group in the table", p.Name)
-			}
-			if _, local := localOnly[p.Name]; !local {
-				t.Errorf("%s has no group in the table, but is not in localOnly", p.Name)
-			}
-			continue
-		}
-		if !ok {
-			t.Errorf("metadata.json: no parameter %s (group %q in the table)", p.Name, p.Group)
-			continue
-		}
-		if mp.GroupName != p.Group {
-			t.Errorf("metadata.json: %s has groupName %q, the table %q", p.Name, mp.GroupName, p.Group)
-		}
-		if mp.IsOptional != nil && *mp.IsOptional == p.Required {
-			t.Errorf("metadata.json: %s has isOptional %v, but the table has it required: %v", p.Name, *mp.IsOptional, p.Required)
-		}
-		if mp.DefaultValue != p.Default {
-			t.Errorf("metadata.json: %s has defaultValue %q, the table %q", p.Name, mp.DefaultValue, p.Default)
-		}
-	}
-
-	doc, err := os.ReadFile(filepath.Join("..", "docs", "parameters.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, sections := parameterRows(string(doc))
-	for name, r := range rows {
-		if !inTable[name] {
-			t.Errorf("docs/parameters.md: the row of %s (## %s) names no parameter of the table", name, r.section)
-		}
-		if r.count > 1 {
-			t.Errorf("docs/parameters.md: %s has %d rows", name, r.count)
-		}
-	}
-	for _, p := range table {
-		if p.Group == "" {
-			if !strings.Contains(sections["Not template parameters"], "`"+p.Name+"`") {
-				t.Errorf("docs/parameters.md: %s, which is not a template parameter, is not named under ## Not template parameters", p.Name)
-			}
-			continue
-		}
-		r, ok := rows[p.Name]
-		if !ok {
-			t.Errorf("docs/parameters.md: %s has no row (want one under ## %s)", p.Name, p.Group)
-			continue
-		}
-		if r.section != p.Group {
-			t.Errorf("docs/parameters.md: %s is under ## %s, the table puts it in group %q", p.Name, r.section, p.Group)
-		}
-		want := "unset"
-		switch {
-		case p.Required:
-			want = "required"
-		case p.Default != "":
-			want = p.Default
-		}
-		if r.def != want && !strings.HasPrefix(r.def, want+", ") && !strings.HasPrefix(r.def, want+" (") {
-			t.Errorf("docs/parameters.md: %s shows %q as its default, want %q", p.Name, r.def, want)
-		}
-	}
-}
-
-// docRow is the row of one parameter in docs/parameters.md.
-type docRow struct {
-	section string // the "## " heading it is under
-	def     string // its second cell, "Required / default"
-	count   int    // how many rows name it
-}
-
-// parameterRows reads the Markdown tables of docs/parameters.md whose rows start with a
-// parameter name in backquotes, "| `name` | default | meaning |", keyed by name, and the text
-// of each "## " section, keyed by heading.
-func parameterRows(doc string) (map[string]docRow, map[string]string) {
-	rows := map[string]docRow{}
-	sections := map[string]string{}
-	section := ""
-	for _, line := range strings.Split(doc, "\n") {
-		if h, ok := strings.CutPrefix(line, "## "); ok {
-			section = strings.TrimSpace(h)
-			continue
-		}
-		sections[section] += line + "\n"
-		cells := strings.SplitN(line, "|", 4)
-		if len(cells) < 4 || cells[0] != "" {
-			continue
-		}
-		name := strings.TrimSpace(cells[1])
-		if len(name) < 3 || name[0] != '`' || name[len(name)-1] != '`' {
-			continue
-		}
-		name = name[1 : len(name)-1]
-		r := rows[name]
-		if r.count == 0 {
-			r.section, r.def = section, strings.TrimSpace(cells[2])
-		}
-		r.count++
-		rows[name] = r
-	}
-	return rows, sections
 }

@@ -24,8 +24,8 @@ var allFlags = []string{
 	"inputSubscription", "clickHouseUrl", "clickHouseDatabase", "clickHouseTable",
 	"clickHouseUsername", "clickHousePassword", "clickHouseCaCertificate", "clickHouseClientCertificate",
 	"clickHouseClientKey", "clickHouseCompression", "clickHouseDeadLetterTable", "deadLetterTopic", "windowSeconds", "batchRowCount", "maxInsertBlockSize", "maxRetries",
-	"insertDeduplicate", "insertQuorum", "insertDistributedSync",
-	"numShards", "retryInitialBackoffMillis", "retryMaxBackoffMillis", "stopAfterIdle", "progressSeconds",
+	"retryInitialBackoffMillis", "retryMaxBackoffMillis", "insertDeduplicate", "insertQuorum", "insertDistributedSync",
+	"numShards", "stopAfterIdle", "progressSeconds",
 	"schemaRefreshSeconds", "metadataColumns", "unknownFieldsColumn", "javascriptTextTransformGcsPath", "javascriptTextTransformFunctionName",
 	"javascriptTextTransformReloadIntervalMinutes",
 }
@@ -869,8 +869,8 @@ func TestString(t *testing.T) {
 		`clickHouseDeadLetterTable="events_dead_letter" ` +
 		`deadLetterTopic="projects/my-project/topics/events-dead-letter" ` +
 		`windowSeconds=unset batchRowCount=5000 maxInsertBlockSize=1000000 maxRetries=5 ` +
-		`insertDeduplicate=true insertQuorum=0 insertDistributedSync=true ` +
-		`numShards=0 retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 stopAfterIdle=unset progressSeconds=5 schemaRefreshSeconds=60 ` +
+		`retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 insertDeduplicate=true insertQuorum=0 insertDistributedSync=true ` +
+		`numShards=0 stopAfterIdle=unset progressSeconds=5 schemaRefreshSeconds=60 ` +
 		`metadataColumns="" unknownFieldsColumn="" ` +
 		`javascriptTextTransformGcsPath="" javascriptTextTransformFunctionName="" javascriptTextTransformReloadIntervalMinutes=0`
 	if got := o.String(); got != want {

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -9,7 +10,7 @@ import (
 // TestParameterTable holds the parameter table to Options and to itself: one entry per field of
 // Options, in field order, each accessor returning its own field with the type of its kind; a
 // default exactly for the kinds that have one; unique names; and usage texts that say what the
-// need says (flex-template/metadata_test.go holds the table to metadata.json and the docs).
+// need says (internal/gen writes metadata.json and the docs from it; flex-template/metadata_test.go holds metadata.json to the binary).
 func TestParameterTable(t *testing.T) {
 	var o Options
 	rv := reflect.ValueOf(&o).Elem()
@@ -52,6 +53,20 @@ func TestParameterTable(t *testing.T) {
 		}
 		if p.need != optional && p.group == "" {
 			t.Errorf("%s: required, but no template parameter (no group)", p.name)
+		}
+		// The texts that go generate writes out: a template parameter has a group of groups, a
+		// label and a help text, whose default the generator adds; every flag has its reference text.
+		switch {
+		case p.group != "" && (!slices.Contains(groups, p.group) || p.label == "" || p.help == ""):
+			t.Errorf("%s: group %q (of %q), label %q, help %q: a template parameter needs all three", p.name, p.group, groups, p.label, p.help)
+		case p.group == "" && (p.label != "" || p.help != "" || p.regex != "" || p.typ != ""):
+			t.Errorf("%s: not a template parameter, but it has a console label, help, regex or type", p.name)
+		case strings.Contains(p.help, "Default:"):
+			t.Errorf("%s: help states its default, which Parameters adds: %q", p.name, p.help)
+		case p.doc == "":
+			t.Errorf("%s: no reference text (doc)", p.name)
+		case (p.typ == "ENUM") != (len(p.enum) > 0):
+			t.Errorf("%s: type %q with %d choices: an ENUM, and only an ENUM, has them", p.name, p.typ, len(p.enum))
 		}
 	}
 }

@@ -51,42 +51,11 @@ func quoteCut(s string) string {
 
 // Validate checks the parameters and reports every problem at once: nil if
 // there is none, otherwise an [errors.Join] of one [*ParamError] per
-// problem, in flag order. The rules:
-//
-//   - inputSubscription, clickHouseUrl, clickHouseDatabase, clickHouseTable
-//     and clickHouseUsername are required: not empty, nor only spaces.
-//     clickHousePassword is not checked: ClickHouse's default user has an
-//     empty password.
-//   - At least one of clickHouseDeadLetterTable and deadLetterTopic is set
-//     (the empty string is unset; only spaces is an error).
-//   - inputSubscription is projects/<project>/subscriptions/<name> and
-//     deadLetterTopic is projects/<project>/topics/<name>, by Pub/Sub's
-//     resource name rules (see [SplitSubscription]).
-//   - clickHouseUrl is http://, https:// or clickhouse:// (any case)
-//     followed by a host, or several comma-separated, each with an optional
-//     port 1 to 65535, and without surrounding spaces (see
-//     [Options.RedactedURL] for how a password in it is hidden).
-//   - clickHousePassword, when it looks like a Secret Manager name, is a
-//     secret version's, projects/<p>/secrets/<s>/versions/<v|latest>, and
-//     clickHouseUrl then holds no password.
-//   - clickHouseCaCertificate, clickHouseClientCertificate and
-//     clickHouseClientKey, when set, name a file, a gs://<bucket>/<object> or a
-//     Secret Manager secret version (not the PEM text itself), for a
-//     clickHouseUrl that asks for TLS; the client certificate and key come
-//     together.
-//   - clickHouseDatabase, clickHouseTable and clickHouseDeadLetterTable are
-//     plain names: no backtick, no NUL and no dot (a dot in a table name
-//     usually means "<database>.<table>" was given).
-//   - windowSeconds and batchRowCount, when given, and maxInsertBlockSize
-//     are positive; maxRetries, and insertQuorum when given, are 0 or more.
-//   - javascriptTextTransformGcsPath and javascriptTextTransformFunctionName
-//     are both set or both unset; the path, when it starts with gs://, is
-//     gs://<bucket>/<object>; the function is a JavaScript identifier;
-//     javascriptTextTransformReloadIntervalMinutes is 0 or more.
-//
-// Each parameter's own rule is in the parameter table (params.go), beside its
-// flag; the rules across parameters (a dead-letter destination, the UDF's
-// file and function together) are here.
+// problem, in flag order. Each parameter's own rule is in the parameter table
+// (docs/parameters.md gives them); the rules across parameters are here: at
+// least one of clickHouseDeadLetterTable and deadLetterTopic is set, and
+// javascriptTextTransformGcsPath and javascriptTextTransformFunctionName are
+// set together or not at all.
 //
 // The errors never show the password: not as clickHousePassword, not in the
 // userinfo or query of clickHouseUrl, and not where it appears in another
@@ -98,7 +67,7 @@ func (o Options) Validate() error {
 // validate applies the rules of the parameters that in accepts and the rules across parameters
 // that are all in it.
 func (o Options) validate(in func(name string) bool) error {
-	c := checker{password: o.textPassword()}
+	c := paramChecks{password: o.textPassword()}
 	for _, p := range parameters {
 		if in(p.name) {
 			c.check(p, o)
@@ -133,9 +102,9 @@ func paramIndex(name string) int {
 	return slices.IndexFunc(parameters, func(p parameter) bool { return p.name == name })
 }
 
-// checker collects the problems for Validate, with the password hidden from
+// paramChecks collects the problems for Validate, with the password hidden from
 // their text.
-type checker struct {
+type paramChecks struct {
 	password string
 	errs     []error
 }
@@ -143,7 +112,7 @@ type checker struct {
 // fail adds a problem. The value is shown with its URL passwords redacted
 // (only clickHouseUrl is a URL, but a password pasted into another
 // parameter is hidden as well) and with the password hidden.
-func (c *checker) fail(param, value, rule string) {
+func (c *paramChecks) fail(param, value, rule string) {
 	c.errs = append(c.errs, &ParamError{
 		Param: param,
 		Value: hide(chclient.RedactURL(value), c.password),
@@ -152,7 +121,7 @@ func (c *checker) fail(param, value, rule string) {
 }
 
 // required reports whether value is non-blank, adding a problem if not.
-func (c *checker) required(param, value string) bool {
+func (c *paramChecks) required(param, value string) bool {
 	if strings.TrimSpace(value) != "" {
 		return true
 	}
@@ -163,7 +132,7 @@ func (c *checker) required(param, value string) bool {
 // check applies p's rules to its value in o: a required string must not be blank; a value that
 // is there (see the table) must pass p.rule. The value shown is p.shown's: PEM text given for a
 // certificate or key shows as "xxxxx".
-func (c *checker) check(p parameter, o Options) {
+func (c *paramChecks) check(p parameter, o Options) {
 	switch p.kind {
 	case kindString, kindSecret, kindURL, kindRef:
 		v := p.str(o)

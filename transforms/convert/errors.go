@@ -8,7 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // maxValueText is how many bytes of an offending value an error quotes.
@@ -124,16 +125,7 @@ func (e *UnsupportedTypeError) Error() string {
 
 // quote renders a JSON value's text for an error message, cut to maxValueText bytes on a UTF-8
 // boundary.
-func quote(raw []byte) string {
-	if len(raw) <= maxValueText {
-		return string(raw)
-	}
-	cut := maxValueText
-	for cut > 0 && !utf8.RuneStart(raw[cut]) {
-		cut--
-	}
-	return string(raw[:cut]) + "…"
-}
+func quote(raw []byte) string { return text.Cut(raw, maxValueText) }
 
 // errValue builds a ValueError for v; the caller fills Column and Type.
 func errValue(v value, rule string) *ValueError {

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
@@ -25,6 +24,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 var (
@@ -360,7 +360,7 @@ func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 		for _, k := range keys[:kept] {
 			attrs[k] = r.Attributes[k]
 		}
-		attrs[AttrErrorMessage] = cutUTF8(r.ErrorMessage, maxAttributeValueBytes)
+		attrs[AttrErrorMessage] = text.CutWithin(r.ErrorMessage, maxAttributeValueBytes)
 		attrs[AttrFailedAt] = r.FailedAt().Format(FailedAtLayout)
 		if kept < len(keys) {
 			attrs[AttrAttributesOmitted] = strconv.Itoa(len(keys) - kept)
@@ -407,17 +407,4 @@ func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 	// The length prefix of the data field shrinks with it, so cutting "over" bytes is enough.
 	over := size(attrs) - MaxTopicMessageBytes
 	return &pubsub.Message{Data: r.Payload[:max(0, len(r.Payload)-over)], Attributes: attrs, OrderingKey: r.OrderingKey}
-}
-
-// cutUTF8 cuts s to at most n bytes without splitting a character; a cut text ends with "…".
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const ellipsis = "…"
-	cut := n - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
 }

@@ -12,7 +12,6 @@ import (
 	"context"
 	"log/slog"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -22,6 +21,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 var (
@@ -233,7 +233,7 @@ func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 	message, trace := err.Error(), flow.StackTrace("parse", column, err)
 	if m.Transformed && !convert.OnlyMetadata(err) {
 		message = "converting the output of the javascript UDF: " + message
-		trace = flow.StackTrace("parse (the output of the javascript UDF)", column, err) + "\nudf output: " + cut(m.Data, maxShownOutput)
+		trace = flow.StackTrace("parse (the output of the javascript UDF)", column, err) + "\nudf output: " + text.Cut(m.Data, maxShownOutput)
 	}
 	return flow.DeadLetter{
 		Payload:        m.Published(),
@@ -245,15 +245,4 @@ func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 		OrderingKey:    m.OrderingKey,
 		AckID:          m.AckID,
 	}
-}
-
-// cut returns b as text, cut to at most n bytes at a character boundary and then ended with "…".
-func cut(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
-	}
-	for n > 0 && !utf8.RuneStart(b[n]) {
-		n--
-	}
-	return string(b[:n]) + "…"
 }

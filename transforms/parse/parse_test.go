@@ -270,9 +270,6 @@ func TestNewDeadLetterOfTransformedMessage(t *testing.T) {
 	if d := NewDeadLetter(m, err); string(d.Payload) != `{"n":300}` || d.ErrorMessage != err.Error() || !strings.HasPrefix(d.StackTrace, "stage: parse\n") {
 		t.Errorf("dead letter of an untransformed message: %+v", d)
 	}
-	if got := cut([]byte("aé"), 2); got != "a…" {
-		t.Errorf("cut(aé, 2) = %q, want a… (not half of é)", got)
-	}
 }
 
 // TestNewDeadLetterOfMetadataAfterUDF checks that a metadata value that does not convert, in a

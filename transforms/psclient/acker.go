@@ -427,7 +427,7 @@ func SetDefaultAckSettings(s AckSettings) {
 	registrySettings = s
 }
 
-// Lookup returns the Acker that ForSubscription returns for subscription (under the current
+// LookupAcker returns the Acker that ForSubscription returns for subscription (under the current
 // PUBSUB_EMULATOR_HOST), if it has created one.
 func LookupAcker(subscription string) (*Acker, bool) {
 	registryMu.Lock()

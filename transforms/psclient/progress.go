@@ -78,3 +78,12 @@ func (p Progress) String() string {
 	}
 	return strings.Join(append(parts, unacked), ", ")
 }
+
+// Rate is n messages over d in messages per second, cut to a tenth (1234.5); 0 when d is not
+// positive.
+func Rate(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(int64(float64(n)/d.Seconds()*10)) / 10
+}

@@ -319,7 +319,7 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 				ran := now.Sub(time.UnixMilli(rest.StartMillis))
 				slog.Info("source: reader stopped: idle", "subscription", fn.Subscription,
 					"messages", rest.Next, "outstanding", outstanding, "ran", ran.Round(time.Millisecond), "idle", idle.Round(time.Millisecond),
-					"activeRatePerSec", rate(rest.Next, time.UnixMilli(rest.LastMillis).Sub(time.UnixMilli(rest.StartMillis))))
+					"activeRatePerSec", psclient.Rate(rest.Next, time.UnixMilli(rest.LastMillis).Sub(time.UnixMilli(rest.StartMillis))))
 				return sdf.StopProcessing(), nil
 			}
 			fn.logf(now, "source: idle, waiting for outstanding messages to be acknowledged before stopping",
@@ -409,13 +409,6 @@ func (fn *readFn) logf(now time.Time, msg string, args ...any) {
 	}
 	fn.lastLog[msg] = now
 	slog.Info(msg, append([]any{"subscription", fn.Subscription}, args...)...)
-}
-
-func rate(n int64, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return float64(int64(float64(n)/d.Seconds()*10)) / 10
 }
 
 func toMessage(rm *pubsubpb.ReceivedMessage) flow.Message {

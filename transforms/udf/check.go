@@ -3,6 +3,8 @@ package udf
 import (
 	"context"
 	"fmt"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // Report is what Check found in the file.
@@ -38,18 +40,7 @@ func Check(ctx context.Context, cfg Config) (Report, error) {
 	case drop:
 		r.EmptyPayload = "dropped it"
 	default:
-		r.EmptyPayload = fmt.Sprintf("returned %q", cut(out, 100))
+		r.EmptyPayload = fmt.Sprintf("returned %q", text.Cut(out, 100))
 	}
 	return r, nil
-}
-
-// cut returns s cut to n bytes at a character boundary, ended with "…" when cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -193,7 +193,7 @@ type syntaxError struct{ text string }
 
 func (e *syntaxError) Error() string { return e.text }
 
-// readLoaded decodes a loaded frame: the global functions, or the error.
+// loaded decodes a loaded frame: the global functions, or the error.
 func (d *reader) loaded() ([]string, error) {
 	var err error
 	var defined []string

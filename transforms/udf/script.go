@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/storage"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 	"github.com/dop251/goja"
 )
 
@@ -328,9 +329,9 @@ func (f *function) describe(err error, prefix string) *Error {
 			break
 		}
 		if p.Line > 0 {
-			fmt.Fprintf(&stack, "at %s (%s:%d:%d)\n", cut(fr.FuncName(), maxFrameText), cut(p.Filename, maxFrameText), p.Line, p.Column)
+			fmt.Fprintf(&stack, "at %s (%s:%d:%d)\n", text.Cut(fr.FuncName(), maxFrameText), text.Cut(p.Filename, maxFrameText), p.Line, p.Column)
 		} else {
-			fmt.Fprintf(&stack, "at %s (native)\n", cut(fr.FuncName(), maxFrameText))
+			fmt.Fprintf(&stack, "at %s (native)\n", text.Cut(fr.FuncName(), maxFrameText))
 		}
 	}
 	e.Stack = strings.TrimRight(stack.String(), "\n")
@@ -362,7 +363,7 @@ func (f *function) text(v goja.Value) string {
 	case err != nil:
 		return "(a value whose conversion to a string fails)"
 	}
-	return cut(s, maxThrownText)
+	return text.Cut(s, maxThrownText)
 }
 
 // maxThrownText is how many bytes of a thrown value an error quotes.

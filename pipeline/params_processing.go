@@ -1,0 +1,338 @@
+// The parameter table, second part: what becomes of the messages, dead letters, batching, the
+// inserts' settings, the local runner's flags, the schema, the columns that take no payload field
+// and the JavaScript UDF (see params.go).
+
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+)
+
+// processingParameters are the parameters after the ClickHouse connection's, in the order of the
+// fields of Options.
+var processingParameters = []parameter{
+	{
+		name: "clickHouseDeadLetterTable", group: "Dead letter", kind: kindString,
+		field: func(o *Options) any { return &o.ClickHouseDeadLetterTable },
+		usage: "ClickHouse `table` in clickHouseDatabase for messages that cannot be inserted. " +
+			"Optional, unset by default; set it, deadLetterTopic, or both.",
+		rule:  notBlank("a table name", plainName("must be a bare table name without a dot: the dead-letter table is in clickHouseDatabase")),
+		label: "ClickHouse dead-letter table",
+		help: "Table in clickHouseDatabase for the messages that cannot be inserted, with the columns raw_message String, error_message String, " +
+			"stack_trace String, failed_at DateTime. Set this, deadLetterTopic, or both. Unset by default. For example, events_dead_letter.",
+		regex: "^( *[^.` ][^.`]*)?$",
+		doc: "Table in `clickHouseDatabase` for dead letters, with the columns `raw_message String, error_message String, stack_trace String, " +
+			"failed_at DateTime` ([deploy.md](deploy.md#the-dead-letter-table) has the `CREATE TABLE`). Checked at launch and by each worker.",
+	},
+	{
+		name: "deadLetterTopic", group: "Dead letter", kind: kindString,
+		field: func(o *Options) any { return &o.DeadLetterTopic },
+		usage: "Pub/Sub `topic` for messages that cannot be inserted, as projects/<project>/topics/<name>. " +
+			"Optional, unset by default; set it, clickHouseDeadLetterTable, or both.",
+		rule:  notBlank("a topic", pubsubName(SplitTopic)),
+		label: "Pub/Sub dead-letter topic",
+		help: "Pub/Sub topic for the messages that cannot be inserted, in the form projects/<project>/topics/<name>. Each is published with the " +
+			"original message bytes as its data, the original attributes and ordering key, and the attributes errorMessage and failedAt. Set this, " +
+			"clickHouseDeadLetterTable, or both. Unset by default. For example, projects/my-project/topics/events-dead-letter.",
+		typ:   "PUBSUB_TOPIC",
+		regex: `^(projects/([1-9][0-9]{0,18}|([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+:)?[a-z][-a-z0-9]{4,28}[a-z0-9])/topics/[a-zA-Z][-a-zA-Z0-9_.~+%]{2,254})?$`,
+		doc: "Pub/Sub topic for dead letters, `projects/<project>/topics/<name>`. Each dead letter is published with the original message bytes as " +
+			"data, the original attributes and ordering key ([delivery.md](delivery.md#ordering-keys-in-the-dead-letter-topic)), and the attributes " +
+			"`errorMessage` and `failedAt`. Checked at launch and by each worker (it must exist).",
+	},
+	{
+		name: "windowSeconds", group: "Batching", kind: kindOptionalInt,
+		field: func(o *Options) any { return &o.WindowSeconds },
+		usage: "Length of the windows that group messages into inserts, in `seconds`; positive. Optional, unset by default (empty = unset).",
+		rule:  atLeast(1, "must be a positive number of seconds (leave it empty for unset)"),
+		label: "Window length (seconds)",
+		help: "Length of the windows that group rows into INSERTs, in seconds; positive. Set alone: fixed windows, each window's rows are inserted " +
+			"when it closes. Set with batchRowCount: an INSERT at batchRowCount rows or windowSeconds after the first row of the batch, whichever " +
+			"comes first. Neither set: the same with 30 seconds and 1000 rows. Unset by default. For example, 10.",
+		regex: `^([1-9][0-9]*)?$`,
+		doc:   "Window length, or the longest a batch waits, in seconds; positive.",
+	},
+	{
+		name: "batchRowCount", group: "Batching", kind: kindOptionalInt,
+		field: func(o *Options) any { return &o.BatchRowCount },
+		usage: "Largest number of rows in one insert, in `rows`; positive. Optional, unset by default (empty = unset).",
+		rule:  atLeast(1, "must be a positive number of rows (leave it empty for unset)"),
+		label: "Batch size (rows)",
+		help: "Largest number of rows in one INSERT; positive. Set alone: an INSERT every batchRowCount rows, in the global window. Set with " +
+			"windowSeconds: an INSERT at batchRowCount rows or windowSeconds after the first row of the batch, whichever comes first. Neither set: " +
+			"the same with 30 seconds and 1000 rows. Unset by default. For example, 5000.",
+		regex: `^([1-9][0-9]*)?$`,
+		doc:   "Rows per batch; positive. Also the largest number of rows in one INSERT.",
+	},
+	{
+		name: "maxInsertBlockSize", group: "Insert tuning", kind: kindInt, def: 1_000_000,
+		field: func(o *Options) any { return &o.MaxInsertBlockSize },
+		usage: "ClickHouse setting max_insert_block_size for the inserts, in `rows`; positive.",
+		rule:  atLeast(1, "must be a positive number of rows (default %d)"),
+		label: "Largest INSERT (rows)",
+		help:  "ClickHouse setting max_insert_block_size for the INSERTs, in rows; no INSERT holds more rows than this; positive.",
+		regex: `^([1-9][0-9]*)?$`,
+		doc: "ClickHouse setting `max_insert_block_size`, in rows, sent with each INSERT; the pipeline also never sends more rows than this in one " +
+			"INSERT. Positive.",
+	},
+	{
+		name: "maxRetries", group: "Insert tuning", kind: kindInt, def: 5,
+		field: func(o *Options) any { return &o.MaxRetries },
+		usage: "How many times a failed ClickHouse insert is retried, a `count`; 0 = no retry.",
+		rule:  atLeast(0, "must be 0 or more retries (0 = no retry; default %d)"),
+		label: "INSERT retries",
+		help: "How many times an INSERT that failed for a transient reason (network, server unavailable) is retried before the bundle fails and the " +
+			"runner processes it again; 0 means no retry.",
+		regex: `^(0|[1-9][0-9]*)?$`,
+		doc:   "How many times an INSERT that failed for a transient reason is retried; 0 means no retry.",
+	},
+	{
+		name: "retryInitialBackoffMillis", group: "Insert tuning", kind: kindInt, def: 5_000,
+		field: func(o *Options) any { return &o.RetryInitialBackoffMillis },
+		usage: "Wait before the first retry of a failed INSERT, in `milliseconds`; doubled at each retry up to retryMaxBackoffMillis, with jitter; positive.",
+		rule:  atLeast(1, "must be a positive number of milliseconds (default %d)"),
+		label: "First retry wait (milliseconds)",
+		help: "Wait before the first retry of a failed INSERT, in milliseconds; doubled at each further retry up to retryMaxBackoffMillis, with " +
+			"jitter; positive.",
+		regex: `^([1-9][0-9]*)?$`,
+		doc:   "Wait before the first retry, in milliseconds; positive.",
+	},
+	{
+		name: "retryMaxBackoffMillis", group: "Insert tuning", kind: kindInt, def: 60_000,
+		field: func(o *Options) any { return &o.RetryMaxBackoffMillis },
+		usage: "Longest wait between two attempts of an INSERT, in `milliseconds`; at least retryInitialBackoffMillis.",
+		rule: func(p parameter, o Options) string {
+			if p.number(o) < o.RetryInitialBackoffMillis {
+				return fmt.Sprintf("must be at least retryInitialBackoffMillis (%d) milliseconds (default %d)", o.RetryInitialBackoffMillis, p.def)
+			}
+			return ""
+		},
+		label: "Longest retry wait (milliseconds)",
+		help:  "Longest wait between two attempts of an INSERT, in milliseconds; at least retryInitialBackoffMillis.",
+		regex: `^([1-9][0-9]*)?$`,
+		doc:   "Longest wait between two attempts, in milliseconds; at least `retryInitialBackoffMillis`.",
+	},
+	{
+		name: "insertDeduplicate", group: "Insert tuning", kind: kindBool, def: true,
+		field: func(o *Options) any { return &o.InsertDeduplicate },
+		usage: "ClickHouse setting insert_deduplicate: drop a retried insert of the same block into a Replicated*MergeTree table. " +
+			"true or false; give --insertDeduplicate=false to turn it off.",
+		label: "Deduplicate retried INSERTs",
+		help: "ClickHouse setting insert_deduplicate: a retried INSERT of the same rows is dropped as a duplicate by Replicated*MergeTree tables (and " +
+			"by MergeTree tables with non_replicated_deduplication_window set). Each INSERT also carries an insert_deduplication_token derived from " +
+			"its messages, on servers that know that setting.",
+		regex: `^(true|false|True|False|TRUE|FALSE|t|f|T|F|1|0)?$`,
+		doc: "ClickHouse setting `insert_deduplicate`: an INSERT of a block already inserted is dropped, by `Replicated*MergeTree` tables and by " +
+			"`MergeTree` tables with `non_replicated_deduplication_window` set.",
+	},
+	{
+		name: "insertQuorum", group: "Insert tuning", kind: kindOptionalInt,
+		field: func(o *Options) any { return &o.InsertQuorum },
+		usage: "ClickHouse setting insert_quorum: number of `replicas` that must confirm each insert; 0 disables the quorum. " +
+			"Optional, unset by default (empty = unset), leaving the server's setting.",
+		rule:  atLeast(0, "must be 0 or more replicas (0 disables the quorum; leave it empty for the server's setting)"),
+		label: "Insert quorum (replicas)",
+		help: "ClickHouse setting insert_quorum: how many replicas must confirm each INSERT into a replicated table; 0 disables the quorum. Unset by " +
+			"default, which leaves the server's setting. For example, 2.",
+		regex: `^(0|[1-9][0-9]*)?$`,
+		doc: "ClickHouse setting `insert_quorum`: how many replicas must confirm each INSERT into a replicated table; 0 disables the quorum. Unset: " +
+			"the setting is not sent, and the server's own applies.",
+	},
+	{
+		name: "insertDistributedSync", group: "Insert tuning", kind: kindBool, def: true,
+		field: func(o *Options) any { return &o.InsertDistributedSync },
+		usage: "ClickHouse setting insert_distributed_sync (distributed_foreground_insert): an insert into a Distributed table " +
+			"returns once the data is on the shards. true or false; give --insertDistributedSync=false to turn it off.",
+		label: "Synchronous INSERTs into Distributed tables",
+		help: "ClickHouse setting insert_distributed_sync (distributed_foreground_insert in newer releases): an INSERT into a Distributed table " +
+			"returns only once the data is stored on the shards.",
+		regex: `^(true|false|True|False|TRUE|FALSE|t|f|T|F|1|0)?$`,
+		doc: "ClickHouse setting `insert_distributed_sync` (`distributed_foreground_insert` in newer releases, which keep the old name as an alias): " +
+			"an INSERT into a `Distributed` table returns only once the data is stored on the shards, so that a success means the rows are written.",
+	},
+	{
+		name: "numShards", group: "Batching", kind: kindInt, def: 0, // auto: see [Options.Shards]
+		field: func(o *Options) any { return &o.NumShards },
+		usage: "Number of parallel INSERT streams (`shards`) the rows are spread over before batching; " +
+			"0 = auto: 1 on the local runner, on Dataflow max_num_workers clamped to 4..16.",
+		rule:  atLeast(0, "must be a positive number of shards, or %d (the default) to choose by runner"),
+		label: "Parallel INSERT streams",
+		help: "Number of parallel INSERT streams: rows are spread over this many keys before they are batched, so up to this many batches fill and are " +
+			"inserted at the same time, by as many workers. 0 chooses: max_num_workers clamped to 4..16 on Dataflow, 1 on the local runner. More " +
+			"shards make more, smaller INSERTs (batchRowCount and windowSeconds apply to each shard).",
+		regex: `^(0|[1-9][0-9]*)?$`,
+		note:  "auto",
+		doc: "Number of parallel INSERT streams. Before batching, each worker spreads the rows round robin over this many keys; each key forms its " +
+			"batches independently, so up to `numShards` batches fill and are inserted at the same time, on different workers when there are " +
+			"several. 0 chooses by runner: 1 on the local runner (one process does every INSERT anyway), and on Dataflow the job's `max_num_workers` " +
+			"(`--max-workers`) clamped to 4..16, 4 when it is not given.",
+	},
+	{
+		name: "stopAfterIdle", kind: kindOptionalInt, // local runner only: no template parameter
+		field: func(o *Options) any { return &o.StopAfterIdle },
+		usage: "Local runner only: end the run once no message has arrived for this many `seconds` and everything pulled has been written. " +
+			"Optional, unset by default (run until stopped).",
+		rule: atLeast(1, "must be a positive number of seconds (leave it empty to run until stopped)"),
+		doc: "For local runs on Beam's prism runner: it ends the run once no message has arrived for that many seconds. On " +
+			"Dataflow the source is Dataflow's own Pub/Sub read and the flag has no effect (drain the job instead), so the template does not offer " +
+			"it and `flex-template/run.sh` refuses it.",
+	},
+	{
+		name: "progressSeconds", kind: kindInt, def: 5, // local runner only: no template parameter
+		field: func(o *Options) any { return &o.ProgressSeconds },
+		usage: "Local runner only: how often a progress line is logged (messages read, rows inserted, dead letters, messages not yet acknowledged " +
+			"and the age of the oldest), in `seconds`; 0 = never.",
+		rule: atLeast(0, "must be 0 (never) or more seconds (default %d)"),
+		doc: "For local runs too: every that many seconds the run logs one line, `msg=\"progress: 1200 messages read, 1176 rows " +
+			"inserted, 24 dead letters, 0 unacknowledged\"` (with `, oldest pulled 3.2s ago` while some are unacknowledged, and the messages the " +
+			"JavaScript UDF dropped when there are any); rows inserted and dead letters count the messages whose row or dead letter is stored (and " +
+			"so acknowledged). `--progressSeconds=0` turns it off. On Dataflow it does nothing: the job's console shows its progress.",
+	},
+	{
+		name: "schemaRefreshSeconds", group: "Target", kind: kindInt, def: 60,
+		field: func(o *Options) any { return &o.SchemaRefreshSeconds },
+		usage: "How often each worker reads the table's schema again, in `seconds`, to pick up added columns; 0 = never.",
+		rule:  atLeast(0, "must be 0 (never) or more seconds (default %d)"),
+		label: "Schema refresh interval (seconds)",
+		help: "How often each worker reads the target table's columns again, in seconds, so that a column added while the job runs is filled without a " +
+			"restart; 0 means never (a dropped or changed column is still noticed at the next INSERT that fails because of it).",
+		regex: `^(0|[1-9][0-9]*)?$`,
+		doc: "How often each worker reads the table's columns again, in seconds; 0 means never. A column added while the job runs is filled from then " +
+			"on, without a restart; until a worker's next refresh (at most this many seconds) the new column's field is ignored and the column gets " +
+			"its DEFAULT. A dropped or changed column is noticed anyway at the next INSERT that fails because of it: the write stage reads the " +
+			"schema again, converts the batch's messages again against the new columns, and retries.",
+	},
+	{
+		name: "metadataColumns", group: "Target", kind: kindString,
+		field: func(o *Options) any { return &o.MetadataColumns },
+		usage: "Columns that take the message's metadata instead of a payload field: comma-separated `KEY=column` pairs, KEY one of " +
+			"message_id, publish_time, ordering_key, attributes and attribute.NAME (message_id=msg_id,publish_time=published_at,attribute.source=src). " +
+			"Optional, unset by default.",
+		rule:  func(p parameter, o Options) string { return metadataRule(p.str(o)) },
+		label: "Columns of the message's metadata",
+		help: "Columns that take the Pub/Sub message's metadata instead of a field of the payload: comma-separated KEY=column pairs, KEY one of " +
+			"message_id, publish_time, ordering_key, attributes (all attributes) and attribute.NAME (one attribute). Each value converts as a JSON " +
+			"value would into the column's type: publish_time into DateTime, DateTime64 (milliseconds kept where the precision holds them), Int64 or " +
+			"UInt64 (Unix milliseconds) or String (RFC 3339); attributes into Map(String, String) or String (a JSON object); message_id (Pub/Sub's " +
+			"ids are decimal numbers of up to 19 digits) into String, FixedString(N) with N >= 19, UInt64, Int128, UInt128, Int256, UInt256 or " +
+			"Decimal(P, S) with P - S >= 19, not Int64 (at most 9223372036854775807); ordering_key and attribute.NAME as JSON strings (so \"42\" fills " +
+			"a UInt32). A missing attribute, or an empty ordering key, is a missing field (the column's DEFAULT, NULL, or a dead letter). A column " +
+			"named here is not read from the payload. Each pair is checked against the table at launch. Unset by default. For example, " +
+			"message_id=msg_id,publish_time=published_at,attribute.source=src.",
+		regex: `^((message_id|publish_time|ordering_key|attributes|attribute\.[^,=]+)=[^,]+(,(message_id|publish_time|ordering_key|attributes|attribute\.[^,=]+)=[^,]+)*)?$`,
+		doc: "Columns that take the Pub/Sub message's metadata instead of a field of the payload: comma-separated `KEY=column` pairs, for example " +
+			"`message_id=msg_id,publish_time=published_at,attribute.source=src`. KEY is `message_id`, `publish_time`, `ordering_key`, `attributes` " +
+			"(every attribute) or `attribute.NAME` (one attribute; the name holds no `,` or `=`). Each value converts as the JSON value it is " +
+			"rendered as would into its column's type ([conversion.md](conversion.md#message-metadata-in-columns) has the table): `publish_time` " +
+			"into `DateTime`, `DateTime64` (milliseconds kept where the precision holds them), `Int64`/`UInt64` (Unix milliseconds) or `String` (RFC " +
+			"3339 with milliseconds); `attributes` into `Map(String, String)` or `String` (a JSON object); `message_id` into a type that holds every " +
+			"decimal number of up to 19 digits, which Pub/Sub's ids are: `String`, `FixedString(N)` with N ≥ 19, `UInt64`, `Int128`, `UInt128`, " +
+			"`Int256`, `UInt256` or `Decimal(P, S)` with P − S ≥ 19 (not `Int64`, whose largest value is 9223372036854775807); `ordering_key` and " +
+			"`attribute.NAME` as JSON strings (`\"42\"` fills a `UInt32`). A missing attribute is a missing field: the column's `DEFAULT`, NULL for a " +
+			"Nullable column, else a dead letter. A message without an ordering key (Pub/Sub's ordering key is then `\"\"`) gives the column's " +
+			"`DEFAULT`, NULL for a Nullable column, else `\"\"` (`''` in a `String`); only a column that takes no `\"\"` (a number, a date, `UUID`) " +
+			"makes it a dead letter. Nullable and LowCardinality wrappers take their type's values. A column named here is not read from the payload " +
+			"(the launch logs a warning naming the column; with `unknownFieldsColumn` the payload's field goes there). Malformed pairs, an unknown " +
+			"key and a column named twice are refused before anything starts; a column the table lacks, one never written (`MATERIALIZED`, `ALIAS`) " +
+			"or a type that cannot take the value stops the launch with a sentence naming `metadataColumns`, the pair and the rule, as does each " +
+			"worker, also when a schema refresh finds the column gone.",
+	},
+	{
+		name: "unknownFieldsColumn", group: "Target", kind: kindString,
+		field: func(o *Options) any { return &o.UnknownFieldsColumn },
+		usage: "A String or Map(String, String) `column` that takes, as one JSON object, the payload's fields that give the row no value " +
+			"(no such column), keys and values as written. Optional, unset by default.",
+		rule: notBlank("a column name", func(p parameter, o Options) string {
+			v := p.str(o)
+			if strings.TrimSpace(v) != v {
+				return "must not start or end with spaces"
+			}
+			m, _ := convert.ParseMetadataColumns(o.MetadataColumns)
+			if i := slices.IndexFunc(m, func(m convert.MetadataColumn) bool { return m.Column == v }); i >= 0 {
+				return fmt.Sprintf("is also named in metadataColumns (%s); a column takes one value", m[i])
+			}
+			return ""
+		}),
+		label: "Column of the unknown fields",
+		help: "A column that takes the fields of each message that give the row no value (no column of that name), so that no field is lost when the " +
+			"payload has fields the table does not: a String column gets one JSON object of those fields, keys and values byte for byte as in the " +
+			"message, in their order; a Map(String, String) column gets one entry per field. A message without such fields stores {} or an empty " +
+			"map. After adding a column, its values can be backfilled from this one. Not also a column of metadataColumns. Unset by default. For " +
+			"example, unknown_fields.",
+		regex: `^([^ ].*[^ ]|[^ ])?$`,
+		doc: "A column that takes every top-level field of a message that gives the row no value (a name that is no column, the name of a " +
+			"`MATERIALIZED`/`ALIAS` column, or of a column of `metadataColumns`), so that no field is lost when the payload has fields the table " +
+			"does not (yet) have. A `String` (or `Nullable(String)`, `LowCardinality(String)`) column gets one JSON object of those fields in their " +
+			"order, each key and value byte for byte as in the message (`{\"k1\":<value>,\"k2\":<value>}`); a `Map(String, String)` column gets one " +
+			"entry per field, string values decoded and other values as their JSON text. A message without such fields stores `{}` or an empty map. " +
+			"Not also a column of `metadataColumns`. With `schemaRefreshSeconds`, a column added later fills from then on and its earlier values can " +
+			"be backfilled from this one ([conversion.md](conversion.md#no-field-lost-unknownfieldscolumn)). Checked at launch like " +
+			"`metadataColumns`.",
+	},
+	{
+		name: "javascriptTextTransformGcsPath", group: "JavaScript UDF", kind: kindString,
+		field: func(o *Options) any { return &o.JavascriptTextTransformGcsPath },
+		usage: "JavaScript `file` of a user-defined function that reshapes each message before it is converted: gs://<bucket>/<object>, " +
+			"or a local path for local runs. Optional, unset by default; set it and javascriptTextTransformFunctionName, or neither.",
+		rule: notBlank("a gs://<bucket>/<object> path", func(p parameter, o Options) string {
+			v := p.str(o)
+			switch {
+			case strings.HasPrefix(v, "gs://") && !gcsObject(v):
+				return "must be gs://<bucket>/<object>, the path of one file"
+			case strings.TrimSpace(v) != v:
+				return "must not start or end with spaces"
+			}
+			return ""
+		}),
+		label: "Cloud Storage path to the JavaScript UDF source",
+		help: "The Cloud Storage path of the .js file that defines a JavaScript user-defined function (UDF) to reshape each message before it is " +
+			"converted, as in Google's templates. The function receives the message data as a string (and, if it declares a second parameter, an " +
+			"object with messageId, attributes and publishTime) and returns the JSON text to insert, or null, undefined or an empty string to drop " +
+			"the message. A message it fails on (it throws, returns another type, or runs longer than 1 second) goes to the dead letter with its " +
+			"original data. Set it together with javascriptTextTransformFunctionName. For example, gs://my-bucket/udfs/transform.js.",
+		typ:   "JAVASCRIPT_UDF_FILE",
+		regex: `^(gs://[^/ ]+/.*[^/ ])?$`,
+		doc: "The JavaScript file that defines the function: `gs://<bucket>/<object>`, for example `gs://my-bucket/udfs/transform.js`. On the local " +
+			"runner it may also be a path of this machine's file system (`udfs/transform.js`); on Dataflow it must be in Cloud Storage, and the " +
+			"launch refuses a local path. One file, no wildcard. The launcher and each worker read it (the workers' service account needs " +
+			"`storage.objects.get` on it); a file that cannot be read, is not valid JavaScript, throws in its top-level code or lacks the function " +
+			"stops the launch with a sentence naming this parameter or the next.",
+	},
+	{
+		name: "javascriptTextTransformFunctionName", group: "JavaScript UDF", kind: kindString,
+		field: func(o *Options) any { return &o.JavascriptTextTransformFunctionName },
+		usage: "Name of the JavaScript `function` in javascriptTextTransformGcsPath to call on each message. " +
+			"Optional, unset by default; set it and javascriptTextTransformGcsPath, or neither.",
+		rule: func(p parameter, o Options) string {
+			if !jsIdentifier(p.str(o)) {
+				return "must be the name of a global JavaScript function: letters, digits, _ and $, not starting with a digit"
+			}
+			return ""
+		},
+		label: "JavaScript UDF function name",
+		help: "The name of the JavaScript function to call, a global function of the file javascriptTextTransformGcsPath. For example, if the file " +
+			"defines function transform(payload) { ... }, the name is transform. Set it together with javascriptTextTransformGcsPath.",
+		regex: `^([A-Za-z_$][A-Za-z0-9_$]*)?$`,
+		doc: "The name of the function to call, a global function of the file (`function transform(payload) {...}`, or `const transform = ...`): " +
+			"letters, digits, `_` and `$`, not starting with a digit.",
+	},
+	{
+		name: "javascriptTextTransformReloadIntervalMinutes", group: "JavaScript UDF", kind: kindInt, def: 0,
+		field: func(o *Options) any { return &o.JavascriptTextTransformReloadIntervalMinutes },
+		usage: "How often each worker reads the UDF's file again, in `minutes`, so that a changed function takes effect without a restart; 0 = never.",
+		rule:  atLeast(0, "must be 0 (never) or more minutes (default %d)"),
+		label: "JavaScript UDF reload interval (minutes)",
+		help: "How often each worker reads the UDF's file again, in minutes; when the file changed, the new function is used from then on, without " +
+			"restarting the job (a new version that does not load is logged and the current function kept). 0 means never.",
+		regex: `^(0|[1-9][0-9]*)?$`,
+		doc: "How often each worker reads the file again, in minutes; 0 means never. When the file changed, the worker uses the new function from its " +
+			"next message on, without a restart of the job; a new version that does not load (a syntax error, the function missing) is logged " +
+			"(`javascript UDF: the file changed but does not load; keeping the current function`) and the current function kept. Workers reload " +
+			"independently, each on its own clock, so for up to this many minutes some messages go through the old function and some through the " +
+			"new.",
+	},
+}

@@ -1,0 +1,116 @@
+// The rules of the parameter table's values, shared by several parameters.
+
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
+)
+
+// metadataRule returns what is wrong with a metadataColumns value (convert.ParseMetadataColumns),
+// "" if nothing.
+func metadataRule(v string) string {
+	if _, err := convert.ParseMetadataColumns(v); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// gcsObject reports whether v is gs://<bucket>/<object>.
+func gcsObject(v string) bool {
+	bucket, object, ok := strings.Cut(strings.TrimPrefix(v, "gs://"), "/")
+	return ok && bucket != "" && object != "" && !strings.HasSuffix(object, "/")
+}
+
+// jsIdentifier reports whether v is a JavaScript identifier of ASCII letters, digits, _ and $,
+// not starting with a digit.
+func jsIdentifier(v string) bool {
+	for i, c := range v {
+		switch {
+		case c == '_' || c == '$' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return v != ""
+}
+
+// atLeast is the rule of an integer that must be least or more. tooSmall says so; in the rule of
+// a parameter with a default (kindInt), %d in it stands for the default.
+func atLeast(least int, tooSmall string) func(parameter, Options) string {
+	return func(p parameter, o Options) string {
+		switch {
+		case p.number(o) >= least:
+			return ""
+		case p.kind == kindInt:
+			return fmt.Sprintf(tooSmall, p.def)
+		}
+		return tooSmall
+	}
+}
+
+// plainName is the rule of a ClickHouse database or table name: no NUL, no backtick, backslash
+// or parenthesis, and no dot; dot says what a dot means for this parameter.
+func plainName(dot string) func(parameter, Options) string {
+	return func(p parameter, o Options) string {
+		v := p.str(o)
+		switch {
+		case strings.ContainsRune(v, 0):
+			return "must not contain a NUL character"
+		case strings.ContainsAny(v, "`\\()"):
+			return "must not contain a backtick, a backslash or a parenthesis: clickhouse-go cannot name such a table in an INSERT"
+		case strings.ContainsRune(v, '.'):
+			return dot
+		}
+		return ""
+	}
+}
+
+// pubsubName is the rule of a Pub/Sub resource name that split (SplitSubscription, SplitTopic)
+// checks.
+func pubsubName(split func(string) (project, id string, err error)) func(parameter, Options) string {
+	return func(p parameter, o Options) string {
+		if _, _, err := split(p.str(o)); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
+}
+
+// tlsRef is the rule of a TLS parameter (clickHouseCaCertificate, clickHouseClientCertificate,
+// clickHouseClientKey): a name that package secret can read, for a clickHouseUrl that asks for
+// TLS, and, when partner is not "", given together with the parameter partner, whose value
+// partnerValue returns.
+func tlsRef(partner string, partnerValue func(Options) string) func(parameter, Options) string {
+	return func(p parameter, o Options) string {
+		if rule := secret.RefRule(p.str(o)); rule != "" {
+			return rule
+		}
+		if chclient.URLRule(o.ClickHouseURL, o.ClickHouseUsername, o.ClickHousePassword, o.ClickHouseDatabase) != "" {
+			return "" // clickHouseUrl's own problem, reported for it
+		}
+		if !chclient.UsesTLS(o.ClickHouseURL) {
+			return "is set, but clickHouseUrl does not use TLS (http://, or clickhouse:// without secure=true): use https://, or clickhouse://host:9440?secure=true, or leave it empty"
+		}
+		if partner != "" && partnerValue(o) == "" {
+			return "is set, but " + partner + " is not: give the client certificate and its key together"
+		}
+		return ""
+	}
+}
+
+// notBlank is the rule of an optional string: a value of spaces only is refused (give what, or
+// leave it empty for unset), any other value is checked by rule.
+func notBlank(what string, rule func(parameter, Options) string) func(parameter, Options) string {
+	return func(p parameter, o Options) string {
+		if strings.TrimSpace(p.str(o)) == "" {
+			return "is blank: give " + what + ", or leave it empty for unset"
+		}
+		return rule(p, o)
+	}
+}

@@ -1,0 +1,31 @@
+// Package text cuts text for messages: error messages, dead letters' attributes, logs and the
+// terminal.
+package text
+
+import "unicode/utf8"
+
+// Ellipsis ends a text that Cut cut.
+const Ellipsis = "…"
+
+// Cut returns s as a string, cut to at most n bytes at a character boundary and then ended with
+// [Ellipsis] when it was longer than n bytes (so a cut text is at most n+len(Ellipsis) bytes).
+// Bytes that are not UTF-8 are kept as they are; a cut never splits a character.
+func Cut[T ~string | ~[]byte](s T, n int) string {
+	if len(s) <= n {
+		return string(s)
+	}
+	n = max(n, 0)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return string(s[:n]) + Ellipsis
+}
+
+// CutWithin returns s cut as [Cut] does, but to at most n bytes with the ellipsis: for a limit
+// that the result must keep, such as the size of a Pub/Sub attribute.
+func CutWithin(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return Cut(s, n-len(Ellipsis))
+}
