@@ -39,6 +39,24 @@ func checkMachineType() error {
 	return nil
 }
 
+// checkLocations refuses a --staging_location or --temp_location that is not a Cloud Storage
+// path, gs://<bucket>[/<path>]: the Beam runner panics on one (gcsx.ParseObject) after the
+// start-up checks, and the workers could not read it.
+func checkLocations() error {
+	for _, name := range []string{"staging_location", "temp_location"} {
+		v := stringFlag(name)
+		if v == "" {
+			continue
+		}
+		bucket, _, _ := strings.Cut(strings.TrimPrefix(v, "gs://"), "/")
+		if !strings.HasPrefix(v, "gs://") || bucket == "" {
+			return fmt.Errorf("--%s=%s: not a Cloud Storage path: a Dataflow job stages its files in Cloud Storage, "+
+				"so give gs://<bucket>/<path>, e.g. gs://my-bucket/staging", name, v)
+		}
+	}
+	return nil
+}
+
 // streamingMode returns the streaming mode the job asks for: "at-least-once" when the service
 // options or the experiments hold streaming_mode_at_least_once, else "exactly-once" (Dataflow's
 // default).

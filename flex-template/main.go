@@ -146,7 +146,10 @@ func run(ctx context.Context, o pipeline.Options) error {
 			*jobopts.Async = true
 		}
 		if err := checkMachineType(); err != nil {
-			return err
+			return badArgs(err)
+		}
+		if err := checkLocations(); err != nil {
+			return badArgs(err)
 		}
 	}
 	if cfg, ok := o.UDF(); ok && l.dataflow && !udf.IsGCS(cfg.Path) {

@@ -228,6 +228,14 @@ func TestLaunch(t *testing.T) {
 			fails: "pubsub-to-clickhouse: --machine_type=c4a-standard-8: an Arm (arm64) machine type",
 		},
 		{
+			// The runner would panic on it after the start-up checks.
+			name: "direct launch, a staging location not in Cloud Storage",
+			args: []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
+				"--staging_location=/tmp/staging"},
+			fails: "pubsub-to-clickhouse: --staging_location=/tmp/staging: not a Cloud Storage path: a Dataflow job stages its files in Cloud Storage, " +
+				"so give gs://<bucket>/<path>",
+		},
+		{
 			name:     "flex launcher, a label the service would refuse",
 			args:     append(append([]string{"--runner=dataflow"}, flexArgs...), "--labels=Team=data"),
 			template: templateURL,
