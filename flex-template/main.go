@@ -133,6 +133,12 @@ func run(ctx context.Context, o pipeline.Options) error {
 			return badArgs(err)
 		}
 		src = pipeline.DataflowSource
+		if host := os.Getenv("PUBSUB_EMULATOR_HOST"); host != "" {
+			// Left over from a local run (the README exports it): the checks below would look in
+			// the emulator, the workers in Pub/Sub itself.
+			slog.Warn("PUBSUB_EMULATOR_HOST is set: the start-up checks look for the subscription and topic in the emulator at "+host+
+				", while the job's workers use Pub/Sub itself; unset it for a Dataflow launch (unset PUBSUB_EMULATOR_HOST)", "PUBSUB_EMULATOR_HOST", host)
+		}
 		// The launcher does not pass itself on as the worker binary.
 		if *jobopts.WorkerBinary == "" {
 			exe, err := os.Executable()

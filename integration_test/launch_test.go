@@ -294,6 +294,10 @@ func TestLaunch(t *testing.T) {
 				}
 				return
 			}
+			// The emulator stands in for Pub/Sub here, as one left over from a local run would.
+			if !strings.Contains(out, "PUBSUB_EMULATOR_HOST is set: the start-up checks look for the subscription and topic in the emulator") {
+				t.Errorf("the launch with PUBSUB_EMULATOR_HOST set does not warn about it; output:\n%s", out)
+			}
 			if err != nil {
 				t.Errorf("the launch failed: %v", err)
 			} else if elapsed > time.Minute {
