@@ -28,7 +28,7 @@ package pipeline
 type Options struct {
 	// InputSubscription (flag inputSubscription, required) is the Pub/Sub
 	// subscription to read JSON messages from, as
-	// projects/<project>/subscriptions/<name>; see [SplitSubscription].
+	// projects/<project>/subscriptions/<name>; see [psclient.ParseSubscription].
 	InputSubscription string
 
 	// ClickHouseURL (flag clickHouseUrl, required) is the ClickHouse server:
@@ -84,7 +84,7 @@ type Options struct {
 
 	// DeadLetterTopic (flag deadLetterTopic, optional; "" = unset) is the
 	// Pub/Sub topic for messages that cannot be inserted, as
-	// projects/<project>/topics/<name>; see [SplitTopic]. At least one of it
+	// projects/<project>/topics/<name>; see [psclient.ParseTopic]. At least one of it
 	// and ClickHouseDeadLetterTable must be set.
 	DeadLetterTopic string
 

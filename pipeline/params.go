@@ -11,6 +11,7 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
@@ -66,7 +67,7 @@ var parameters = []parameter{
 		name: "inputSubscription", group: "Source", need: required, kind: kindString,
 		field: func(o *Options) any { return &o.InputSubscription },
 		usage: "Pub/Sub `subscription` to read JSON messages from, as projects/<project>/subscriptions/<name>. Required.",
-		rule:  pubsubName(SplitSubscription),
+		rule:  pubsubName(psclient.ParseSubscription),
 	},
 	{
 		name: "clickHouseUrl", group: "Target", need: required, kind: kindURL,
@@ -141,7 +142,7 @@ var parameters = []parameter{
 		field: func(o *Options) any { return &o.DeadLetterTopic },
 		usage: "Pub/Sub `topic` for messages that cannot be inserted, as projects/<project>/topics/<name>. " +
 			"Optional, unset by default; set it, clickHouseDeadLetterTable, or both.",
-		rule: notBlank("a topic", pubsubName(SplitTopic)),
+		rule: notBlank("a topic", pubsubName(psclient.ParseTopic)),
 	},
 	{
 		name: "windowSeconds", group: "Batching", kind: kindOptionalInt,
@@ -385,11 +386,11 @@ func plainName(dot string) func(parameter, Options) string {
 	}
 }
 
-// pubsubName is the rule of a Pub/Sub resource name that split (SplitSubscription, SplitTopic)
-// checks.
-func pubsubName(split func(string) (project, id string, err error)) func(parameter, Options) string {
+// pubsubName is the rule of a Pub/Sub resource name that parse (psclient.ParseSubscription,
+// psclient.ParseTopic) checks.
+func pubsubName(parse func(string) (psclient.Name, error)) func(parameter, Options) string {
 	return func(p parameter, o Options) string {
-		if _, _, err := split(p.str(o)); err != nil {
+		if _, err := parse(p.str(o)); err != nil {
 			return err.Error()
 		}
 		return ""

@@ -61,7 +61,7 @@ func quoteCut(s string) string {
 //     (the empty string is unset; only spaces is an error).
 //   - inputSubscription is projects/<project>/subscriptions/<name> and
 //     deadLetterTopic is projects/<project>/topics/<name>, by Pub/Sub's
-//     resource name rules (see [SplitSubscription]).
+//     resource name rules (see [psclient.ParseSubscription]).
 //   - clickHouseUrl is http://, https:// or clickhouse:// (any case)
 //     followed by a host, or several comma-separated, each with an optional
 //     port 1 to 65535, and without surrounding spaces (see

@@ -175,11 +175,11 @@ func (f *writeFn) setup(ctx context.Context) error {
 // OpenTopic connects to the dead-letter topic (projects/<project>/topics/<name>) and checks that
 // it exists. The client honours PUBSUB_EMULATOR_HOST.
 func OpenTopic(ctx context.Context, topic string) (*pubsub.Client, *pubsub.Publisher, error) {
-	parts := strings.Split(topic, "/")
-	if len(parts) != 4 || parts[0] != "projects" || parts[2] != "topics" {
-		return nil, nil, fmt.Errorf("deadLetterTopic %q is not projects/<project>/topics/<name>", topic)
+	name, err := psclient.ParseTopic(topic)
+	if err != nil {
+		return nil, nil, fmt.Errorf("deadLetterTopic %q %w", topic, err)
 	}
-	client, err := psclient.NewClient(ctx, parts[1])
+	client, err := psclient.NewClient(ctx, name.Project)
 	if err != nil {
 		return nil, nil, fmt.Errorf("deadLetterTopic %s: %w", topic, err)
 	}

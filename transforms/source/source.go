@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"reflect"
 	"sort"
-	"strings"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
@@ -116,8 +115,8 @@ const (
 func Read(s beam.Scope, cfg Config) beam.PCollection {
 	s = s.Scope("Read")
 	subscription, opts := cfg.Subscription, cfg
-	if _, _, err := SplitSubscription(subscription); err != nil {
-		panic(err)
+	if _, err := psclient.ParseSubscription(subscription); err != nil {
+		panic(fmt.Sprintf("source.Read: subscription %q %v", subscription, err))
 	}
 	if opts.MaxOutstanding <= 0 {
 		opts.MaxOutstanding = defaultMaxOutstanding
@@ -138,15 +137,6 @@ func Read(s beam.Scope, cfg Config) beam.PCollection {
 	}, imp)
 }
 
-// SplitSubscription splits projects/<project>/subscriptions/<name> into project and name.
-func SplitSubscription(subscription string) (project, name string, err error) {
-	parts := strings.Split(subscription, "/")
-	if len(parts) != 4 || parts[0] != "projects" || parts[1] == "" || parts[2] != "subscriptions" || parts[3] == "" {
-		return "", "", fmt.Errorf("source: subscription %q is not of the form projects/<project>/subscriptions/<name>", subscription)
-	}
-	return parts[1], parts[3], nil
-}
-
 // readFn is the splittable reader. See Restriction and tracker for its restriction.
 type readFn struct {
 	Subscription        string
@@ -164,12 +154,12 @@ type readFn struct {
 }
 
 func (fn *readFn) Setup(ctx context.Context) error {
-	project, _, err := SplitSubscription(fn.Subscription)
+	name, err := psclient.ParseSubscription(fn.Subscription)
 	if err != nil {
-		return err
+		return fmt.Errorf("source: subscription %q %w", fn.Subscription, err)
 	}
 	// The client keeps its context: it must outlive a cancelled caller.
-	fn.client, err = psclient.NewClient(context.WithoutCancel(ctx), project)
+	fn.client, err = psclient.NewClient(context.WithoutCancel(ctx), name.Project)
 	if err != nil {
 		return fmt.Errorf("source: subscription %s: creating the Pub/Sub client: %w", fn.Subscription, err)
 	}
@@ -190,11 +180,11 @@ func (fn *readFn) Setup(ctx context.Context) error {
 // CheckSubscription checks that subscription exists and Pub/Sub (or the emulator named by
 // PUBSUB_EMULATOR_HOST) answers, so that an unreachable service is not taken for an idle one.
 func CheckSubscription(ctx context.Context, subscription string) error {
-	project, _, err := SplitSubscription(subscription)
+	name, err := psclient.ParseSubscription(subscription)
 	if err != nil {
-		return err
+		return fmt.Errorf("inputSubscription %q %w", subscription, err)
 	}
-	client, err := psclient.NewClient(ctx, project)
+	client, err := psclient.NewClient(ctx, name.Project)
 	if err != nil {
 		return fmt.Errorf("inputSubscription %s: creating the Pub/Sub client: %w", subscription, err)
 	}
@@ -441,11 +431,11 @@ func toMessage(rm *pubsubpb.ReceivedMessage) flow.Message {
 // not a full subscription name.
 func ReadDataflow(s beam.Scope, cfg Config) beam.PCollection {
 	s = s.Scope("Read")
-	project, name, err := SplitSubscription(cfg.Subscription)
+	name, err := psclient.ParseSubscription(cfg.Subscription)
 	if err != nil {
-		panic(err)
+		panic(fmt.Sprintf("source.ReadDataflow: subscription %q %v", cfg.Subscription, err))
 	}
-	raw := pubsubio.Read(s, project, pubsubio.ReadOptions{Subscription: name, WithAttributes: true})
+	raw := pubsubio.Read(s, name.Project, pubsubio.ReadOptions{Subscription: name.ID, WithAttributes: true})
 	return FromPubsub(s, raw)
 }
 
