@@ -151,10 +151,10 @@ func (fn *readFn) Setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("source: subscription %s: creating the Pub/Sub client: %w", fn.Subscription, err)
 	}
-	if err := psclient.CheckSubscription(ctx, fn.client, fn.Subscription); err != nil {
+	if err := psclient.CheckSubscription(ctx, fn.client, name); err != nil {
 		fn.client.Close()
 		fn.client = nil
-		return err
+		return fmt.Errorf("source: subscription %w", err)
 	}
 	fn.acks, err = psclient.ForSubscription(ctx, fn.Subscription)
 	if err != nil {
@@ -163,21 +163,6 @@ func (fn *readFn) Setup(ctx context.Context) error {
 		return fmt.Errorf("source: %w", err)
 	}
 	return nil
-}
-
-// CheckSubscription checks that subscription exists and Pub/Sub (or the emulator named by
-// PUBSUB_EMULATOR_HOST) answers, so that an unreachable service is not taken for an idle one.
-func CheckSubscription(ctx context.Context, subscription string) error {
-	name, err := psclient.ParseSubscription(subscription)
-	if err != nil {
-		return fmt.Errorf("inputSubscription %q %w", subscription, err)
-	}
-	client, err := psclient.NewClient(ctx, name.Project)
-	if err != nil {
-		return fmt.Errorf("inputSubscription %s: creating the Pub/Sub client: %w", subscription, err)
-	}
-	defer client.Close()
-	return psclient.CheckSubscription(ctx, client, subscription)
 }
 
 func (fn *readFn) Teardown() error {
