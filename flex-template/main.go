@@ -90,12 +90,8 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	password := o.ClickHousePassword
-	if secret.IsVersion(password) {
-		password = "" // a secret version's name, which is no secret
-	}
 	slog.Info("pubsub-to-clickhouse", "version", Version())
-	slog.Info("arguments", "args", strings.Join(redactArgs(flag.CommandLine, os.Args[1:], password), " "))
+	slog.Info("arguments", "args", strings.Join(redactArgs(flag.CommandLine, os.Args[1:], o.ClickHousePassword), " "))
 	for _, n := range notes {
 		slog.Info("argument of another SDK's form", "flag", n.Flag, "done", n.What)
 	}

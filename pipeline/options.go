@@ -13,6 +13,8 @@
 // (print.go) are all read from it; [Parameters] lists it.
 package pipeline
 
+import "github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
+
 // Options are the template parameters. Each field is one flag of the same
 // name as given in its comment (see [RegisterFlags]); [Defaults] gives the
 // defaults and [Options.Validate] checks the values.
@@ -56,7 +58,7 @@ type Options struct {
 	// package secret). Optional: unset (the empty string) is no password, as
 	// for ClickHouse's default user. A password is never shown (see the
 	// type's comment); a secret version's name is.
-	ClickHousePassword string
+	ClickHousePassword secret.String
 
 	// ClickHouseCaCertificate (flag clickHouseCaCertificate, optional; "" =
 	// the system's roots) names the PEM certificate of the authority that

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -819,7 +820,7 @@ func TestRedactedURL(t *testing.T) {
 		{"http://h:8123/?q=a@b", "", "http://h:xxxxx@b"},
 	}
 	for _, tt := range tests {
-		o := Options{ClickHouseURL: tt.url, ClickHousePassword: tt.password}
+		o := Options{ClickHouseURL: tt.url, ClickHousePassword: secret.String(tt.password)}
 		if got := o.RedactedURL(); got != tt.want {
 			t.Errorf("RedactedURL(%q) = %q, want %q", tt.url, got, tt.want)
 		}

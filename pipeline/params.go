@@ -21,7 +21,7 @@ type kind int
 
 const (
 	kindString      kind = iota // a string, as given
-	kindSecret                  // a string printed as "xxxxx" when not empty: the ClickHouse password
+	kindSecret                  // a secret.String, which prints itself masked: the ClickHouse password
 	kindURL                     // a string printed with its passwords hidden: clickHouseUrl
 	kindRef                     // a string naming a file, a gs:// object or a Secret Manager secret version; PEM text in its place is printed as "xxxxx"
 	kindInt                     // an int with a default; an empty value gives the default
@@ -321,8 +321,13 @@ func jsIdentifier(v string) bool {
 	return v != ""
 }
 
-// str returns the value of a string parameter in o.
-func (p parameter) str(o Options) string { return *p.field(&o).(*string) }
+// str returns the value of a string parameter in o; a secret's revealed, for its rule.
+func (p parameter) str(o Options) string {
+	if s, ok := p.field(&o).(*secret.String); ok {
+		return s.Reveal()
+	}
+	return *p.field(&o).(*string)
+}
 
 // number returns the value of an integer parameter in o: the int, or the OptionalInt's Value.
 func (p parameter) number(o Options) int {
@@ -341,18 +346,11 @@ func (p parameter) shown(o Options) string {
 	case kindBool:
 		return strconv.FormatBool(*p.field(&o).(*bool))
 	case kindRef:
-		return refShown(p.str(o))
+		return secret.ShownRef(p.str(o))
+	case kindSecret:
+		return p.field(&o).(*secret.String).String()
 	}
 	return p.str(o)
-}
-
-// refShown shows a kindRef value: as it is, or "xxxxx" for PEM text (a key, perhaps) given in
-// place of a name.
-func refShown(v string) string {
-	if strings.Contains(v, "-----BEGIN") {
-		return redacted
-	}
-	return v
 }
 
 // atLeast is the rule of an integer that must be least or more. tooSmall says so; in the rule of
