@@ -352,14 +352,14 @@ func toSnake(s string) string {
 }
 
 // redactArgs returns args as they may be logged: the value of a secret flag (clickHousePassword,
-// and any flag whose name says password, secret or token) is "xxxxx", whether it follows "=" or
+// and any flag whose name says password, secret or token) is secret.Mask, whether it follows "=" or
 // comes as the next argument (whatever that starts with, as fs's flag package takes it), and so
 // is a stray argument after a secret flag given with an empty "="; the name of a Secret Manager
 // secret version, which is no secret, shows as it is; an argument holding PEM text (a key
-// pasted in place of its name) is "xxxxx"; a password in a URL's userinfo or query is hidden
+// pasted in place of its name) is secret.Mask; a password in a URL's userinfo or query is hidden
 // (see chclient.RedactURL) in any value that may hold one; and password, wherever else it
-// appears, is "xxxxx" too.
-func redactArgs(fs *flag.FlagSet, args []string, password string) []string {
+// appears, is secret.Mask too.
+func redactArgs(fs *flag.FlagSet, args []string, password secret.String) []string {
 	out := make([]string, 0, len(args))
 	hideNext, hideStray := false, false
 	for _, arg := range args {
@@ -369,8 +369,8 @@ func redactArgs(fs *flag.FlagSet, args []string, password string) []string {
 		hideStray = false
 		if hideNext {
 			hideNext = false
-			if !secret.IsVersion(arg) {
-				arg = "xxxxx"
+			if !secret.String(arg).IsVersion() {
+				arg = secret.Mask
 			}
 			out = append(out, arg)
 			continue
@@ -378,14 +378,12 @@ func redactArgs(fs *flag.FlagSet, args []string, password string) []string {
 		name, value, hasValue, ok := splitFlag(arg)
 		switch {
 		case strings.Contains(arg, "-----BEGIN"):
-			arg = "xxxxx"
+			arg = secret.Mask
 			if ok && hasValue {
-				arg = "--" + name + "=xxxxx"
+				arg = "--" + name + "=" + secret.Mask
 			}
 		case ok && isSecretName(name) && hasValue:
-			if value != "" && !secret.IsVersion(value) {
-				arg = arg[:len(arg)-len(valuePart(arg))] + "xxxxx"
-			}
+			arg = arg[:len(arg)-len(valuePart(arg))] + secret.String(value).String()
 			// --clickHousePassword= secret: the flag takes "", and the secret is a stray argument
 			// (one that is not a flag).
 			hideNext, hideStray = value == "", value == ""
@@ -399,14 +397,13 @@ func redactArgs(fs *flag.FlagSet, args []string, password string) []string {
 		// A secret inside a value, as name=value (gcloud's --parameters=clickHousePassword=...).
 		arg = secretPair.ReplaceAllStringFunc(arg, func(pair string) string {
 			name, value, _ := strings.Cut(pair, "=")
-			if value == "" || value == "xxxxx" || secret.IsVersion(value) || !isSecretName(strings.TrimLeft(name, "-")) {
+			shown := secret.String(value).String()
+			if shown == value || !isSecretName(strings.TrimLeft(name, "-")) {
 				return pair
 			}
-			return name + "=xxxxx"
+			return name + "=" + shown
 		})
-		if password != "" {
-			arg = strings.ReplaceAll(arg, password, "xxxxx")
-		}
+		arg = password.Hide(arg)
 		out = append(out, arg)
 	}
 	return out

@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
 // version is the program's version, set at build time by the Makefile
@@ -124,7 +126,7 @@ func flagProblem(err error) string {
 	}
 	value, name, rule := m[1], m[2], m[3]
 	if isSecretName(name) {
-		value = "xxxxx"
+		value = secret.Mask
 	}
 	if strings.HasPrefix(rule, "parse error") { // flag.Bool's own Set
 		rule = "not true or false"

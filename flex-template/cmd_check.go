@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
@@ -130,15 +129,8 @@ func openChecker(ctx context.Context, o pipeline.Options) (*checker, error) {
 	defer conn.Close()
 	c.fromMessage = o.FromMessage()
 	c.table, c.conv, err = parse.CheckWith(ctx, conn, o.ClickHouseDatabase, o.ClickHouseTable, c.fromMessage)
-	var ce *chclient.ConfigError
-	var oe *convert.OptionError
-	switch {
-	case errors.As(err, &ce):
-		return nil, err
-	case errors.As(err, &oe):
-		return nil, oe // it names its parameter
-	case err != nil:
-		return nil, fmt.Errorf("clickHouseTable: %w", err)
+	if err != nil {
+		return nil, pipeline.Labelled(err, "clickHouseTable")
 	}
 	c.cols = c.table.Writable()
 	types := make([]*chtype.Type, len(c.cols))

@@ -20,7 +20,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
@@ -50,11 +49,11 @@ func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
 		return exitUsage
 	}
 	var problems []error
-	if _, _, err := pipeline.SplitTopic(*topic); err != nil {
+	if _, err := psclient.ParseTopic(*topic); err != nil {
 		problems = append(problems, fmt.Errorf("--topic %q: %w", *topic, err))
 	}
 	if *subscription != "" {
-		if _, _, err := pipeline.SplitSubscription(*subscription); err != nil {
+		if _, err := psclient.ParseSubscription(*subscription); err != nil {
 			problems = append(problems, fmt.Errorf("--subscription %q: %w", *subscription, err))
 		} else if !*create {
 			problems = append(problems, fmt.Errorf("--subscription %q: is only for --create (the subscription to create on the topic)", *subscription))
@@ -301,11 +300,11 @@ type topicWriter struct {
 
 // openTopicWriter creates the client of topic's project (it honours PUBSUB_EMULATOR_HOST).
 func openTopicWriter(ctx context.Context, topic string) (*topicWriter, error) {
-	project, _, err := pipeline.SplitTopic(topic)
+	name, err := psclient.ParseTopic(topic)
 	if err != nil {
 		return nil, fmt.Errorf("--topic %q: %w", topic, err)
 	}
-	client, err := psclient.NewClient(ctx, project)
+	client, err := psclient.NewClient(ctx, name.Project)
 	if err != nil {
 		return nil, fmt.Errorf("--topic %s: creating the Pub/Sub client: %w", topic, err)
 	}

@@ -79,7 +79,7 @@ func runReplay(ctx context.Context, cio *cmdIO, args []string) int {
 	if len(rest) > 0 {
 		problems = append(problems, fmt.Errorf("takes no arguments besides the flags, got %q", rest))
 	}
-	if _, _, err := pipeline.SplitTopic(r.topic); err != nil {
+	if _, err := psclient.ParseTopic(r.topic); err != nil {
 		problems = append(problems, fmt.Errorf("--topic %q: %w", r.topic, err))
 	}
 	var err error
@@ -99,7 +99,7 @@ func runReplay(ctx context.Context, cio *cmdIO, args []string) int {
 	case (r.table == "") == (r.subscription == ""):
 		problems = append(problems, errors.New("give one source: --fromTable (the dead-letter table) or --fromSubscription (on the dead-letter topic)"))
 	case r.subscription != "":
-		if _, _, err := pipeline.SplitSubscription(r.subscription); err != nil {
+		if _, err := psclient.ParseSubscription(r.subscription); err != nil {
 			problems = append(problems, fmt.Errorf("--fromSubscription %q: %w", r.subscription, err))
 		}
 		for name, set := range map[string]bool{"--where": r.where != "", "--since": *since != "", "--until": *until != "", "--delete": r.delete} {
@@ -325,8 +325,8 @@ const pullTimeout = 10 * time.Second
 // fromTopic replays the messages of a subscription on the dead-letter topic: pull, publish, then
 // acknowledge, batch by batch, until a pull returns nothing.
 func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
-	project, _, _ := pipeline.SplitSubscription(r.subscription)
-	client, err := psclient.NewClient(ctx, project)
+	name, _ := psclient.ParseSubscription(r.subscription)
+	client, err := psclient.NewClient(ctx, name.Project)
 	if err != nil {
 		return failure(cio, "replay", fmt.Errorf("--fromSubscription %s: creating the Pub/Sub client: %w", r.subscription, err))
 	}

@@ -88,22 +88,19 @@ func newCmdIO(in io.Reader, out, errw io.Writer) *cmdIO {
 	return &cmdIO{In: in, Out: &redactor{w: out}, Err: &redactor{w: errw}}
 }
 
-// hide makes Out and Err write "xxxxx" in place of each of the secrets (the empty string and a
-// Secret Manager secret version's name, which is no secret, are ignored).
-func (c *cmdIO) hide(secrets ...string) {
-	for _, s := range secrets {
-		if s != "" && !secret.IsVersion(s) {
-			c.Out.secrets = append(c.Out.secrets, s)
-			c.Err.secrets = append(c.Err.secrets, s)
-		}
-	}
+// hide makes Out and Err write secret.Mask in place of each of the secrets (secret.String.Hide:
+// the empty string and a Secret Manager secret version's name, which is no secret, hide
+// nothing).
+func (c *cmdIO) hide(secrets ...secret.String) {
+	c.Out.secrets = append(c.Out.secrets, secrets...)
+	c.Err.secrets = append(c.Err.secrets, secrets...)
 }
 
-// redactor is an io.Writer that replaces each secret in what is written by "xxxxx". The commands
-// write whole lines, so a secret is never split across two writes.
+// redactor is an io.Writer that replaces each secret in what is written by secret.Mask. The
+// commands write whole lines, so a secret is never split across two writes.
 type redactor struct {
 	w       io.Writer
-	secrets []string
+	secrets []secret.String
 }
 
 func (r *redactor) Write(p []byte) (int, error) {
@@ -111,8 +108,8 @@ func (r *redactor) Write(p []byte) (int, error) {
 		return r.w.Write(p)
 	}
 	s := string(p)
-	for _, secret := range r.secrets {
-		s = strings.ReplaceAll(s, secret, "xxxxx")
+	for _, sec := range r.secrets {
+		s = sec.Hide(s)
 	}
 	if _, err := io.WriteString(r.w, s); err != nil {
 		return 0, err
@@ -226,7 +223,7 @@ func parseCommand(cio *cmdIO, name string, fs *flag.FlagSet, args []string, o *p
 	positional, err := parseCommandArgs(cio, fs, args)
 	cio.hide(o.ClickHousePassword)
 	if opts, err := o.ClickHouse().Options(); err == nil {
-		cio.hide(opts.Auth.Password) // a password in clickHouseUrl
+		cio.hide(secret.String(opts.Auth.Password)) // a password in clickHouseUrl
 	}
 	switch {
 	case errors.Is(err, errHelp):

@@ -23,7 +23,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx" // the runners, the optimized runtime, the file systems
@@ -31,11 +30,10 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline/localrunner"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/source"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/udf"
 )
 
@@ -92,12 +90,8 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	password := o.ClickHousePassword
-	if secret.IsVersion(password) {
-		password = "" // a secret version's name, which is no secret
-	}
 	slog.Info("pubsub-to-clickhouse", "version", Version())
-	slog.Info("arguments", "args", strings.Join(redactArgs(flag.CommandLine, os.Args[1:], password), " "))
+	slog.Info("arguments", "args", strings.Join(redactArgs(flag.CommandLine, os.Args[1:], o.ClickHousePassword), " "))
 	for _, n := range notes {
 		slog.Info("argument of another SDK's form", "flag", n.Flag, "done", n.What)
 	}
@@ -110,7 +104,8 @@ func main() {
 }
 
 func run(ctx context.Context, o pipeline.Options) error {
-	if err := o.Validate(); err != nil {
+	checked, err := o.Check() // the one validation of the launch: Build takes its result
+	if err != nil {
 		return badArgs(fmt.Errorf("invalid template parameters:\n%w", err))
 	}
 	l, err := launchFromFlags(ctx)
@@ -199,7 +194,7 @@ func run(ctx context.Context, o pipeline.Options) error {
 	}
 
 	p, s := beam.NewPipelineWithRoot()
-	pipeline.Build(s, o, src)
+	pipeline.Build(s, checked, src)
 	res, err := beam.Run(ctx, l.runner, p)
 	if err != nil {
 		return err
@@ -224,33 +219,22 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 		slog.Info("javascript UDF checked", "path", cfg.Path, "function", cfg.Function, "global functions", strings.Join(r.Functions, ", "),
 			"on an empty payload it", r.EmptyPayload)
 	}
-	if err := source.CheckSubscription(ctx, o.InputSubscription); err != nil {
-		return err
+	if err := psclient.Check(ctx, o.Subscription()); err != nil {
+		return pipeline.Labelled(err, "")
 	}
 	// The password and the TLS material are read once, as each worker's Setup reads them.
 	ch, err := o.ClickHouse().Resolve(ctx)
 	if err != nil {
-		return err // a *chclient.ConfigError, naming its parameter
+		return pipeline.Labelled(err, "")
 	}
 	conn, err := ch.Open(ctx)
 	if err != nil {
-		return err
+		return pipeline.Labelled(err, "")
 	}
 	defer conn.Close()
 	t, conv, err := parse.CheckWith(ctx, conn, o.ClickHouseDatabase, o.ClickHouseTable, o.FromMessage())
-	var ce *chclient.ConfigError
-	var oe *convert.OptionError
-	var ex *clickhouse.Exception
-	switch {
-	case errors.As(err, &ce):
-		return err // it names its parameter
-	case errors.As(err, &oe):
-		return oe // it names its parameter (metadataColumns, unknownFieldsColumn)
-	case errors.As(err, &ex) && ex.Code == 115: // UNKNOWN_SETTING, on the first query
-		return fmt.Errorf("clickHouseUrl: the server has no setting of that name: an option of the URL that is not one of clickhouse-go's "+
-			"is sent to the server as a setting; check its spelling (%w)", err)
-	case err != nil:
-		return fmt.Errorf("clickHouseTable: %w", err)
+	if err != nil {
+		return pipeline.Labelled(err, "clickHouseTable")
 	}
 	slog.Info("table checked", "table", o.ClickHouseDatabase+"."+o.ClickHouseTable, "writable columns", len(t.Writable()), "server time zone", t.ServerTimeZone)
 	columns, sources := conv.Injected()
@@ -271,16 +255,13 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 	slog.Info("insert settings", "sent", fmt.Sprint(send), "left out (unknown to the server)", strings.Join(leftOut, ", "))
 	if o.ClickHouseDeadLetterTable != "" {
 		if err := deadletter.CheckTable(ctx, conn, o.ClickHouseDatabase, o.ClickHouseDeadLetterTable); err != nil {
-			return err
+			return pipeline.Labelled(err, "clickHouseDeadLetterTable")
 		}
 	}
-	if o.DeadLetterTopic != "" {
-		client, publisher, err := deadletter.OpenTopic(ctx, o.DeadLetterTopic)
-		if err != nil {
-			return err
+	if topic, ok := o.Topic(); ok {
+		if err := psclient.Check(ctx, topic); err != nil {
+			return pipeline.Labelled(err, "")
 		}
-		publisher.Stop()
-		client.Close()
 	}
 	return nil
 }

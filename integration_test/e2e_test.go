@@ -60,7 +60,7 @@ func newE2EOn(t *testing.T, srv *chtest.Server, ddl string) *e2e {
 func (e *e2e) run(t *testing.T) beam.PipelineResult {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
-	pipeline.Build(s, e.opts, pipeline.LocalSource)
+	pipeline.Build(s, pipeline.MustCheck(e.opts), pipeline.LocalSource)
 	start := time.Now()
 	// A pipeline that never stops fails its own test rather than the whole package's timeout.
 	res := startPipeline(p).wait(t, 5*time.Minute)

@@ -90,7 +90,7 @@ func TestLateDataFixedWindows(t *testing.T) {
 			}
 			p, s := beam.NewPipelineWithRoot()
 			raw := beam.ParDo(s, toPubsubMessage, teststream.Create(s, cfg))
-			pipeline.BuildFrom(s, o, pipeline.DataflowSource, tc.convert(s, raw))
+			pipeline.BuildFrom(s, pipeline.MustCheck(o), pipeline.DataflowSource, tc.convert(s, raw))
 			if err := ptest.Run(p); err != nil {
 				t.Fatalf("pipeline: %v", err)
 			}

@@ -25,7 +25,7 @@ type running struct {
 func (e *e2e) start(t *testing.T) *running {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
-	pipeline.Build(s, e.opts, pipeline.LocalSource)
+	pipeline.Build(s, pipeline.MustCheck(e.opts), pipeline.LocalSource)
 	return startPipeline(p)
 }
 

@@ -185,7 +185,7 @@ func TestServerRefusesTheTable(t *testing.T) {
 	}
 	ids := e.ps.Publish(t, e.topic, msgs...)
 	p, s := beam.NewPipelineWithRoot()
-	pipeline.Build(s, e.opts, pipeline.LocalSource)
+	pipeline.Build(s, pipeline.MustCheck(e.opts), pipeline.LocalSource)
 	// The failed bundle's error is also in the log: prism (Beam 2.77.0) sometimes ends the job
 	// with an error of its own ("nothing in progress and no refreshes ...") in a race with the
 	// failed bundle's, which it then only logs ("Bundle Failed.").

@@ -212,7 +212,7 @@ func TestUDFReload(t *testing.T) {
 			p, s := beam.NewPipelineWithRoot()
 			msgs := source.Read(s, source.Config{Subscription: e.opts.InputSubscription, StopAfterIdle: 6 * time.Second})
 			msgs, _, _ = udf.Transform(s, udf.Config{Path: path, Function: "version", Reload: reload}, msgs)
-			pipeline.BuildFrom(s, e.opts, pipeline.LocalSource, msgs)
+			pipeline.BuildFrom(s, pipeline.MustCheck(e.opts), pipeline.LocalSource, msgs)
 			r := startPipeline(p)
 
 			e.watch(t, 100, 30*time.Second)

@@ -128,21 +128,55 @@ func maxNumWorkers() int {
 	return n
 }
 
-// Build wires the pipeline on s, in data-flow order: source, the JavaScript UDF when o has one,
-// parse, window and batch, write, and the dead letters (messages the UDF failed on, messages
-// parse could not convert, rows the server rejected) to their destinations, batched the same
-// way. It does no I/O; o must be valid (Options.Validate), else
-// Build panics.
-func Build(s beam.Scope, o Options, src Source) {
+// Checked is template parameters that [Options.Validate] accepted: what Build and BuildFrom
+// take, so that a launch validates its parameters once. Its zero value is not checked: Build
+// panics on it.
+type Checked struct {
+	o  Options
+	ok bool
+}
+
+// Check validates o ([Options.Validate]): the Checked o, or the problems Validate found.
+func (o Options) Check() (Checked, error) {
 	if err := o.Validate(); err != nil {
-		panic(fmt.Sprintf("pipeline.Build: invalid options: %v", err))
+		return Checked{}, err
 	}
+	return Checked{o: o, ok: true}, nil
+}
+
+// MustCheck is [Options.Check] for options known to be valid (tests, examples): it panics on
+// invalid options, at construction, as Beam's transforms do.
+func MustCheck(o Options) Checked {
+	c, err := o.Check()
+	if err != nil {
+		panic(fmt.Sprintf("pipeline: invalid options: %v", err))
+	}
+	return c
+}
+
+// Options returns the checked options.
+func (c Checked) Options() Options { return c.o }
+
+// options returns the checked options; it panics when c is not checked (the zero Checked).
+func (c Checked) options(caller string) Options {
+	if !c.ok {
+		panic("pipeline." + caller + ": the options are not checked: give Options.Check's result")
+	}
+	return c.o
+}
+
+// Build wires the pipeline on s, in data-flow order: source, the JavaScript UDF when the options
+// have one, parse, window and batch, write, and the dead letters (messages the UDF failed on,
+// messages parse could not convert, rows the server rejected) to their destinations, batched the
+// same way. It does no I/O. It panics on a Checked that Options.Check did not return.
+func Build(s beam.Scope, c Checked, src Source) {
+	o := c.options("Build")
 	mode := o.Mode()
 	if src == DataflowSource {
-		BuildFrom(s, o, src, source.ReadDataflow(s, source.Config{Subscription: o.InputSubscription}))
+		BuildFrom(s, c, src, source.ReadDataflow(s, source.Config{Subscription: o.InputSubscription}))
 		return
 	}
-	BuildFrom(s, o, src, source.Read(s, source.Config{
+	BuildFrom(s, c, src, source.Read(s, source.Config{
 		Subscription:  o.InputSubscription,
 		StopAfterIdle: time.Duration(o.StopAfterIdle.Value) * time.Second,
 		// In count mode a last partial batch is inserted only when the input ends, so the
@@ -158,11 +192,9 @@ func Build(s beam.Scope, o Options, src Source) {
 // and with LocalSource the acknowledging stage, which acknowledges each message on
 // o.InputSubscription once its row or dead letter is stored, or once the UDF dropped it; with
 // DataflowSource nothing is acknowledged (the service does). Build calls it; tests call it on a
-// source of their own. It panics if o is invalid.
-func BuildFrom(s beam.Scope, o Options, src Source, msgs beam.PCollection) {
-	if err := o.Validate(); err != nil {
-		panic(fmt.Sprintf("pipeline.BuildFrom: invalid options: %v", err))
-	}
+// source of their own. It panics on a Checked that Options.Check did not return.
+func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
+	o := c.options("BuildFrom")
 	mode := o.Mode()
 	shards := o.Shards(src, maxNumWorkers())
 

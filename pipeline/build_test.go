@@ -1,6 +1,9 @@
 package pipeline
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -26,7 +29,7 @@ func TestBuildEveryMode(t *testing.T) {
 						}
 					}()
 					p, s := beam.NewPipelineWithRoot()
-					Build(s, o, src)
+					Build(s, MustCheck(o), src)
 					if _, _, err := p.Build(); err != nil {
 						t.Errorf("source %v, mode %v, dead letters and UDF %+v: %v", src, o.Mode(), dl, err)
 					}
@@ -49,4 +52,27 @@ func graphOptions(table, topic, udf string, window, rows OptionalInt) Options {
 		o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName = udf, "transform"
 	}
 	return o
+}
+
+// Build takes only options that Check accepted: the zero Checked panics, and Check refuses
+// invalid options with Validate's problems.
+func TestBuildTakesCheckedOptions(t *testing.T) {
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "not checked") {
+				t.Errorf("Build of the zero Checked: recovered %v, want a panic saying the options are not checked", r)
+			}
+		}()
+		_, s := beam.NewPipelineWithRoot()
+		Build(s, Checked{}, LocalSource)
+	}()
+	o := graphOptions("dead_letters", "", "", OptionalInt{}, OptionalInt{})
+	if c, err := o.Check(); err != nil || c.Options().ClickHouseTable != o.ClickHouseTable {
+		t.Errorf("Check of valid options = %+v, %v", c.Options(), err)
+	}
+	o.InputSubscription = "my-sub"
+	var pe *ParamError
+	if _, err := o.Check(); !errors.As(err, &pe) || pe.Param != "inputSubscription" {
+		t.Errorf("Check of an invalid subscription = %v, want the ParamError of inputSubscription", err)
+	}
 }

@@ -57,7 +57,7 @@ func registerFlag(fs *flag.FlagSet, p parameter, o *Options) {
 	case kindString, kindRef:
 		fs.StringVar(f.(*string), p.name, *f.(*string), p.usage)
 	case kindSecret:
-		fs.Var((*secretFlag)(f.(*string)), p.name, p.usage)
+		fs.Var((*secretFlag)(f.(*secret.String)), p.name, p.usage)
 	case kindURL:
 		fs.Var((*urlFlag)(f.(*string)), p.name, p.usage)
 	case kindInt:
@@ -196,21 +196,17 @@ func (f *boolFlag) Get() any { return *f.p }
 // IsBoolFlag tells the flag package that a bare --name means --name=true.
 func (f *boolFlag) IsBoolFlag() bool { return true }
 
-// secretFlag is the flag.Value of clickHousePassword: it stores the string as
-// given and prints "xxxxx" instead of a non-empty password (a Secret Manager
-// secret version's name prints as it is).
-type secretFlag string
+// secretFlag is the flag.Value of clickHousePassword: it stores the string as given and prints
+// it as secret.String does (the mask instead of a password; a secret version's name as it is).
+type secretFlag secret.String
 
 func (s *secretFlag) Set(v string) error { *s = secretFlag(v); return nil }
 
 func (s *secretFlag) String() string {
-	if s == nil || *s == "" {
+	if s == nil {
 		return ""
 	}
-	if secret.IsVersion(string(*s)) {
-		return string(*s)
-	}
-	return redacted
+	return secret.String(*s).String()
 }
 
 // urlFlag is the flag.Value of clickHouseUrl: it stores the URL as given and

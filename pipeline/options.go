@@ -15,6 +15,8 @@
 // list (internal/gen).
 package pipeline
 
+import "github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
+
 // Options are the template parameters: each field is the flag of the name in its comment, whose
 // meaning, default and rule are the parameter table's (params_endpoints.go and
 // params_processing.go; docs/parameters.md is written from it). [Defaults] gives the defaults
@@ -29,19 +31,19 @@ package pipeline
 // every fmt verb (Options implements [fmt.Formatter]) show "xxxxx" instead,
 // and hide the password in the userinfo and query of clickHouseUrl too.
 type Options struct {
-	InputSubscription           string // inputSubscription; see [SplitSubscription]
-	ClickHouseURL               string // clickHouseUrl; printed with its passwords hidden ([Options.RedactedURL])
-	ClickHouseDatabase          string // clickHouseDatabase
-	ClickHouseTable             string // clickHouseTable
-	ClickHouseUsername          string // clickHouseUsername
-	ClickHousePassword          string // clickHousePassword: a password or a secret version's name (package secret); a password is never printed
-	ClickHouseCaCertificate     string // clickHouseCaCertificate
-	ClickHouseClientCertificate string // clickHouseClientCertificate
-	ClickHouseClientKey         string // clickHouseClientKey
-	ClickHouseCompression       string // clickHouseCompression
+	InputSubscription           string        // inputSubscription; see [psclient.ParseSubscription]
+	ClickHouseURL               string        // clickHouseUrl; printed with its passwords hidden ([Options.RedactedURL])
+	ClickHouseDatabase          string        // clickHouseDatabase
+	ClickHouseTable             string        // clickHouseTable
+	ClickHouseUsername          string        // clickHouseUsername
+	ClickHousePassword          secret.String // clickHousePassword: a password or a secret version's name (package secret); a password never prints itself
+	ClickHouseCaCertificate     string        // clickHouseCaCertificate
+	ClickHouseClientCertificate string        // clickHouseClientCertificate
+	ClickHouseClientKey         string        // clickHouseClientKey
+	ClickHouseCompression       string        // clickHouseCompression
 
 	ClickHouseDeadLetterTable string // clickHouseDeadLetterTable
-	DeadLetterTopic           string // deadLetterTopic; see [SplitTopic]
+	DeadLetterTopic           string // deadLetterTopic; see [psclient.ParseTopic]
 
 	WindowSeconds             OptionalInt // windowSeconds
 	BatchRowCount             OptionalInt // batchRowCount

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -792,37 +793,6 @@ func TestParamErrorCutsLongValues(t *testing.T) {
 	}
 }
 
-func TestSplitSubscriptionAndTopic(t *testing.T) {
-	tests := []struct {
-		split       func(string) (string, string, error)
-		in          string
-		project, id string
-		err         string // part of the error; "" for none
-	}{
-		{SplitSubscription, "projects/my-project/subscriptions/events", "my-project", "events", ""},
-		{SplitSubscription, "projects/example.com:my-project/subscriptions/a.b~c+d%e_f-g", "example.com:my-project", "a.b~c+d%e_f-g", ""},
-		{SplitSubscription, "projects/my-project/topics/events", "", "", "not of a subscription"},
-		{SplitSubscription, "projects/my-project/subscriptions/goog", "", "", `must not start with "goog"`},
-		{SplitSubscription, "", "", "", "must have the form projects/<project>/subscriptions/<name>"},
-		{SplitTopic, "projects/my-project/topics/dead", "my-project", "dead", ""},
-		{SplitTopic, "projects/my-project/subscriptions/dead", "", "", "not of a topic"},
-		{SplitTopic, "projects/my-project/topics/d", "", "", "must be 3 to 255 characters"},
-		{SplitTopic, "topics/dead", "", "", "must have the form projects/<project>/topics/<name>"},
-	}
-	for _, tt := range tests {
-		project, id, err := tt.split(tt.in)
-		if tt.err == "" {
-			if err != nil || project != tt.project || id != tt.id {
-				t.Errorf("split(%q) = %q, %q, %v; want %q, %q, nil", tt.in, project, id, err, tt.project, tt.id)
-			}
-			continue
-		}
-		if err == nil || !strings.Contains(err.Error(), tt.err) || project != "" || id != "" {
-			t.Errorf("split(%q) = %q, %q, %v; want an error containing %q", tt.in, project, id, err, tt.err)
-		}
-	}
-}
-
 func TestRedactedURL(t *testing.T) {
 	tests := []struct {
 		url, password, want string
@@ -850,7 +820,7 @@ func TestRedactedURL(t *testing.T) {
 		{"http://h:8123/?q=a@b", "", "http://h:xxxxx@b"},
 	}
 	for _, tt := range tests {
-		o := Options{ClickHouseURL: tt.url, ClickHousePassword: tt.password}
+		o := Options{ClickHouseURL: tt.url, ClickHousePassword: secret.String(tt.password)}
 		if got := o.RedactedURL(); got != tt.want {
 			t.Errorf("RedactedURL(%q) = %q, want %q", tt.url, got, tt.want)
 		}

@@ -12,7 +12,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
 // kind is the kind of a parameter's value: the type of its field in Options, and how its flag
@@ -21,7 +22,7 @@ type kind int
 
 const (
 	kindString      kind = iota // a string, as given
-	kindSecret                  // a string printed as "xxxxx" when not empty: the ClickHouse password
+	kindSecret                  // a secret.String, which prints itself masked: the ClickHouse password
 	kindURL                     // a string printed with its passwords hidden: clickHouseUrl
 	kindRef                     // a string naming a file, a gs:// object or a Secret Manager secret version; PEM text in its place is printed as "xxxxx"
 	kindInt                     // an int with a default; an empty value gives the default
@@ -74,7 +75,12 @@ type parameter struct {
 var parameters = slices.Concat(endpointParameters, processingParameters)
 
 // str returns the value of a string parameter in o.
-func (p parameter) str(o Options) string { return *p.field(&o).(*string) }
+func (p parameter) str(o Options) string {
+	if s, ok := p.field(&o).(*secret.String); ok {
+		return s.Reveal()
+	}
+	return *p.field(&o).(*string)
+}
 
 // number returns the value of an integer parameter in o: the int, or the OptionalInt's Value.
 func (p parameter) number(o Options) int {
@@ -93,18 +99,11 @@ func (p parameter) shown(o Options) string {
 	case kindBool:
 		return strconv.FormatBool(*p.field(&o).(*bool))
 	case kindRef:
-		return refShown(p.str(o))
+		return secret.ShownRef(p.str(o))
+	case kindSecret:
+		return p.field(&o).(*secret.String).String()
 	}
 	return p.str(o)
-}
-
-// refShown shows a kindRef value: as it is, or "xxxxx" for PEM text (a key, perhaps) given in
-// place of a name.
-func refShown(v string) string {
-	if strings.Contains(v, "-----BEGIN") {
-		return redacted
-	}
-	return v
 }
 
 // Parameter describes one flag of [RegisterFlags] as the Flex Template metadata (metadata.json)

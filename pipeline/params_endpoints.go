@@ -5,6 +5,7 @@ package pipeline
 
 import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
@@ -15,12 +16,12 @@ var endpointParameters = []parameter{
 		name: "inputSubscription", group: "Source", need: required, kind: kindString,
 		field: func(o *Options) any { return &o.InputSubscription },
 		usage: "Pub/Sub `subscription` to read JSON messages from, as projects/<project>/subscriptions/<name>. Required.",
-		rule:  pubsubName(SplitSubscription),
+		rule:  pubsubName(psclient.ParseSubscription),
 		label: "Pub/Sub input subscription",
 		help: "Pub/Sub subscription to read JSON messages from, in the form projects/<project>/subscriptions/<name>. Each message must hold one JSON " +
 			"object whose field names are the target table's column names. For example, projects/my-project/subscriptions/events-sub.",
 		typ:   "PUBSUB_SUBSCRIPTION",
-		regex: `^projects/([1-9][0-9]{0,18}|([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+:)?[a-z][-a-z0-9]{4,28}[a-z0-9])/subscriptions/[a-zA-Z][-a-zA-Z0-9_.~+%]{2,254}$`,
+		regex: `^projects/([1-9][0-9]{0,18}|([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+:)?[a-z][-a-z0-9]{4,28}[a-z0-9])/subscriptions/([a-fh-zA-Z][-a-zA-Z0-9_.~+%]{2,254}|g([-a-np-zA-Z0-9_.~+%][-a-zA-Z0-9_.~+%]{1,253}|o([-a-np-zA-Z0-9_.~+%][-a-zA-Z0-9_.~+%]{0,252}|o([-a-fh-zA-Z0-9_.~+%][-a-zA-Z0-9_.~+%]{0,251})?)))$`,
 		doc: "Pub/Sub subscription to read from, `projects/<project>/subscriptions/<name>`, for example " +
 			"`projects/my-project/subscriptions/events-sub`. Each message must hold one JSON object whose field names are the table's column names " +
 			"([conversion.md](conversion.md)). The project ID follows Google Cloud's rules (6 to 30 lowercase letters, digits and hyphens, or " +

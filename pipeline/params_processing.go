@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
 // processingParameters are the parameters after the ClickHouse connection's, in the order of the
@@ -33,13 +34,13 @@ var processingParameters = []parameter{
 		field: func(o *Options) any { return &o.DeadLetterTopic },
 		usage: "Pub/Sub `topic` for messages that cannot be inserted, as projects/<project>/topics/<name>. " +
 			"Optional, unset by default; set it, clickHouseDeadLetterTable, or both.",
-		rule:  notBlank("a topic", pubsubName(SplitTopic)),
+		rule:  notBlank("a topic", pubsubName(psclient.ParseTopic)),
 		label: "Pub/Sub dead-letter topic",
 		help: "Pub/Sub topic for the messages that cannot be inserted, in the form projects/<project>/topics/<name>. Each is published with the " +
 			"original message bytes as its data, the original attributes and ordering key, and the attributes errorMessage and failedAt. Set this, " +
 			"clickHouseDeadLetterTable, or both. Unset by default. For example, projects/my-project/topics/events-dead-letter.",
 		typ:   "PUBSUB_TOPIC",
-		regex: `^(projects/([1-9][0-9]{0,18}|([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+:)?[a-z][-a-z0-9]{4,28}[a-z0-9])/topics/[a-zA-Z][-a-zA-Z0-9_.~+%]{2,254})?$`,
+		regex: `^(projects/([1-9][0-9]{0,18}|([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+:)?[a-z][-a-z0-9]{4,28}[a-z0-9])/topics/([a-fh-zA-Z][-a-zA-Z0-9_.~+%]{2,254}|g([-a-np-zA-Z0-9_.~+%][-a-zA-Z0-9_.~+%]{1,253}|o([-a-np-zA-Z0-9_.~+%][-a-zA-Z0-9_.~+%]{0,252}|o([-a-fh-zA-Z0-9_.~+%][-a-zA-Z0-9_.~+%]{0,251})?))))?$`,
 		doc: "Pub/Sub topic for dead letters, `projects/<project>/topics/<name>`. Each dead letter is published with the original message bytes as " +
 			"data, the original attributes and ordering key ([delivery.md](delivery.md#ordering-keys-in-the-dead-letter-topic)), and the attributes " +
 			"`errorMessage` and `failedAt`. Checked at launch and by each worker (it must exist).",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
@@ -71,11 +72,11 @@ func plainName(dot string) func(parameter, Options) string {
 	}
 }
 
-// pubsubName is the rule of a Pub/Sub resource name that split (SplitSubscription, SplitTopic)
-// checks.
-func pubsubName(split func(string) (project, id string, err error)) func(parameter, Options) string {
+// pubsubName is the rule of a Pub/Sub resource name that parse (psclient.ParseSubscription,
+// psclient.ParseTopic) checks.
+func pubsubName(parse func(string) (psclient.Name, error)) func(parameter, Options) string {
 	return func(p parameter, o Options) string {
-		if _, _, err := split(p.str(o)); err != nil {
+		if _, err := parse(p.str(o)); err != nil {
 			return err.Error()
 		}
 		return ""

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
 // TestParameterTable holds the parameter table to Options and to itself: one entry per field of
@@ -19,7 +21,7 @@ func TestParameterTable(t *testing.T) {
 	}
 	wantType := map[kind]reflect.Type{
 		kindString:      reflect.TypeFor[*string](),
-		kindSecret:      reflect.TypeFor[*string](),
+		kindSecret:      reflect.TypeFor[*secret.String](),
 		kindURL:         reflect.TypeFor[*string](),
 		kindRef:         reflect.TypeFor[*string](),
 		kindInt:         reflect.TypeFor[*int](),

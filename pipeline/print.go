@@ -13,9 +13,6 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
-// redacted replaces a password wherever one would be shown.
-const redacted = "xxxxx"
-
 // String returns all parameters on one line, as flag=value in flag order,
 // for start-up logging: strings quoted, unset optional integers as "unset".
 // The password shows as "xxxxx" when non-empty (and as "" when empty, the
@@ -31,8 +28,10 @@ func (o Options) String() string {
 		}
 		b.WriteString(p.name + "=")
 		switch f := p.field(&r); p.kind {
-		case kindString, kindSecret, kindURL, kindRef:
+		case kindString, kindURL, kindRef:
 			b.WriteString(strconv.Quote(*f.(*string)))
+		case kindSecret:
+			b.WriteString(strconv.Quote(f.(*secret.String).String()))
 		case kindOptionalInt:
 			b.WriteString(f.(*OptionalInt).show())
 		case kindInt:
@@ -72,28 +71,16 @@ func (o Options) redact() Options {
 	for _, p := range parameters {
 		switch s := p.field(&r).(type) {
 		case *string:
-			switch p.kind {
-			case kindSecret:
-				if *s != "" && !secret.IsVersion(*s) {
-					*s = redacted
-				}
-			case kindRef:
-				*s = refShown(*s)
-			default:
-				*s = hide(chclient.RedactURL(*s), o.textPassword())
+			if p.kind == kindRef {
+				*s = secret.ShownRef(*s)
+			} else {
+				*s = o.ClickHousePassword.Hide(chclient.RedactURL(*s))
 			}
+		case *secret.String:
+			*s = secret.String(s.String()) // a secret version's name, or the mask
 		}
 	}
 	return r
-}
-
-// textPassword returns clickHousePassword when it is the password itself, "" when it is empty
-// or names a Secret Manager secret version (which is no secret).
-func (o Options) textPassword() string {
-	if secret.IsVersion(o.ClickHousePassword) {
-		return ""
-	}
-	return o.ClickHousePassword
 }
 
 // RedactedURL returns clickHouseUrl with its passwords replaced by "xxxxx":
@@ -105,13 +92,5 @@ func (o Options) textPassword() string {
 // example, everything from the first ":" after the scheme up to an "@" found
 // later in the path).
 func (o Options) RedactedURL() string {
-	return hide(chclient.RedactURL(o.ClickHouseURL), o.textPassword())
-}
-
-// hide replaces each occurrence of a non-empty password in s by "xxxxx".
-func hide(s, password string) string {
-	if password == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, password, redacted)
+	return o.ClickHousePassword.Hide(chclient.RedactURL(o.ClickHouseURL))
 }

@@ -73,7 +73,7 @@ func TestStepNamesForUpdate(t *testing.T) {
 func dataflowModel(t *testing.T, o Options) map[string]*pipepb.PTransform {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
-	Build(s, o, DataflowSource)
+	Build(s, MustCheck(o), DataflowSource)
 	edges, _, err := p.Build()
 	if err != nil {
 		t.Fatal(err)

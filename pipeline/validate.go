@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
 // maxShownValue is how many characters of an offending value a [ParamError]
@@ -67,7 +68,7 @@ func (o Options) Validate() error {
 // validate applies the rules of the parameters that in accepts and the rules across parameters
 // that are all in it.
 func (o Options) validate(in func(name string) bool) error {
-	c := paramChecks{password: o.textPassword()}
+	c := paramChecks{password: o.ClickHousePassword}
 	for _, p := range parameters {
 		if in(p.name) {
 			c.check(p, o)
@@ -105,7 +106,7 @@ func paramIndex(name string) int {
 // paramChecks collects the problems for Validate, with the password hidden from
 // their text.
 type paramChecks struct {
-	password string
+	password secret.String
 	errs     []error
 }
 
@@ -115,8 +116,8 @@ type paramChecks struct {
 func (c *paramChecks) fail(param, value, rule string) {
 	c.errs = append(c.errs, &ParamError{
 		Param: param,
-		Value: hide(chclient.RedactURL(value), c.password),
-		Rule:  hide(rule, c.password),
+		Value: c.password.Hide(chclient.RedactURL(value)),
+		Rule:  c.password.Hide(rule),
 	})
 }
 

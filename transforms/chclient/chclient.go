@@ -41,8 +41,9 @@ type Config struct {
 	Username string // clickHouseUsername
 	// Password is clickHousePassword: the name of the Secret Manager secret version that holds
 	// the password (projects/<p>/secrets/<s>/versions/<v|latest>, read by Resolve), or the
-	// password itself, which then travels with the DoFns; never printed.
-	Password string
+	// password itself, which then travels with the DoFns (as JSON, see secret.String); never
+	// printed.
+	Password secret.String
 	// CACertificate is clickHouseCaCertificate: where the PEM certificates of the authorities
 	// that may sign the server's certificate are, a file path, a gs:// object or a Secret
 	// Manager secret version (see package secret); "" verifies against the system's roots.
@@ -62,35 +63,25 @@ type Config struct {
 // version's name shows as it is).
 func (c Config) String() string {
 	return fmt.Sprintf("{URL:%s Database:%s Username:%s Password:%s CACertificate:%s ClientCertificate:%s ClientKey:%s Compression:%s}",
-		RedactURL(c.URL), c.Database, c.Username, redacted(c.Password), refShown(c.CACertificate), refShown(c.ClientCertificate), refShown(c.ClientKey), c.Compression)
+		RedactURL(c.URL), c.Database, c.Username, quotedIfEmpty(c.Password.String()), secret.ShownRef(c.CACertificate), secret.ShownRef(c.ClientCertificate), secret.ShownRef(c.ClientKey), c.Compression)
 }
 
 // GoString is String, so that %#v cannot print the password either.
 func (c Config) GoString() string { return "chclient.Config" + c.String() }
 
-func redacted(s string) string {
-	switch {
-	case s == "":
+// quotedIfEmpty shows the empty string as "".
+func quotedIfEmpty(s string) string {
+	if s == "" {
 		return `""`
-	case secret.IsVersion(s):
-		return s
 	}
-	return mask
-}
-
-// refShown shows the name of a certificate or key, or "xxxxx" for PEM text given in its place.
-func refShown(ref string) string {
-	if strings.Contains(ref, "-----BEGIN") {
-		return mask
-	}
-	return ref
+	return s
 }
 
 // PasswordAsText reports whether the password is in c itself, and so in the DoFns and the job
 // graph: clickHousePassword given as text rather than as a Secret Manager secret version, or a
 // password in clickHouseUrl.
 func (c Config) PasswordAsText() bool {
-	if c.Password != "" && !secret.IsVersion(c.Password) {
+	if c.Password.Text() != "" {
 		return true
 	}
 	o, err := parseURL(Config{URL: c.URL})
@@ -134,8 +125,8 @@ func (c Config) Resolve(ctx context.Context) (*Resolved, error) {
 		return nil, err
 	}
 	r := &Resolved{cfg: c}
-	if secret.IsVersion(c.Password) {
-		b, err := secret.Access(ctx, c.Password)
+	if c.Password.IsVersion() {
+		b, err := secret.Access(ctx, c.Password.Reveal())
 		if err != nil {
 			return nil, readError("clickHousePassword", err)
 		}

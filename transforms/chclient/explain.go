@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
 // ConfigError is a connection failure explained in one sentence that names the template
@@ -85,7 +86,7 @@ func explainTLS(err error, c Config, url, scheme string, askedForCert bool) erro
 		if c.CACertificate == "" {
 			return &ConfigError{"clickHouseCaCertificate", fmt.Sprintf("the certificate of the server at %s is not signed by an authority this machine trusts (clickHouseCaCertificate is unset, so the system's roots): give the certificate of the authority that signed it in clickHouseCaCertificate", url), err}
 		}
-		return &ConfigError{"clickHouseCaCertificate", fmt.Sprintf("the certificate of the server at %s is not signed by the authority of clickHouseCaCertificate %s: give the certificate of the authority that signed the server's", url, refShown(c.CACertificate)), err}
+		return &ConfigError{"clickHouseCaCertificate", fmt.Sprintf("the certificate of the server at %s is not signed by the authority of clickHouseCaCertificate %s: give the certificate of the authority that signed the server's", url, secret.ShownRef(c.CACertificate)), err}
 	case errors.As(err, &host):
 		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the certificate of the server at %s is not valid for the host %q (%s): give a host name the certificate holds in clickHouseUrl, or that name as tls_server_name=<name>", url, host.Host, certNames(host.Certificate)), err}
 	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
@@ -100,7 +101,7 @@ func explainTLS(err error, c Config, url, scheme string, askedForCert bool) erro
 		// The alert can be lost: under TLS 1.3 the client writes its first message before the
 		// server has checked the certificate, and the write then meets the closed connection.
 		c.ClientCertificate != "" && closed:
-		return &ConfigError{"clickHouseClientCertificate", fmt.Sprintf("the server at %s refused the client certificate %s: give one signed by an authority that the server trusts (its openSSL.server.caConfig)", url, refShown(c.ClientCertificate)), err}
+		return &ConfigError{"clickHouseClientCertificate", fmt.Sprintf("the server at %s refused the client certificate %s: give one signed by an authority that the server trusts (its openSSL.server.caConfig)", url, secret.ShownRef(c.ClientCertificate)), err}
 	}
 	return nil
 }

@@ -38,9 +38,6 @@ import (
 //     (the server refuses an unknown one at the first query, so a misspelt option stops the
 //     start-up).
 
-// mask replaces a password wherever one would be shown.
-const mask = "xxxxx"
-
 // acceptedURLForms lists the clickHouseUrl forms, for error messages.
 const acceptedURLForms = "use http://host:8123, https://host:8443 (ClickHouse Cloud) or clickhouse://host:9000 (native protocol)"
 
@@ -50,7 +47,7 @@ var defaultPorts = map[string]string{"http": "8123", "https": "8443", "clickhous
 // URLRule returns the rule that clickHouseUrl raw breaks, or "" when it is valid: its syntax
 // (scheme, hosts, ports) and its options (see the file comment), against the other connection
 // parameters. The text quotes no part of the URL that could hold a password.
-func URLRule(raw, username, password, database string) string {
+func URLRule(raw, username string, password secret.String, database string) string {
 	if rule := syntaxRule(raw); rule != "" {
 		return rule
 	}
@@ -97,16 +94,16 @@ func parseURL(c Config) (*clickhouse.Options, error) {
 	}
 	o, err := clickhouse.ParseDSN(dsn)
 	if err != nil {
-		return nil, urlRefused("%s", hidePassword(strings.TrimPrefix(err.Error(), "clickhouse [dsn parse]: "), c.Password))
+		return nil, urlRefused("%s", c.Password.Hide(strings.TrimPrefix(err.Error(), "clickhouse [dsn parse]: ")))
 	}
 	// Credentials and database: from the parameters, or from the URL when they agree.
-	fromSecret := secret.IsVersion(c.Password)
+	fromSecret := c.Password.IsVersion()
 	switch {
 	case o.Auth.Username != "" && c.Username != "" && o.Auth.Username != c.Username:
 		return nil, urlRefused("names the user %q, but clickHouseUsername is %q: give the user once, in clickHouseUsername", o.Auth.Username, c.Username)
 	case o.Auth.Password != "" && fromSecret:
 		return nil, urlRefused("holds a password, which the job graph would carry: clickHousePassword names a Secret Manager secret version, which keeps the password out of it; remove the password from the URL")
-	case o.Auth.Password != "" && c.Password != "" && o.Auth.Password != c.Password:
+	case o.Auth.Password != "" && c.Password != "" && o.Auth.Password != c.Password.Reveal():
 		return nil, urlRefused("holds a password that differs from clickHousePassword: give the password once, in clickHousePassword")
 	case o.Auth.Database != "" && c.Database != "" && o.Auth.Database != c.Database:
 		return nil, urlRefused("names the database %q, but clickHouseDatabase is %q: give the database once, in clickHouseDatabase", o.Auth.Database, c.Database)
@@ -114,8 +111,8 @@ func parseURL(c Config) (*clickhouse.Options, error) {
 	if c.Username != "" {
 		o.Auth.Username = c.Username
 	}
-	if c.Password != "" && !fromSecret {
-		o.Auth.Password = c.Password // a secret version's password is read by Resolve
+	if p := c.Password.Text(); p != "" {
+		o.Auth.Password = p // a secret version's password is read by Resolve
 	}
 	if c.Database != "" {
 		o.Auth.Database = c.Database
@@ -290,14 +287,6 @@ func withQuery(raw, kv string) string {
 	return base
 }
 
-// hidePassword replaces a non-empty password in s by "xxxxx".
-func hidePassword(s, password string) string {
-	if password == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, password, mask)
-}
-
 // syntaxRule returns the rule that a non-blank clickHouseUrl's text breaks, or "". It reads the
 // URL as text rather than with net/url, which refuses some forms that the ClickHouse driver
 // takes (several hosts, host:port,host:port). The returned text quotes no part of the URL that
@@ -411,7 +400,7 @@ func RedactURL(raw string) string {
 	if at := strings.LastIndexByte(s[start:], '@'); at >= 0 {
 		at += start
 		if colon := strings.IndexByte(s[start:at], ':'); colon >= 0 {
-			s = s[:start+colon+1] + mask + s[at:]
+			s = s[:start+colon+1] + secret.Mask + s[at:]
 		}
 	}
 	return s
@@ -432,12 +421,12 @@ func redactQuery(query string) string {
 		}
 		switch key = strings.ToLower(key); {
 		case hasValue && key == "password":
-			seg, inPassword = rawKey+"="+mask, true
+			seg, inPassword = rawKey+"="+secret.Mask, true
 		case hasValue && key == "http_proxy":
 			if proxy, err := url.QueryUnescape(value); err == nil {
 				seg = rawKey + "=" + url.QueryEscape(RedactURL(proxy))
 			} else {
-				seg = rawKey + "=" + mask
+				seg = rawKey + "=" + secret.Mask
 			}
 			inPassword = false
 		case inPassword && !hasValue:

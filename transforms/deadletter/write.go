@@ -65,12 +65,13 @@ func CreateTable(database, table string) string {
 
 // CheckTable verifies that the dead-letter table exists with the four columns (raw_message
 // String, error_message String, stack_trace String, failed_at DateTime, a time zone allowed); the
-// error shows the CREATE TABLE statement to run.
+// error shows the CREATE TABLE statement to run, and names the table, not the template
+// parameter that gave it (pipeline.Labelled adds that).
 func CheckTable(ctx context.Context, conn driver.Conn, database, table string) error {
 	fix := "; create it with: " + CreateTable(database, table)
 	t, err := schema.Fetch(ctx, conn, database, table)
 	if err != nil {
-		return fmt.Errorf("clickHouseDeadLetterTable: %w%s", err, fix)
+		return fmt.Errorf("%w%s", err, fix)
 	}
 	have := map[string]string{}
 	for _, c := range t.Writable() {
@@ -87,7 +88,7 @@ func CheckTable(ctx context.Context, conn driver.Conn, database, table string) e
 		}
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("clickHouseDeadLetterTable %s.%s: %s%s", database, table, strings.Join(problems, "; "), fix)
+		return fmt.Errorf("table %s.%s: %s%s", database, table, strings.Join(problems, "; "), fix)
 	}
 	return nil
 }
@@ -158,7 +159,7 @@ func (f *writeFn) setup(ctx context.Context) error {
 			return err
 		}
 		if err := CheckTable(ctx, f.conn, f.ClickHouse.Database, f.Table); err != nil {
-			return err
+			return fmt.Errorf("dead letter: %w", err)
 		}
 		if f.settings, f.withToken, _, err = chclient.ResolveSettings(ctx, f.conn, f.Settings); err != nil {
 			return err
@@ -166,24 +167,24 @@ func (f *writeFn) setup(ctx context.Context) error {
 	}
 	if f.Topic != "" {
 		if f.client, f.publisher, err = OpenTopic(ctx, f.Topic); err != nil {
-			return err
+			return fmt.Errorf("dead letter: topic %w", err)
 		}
 	}
 	return nil
 }
 
 // OpenTopic connects to the dead-letter topic (projects/<project>/topics/<name>) and checks that
-// it exists. The client honours PUBSUB_EMULATOR_HOST.
+// it exists. The client honours PUBSUB_EMULATOR_HOST. A failed check is a *psclient.CheckError.
 func OpenTopic(ctx context.Context, topic string) (*pubsub.Client, *pubsub.Publisher, error) {
-	parts := strings.Split(topic, "/")
-	if len(parts) != 4 || parts[0] != "projects" || parts[2] != "topics" {
-		return nil, nil, fmt.Errorf("deadLetterTopic %q is not projects/<project>/topics/<name>", topic)
-	}
-	client, err := psclient.NewClient(ctx, parts[1])
+	name, err := psclient.ParseTopic(topic)
 	if err != nil {
-		return nil, nil, fmt.Errorf("deadLetterTopic %s: %w", topic, err)
+		return nil, nil, fmt.Errorf("dead letter: topic %q %w", topic, err)
 	}
-	if err := psclient.CheckTopic(ctx, client, topic); err != nil {
+	client, err := psclient.NewClient(ctx, name.Project)
+	if err != nil {
+		return nil, nil, &psclient.CheckError{Name: name, Err: fmt.Errorf("%s: creating the Pub/Sub client: %w", topic, err)}
+	}
+	if err := psclient.CheckTopic(ctx, client, name); err != nil {
 		client.Close()
 		return nil, nil, err
 	}

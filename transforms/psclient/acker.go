@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,12 +121,12 @@ var _ Manager = (*Acker)(nil)
 // New creates an Acker of subscription (projects/<project>/subscriptions/<name>) that is not in
 // the process registry: its owner must Close it. ForSubscription is what the pipeline uses.
 func NewAcker(ctx context.Context, subscription string, settings AckSettings) (*Acker, error) {
-	project, _, err := splitSubscription(subscription)
+	name, err := ParseSubscription(subscription)
 	if err != nil {
-		return nil, fmt.Errorf("ack: %w", err)
+		return nil, fmt.Errorf("ack: subscription %q %w", subscription, err)
 	}
 	// The client keeps ctx (e.g. for token refreshes): it must outlive a cancelled caller.
-	client, err := NewClient(context.WithoutCancel(ctx), project)
+	client, err := NewClient(context.WithoutCancel(ctx), name.Project)
 	if err != nil {
 		return nil, fmt.Errorf("ack: subscription %s: creating the Pub/Sub client: %w", subscription, err)
 	}
@@ -379,15 +378,6 @@ func chunks(ids []string, n int) [][]string {
 		out = append(out, ids[start:])
 	}
 	return out
-}
-
-// splitSubscription splits projects/<project>/subscriptions/<id>.
-func splitSubscription(sub string) (project, id string, err error) {
-	parts := strings.Split(sub, "/")
-	if len(parts) != 4 || parts[0] != "projects" || parts[1] == "" || parts[2] != "subscriptions" || parts[3] == "" {
-		return "", "", fmt.Errorf("subscription %q is not of the form projects/<project>/subscriptions/<name>", sub)
-	}
-	return parts[1], parts[3], nil
 }
 
 // The process registry of ForSubscription, keyed by registryKey.

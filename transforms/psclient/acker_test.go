@@ -16,9 +16,9 @@ import (
 )
 
 const (
-	testProject = "projects/p"
-	testTopic   = testProject + "/topics/t"
-	testSub     = testProject + "/subscriptions/s"
+	testProject = "projects/test-project"
+	testTopic   = testProject + "/topics/topic"
+	testSub     = testProject + "/subscriptions/sub"
 )
 
 // recorder is a pstest reactor that records the sizes of the requests of one method and fails
@@ -64,7 +64,7 @@ func newFixture(t *testing.T, ackDeadline time.Duration, opts ...pstest.ServerRe
 	srv := pstest.NewServer(opts...)
 	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
 	ctx := context.Background()
-	client, err := pubsub.NewClient(ctx, "p")
+	client, err := pubsub.NewClient(ctx, "test-project")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,17 +174,6 @@ func TestChunks(t *testing.T) {
 	}
 	if c := chunks(nil, 1000); len(c) != 0 {
 		t.Errorf("chunks(nil) = %v", c)
-	}
-}
-
-func TestSplitSubscription(t *testing.T) {
-	if p, s, err := splitSubscription("projects/a/subscriptions/b"); err != nil || p != "a" || s != "b" {
-		t.Errorf("got %q %q %v", p, s, err)
-	}
-	for _, bad := range []string{"", "b", "projects/a/topics/b", "projects//subscriptions/b", "projects/a/subscriptions/"} {
-		if _, _, err := splitSubscription(bad); err == nil {
-			t.Errorf("%q: no error", bad)
-		}
 	}
 }
 

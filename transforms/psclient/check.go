@@ -37,74 +37,102 @@ const (
 // checkTimeout bounds each call of a check.
 const checkTimeout = 30 * time.Second
 
-// CheckSubscription checks that the job can read subscription
-// (projects/<project>/subscriptions/<name>): that it exists, or at least that the caller holds
-// pubsub.subscriptions.consume on it, and that Pub/Sub (or the emulator of
-// PUBSUB_EMULATOR_HOST) answers. Its errors are one sentence that starts with
-// "inputSubscription" and names what to fix: the name, the permission and the role, or the
-// service that does not answer.
-func CheckSubscription(ctx context.Context, client *pubsub.Client, subscription string) error {
-	return check(ctx, "inputSubscription", subscription, ConsumePermission, "roles/pubsub.subscriber",
+// CheckError is a failed check of the job's subscription or topic: Pub/Sub's answer explained in
+// one sentence that starts with the name and says what to fix (the name, the permission and the
+// role, or the service that does not answer). It names no template parameter: the caller knows
+// which parameter gave Name.
+type CheckError struct {
+	Name Name
+	Err  error // the sentence, wrapping the client's error where there is one
+}
+
+func (e *CheckError) Error() string { return e.Err.Error() }
+func (e *CheckError) Unwrap() error { return e.Err }
+
+// Check creates a Pub/Sub client of n's project, checks n with CheckSubscription or CheckTopic
+// and closes the client: the start-up check of a launch. Its errors are *CheckError.
+func Check(ctx context.Context, n Name) error {
+	client, err := NewClient(ctx, n.Project)
+	if err != nil {
+		return &CheckError{n, fmt.Errorf("%s: creating the Pub/Sub client: %w", n, err)}
+	}
+	defer client.Close()
+	if n.Collection == Topics {
+		return CheckTopic(ctx, client, n)
+	}
+	return CheckSubscription(ctx, client, n)
+}
+
+// CheckSubscription checks that the job can read the subscription n: that it exists, or at
+// least that the caller holds pubsub.subscriptions.consume on it, and that Pub/Sub (or the
+// emulator of PUBSUB_EMULATOR_HOST) answers. Its errors are *CheckError.
+func CheckSubscription(ctx context.Context, client *pubsub.Client, n Name) error {
+	return check(ctx, n, ConsumePermission, "roles/pubsub.subscriber",
 		func(ctx context.Context) error {
-			_, err := client.SubscriptionAdminClient.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: subscription})
+			_, err := client.SubscriptionAdminClient.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: n.String()})
 			return err
 		}, client.SubscriptionAdminClient.TestIamPermissions)
 }
 
-// CheckTopic checks that the job can publish to topic (projects/<project>/topics/<name>): that
-// it exists, or at least that the caller holds pubsub.topics.publish on it. Its errors are one
-// sentence that starts with "deadLetterTopic", as CheckSubscription's.
-func CheckTopic(ctx context.Context, client *pubsub.Client, topic string) error {
-	return check(ctx, "deadLetterTopic", topic, PublishPermission, "roles/pubsub.publisher",
+// CheckTopic checks that the job can publish to the topic n: that it exists, or at least that
+// the caller holds pubsub.topics.publish on it. Its errors are *CheckError, as
+// CheckSubscription's.
+func CheckTopic(ctx context.Context, client *pubsub.Client, n Name) error {
+	return check(ctx, n, PublishPermission, "roles/pubsub.publisher",
 		func(ctx context.Context) error {
-			_, err := client.TopicAdminClient.GetTopic(ctx, &pubsubpb.GetTopicRequest{Topic: topic})
+			_, err := client.TopicAdminClient.GetTopic(ctx, &pubsubpb.GetTopicRequest{Topic: n.String()})
 			return err
 		}, client.TopicAdminClient.TestIamPermissions)
 }
 
 // check asks for the resource with get and, when that is denied (the role the job needs lacks
 // the .get permission), asks testIAM whether the caller holds perm on it.
-func check(ctx context.Context, param, name, perm, role string, get func(context.Context) error,
+func check(ctx context.Context, n Name, perm, role string, get func(context.Context) error,
 	testIAM func(context.Context, *iampb.TestIamPermissionsRequest, ...gax.CallOption) (*iampb.TestIamPermissionsResponse, error)) error {
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	err := get(cctx)
 	if status.Code(err) == codes.PermissionDenied {
-		resp, terr := testIAM(cctx, &iampb.TestIamPermissionsRequest{Resource: name, Permissions: []string{perm}})
-		return permission(param, name, perm, role, resp, terr, err)
+		resp, terr := testIAM(cctx, &iampb.TestIamPermissionsRequest{Resource: n.String(), Permissions: []string{perm}})
+		err = permission(n.String(), perm, role, resp, terr, err)
+	} else {
+		err = answer(n.String(), err)
 	}
-	return answer(param, name, err)
+	if err != nil {
+		return &CheckError{n, err}
+	}
+	return nil
 }
 
 // permission turns the answer of TestIamPermissions into the check's result. getErr is the
 // denied Get, quoted when TestIamPermissions fails too.
-func permission(param, name, perm, role string, resp *iampb.TestIamPermissionsResponse, err, getErr error) error {
+func permission(name, perm, role string, resp *iampb.TestIamPermissionsResponse, err, getErr error) error {
 	switch {
 	case err == nil && slices.Contains(resp.GetPermissions(), perm):
 		return nil
 	case err == nil:
-		return fmt.Errorf("%s %s: the job's service account lacks the permission %s: grant it %s on %s (or a role that holds %s)",
-			param, name, perm, role, name, perm)
+		return fmt.Errorf("%s: the job's service account lacks the permission %s: grant it %s on %s (or a role that holds %s)",
+			name, perm, role, name, perm)
 	case status.Code(err) == codes.NotFound:
-		return answer(param, name, err)
+		return answer(name, err)
 	default:
-		return fmt.Errorf("%s %s: the job's service account may not read it (%v), and asking Pub/Sub whether it holds %s failed too: %w; grant it %s on %s",
-			param, name, status.Convert(getErr).Message(), perm, err, role, name)
+		return fmt.Errorf("%s: the job's service account may not read it (%v), and asking Pub/Sub whether it holds %s failed too: %w; grant it %s on %s",
+			name, status.Convert(getErr).Message(), perm, err, role, name)
 	}
 }
 
 // answer turns the error of a Get into the check's result.
-func answer(param, name string, err error) error {
+func answer(name string, err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case status.Code(err) == codes.NotFound:
-		return fmt.Errorf("%s %s does not exist: check the name, and that it is in the project given", param, name)
+		return fmt.Errorf("%s does not exist: check the name, and that it is in the project given", name)
 	default:
 		where := "Pub/Sub"
 		if host := os.Getenv("PUBSUB_EMULATOR_HOST"); host != "" {
 			where = "the Pub/Sub emulator at PUBSUB_EMULATOR_HOST=" + host
 		}
-		return fmt.Errorf("%s %s: %s does not answer: %w", param, name, where, err)
+		return fmt.Errorf("%s: %s does not answer: %w", name, where, err)
 	}
 }

@@ -38,8 +38,8 @@ func (s *iamStandIn) TestIamPermissions(_ context.Context, req *iampb.TestIamPer
 
 const (
 	project = "projects/test-project"
-	topic   = project + "/topics/t"
-	sub     = project + "/subscriptions/s"
+	topic   = project + "/topics/topic"
+	sub     = project + "/subscriptions/sub"
 )
 
 // start runs the emulator with a topic and a subscription, the IAM stand-in granting granted,
@@ -85,11 +85,11 @@ func TestChecks(t *testing.T) {
 		{name: "get allowed", sub: sub, top: topic},
 		{name: "least privilege: the roles deploy.md lists", denyGet: true, granted: []string{ConsumePermission, PublishPermission}, sub: sub, top: topic},
 		{name: "no consume, no publish", denyGet: true, granted: []string{"pubsub.subscriptions.get"}, sub: sub, top: topic,
-			subErr: []string{"inputSubscription " + sub, "lacks the permission pubsub.subscriptions.consume", "roles/pubsub.subscriber"},
-			topErr: []string{"deadLetterTopic " + topic, "lacks the permission pubsub.topics.publish", "roles/pubsub.publisher"}},
+			subErr: []string{sub + ":", "lacks the permission pubsub.subscriptions.consume", "roles/pubsub.subscriber"},
+			topErr: []string{topic + ":", "lacks the permission pubsub.topics.publish", "roles/pubsub.publisher"}},
 		{name: "missing resources", sub: project + "/subscriptions/nope", top: project + "/topics/nope",
-			subErr: []string{"inputSubscription " + project + "/subscriptions/nope does not exist"},
-			topErr: []string{"deadLetterTopic " + project + "/topics/nope does not exist"}},
+			subErr: []string{project + "/subscriptions/nope does not exist"},
+			topErr: []string{project + "/topics/nope does not exist"}},
 		{name: "missing resources, get denied", denyGet: true, granted: []string{ConsumePermission, PublishPermission},
 			sub: project + "/subscriptions/nope", top: project + "/topics/nope",
 			subErr: []string{"does not exist"}, topErr: []string{"does not exist"}},
@@ -113,8 +113,18 @@ func TestChecks(t *testing.T) {
 					}
 				}
 			}
-			check("CheckSubscription", CheckSubscription(ctx, client, tc.sub), tc.subErr)
-			check("CheckTopic", CheckTopic(ctx, client, tc.top), tc.topErr)
+			subName, err := ParseSubscription(tc.sub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			topName, err := ParseTopic(tc.top)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("CheckSubscription", CheckSubscription(ctx, client, subName), tc.subErr)
+			check("CheckTopic", CheckTopic(ctx, client, topName), tc.topErr)
+			check("Check of the subscription", Check(ctx, subName), tc.subErr)
+			check("Check of the topic", Check(ctx, topName), tc.topErr)
 		})
 	}
 }

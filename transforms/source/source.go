@@ -13,28 +13,15 @@ package source
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"fmt"
-	"log/slog"
 	"reflect"
-	"sort"
-	"strings"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
-	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/pubsubio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/googleapis/gax-go/v2"
 	pb "google.golang.org/genproto/googleapis/pubsub/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
@@ -116,8 +103,8 @@ const (
 func Read(s beam.Scope, cfg Config) beam.PCollection {
 	s = s.Scope("Read")
 	subscription, opts := cfg.Subscription, cfg
-	if _, _, err := SplitSubscription(subscription); err != nil {
-		panic(err)
+	if _, err := psclient.ParseSubscription(subscription); err != nil {
+		panic(fmt.Sprintf("source.Read: subscription %q %v", subscription, err))
 	}
 	if opts.MaxOutstanding <= 0 {
 		opts.MaxOutstanding = defaultMaxOutstanding
@@ -138,15 +125,6 @@ func Read(s beam.Scope, cfg Config) beam.PCollection {
 	}, imp)
 }
 
-// SplitSubscription splits projects/<project>/subscriptions/<name> into project and name.
-func SplitSubscription(subscription string) (project, name string, err error) {
-	parts := strings.Split(subscription, "/")
-	if len(parts) != 4 || parts[0] != "projects" || parts[1] == "" || parts[2] != "subscriptions" || parts[3] == "" {
-		return "", "", fmt.Errorf("source: subscription %q is not of the form projects/<project>/subscriptions/<name>", subscription)
-	}
-	return parts[1], parts[3], nil
-}
-
 // readFn is the splittable reader. See Restriction and tracker for its restriction.
 type readFn struct {
 	Subscription        string
@@ -164,19 +142,19 @@ type readFn struct {
 }
 
 func (fn *readFn) Setup(ctx context.Context) error {
-	project, _, err := SplitSubscription(fn.Subscription)
+	name, err := psclient.ParseSubscription(fn.Subscription)
 	if err != nil {
-		return err
+		return fmt.Errorf("source: subscription %q %w", fn.Subscription, err)
 	}
 	// The client keeps its context: it must outlive a cancelled caller.
-	fn.client, err = psclient.NewClient(context.WithoutCancel(ctx), project)
+	fn.client, err = psclient.NewClient(context.WithoutCancel(ctx), name.Project)
 	if err != nil {
 		return fmt.Errorf("source: subscription %s: creating the Pub/Sub client: %w", fn.Subscription, err)
 	}
-	if err := psclient.CheckSubscription(ctx, fn.client, fn.Subscription); err != nil {
+	if err := psclient.CheckSubscription(ctx, fn.client, name); err != nil {
 		fn.client.Close()
 		fn.client = nil
-		return err
+		return fmt.Errorf("source: subscription %w", err)
 	}
 	fn.acks, err = psclient.ForSubscription(ctx, fn.Subscription)
 	if err != nil {
@@ -185,21 +163,6 @@ func (fn *readFn) Setup(ctx context.Context) error {
 		return fmt.Errorf("source: %w", err)
 	}
 	return nil
-}
-
-// CheckSubscription checks that subscription exists and Pub/Sub (or the emulator named by
-// PUBSUB_EMULATOR_HOST) answers, so that an unreachable service is not taken for an idle one.
-func CheckSubscription(ctx context.Context, subscription string) error {
-	project, _, err := SplitSubscription(subscription)
-	if err != nil {
-		return err
-	}
-	client, err := psclient.NewClient(ctx, project)
-	if err != nil {
-		return fmt.Errorf("inputSubscription %s: creating the Pub/Sub client: %w", subscription, err)
-	}
-	defer client.Close()
-	return psclient.CheckSubscription(ctx, client, subscription)
 }
 
 func (fn *readFn) Teardown() error {
@@ -242,277 +205,3 @@ func (fn *readFn) CreateWatermarkEstimator(state int64) *watermarkEstimator {
 }
 
 func (fn *readFn) WatermarkEstimatorState(we *watermarkEstimator) int64 { return we.state }
-
-// ProcessElement pulls once, emits what it got and returns: prism sends a bundle's outputs
-// downstream only when the bundle ends, so the reader resumes at once after a non-empty pull
-// and a little later after an empty one.
-func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt *sdf.LockRTracker, _ []byte,
-	emit func(beam.EventTime, flow.Messages)) (sdf.ProcessContinuation, error) {
-	now := time.Now()
-	var rest Restriction
-	if err := withTracker(rt, func(t *tracker) {
-		if t.rest.StartMillis == 0 {
-			t.rest.StartMillis = now.UnixMilli()
-			t.rest.LastMillis = t.rest.StartMillis
-			slog.Info("source: reader started", "subscription", fn.Subscription,
-				"stopAfterIdle", fn.StopAfterIdle, "maxOutstanding", fn.MaxOutstanding, "pullBatch", fn.PullBatch)
-		}
-		rest = t.rest
-	}); err != nil {
-		return sdf.StopProcessing(), err
-	}
-
-	if now.Sub(fn.lastHeartbeat) >= heartbeatEvery {
-		fn.lastHeartbeat = now
-		emit(mtime.FromTime(now), flow.Messages{})
-	}
-
-	room := fn.MaxOutstanding - fn.acks.Outstanding()
-	if room <= 0 {
-		we.advance(now.Add(-assumedLag))
-		fn.logf(now, "source: at MaxOutstanding; waiting for acknowledgements", "outstanding", fn.MaxOutstanding-room)
-		return sdf.ResumeProcessingIn(fullDelay), nil
-	}
-
-	// No split from the pull until the pulled messages are claimed and emitted.
-	withTracker(rt, func(t *tracker) { t.busy = true })
-	defer withTracker(rt, func(t *tracker) { t.busy = false })
-
-	pullStart := time.Now()
-	if fn.pullBatch <= 0 || fn.pullBatch > min(fn.PullBatch, maxPullMessages) {
-		fn.pullBatch = min(fn.PullBatch, maxPullMessages)
-	}
-	want := min(fn.PullBatch, room)
-	msgs, err := fn.pull(ctx, min(fn.pullBatch, want), false)
-	if err == nil {
-		msgs = fn.pullMore(ctx, msgs, want)
-	}
-	if status.Code(err) == codes.ResourceExhausted && fn.pullBatch > 1 {
-		// The response was larger than the client takes (large messages): ask for fewer.
-		// The messages of the lost response come back after their ack deadline.
-		fn.pullBatch = max(1, fn.pullBatch/2)
-		slog.Warn("source: a Pull response was too large; pulling fewer messages at a time", "subscription", fn.Subscription,
-			"maxMessages", fn.pullBatch, "error", err)
-		return sdf.ResumeProcessingIn(0), nil
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return sdf.StopProcessing(), fmt.Errorf("source: subscription %s: %w", fn.Subscription, ctx.Err())
-		}
-		switch status.Code(err) {
-		case codes.NotFound, codes.PermissionDenied, codes.InvalidArgument, codes.Unauthenticated, codes.FailedPrecondition:
-			return sdf.StopProcessing(), fmt.Errorf("source: subscription %s: pull: %w", fn.Subscription, err)
-		}
-		fn.logf(now, "source: pull failed; retrying", "error", err)
-		we.advance(pullStart.Add(-assumedLag))
-		return sdf.ResumeProcessingIn(errorDelay), nil
-	}
-	we.advance(pullStart.Add(-assumedLag))
-
-	if len(msgs) == 0 {
-		now := time.Now()
-		idle := now.Sub(time.UnixMilli(rest.LastMillis))
-		if fn.StopAfterIdle > 0 && idle >= fn.StopAfterIdle {
-			outstanding := fn.acks.Outstanding()
-			if outstanding == 0 || fn.StopWithOutstanding {
-				rt.TryClaim(int64(endPosition))
-				ran := now.Sub(time.UnixMilli(rest.StartMillis))
-				slog.Info("source: reader stopped: idle", "subscription", fn.Subscription,
-					"messages", rest.Next, "outstanding", outstanding, "ran", ran.Round(time.Millisecond), "idle", idle.Round(time.Millisecond),
-					"activeRatePerSec", psclient.Rate(rest.Next, time.UnixMilli(rest.LastMillis).Sub(time.UnixMilli(rest.StartMillis))))
-				return sdf.StopProcessing(), nil
-			}
-			fn.logf(now, "source: idle, waiting for outstanding messages to be acknowledged before stopping",
-				"outstanding", outstanding, "idle", idle.Round(time.Second))
-		}
-		we.advance(now.Add(-assumedLag))
-		return sdf.ResumeProcessingIn(idleDelay), nil
-	}
-
-	arrived := time.Now()
-	ackIDs := make([]string, len(msgs))
-	for i, m := range msgs {
-		ackIDs[i] = m.GetAckId()
-	}
-	fn.acks.Track(ackIDs...)
-	out := flow.Messages{Messages: make([]flow.Message, len(msgs))}
-	for i, m := range msgs {
-		pos := rest.Next + int64(i)
-		if !rt.TryClaim(pos) {
-			// Unreachable: the tracker refuses splits while busy. The unclaimed messages are
-			// tracked and will never be acknowledged; fail the bundle rather than lose them quietly.
-			return sdf.StopProcessing(), fmt.Errorf("source: subscription %s: cannot claim position %d: %v",
-				fn.Subscription, pos, rt.GetError())
-		}
-		out.Messages[i] = toMessage(m)
-	}
-	// One element per Pull response: an element costs far more to move than its bytes.
-	emit(mtime.FromTime(arrived), out)
-	withTracker(rt, func(t *tracker) { t.rest.LastMillis = arrived.UnixMilli() })
-	return sdf.ResumeProcessingIn(0), nil
-}
-
-// pullMore adds the responses of follow-up Pulls to msgs, the response of a first Pull, for as
-// long as each response is full (asked for fn.pullBatch and got them all), msgs holds fewer than
-// want messages and their payloads fewer than maxElementBytes. A follow-up Pull returns at once
-// with what is ready (ReturnImmediately), rather than waiting for messages under a short
-// deadline: a Pull given up by the client after the server has leased its messages would hide
-// them until their ack deadline. A follow-up Pull that fails or comes back empty ends the
-// element; an error is left for the next element's first Pull to meet (a response too large
-// halves fn.pullBatch there as well).
-func (fn *readFn) pullMore(ctx context.Context, msgs []*pubsubpb.ReceivedMessage, want int) []*pubsubpb.ReceivedMessage {
-	last, size := len(msgs), 0
-	for _, m := range msgs {
-		size += len(m.GetMessage().GetData())
-	}
-	for last == fn.pullBatch && len(msgs) < want && size < maxElementBytes {
-		more, err := fn.pull(ctx, min(fn.pullBatch, want-len(msgs)), true)
-		if err != nil || len(more) == 0 {
-			return msgs
-		}
-		for _, m := range more {
-			size += len(m.GetMessage().GetData())
-		}
-		msgs, last = append(msgs, more...), len(more)
-	}
-	return msgs
-}
-
-// pull makes one Pull request for at most n messages; it returns no message and no error when
-// none came within pullTimeout. With now, the Pull returns at once with what is ready
-// (ReturnImmediately, which Pub/Sub discourages for the Pulls that wait for new messages).
-func (fn *readFn) pull(ctx context.Context, n int, now bool) ([]*pubsubpb.ReceivedMessage, error) {
-	pctx, cancel := context.WithTimeout(ctx, pullTimeout)
-	defer cancel()
-	resp, err := fn.client.SubscriptionAdminClient.Pull(pctx, &pubsubpb.PullRequest{
-		Subscription: fn.Subscription,
-		MaxMessages:  int32(n),
-		//lint:ignore SA1019 a follow-up Pull wants what is ready now, see pullMore
-		ReturnImmediately: now,
-	}, gax.WithGRPCOptions(grpc.MaxCallRecvMsgSize(maxPullResponseBytes)))
-	if err != nil {
-		if ctx.Err() == nil && (pctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return resp.GetReceivedMessages(), nil
-}
-
-// logf logs msg at most once per logEvery.
-func (fn *readFn) logf(now time.Time, msg string, args ...any) {
-	if now.Sub(fn.lastLog[msg]) < logEvery {
-		return
-	}
-	if fn.lastLog == nil {
-		fn.lastLog = map[string]time.Time{}
-	}
-	fn.lastLog[msg] = now
-	slog.Info(msg, append([]any{"subscription", fn.Subscription}, args...)...)
-}
-
-func toMessage(rm *pubsubpb.ReceivedMessage) flow.Message {
-	m := rm.GetMessage()
-	out := flow.Message{
-		ID:          m.GetMessageId(),
-		Data:        m.GetData(),
-		AckID:       rm.GetAckId(),
-		OrderingKey: m.GetOrderingKey(),
-	}
-	if len(m.GetAttributes()) > 0 {
-		out.Attributes = m.GetAttributes()
-	}
-	if m.GetPublishTime() != nil {
-		out.PublishTimeMillis = m.GetPublishTime().AsTime().UnixMilli()
-	}
-	return out
-}
-
-// ReadDataflow reads cfg.Subscription with the SDK's pubsubio.Read, which only the Dataflow
-// service executes (prism rejects it), and converts each *pb.PubsubMessage with FromPubsub. The
-// service acknowledges at its own checkpoints: AckID is empty. It panics if the subscription is
-// not a full subscription name.
-func ReadDataflow(s beam.Scope, cfg Config) beam.PCollection {
-	s = s.Scope("Read")
-	project, name, err := SplitSubscription(cfg.Subscription)
-	if err != nil {
-		panic(err)
-	}
-	raw := pubsubio.Read(s, project, pubsubio.ReadOptions{Subscription: name, WithAttributes: true})
-	return FromPubsub(s, raw)
-}
-
-// FromPubsub turns a PCollection<*pb.PubsubMessage> (pubsubio.Read's output) into a
-// PCollection<flow.Messages> of one message each, whose element timestamps are the time the
-// pipeline received each message, as Read's are.
-//
-// pubsubio.Read timestamps an element with its publish time and Dataflow's watermark follows
-// the publish times of the backlog, so a subscription seek, a replay of dead letters or a
-// backlog after an outage would make data that is behind the watermark: late data, which fixed
-// windows with allowed lateness 0 drop after Dataflow has acknowledged it. Restamped at receipt,
-// an element is never behind the watermark (which trails the oldest unacknowledged publish
-// time); during a backlog, windows close once the watermark catches up instead.
-//
-// A message without a message id (seen from older runners) gets one derived from its payload,
-// attributes and publish time (see DerivedID), counted in the metric messages-without-id and
-// logged once per worker; a message without a publish time takes the element's timestamp,
-// which pubsubio.Read sets to the publish time.
-func FromPubsub(s beam.Scope, col beam.PCollection) beam.PCollection {
-	return beam.ParDo(s, &fromPubsubFn{}, col)
-}
-
-var messagesWithoutID = beam.NewCounter(flow.Namespace, "messages-without-id")
-
-// fromPubsubFn is FromPubsub's DoFn.
-type fromPubsubFn struct {
-	loggedNoID bool
-}
-
-func (fn *fromPubsubFn) ProcessElement(ctx context.Context, et beam.EventTime, m *pb.PubsubMessage, emit func(beam.EventTime, flow.Messages)) {
-	out := flow.Message{ID: m.GetMessageId(), Data: m.GetData(), OrderingKey: m.GetOrderingKey()}
-	if len(m.GetAttributes()) > 0 {
-		out.Attributes = m.GetAttributes()
-	}
-	if m.GetPublishTime() != nil {
-		out.PublishTimeMillis = m.GetPublishTime().AsTime().UnixMilli()
-	} else {
-		out.PublishTimeMillis = et.Milliseconds()
-	}
-	if out.ID == "" {
-		out.ID = DerivedID(out)
-		messagesWithoutID.Inc(ctx, 1)
-		if !fn.loggedNoID {
-			fn.loggedNoID = true
-			slog.Warn("source: a message arrived without a message id; it and any other such message get an id derived from payload, attributes and publish time (metric messages-without-id)",
-				"derived id", out.ID)
-		}
-	}
-	emit(mtime.Now(), flow.Messages{Messages: []flow.Message{out}})
-}
-
-// DerivedID returns the id given to a message that has none: "derived-" and the first 16 bytes,
-// in hex, of the SHA-256 of its payload, its attributes (sorted by key) and its publish time, so
-// that a redelivery of the same message gets the same id. Each part is length-prefixed, so
-// that no two different messages share the hashed bytes.
-func DerivedID(m flow.Message) string {
-	h := sha256.New()
-	var n [8]byte
-	put := func(b []byte) {
-		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
-	}
-	put(m.Data)
-	keys := make([]string, 0, len(m.Attributes))
-	for k := range m.Attributes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		put([]byte(k))
-		put([]byte(m.Attributes[k]))
-	}
-	binary.BigEndian.PutUint64(n[:], uint64(m.PublishTimeMillis))
-	h.Write(n[:])
-	return "derived-" + hex.EncodeToString(h.Sum(nil)[:16])
-}

@@ -95,9 +95,9 @@ func explode(et beam.EventTime, ms flow.Messages, emit func(beam.EventTime, flow
 }
 
 const (
-	testProject = "projects/p"
-	testTopic   = testProject + "/topics/t"
-	testSub     = testProject + "/subscriptions/s"
+	testProject = "projects/test-project"
+	testTopic   = testProject + "/topics/topic"
+	testSub     = testProject + "/subscriptions/sub"
 	runTimeout  = 60 * time.Second
 )
 
@@ -283,7 +283,7 @@ func newEmulator(t *testing.T, opts ...pstest.ServerReactorOption) *emulator {
 	srv := pstest.NewServer(opts...)
 	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
 	ctx := context.Background()
-	client, err := pubsub.NewClient(ctx, "p")
+	client, err := pubsub.NewClient(ctx, "test-project")
 	if err != nil {
 		t.Fatal(err)
 	}

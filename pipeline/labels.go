@@ -1,0 +1,75 @@
+// The labels of the start-up checks' errors: the plumbing names what failed (a subscription, a
+// table, a server), and Labelled names the template parameter that gave it, once.
+
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
+)
+
+// Labelled returns err, an error of a start-up check, as the user reads it: starting with the
+// template parameter to fix. param is the parameter of the check that failed (for parse.CheckWith,
+// clickHouseTable); "" leaves an error of no known type as it is.
+//
+//   - a *psclient.CheckError is labelled inputSubscription or deadLetterTopic, by the
+//     collection of its name: `inputSubscription projects/p/subscriptions/s does not exist: ...`;
+//   - a *chclient.ConfigError and a *convert.OptionError name their parameter already and are
+//     returned as they are;
+//   - a ClickHouse exception 115 (UNKNOWN_SETTING, on the first query) comes from an option of
+//     clickHouseUrl that is not one of clickhouse-go's, which the driver sends as a setting;
+//   - any other error is labelled param: `clickHouseTable: ...`.
+func Labelled(err error, param string) error {
+	var ce *chclient.ConfigError
+	var oe *convert.OptionError
+	var pe *psclient.CheckError
+	var ex *clickhouse.Exception
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce), errors.As(err, &oe):
+		return err
+	case errors.As(err, &pe):
+		return fmt.Errorf("%s %w", pubsubParam[pe.Name.Collection], err)
+	case errors.As(err, &ex) && ex.Code == 115:
+		return fmt.Errorf("clickHouseUrl: the server has no setting of that name: an option of the URL that is not one of clickhouse-go's "+
+			"is sent to the server as a setting; check its spelling (%w)", err)
+	case param != "":
+		return fmt.Errorf("%s: %w", param, err)
+	}
+	return err
+}
+
+// pubsubParam is the template parameter of each collection of Pub/Sub names.
+var pubsubParam = map[psclient.Collection]string{
+	psclient.Subscriptions: "inputSubscription",
+	psclient.Topics:        "deadLetterTopic",
+}
+
+// Subscription returns inputSubscription as a Pub/Sub name; o must be valid (Options.Validate).
+func (o Options) Subscription() psclient.Name {
+	n, err := psclient.ParseSubscription(o.InputSubscription)
+	if err != nil {
+		panic(fmt.Sprintf("pipeline: inputSubscription: %v", err)) // Validate refuses it
+	}
+	return n
+}
+
+// Topic returns deadLetterTopic as a Pub/Sub name, and whether it is set; o must be valid
+// (Options.Validate).
+func (o Options) Topic() (psclient.Name, bool) {
+	if o.DeadLetterTopic == "" {
+		return psclient.Name{}, false
+	}
+	n, err := psclient.ParseTopic(o.DeadLetterTopic)
+	if err != nil {
+		panic(fmt.Sprintf("pipeline: deadLetterTopic: %v", err)) // Validate refuses it
+	}
+	return n, true
+}

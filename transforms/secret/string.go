@@ -1,0 +1,100 @@
+package secret
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+)
+
+// Mask is what stands in for a secret wherever one would be shown: printed values, logs, errors
+// and arguments.
+const Mask = "xxxxx"
+
+// String is a secret given as a template parameter (clickHousePassword): the password itself,
+// or the name of the Secret Manager secret version that holds it (IsVersion), which is no
+// secret. It cannot print itself, as the OpenTelemetry collector's configopaque.String cannot:
+// String, GoString, Format (every fmt verb, so a struct that holds one prints it masked too),
+// MarshalText and LogValue give Mask for a password, the name for a secret version, and "" for
+// the empty string (no password, ClickHouse's default user's). Reveal returns the value.
+//
+// MarshalJSON is the one way out besides Reveal, and it carries the value: Beam serialises a
+// DoFn's exported fields as JSON into the job graph, which is how a password given as text
+// reaches the workers (a secret version's name keeps the password out of the graph, and the
+// workers read it in Setup). So never log a struct that holds a String with a JSON encoder.
+type String string
+
+// Reveal returns the secret itself: for the connection, and for hiding it in text (Hide).
+func (s String) Reveal() string { return string(s) }
+
+// IsVersion reports whether s is the name of a Secret Manager secret version.
+func (s String) IsVersion() bool { return IsVersion(string(s)) }
+
+// Text returns the password given as text: s, unless s is empty or names a secret version ("").
+func (s String) Text() string {
+	if s.IsVersion() {
+		return ""
+	}
+	return string(s)
+}
+
+// String returns s as it may be shown: "" when empty, the name of a secret version as it is,
+// Mask for a password.
+func (s String) String() string {
+	if s.Text() != "" {
+		return Mask
+	}
+	return string(s)
+}
+
+// GoString is String quoted, so that %#v cannot print the password either.
+func (s String) GoString() string { return strconv.Quote(s.String()) }
+
+// Format implements fmt.Formatter: every verb formats String.
+func (s String) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		fmt.Fprint(f, s.GoString())
+		return
+	}
+	fmt.Fprintf(f, fmt.FormatString(f, verb), s.String())
+}
+
+// MarshalText returns String, so that text encoders (slog's text handler, flag listings) show
+// no password.
+func (s String) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// LogValue implements slog.LogValuer: String.
+func (s String) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalJSON carries the value into the job graph; see the type's comment.
+func (s String) MarshalJSON() ([]byte, error) { return json.Marshal(string(s)) }
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (s *String) UnmarshalJSON(b []byte) error {
+	var v string
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = String(v)
+	return nil
+}
+
+// Hide replaces each occurrence of the password given as text in text by Mask; a secret
+// version's name and the empty string hide nothing.
+func (s String) Hide(text string) string {
+	if p := s.Text(); p != "" {
+		return strings.ReplaceAll(text, p, Mask)
+	}
+	return text
+}
+
+// ShownRef returns the name of a certificate or key (a file, a gs:// object or a secret version)
+// as it may be shown: as it is, or Mask when it holds PEM text (a key, perhaps) given in place
+// of a name.
+func ShownRef(ref string) string {
+	if strings.Contains(ref, "-----BEGIN") {
+		return Mask
+	}
+	return ref
+}
