@@ -20,8 +20,9 @@ import (
 //
 //   - a *psclient.CheckError is labelled inputSubscription or deadLetterTopic, by the
 //     collection of its name: `inputSubscription projects/p/subscriptions/s does not exist: ...`;
-//   - a *chclient.ConfigError and a *convert.OptionError name their parameter already and are
-//     returned as they are;
+//   - a *chclient.ConfigError names its parameter already and is returned as it is; a
+//     *convert.OptionError too, unwrapped from the table's context, so that the parameter comes
+//     first (`metadataColumns: pair "message_id=msg_id": the table events has no column ...`);
 //   - a ClickHouse exception 115 (UNKNOWN_SETTING, on the first query) comes from an option of
 //     clickHouseUrl that is not one of clickhouse-go's, which the driver sends as a setting;
 //   - any other error is labelled param: `clickHouseTable: ...`.
@@ -33,8 +34,10 @@ func Labelled(err error, param string) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &ce), errors.As(err, &oe):
-		return err
+	case errors.As(err, &ce):
+		return err // it names its parameter
+	case errors.As(err, &oe):
+		return oe // it names its parameter (metadataColumns, unknownFieldsColumn), which the table's context would only push back
 	case errors.As(err, &pe):
 		return fmt.Errorf("%s %w", pubsubParam[pe.Name.Collection], err)
 	case errors.As(err, &ex) && ex.Code == 115:
