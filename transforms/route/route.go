@@ -113,21 +113,6 @@ func New(by By, entries []Entry, unlisted string) Spec {
 	return s
 }
 
-// Entry returns the routeTables pair that names table, or, for the table of unlisted values
-// that no pair names, "unlisted values". For the start-up check's messages.
-func (s Spec) Entry(table string) string {
-	var pairs []string
-	for _, e := range s.Entries {
-		if e.Table == table {
-			pairs = append(pairs, e.String())
-		}
-	}
-	if table == s.Unlisted {
-		pairs = append(pairs, "unlisted values")
-	}
-	return strings.Join(pairs, ", ")
-}
-
 // Error is why a message names no table; its text names routeBy, the attribute or field and the
 // value.
 type Error struct {

@@ -90,9 +90,6 @@ func TestNewTables(t *testing.T) {
 	if got := New(s.By, s.Entries, "orders").Tables; !cmp.Equal(got, []string{"clicks", "orders"}) {
 		t.Errorf("Tables with orders for unlisted values = %v", got)
 	}
-	if got := New(s.By, s.Entries, "orders").Entry("orders"); got != "order=orders, refund=orders, unlisted values" {
-		t.Errorf("Entry(orders) = %q", got)
-	}
 }
 
 func TestOf(t *testing.T) {

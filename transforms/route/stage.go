@@ -10,7 +10,10 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 )
 
-var deadLettersUnrouted = beam.NewCounter(flow.Namespace, "dead-letters-unrouted")
+var (
+	messagesReceived    = beam.NewCounter(flow.Namespace, "messages-received")
+	deadLettersUnrouted = beam.NewCounter(flow.Namespace, "dead-letters-unrouted")
+)
 
 func init() {
 	register.DoFn5x0[context.Context, beam.EventTime, flow.Messages, func(beam.EventTime, int, flow.Messages), func(flow.DeadLetter)](&routeFn{})
@@ -22,7 +25,8 @@ func init() {
 // Route splits msgs (a PCollection<flow.Messages>) by table: it returns one PCollection of
 // flow.Messages per table of spec.Tables, in that order, and the dead letters
 // (PCollection<flow.DeadLetter>, one per message) of the messages that name no table (an
-// *Error, counted in dead-letters-unrouted). An element of msgs becomes at most one element per
+// *Error, counted in dead-letters-unrouted). It counts every message in messages-received, which
+// the parse stages of routed tables then leave out. An element of msgs becomes at most one element per
 // table, with its timestamp; an element without messages (a heartbeat of the source) becomes one
 // for every table, so that each table's batches see it. The transforms are named Route, and the
 // outputs keep msgs' windowing.
@@ -60,6 +64,7 @@ func (f *routeFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 		}
 		return
 	}
+	messagesReceived.Inc(ctx, int64(len(ms.Messages)))
 	for _, m := range ms.Messages {
 		i, err := f.Spec.of(m, f.index)
 		if err != nil {
