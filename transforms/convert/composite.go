@@ -24,8 +24,8 @@ var errNullableTuple = errors.New("clickhouse-go v2.51.0 cannot insert a Nullabl
 	"declare the Tuple's elements Nullable instead, or use a JSON or String column")
 
 func newNullableEncoder(t *chtype.Type, zone *time.Location) (encoder, error) {
-	if t.Elems[0].Name == "Tuple" {
-		return nil, errNullableTuple
+	if f := families[t.Elems[0].Name]; f != nil && f.notNullable != nil {
+		return nil, f.notNullable
 	}
 	inner, err := newEncoder(t.Elems[0], zone)
 	if err != nil {

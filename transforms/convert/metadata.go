@@ -153,15 +153,18 @@ type injection struct {
 	emptyKey bool
 }
 
-// isStringMap reports whether t (a base type) is Map(String, String), either side possibly
+// isStringMap reports whether t, a Map, is Map(String, String), either side possibly
 // LowCardinality or Nullable.
 func isStringMap(t *chtype.Type) bool {
-	if t.Name != "Map" || len(t.Elems) != 2 {
-		return false
-	}
-	k, _ := t.Elems[0].Unwrap()
-	v, _ := t.Elems[1].Unwrap()
-	return k.Name == "String" && v.Name == "String"
+	return len(t.Elems) == 2 && isString(t.Elems[0]) && isString(t.Elems[1])
+}
+
+// isString reports whether t is String, possibly LowCardinality or Nullable: whether its codec is
+// String's.
+func isString(t *chtype.Type) bool {
+	base, _ := t.Unwrap()
+	s, ok := scalarOf(base)
+	return ok && s == stringEncoder{}
 }
 
 // messageIDRule says why t (a base type) cannot hold every Pub/Sub message id, "" when it can.
@@ -254,7 +257,7 @@ func (c *Converter) applyOptions(t *schema.Table, o Options) error {
 				rule = "publish_time goes into DateTime, DateTime64 (milliseconds kept where the precision holds them), Int64 or UInt64 (Unix milliseconds) or String (RFC 3339 with milliseconds)"
 			}
 		case KeyAttributes:
-			if base.Name != "String" && !isStringMap(base) {
+			if !takesObject(base) {
 				rule = "attributes go into Map(String, String) or String (a JSON object)"
 			}
 		case KeyMessageID:
@@ -280,7 +283,7 @@ func (c *Converter) applyOptions(t *schema.Table, o Options) error {
 		if col.origin != "" {
 			return &OptionError{OptionUnknownFields, o.UnknownFields, fmt.Sprintf("column %q is also filled by %s; a column takes one value", o.UnknownFields, strings.TrimPrefix(col.origin, metadataOrigin("")))}
 		}
-		if base, _ := unwrapColumn(col.typ); base.Name != "String" && !isStringMap(base) {
+		if base, _ := unwrapColumn(col.typ); !takesObject(base) {
 			return &OptionError{OptionUnknownFields, o.UnknownFields, fmt.Sprintf("column %q (%s) cannot take the fields: give a String column (a JSON object of the fields' exact text) or a Map(String, String)", o.UnknownFields, col.typeName)}
 		}
 		col.origin = OptionUnknownFields.String()

@@ -128,13 +128,23 @@ func (e tupleEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 	return dst, errValue(v, fmt.Sprintf("is %s; %s takes %s", v.kind, e.name, e.takes()))
 }
 
-// unwrapColumn is chtype.Type.Unwrap that also looks through SimpleAggregateFunction(f, T),
-// which holds plain values of T.
+// unwrapColumn returns the base type of t under Nullable, LowCardinality and
+// SimpleAggregateFunction(f, T), which holds plain values of T (the families of shapeNullable and
+// as), and whether one of them is Nullable.
 func unwrapColumn(t *chtype.Type) (base *chtype.Type, nullable bool) {
-	if t.Name == "SimpleAggregateFunction" && len(t.Elems) == 1 {
+	for len(t.Elems) == 1 {
+		f := families[t.Name]
+		switch {
+		case f == nil:
+			return t, nullable
+		case f.shape == shapeNullable:
+			nullable = true
+		case !f.as:
+			return t, nullable
+		}
 		t = t.Elems[0]
 	}
-	return t.Unwrap()
+	return t, nullable
 }
 
 // encodeElement encodes a Tuple element or a Map value: null is NULL for a Nullable type, empty
