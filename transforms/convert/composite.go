@@ -67,7 +67,7 @@ func (e arrayEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 		return dst, errValue(v, fmt.Sprintf("is %s; %s takes a JSON array", v.kind, "Array("+e.elemType.String()+")"))
 	}
 	dst = appendUvarint(dst, countElements(v.raw))
-	_, elemNullable := e.elemType.Unwrap()
+	_, elemNullable := unwrapColumn(e.elemType)
 	it := newElements(v.raw)
 	for i := 0; ; i++ {
 		el, ok := it.next()

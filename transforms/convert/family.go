@@ -88,6 +88,25 @@ func shapeOf(t *chtype.Type) shape {
 	return shapePlain
 }
 
+// unwrapColumn returns the base type of t under Nullable, LowCardinality and
+// SimpleAggregateFunction(f, T), which holds plain values of T (the families of shapeNullable and
+// as), and whether one of them is Nullable.
+func unwrapColumn(t *chtype.Type) (base *chtype.Type, nullable bool) {
+	for len(t.Elems) == 1 {
+		f := families[t.Name]
+		switch {
+		case f == nil:
+			return t, nullable
+		case f.shape == shapeNullable:
+			nullable = true
+		case !f.as:
+			return t, nullable
+		}
+		t = t.Elems[0]
+	}
+	return t, nullable
+}
+
 // codecFunc returns the codec of a scalar type; zone is the server's time zone, which a DateTime
 // without its own zone takes (decoding passes UTC: values decode in UTC, whatever the zone).
 type codecFunc func(t *chtype.Type, zone *time.Location) (scalar, error)

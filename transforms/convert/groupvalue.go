@@ -201,7 +201,7 @@ func (c *Converter) expandArray(g int, v value) {
 			continue // the server computes the column, to the right length
 		}
 		elemType := gr.elems[k]
-		_, nullable := elemType.Unwrap()
+		_, nullable := unwrapColumn(elemType)
 		asNull := nullable || emptyOnNull(elemType)
 		start := len(c.synth)
 		c.synth = append(c.synth, '[')

@@ -162,7 +162,7 @@ func isStringMap(t *chtype.Type) bool {
 // isString reports whether t is String, possibly LowCardinality or Nullable: whether its codec is
 // String's.
 func isString(t *chtype.Type) bool {
-	base, _ := t.Unwrap()
+	base, _ := unwrapColumn(t)
 	s, ok := scalarOf(base)
 	return ok && s == stringEncoder{}
 }

@@ -128,30 +128,11 @@ func (e tupleEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 	return dst, errValue(v, fmt.Sprintf("is %s; %s takes %s", v.kind, e.name, e.takes()))
 }
 
-// unwrapColumn returns the base type of t under Nullable, LowCardinality and
-// SimpleAggregateFunction(f, T), which holds plain values of T (the families of shapeNullable and
-// as), and whether one of them is Nullable.
-func unwrapColumn(t *chtype.Type) (base *chtype.Type, nullable bool) {
-	for len(t.Elems) == 1 {
-		f := families[t.Name]
-		switch {
-		case f == nil:
-			return t, nullable
-		case f.shape == shapeNullable:
-			nullable = true
-		case !f.as:
-			return t, nullable
-		}
-		t = t.Elems[0]
-	}
-	return t, nullable
-}
-
 // encodeElement encodes a Tuple element or a Map value: null is NULL for a Nullable type, empty
 // for the types of emptyOnNull, else an error.
 func encodeElement(dst []byte, el value, t *chtype.Type, enc encoder, c *Converter) ([]byte, error) {
 	if el.kind == kindNull {
-		if _, nullable := t.Unwrap(); !nullable && !emptyOnNull(t) {
+		if _, nullable := unwrapColumn(t); !nullable && !emptyOnNull(t) {
 			return dst, errValue(el, fmt.Sprintf("is not allowed: the element type %s is not Nullable", t))
 		}
 	}
