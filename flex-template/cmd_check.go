@@ -134,11 +134,11 @@ func openChecker(ctx context.Context, o pipeline.Options) (*checker, error) {
 	}
 	ch, err := o.ClickHouse().Resolve(ctx)
 	if err != nil {
-		return nil, err
+		return nil, pipeline.Labelled(err, "")
 	}
 	conn, err := ch.Open(ctx)
 	if err != nil {
-		return nil, err
+		return nil, pipeline.Labelled(err, "")
 	}
 	defer conn.Close()
 	c.spec, _ = o.Routing()

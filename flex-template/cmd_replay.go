@@ -214,11 +214,11 @@ const rowHash = "cityHash64(raw_message, error_message, stack_trace, failed_at)"
 func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline.Options) int {
 	ch, err := o.ClickHouse().Resolve(ctx)
 	if err != nil {
-		return failure(cio, "replay", err)
+		return failure(cio, "replay", pipeline.Labelled(err, ""))
 	}
 	conn, err := ch.Open(ctx)
 	if err != nil {
-		return failure(cio, "replay", err)
+		return failure(cio, "replay", pipeline.Labelled(err, ""))
 	}
 	defer conn.Close()
 	if err := deadletter.CheckTable(ctx, conn, o.ClickHouseDatabase, r.table); err != nil {

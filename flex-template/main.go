@@ -292,7 +292,7 @@ func noLocalFiles(o pipeline.Options) error {
 	for _, p := range o.ClickHouse().TLSParams() {
 		if p.Ref != "" && secret.KindOf(p.Ref) == secret.File {
 			return fmt.Errorf("%s %q: a file path is read on each worker, and Dataflow's workers do not have the launcher's files: "+
-				"give a gs://<bucket>/<object> or a Secret Manager secret version (%s) instead", p.Name, p.Ref, secret.VersionForm)
+				"give a gs://<bucket>/<object> or a Secret Manager secret version (%s) instead", pipeline.ClickHouseParam(p.Field), p.Ref, secret.VersionForm)
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
@@ -20,9 +21,11 @@ import (
 //
 //   - a *psclient.CheckError is labelled inputSubscription or deadLetterTopic, by the
 //     collection of its name: `inputSubscription projects/p/subscriptions/s does not exist: ...`;
-//   - a *chclient.ConfigError names its parameter already and is returned as it is; a
-//     *convert.OptionError too, unwrapped from the table's context, so that the parameter comes
-//     first (`metadataColumns: pair "message_id=msg_id": the table events has no column ...`);
+//   - a *chclient.ConfigError is labelled with the parameter of its field (ClickHouseParam), in
+//     place of the field's plain words: `clickHouseUrl: nothing listens at ...`;
+//   - a *convert.OptionError names its parameter already (convert.Option) and is returned as
+//     it is, unwrapped from the table's context, so that the parameter comes first
+//     (`metadataColumns: pair "message_id=msg_id": the table events has no column ...`);
 //   - a ClickHouse exception 115 (UNKNOWN_SETTING, on the first query) comes from an option of
 //     clickHouseUrl that is not one of clickhouse-go's, which the driver sends as a setting;
 //   - any other error is labelled param: `clickHouseTable: ...`.
@@ -35,18 +38,48 @@ func Labelled(err error, param string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ce):
-		return err // it names its parameter
+		return &labelled{strings.Replace(err.Error(), ce.Error(), ce.Text(ClickHouseParam(ce.Field)), 1), err}
 	case errors.As(err, &oe):
 		return oe // it names its parameter (metadataColumns, unknownFieldsColumn), which the table's context would only push back
 	case errors.As(err, &pe):
 		return fmt.Errorf("%s %w", pubsubParam[pe.Name.Collection], err)
 	case errors.As(err, &ex) && ex.Code == 115:
-		return fmt.Errorf("clickHouseUrl: the server has no setting of that name: an option of the URL that is not one of clickhouse-go's "+
-			"is sent to the server as a setting; check its spelling (%w)", err)
+		return fmt.Errorf("%s: the server has no setting of that name: an option of the URL that is not one of clickhouse-go's "+
+			"is sent to the server as a setting; check its spelling (%w)", ClickHouseParam(chclient.FieldURL), err)
 	case param != "":
 		return fmt.Errorf("%s: %w", param, err)
 	}
 	return err
+}
+
+// labelled is an error with the text Labelled gives it.
+type labelled struct {
+	text string
+	err  error
+}
+
+func (l *labelled) Error() string { return l.text }
+func (l *labelled) Unwrap() error { return l.err }
+
+// clickHouseParam is the template parameter of each field of chclient.Config that a
+// *chclient.ConfigError names.
+var clickHouseParam = map[chclient.Field]string{
+	chclient.FieldURL:               "clickHouseUrl",
+	chclient.FieldDatabase:          "clickHouseDatabase",
+	chclient.FieldUsername:          "clickHouseUsername",
+	chclient.FieldPassword:          "clickHousePassword",
+	chclient.FieldCACertificate:     "clickHouseCaCertificate",
+	chclient.FieldClientCertificate: "clickHouseClientCertificate",
+	chclient.FieldClientKey:         "clickHouseClientKey",
+}
+
+// ClickHouseParam returns the template parameter of a field of chclient.Config: "clickHouseUrl"
+// for chclient.FieldURL.
+func ClickHouseParam(f chclient.Field) string {
+	if p, ok := clickHouseParam[f]; ok {
+		return p
+	}
+	return f.String()
 }
 
 // pubsubParam is the template parameter of each collection of Pub/Sub names.

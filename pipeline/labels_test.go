@@ -2,16 +2,19 @@ package pipeline
 
 import (
 	"errors"
+	"flag"
+	"fmt"
 	"testing"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
 func TestLabelled(t *testing.T) {
 	sub, _ := psclient.ParseSubscription("projects/my-project/subscriptions/events")
 	topic, _ := psclient.ParseTopic("projects/my-project/topics/dead")
-	config := &chclient.ConfigError{Param: "clickHousePassword", Hint: "refused", Err: errors.New("code 516")}
+	config := &chclient.ConfigError{Field: chclient.FieldPassword, Hint: "refused", Err: errors.New("code 516")}
 	for _, tc := range []struct {
 		err   error
 		param string
@@ -21,7 +24,8 @@ func TestLabelled(t *testing.T) {
 			"inputSubscription projects/my-project/subscriptions/events does not exist"},
 		{&psclient.CheckError{Name: topic, Err: errors.New(topic.String() + " does not exist")}, "",
 			"deadLetterTopic projects/my-project/topics/dead does not exist"},
-		{config, "clickHouseTable", config.Error()},
+		{config, "clickHouseTable", "clickHousePassword: refused (code 516)"},
+		{fmt.Errorf("dead letter: %w", config), "", "dead letter: clickHousePassword: refused (code 516)"},
 		{errors.New("table db.t does not exist"), "clickHouseTable", "clickHouseTable: table db.t does not exist"},
 		{errors.New("connection refused"), "", "connection refused"},
 	} {
@@ -32,5 +36,33 @@ func TestLabelled(t *testing.T) {
 	}
 	if Labelled(nil, "clickHouseTable") != nil {
 		t.Error("Labelled(nil) is not nil")
+	}
+}
+
+// TestClickHouseParams: each field of chclient.Config that a ConfigError names has its own
+// template parameter, each convert.Option is named as its parameter, and the unlabelled text names the field in plain words.
+func TestClickHouseParams(t *testing.T) {
+	fs := flag.NewFlagSet("params", flag.ContinueOnError)
+	var o Options
+	RegisterFlags(fs, &o)
+	seen := map[string]chclient.Field{}
+	for _, f := range chclient.Fields {
+		p := ClickHouseParam(f)
+		if fs.Lookup(p) == nil {
+			t.Errorf("%v: parameter %q is not a flag", f, p)
+		}
+		if g, ok := seen[p]; ok {
+			t.Errorf("%v and %v: both parameter %q", g, f, p)
+		}
+		seen[p] = f
+	}
+	for _, o := range []convert.Option{convert.OptionMetadata, convert.OptionUnknownFields} {
+		if fs.Lookup(o.String()) == nil {
+			t.Errorf("convert option %d: %q is not a flag", int(o), o)
+		}
+	}
+	err := &chclient.ConfigError{Field: chclient.FieldURL, Hint: "nothing listens at clickhouse://h:1", Err: errors.New("connection refused")}
+	if got, want := err.Error(), "ClickHouse URL: nothing listens at clickhouse://h:1 (connection refused)"; got != want {
+		t.Errorf("unlabelled: %q, want %q", got, want)
 	}
 }

@@ -116,7 +116,7 @@ type Resolved struct {
 // secure=true), the certificates and key of clickHouseCaCertificate, clickHouseClientCertificate
 // and clickHouseClientKey, from which it builds the TLS configuration (see tlsConfig). A single
 // trailing newline of the password's payload (as `echo pw | gcloud secrets versions add
-// --data-file=-` stores it) is dropped. Errors are *ConfigError naming the parameter to fix and,
+// --data-file=-` stores it) is dropped. Errors are *ConfigError naming the field to fix and,
 // for Secret Manager, the permission secretmanager.versions.access; none holds the password or
 // the key.
 func (c Config) Resolve(ctx context.Context) (*Resolved, error) {
@@ -128,7 +128,7 @@ func (c Config) Resolve(ctx context.Context) (*Resolved, error) {
 	if c.Password.IsVersion() {
 		b, err := secret.Access(ctx, c.Password.Reveal())
 		if err != nil {
-			return nil, readError("clickHousePassword", err)
+			return nil, readError(FieldPassword, err)
 		}
 		r.password = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 		LogOnce("clickHousePassword read from Secret Manager", "version", c.Password)
@@ -136,7 +136,7 @@ func (c Config) Resolve(ctx context.Context) (*Resolved, error) {
 	if o.TLS == nil {
 		for _, p := range c.TLSParams() {
 			if p.Ref != "" {
-				return nil, &ConfigError{p.Name, "is set, but clickHouseUrl " + RedactURL(c.URL) + " does not use TLS: use https://, or clickhouse://host:9440?secure=true", errNoTLS}
+				return nil, &ConfigError{p.Field, "is set, but clickHouseUrl " + RedactURL(c.URL) + " does not use TLS: use https://, or clickhouse://host:9440?secure=true", errNoTLS}
 			}
 		}
 		return r, nil
@@ -147,7 +147,7 @@ func (c Config) Resolve(ctx context.Context) (*Resolved, error) {
 			continue
 		}
 		if pem[i], err = secret.Read(ctx, p.Ref); err != nil {
-			return nil, readError(p.Name, err)
+			return nil, readError(p.Field, err)
 		}
 	}
 	if r.tls, r.askedForCert, err = tlsConfig(o.TLS, pem[0], pem[1], pem[2]); err != nil {
@@ -158,27 +158,30 @@ func (c Config) Resolve(ctx context.Context) (*Resolved, error) {
 
 var errNoTLS = errors.New("no TLS")
 
-// TLSParam is one of the TLS parameters of a Config: its template parameter name and its value,
-// the name of what holds the PEM text.
-type TLSParam struct{ Name, Ref string }
+// TLSParam is one of the TLS parameters of a Config: its field and its value, the name of what
+// holds the PEM text.
+type TLSParam struct {
+	Field Field
+	Ref   string
+}
 
 // TLSParams returns the CA certificate, the client certificate and the client key, in this
 // order.
 func (c Config) TLSParams() []TLSParam {
 	return []TLSParam{
-		{"clickHouseCaCertificate", c.CACertificate},
-		{"clickHouseClientCertificate", c.ClientCertificate},
-		{"clickHouseClientKey", c.ClientKey},
+		{FieldCACertificate, c.CACertificate},
+		{FieldClientCertificate, c.ClientCertificate},
+		{FieldClientKey, c.ClientKey},
 	}
 }
 
-// readError is a failure to read what the parameter param names, as a *ConfigError.
-func readError(param string, err error) error {
+// readError is a failure to read what the field f names, as a *ConfigError.
+func readError(f Field, err error) error {
 	var se *secret.Error
 	if errors.As(err, &se) {
-		return &ConfigError{param, se.Reason, se.Err}
+		return &ConfigError{f, se.Reason, se.Err}
 	}
-	return &ConfigError{param, "cannot be read", err}
+	return &ConfigError{f, "cannot be read", err}
 }
 
 // String is the Config's String: no password, no key.
@@ -214,7 +217,7 @@ func (r *Resolved) options() (*clickhouse.Options, error) {
 // Open opens a connection pool and pings the server. Errors name the server address and the
 // user, never the password; a likely misconfiguration (wrong port or scheme, wrong password,
 // missing database, a certificate that does not verify) is a *ConfigError that says which
-// parameter to fix.
+// field to fix.
 func (r *Resolved) Open(ctx context.Context) (driver.Conn, error) {
 	c := r.cfg
 	o, err := r.options()
@@ -264,7 +267,7 @@ func (r *Resolved) ping(ctx context.Context, conn driver.Conn, o *clickhouse.Opt
 	for _, addr := range o.Addr {
 		if answersHTTP(ctx, addr) {
 			url := RedactURL(r.cfg.URL)
-			return &ConfigError{"clickHouseUrl", fmt.Sprintf("%s uses the native protocol (clickhouse://), but %s is ClickHouse's HTTP interface "+
+			return &ConfigError{FieldURL, fmt.Sprintf("%s uses the native protocol (clickhouse://), but %s is ClickHouse's HTTP interface "+
 				"(it answers GET /ping): use http://%s, or the native port (9000) with clickhouse://", url, addr, addr),
 				fmt.Errorf("clickhouse %s: the HTTP interface answered GET /ping on %s", url, addr)}
 		}

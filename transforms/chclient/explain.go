@@ -12,16 +12,58 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
-// ConfigError is a connection failure explained in one sentence that names the template
-// parameter to fix and what to check. Unwrap gives the driver's error.
+// ConfigError is a connection failure explained in one sentence that names the part of the
+// Config to fix and what to check. Unwrap gives the driver's error. Its text names the field in
+// plain words (`ClickHouse URL: nothing listens at ...`); pipeline.Labelled names the template
+// parameter instead (`clickHouseUrl: nothing listens at ...`).
 type ConfigError struct {
-	Param string // the template parameter to look at, e.g. "clickHouseUrl"
+	Field Field  // the part of the Config to look at, e.g. FieldURL
 	Hint  string // what is wrong and what to check
 	Err   error
 }
 
-func (e *ConfigError) Error() string { return e.Param + ": " + e.Hint + " (" + e.Err.Error() + ")" }
+func (e *ConfigError) Error() string { return e.Text(e.Field.String()) }
 func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Text returns the error's text with name in place of the field's: "name: hint (driver's error)".
+func (e *ConfigError) Text(name string) string {
+	return name + ": " + e.Hint + " (" + e.Err.Error() + ")"
+}
+
+// Field is a part of a Config that a ConfigError is about.
+type Field int
+
+// The fields of a Config that a ConfigError names.
+const (
+	FieldURL               Field = iota + 1 // Config.URL
+	FieldDatabase                           // Config.Database
+	FieldUsername                           // Config.Username
+	FieldPassword                           // Config.Password
+	FieldCACertificate                      // Config.CACertificate
+	FieldClientCertificate                  // Config.ClientCertificate
+	FieldClientKey                          // Config.ClientKey
+)
+
+// Fields are the fields of a Config that a ConfigError names, in the order of Config.
+var Fields = []Field{FieldURL, FieldDatabase, FieldUsername, FieldPassword, FieldCACertificate, FieldClientCertificate, FieldClientKey}
+
+var fieldNames = map[Field]string{
+	FieldURL:               "ClickHouse URL",
+	FieldDatabase:          "ClickHouse database",
+	FieldUsername:          "ClickHouse user",
+	FieldPassword:          "ClickHouse password",
+	FieldCACertificate:     "ClickHouse CA certificate",
+	FieldClientCertificate: "ClickHouse client certificate",
+	FieldClientKey:         "ClickHouse client key",
+}
+
+// String names the field in plain words: "ClickHouse URL".
+func (f Field) String() string {
+	if n, ok := fieldNames[f]; ok {
+		return n
+	}
+	return fmt.Sprintf("chclient.Field(%d)", int(f))
+}
 
 // explain turns a failure to open a connection into a ConfigError when its cause is a likely
 // misconfiguration; other errors are returned as they are. askedForCert tells that the server
@@ -40,30 +82,30 @@ func explain(err error, c Config, askedForCert bool) error {
 	var dns *net.DNSError
 	switch {
 	case errors.As(err, &ex) && (ex.Code == 193 || ex.Code == 516):
-		return &ConfigError{"clickHousePassword", fmt.Sprintf("ClickHouse refused the password of user %q at %s: check clickHouseUsername and clickHousePassword", c.Username, url), err}
+		return &ConfigError{FieldPassword, fmt.Sprintf("ClickHouse refused the password of user %q at %s: check clickHouseUsername and clickHousePassword", c.Username, url), err}
 	case errors.As(err, &ex) && ex.Code == 192:
-		return &ConfigError{"clickHouseUsername", fmt.Sprintf("ClickHouse at %s has no user %q: check clickHouseUsername", url, c.Username), err}
+		return &ConfigError{FieldUsername, fmt.Sprintf("ClickHouse at %s has no user %q: check clickHouseUsername", url, c.Username), err}
 	case errors.As(err, &ex) && ex.Code == 81:
-		return &ConfigError{"clickHouseDatabase", fmt.Sprintf("database %q does not exist on %s: check clickHouseDatabase", c.Database, url), err}
+		return &ConfigError{FieldDatabase, fmt.Sprintf("database %q does not exist on %s: check clickHouseDatabase", c.Database, url), err}
 	case errors.As(err, &dns):
-		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the host of %s does not resolve: check the host name", url), err}
+		return &ConfigError{FieldURL, fmt.Sprintf("the host of %s does not resolve: check the host name", url), err}
 	case strings.Contains(msg, "connection refused"):
-		return &ConfigError{"clickHouseUrl", fmt.Sprintf("nothing listens at %s: check the host and the port (native protocol 9000; HTTP 8123; HTTPS 8443) and that the server runs", url), err}
+		return &ConfigError{FieldURL, fmt.Sprintf("nothing listens at %s: check the host and the port (native protocol 9000; HTTP 8123; HTTPS 8443) and that the server runs", url), err}
 	case strings.Contains(msg, "HTTP request to an HTTPS server") || strings.Contains(msg, "plain HTTP request was sent to HTTPS"):
-		return &ConfigError{"clickHouseUrl", fmt.Sprintf("%s uses http://, but the server expects TLS on that port: use https://", url), err}
+		return &ConfigError{FieldURL, fmt.Sprintf("%s uses http://, but the server expects TLS on that port: use https://", url), err}
 	case strings.Contains(msg, "is for clickhouse-client program"):
-		return &ConfigError{"clickHouseUrl", fmt.Sprintf("%s uses http://, but that port speaks ClickHouse's native protocol: use clickhouse:// with it, or the HTTP port (8123, 8443 with TLS)", url), err}
+		return &ConfigError{FieldURL, fmt.Sprintf("%s uses http://, but that port speaks ClickHouse's native protocol: use clickhouse:// with it, or the HTTP port (8123, 8443 with TLS)", url), err}
 	case strings.Contains(msg, "Unknown setting client_protocol_version"):
-		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the server at %s is too old for clickhouse-go's HTTP protocol: use the native protocol, clickhouse://host:9000", url), err}
+		return &ConfigError{FieldURL, fmt.Sprintf("the server at %s is too old for clickhouse-go's HTTP protocol: use the native protocol, clickhouse://host:9000", url), err}
 	case scheme == "clickhouse" && strings.Contains(msg, "handshake") && !UsesTLS(c.URL):
-		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the server at %s did not complete the native protocol's handshake: is this the native protocol's TLS port (9440)? Add ?secure=true for it. An HTTP port (8123, 8443)? Use http:// or https://. Else give the native port (9000)", url), err}
+		return &ConfigError{FieldURL, fmt.Sprintf("the server at %s did not complete the native protocol's handshake: is this the native protocol's TLS port (9440)? Add ?secure=true for it. An HTTP port (8123, 8443)? Use http:// or https://. Else give the native port (9000)", url), err}
 	case scheme == "clickhouse" && strings.Contains(msg, "handshake"):
-		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the server at %s completed TLS but not the native protocol's handshake: is this the HTTPS port (8443)? Use https:// for it, or the native protocol's TLS port (9440)", url), err}
+		return &ConfigError{FieldURL, fmt.Sprintf("the server at %s completed TLS but not the native protocol's handshake: is this the HTTPS port (8443)? Use https:// for it, or the native protocol's TLS port (9440)", url), err}
 	}
 	return err
 }
 
-// explainTLS explains a failure of the TLS handshake as a *ConfigError naming the parameter to
+// explainTLS explains a failure of the TLS handshake as a *ConfigError naming the field to
 // fix, or returns nil when err is not one. The server's certificate is verified by Go's TLS
 // client (x509's errors); the client certificate by the server, whose refusal arrives as a TLS
 // alert ("remote error: tls: ...") or, from a server that asked for a certificate and got none or
@@ -79,29 +121,29 @@ func explainTLS(err error, c Config, url, scheme string, askedForCert bool) erro
 	closed := askedForCert && (strings.Contains(msg, "connection reset") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe"))
 	switch {
 	case strings.Contains(msg, "server gave HTTP response to HTTPS client") || (scheme == "https" && errors.As(err, &record)):
-		return &ConfigError{"clickHouseUrl", fmt.Sprintf("%s uses https://, but the server answers plain HTTP on that port: use http://, or the server's HTTPS port (8443 on ClickHouse Cloud)", url), err}
+		return &ConfigError{FieldURL, fmt.Sprintf("%s uses https://, but the server answers plain HTTP on that port: use http://, or the server's HTTPS port (8443 on ClickHouse Cloud)", url), err}
 	case errors.As(err, &record):
-		return &ConfigError{"clickHouseUrl", fmt.Sprintf("%s asks for TLS (secure=true), but the server answers without TLS on that port: give the native protocol's TLS port (tcp_port_secure, 9440 by default), or drop secure=true", url), err}
+		return &ConfigError{FieldURL, fmt.Sprintf("%s asks for TLS (secure=true), but the server answers without TLS on that port: give the native protocol's TLS port (tcp_port_secure, 9440 by default), or drop secure=true", url), err}
 	case errors.As(err, &unknown) || strings.Contains(msg, "x509: certificate signed by unknown authority"):
 		if c.CACertificate == "" {
-			return &ConfigError{"clickHouseCaCertificate", fmt.Sprintf("the certificate of the server at %s is not signed by an authority this machine trusts (clickHouseCaCertificate is unset, so the system's roots): give the certificate of the authority that signed it in clickHouseCaCertificate", url), err}
+			return &ConfigError{FieldCACertificate, fmt.Sprintf("the certificate of the server at %s is not signed by an authority this machine trusts (clickHouseCaCertificate is unset, so the system's roots): give the certificate of the authority that signed it in clickHouseCaCertificate", url), err}
 		}
-		return &ConfigError{"clickHouseCaCertificate", fmt.Sprintf("the certificate of the server at %s is not signed by the authority of clickHouseCaCertificate %s: give the certificate of the authority that signed the server's", url, secret.ShownRef(c.CACertificate)), err}
+		return &ConfigError{FieldCACertificate, fmt.Sprintf("the certificate of the server at %s is not signed by the authority of clickHouseCaCertificate %s: give the certificate of the authority that signed the server's", url, secret.ShownRef(c.CACertificate)), err}
 	case errors.As(err, &host):
-		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the certificate of the server at %s is not valid for the host %q (%s): give a host name the certificate holds in clickHouseUrl, or that name as tls_server_name=<name>", url, host.Host, certNames(host.Certificate)), err}
+		return &ConfigError{FieldURL, fmt.Sprintf("the certificate of the server at %s is not valid for the host %q (%s): give a host name the certificate holds in clickHouseUrl, or that name as tls_server_name=<name>", url, host.Host, certNames(host.Certificate)), err}
 	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
-		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the certificate of the server at %s, or of an authority that signed it, has expired or is not yet valid (%s): the server needs a valid certificate; the pipeline never skips the check", url, invalid.Detail), err}
+		return &ConfigError{FieldURL, fmt.Sprintf("the certificate of the server at %s, or of an authority that signed it, has expired or is not yet valid (%s): the server needs a valid certificate; the pipeline never skips the check", url, invalid.Detail), err}
 	case errors.As(err, &invalid):
-		return &ConfigError{"clickHouseUrl", fmt.Sprintf("the certificate of the server at %s does not verify (%v): the server needs a certificate fit for TLS servers; the pipeline never skips the check", url, invalid), err}
+		return &ConfigError{FieldURL, fmt.Sprintf("the certificate of the server at %s does not verify (%v): the server needs a certificate fit for TLS servers; the pipeline never skips the check", url, invalid), err}
 	case strings.Contains(msg, "remote error: tls: certificate required"),
 		c.ClientCertificate == "" && strings.Contains(msg, "remote error: tls: handshake failure"),
 		c.ClientCertificate == "" && closed:
-		return &ConfigError{"clickHouseClientCertificate", fmt.Sprintf("the server at %s requires a client certificate (mutual TLS): give it in clickHouseClientCertificate, and its key in clickHouseClientKey", url), err}
+		return &ConfigError{FieldClientCertificate, fmt.Sprintf("the server at %s requires a client certificate (mutual TLS): give it in clickHouseClientCertificate, and its key in clickHouseClientKey", url), err}
 	case c.ClientCertificate != "" && strings.Contains(msg, "remote error: tls:"),
 		// The alert can be lost: under TLS 1.3 the client writes its first message before the
 		// server has checked the certificate, and the write then meets the closed connection.
 		c.ClientCertificate != "" && closed:
-		return &ConfigError{"clickHouseClientCertificate", fmt.Sprintf("the server at %s refused the client certificate %s: give one signed by an authority that the server trusts (its openSSL.server.caConfig)", url, secret.ShownRef(c.ClientCertificate)), err}
+		return &ConfigError{FieldClientCertificate, fmt.Sprintf("the server at %s refused the client certificate %s: give one signed by an authority that the server trusts (its openSSL.server.caConfig)", url, secret.ShownRef(c.ClientCertificate)), err}
 	}
 	return nil
 }

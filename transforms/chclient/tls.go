@@ -31,7 +31,7 @@ import (
 //     asked tells from other failures.
 //   - TLS 1.2 at least.
 //
-// Errors are *ConfigError naming the parameter to fix; none holds the key.
+// Errors are *ConfigError naming the field to fix; none holds the key.
 func tlsConfig(base *tls.Config, ca, cert, key []byte) (c *tls.Config, asked *atomic.Bool, err error) {
 	c = &tls.Config{MinVersion: tls.VersionTLS12}
 	if base != nil {
@@ -40,7 +40,7 @@ func tlsConfig(base *tls.Config, ca, cert, key []byte) (c *tls.Config, asked *at
 	if ca != nil {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(ca) {
-			return nil, nil, &ConfigError{"clickHouseCaCertificate", "holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\"): give the certificate of the authority that signs the server's certificate", errNoPEM}
+			return nil, nil, &ConfigError{FieldCACertificate, "holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\"): give the certificate of the authority that signs the server's certificate", errNoPEM}
 		}
 		c.RootCAs = pool
 	}
@@ -52,17 +52,17 @@ func tlsConfig(base *tls.Config, ca, cert, key []byte) (c *tls.Config, asked *at
 		}
 		leaf, err := x509.ParseCertificate(pair.Certificate[0])
 		if err != nil {
-			return nil, nil, &ConfigError{"clickHouseClientCertificate", "is not a certificate that Go can read", err}
+			return nil, nil, &ConfigError{FieldClientCertificate, "is not a certificate that Go can read", err}
 		}
 		if now := time.Now(); now.After(leaf.NotAfter) || now.Before(leaf.NotBefore) {
-			return nil, nil, &ConfigError{"clickHouseClientCertificate", fmt.Sprintf("is valid from %s to %s, not now: give a current certificate",
+			return nil, nil, &ConfigError{FieldClientCertificate, fmt.Sprintf("is valid from %s to %s, not now: give a current certificate",
 				leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339)), errors.New("outside its validity period")}
 		}
 		c.Certificates = []tls.Certificate{pair}
 	case cert != nil:
-		return nil, nil, &ConfigError{"clickHouseClientKey", "is unset, but clickHouseClientCertificate is set: give both, or neither", errors.New("no key")}
+		return nil, nil, &ConfigError{FieldClientKey, "is unset, but clickHouseClientCertificate is set: give both, or neither", errors.New("no key")}
 	case key != nil:
-		return nil, nil, &ConfigError{"clickHouseClientCertificate", "is unset, but clickHouseClientKey is set: give both, or neither", errors.New("no certificate")}
+		return nil, nil, &ConfigError{FieldClientCertificate, "is unset, but clickHouseClientKey is set: give both, or neither", errors.New("no certificate")}
 	}
 	asked = new(atomic.Bool)
 	certs := c.Certificates
@@ -86,12 +86,12 @@ var errNoPEM = errors.New("no PEM block")
 // one to fix.
 func keyPairError(cert, key []byte, err error) error {
 	if b, _ := pem.Decode(cert); b == nil || b.Type != "CERTIFICATE" {
-		return &ConfigError{"clickHouseClientCertificate", "holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\")", err}
+		return &ConfigError{FieldClientCertificate, "holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\")", err}
 	}
 	if b, _ := pem.Decode(key); b == nil {
-		return &ConfigError{"clickHouseClientKey", "holds no PEM private key (\"-----BEGIN PRIVATE KEY-----\", or an RSA or EC key)", err}
+		return &ConfigError{FieldClientKey, "holds no PEM private key (\"-----BEGIN PRIVATE KEY-----\", or an RSA or EC key)", err}
 	}
-	return &ConfigError{"clickHouseClientKey", "is not the private key of clickHouseClientCertificate, or not one Go can read: give the key the certificate was issued for", err}
+	return &ConfigError{FieldClientKey, "is not the private key of clickHouseClientCertificate, or not one Go can read: give the key the certificate was issued for", err}
 }
 
 // UsesTLS reports whether clickHouseUrl raw asks for TLS: https://, or clickhouse:// with

@@ -40,23 +40,24 @@ func TestTLSConfig(t *testing.T) {
 		t.Errorf("asked for a client certificate: %+v, want the client certificate", got)
 	}
 	for _, tc := range []struct {
-		name           string
-		ca, cert, key  []byte
-		param, message string
+		name          string
+		ca, cert, key []byte
+		field         Field
+		message       string
 	}{
-		{"CA without PEM", []byte("not a certificate"), nil, nil, "clickHouseCaCertificate", "holds no PEM certificate"},
-		{"CA given a key", client.KeyPEM, nil, nil, "clickHouseCaCertificate", "holds no PEM certificate"},
-		{"key of another certificate", nil, client.CertPEM, other.KeyPEM, "clickHouseClientKey", "is not the private key of clickHouseClientCertificate"},
-		{"key not PEM", nil, client.CertPEM, []byte("not a key"), "clickHouseClientKey", "holds no PEM private key"},
-		{"certificate not PEM", nil, []byte("not a certificate"), client.KeyPEM, "clickHouseClientCertificate", "holds no PEM certificate"},
-		{"expired client certificate", nil, expired.CertPEM, expired.KeyPEM, "clickHouseClientCertificate", "not now"},
-		{"certificate without key", nil, client.CertPEM, nil, "clickHouseClientKey", "give both"},
-		{"key without certificate", nil, nil, client.KeyPEM, "clickHouseClientCertificate", "give both"},
+		{"CA without PEM", []byte("not a certificate"), nil, nil, FieldCACertificate, "holds no PEM certificate"},
+		{"CA given a key", client.KeyPEM, nil, nil, FieldCACertificate, "holds no PEM certificate"},
+		{"key of another certificate", nil, client.CertPEM, other.KeyPEM, FieldClientKey, "is not the private key of clickHouseClientCertificate"},
+		{"key not PEM", nil, client.CertPEM, []byte("not a key"), FieldClientKey, "holds no PEM private key"},
+		{"certificate not PEM", nil, []byte("not a certificate"), client.KeyPEM, FieldClientCertificate, "holds no PEM certificate"},
+		{"expired client certificate", nil, expired.CertPEM, expired.KeyPEM, FieldClientCertificate, "not now"},
+		{"certificate without key", nil, client.CertPEM, nil, FieldClientKey, "give both"},
+		{"key without certificate", nil, nil, client.KeyPEM, FieldClientCertificate, "give both"},
 	} {
 		_, _, err := tlsConfig(&tls.Config{}, tc.ca, tc.cert, tc.key)
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Param != tc.param || !strings.Contains(err.Error(), tc.message) {
-			t.Errorf("%s: %v, want a ConfigError of %s saying %q", tc.name, err, tc.param, tc.message)
+		if !errors.As(err, &ce) || ce.Field != tc.field || !strings.Contains(err.Error(), tc.message) {
+			t.Errorf("%s: %v, want a ConfigError of %s saying %q", tc.name, err, tc.field, tc.message)
 		}
 		if err != nil && strings.Contains(err.Error(), keyBody(client.KeyPEM)) {
 			t.Errorf("%s: the error quotes the key: %v", tc.name, err)
@@ -117,27 +118,28 @@ func TestResolve(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		name           string
-		change         func(c *Config)
-		param, message string
+		name    string
+		change  func(c *Config)
+		field   Field
+		message string
 	}{
 		{"denied password", func(c *Config) { c.Password = "projects/p/secrets/ch-password/versions/2" },
-			"clickHousePassword", "projects/p/secrets/ch-password/versions/2: the permission secretmanager.versions.access is denied"},
+			FieldPassword, "projects/p/secrets/ch-password/versions/2: the permission secretmanager.versions.access is denied"},
 		{"missing key", func(c *Config) { c.ClientKey = "projects/p/secrets/none/versions/1" },
-			"clickHouseClientKey", "projects/p/secrets/none/versions/1 does not exist"},
+			FieldClientKey, "projects/p/secrets/none/versions/1 does not exist"},
 		{"missing CA file", func(c *Config) { c.CACertificate = filepath.Join(t.TempDir(), "none.crt") },
-			"clickHouseCaCertificate", "cannot read the file"},
+			FieldCACertificate, "cannot read the file"},
 		{"missing certificate object", func(c *Config) { c.ClientCertificate = "gs://certs/none.crt" },
-			"clickHouseClientCertificate", "gs://certs/none.crt does not exist"},
+			FieldClientCertificate, "gs://certs/none.crt does not exist"},
 		{"TLS parameters, plain URL", func(c *Config) { c.URL = "clickhouse://h:9000" },
-			"clickHouseCaCertificate", "does not use TLS"},
+			FieldCACertificate, "does not use TLS"},
 	} {
 		cc := c
 		tc.change(&cc)
 		_, err := cc.Resolve(ctx)
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Param != tc.param || !strings.Contains(err.Error(), tc.message) {
-			t.Errorf("%s: %v, want a ConfigError of %s saying %q", tc.name, err, tc.param, tc.message)
+		if !errors.As(err, &ce) || ce.Field != tc.field || !strings.Contains(err.Error(), tc.message) {
+			t.Errorf("%s: %v, want a ConfigError of %s saying %q", tc.name, err, tc.field, tc.message)
 		}
 		if err != nil && (strings.Contains(err.Error(), password) || strings.Contains(err.Error(), keyBody(client.KeyPEM))) {
 			t.Errorf("%s: the error shows the password or the key: %v", tc.name, err)

@@ -80,7 +80,7 @@ func toBFloat16(f float64) (uint16, bool) {
 func (bfloat16Encoder) size() int { return 2 }
 
 // column decodes the upper 2 bytes of a Float32 into []float32 (each exactly a BFloat16 value).
-func (bfloat16Encoder) column(wrap string) Column {
+func (bfloat16Encoder) column(wrap shape) Column {
 	return fixedColumn(wrap, 2, func(b []byte) float32 {
 		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16)
 	})

@@ -88,7 +88,7 @@ func (e bigIntEncoder) size() int { return e.width }
 
 // column decodes little-endian (two's complement when signed) into []*big.Int, which is also
 // clickhouse-go's Nullable form, with nil for NULL.
-func (e bigIntEncoder) column(wrap string) Column {
+func (e bigIntEncoder) column(wrap shape) Column {
 	w, signed := e.width, e.name[0] == 'I'
 	return wrappedPtr(wrap, fixedCodec(w, func(b []byte) *big.Int { return readBigInt(b[:w], signed) }))
 }

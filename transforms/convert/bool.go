@@ -49,6 +49,6 @@ func (boolEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 func (boolEncoder) size() int { return 1 }
 
 // column decodes one byte into []bool.
-func (boolEncoder) column(wrap string) Column {
+func (boolEncoder) column(wrap shape) Column {
 	return fixedColumn(wrap, 1, func(b []byte) bool { return b[0] != 0 })
 }

@@ -24,8 +24,8 @@ var errNullableTuple = errors.New("clickhouse-go v2.51.0 cannot insert a Nullabl
 	"declare the Tuple's elements Nullable instead, or use a JSON or String column")
 
 func newNullableEncoder(t *chtype.Type, zone *time.Location) (encoder, error) {
-	if t.Elems[0].Name == "Tuple" {
-		return nil, errNullableTuple
+	if f := families[t.Elems[0].Name]; f != nil && f.notNullable != nil {
+		return nil, f.notNullable
 	}
 	inner, err := newEncoder(t.Elems[0], zone)
 	if err != nil {
@@ -67,7 +67,7 @@ func (e arrayEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 		return dst, errValue(v, fmt.Sprintf("is %s; %s takes a JSON array", v.kind, "Array("+e.elemType.String()+")"))
 	}
 	dst = appendUvarint(dst, countElements(v.raw))
-	_, elemNullable := e.elemType.Unwrap()
+	_, elemNullable := unwrapColumn(e.elemType)
 	it := newElements(v.raw)
 	for i := 0; ; i++ {
 		el, ok := it.next()

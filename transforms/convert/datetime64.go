@@ -373,7 +373,7 @@ func (e dateTime64Encoder) epochTicks(v value, num []byte) (int64, error) {
 func (epochDateEncoder) size() int { return 2 }
 
 // column decodes UInt16 days since 1970-01-01 into []time.Time in UTC.
-func (epochDateEncoder) column(wrap string) Column {
+func (epochDateEncoder) column(wrap shape) Column {
 	return fixedColumn(wrap, 2, func(b []byte) time.Time {
 		return time.Unix(int64(binary.LittleEndian.Uint16(b))*86400, 0).UTC()
 	})
@@ -382,7 +382,7 @@ func (epochDateEncoder) column(wrap string) Column {
 func (epochDateTimeEncoder) size() int { return 4 }
 
 // column decodes UInt32 seconds since the epoch into []time.Time in UTC.
-func (epochDateTimeEncoder) column(wrap string) Column {
+func (epochDateTimeEncoder) column(wrap shape) Column {
 	return fixedColumn(wrap, 4, func(b []byte) time.Time {
 		return time.Unix(int64(binary.LittleEndian.Uint32(b)), 0).UTC()
 	})
@@ -391,7 +391,7 @@ func (epochDateTimeEncoder) column(wrap string) Column {
 func (date32Encoder) size() int { return 4 }
 
 // column decodes Int32 days since 1970-01-01 into []time.Time in UTC.
-func (date32Encoder) column(wrap string) Column {
+func (date32Encoder) column(wrap shape) Column {
 	return fixedColumn(wrap, 4, func(b []byte) time.Time {
 		return time.Unix(int64(int32(binary.LittleEndian.Uint32(b)))*86400, 0).UTC()
 	})
@@ -400,7 +400,7 @@ func (date32Encoder) column(wrap string) Column {
 func (dateTime64Encoder) size() int { return 8 }
 
 // column decodes Int64 10^-P second ticks since the epoch into []time.Time in UTC.
-func (e dateTime64Encoder) column(wrap string) Column {
+func (e dateTime64Encoder) column(wrap shape) Column {
 	p := e.precision
 	return fixedColumn(wrap, 8, func(b []byte) time.Time {
 		ticks, scale := int64(binary.LittleEndian.Uint64(b)), pow10[p]

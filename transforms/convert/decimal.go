@@ -256,7 +256,7 @@ func (e decimalEncoder) size() int { return e.width }
 
 // column decodes the value × 10^S into []decimal.Decimal (github.com/shopspring/decimal) with
 // exponent -S.
-func (e decimalEncoder) column(wrap string) Column {
+func (e decimalEncoder) column(wrap shape) Column {
 	w, exp := e.width, int32(-e.scale)
 	return fixedColumn(wrap, w, func(b []byte) decimal.Decimal {
 		switch w {

@@ -55,9 +55,9 @@ type scalar interface {
 	// size is the size in bytes of one RowBinary value; 0 for a LEB128 length followed by that
 	// many bytes (String, JSON).
 	size() int
-	// column returns the Column that decodes the type's values, plain (wrap ""), or wrapped in
-	// "Nullable" or "Array".
-	column(wrap string) Column
+	// column returns the Column that decodes the type's values, plain (shapePlain), or wrapped
+	// in Nullable (shapeNullable) or Array (shapeArray).
+	column(wrap shape) Column
 }
 
 // Layout splits rows of one list of column types into each column's value bytes. Build it once

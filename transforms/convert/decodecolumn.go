@@ -92,7 +92,7 @@ func fixedCodec[T any](width int, read func([]byte) T) codec[T] {
 }
 
 // fixedColumn is the Column of a fixed-width scalar: wrapped(wrap, fixedCodec(width, read)).
-func fixedColumn[T any](wrap string, width int, read func([]byte) T) Column {
+func fixedColumn[T any](wrap shape, width int, read func([]byte) T) Column {
 	return wrapped(wrap, fixedCodec(width, read))
 }
 
@@ -113,11 +113,11 @@ func stringCodec(b []byte) (string, int, bool) {
 
 // stringColumnOf is the Column of String and JSON values: stringColumn for String and
 // Nullable(String), the generic one for Array(String).
-func stringColumnOf(wrap string) Column {
+func stringColumnOf(wrap shape) Column {
 	switch wrap {
-	case "":
+	case shapePlain:
 		return &stringColumn{}
-	case "Nullable":
+	case shapeNullable:
 		return &stringColumn{nullable: true}
 	}
 	return wrapped(wrap, codec[string](stringCodec))
@@ -185,11 +185,11 @@ func (c *stringColumn) Values() any {
 // Reset empties the column; the values already given out keep their bytes.
 func (c *stringColumn) Reset() { c.buf, c.ends = c.buf[len(c.buf):], c.ends[:0] }
 
-func wrapped[T any](wrap string, c codec[T]) Column {
+func wrapped[T any](wrap shape, c codec[T]) Column {
 	switch wrap {
-	case "Nullable":
+	case shapeNullable:
 		return &nullableColumn[T]{read: c}
-	case "Array":
+	case shapeArray:
 		return &arrayColumn[T]{read: c}
 	}
 	return &plainColumn[T]{read: c}
@@ -197,8 +197,8 @@ func wrapped[T any](wrap string, c codec[T]) Column {
 
 // wrappedPtr is wrapped for a pointer type T, whose Nullable is T itself with nil for NULL
 // (clickhouse-go's BigInt column takes []*big.Int for both).
-func wrappedPtr[T any](wrap string, c codec[T]) Column {
-	if wrap == "Nullable" {
+func wrappedPtr[T any](wrap shape, c codec[T]) Column {
+	if wrap == shapeNullable {
 		return &nilNullColumn[T]{read: c}
 	}
 	return wrapped(wrap, c)

@@ -76,7 +76,7 @@ func newTupleDecoder(t *chtype.Type) (*valueDecoder, error) {
 // codec's plain Column.
 func newScalarDecoder(t *chtype.Type, s scalar) *valueDecoder {
 	skip := widthSkip(t, s.size())
-	col := s.column("")
+	col := s.column(shapePlain)
 	return &valueDecoder{typ: reflect.TypeOf(col.Values()).Elem(), decode: func(b []byte) (reflect.Value, []byte, error) {
 		end, err := skip(b, 0)
 		if err != nil {

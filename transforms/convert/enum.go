@@ -119,7 +119,7 @@ func (e enumEncoder) size() int {
 
 // column decodes the number into []int8 (Enum8) or []int16 (Enum16), which clickhouse-go's Enum
 // columns take.
-func (e enumEncoder) column(wrap string) Column {
+func (e enumEncoder) column(wrap shape) Column {
 	if e.width == 1 {
 		return fixedColumn(wrap, 1, func(b []byte) int8 { return int8(b[0]) })
 	}

@@ -53,7 +53,7 @@ func OnlyMetadata(err error) bool {
 		return false
 	}
 	for _, ve := range re.Errs {
-		if !strings.HasPrefix(ve.Origin, "metadataColumns ") {
+		if !strings.HasPrefix(ve.Origin, metadataOrigin("")) {
 			return false
 		}
 	}

@@ -47,6 +47,13 @@ type family struct {
 	// as: a value of the type is a value of its one element type, in JSON and in RowBinary
 	// (LowCardinality, SimpleAggregateFunction).
 	as bool
+	// shape is what a type of the family makes of its element types, for the rules that ask:
+	// Nullable and Array wrap a scalar's typed Column (scalar.column) and are what unwrapColumn
+	// and the groups of dotted columns look through (group.go, nested.go), Tuple and Nested have
+	// the named elements that dotted column names reach.
+	shape shape
+	// notNullable, when set, refuses Nullable(T) for a T of the family, and says why.
+	notNullable error
 	// empty: JSON null, and a missing field, are the empty value of the type, as for Array.
 	empty bool
 	// takesString: a JSON string can be a value of the type (metadata.go: a message's ordering
@@ -54,9 +61,50 @@ type family struct {
 	takesString bool
 	// publishTime is how a column of the type takes a message's publish time (metadata.go).
 	publishTime publishForm
+	// object reports whether a column of the type t takes a JSON object of strings: a
+	// message's attributes or the unknown fields (metadata.go), as String (the object's JSON
+	// text) and Map(String, String) do; nil: no type of the family does.
+	object func(t *chtype.Type) bool
 	// messageID reports whether a type of the family, whose codec is s, holds every Pub/Sub
 	// message id, and when it does not, why (metadata.go); nil: no type of the family does.
 	messageID func(t *chtype.Type, s scalar) (fits bool, why string)
+}
+
+// shape is what a type makes of its element types (family.shape).
+type shape uint8
+
+const (
+	shapePlain    shape = iota // none of the below: a scalar, Map, LowCardinality, a geo type, ...
+	shapeNullable              // Nullable(T): T or NULL
+	shapeArray                 // Array(T)
+	shapeFields                // Tuple, Nested: elements that may have names
+)
+
+// shapeOf returns the shape of t's family; shapePlain for a type of no family.
+func shapeOf(t *chtype.Type) shape {
+	if f := families[t.Name]; f != nil {
+		return f.shape
+	}
+	return shapePlain
+}
+
+// unwrapColumn returns the base type of t under Nullable, LowCardinality and
+// SimpleAggregateFunction(f, T), which holds plain values of T (the families of shapeNullable and
+// as), and whether one of them is Nullable.
+func unwrapColumn(t *chtype.Type) (base *chtype.Type, nullable bool) {
+	for len(t.Elems) == 1 {
+		f := families[t.Name]
+		switch {
+		case f == nil:
+			return t, nullable
+		case f.shape == shapeNullable:
+			nullable = true
+		case !f.as:
+			return t, nullable
+		}
+		t = t.Elems[0]
+	}
+	return t, nullable
 }
 
 // codecFunc returns the codec of a scalar type; zone is the server's time zone, which a DateTime
@@ -80,13 +128,13 @@ func init() {
 	// asElement is LowCardinality(T) and SimpleAggregateFunction(f, T): RowBinary writes them as T.
 	asElement := &family{as: true, encoder: newElementEncoder, skip: newElementSkip, column: newElementColumn, value: newElementDecoder}
 	families = map[string]*family{
-		"Nullable":                {encoder: newNullableEncoder, skip: newNullableSkip, column: newWrapperColumn, value: newNullableDecoder},
+		"Nullable":                {encoder: newNullableEncoder, skip: newNullableSkip, column: newWrapperColumn, value: newNullableDecoder, shape: shapeNullable},
 		"LowCardinality":          asElement,
 		"SimpleAggregateFunction": asElement,
-		"Array":                   {encoder: newArrayEncoder, skip: countedSkip(arrayElems), column: newWrapperColumn, value: newSliceDecoder, empty: true},
-		"Map":                     {encoder: newMapEncoder, skip: countedSkip(mapElems), column: newReflectColumn, value: newMapDecoder, empty: true},
-		"Tuple":                   {encoder: newTupleEncoder, skip: newTupleSkip, column: newReflectColumn, value: newTupleDecoder},
-		"Nested":                  {encoder: newNestedEncoder, skip: countedSkip(nestedElems), column: newReflectColumn, value: newNestedDecoder, empty: true},
+		"Array":                   {encoder: newArrayEncoder, skip: countedSkip(arrayElems), column: newWrapperColumn, value: newSliceDecoder, empty: true, shape: shapeArray},
+		"Map":                     {encoder: newMapEncoder, skip: countedSkip(mapElems), column: newReflectColumn, value: newMapDecoder, empty: true, object: isStringMap},
+		"Tuple":                   {encoder: newTupleEncoder, skip: newTupleSkip, column: newReflectColumn, value: newTupleDecoder, shape: shapeFields, notNullable: errNullableTuple},
+		"Nested":                  {encoder: newNestedEncoder, skip: countedSkip(nestedElems), column: newReflectColumn, value: newNestedDecoder, empty: true, shape: shapeFields},
 
 		"Int8":    intFamily(1, func(b []byte) int8 { return int8(b[0]) }),
 		"Int16":   intFamily(2, func(b []byte) int16 { return int16(le.Uint16(b)) }),
@@ -111,7 +159,7 @@ func init() {
 		"Decimal256": decimalFamily(76),
 		"Bool":       scalarFamily(always(boolEncoder{})),
 
-		"String":      scalarFamily(always(stringEncoder{})).publishes(publishTime).holdsIDs(alwaysHoldsIDs),
+		"String":      scalarFamily(always(stringEncoder{})).publishes(publishTime).holdsIDs(alwaysHoldsIDs).holdsObjects(),
 		"FixedString": scalarFamily(typeOnly(newFixedStringEncoder)).holdsIDs(fixedStringHoldsIDs),
 		"JSON":        scalarFamily(typeOnly(newJSONEncoder)).noString(),
 		"UUID":        scalarFamily(always(uuidEncoder{})),
@@ -165,7 +213,7 @@ func scalarFamily(codec codecFunc) *family {
 			if err != nil {
 				return nil, noColumn(t)
 			}
-			return s.column(""), nil
+			return s.column(shapePlain), nil
 		},
 		value: func(t *chtype.Type) (*valueDecoder, error) {
 			s, err := codec(t, time.UTC)
@@ -201,6 +249,12 @@ func (f *family) holdsIDs(fits func(t *chtype.Type, s scalar) (bool, string)) *f
 }
 
 func (f *family) noString() *family { f.takesString = false; return f }
+
+// holdsObjects: a column of every type of the family takes a JSON object of strings, as its JSON text.
+func (f *family) holdsObjects() *family {
+	f.object = func(*chtype.Type) bool { return true }
+	return f
+}
 
 // errUnsupported says why a type has no converter.
 var errUnsupported = errors.New("this pipeline has no JSON converter for it")
@@ -257,6 +311,13 @@ func scalarOf(t *chtype.Type) (scalar, bool) {
 	return s, err == nil
 }
 
+// takesObject reports whether a column of t (a base type) takes a JSON object of strings
+// (family.object).
+func takesObject(t *chtype.Type) bool {
+	f := families[t.Name]
+	return f != nil && f.object != nil && f.object(t)
+}
+
 // emptyOnNull reports whether JSON null stands for an empty value of t, as for Array: Array,
 // Map, Nested and the geo types that are arrays.
 func emptyOnNull(t *chtype.Type) bool {
@@ -311,7 +372,7 @@ func newElementDecoder(t *chtype.Type) (*valueDecoder, error) {
 // else one by reflection.
 func newWrapperColumn(t *chtype.Type) (Column, error) {
 	if s, ok := scalarOf(t.Elems[0]); ok {
-		return s.column(t.Name), nil
+		return s.column(shapeOf(t)), nil
 	}
 	return newReflectColumn(t)
 }

@@ -65,3 +65,37 @@ func TestFamiliesComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestFamilyShapes: unwrapColumn and the rules of the metadata read the table's shapes and
+// objects: the base type under Nullable, LowCardinality and SimpleAggregateFunction, and which
+// base types take a JSON object of strings.
+func TestFamilyShapes(t *testing.T) {
+	for _, tc := range []struct {
+		typ      string
+		base     string
+		nullable bool
+		object   bool
+	}{
+		{"String", "String", false, true},
+		{"LowCardinality(Nullable(String))", "String", true, true},
+		{"SimpleAggregateFunction(anyLast, Nullable(UInt8))", "UInt8", true, false},
+		{"Nullable(Int8)", "Int8", true, false},
+		{"Array(Nullable(String))", "Array(Nullable(String))", false, false},
+		{"Map(String, String)", "Map(String, String)", false, true},
+		{"Map(LowCardinality(String), Nullable(String))", "Map(LowCardinality(String), Nullable(String))", false, true},
+		{"Map(String, UInt8)", "Map(String, UInt8)", false, false},
+		{"Map(String, Map(String, String))", "Map(String, Map(String, String))", false, false},
+		{"FixedString(8)", "FixedString(8)", false, false},
+		{"JSON", "JSON", false, false},
+		{"Tuple(a String)", "Tuple(a String)", false, false},
+	} {
+		ct, err := chtype.Parse(tc.typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, nullable := unwrapColumn(ct)
+		if base.String() != tc.base || nullable != tc.nullable || takesObject(base) != tc.object {
+			t.Errorf("%s: base %s, nullable %v, takes an object %v; want %s, %v, %v", tc.typ, base, nullable, takesObject(base), tc.base, tc.nullable, tc.object)
+		}
+	}
+}

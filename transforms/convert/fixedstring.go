@@ -65,7 +65,7 @@ func (e fixedStringEncoder) encode(dst []byte, v value, c *Converter) ([]byte, e
 func (e fixedStringEncoder) size() int { return e.n }
 
 // column decodes exactly N bytes into []string (zero-padded, as stored).
-func (e fixedStringEncoder) column(wrap string) Column {
+func (e fixedStringEncoder) column(wrap shape) Column {
 	n := e.n
 	return fixedColumn(wrap, n, func(b []byte) string { return string(b[:n]) })
 }

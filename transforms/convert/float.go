@@ -88,7 +88,7 @@ func bytesString(b []byte) string {
 func (e floatEncoder) size() int { return e.bits / 8 }
 
 // column decodes IEEE 754 into []float32 or []float64.
-func (e floatEncoder) column(wrap string) Column {
+func (e floatEncoder) column(wrap shape) Column {
 	if e.bits == 32 {
 		return fixedColumn(wrap, 4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
 	}

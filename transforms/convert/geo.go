@@ -66,7 +66,7 @@ func (pointEncoder) size() int { return 16 }
 
 // column decodes two Float64 into []orb.Point (github.com/paulmach/orb). The geo arrays (Ring, …)
 // are Arrays of Points, decoded in decodecomposite.go.
-func (pointEncoder) column(wrap string) Column {
+func (pointEncoder) column(wrap shape) Column {
 	return fixedColumn(wrap, 16, func(b []byte) orb.Point {
 		return orb.Point{
 			math.Float64frombits(binary.LittleEndian.Uint64(b)),

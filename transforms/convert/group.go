@@ -109,7 +109,7 @@ func (c *Converter) buildGroups(t *schema.Table) {
 			names = append(names, col.name[len(gr.name)+1:])
 			var elem *chtype.Type
 			base, _ := unwrapColumn(col.typ)
-			if base.Name == "Array" && len(base.Elems) == 1 {
+			if shapeOf(base) == shapeArray && len(base.Elems) == 1 {
 				elem = base.Elems[0]
 			}
 			gr.elems = append(gr.elems, elem)
@@ -144,7 +144,7 @@ func (c *Converter) buildGroups(t *schema.Table) {
 	for i := range c.columns {
 		col := &c.columns[i]
 		base, _ := unwrapColumn(col.typ)
-		if base.Name != "Tuple" && base.Name != "Nested" {
+		if shapeOf(base) != shapeFields {
 			continue
 		}
 		for _, elem := range base.FieldNames {

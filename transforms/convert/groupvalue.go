@@ -43,7 +43,7 @@ func (c *Converter) expandGroup(g int, v value) {
 		}
 		notArray := -1 // a column the payload fills, else one the message does
 		for _, i := range gr.cols {
-			if base, _ := unwrapColumn(c.columns[i].typ); base.Name != "Array" && (notArray < 0 || c.columns[i].origin == "") {
+			if base, _ := unwrapColumn(c.columns[i].typ); shapeOf(base) != shapeArray && (notArray < 0 || c.columns[i].origin == "") {
 				if notArray = i; c.columns[i].origin == "" {
 					break
 				}
@@ -201,7 +201,7 @@ func (c *Converter) expandArray(g int, v value) {
 			continue // the server computes the column, to the right length
 		}
 		elemType := gr.elems[k]
-		_, nullable := elemType.Unwrap()
+		_, nullable := unwrapColumn(elemType)
 		asNull := nullable || emptyOnNull(elemType)
 		start := len(c.synth)
 		c.synth = append(c.synth, '[')

@@ -25,20 +25,20 @@ type intEncoder struct {
 	max    uint64 // largest magnitude of a positive value
 	minMag uint64 // largest magnitude of a negative value (0 for unsigned)
 	// columnOf returns the Column of the type's values (scalar.column).
-	columnOf func(wrap string) Column
+	columnOf func(wrap shape) Column
 }
 
 // intFamily is the family of the integer type of bytes bytes whose values clickhouse-go takes
 // as T, read by read from little-endian two's complement: Int8…Int64 (signed, by the name),
 // UInt8…UInt64.
 func intFamily[T any](bytes int, read func([]byte) T) *family {
-	columnOf := func(wrap string) Column { return fixedColumn(wrap, bytes, read) }
+	columnOf := func(wrap shape) Column { return fixedColumn(wrap, bytes, read) }
 	return scalarFamily(func(t *chtype.Type, _ *time.Location) (scalar, error) {
 		return newIntEncoder(t.Name, bytes, columnOf), nil
 	}).holdsIDs(intHoldsIDs)
 }
 
-func newIntEncoder(name string, bytes int, columnOf func(wrap string) Column) *intEncoder {
+func newIntEncoder(name string, bytes int, columnOf func(wrap shape) Column) *intEncoder {
 	e := &intEncoder{name: name, bytes: bytes, columnOf: columnOf}
 	bits := uint(e.bytes * 8)
 	if name[0] == 'I' {
@@ -208,4 +208,4 @@ func parseWhole(text []byte) (neg bool, mag uint64, whole, inRange bool) {
 func (e *intEncoder) size() int { return e.bytes }
 
 // column decodes little-endian two's complement into clickhouse-go's []int8…[]int64, []uint8…[]uint64.
-func (e *intEncoder) column(wrap string) Column { return e.columnOf(wrap) }
+func (e *intEncoder) column(wrap shape) Column { return e.columnOf(wrap) }

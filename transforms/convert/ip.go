@@ -62,7 +62,7 @@ func ipText(v value, c *Converter, typ, takes string) (netip.Addr, error) {
 func (ipv4Encoder) size() int { return 4 }
 
 // column decodes a little-endian UInt32 into []netip.Addr.
-func (ipv4Encoder) column(wrap string) Column {
+func (ipv4Encoder) column(wrap shape) Column {
 	return fixedColumn(wrap, 4, func(b []byte) netip.Addr {
 		var a [4]byte
 		binary.BigEndian.PutUint32(a[:], binary.LittleEndian.Uint32(b))
@@ -73,6 +73,6 @@ func (ipv4Encoder) column(wrap string) Column {
 func (ipv6Encoder) size() int { return 16 }
 
 // column decodes 16 bytes in network order into []netip.Addr (always the 16-byte form).
-func (ipv6Encoder) column(wrap string) Column {
+func (ipv6Encoder) column(wrap shape) Column {
 	return fixedColumn(wrap, 16, func(b []byte) netip.Addr { return netip.AddrFrom16([16]byte(b[:16])) })
 }

@@ -132,4 +132,4 @@ func (jsonEncoder) size() int { return 0 }
 
 // column decodes the JSON text (a LEB128 length and the bytes) into []string, which clickhouse-go's
 // JSON column takes as text.
-func (jsonEncoder) column(wrap string) Column { return stringColumnOf(wrap) }
+func (jsonEncoder) column(wrap shape) Column { return stringColumnOf(wrap) }

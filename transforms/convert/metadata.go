@@ -94,17 +94,44 @@ type Options struct {
 
 // OptionError says why a metadataColumns pair or the unknownFieldsColumn does not fit the table.
 type OptionError struct {
-	Param string // "metadataColumns" or "unknownFieldsColumn"
-	Pair  string // the pair of metadataColumns, or the column of unknownFieldsColumn
-	Rule  string
+	Option Option // OptionMetadata or OptionUnknownFields
+	Pair   string // the pair of metadataColumns, or the column of unknownFieldsColumn
+	Rule   string
 }
 
 func (e *OptionError) Error() string {
-	if e.Param == "metadataColumns" {
-		return fmt.Sprintf("metadataColumns: pair %q: %s", e.Pair, e.Rule)
+	if e.Option == OptionMetadata {
+		return fmt.Sprintf("%s: pair %q: %s", e.Option, e.Pair, e.Rule)
 	}
-	return fmt.Sprintf("%s %q: %s", e.Param, e.Pair, e.Rule)
+	return fmt.Sprintf("%s %q: %s", e.Option, e.Pair, e.Rule)
 }
+
+// Option is one of the Options that fill columns from the message.
+type Option int
+
+// The Options that fill columns from the message. Their names are their template parameters
+// (metadataColumns, unknownFieldsColumn), which the converter writes into what it returns: the
+// text of an OptionError and the Origin of a ValueError, which a dead-letter row's error_message
+// carries.
+const (
+	OptionMetadata      Option = iota + 1 // Options.Metadata: metadataColumns
+	OptionUnknownFields                   // Options.UnknownFields: unknownFieldsColumn
+)
+
+// String returns the option's template parameter: "metadataColumns" or "unknownFieldsColumn".
+func (o Option) String() string {
+	switch o {
+	case OptionMetadata:
+		return "metadataColumns"
+	case OptionUnknownFields:
+		return "unknownFieldsColumn"
+	}
+	return fmt.Sprintf("convert.Option(%d)", int(o))
+}
+
+// metadataOrigin is the origin of a column that the pair of metadataColumns fills:
+// "metadataColumns publish_time=ts".
+func metadataOrigin(pair string) string { return OptionMetadata.String() + " " + pair }
 
 // Meta is the metadata of one Pub/Sub message that metadataColumns puts into columns.
 type Meta struct {
@@ -126,15 +153,18 @@ type injection struct {
 	emptyKey bool
 }
 
-// isStringMap reports whether t (a base type) is Map(String, String), either side possibly
+// isStringMap reports whether t, a Map, is Map(String, String), either side possibly
 // LowCardinality or Nullable.
 func isStringMap(t *chtype.Type) bool {
-	if t.Name != "Map" || len(t.Elems) != 2 {
-		return false
-	}
-	k, _ := t.Elems[0].Unwrap()
-	v, _ := t.Elems[1].Unwrap()
-	return k.Name == "String" && v.Name == "String"
+	return len(t.Elems) == 2 && isString(t.Elems[0]) && isString(t.Elems[1])
+}
+
+// isString reports whether t is String, possibly LowCardinality or Nullable: whether its codec is
+// String's.
+func isString(t *chtype.Type) bool {
+	base, _ := unwrapColumn(t)
+	s, ok := scalarOf(base)
+	return ok && s == stringEncoder{}
 }
 
 // messageIDRule says why t (a base type) cannot hold every Pub/Sub message id, "" when it can.
@@ -191,25 +221,25 @@ func decimalHoldsIDs(t *chtype.Type, s scalar) (bool, string) {
 // the payload's fields are built: their names then match no field.
 func (c *Converter) applyOptions(t *schema.Table, o Options) error {
 	c.unknownCol = -1
-	find := func(param, pair, name string) (int, error) {
+	find := func(opt Option, pair, name string) (int, error) {
 		if i, ok := c.index[name]; ok {
 			return i, nil
 		}
 		for _, col := range t.Columns {
 			if col.Name == name {
-				return 0, &OptionError{param, pair, fmt.Sprintf("column %q is %s, which an INSERT never writes; name a column without MATERIALIZED, ALIAS or EPHEMERAL", name, col.DefaultKind)}
+				return 0, &OptionError{opt, pair, fmt.Sprintf("column %q is %s, which an INSERT never writes; name a column without MATERIALIZED, ALIAS or EPHEMERAL", name, col.DefaultKind)}
 			}
 		}
-		return 0, &OptionError{param, pair, fmt.Sprintf("the table %s has no column %q", t.Name, name)}
+		return 0, &OptionError{opt, pair, fmt.Sprintf("the table %s has no column %q", t.Name, name)}
 	}
 	for _, m := range o.Metadata {
-		i, err := find("metadataColumns", m.String(), m.Column)
+		i, err := find(OptionMetadata, m.String(), m.Column)
 		if err != nil {
 			return err
 		}
 		col := &c.columns[i]
 		if col.origin != "" {
-			return &OptionError{"metadataColumns", m.String(), fmt.Sprintf("column %q is named twice; a column takes one value", m.Column)}
+			return &OptionError{OptionMetadata, m.String(), fmt.Sprintf("column %q is named twice; a column takes one value", m.Column)}
 		}
 		base, _ := unwrapColumn(col.typ)
 		in := injection{col: i, key: m.Key, attr: m.Attribute()}
@@ -227,7 +257,7 @@ func (c *Converter) applyOptions(t *schema.Table, o Options) error {
 				rule = "publish_time goes into DateTime, DateTime64 (milliseconds kept where the precision holds them), Int64 or UInt64 (Unix milliseconds) or String (RFC 3339 with milliseconds)"
 			}
 		case KeyAttributes:
-			if base.Name != "String" && !isStringMap(base) {
+			if !takesObject(base) {
 				rule = "attributes go into Map(String, String) or String (a JSON object)"
 			}
 		case KeyMessageID:
@@ -238,25 +268,25 @@ func (c *Converter) applyOptions(t *schema.Table, o Options) error {
 			}
 		}
 		if rule != "" {
-			return &OptionError{"metadataColumns", m.String(), fmt.Sprintf("column %q (%s) cannot take the value: %s", m.Column, col.typeName, rule)}
+			return &OptionError{OptionMetadata, m.String(), fmt.Sprintf("column %q (%s) cannot take the value: %s", m.Column, col.typeName, rule)}
 		}
 		in.emptyKey = in.key == KeyOrderingKey && !col.hasDefault && !col.nullable
-		col.origin, col.meta = "metadataColumns "+m.String(), true
+		col.origin, col.meta = metadataOrigin(m.String()), true
 		c.injected = append(c.injected, in)
 	}
 	if o.UnknownFields != "" {
-		i, err := find("unknownFieldsColumn", o.UnknownFields, o.UnknownFields)
+		i, err := find(OptionUnknownFields, o.UnknownFields, o.UnknownFields)
 		if err != nil {
 			return err
 		}
 		col := &c.columns[i]
 		if col.origin != "" {
-			return &OptionError{"unknownFieldsColumn", o.UnknownFields, fmt.Sprintf("column %q is also filled by %s; a column takes one value", o.UnknownFields, strings.TrimPrefix(col.origin, "metadataColumns "))}
+			return &OptionError{OptionUnknownFields, o.UnknownFields, fmt.Sprintf("column %q is also filled by %s; a column takes one value", o.UnknownFields, strings.TrimPrefix(col.origin, metadataOrigin("")))}
 		}
-		if base, _ := unwrapColumn(col.typ); base.Name != "String" && !isStringMap(base) {
-			return &OptionError{"unknownFieldsColumn", o.UnknownFields, fmt.Sprintf("column %q (%s) cannot take the fields: give a String column (a JSON object of the fields' exact text) or a Map(String, String)", o.UnknownFields, col.typeName)}
+		if base, _ := unwrapColumn(col.typ); !takesObject(base) {
+			return &OptionError{OptionUnknownFields, o.UnknownFields, fmt.Sprintf("column %q (%s) cannot take the fields: give a String column (a JSON object of the fields' exact text) or a Map(String, String)", o.UnknownFields, col.typeName)}
 		}
-		col.origin = "unknownFieldsColumn"
+		col.origin = OptionUnknownFields.String()
 		c.unknownCol = i
 	}
 	for i := range c.columns {

@@ -194,7 +194,7 @@ func nestedGroups(cols []column) []nestedGroup {
 	at := map[string]int{}
 	for i, col := range cols {
 		prefix, _, ok := strings.Cut(col.name, ".")
-		if !ok || !strings.HasPrefix(col.typeName, "Array(") {
+		if !ok || shapeOf(col.typ) != shapeArray {
 			continue
 		}
 		g, ok := at[prefix]

@@ -117,4 +117,4 @@ func uvarintLen(n int) int { return (bits.Len64(uint64(n)|1) + 6) / 7 }
 func (stringEncoder) size() int { return 0 }
 
 // column decodes a LEB128 length and the bytes into []string.
-func (stringEncoder) column(wrap string) Column { return stringColumnOf(wrap) }
+func (stringEncoder) column(wrap shape) Column { return stringColumnOf(wrap) }

@@ -156,7 +156,7 @@ func (e timeEncoder) size() int {
 }
 
 // column decodes seconds (Time) or 10^-P second ticks (Time64(P)) into []time.Duration.
-func (e timeEncoder) column(wrap string) Column {
+func (e timeEncoder) column(wrap shape) Column {
 	if !e.is64 {
 		return fixedColumn(wrap, 4, func(b []byte) time.Duration {
 			return time.Duration(int32(binary.LittleEndian.Uint32(b))) * time.Second

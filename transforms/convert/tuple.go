@@ -128,20 +128,11 @@ func (e tupleEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 	return dst, errValue(v, fmt.Sprintf("is %s; %s takes %s", v.kind, e.name, e.takes()))
 }
 
-// unwrapColumn is chtype.Type.Unwrap that also looks through SimpleAggregateFunction(f, T),
-// which holds plain values of T.
-func unwrapColumn(t *chtype.Type) (base *chtype.Type, nullable bool) {
-	if t.Name == "SimpleAggregateFunction" && len(t.Elems) == 1 {
-		t = t.Elems[0]
-	}
-	return t.Unwrap()
-}
-
 // encodeElement encodes a Tuple element or a Map value: null is NULL for a Nullable type, empty
 // for the types of emptyOnNull, else an error.
 func encodeElement(dst []byte, el value, t *chtype.Type, enc encoder, c *Converter) ([]byte, error) {
 	if el.kind == kindNull {
-		if _, nullable := t.Unwrap(); !nullable && !emptyOnNull(t) {
+		if _, nullable := unwrapColumn(t); !nullable && !emptyOnNull(t) {
 			return dst, errValue(el, fmt.Sprintf("is not allowed: the element type %s is not Nullable", t))
 		}
 	}

@@ -80,7 +80,7 @@ func hexVal(c byte) (byte, bool) {
 func (uuidEncoder) size() int { return 16 }
 
 // column decodes two little-endian UInt64 halves into []uuid.UUID (github.com/google/uuid).
-func (uuidEncoder) column(wrap string) Column {
+func (uuidEncoder) column(wrap shape) Column {
 	return fixedColumn(wrap, 16, func(b []byte) uuid.UUID {
 		var u uuid.UUID
 		for i := 0; i < 8; i++ {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
@@ -58,21 +59,28 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 	defer withTracker(rt, func(t *tracker) { t.busy = false })
 
 	pullStart := time.Now()
-	if fn.pullBatch <= 0 || fn.pullBatch > min(fn.PullBatch, maxPullMessages) {
-		fn.pullBatch = min(fn.PullBatch, maxPullMessages)
+	if fn.pullBatch <= 0 || fn.pullBatch > fn.maxBatch() {
+		fn.pullBatch = fn.maxBatch()
 	}
-	want := min(fn.PullBatch, room)
-	msgs, err := fn.pull(ctx, min(fn.pullBatch, want), false)
-	if err == nil {
-		msgs = fn.pullMore(ctx, msgs, want)
+	want, batch := min(fn.PullBatch, room), fn.pullBatch
+	msgs, lost, err := fn.pullSized(ctx, min(fn.pullBatch, want), false)
+	if err == nil && !lost {
+		msgs, lost = fn.pullMore(ctx, msgs, want)
 	}
-	if status.Code(err) == codes.ResourceExhausted && fn.pullBatch > 1 {
-		// The response was larger than the client takes (large messages): ask for fewer.
-		// The messages of the lost response come back after their ack deadline.
-		fn.pullBatch = max(1, fn.pullBatch/2)
-		slog.Warn("source: a Pull response was too large; pulling fewer messages at a time", "subscription", fn.Subscription,
-			"maxMessages", fn.pullBatch, "error", err)
-		return sdf.ResumeProcessingIn(0), nil
+	if lost {
+		// The messages of the lost response come back after their ack deadline: the idle
+		// time counts from then.
+		lostAt := time.Now()
+		withTracker(rt, func(t *tracker) { t.rest.LostMillis = lostAt.UnixMilli() })
+		if len(msgs) == 0 {
+			// Pull again at once with fewer messages, or after errorDelay if there were no
+			// fewer to ask for.
+			we.advance(pullStart.Add(-assumedLag))
+			if fn.pullBatch == batch {
+				return sdf.ResumeProcessingIn(errorDelay), nil
+			}
+			return sdf.ResumeProcessingIn(0), nil
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -90,7 +98,11 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 
 	if len(msgs) == 0 {
 		now := time.Now()
-		idle := now.Sub(time.UnixMilli(rest.LastMillis))
+		idle := now.Sub(fn.idleSince(rest))
+		if fn.StopAfterIdle > 0 && idle < fn.StopAfterIdle && now.Sub(time.UnixMilli(rest.LastMillis)) >= fn.StopAfterIdle {
+			fn.logf(now, "source: idle, but not stopping before the messages of a lost Pull response are redelivered",
+				"redeliveredBy", time.UnixMilli(rest.LostMillis).Add(fn.ackDeadline).UTC(), "ackDeadline", fn.ackDeadline)
+		}
 		if fn.StopAfterIdle > 0 && idle >= fn.StopAfterIdle {
 			outstanding := fn.acks.Outstanding()
 			if outstanding == 0 || fn.StopWithOutstanding {
@@ -131,36 +143,104 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 	return sdf.ResumeProcessingIn(0), nil
 }
 
+// idleSince is when the reader's idle time for StopAfterIdle began: when a message last arrived,
+// or, if a Pull response was lost after that, the end of the ack deadline of its messages, when
+// Pub/Sub redelivers them.
+func (fn *readFn) idleSince(rest Restriction) time.Time {
+	since := time.UnixMilli(rest.LastMillis)
+	if rest.LostMillis == 0 {
+		return since
+	}
+	if back := time.UnixMilli(rest.LostMillis).Add(fn.ackDeadline); back.After(since) {
+		return back
+	}
+	return since
+}
+
+// maxBatch is the largest MaxMessages of a Pull: PullBatch, at most maxPullMessages.
+func (fn *readFn) maxBatch() int { return max(1, min(fn.PullBatch, maxPullMessages)) }
+
 // pullMore adds the responses of follow-up Pulls to msgs, the response of a first Pull, for as
-// long as each response is full (asked for fn.pullBatch and got them all), msgs holds fewer than
+// long as each response is full (asked for n messages and got them all), msgs holds fewer than
 // want messages and their payloads fewer than maxElementBytes. A follow-up Pull returns at once
 // with what is ready (ReturnImmediately), rather than waiting for messages under a short
 // deadline: a Pull given up by the client after the server has leased its messages would hide
 // them until their ack deadline. A follow-up Pull that fails or comes back empty ends the
-// element; an error is left for the next element's first Pull to meet (a response too large
-// halves fn.pullBatch there as well).
-func (fn *readFn) pullMore(ctx context.Context, msgs []*pubsubpb.ReceivedMessage, want int) []*pubsubpb.ReceivedMessage {
-	last, size := len(msgs), 0
+// element; an error is left for the next element's first Pull to meet, except a response too
+// large, which pullSized handles as it does for a first Pull: pullMore then returns msgs, which
+// the reader keeps, and lost.
+func (fn *readFn) pullMore(ctx context.Context, msgs []*pubsubpb.ReceivedMessage, want int) (_ []*pubsubpb.ReceivedMessage, lost bool) {
+	full, size := len(msgs) == min(fn.pullBatch, want), 0
 	for _, m := range msgs {
 		size += len(m.GetMessage().GetData())
 	}
-	for last == fn.pullBatch && len(msgs) < want && size < maxElementBytes {
-		more, err := fn.pull(ctx, min(fn.pullBatch, want-len(msgs)), true)
-		if err != nil || len(more) == 0 {
-			return msgs
+	for full && len(msgs) < want && size < maxElementBytes {
+		n := min(fn.pullBatch, want-len(msgs))
+		more, gone, err := fn.pullSized(ctx, n, true)
+		if gone || err != nil || len(more) == 0 {
+			return msgs, gone
 		}
 		for _, m := range more {
 			size += len(m.GetMessage().GetData())
 		}
-		msgs, last = append(msgs, more...), len(more)
+		msgs, full = append(msgs, more...), len(more) == n
 	}
-	return msgs
+	return msgs, false
 }
 
-// pull makes one Pull request for at most n messages; it returns no message and no error when
-// none came within pullTimeout. With now, the Pull returns at once with what is ready
-// (ReturnImmediately, which Pub/Sub discourages for the Pulls that wait for new messages).
-func (fn *readFn) pull(ctx context.Context, n int, now bool) ([]*pubsubpb.ReceivedMessage, error) {
+// pullSized makes one Pull request for at most n messages, as pull does, and adapts
+// fn.pullBatch to its answer (shrink, grow). A response too large for the client is lost:
+// pullSized then returns no message, no error, and lost.
+func (fn *readFn) pullSized(ctx context.Context, n int, now bool) (_ []*pubsubpb.ReceivedMessage, lost bool, _ error) {
+	msgs, bytes, err := fn.pull(ctx, n, now)
+	if status.Code(err) == codes.ResourceExhausted {
+		fn.shrink(err)
+		return nil, true, nil
+	}
+	if err == nil {
+		fn.grow(len(msgs), bytes)
+	}
+	return msgs, false, err
+}
+
+// shrink sets fn.pullBatch after a response too large (err): fitPullMessages, which always fit,
+// or, if the batch was no larger (a limit other than the client's), half of it, at least one.
+// It logs each shrink; at one message, at most once per logEvery.
+func (fn *readFn) shrink(err error) {
+	next := fitPullMessages
+	if fn.pullBatch <= next {
+		next = max(1, fn.pullBatch/2)
+	}
+	if next == fn.pullBatch {
+		fn.logf(time.Now(), "source: a Pull response of one message was too large; retrying", "error", err)
+		return
+	}
+	slog.Warn("source: a Pull response was too large and is lost until its messages' ack deadline; pulling fewer messages at a time",
+		"subscription", fn.Subscription, "maxMessages", fn.pullBatch, "nextMaxMessages", next,
+		"maxResponseBytes", maxPullResponseBytes, "ackDeadline", fn.ackDeadline, "error", err)
+	fn.pullBatch = next
+}
+
+// grow doubles fn.pullBatch, up to maxBatch, after a response of got messages and bytes bytes
+// (its encoded size) when twice fn.pullBatch messages of the response's bytes per message would
+// stay within growPullBytes; for a full response, when bytes*2 <= growPullBytes. An empty
+// response tells nothing and changes nothing.
+func (fn *readFn) grow(got, bytes int) {
+	if got == 0 || fn.pullBatch >= fn.maxBatch() {
+		return
+	}
+	if int64(bytes)*int64(2*fn.pullBatch) > int64(growPullBytes)*int64(got) {
+		return
+	}
+	fn.pullBatch = min(fn.maxBatch(), 2*fn.pullBatch)
+	fn.logf(time.Now(), "source: pulling more messages at a time", "maxMessages", fn.pullBatch, "lastResponseBytes", bytes)
+}
+
+// pull makes one Pull request for at most n messages and returns them and the response's
+// encoded size in bytes; it returns no message and no error when none came within pullTimeout.
+// With now, the Pull returns at once with what is ready (ReturnImmediately, which Pub/Sub
+// discourages for the Pulls that wait for new messages).
+func (fn *readFn) pull(ctx context.Context, n int, now bool) ([]*pubsubpb.ReceivedMessage, int, error) {
 	pctx, cancel := context.WithTimeout(ctx, pullTimeout)
 	defer cancel()
 	resp, err := fn.client.SubscriptionAdminClient.Pull(pctx, &pubsubpb.PullRequest{
@@ -171,11 +251,11 @@ func (fn *readFn) pull(ctx context.Context, n int, now bool) ([]*pubsubpb.Receiv
 	}, gax.WithGRPCOptions(grpc.MaxCallRecvMsgSize(maxPullResponseBytes)))
 	if err != nil {
 		if ctx.Err() == nil && (pctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded) {
-			return nil, nil
+			return nil, 0, nil
 		}
-		return nil, err
+		return nil, 0, err
 	}
-	return resp.GetReceivedMessages(), nil
+	return resp.GetReceivedMessages(), proto.Size(resp), nil
 }
 
 // logf logs msg at most once per logEvery.

@@ -15,12 +15,15 @@ import (
 // one position per message, from position Next on. Besides the position it carries what the
 // reader must remember from one ProcessElement call to the next (the runner resumes the
 // restriction after every pull, possibly on a new DoFn instance): when it started and when a
-// message last arrived, for the idle stop.
+// message last arrived and when a Pull response was last lost, for the idle stop.
 type Restriction struct {
 	Next        int64 // position of the next message: the number of messages read before it
 	StartMillis int64 // when the reader first ran, Unix ms; 0 until then
 	LastMillis  int64 // when a message last arrived (or the reader started), Unix ms
-	Done        bool  // the reader has stopped, or the restriction was checkpointed
+	// LostMillis is when a Pull response was last lost (too large for the client), Unix ms; 0
+	// if none was. Its messages come back after the subscription's ack deadline.
+	LostMillis int64
+	Done       bool // the reader has stopped, or the restriction was checkpointed
 }
 
 // endPosition, claimed, ends the restriction: the reader stops.

@@ -14,10 +14,12 @@ package source
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -85,11 +87,27 @@ const (
 	// or within pullTimeout while a Pull waits on an idle subscription.
 	heartbeatEvery = 200 * time.Millisecond
 
-	// maxPullResponseBytes is the largest Pull response the client takes (gRPC's default is
-	// 4 MiB: a thousand 5 KB messages would not fit). A larger response makes the reader halve
-	// its MaxMessages, down to one message, which always fits: Pub/Sub messages are at most
-	// 10 MB.
+	// maxPullResponseBytes is the largest Pull response the client takes, in bytes (gRPC's
+	// default is 4 MiB: a thousand 5 KB messages would not fit). gRPC refuses a larger response
+	// with ResourceExhausted after the server has leased its messages: they are lost until their
+	// ack deadline. The reader then pulls fitPullMessages at a time and grows back (see
+	// readFn.shrink and readFn.grow).
 	maxPullResponseBytes = 64 << 20
+	// maxMessageBytes is the largest Pub/Sub message, 10 MB (https://cloud.google.com/pubsub/quotas).
+	maxMessageBytes = 10_000_000
+	// fitPullMessages is the MaxMessages of the Pulls after a response too large: so many
+	// messages of maxMessageBytes always fit in maxPullResponseBytes (6).
+	fitPullMessages = maxPullResponseBytes / maxMessageBytes
+	// growPullBytes is the most bytes a Pull response may be expected to reach, at its bytes
+	// per message, once the reader doubles its MaxMessages: 80% of maxPullResponseBytes, a
+	// margin for messages larger than the last ones.
+	growPullBytes = maxPullResponseBytes / 10 * 8
+
+	// defaultAckDeadline is the subscription's ack deadline when Setup cannot read it:
+	// Pub/Sub's default, 10 s (https://cloud.google.com/pubsub/docs/lease-management).
+	defaultAckDeadline = 10 * time.Second
+	// adminTimeout bounds Setup's GetSubscription.
+	adminTimeout = 10 * time.Second
 )
 
 // Read reads cfg.Subscription and returns an unbounded
@@ -133,10 +151,15 @@ type readFn struct {
 	MaxOutstanding      int
 	PullBatch           int
 
-	client    *pubsub.Client
-	acks      psclient.Manager
-	pullBatch int                  // the MaxMessages of the next Pull: PullBatch, less after a response too large
-	lastLog   map[string]time.Time // by message, for logf
+	client *pubsub.Client
+	acks   psclient.Manager
+	// pullBatch is the MaxMessages of the next Pull: maxBatch, fitPullMessages after a response
+	// too large, then doubled back while responses leave room (grow).
+	pullBatch int
+	// ackDeadline is the subscription's ack deadline (defaultAckDeadline if Setup could not
+	// read it): the messages of a lost Pull response come back after it.
+	ackDeadline time.Duration
+	lastLog     map[string]time.Time // by message, for logf
 	// lastHeartbeat is when the reader last emitted a heartbeat (see heartbeatEvery).
 	lastHeartbeat time.Time
 }
@@ -162,7 +185,23 @@ func (fn *readFn) Setup(ctx context.Context) error {
 		fn.client = nil
 		return fmt.Errorf("source: %w", err)
 	}
+	fn.ackDeadline = fn.subscriptionAckDeadline(ctx)
 	return nil
+}
+
+// subscriptionAckDeadline reads the subscription's ack deadline, best effort: the reader may
+// hold only the consume permission, which does not let it get the subscription. It returns
+// defaultAckDeadline when it cannot.
+func (fn *readFn) subscriptionAckDeadline(ctx context.Context) time.Duration {
+	cctx, cancel := context.WithTimeout(ctx, adminTimeout)
+	defer cancel()
+	sub, err := fn.client.SubscriptionAdminClient.GetSubscription(cctx, &pubsubpb.GetSubscriptionRequest{Subscription: fn.Subscription})
+	if err != nil || sub.GetAckDeadlineSeconds() <= 0 {
+		slog.Info("source: could not read the subscription's ack deadline; assuming the default", "subscription", fn.Subscription,
+			"ackDeadline", defaultAckDeadline, "error", err)
+		return defaultAckDeadline
+	}
+	return time.Duration(sub.GetAckDeadlineSeconds()) * time.Second
 }
 
 func (fn *readFn) Teardown() error {

@@ -280,6 +280,13 @@ type emulator struct {
 
 func newEmulator(t *testing.T, opts ...pstest.ServerReactorOption) *emulator {
 	t.Helper()
+	return newEmulatorAckDeadline(t, 10, opts...)
+}
+
+// newEmulatorAckDeadline is newEmulator with a subscription whose ack deadline is ackDeadline
+// seconds (below 10 only after pstest.SetMinAckDeadline).
+func newEmulatorAckDeadline(t *testing.T, ackDeadline int32, opts ...pstest.ServerReactorOption) *emulator {
+	t.Helper()
 	srv := pstest.NewServer(opts...)
 	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
 	ctx := context.Background()
@@ -298,7 +305,7 @@ func newEmulator(t *testing.T, opts ...pstest.ServerReactorOption) *emulator {
 		t.Fatal(err)
 	}
 	if _, err := client.SubscriptionAdminClient.CreateSubscription(ctx, &pubsubpb.Subscription{
-		Name: testSub, Topic: testTopic, AckDeadlineSeconds: 10,
+		Name: testSub, Topic: testTopic, AckDeadlineSeconds: ackDeadline,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -312,6 +319,21 @@ func (e *emulator) publish(first, n int, kind string) map[string]flow.Message {
 	for i := first; i < first+n; i++ {
 		data := fmt.Appendf(nil, `{"n":%d,"s":"message %d"}`, i, i)
 		attrs := map[string]string{"i": strconv.Itoa(i), "kind": kind}
+		id := e.srv.Publish(testTopic, data, attrs)
+		out[id] = flow.Message{ID: id, Data: data, Attributes: attrs}
+	}
+	return out
+}
+
+// publishLarge publishes n messages of size bytes each from first on, with attribute kind
+// "large", and returns them by message id.
+func (e *emulator) publishLarge(first, n, size int) map[string]flow.Message {
+	out := make(map[string]flow.Message, n)
+	for i := first; i < first+n; i++ {
+		data := fmt.Appendf(nil, `{"n":%d,"s":"`, i)
+		data = append(data, strings.Repeat("x", size-len(data)-2)...)
+		data = append(data, `"}`...)
+		attrs := map[string]string{"i": strconv.Itoa(i), "kind": "large"}
 		id := e.srv.Publish(testTopic, data, attrs)
 		out[id] = flow.Message{ID: id, Data: data, Attributes: attrs}
 	}
@@ -534,6 +556,126 @@ func TestReadElementOfSeveralPulls(t *testing.T) {
 			t.Errorf("a Pull asked for %d messages (all: %v); want 1 to 1000", m, pulls.max)
 			break
 		}
+	}
+}
+
+// lowAckDeadline lets the emulator's subscriptions have ack deadlines from 1 s, for this test.
+func lowAckDeadline(t *testing.T) {
+	pstest.SetMinAckDeadline(time.Second)
+	t.Cleanup(pstest.ResetMinAckDeadline)
+}
+
+// largeMessageBytes is the size of the tests' large messages: 80 of them, the backlog of those
+// tests, make a response over maxPullResponseBytes.
+const largeMessageBytes = 1_000_000
+
+// A follow-up Pull whose response is too large for the client loses it: pullMore keeps the
+// messages already pulled, the reader pulls fitPullMessages at a time, and once the lost
+// messages come back (after their ack deadline) it doubles its MaxMessages while twice the last
+// response stays within growPullBytes: 6, 12, 24, 48 for 1 MB messages.
+func TestPullMoreShrinksOnResponseTooLargeAndGrowsBack(t *testing.T) {
+	lowAckDeadline(t)
+	em := newEmulatorAckDeadline(t, 3)
+	ctx := context.Background()
+	fn := &readFn{Subscription: testSub, PullBatch: defaultPullBatch, client: em.client, ackDeadline: 3 * time.Second}
+	fn.pullBatch = fn.maxBatch()
+	ack := func(msgs []*pubsubpb.ReceivedMessage) {
+		t.Helper()
+		ids := make([]string, len(msgs))
+		for i, m := range msgs {
+			ids[i] = m.GetAckId()
+		}
+		if err := em.client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: testSub, AckIds: ids}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	em.publish(0, maxPullMessages, "small")
+	msgs, lost, err := fn.pullSized(ctx, fn.pullBatch, false)
+	if err != nil || lost || len(msgs) != maxPullMessages || fn.pullBatch != maxPullMessages {
+		t.Fatalf("first Pull: %d messages, lost %v, error %v, next MaxMessages %d; want %d, false, nil, %d",
+			len(msgs), lost, err, fn.pullBatch, maxPullMessages, maxPullMessages)
+	}
+	large := em.publishLarge(maxPullMessages, 80, largeMessageBytes)
+	msgs, lost = fn.pullMore(ctx, msgs, defaultPullBatch)
+	if len(msgs) != maxPullMessages || !lost || fn.pullBatch != fitPullMessages {
+		t.Fatalf("pullMore: %d messages, lost %v, next MaxMessages %d; want the %d of the first Pull, true, %d",
+			len(msgs), lost, fn.pullBatch, maxPullMessages, fitPullMessages)
+	}
+	ack(msgs)
+	for id := range large {
+		if d := em.srv.Message(id).Deliveries; d != 1 {
+			t.Fatalf("large message %s: %d deliveries before its ack deadline, want 1 (the lost response)", id, d)
+		}
+	}
+
+	// The lost messages come back after their ack deadline.
+	var asked []int
+	seen := map[string]int{}
+	for deadline := time.Now().Add(runTimeout); len(seen) < len(large); {
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d of the %d lost messages back within %v (Pulls of %v)", len(seen), len(large), runTimeout, asked)
+		}
+		n := fn.pullBatch
+		got, lost, err := fn.pullSized(ctx, n, false)
+		if err != nil || lost {
+			t.Fatalf("Pull of %d after %v: lost %v, error %v", n, asked, lost, err)
+		}
+		if len(got) == 0 {
+			continue
+		}
+		asked = append(asked, n)
+		for _, m := range got {
+			seen[m.GetMessage().GetMessageId()]++
+		}
+		ack(got)
+	}
+	if want := []int{6, 12, 24, 48}; !slices.Equal(asked, want) {
+		t.Errorf("the Pulls that returned the lost messages asked for %v; want %v", asked, want)
+	}
+	for id := range large {
+		if seen[id] != 1 || em.srv.Message(id).Deliveries != 2 {
+			t.Errorf("large message %s: got back %d times, %d deliveries; want 1 and 2", id, seen[id], em.srv.Message(id).Deliveries)
+		}
+	}
+}
+
+// A backlog of 80 messages of 1 MB: the reader's first Pull (1,000 messages) gets a response over
+// maxPullResponseBytes, which is lost until the messages' ack deadline (3 s). StopAfterIdle (1 s)
+// does not stop the reader meanwhile; it pulls 6 at a time, then more, and emits every message
+// once, in a second delivery.
+func TestReadWaitsOutLostResponse(t *testing.T) {
+	lowAckDeadline(t)
+	pulls := &pullSizes{}
+	em := newEmulatorAckDeadline(t, 3, pstest.ServerReactorOption{FuncName: "Pull", Reactor: pulls})
+	want := em.publishLarge(0, 80, largeMessageBytes)
+	col := newCollector(t)
+
+	p, s := beam.NewPipelineWithRoot()
+	msgs := beam.ParDo(s, explode, Read(s, Config{Subscription: testSub, StopAfterIdle: time.Second}))
+	beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name()}, msgs)
+	runPipeline(t, p)
+	pulls.mu.Lock()
+	asked := slices.Clone(pulls.max) // the reader's Pulls, before pullNow's
+	pulls.mu.Unlock()
+
+	checkSeen(t, col, want)
+	for _, m := range em.srv.Messages() {
+		if m.Deliveries != 2 || m.Acks != 1 {
+			t.Errorf("message %s: %d deliveries, %d acks; want 2 (the lost response, then the redelivery) and 1", m.ID, m.Deliveries, m.Acks)
+			break
+		}
+	}
+	if got := em.pullNow(t); got != 0 {
+		t.Errorf("the subscription still delivers %d messages", got)
+	}
+	if len(asked) < 3 || asked[0] != maxPullMessages || asked[1] != fitPullMessages {
+		t.Fatalf("Pulls of %v MaxMessages; want %d, then %d, then more", asked, maxPullMessages, fitPullMessages)
+	}
+	after := asked[1:]
+	if !slices.IsSorted(after) || slices.Max(after) != 48 {
+		t.Errorf("after the lost response, Pulls of %v MaxMessages; want them to grow from %d to 48 and no further",
+			after, fitPullMessages)
 	}
 }
 
@@ -868,11 +1010,11 @@ func TestTrackerNeverSplitsButCheckpoints(t *testing.T) {
 	if tr.TryClaim(int64(endPosition)) || !tr.IsDone() || tr.GetError() != nil {
 		t.Error("claiming the end did not finish the restriction")
 	}
-	b, err := encodeRestriction(Restriction{Next: 7, StartMillis: 8, LastMillis: 9, Done: true})
+	b, err := encodeRestriction(Restriction{Next: 7, StartMillis: 8, LastMillis: 9, LostMillis: 10, Done: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err := decodeRestriction(b); err != nil || d != (Restriction{7, 8, 9, true}) {
+	if d, err := decodeRestriction(b); err != nil || d != (Restriction{Next: 7, StartMillis: 8, LastMillis: 9, LostMillis: 10, Done: true}) {
 		t.Errorf("round trip: %v %v", d, err)
 	}
 }
