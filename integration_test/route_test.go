@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 )
 
@@ -240,4 +241,59 @@ func TestRoutingByAttribute(t *testing.T) {
 		}
 	}
 	e.checkAllAcked(t, ids)
+}
+
+// TestRoutingStartupFailures: at launch every routed table is checked as clickHouseTable is, and
+// each failure names its routeTables pair; a routing without its other half is refused before
+// anything starts.
+func TestRoutingStartupFailures(t *testing.T) {
+	bin, _ := launchBinary(t)
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, msg_id String) ENGINE = MergeTree ORDER BY id`)
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "clicks")
+	o := e.opts
+	base := connectionFlags(o.InputSubscription, o.ClickHouseURL, o.ClickHouseDatabase)
+	base["routeBy"] = "field:kind"
+	checkStartupFailures(t, bin, base, []startupFailure{
+		{"a routed table missing", map[string]string{"routeTables": "click=clicks,view=views,seen=views"},
+			`routeTables "view=views", "seen=views": table ` + o.ClickHouseDatabase + ".views does not exist"},
+		{"a metadata column one routed table lacks", map[string]string{"routeTables": "click=clicks", "metadataColumns": "message_id=msg_id"},
+			`metadataColumns: pair "message_id=msg_id": the table clicks has no column "msg_id"`},
+		{"clickHouseTable missing, for unlisted values", map[string]string{"routeTables": "click=clicks", "clickHouseTable": "nope"},
+			"clickHouseTable: table " + o.ClickHouseDatabase + ".nope does not exist"},
+	})
+	delete(base, "routeBy")
+	checkUsageFailures(t, bin, base, []startupFailure{
+		{"routeTables without routeBy", map[string]string{"routeTables": "click=clicks"}, `routeTables "click=clicks": is set, but routeBy is not`},
+	})
+}
+
+// TestCheckRouted: check shows the table each message goes to, and explains a message that
+// names none.
+func TestCheckRouted(t *testing.T) {
+	ch := chtest.New(t)
+	ch.CreateTable(t, "CREATE TABLE {table} (id UInt32, kind String) ENGINE = MergeTree ORDER BY id", "events")
+	ch.CreateTable(t, "CREATE TABLE {table} (id UInt32, page String) ENGINE = MergeTree ORDER BY id", "clicks")
+	file := writeTestFile(t, "r.jsonl", strings.Join([]string{
+		`{"id":1,"kind":"click","page":"home"}`,
+		`{"id":2,"kind":"signup"}`,
+		`{"id":3}`,
+		`{"id":"x","kind":"click","page":"p"}`,
+	}, "\n")+"\n")
+	out, errOut, code := runCommand(t, "", append(append([]string{"check", "--clickHouseTable=events", "--routeBy=field:kind",
+		"--routeTables=click=clicks"}, chFlags(ch)...), file)...)
+	for _, want := range []string{
+		file + ":1: row of table clicks\n  id = 1\n  page = 'home'\n",
+		file + ":2: row of table events\n  id = 2\n  kind = 'signup'\n",
+		file + `:3: dead letter: routeBy field:kind: the payload has no field "kind" (or it is null), so it names no table`,
+		file + `:4: dead letter: column "id" (UInt32)`,
+		"4 messages: 2 would be rows, 2 dead letters",
+		"routing: field:kind",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check printed\n%s\nwant it to contain\n%s\nstderr:\n%s", out, want, errOut)
+		}
+	}
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
 }

@@ -268,10 +268,14 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 		tables, failed = spec.Tables, append(failed, unrouted)
 	}
 	var inserted []beam.PCollection
+	var tablesScope beam.Scope // one scope for every table's, so that their names stay Tables/<table>
+	if routed {
+		tablesScope = s.Scope("Tables")
+	}
 	for i, table := range tables {
 		ts := s
 		if routed {
-			ts = s.Scope("Tables").Scope(table)
+			ts = tablesScope.Scope(table)
 		}
 		rows, deadLetters := parse.Parse(ts, parse.Config{
 			ClickHouse:    o.ClickHouse(),
