@@ -32,7 +32,7 @@ const exitCannotCheck = 3
 const checkDescription = "Prints, for each message of the files, the row it becomes (column = value, as ClickHouse will store it: " +
 	"strings quoted, times in the column's time zone, DEFAULT for a column the server computes) or the error its dead letter " +
 	"would carry, then a summary by error kind. It converts exactly as the pipeline's parse stage does, against the table as " +
-	"it is now, after the JavaScript UDF when one is given, and with routeBy in the table the message names (each row says which); "+
+	"it is now, after the JavaScript UDF when one is given, and with routeBy in the table the message names (each row says which); " +
 	"nothing is inserted and no Pub/Sub is needed.\n" +
 	"A FILE is read as JSON lines (one message per line; blank lines skipped), or whole with --perFile; a directory holds one " +
 	"message per file; - is standard input.\n" +
