@@ -373,6 +373,13 @@ func TestBinary(t *testing.T) {
 				wants: []string{"beam:window_fn:global_windows:v1", `table=dlq topic=projects/my-project/topics/dlq`},
 			},
 			{
+				name: "routed to two tables",
+				args: []string{"--clickHouseDeadLetterTable=dlq", "--routeBy=attribute:event_type", "--routeTables=click=clicks,order=orders",
+					"--routeUnlisted=deadLetter"},
+				wants: []string{"Route/route.routeFn", "Tables/clicks/Parse/parse.parseFn", "Tables/orders/Write/write.insertFn",
+					`msg=routing routeBy=attribute:event_type routeTables="click=clicks,order=orders" "unlisted values"="dead letters (routeUnlisted=deadLetter)"`},
+			},
+			{
 				// The file is not read on a dry run (nor is Cloud Storage contacted).
 				name: "a JavaScript UDF",
 				args: []string{"--clickHouseDeadLetterTable=dlq", "--javascriptTextTransformGcsPath=gs://b/udfs/transform.js",

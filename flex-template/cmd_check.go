@@ -13,11 +13,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/route"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/udf"
 )
@@ -29,14 +32,16 @@ const exitCannotCheck = 3
 const checkDescription = "Prints, for each message of the files, the row it becomes (column = value, as ClickHouse will store it: " +
 	"strings quoted, times in the column's time zone, DEFAULT for a column the server computes) or the error its dead letter " +
 	"would carry, then a summary by error kind. It converts exactly as the pipeline's parse stage does, against the table as " +
-	"it is now, after the JavaScript UDF when one is given; nothing is inserted and no Pub/Sub is needed.\n" +
+	"it is now, after the JavaScript UDF when one is given, and with routeBy in the table the message names (each row says which); " +
+	"nothing is inserted and no Pub/Sub is needed.\n" +
 	"A FILE is read as JSON lines (one message per line; blank lines skipped), or whole with --perFile; a directory holds one " +
 	"message per file; - is standard input.\n" +
 	"Exit status: 0 when every message becomes a row (or is dropped by the UDF), 1 when some message would be dead-lettered, " +
 	"2 on a usage error, 3 when the check could not run (ClickHouse, the table or the UDF's file)."
 
 // checkParams are the template parameters check takes.
-var checkParams = append(append(append([]string{}, pipeline.ConnectionParams...), "clickHouseTable", "metadataColumns", "unknownFieldsColumn"), pipeline.UDFParams...)
+var checkParams = append(append(append([]string{}, pipeline.ConnectionParams...), "clickHouseTable", "metadataColumns", "unknownFieldsColumn",
+	"routeBy", "routeTables", "routeUnlisted"), pipeline.UDFParams...)
 
 // runCheck runs check.
 func runCheck(ctx context.Context, cio *cmdIO, args []string) int {
@@ -92,26 +97,35 @@ func runCheck(ctx context.Context, cio *cmdIO, args []string) int {
 	return exitOK
 }
 
-// checker converts messages as the pipeline does: the UDF stage's function, then the parse
-// stage's converter, then the write stage's decoding of the row.
+// checker converts messages as the pipeline does: the UDF stage's function, the routing stage's
+// choice of table when routeBy is set, then the parse stage's converter of that table, then the
+// write stage's decoding of the row.
 type checker struct {
-	table  *schema.Table
-	conv   *convert.Converter
-	fn     *udf.Local // nil without a UDF
-	layout *convert.Layout
-	cols   []schema.Column // the writable columns, the row's
-	zone   *time.Location  // the server's time zone
-	buf    []byte
+	fn      *udf.Local              // nil without a UDF
+	spec    route.Spec              // the routing; Tables empty without routeBy
+	targets map[string]*checkTarget // by table: clickHouseTable, or each table of the routing
+	only    *checkTarget            // without routeBy, clickHouseTable's
+	buf     []byte
 
 	fromMessage convert.Options // metadataColumns, unknownFieldsColumn
 	published   time.Time       // the publish time the messages are given
-	unknown     *unknownFields  // the fields no column takes; nil with an unknownFieldsColumn
 }
 
-// openChecker reads the UDF's file, the password and TLS material, and the table's schema, as
-// the launch's preflight does.
+// checkTarget is one table as the parse and write stages see it.
+type checkTarget struct {
+	name    string
+	table   *schema.Table
+	conv    *convert.Converter
+	layout  *convert.Layout
+	cols    []schema.Column // the writable columns, the row's
+	zone    *time.Location  // the server's time zone
+	unknown *unknownFields  // the fields no column takes; nil with an unknownFieldsColumn
+}
+
+// openChecker reads the UDF's file, the password and TLS material, and the schema of each table,
+// as the launch's preflight does.
 func openChecker(ctx context.Context, o pipeline.Options) (*checker, error) {
-	c := &checker{}
+	c := &checker{targets: map[string]*checkTarget{}, fromMessage: o.FromMessage()}
 	if cfg, ok := o.UDF(); ok {
 		var err error
 		if c.fn, err = udf.Open(ctx, cfg); err != nil {
@@ -127,28 +141,45 @@ func openChecker(ctx context.Context, o pipeline.Options) (*checker, error) {
 		return nil, pipeline.Labelled(err, "")
 	}
 	defer conn.Close()
-	c.fromMessage = o.FromMessage()
-	c.table, c.conv, err = parse.CheckWith(ctx, conn, o.ClickHouseDatabase, o.ClickHouseTable, c.fromMessage)
-	if err != nil {
-		return nil, pipeline.Labelled(err, "clickHouseTable")
+	c.spec, _ = o.Routing()
+	for _, table := range o.Tables() {
+		t, err := openTarget(ctx, conn, o, table, c.fromMessage)
+		if err != nil {
+			return nil, err
+		}
+		c.targets[table] = t
 	}
-	c.cols = c.table.Writable()
-	types := make([]*chtype.Type, len(c.cols))
-	for i, col := range c.cols {
+	if len(c.spec.Tables) == 0 {
+		c.only = c.targets[o.ClickHouseTable]
+	}
+	return c, nil
+}
+
+// openTarget reads table's schema and builds its converter and decoder.
+func openTarget(ctx context.Context, conn driver.Conn, o pipeline.Options, table string, fromMessage convert.Options) (*checkTarget, error) {
+	t := &checkTarget{name: table}
+	var err error
+	t.table, t.conv, err = parse.CheckWith(ctx, conn, o.ClickHouseDatabase, table, fromMessage)
+	if err != nil {
+		return nil, pipeline.Labelled(err, o.TableParam(table))
+	}
+	t.cols = t.table.Writable()
+	types := make([]*chtype.Type, len(t.cols))
+	for i, col := range t.cols {
 		types[i] = col.Type
 	}
-	if c.layout, err = convert.NewLayout(types); err != nil {
+	if t.layout, err = convert.NewLayout(types); err != nil {
 		return nil, err
 	}
-	if c.zone, err = time.LoadLocation(c.table.ServerTimeZone); err != nil {
-		c.zone = time.UTC
+	if t.zone, err = time.LoadLocation(t.table.ServerTimeZone); err != nil {
+		t.zone = time.UTC
 	}
-	if c.fromMessage.UnknownFields == "" {
-		if c.unknown, err = newUnknownFields(c.table, c.fromMessage); err != nil {
+	if fromMessage.UnknownFields == "" {
+		if t.unknown, err = newUnknownFields(t.table, fromMessage); err != nil {
 			return nil, err
 		}
 	}
-	return c, nil
+	return t, nil
 }
 
 func (c *checker) close() {
@@ -179,9 +210,18 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 	}
 	var hinted []string
 	meta := convert.Meta{ID: m.ID, PublishTimeMillis: m.PublishTimeMillis, OrderingKey: m.OrderingKey, Attributes: m.Attributes}
+	t := c.only
+	if dl == nil && t == nil { // routeBy: the table the message names
+		table, err := c.spec.Of(m)
+		if err != nil {
+			d := route.NewDeadLetter(m, err)
+			dl, kinds = &d, []string{"routing: " + c.spec.By.String()}
+		}
+		t = c.targets[table]
+	}
 	if dl == nil {
 		var err error
-		if c.buf, err = c.conv.ConvertMessage(c.buf[:0], m.Data, &meta); err != nil {
+		if c.buf, err = t.conv.ConvertMessage(c.buf[:0], m.Data, &meta); err != nil {
 			d := parse.NewDeadLetter(m, err)
 			dl, kinds, hinted = &d, errorKinds(err), hints(m.Data, err)
 		}
@@ -201,7 +241,7 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 		}
 		return nil
 	}
-	lines, err := c.render(c.buf)
+	lines, err := t.render(c.buf)
 	if err != nil {
 		// The converter wrote a row its own decoder does not read: a bug, not a dead letter.
 		s.deadLetter([]string{"internal error"})
@@ -209,9 +249,13 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 		return nil
 	}
 	s.rows++
-	fmt.Fprintf(cio.Out, "%s: row\n%s", where, lines)
-	if c.unknown != nil {
-		if keys := c.unknown.keys(m.Data, &meta); len(keys) > 0 {
+	if c.only == nil {
+		fmt.Fprintf(cio.Out, "%s: row of table %s\n%s", where, flow.OneLine(t.name), lines)
+	} else {
+		fmt.Fprintf(cio.Out, "%s: row\n%s", where, lines)
+	}
+	if t.unknown != nil {
+		if keys := t.unknown.keys(m.Data, &meta); len(keys) > 0 {
 			s.dropsFields++
 			fmt.Fprintf(cio.Out, "  note: no column takes %s %s: dropped (unknownFieldsColumn would keep them in a String column)\n",
 				map[bool]string{true: "the field", false: "the fields"}[len(keys) == 1], flow.OneLine(quoteAll(keys)))
@@ -221,7 +265,7 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 }
 
 // render decodes a row and writes its columns, one "  column = value" line each.
-func (c *checker) render(row []byte) (string, error) {
+func (c *checkTarget) render(row []byte) (string, error) {
 	spans, err := c.layout.Split(row, nil)
 	if err != nil {
 		return "", err

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx" // the runners, the optimized runtime, the file systems
@@ -175,6 +176,13 @@ func run(ctx context.Context, o pipeline.Options) error {
 	}
 	slog.Info("dead-letter destinations", "table", orNone(o.ClickHouseDeadLetterTable), "topic", orNone(o.DeadLetterTopic))
 	slog.Info("target", "clickHouseUrl", o.RedactedURL(), "table", o.ClickHouseDatabase+"."+o.ClickHouseTable, "user", o.ClickHouseUsername)
+	if spec, ok := o.Routing(); ok {
+		unlisted := "dead letters (routeUnlisted=deadLetter)"
+		if spec.Unlisted != "" {
+			unlisted = o.ClickHouseDatabase + "." + spec.Unlisted
+		}
+		slog.Info("routing", "routeBy", spec.By.String(), "routeTables", o.RouteTables, "unlisted values", unlisted)
+	}
 	if cfg, ok := o.UDF(); ok {
 		slog.Info("javascript UDF", "path", cfg.Path, "function", cfg.Function, "reload", orNever(cfg.Reload), "timeout per message", udf.DefaultTimeout)
 	}
@@ -232,18 +240,10 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 		return pipeline.Labelled(err, "")
 	}
 	defer conn.Close()
-	t, conv, err := parse.CheckWith(ctx, conn, o.ClickHouseDatabase, o.ClickHouseTable, o.FromMessage())
-	if err != nil {
-		return pipeline.Labelled(err, "clickHouseTable")
-	}
-	slog.Info("table checked", "table", o.ClickHouseDatabase+"."+o.ClickHouseTable, "writable columns", len(t.Writable()), "server time zone", t.ServerTimeZone)
-	columns, sources := conv.Injected()
-	for i, col := range columns {
-		where := "ignored"
-		if o.UnknownFieldsColumn != "" {
-			where = "kept in unknownFieldsColumn " + strconv.Quote(o.UnknownFieldsColumn)
+	for _, table := range o.Tables() {
+		if err := checkTable(ctx, conn, o, table); err != nil {
+			return err
 		}
-		slog.Warn(fmt.Sprintf("%s: column %q takes its value from the message, not from the payload: a field %q of the payload is %s", sources[i], col, col, where))
 	}
 	send, token, leftOut, err := chclient.ResolveSettings(ctx, conn, o.InsertSettings())
 	if err != nil {
@@ -262,6 +262,26 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 		if err := psclient.Check(ctx, topic); err != nil {
 			return pipeline.Labelled(err, "")
 		}
+	}
+	return nil
+}
+
+// checkTable checks table (clickHouseTable or a table of routeTables) as each worker's parse
+// stage does, and logs the columns that take their value from the message.
+func checkTable(ctx context.Context, conn driver.Conn, o pipeline.Options, table string) error {
+	t, conv, err := parse.CheckWith(ctx, conn, o.ClickHouseDatabase, table, o.FromMessage())
+	if err != nil {
+		return pipeline.Labelled(err, o.TableParam(table))
+	}
+	slog.Info("table checked", "table", o.ClickHouseDatabase+"."+table, "writable columns", len(t.Writable()), "server time zone", t.ServerTimeZone)
+	columns, sources := conv.Injected()
+	for i, col := range columns {
+		where := "ignored"
+		if o.UnknownFieldsColumn != "" {
+			where = "kept in unknownFieldsColumn " + strconv.Quote(o.UnknownFieldsColumn)
+		}
+		slog.Warn(fmt.Sprintf("%s: column %q takes its value from the message, not from the payload: a field %q of the payload is %s",
+			sources[i], col, col, where), "table", table)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -16,6 +17,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/route"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/source"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/udf"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/write"
@@ -72,6 +74,54 @@ func (o Options) FromMessage() convert.Options {
 		panic(fmt.Sprintf("pipeline: metadataColumns: %v", err)) // Validate refuses it
 	}
 	return convert.Options{Metadata: m, UnknownFields: o.UnknownFieldsColumn}
+}
+
+// Routing returns the routing of o (routeBy, routeTables and routeUnlisted; clickHouseTable
+// takes the unlisted values unless routeUnlisted is deadLetter) and whether o routes at all; o
+// must be valid (Options.Validate).
+func (o Options) Routing() (route.Spec, bool) {
+	if o.RouteBy == "" {
+		return route.Spec{}, false
+	}
+	by, err := route.ParseBy(o.RouteBy)
+	entries, err2 := route.ParseTables(o.RouteTables, func(string) string { return "" })
+	if err != nil || err2 != nil {
+		panic(fmt.Sprintf("pipeline: routeBy/routeTables: %v %v", err, err2)) // Validate refuses them
+	}
+	unlisted := o.ClickHouseTable
+	if o.RouteUnlisted == "deadLetter" {
+		unlisted = ""
+	}
+	return route.New(by, entries, unlisted), true
+}
+
+// Tables returns the tables o writes rows into: with routing, each table of Routing's Spec;
+// else clickHouseTable.
+func (o Options) Tables() []string {
+	if spec, ok := o.Routing(); ok {
+		return spec.Tables
+	}
+	return []string{o.ClickHouseTable}
+}
+
+// TableParam returns what names table in o, to label an error about it: "clickHouseTable", or
+// with routing the pairs of routeTables that name it (`routeTables "click=clicks"`), and
+// "clickHouseTable" for the table of unlisted values that no pair names.
+func (o Options) TableParam(table string) string {
+	spec, ok := o.Routing()
+	if !ok {
+		return "clickHouseTable"
+	}
+	var pairs []string
+	for _, e := range spec.Entries {
+		if e.Table == table {
+			pairs = append(pairs, strconv.Quote(e.String()))
+		}
+	}
+	if len(pairs) == 0 {
+		return "clickHouseTable"
+	}
+	return "routeTables " + strings.Join(pairs, ", ")
 }
 
 // Mode returns the batching mode of windowSeconds and batchRowCount.
@@ -205,22 +255,49 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 		msgs, udfFailed, udfDropped = udf.Transform(s, cfg, msgs)
 		failed, dropped = append(failed, udfFailed), append(dropped, udfDropped)
 	}
-	rows, deadLetters := parse.Parse(s, parse.Config{
-		ClickHouse:    o.ClickHouse(),
-		Table:         o.ClickHouseTable,
-		SchemaRefresh: time.Duration(o.SchemaRefreshSeconds) * time.Second,
-		FromMessage:   o.FromMessage(),
-	}, msgs)
 	batches := batch.Config{Mode: mode, Shards: shards, ProcessingTimeTimers: src == DataflowSource}
 
-	rejected, inserted := write.Write(s, write.Config{
-		ClickHouse:  o.ClickHouse(),
-		Table:       o.ClickHouseTable,
-		Settings:    o.InsertSettings(),
-		Retry:       o.Retry(),
-		MaxRows:     mode.Rows,
-		FromMessage: o.FromMessage(),
-	}, batch.Rows(s, batches, rows))
+	// One branch per table: parse, window and batch, write. Without routing it is clickHouseTable
+	// alone, under the scopes it always had; with routing each table's branch is in a scope named
+	// after it (Tables/<table>/...), so that its batches and retries are its own.
+	tables, perTable := []string{o.ClickHouseTable}, []beam.PCollection{msgs}
+	spec, routed := o.Routing()
+	if routed {
+		var unrouted beam.PCollection
+		perTable, unrouted = route.Route(s, spec, msgs)
+		tables, failed = spec.Tables, append(failed, unrouted)
+	}
+	var inserted []beam.PCollection
+	var tablesScope beam.Scope // one scope for every table's, so that their names stay Tables/<table>
+	if routed {
+		tablesScope = s.Scope("Tables")
+	}
+	for i, table := range tables {
+		ts := s
+		if routed {
+			ts = tablesScope.Scope(table)
+		}
+		rows, deadLetters := parse.Parse(ts, parse.Config{
+			ClickHouse:    o.ClickHouse(),
+			Table:         table,
+			SchemaRefresh: time.Duration(o.SchemaRefreshSeconds) * time.Second,
+			FromMessage:   o.FromMessage(),
+			Routed:        routed,
+		}, perTable[i])
+		r, stored := write.Write(ts, write.Config{
+			ClickHouse:  o.ClickHouse(),
+			Table:       table,
+			Settings:    o.InsertSettings(),
+			Retry:       o.Retry(),
+			MaxRows:     mode.Rows,
+			FromMessage: o.FromMessage(),
+			Routed:      routed,
+		}, batch.Rows(ts, batches, rows))
+		failed = append(failed, deadLetters,
+			// The rejected rows come out of the write stage in its windows; Flatten needs one windowing.
+			beam.WindowInto(ts.Scope("Rejected"), window.NewGlobalWindows(), r))
+		inserted = append(inserted, stored)
+	}
 
 	deadLettered := deadletter.Write(s, deadletter.Config{
 		ClickHouse: o.ClickHouse(),
@@ -228,9 +305,7 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 		Topic:      o.DeadLetterTopic,
 		Retry:      o.Retry(),
 		Settings:   o.InsertSettings(),
-	}, batch.Batches(s.Scope("DeadLetters"), batches, beam.Flatten(s, append(failed, deadLetters,
-		// The rejected rows come out of the write stage in its windows; Flatten needs one windowing.
-		beam.WindowInto(s.Scope("Rejected"), window.NewGlobalWindows(), rejected))...)))
+	}, batch.Batches(s.Scope("DeadLetters"), batches, beam.Flatten(s, failed...)))
 
 	// The edge back to the source: what was stored is acknowledged (local runner only; on
 	// Dataflow the service acknowledges, and the stored ack ids are empty).
@@ -238,7 +313,11 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 		// The dead-letter stage has no other output: acknowledging inside it would leave it
 		// without outputs, and prism spins a core for the whole bundle of such a stage (see
 		// package ack); after a Reshuffle the acknowledgement is a small stage of its own.
-		stored := []ack.Stored{{IDs: inserted, Outcome: psclient.Inserted}, {IDs: beam.Reshuffle(s, deadLettered), Outcome: psclient.DeadLettered}}
+		var stored []ack.Stored
+		for _, ids := range inserted {
+			stored = append(stored, ack.Stored{IDs: ids, Outcome: psclient.Inserted})
+		}
+		stored = append(stored, ack.Stored{IDs: beam.Reshuffle(s, deadLettered), Outcome: psclient.DeadLettered})
 		for _, d := range dropped {
 			stored = append(stored, ack.Stored{IDs: d, Outcome: psclient.Dropped})
 		}

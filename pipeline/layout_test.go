@@ -15,7 +15,7 @@ import (
 var (
 	valuePackages    = []string{"flow"}
 	plumbingPackages = []string{"chclient", "chtype", "schema", "convert", "psclient", "secret", "text"}
-	stagePackages    = []string{"source", "udf", "parse", "batch", "write", "deadletter", "ack"}
+	stagePackages    = []string{"source", "udf", "route", "parse", "batch", "write", "deadletter", "ack"}
 )
 
 const module = "github.com/ch-beam/pubsub-to-clickhouse/"

@@ -62,6 +62,9 @@ type Options struct {
 	SchemaRefreshSeconds int    // schemaRefreshSeconds
 	MetadataColumns      string // metadataColumns; see convert.ParseMetadataColumns
 	UnknownFieldsColumn  string // unknownFieldsColumn
+	RouteBy              string // routeBy; see route.ParseBy
+	RouteTables          string // routeTables; see route.ParseTables
+	RouteUnlisted        string // routeUnlisted: "", "clickHouseTable" or "deadLetter"
 
 	JavascriptTextTransformGcsPath               string // javascriptTextTransformGcsPath
 	JavascriptTextTransformFunctionName          string // javascriptTextTransformFunctionName

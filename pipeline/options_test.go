@@ -27,7 +27,8 @@ var allFlags = []string{
 	"clickHouseClientKey", "clickHouseCompression", "clickHouseDeadLetterTable", "deadLetterTopic", "windowSeconds", "batchRowCount", "maxInsertBlockSize", "maxRetries",
 	"retryInitialBackoffMillis", "retryMaxBackoffMillis", "insertDeduplicate", "insertQuorum", "insertDistributedSync",
 	"numShards", "stopAfterIdle", "progressSeconds",
-	"schemaRefreshSeconds", "metadataColumns", "unknownFieldsColumn", "javascriptTextTransformGcsPath", "javascriptTextTransformFunctionName",
+	"schemaRefreshSeconds", "metadataColumns", "unknownFieldsColumn", "routeBy", "routeTables", "routeUnlisted",
+	"javascriptTextTransformGcsPath", "javascriptTextTransformFunctionName",
 	"javascriptTextTransformReloadIntervalMinutes",
 }
 
@@ -660,6 +661,25 @@ func TestValidateRules(t *testing.T) {
 		{"unknownFieldsColumn a metadata column", func(o *Options) { o.MetadataColumns, o.UnknownFieldsColumn = "attributes=u", "u" },
 			"unknownFieldsColumn", "u", "is also named in metadataColumns (attributes=u); a column takes one value"},
 
+		// Routing.
+		{"routeBy a header", func(o *Options) { o.RouteBy, o.RouteTables = "header:x", "a=b" },
+			"routeBy", "header:x", `"header:x" must be attribute:<name> (a Pub/Sub attribute of the message) or field:<name>`},
+		{"routeBy without a name", func(o *Options) { o.RouteBy, o.RouteTables = "field:", "a=b" }, "routeBy", "field:", `"field:" names no field`},
+		{"routeBy blank", func(o *Options) { o.RouteBy, o.RouteTables = " ", "a=b" }, "routeBy", " ", "is blank"},
+		{"routeBy without routeTables", func(o *Options) { o.RouteBy = "field:type" }, "routeBy", "field:type", "is set, but routeTables is not"},
+		{"routeTables without routeBy", func(o *Options) { o.RouteTables = "a=b" }, "routeTables", "a=b", "is set, but routeBy is not"},
+		{"routeTables a pair without =", func(o *Options) { o.RouteBy, o.RouteTables = "field:type", "click=clicks,orders" },
+			"routeTables", "click=clicks,orders", `the pair "orders" has no '='`},
+		{"routeTables a value twice", func(o *Options) { o.RouteBy, o.RouteTables = "field:type", "click=a,click=b" },
+			"routeTables", "click=a,click=b", `the value "click" is listed twice`},
+		{"routeTables a dotted table", func(o *Options) { o.RouteBy, o.RouteTables = "field:type", "click=db.clicks" },
+			"routeTables", "click=db.clicks", `the pair "click=db.clicks": the table "db.clicks" must be a bare table name without a dot`},
+		{"routeTables the dead-letter table", func(o *Options) { o.RouteBy, o.RouteTables = "field:type", "bad=events_dead_letter" },
+			"routeTables", "bad=events_dead_letter", `the pair "bad=events_dead_letter" names clickHouseDeadLetterTable`},
+		{"routeUnlisted unknown", func(o *Options) { o.RouteBy, o.RouteTables, o.RouteUnlisted = "field:type", "a=b", "drop" },
+			"routeUnlisted", "drop", "must be clickHouseTable (unlisted values go to that table) or deadLetter"},
+		{"routeUnlisted without routeBy", func(o *Options) { o.RouteUnlisted = "deadLetter" }, "routeUnlisted", "deadLetter", "is set, but routeBy is not"},
+
 		// The JavaScript UDF.
 		{"UDF path without a function", func(o *Options) { o.JavascriptTextTransformGcsPath = "gs://b/udf.js" },
 			"javascriptTextTransformFunctionName", "", "is unset but javascriptTextTransformGcsPath is set"},
@@ -841,7 +861,7 @@ func TestString(t *testing.T) {
 		`windowSeconds=unset batchRowCount=5000 maxInsertBlockSize=1000000 maxRetries=5 ` +
 		`retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 insertDeduplicate=true insertQuorum=0 insertDistributedSync=true ` +
 		`numShards=0 stopAfterIdle=unset progressSeconds=5 schemaRefreshSeconds=60 ` +
-		`metadataColumns="" unknownFieldsColumn="" ` +
+		`metadataColumns="" unknownFieldsColumn="" routeBy="" routeTables="" routeUnlisted="" ` +
 		`javascriptTextTransformGcsPath="" javascriptTextTransformFunctionName="" javascriptTextTransformReloadIntervalMinutes=0`
 	if got := o.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/route"
 )
 
 // processingParameters are the parameters after the ClickHouse connection's, in the order of the
@@ -273,6 +274,93 @@ var processingParameters = []parameter{
 			"Not also a column of `metadataColumns`. With `schemaRefreshSeconds`, a column added later fills from then on and its earlier values can " +
 			"be backfilled from this one ([conversion.md](conversion.md#no-field-lost-unknownfieldscolumn)). Checked at launch like " +
 			"`metadataColumns`.",
+	},
+	{
+		name: "routeBy", group: "Target", kind: kindString,
+		field: func(o *Options) any { return &o.RouteBy },
+		usage: "Where each message's table is named: `attribute:NAME` (a Pub/Sub attribute) or field:NAME (a top-level field of the payload, " +
+			"a string or a number); the value is looked up in routeTables. Optional, unset by default: every message goes to clickHouseTable.",
+		rule: notBlank("attribute:<name> or field:<name>", func(p parameter, o Options) string {
+			if _, err := route.ParseBy(p.str(o)); err != nil {
+				return err.Error()
+			}
+			if o.RouteTables == "" {
+				return "is set, but routeTables is not: give the value=table pairs, or unset both"
+			}
+			return ""
+		}),
+		label: "Route by",
+		help: "Routes each message to a table by a value it carries: attribute:NAME takes the Pub/Sub attribute NAME, field:NAME the top-level " +
+			"field NAME of the payload (after the JavaScript UDF, when there is one), a string or a number as written. The value is looked up in " +
+			"routeTables; a value not listed goes to clickHouseTable, or to the dead letter with routeUnlisted=deadLetter. A message without the " +
+			"attribute or field is a dead letter. Set it together with routeTables. Unset by default: every message goes to clickHouseTable. " +
+			"For example, attribute:event_type.",
+		regex: `^((attribute|field):.+)?$`,
+		doc: "Routes each message to a table of `clickHouseDatabase` by a value it carries: `attribute:NAME` takes the Pub/Sub attribute " +
+			"`NAME`, `field:NAME` the top-level field `NAME` of the payload (after the JavaScript UDF, which can so set it), a JSON string (its " +
+			"text, escapes decoded) or a number (as written: `7` and `7.0` are different values). The value is looked up in `routeTables`; a " +
+			"value not listed goes to `clickHouseTable`, or is a dead letter with `routeUnlisted=deadLetter`. A message without the attribute or " +
+			"field (or with `null`, a boolean, an array or an object there) is a dead letter whose error names `routeBy`, the attribute or field " +
+			"and the value. Set together with `routeTables`; [conversion.md](conversion.md#routing-to-several-tables) has an example.",
+	},
+	{
+		name: "routeTables", group: "Target", kind: kindString,
+		field: func(o *Options) any { return &o.RouteTables },
+		usage: "The table of each routing value: comma-separated `VALUE=table` pairs (click=clicks,order=orders), tables of clickHouseDatabase. " +
+			"Optional, unset by default; set it and routeBy, or neither.",
+		rule: notBlank("value=table pairs", func(p parameter, o Options) string {
+			entries, err := route.ParseTables(p.str(o), func(t string) string {
+				return tableRule(t, "must be a bare table name without a dot: the routed tables are in clickHouseDatabase")
+			})
+			switch {
+			case err != nil:
+				return err.Error()
+			case o.RouteBy == "":
+				return "is set, but routeBy is not: say where each message's value is (attribute:NAME or field:NAME), or unset both"
+			}
+			for _, e := range entries {
+				if e.Table == o.ClickHouseDeadLetterTable {
+					return fmt.Sprintf("the pair %q names clickHouseDeadLetterTable, which holds dead letters, not rows", e)
+				}
+			}
+			return ""
+		}),
+		label: "Routed tables",
+		help: "The table of each value of routeBy: comma-separated VALUE=table pairs, tables of clickHouseDatabase; several values may share a " +
+			"table. Each table is checked at launch as clickHouseTable is, and has its own schema, batches and retries. Set it together with " +
+			"routeBy. Unset by default. For example, click=clicks,order=orders.",
+		regex: "^([^,=]+=[^,=.`]+(,[^,=]+=[^,=.`]+)*)?$",
+		doc: "The table of each value of `routeBy`: comma-separated `VALUE=table` pairs, such as `click=clicks,order=orders`; spaces around a " +
+			"value or table are ignored, several values may share a table, a value is listed once. Every table is in `clickHouseDatabase` and " +
+			"is checked at launch as `clickHouseTable` is (each failure names its pair). Each table has its own schema (refreshed on its own, " +
+			"`schemaRefreshSeconds`), its own conversion with `metadataColumns` and `unknownFieldsColumn` (which each table must then have), " +
+			"and its own batches: `batchRowCount`, `windowSeconds` and `maxInsertBlockSize` hold per table, and one table's outage or rejected " +
+			"rows never hold up another's.",
+	},
+	{
+		name: "routeUnlisted", group: "Target", kind: kindString,
+		field: func(o *Options) any { return &o.RouteUnlisted },
+		usage: "Where a message goes whose routeBy value routeTables does not list: `clickHouseTable` or deadLetter. " +
+			"Optional, unset by default: clickHouseTable.",
+		rule: func(p parameter, o Options) string {
+			switch {
+			case p.str(o) != "clickHouseTable" && p.str(o) != "deadLetter":
+				return "must be clickHouseTable (unlisted values go to that table) or deadLetter (they are dead letters)"
+			case o.RouteBy == "":
+				return "is set, but routeBy is not: it says where unlisted routing values go"
+			}
+			return ""
+		},
+		label: "Unlisted routing values",
+		help:  "Where a message goes whose routeBy value routeTables does not list. Unset by default: clickHouseTable.",
+		typ:   "ENUM",
+		enum: []EnumOption{
+			{Value: "clickHouseTable", Label: "clickHouseTable", Description: "Unlisted values go to clickHouseTable."},
+			{Value: "deadLetter", Label: "Dead letter", Description: "Unlisted values are dead letters that name the value."},
+		},
+		note: "clickHouseTable",
+		doc: "Where a message goes whose `routeBy` value `routeTables` does not list: `clickHouseTable` (unset: the same), or `deadLetter`, which " +
+			"makes it a dead letter whose error names the value; `clickHouseTable` is then written only when a pair names it.",
 	},
 	{
 		name: "javascriptTextTransformGcsPath", group: "JavaScript UDF", kind: kindString,

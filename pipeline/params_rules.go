@@ -55,21 +55,24 @@ func atLeast(least int, tooSmall string) func(parameter, Options) string {
 	}
 }
 
-// plainName is the rule of a ClickHouse database or table name: no NUL, no backtick, backslash
-// or parenthesis, and no dot; dot says what a dot means for this parameter.
+// plainName is the rule of a ClickHouse database or table name (see tableRule); dot says what
+// a dot means for this parameter.
 func plainName(dot string) func(parameter, Options) string {
-	return func(p parameter, o Options) string {
-		v := p.str(o)
-		switch {
-		case strings.ContainsRune(v, 0):
-			return "must not contain a NUL character"
-		case strings.ContainsAny(v, "`\\()"):
-			return "must not contain a backtick, a backslash or a parenthesis: clickhouse-go cannot name such a table in an INSERT"
-		case strings.ContainsRune(v, '.'):
-			return dot
-		}
-		return ""
+	return func(p parameter, o Options) string { return tableRule(p.str(o), dot) }
+}
+
+// tableRule returns what is wrong with the ClickHouse database or table name v, "" if nothing:
+// a NUL, a backtick, backslash or parenthesis, or a dot, which dot explains.
+func tableRule(v, dot string) string {
+	switch {
+	case strings.ContainsRune(v, 0):
+		return "must not contain a NUL character"
+	case strings.ContainsAny(v, "`\\()"):
+		return "must not contain a backtick, a backslash or a parenthesis: clickhouse-go cannot name such a table in an INSERT"
+	case strings.ContainsRune(v, '.'):
+		return dot
 	}
+	return ""
 }
 
 // pubsubName is the rule of a Pub/Sub resource name that parse (psclient.ParseSubscription,

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -116,4 +117,41 @@ func keys(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestRoutedStepNames builds the Dataflow graph of a routed pipeline (routeBy) in every batching
+// mode: the routing stage is Route, and each table's stages are those of stageNames under
+// Tables/<table>, with their own buffering steps, so that each table's names stay stable across
+// releases and adding a table adds steps without renaming the others'.
+func TestRoutedStepNames(t *testing.T) {
+	for mode, window := range map[string]OptionalInt{"fixed": GivenInt(10), "combined": {}} {
+		o := graphOptions("dead_letters", "", "", window, OptionalInt{})
+		o.RouteBy, o.RouteTables = "attribute:event_type", "click=clicks,order=orders"
+		transforms := dataflowModel(t, o)
+		buffering := map[string]bool{}
+		for name, tr := range transforms {
+			if buffers(t, tr) {
+				buffering[name] = true
+			}
+		}
+		want := []string{"Read", "Route", "Flatten", "DeadLetters", "DeadLetters/Batch", "DeadLetter"}
+		for _, table := range []string{"clicks", "orders", o.ClickHouseTable} {
+			for _, stage := range []string{"Parse", "Batch", "Write", "Rejected"} {
+				want = append(want, "Tables/"+table+"/"+stage)
+			}
+			for _, step := range bufferingSteps[mode] {
+				if step, ok := strings.CutPrefix(step, "Batch/"); ok && !buffering["Tables/"+table+"/Batch/"+step] {
+					t.Errorf("mode %s: Tables/%s/Batch/%s is not a buffering step (the buffering steps: %v)", mode, table, step, keys(buffering))
+				}
+			}
+		}
+		for _, name := range want {
+			if _, ok := transforms[name]; !ok {
+				t.Errorf("mode %s: the routed graph has no step %q", mode, name)
+			}
+		}
+		if _, ok := transforms["Parse"]; ok {
+			t.Errorf("mode %s: the routed graph has a step Parse outside Tables/", mode)
+		}
+	}
 }

@@ -67,6 +67,10 @@ type Config struct {
 	// FromMessage are the columns filled from the message instead of the payload
 	// (metadataColumns, unknownFieldsColumn; see convert.NewWith); zero for none.
 	FromMessage convert.Options
+	// Routed counts this table's metrics also under names of its own (flow.TableCounters):
+	// messages-received:<table>, rows-parsed-ok:<table>, rows-parse-failed:<table>. The routing
+	// stage counts messages-received then (every message, routed or not), not this one.
+	Routed bool
 }
 
 // The bounds of an element of rows out of the parse stage (see Parse): the rows of a bundle are
@@ -86,6 +90,7 @@ type parseFn struct {
 	attempted time.Time // the last refresh attempt, failed or not
 	buf       []byte
 	meta      convert.Meta // the current message's metadata, for the metadata columns
+	byTable   flow.TableCounters
 
 	// The rows of the bundle not yet emitted, their payload bytes, and the latest timestamp of
 	// the elements they came in.
@@ -98,6 +103,7 @@ type parseFn struct {
 // schema and builds the converter. An unsupported column type fails here, before any message is
 // read.
 func (f *parseFn) Setup(ctx context.Context) error {
+	f.byTable = flow.NewTableCounters(f.Routed, f.Table, "messages-received", "rows-parsed-ok", "rows-parse-failed")
 	f.tracker = &convert.Tracker{Stage: "parse", Database: f.ClickHouse.Database, Table: f.Table, Options: f.FromMessage}
 	_, err := chclient.SetupRetry.Do(ctx, func() error {
 		if f.ch == nil {
@@ -161,7 +167,11 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 	conv := f.tracker.Converter()
 	schemaHash := conv.SchemaHash()
 	withMeta := len(f.FromMessage.Metadata) > 0
-	messagesReceived.Inc(ctx, int64(len(ms.Messages)))
+	if f.Routed { // the routing stage counted every message, this table's among them
+		f.byTable.Inc(ctx, "messages-received", int64(len(ms.Messages)))
+	} else {
+		messagesReceived.Inc(ctx, int64(len(ms.Messages)))
+	}
 	if len(ms.Messages) == 0 {
 		// A heartbeat of the source passes on (see batch.Rows), after the rows before it.
 		f.flush(emitRows)
@@ -183,6 +193,7 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 		}
 		if err != nil {
 			rowsParseFailed.Inc(ctx, 1)
+			f.byTable.Inc(ctx, "rows-parse-failed", 1)
 			emitDeadLetter(NewDeadLetter(m, err))
 			continue
 		}
@@ -201,6 +212,7 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 		}
 	}
 	rowsParsedOK.Inc(ctx, int64(ok))
+	f.byTable.Inc(ctx, "rows-parsed-ok", int64(ok))
 	return nil
 }
 

@@ -60,6 +60,9 @@ type Config struct {
 	// FromMessage are the columns filled from the message (metadataColumns,
 	// unknownFieldsColumn), as the parse stage has them: each row carries its metadata.
 	FromMessage convert.Options
+	// Routed counts this table's metrics also under names of its own (flow.TableCounters):
+	// rows-inserted:<table>, insert-batches:<table>, rows-rejected-by-clickhouse:<table>.
+	Routed bool
 }
 
 // Write inserts the batches of batches (a PCollection<KV<int, flow.Rows>> from batch.Rows) into
@@ -90,12 +93,14 @@ type insertFn struct {
 	// which are then handled as data errors without further retries.
 	presumedData map[int32]bool
 	meta         convert.Meta // the metadata of the row being converted
+	byTable      flow.TableCounters
 }
 
 // Setup reads the secrets the configuration names (chclient.Config.Resolve), opens the
 // connection pool, reads the table's schema and which insert settings the server knows. A server
 // briefly unreachable is waited for (chclient.SetupRetry).
 func (f *insertFn) Setup(ctx context.Context) error {
+	f.byTable = flow.NewTableCounters(f.Routed, f.Table, "rows-inserted", "insert-batches", "rows-rejected-by-clickhouse")
 	_, err := chclient.SetupRetry.Do(ctx, func() error { return f.setup(ctx) }, func(n int, err error) {
 		slog.Warn("write: connecting to ClickHouse failed; retrying", "table", f.Table, "attempt", n, "error", err)
 	})
@@ -168,6 +173,7 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Row
 	reject := func(r *Row, stage string, err error) {
 		rejected[r] = true
 		rowsRejected.Inc(ctx, 1)
+		f.byTable.Inc(ctx, "rows-rejected-by-clickhouse", 1)
 		emitDeadLetter(flow.DeadLetter{
 			Payload:        r.Published(),
 			ErrorMessage:   err.Error(),
@@ -294,6 +300,8 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 	if err == nil {
 		rowsInserted.Inc(ctx, int64(len(b.Rows)))
 		insertBatches.Inc(ctx, 1)
+		f.byTable.Inc(ctx, "rows-inserted", int64(len(b.Rows)))
+		f.byTable.Inc(ctx, "insert-batches", 1)
 		insertBatchRows.Update(ctx, int64(len(b.Rows)))
 		insertLatencyMS.Update(ctx, time.Since(start).Milliseconds())
 		return nil

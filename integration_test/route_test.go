@@ -1,0 +1,299 @@
+package integration_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+)
+
+// routedTables are the tables of TestRouting: three kinds, and events for the kinds not listed.
+var routedTables = []string{"clicks", "orders", "views", "events"}
+
+// routedCounts returns the row count of each table of routedTables, and of dead_letters; a
+// detached table is -1.
+func (e *e2e) routedCounts(t *testing.T, detached string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, table := range append(routedTables, "dead_letters") {
+		if table == detached {
+			out[table] = -1
+			continue
+		}
+		n, err := strconv.Atoi(e.srv.MustQuery(t, "SELECT count() FROM "+table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[table] = n
+	}
+	return out
+}
+
+// watchRouted waits until every table of want has at least its count, at most limit.
+func (e *e2e) watchRouted(t *testing.T, want map[string]int, detached string, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		got := e.routedCounts(t, detached)
+		done := true
+		for table, n := range want {
+			if got[table] < n {
+				done = false
+			}
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v the tables hold %v, want at least %v", limit, got, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// routedMessage is message i of TestRouting: its kind cycles click, order, view, signup (listed
+// in no pair: the table events); every 50th has no kind (a dead letter), every 40th order the
+// amount 666, which orders' MATERIALIZED column refuses (a dead letter of the write stage).
+// From withRef on, clicks carry a field ref, for the column added mid-run.
+func routedMessage(i int, withRef bool) (data string, table string) {
+	kinds := []string{"click", "order", "view", "signup"}
+	kind := kinds[i%4]
+	table = map[string]string{"click": "clicks", "order": "orders", "view": "views", "signup": "events"}[kind]
+	switch {
+	case i%50 == 49:
+		return fmt.Sprintf(`{"id":%d,"amount":1}`, i), "dead_letters"
+	case kind == "order" && i%40 == 1:
+		return fmt.Sprintf(`{"id":%d,"kind":"order","amount":666}`, i), "dead_letters"
+	case kind == "click" && withRef:
+		return fmt.Sprintf(`{"id":%d,"kind":"click","page":"p%d","ref":"r%d"}`, i, i, i), table
+	}
+	return fmt.Sprintf(`{"id":%d,"kind":%q,"page":"p%d","amount":%d}`, i, kind, i, i), table
+}
+
+// TestRouting: one subscription, messages routed by the payload's field kind into three tables,
+// a fourth (clickHouseTable) for the kind no pair lists, and the dead letter for messages
+// without a kind. Mid-run one table is detached for 15 s (its rows land after ATTACH, the
+// other tables' meanwhile), another gains a column (filled after the schema refresh), and a
+// third refuses some rows at the server (only those are dead letters). Every message is exactly
+// once in its table or the dead-letter table; the per-table counters agree.
+func TestRouting(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, kind String) ENGINE = MergeTree ORDER BY id`)
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, kind String, page String) ENGINE = MergeTree ORDER BY id`, "clicks")
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, kind String, amount UInt32, chk UInt8 MATERIALIZED throwIf(amount = 666)) ENGINE = MergeTree ORDER BY id`, "orders")
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, kind String, page String) ENGINE = MergeTree ORDER BY id`, "views")
+	e.opts.RouteBy = "field:kind"
+	e.opts.RouteTables = "click=clicks, order=orders, view=views"
+	e.opts.BatchRowCount = pipeline.GivenInt(50)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.SchemaRefreshSeconds = 1
+	e.opts.MaxRetries = 40
+	e.opts.RetryInitialBackoffMillis = 200
+	e.opts.RetryMaxBackoffMillis = 2000
+	e.opts.StopAfterIdle = pipeline.GivenInt(25) // longer than the detached table's 15 s
+
+	want := map[string][]int{}
+	publish := func(from, to int, withRef bool) map[string]int {
+		var msgs []*pubsubpb.PubsubMessage
+		for i := from; i < to; i++ {
+			data, table := routedMessage(i, withRef)
+			want[table] = append(want[table], i)
+			msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(data)})
+		}
+		e.ps.Publish(t, e.topic, msgs...)
+		counts := map[string]int{}
+		for table, ids := range want {
+			counts[table] = len(ids)
+		}
+		return counts
+	}
+
+	r := e.start(t)
+	time.Sleep(time.Second)
+	e.watchRouted(t, publish(0, 400, false), "", 60*time.Second)
+
+	// views detached: the other tables go on.
+	e.srv.MustExec(t, "DETACH TABLE views")
+	detached := time.Now()
+	phase2 := publish(400, 800, false)
+	delete(phase2, "views")
+	e.watchRouted(t, phase2, "views", 60*time.Second)
+	if d := time.Since(detached); d > 14*time.Second {
+		t.Errorf("the other tables' rows took %v, as long as views was detached: the outage held them up", d)
+	}
+	// clicks gains a column while views is still detached.
+	e.srv.MustExec(t, "ALTER TABLE clicks ADD COLUMN ref Nullable(String)")
+	time.Sleep(2500 * time.Millisecond) // longer than schemaRefreshSeconds
+	phase3 := publish(800, 1200, true)
+	delete(phase3, "views")
+	e.watchRouted(t, phase3, "views", 60*time.Second)
+	time.Sleep(15*time.Second - time.Since(detached))
+	e.srv.MustExec(t, "ATTACH TABLE views")
+	t.Logf("views detached for %v", time.Since(detached).Round(time.Millisecond))
+	all := publish(1200, 1200, true)
+	e.watchRouted(t, all, "", 90*time.Second)
+	c := counters(r.wait(t, 120*time.Second))
+	t.Logf("counters: %v", c)
+
+	// Every message exactly once, in its table.
+	for _, table := range routedTables {
+		var ids []string
+		for _, i := range want[table] {
+			ids = append(ids, strconv.Itoa(i))
+		}
+		got := e.srv.MustQuery(t, "SELECT arrayStringConcat(arrayMap(x -> toString(x), arraySort(groupArray(id))), ',') FROM "+table)
+		if got != strings.Join(ids, ",") {
+			t.Errorf("%s holds the ids %s\nwant %s", table, got, strings.Join(ids, ","))
+		}
+		if n := int64(len(want[table])); c["rows-inserted:"+table] != n {
+			t.Errorf("counter rows-inserted:%s = %d, want %d", table, c["rows-inserted:"+table], n)
+		}
+	}
+	var dlIDs []string
+	for _, i := range want["dead_letters"] {
+		dlIDs = append(dlIDs, strconv.Itoa(i))
+	}
+	if got := e.srv.MustQuery(t, "SELECT arrayStringConcat(arrayMap(x -> toString(x), arraySort(groupArray(visitParamExtractUInt(raw_message, 'id')))), ',') FROM dead_letters"); got != strings.Join(dlIDs, ",") {
+		t.Errorf("dead_letters holds the ids %s\nwant %s", got, strings.Join(dlIDs, ","))
+	}
+	if got := e.srv.MustQuery(t, "SELECT count() FROM clicks WHERE id >= 800 AND ref = concat('r', toString(id))"); got != strconv.Itoa(100) {
+		t.Errorf("%s clicks after the column was added have their ref, want 100", got)
+	}
+	explained := e.srv.MustQuery(t, "SELECT countIf(error_message LIKE 'routeBy field:kind: the payload has no field \"kind\"%' AND stack_trace LIKE 'stage: route%'), "+
+		"countIf(error_message LIKE 'ClickHouse rejected the row%' AND stack_trace LIKE 'stage: write%') FROM dead_letters")
+	unrouted, rejected := 0, 0
+	for _, i := range want["dead_letters"] {
+		if i%50 == 49 {
+			unrouted++
+		} else {
+			rejected++
+		}
+	}
+	if explained != fmt.Sprintf("%d\t%d", unrouted, rejected) {
+		t.Errorf("dead letters explained (no kind, rejected by orders) = %q, want %d and %d", explained, unrouted, rejected)
+	}
+	for name, n := range map[string]int64{"messages-received": 1200, "dead-letters-unrouted": int64(unrouted),
+		"rows-rejected-by-clickhouse:orders": int64(rejected), "rows-rejected-by-clickhouse:clicks": 0} {
+		if c[name] != n {
+			t.Errorf("counter %s = %d, want %d", name, c[name], n)
+		}
+	}
+	if c["insert-retries"] == 0 {
+		t.Errorf("no INSERT was retried while views was detached")
+	}
+}
+
+// TestRoutingByAttribute: routed by an attribute, with routeUnlisted=deadLetter: a value no pair
+// lists and a message without the attribute are dead letters that name the attribute and the
+// value, on the table and the topic; clickHouseTable gets nothing.
+func TestRoutingByAttribute(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, attrs String) ENGINE = MergeTree ORDER BY id`, "clicks")
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, attrs String) ENGINE = MergeTree ORDER BY id`, "orders")
+	e.opts.RouteBy = "attribute:event_type"
+	e.opts.RouteTables = "click=clicks,order=orders"
+	e.opts.RouteUnlisted = "deadLetter"
+	e.opts.MetadataColumns = "attributes=attrs" // applies to each routed table
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range 40 {
+		attrs := map[string]string{"event_type": []string{"click", "order", "refund", ""}[i%4]}
+		if i%4 == 3 {
+			attrs = map[string]string{"other": "x"}
+		}
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d}`, i)), Attributes: attrs})
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	c := counters(e.run(t))
+	t.Logf("counters: %v", c)
+	for _, table := range []string{"clicks", "orders"} {
+		kind := strings.TrimSuffix(table, "s")
+		if got, want := e.srv.MustQuery(t, fmt.Sprintf("SELECT count(), countIf(attrs = '{\"event_type\":\"%s\"}') FROM %s", kind, table)), "10\t10"; got != want {
+			t.Errorf("%s: rows and rows with their attributes = %q, want %q", table, got, want)
+		}
+	}
+	if got := e.srv.MustQuery(t, "SELECT count() FROM events"); got != "0" {
+		t.Errorf("clickHouseTable events holds %s rows, want 0 (routeUnlisted=deadLetter)", got)
+	}
+	got := e.srv.MustQuery(t, "SELECT error_message, count() FROM dead_letters GROUP BY error_message ORDER BY error_message")
+	want := `routeBy attribute:event_type: the message has no attribute "event_type", so it names no table` + "\t10\n" +
+		`routeBy attribute:event_type: the value "refund" of the attribute "event_type" is not listed in routeTables, and routeUnlisted is deadLetter` + "\t10"
+	if got != want {
+		t.Errorf("dead letters:\n%s\nwant\n%s", got, want)
+	}
+	refunds := 0
+	for _, m := range e.ps.PullAll(t, e.dlqCheck) {
+		if m.Attributes["event_type"] == "refund" && strings.Contains(m.Attributes["errorMessage"], `the value "refund"`) {
+			refunds++
+		}
+	}
+	if refunds != 10 {
+		t.Errorf("%d refunds on the dead-letter topic with their attribute and error, want 10", refunds)
+	}
+	for name, n := range map[string]int64{"rows-inserted:clicks": 10, "rows-inserted:orders": 10, "dead-letters-unrouted": 20, "messages-received": 40} {
+		if c[name] != n {
+			t.Errorf("counter %s = %d, want %d", name, c[name], n)
+		}
+	}
+	e.checkAllAcked(t, ids)
+}
+
+// TestRoutingStartupFailures: at launch every routed table is checked as clickHouseTable is, and
+// each failure names its routeTables pair; a routing without its other half is refused before
+// anything starts.
+func TestRoutingStartupFailures(t *testing.T) {
+	bin, _ := launchBinary(t)
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, msg_id String) ENGINE = MergeTree ORDER BY id`)
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "clicks")
+	o := e.opts
+	base := connectionFlags(o.InputSubscription, o.ClickHouseURL, o.ClickHouseDatabase)
+	base["routeBy"] = "field:kind"
+	checkStartupFailures(t, bin, base, []startupFailure{
+		{"a routed table missing", map[string]string{"routeTables": "click=clicks,view=views,seen=views"},
+			`routeTables "view=views", "seen=views": table ` + o.ClickHouseDatabase + ".views does not exist"},
+		{"a metadata column one routed table lacks", map[string]string{"routeTables": "click=clicks", "metadataColumns": "message_id=msg_id"},
+			`metadataColumns: pair "message_id=msg_id": the table clicks has no column "msg_id"`},
+		{"clickHouseTable missing, for unlisted values", map[string]string{"routeTables": "click=clicks", "clickHouseTable": "nope"},
+			"clickHouseTable: table " + o.ClickHouseDatabase + ".nope does not exist"},
+	})
+	delete(base, "routeBy")
+	checkUsageFailures(t, bin, base, []startupFailure{
+		{"routeTables without routeBy", map[string]string{"routeTables": "click=clicks"}, `routeTables "click=clicks": is set, but routeBy is not`},
+	})
+}
+
+// TestCheckRouted: check shows the table each message goes to, and explains a message that
+// names none.
+func TestCheckRouted(t *testing.T) {
+	ch := chtest.New(t)
+	ch.CreateTable(t, "CREATE TABLE {table} (id UInt32, kind String) ENGINE = MergeTree ORDER BY id", "events")
+	ch.CreateTable(t, "CREATE TABLE {table} (id UInt32, page String) ENGINE = MergeTree ORDER BY id", "clicks")
+	file := writeTestFile(t, "r.jsonl", strings.Join([]string{
+		`{"id":1,"kind":"click","page":"home"}`,
+		`{"id":2,"kind":"signup"}`,
+		`{"id":3}`,
+		`{"id":"x","kind":"click","page":"p"}`,
+	}, "\n")+"\n")
+	out, errOut, code := runCommand(t, "", append(append([]string{"check", "--clickHouseTable=events", "--routeBy=field:kind",
+		"--routeTables=click=clicks"}, chFlags(ch)...), file)...)
+	for _, want := range []string{
+		file + ":1: row of table clicks\n  id = 1\n  page = 'home'\n",
+		file + ":2: row of table events\n  id = 2\n  kind = 'signup'\n",
+		file + `:3: dead letter: routeBy field:kind: the payload has no field "kind" (or it is null), so it names no table`,
+		file + `:4: dead letter: column "id" (UInt32)`,
+		"4 messages: 2 would be rows, 2 dead letters",
+		"routing: field:kind",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check printed\n%s\nwant it to contain\n%s\nstderr:\n%s", out, want, errOut)
+		}
+	}
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+}

@@ -1,0 +1,102 @@
+package route
+
+import (
+	"context"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+)
+
+var (
+	messagesReceived    = beam.NewCounter(flow.Namespace, "messages-received")
+	deadLettersUnrouted = beam.NewCounter(flow.Namespace, "dead-letters-unrouted")
+)
+
+func init() {
+	register.DoFn5x0[context.Context, beam.EventTime, flow.Messages, func(beam.EventTime, int, flow.Messages), func(flow.DeadLetter)](&routeFn{})
+	register.Emitter3[beam.EventTime, int, flow.Messages]()
+	register.Emitter1[flow.DeadLetter]()
+	register.Function2x1(tableOf)
+}
+
+// Route splits msgs (a PCollection<flow.Messages>) by table: it returns one PCollection of
+// flow.Messages per table of spec.Tables, in that order, and the dead letters
+// (PCollection<flow.DeadLetter>, one per message) of the messages that name no table (an
+// *Error, counted in dead-letters-unrouted). It counts every message in messages-received, which
+// the parse stages of routed tables then leave out. An element of msgs becomes at most one element per
+// table, with its timestamp; an element without messages (a heartbeat of the source) becomes one
+// for every table, so that each table's batches see it. The transforms are named Route, and the
+// outputs keep msgs' windowing.
+func Route(s beam.Scope, spec Spec, msgs beam.PCollection) (tables []beam.PCollection, deadLetters beam.PCollection) {
+	s = s.Scope("Route")
+	keyed, deadLetters := beam.ParDo2(s, &routeFn{Spec: spec}, msgs)
+	for _, p := range beam.Partition(s, len(spec.Tables), tableOf, keyed) {
+		tables = append(tables, beam.DropKey(s, p))
+	}
+	return tables, deadLetters
+}
+
+// tableOf is the partition function of Route: the table index the routing stage keyed by.
+func tableOf(table int, _ flow.Messages) int { return table }
+
+// routeFn keys each message by its table's index. Exported fields are its configuration.
+type routeFn struct {
+	Spec Spec
+
+	index map[string]int
+	split [][]flow.Message
+}
+
+func (f *routeFn) Setup() {
+	f.index = f.Spec.lookup()
+	f.split = make([][]flow.Message, len(f.Spec.Tables))
+}
+
+// ProcessElement emits the messages of ms per table, and a dead letter for each that names no
+// table.
+func (f *routeFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow.Messages, emit func(beam.EventTime, int, flow.Messages), emitDeadLetter func(flow.DeadLetter)) {
+	if len(ms.Messages) == 0 {
+		for i := range f.split {
+			emit(et, i, flow.Messages{})
+		}
+		return
+	}
+	messagesReceived.Inc(ctx, int64(len(ms.Messages)))
+	for _, m := range ms.Messages {
+		i, err := f.Spec.of(m, f.index)
+		if err != nil {
+			deadLettersUnrouted.Inc(ctx, 1)
+			emitDeadLetter(NewDeadLetter(m, err))
+			continue
+		}
+		f.split[i] = append(f.split[i], m)
+	}
+	for i, part := range f.split {
+		if len(part) > 0 {
+			emit(et, i, flow.Messages{Messages: part})
+			f.split[i] = nil // the element keeps the slice
+		}
+	}
+}
+
+// NewDeadLetter builds the dead-letter record of a message that names no table: its payload as
+// published, its attributes and ordering key, and err's text.
+func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
+	message := err.Error()
+	if m.Transformed {
+		message = "routing the output of the javascript UDF: " + message
+	}
+	return flow.DeadLetter{
+		Payload:        m.Published(),
+		ErrorMessage:   message,
+		StackTrace:     flow.StackTrace("route", "", err),
+		FailedAtMillis: time.Now().UnixMilli(),
+		MessageID:      m.ID,
+		Attributes:     m.Attributes,
+		OrderingKey:    m.OrderingKey,
+		AckID:          m.AckID,
+	}
+}
