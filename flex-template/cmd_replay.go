@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -35,7 +36,8 @@ const replayDescription = "Publishes dead letters again to --topic (the pipeline
 	"default the run's start time, e.g. 2026-01-15T10:30:00.123Z), so that a replayed message can be told apart and a whole " +
 	"replay found again.\n" +
 	"From the dead-letter table (--fromTable, with the ClickHouse flags): the rows that match --where and failed_at in " +
-	"[--since, --until), oldest first. The table keeps no attributes, so a replayed row carries only the two above. Rows " +
+	"[--since, --until), oldest first. A row carries its original attributes and ordering key back when the table has the optional " +
+	"columns attributes and ordering_key (as the CREATE TABLE the pipeline suggests does); without them, only the two above. Rows " +
 	"are kept unless --delete: after every message is published, the replayed rows (matched by a hash of all their columns, " +
 	"so a dead letter written meanwhile is kept) are deleted with ALTER TABLE ... DELETE, a mutation, and replay waits for it.\n" +
 	"From a subscription on the dead-letter topic (--fromSubscription): every message it delivers until a pull returns " +
@@ -221,25 +223,39 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 		return failure(cio, "replay", pipeline.Labelled(err, ""))
 	}
 	defer conn.Close()
-	if err := deadletter.CheckTable(ctx, conn, o.ClickHouseDatabase, r.table); err != nil {
+	columns, err := deadletter.Columns(ctx, conn, o.ClickHouseDatabase, r.table)
+	if err != nil {
 		return failure(cio, "replay", fmt.Errorf("--fromTable: %w", err))
 	}
 	table := chclient.QuoteIdent(o.ClickHouseDatabase) + "." + chclient.QuoteIdent(r.table)
 	cond, args := r.condition()
-	rows, err := conn.Query(ctx, "SELECT raw_message, "+rowHash+" FROM "+table+" WHERE "+cond+" ORDER BY failed_at", args...)
+	// The attributes and the ordering key, where the table keeps them (its optional columns).
+	attributes, orderingKey := "'{}'", "''"
+	if slices.Contains(columns, "attributes") {
+		attributes = "attributes"
+	}
+	if slices.Contains(columns, "ordering_key") {
+		orderingKey = "ordering_key"
+	}
+	rows, err := conn.Query(ctx, "SELECT raw_message, "+rowHash+", "+attributes+", "+orderingKey+" FROM "+table+" WHERE "+cond+" ORDER BY failed_at", args...)
 	if err != nil {
 		return failure(cio, "replay", fmt.Errorf("reading %s: %w", r.from, err))
 	}
 	var msgs []*pubsub.Message
 	var hashes []uint64
 	for rows.Next() {
-		var raw string
+		var raw, attrsJSON, key string
 		var h uint64
-		if err := rows.Scan(&raw, &h); err != nil {
+		if err := rows.Scan(&raw, &h, &attrsJSON, &key); err != nil {
 			rows.Close()
 			return failure(cio, "replay", fmt.Errorf("reading %s: %w", r.from, err))
 		}
-		msgs = append(msgs, r.message([]byte(raw), nil, "")) // the table keeps no ordering key
+		var attrs map[string]string
+		if err := json.Unmarshal([]byte(attrsJSON), &attrs); err != nil {
+			rows.Close()
+			return failure(cio, "replay", fmt.Errorf("reading %s: the attributes %s of a row are not a JSON object of strings (%v); replayed nothing", r.from, text.Cut([]byte(attrsJSON), 200), err))
+		}
+		msgs = append(msgs, r.message([]byte(raw), attrs, key))
 		hashes = append(hashes, h)
 	}
 	rows.Close()

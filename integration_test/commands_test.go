@@ -372,7 +372,7 @@ func TestReplayFromTable(t *testing.T) {
 	ch.MustExec(t, deadletter.CreateTable(ch.Database, "dl"))
 	// failed_at at 10:00, 11:00 and 12:00 UTC on 2026-01-15, as Unix seconds (the server's zone may be any).
 	at := func(hour int) string { return fmt.Sprint(time.Date(2026, 1, 15, hour, 0, 0, 0, time.UTC).Unix()) }
-	ch.MustExec(t, `INSERT INTO dl VALUES ('{"id":1,"n":300}', 'column "n" (UInt8): 300 is out of range', 'st', `+at(10)+`), `+
+	ch.MustExec(t, `INSERT INTO dl (raw_message, error_message, stack_trace, failed_at) VALUES ('{"id":1,"n":300}', 'column "n" (UInt8): 300 is out of range', 'st', `+at(10)+`), `+
 		`('{"id":2}\n', 'column "x" (String): missing', 'st', `+at(11)+`), `+
 		`('{"id":3,"n":301}', 'column "n" (UInt8): 301 is out of range', 'st', `+at(12)+`)`)
 	from := "clickhouse://" + ch.Database + ".dl"
@@ -410,6 +410,25 @@ func TestReplayFromTable(t *testing.T) {
 	}
 	if got := ch.MustQuery(t, "SELECT count() FROM dl"); got != "2" {
 		t.Errorf("without --delete the table holds %s rows, want 2", got)
+	}
+
+	// A row with its attributes and ordering key (the optional columns) gets them back; the
+	// replay's own attributes replace those of an earlier replay.
+	ch.MustExec(t, `INSERT INTO dl VALUES ('{"id":4}', 'routeBy attribute:event_type: ...', 'stage: route', `+at(13)+`, '7', `+
+		`'{"event_type":"click","replay_id":"old"}', 'k1')`)
+	out, errOut, code = runCommand(t, "", append(args, "--since=2026-01-15T12:30:00Z")...)
+	if code != 0 || !strings.Contains(out, "replayed 1 dead letter") {
+		t.Fatalf("replay of a row with attributes: exit %d\n%s%s", code, out, errOut)
+	}
+	withAttrs := map[string]string{"replayed_from": from, "replay_id": "r1", "event_type": "click"}
+	if diff := cmp.Diff([]pulled{{`{"id":4}`, withAttrs, "k1"}}, pullAll(t, e, sub), byData); diff != "" {
+		t.Errorf("replayed with attributes (-want +got):\n%s", diff)
+	}
+	// Attributes that are not a JSON object of strings stop the replay before anything is published.
+	ch.MustExec(t, `INSERT INTO dl VALUES ('{"id":5}', 'e', 's', `+at(14)+`, '8', '{"n":1}', '')`)
+	out, errOut, code = runCommand(t, "", append(args, "--since=2026-01-15T13:30:00Z")...)
+	if code != 1 || !strings.Contains(errOut, `the attributes {"n":1} of a row are not a JSON object of strings`) {
+		t.Errorf("replay of a row with bad attributes: exit %d\n%s%s", code, out, errOut)
 	}
 }
 

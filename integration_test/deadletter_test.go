@@ -171,8 +171,17 @@ func TestDeadLetterTableCheck(t *testing.T) {
 		}
 	}
 	srv.MustExec(t, deadletter.CreateTable(srv.Database, "right"))
-	if err := deadletter.CheckTable(ctx, conn, srv.Database, "right"); err != nil {
-		t.Errorf("right table: %v", err)
+	if cols, err := deadletter.Columns(ctx, conn, srv.Database, "right"); err != nil || strings.Join(cols, ",") != "raw_message,error_message,stack_trace,failed_at,message_id,attributes,ordering_key" {
+		t.Errorf("right table: %v, %v", cols, err)
+	}
+	// The optional columns are optional, each on its own; one that is not a String is refused.
+	srv.MustExec(t, "CREATE TABLE minimal (raw_message String, error_message String, stack_trace String, failed_at DateTime, attributes String) ENGINE = MergeTree ORDER BY tuple()")
+	if cols, err := deadletter.Columns(ctx, conn, srv.Database, "minimal"); err != nil || strings.Join(cols, ",") != "raw_message,error_message,stack_trace,failed_at,attributes" {
+		t.Errorf("a table with attributes alone: %v, %v", cols, err)
+	}
+	srv.MustExec(t, "CREATE TABLE badopt (raw_message String, error_message String, stack_trace String, failed_at DateTime, ordering_key UInt8) ENGINE = MergeTree ORDER BY tuple()")
+	if err := deadletter.CheckTable(ctx, conn, srv.Database, "badopt"); err == nil || !strings.Contains(err.Error(), "column ordering_key is UInt8, not String (an optional column: make it String, or drop it)") {
+		t.Errorf("an optional column not a String: %v", err)
 	}
 }
 

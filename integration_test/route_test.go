@@ -226,6 +226,10 @@ func TestRoutingByAttribute(t *testing.T) {
 	if got != want {
 		t.Errorf("dead letters:\n%s\nwant\n%s", got, want)
 	}
+	// The dead-letter table keeps each message's attributes and id, so that replay can route it again.
+	if got := e.srv.MustQuery(t, `SELECT countIf(attributes = '{"event_type":"refund"}'), countIf(attributes = '{"other":"x"}'), countIf(message_id != '') FROM dead_letters`); got != "10\t10\t20" {
+		t.Errorf("dead letters with their attributes (refund, other) and message ids = %q, want 10, 10 and 20", got)
+	}
 	refunds := 0
 	for _, m := range e.ps.PullAll(t, e.dlqCheck) {
 		if m.Attributes["event_type"] == "refund" && strings.Contains(m.Attributes["errorMessage"], `the value "refund"`) {

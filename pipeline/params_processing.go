@@ -28,7 +28,8 @@ var processingParameters = []parameter{
 			"stack_trace String, failed_at DateTime. Set this, deadLetterTopic, or both. Unset by default. For example, events_dead_letter.",
 		regex: "^( *[^.` ][^.`]*)?$",
 		doc: "Table in `clickHouseDatabase` for dead letters, with the columns `raw_message String, error_message String, stack_trace String, " +
-			"failed_at DateTime` ([deploy.md](deploy.md#the-dead-letter-table) has the `CREATE TABLE`). Checked at launch and by each worker.",
+			"failed_at DateTime`, and optionally `message_id`, `attributes` and `ordering_key` (String), which `replay` gives back " +
+			"([deploy.md](deploy.md#the-dead-letter-table) has the `CREATE TABLE`). Checked at launch and by each worker.",
 	},
 	{
 		name: "deadLetterTopic", group: "Dead letter", kind: kindString,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -39,7 +40,7 @@ const (
 	FailedAtLayout = "2006-01-02T15:04:05.000Z"
 )
 
-// Columns of the dead-letter table, in order, with their types.
+// Columns of the dead-letter table, in order, with their types: every dead-letter table has them.
 var tableColumns = []struct{ name, typ string }{
 	{"raw_message", "String"},
 	{"error_message", "String"},
@@ -47,7 +48,8 @@ var tableColumns = []struct{ name, typ string }{
 	{"failed_at", "DateTime"},
 }
 
-// columnNames are the names of tableColumns, the columns the dead-letter INSERT names.
+// columnNames are the names of tableColumns, the columns the INSERT names into a table without
+// the optional columns.
 var columnNames = func() []string {
 	names := make([]string, len(tableColumns))
 	for i, c := range tableColumns {
@@ -56,29 +58,48 @@ var columnNames = func() []string {
 	return names
 }()
 
-// CreateTable returns the CREATE TABLE statement of a dead-letter table, the names quoted by
-// chclient.QuoteIdent.
+// optionalColumns are the columns a dead-letter table may also have, all String: the stage fills
+// those the table has, and replay (from the table) gives a message its attributes and ordering
+// key back from them. A table without them keeps only the payload.
+var optionalColumns = []string{
+	"message_id",   // the Pub/Sub message id
+	"attributes",   // the message's attributes as one JSON object, keys sorted ({} for none): see AttributesJSON
+	"ordering_key", // the message's ordering key, "" for none
+}
+
+// CreateTable returns the CREATE TABLE statement of a dead-letter table with the optional
+// columns, the names quoted by chclient.QuoteIdent.
 func CreateTable(database, table string) string {
-	return fmt.Sprintf("CREATE TABLE %s.%s (raw_message String, error_message String, stack_trace String, failed_at DateTime) ENGINE = MergeTree PARTITION BY toYYYYMM(failed_at) ORDER BY failed_at",
+	return fmt.Sprintf("CREATE TABLE %s.%s (raw_message String, error_message String, stack_trace String, failed_at DateTime, "+
+		"message_id String DEFAULT '', attributes String DEFAULT '{}', ordering_key String DEFAULT '') "+
+		"ENGINE = MergeTree PARTITION BY toYYYYMM(failed_at) ORDER BY failed_at",
 		chclient.QuoteIdent(database), chclient.QuoteIdent(table))
 }
 
 // CheckTable verifies that the dead-letter table exists with the four columns (raw_message
-// String, error_message String, stack_trace String, failed_at DateTime, a time zone allowed); the
-// error shows the CREATE TABLE statement to run, and names the table, not the template
-// parameter that gave it (pipeline.Labelled adds that).
+// String, error_message String, stack_trace String, failed_at DateTime, a time zone allowed), and
+// that each optional column it has (message_id, attributes, ordering_key) is a String; the error
+// shows the CREATE TABLE statement to run, and names the table, not the template parameter that
+// gave it (pipeline.Labelled adds that).
 func CheckTable(ctx context.Context, conn driver.Conn, database, table string) error {
+	_, err := Columns(ctx, conn, database, table)
+	return err
+}
+
+// Columns checks the dead-letter table as CheckTable does and returns the columns the stage
+// fills: the four, then the optional columns the table has, in the order of optionalColumns.
+func Columns(ctx context.Context, conn driver.Conn, database, table string) ([]string, error) {
 	fix := "; create it with: " + CreateTable(database, table)
 	t, err := schema.Fetch(ctx, conn, database, table)
 	if err != nil {
-		return fmt.Errorf("%w%s", err, fix)
+		return nil, fmt.Errorf("%w%s", err, fix)
 	}
 	have := map[string]string{}
 	for _, c := range t.Writable() {
 		base, _ := c.Type.Unwrap()
 		have[c.Name] = base.Name
 	}
-	var problems []string
+	var problems, columns []string
 	for _, c := range tableColumns {
 		switch got, ok := have[c.name]; {
 		case !ok:
@@ -86,11 +107,33 @@ func CheckTable(ctx context.Context, conn driver.Conn, database, table string) e
 		case got != c.typ:
 			problems = append(problems, fmt.Sprintf("column %s is %s, not %s", c.name, got, c.typ))
 		}
+		columns = append(columns, c.name)
+	}
+	for _, c := range optionalColumns {
+		switch got, ok := have[c]; {
+		case ok && got != "String":
+			problems = append(problems, fmt.Sprintf("column %s is %s, not String (an optional column: make it String, or drop it)", c, got))
+		case ok:
+			columns = append(columns, c)
+		}
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("table %s.%s: %s%s", database, table, strings.Join(problems, "; "), fix)
+		return nil, fmt.Errorf("table %s.%s: %s%s", database, table, strings.Join(problems, "; "), fix)
 	}
-	return nil
+	return columns, nil
+}
+
+// AttributesJSON returns attrs as the attributes column holds them: one JSON object, keys sorted,
+// {} for none.
+func AttributesJSON(attrs map[string]string) string {
+	if len(attrs) == 0 {
+		return "{}"
+	}
+	b, err := json.Marshal(attrs) // sorts the keys
+	if err != nil {
+		panic(err) // a map of strings always marshals
+	}
+	return string(b)
 }
 
 // Config says where dead letters go.
@@ -134,6 +177,7 @@ type writeFn struct {
 	withToken bool
 	client    *pubsub.Client
 	publisher *pubsub.Publisher
+	columns   []string // the table's columns the INSERT names (Columns)
 }
 
 // Setup opens the destinations: for the table, it reads the secrets the configuration names
@@ -158,7 +202,7 @@ func (f *writeFn) setup(ctx context.Context) error {
 		if f.conn, err = f.ch.Open(ctx); err != nil {
 			return err
 		}
-		if err := CheckTable(ctx, f.conn, f.ClickHouse.Database, f.Table); err != nil {
+		if f.columns, err = Columns(ctx, f.conn, f.ClickHouse.Database, f.Table); err != nil {
 			return fmt.Errorf("dead letter: %w", err)
 		}
 		if f.settings, f.withToken, _, err = chclient.ResolveSettings(ctx, f.conn, f.Settings); err != nil {
@@ -254,18 +298,32 @@ func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*flow.Dea
 // is derived from the records' message ids and payloads, so the same batch of records sent
 // again is stored once.
 func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
-	raw := make([]string, len(recs))
-	msgs := make([]string, len(recs))
-	traces := make([]string, len(recs))
-	at := make([]time.Time, len(recs))
+	columns := f.columns
+	if columns == nil { // a writeFn set up by hand, as in the tests: the four columns
+		columns = columnNames
+	}
 	id := chclient.Identity{IDs: make([]string, len(recs)), Data: make([][]byte, len(recs))}
+	values := make([]any, len(columns))
+	for j, c := range columns {
+		if c == "failed_at" {
+			at := make([]time.Time, len(recs))
+			for i, r := range recs {
+				at[i] = r.FailedAt()
+			}
+			values[j] = at
+			continue
+		}
+		col := make([]string, len(recs))
+		for i, r := range recs {
+			col[i] = columnValue(c, r)
+		}
+		values[j] = col
+	}
 	for i, r := range recs {
-		raw[i], msgs[i], traces[i], at[i] = string(r.Payload), r.ErrorMessage, r.StackTrace, r.FailedAt()
 		id.IDs[i], id.Data[i] = r.MessageID, r.Payload
 	}
-	values := []any{raw, msgs, traces, at}
 	attempts, err := f.Retry.Do(ctx, func() error {
-		return chclient.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, columnNames, values, f.settings, f.withToken, id)
+		return chclient.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, columns, values, f.settings, f.withToken, id)
 	}, func(n int, err error) {
 		slog.Warn("dead-letter INSERT failed; retrying", "table", f.Table, "rows", len(recs), "attempt", n, "error", err)
 	})
@@ -274,6 +332,25 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 			len(recs), f.ClickHouse.Database, f.Table, attempts, chclient.Classify(err), err)
 	}
 	return nil
+}
+
+// columnValue returns r's value of the String column c of the dead-letter table.
+func columnValue(c string, r *flow.DeadLetter) string {
+	switch c {
+	case "raw_message":
+		return string(r.Payload)
+	case "error_message":
+		return r.ErrorMessage
+	case "stack_trace":
+		return r.StackTrace
+	case "message_id":
+		return r.MessageID
+	case "attributes":
+		return AttributesJSON(r.Attributes)
+	case "ordering_key":
+		return r.OrderingKey
+	}
+	panic("deadletter: no column " + c)
 }
 
 // publish sends recs to the dead-letter topic and waits for every publish; any failure fails the

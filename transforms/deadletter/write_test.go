@@ -16,7 +16,9 @@ import (
 )
 
 func TestCreateTable(t *testing.T) {
-	want := "CREATE TABLE `db`.`dead_letters` (raw_message String, error_message String, stack_trace String, failed_at DateTime) ENGINE = MergeTree PARTITION BY toYYYYMM(failed_at) ORDER BY failed_at"
+	want := "CREATE TABLE `db`.`dead_letters` (raw_message String, error_message String, stack_trace String, failed_at DateTime, " +
+		"message_id String DEFAULT '', attributes String DEFAULT '{}', ordering_key String DEFAULT '') " +
+		"ENGINE = MergeTree PARTITION BY toYYYYMM(failed_at) ORDER BY failed_at"
 	if got := CreateTable("db", "dead_letters"); got != want {
 		t.Errorf("CreateTable = %s, want %s", got, want)
 	}
@@ -107,5 +109,32 @@ func TestInsert(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
 		}
+	}
+}
+
+// TestInsertOptionalColumns: a table with the optional columns gets the message id, the
+// attributes as one JSON object (keys sorted, {} for none) and the ordering key.
+func TestInsertOptionalColumns(t *testing.T) {
+	recs := []*flow.DeadLetter{
+		{Payload: []byte("{}"), ErrorMessage: "e1", StackTrace: "s1", FailedAtMillis: 1700000000000, MessageID: "m1",
+			Attributes: map[string]string{"z": "1", "event_type": "click", "q": `"quoted"`}, OrderingKey: "k1"},
+		{Payload: []byte("x"), ErrorMessage: "e2", StackTrace: "s2", FailedAtMillis: 1700000001000, MessageID: "m2"},
+	}
+	conn := &fakeConn{}
+	f := &writeFn{Config: Config{ClickHouse: chclient.Config{Database: "db"}, Table: "dl", Retry: chclient.Retry{}}, conn: conn,
+		columns: []string{"raw_message", "error_message", "stack_trace", "failed_at", "message_id", "attributes", "ordering_key"}}
+	if err := f.insert(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]any{{
+		[]string{"{}", "x"}, []string{"e1", "e2"}, []string{"s1", "s2"},
+		[]time.Time{time.UnixMilli(1700000000000).UTC(), time.UnixMilli(1700000001000).UTC()},
+		[]string{"m1", "m2"}, []string{`{"event_type":"click","q":"\"quoted\"","z":"1"}`, "{}"}, []string{"k1", ""},
+	}}
+	if diff := cmp.Diff(want, conn.appended); diff != "" {
+		t.Errorf("columns appended (-want +got):\n%s", diff)
+	}
+	if want := "INSERT INTO `db`.`dl` (`raw_message`, `error_message`, `stack_trace`, `failed_at`, `message_id`, `attributes`, `ordering_key`)"; len(conn.queries) != 1 || conn.queries[0] != want {
+		t.Errorf("statements %q, want %q", conn.queries, want)
 	}
 }
