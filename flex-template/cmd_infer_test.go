@@ -175,3 +175,27 @@ func TestInferComments(t *testing.T) {
 		t.Errorf("no FILE: exit %d, stderr %s", code, errOut)
 	}
 }
+
+// TestInferModern: on the ClickHouse 26 engine (skipped where it is not installed), booleans are
+// Bool columns and, with --objectsAsJSON, objects JSON columns, created by --execute.
+func TestInferModern(t *testing.T) {
+	srv := chtest.StartModern(t)
+	file := filepath.Join(t.TempDir(), "sample.jsonl")
+	if err := os.WriteFile(file, []byte(`{"id": 1, "ok": true, "obj": {"a": {"b": 1}}, "arr": [1]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := infer(t, "--clickHouseUrl="+srv.URL, "--clickHouseDatabase="+srv.Database, "--clickHouseUsername=default",
+		"--clickHouseTable=t", "--objectsAsJSON", "--execute", file)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	want := "-- inferred from 1 message\nCREATE TABLE `" + srv.Database + "`.`t`\n(\n    `id` Nullable(Int64),\n    `ok` Nullable(Bool),\n" +
+		"    `obj` JSON DEFAULT '{}',\n    `arr` Nullable(String)\n)\nENGINE = MergeTree\nORDER BY tuple();\n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("printed (-want +got):\n%s", diff)
+	}
+	got := srv.MustQuery(t, "SELECT name, type, default_expression FROM system.columns WHERE database = currentDatabase() AND table = 't' ORDER BY position FORMAT TSVRaw")
+	if want := "id\tNullable(Int64)\t\nok\tNullable(Bool)\t\nobj\tJSON\t'{}'\narr\tNullable(String)\t"; got != want {
+		t.Errorf("system.columns:\n%s\nwant\n%s", got, want)
+	}
+}

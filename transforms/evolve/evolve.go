@@ -55,8 +55,9 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
-// Kind is what a JSON value says of its column's type, from the narrowest to the widest; see
-// the package's table.
+// Kind is what a JSON value says of its column's type; see the package's table. Kinds are not
+// totally ordered by width (Int64 and UInt64 each take values the other refuses): Merge gives
+// the narrowest kind of two.
 type Kind uint8
 
 const (

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
@@ -305,5 +306,24 @@ func TestSample(t *testing.T) {
 	}
 	if s.Messages() != 3 {
 		t.Errorf("%d messages, want 3", s.Messages())
+	}
+}
+
+// TestAlreadyExists: only the server's refusal to add a column that exists.
+func TestAlreadyExists(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&clickhouse.Exception{Code: 44, Message: "Cannot add column n: column with this name already exists"}, true},
+		{fmt.Errorf("adding: %w", &clickhouse.Exception{Code: 44, Message: "Cannot add column n: column with this name already exists"}), true},
+		{&clickhouse.Exception{Code: 44, Message: "Sorting key cannot contain nullable columns"}, false},
+		{&clickhouse.Exception{Code: 62, Message: "Syntax error"}, false},
+		{errors.New("column with this name already exists"), false},
+		{nil, false},
+	} {
+		if got := AlreadyExists(tc.err); got != tc.want {
+			t.Errorf("AlreadyExists(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
