@@ -1,6 +1,6 @@
 package main
 
-// The subcommands: check, publish and replay (one file each, cmd_*.go), and help. main runs one
+// The subcommands: check, publish, replay and infer (one file each, cmd_*.go), and help. main runs one
 // when the first argument names it; the Flex Template launcher passes only flags, so a launch
 // never takes this path.
 
@@ -42,6 +42,7 @@ func init() {
 		{"check", "[flags] FILE...", "print the row each message becomes, or its dead-letter error (nothing is inserted)", runCheck},
 		{"publish", "[flags] FILE", "publish a file of JSON lines to a Pub/Sub topic", runPublish},
 		{"replay", "[flags]", "publish dead letters again to the input topic, from the dead-letter table or topic", runReplay},
+		{"infer", "[flags] FILE...", "print the CREATE TABLE that a sample of messages gives by the column-type rule, or run it (--execute)", runInfer},
 		{"help", "[COMMAND]", "this help, or a command's flags", runHelp},
 	}
 }
@@ -136,7 +137,7 @@ func runHelp(_ context.Context, cio *cmdIO, args []string) int {
 	}
 	c, ok := lookupCommand(args[0])
 	if !ok || c.name == "help" {
-		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse help: %q is not a command (the commands: check, publish, replay)\n", args[0])
+		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse help: %q is not a command (the commands: check, publish, replay, infer)\n", args[0])
 		return exitUsage
 	}
 	return c.run(context.Background(), cio, []string{"--help"})

@@ -81,7 +81,7 @@ func TestHelpOrder(t *testing.T) {
 	if !strings.Contains(params, "The default runner is prism") || !strings.Contains(runner, "\n  -runner ") {
 		t.Errorf("--help does not say the default runner, or lacks -runner:\n%s", out)
 	}
-	for _, c := range []string{"check", "publish", "replay"} {
+	for _, c := range []string{"check", "publish", "replay", "infer"} {
 		if !strings.Contains(params, "pubsub-to-clickhouse "+c+" ") {
 			t.Errorf("--help does not list the subcommand %s", c)
 		}

@@ -14,7 +14,7 @@ import (
 // are peers in data-flow order.
 var (
 	valuePackages    = []string{"flow"}
-	plumbingPackages = []string{"chclient", "chtype", "schema", "convert", "psclient", "secret", "text"}
+	plumbingPackages = []string{"chclient", "chtype", "schema", "convert", "evolve", "psclient", "secret", "text"}
 	stagePackages    = []string{"source", "udf", "route", "parse", "batch", "write", "deadletter", "ack"}
 )
 

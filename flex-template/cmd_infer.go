@@ -1,0 +1,114 @@
+package main
+
+// infer: the CREATE TABLE that a sample of messages gives by the column-type rule of schema
+// evolution (transforms/evolve), printed, or run with --execute.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+)
+
+const inferDescription = "Reads the messages of the files and prints the CREATE TABLE of clickHouseDatabase.clickHouseTable that they " +
+	"give: one column per top-level field, in the order in which the fields first appear, each of the type the rule of " +
+	"docs/conversion.md (\"Inferring a table from messages\") gives the field's values (a whole number is a Nullable(Int64), " +
+	"a string a Nullable(String), an object or array a Nullable(String) of its JSON text, ...). The server at clickHouseUrl " +
+	"is asked its version, so that the types are ones it has (Bool from ClickHouse 21.12, JSON from 25.3); with --execute " +
+	"the statement is run there. Fields seen only with null get no column and are listed in a comment, as are fields " +
+	"whose names cannot be columns; a message that is not one JSON object is skipped, with a line on standard error.\n" +
+	"A FILE is read as JSON lines (one message per line; blank lines skipped), or whole with --perFile; a directory holds one " +
+	"message per file; - is standard input.\n" +
+	"Exit status: 0 when the statement is printed (and run), 1 when no column could be inferred or ClickHouse failed, " +
+	"2 on a usage error."
+
+// inferParams are the template parameters infer takes.
+var inferParams = append(append([]string{}, pipeline.ConnectionParams...), "clickHouseTable")
+
+// inferFlags are infer's own flags.
+type inferFlags struct {
+	perFile, execute, objectsAsJSON bool
+	engine, orderBy                 string
+}
+
+func (f *inferFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.perFile, "perFile", false, "read each FILE whole as one message, not as JSON lines")
+	fs.BoolVar(&f.execute, "execute", false, "run the CREATE TABLE at clickHouseUrl after printing it")
+	fs.BoolVar(&f.objectsAsJSON, "objectsAsJSON", false, "make an object field a JSON column where the server has JSON (ClickHouse 25.3 and later), not a Nullable(String) of its text")
+	fs.StringVar(&f.engine, "engine", "MergeTree", "the table `engine`, as SQL")
+	fs.StringVar(&f.orderBy, "orderBy", "tuple()", "the table's ORDER BY `expression`, as SQL (the inferred columns are Nullable, which a sorting key takes only with allow_nullable_key)")
+}
+
+// runInfer runs infer.
+func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
+	fs := newCommandFlags(cio, "infer", "[flags] FILE...", inferDescription)
+	var o pipeline.Options
+	pipeline.RegisterFlagsOf(fs, &o, inferParams...)
+	var f inferFlags
+	f.register(fs)
+	files, code, done := parseCommand(cio, "infer", fs, args, &o, inferParams)
+	if done {
+		return code
+	}
+	if len(files) == 0 {
+		return usageError(cio, "infer", errors.New("no FILE given: name a file of JSON lines, a directory of messages, or - for standard input"))
+	}
+	msgs, err := readInputs(cio.In, files, f.perFile)
+	if err != nil {
+		return usageError(cio, "infer", err)
+	}
+
+	ch, err := o.ClickHouse().Resolve(ctx)
+	if err != nil {
+		return failure(cio, "infer", err)
+	}
+	conn, err := ch.Open(ctx)
+	if err != nil {
+		return failure(cio, "infer", err)
+	}
+	defer conn.Close()
+	server, err := evolve.ServerOfConn(ctx, conn)
+	if err != nil {
+		return failure(cio, "infer", err)
+	}
+
+	sample := evolve.NewSample(evolve.Rule{Server: server, ObjectsAsJSON: f.objectsAsJSON})
+	skipped := 0
+	for _, m := range msgs {
+		if err := sample.Add(m.Data); err != nil {
+			skipped++
+			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse infer: %s: skipped: %s\n", flow.OneLine(m.Where), flow.OneLine(err.Error()))
+		}
+	}
+	fmt.Fprintf(cio.Out, "-- inferred from %s", count(sample.Messages(), "message"))
+	if skipped > 0 {
+		fmt.Fprintf(cio.Out, " (%d skipped: not one JSON object)", skipped)
+	}
+	fmt.Fprintln(cio.Out)
+	if pending := sample.Pending(); len(pending) > 0 {
+		fmt.Fprintf(cio.Out, "-- not inferred, only null in the sample (no column until a value comes): %s\n", quoteAll(pending))
+	}
+	for _, r := range sample.Refused() {
+		fmt.Fprintf(cio.Out, "-- not a column: %s\n", flow.OneLine(r.Error()))
+	}
+	if len(sample.Columns()) == 0 {
+		return failure(cio, "infer", fmt.Errorf("no column inferred: no field of the %s had a value other than null", count(sample.Messages(), "message")))
+	}
+	ddl, err := evolve.CreateTable(o.ClickHouseDatabase, o.ClickHouseTable, sample.Columns(), f.engine, f.orderBy)
+	if err != nil {
+		return failure(cio, "infer", err)
+	}
+	fmt.Fprintf(cio.Out, "%s;\n", ddl)
+	if !f.execute {
+		return exitOK
+	}
+	if err := conn.Exec(ctx, ddl); err != nil {
+		return failure(cio, "infer", fmt.Errorf("creating table %s.%s: %w", o.ClickHouseDatabase, o.ClickHouseTable, err))
+	}
+	fmt.Fprintf(cio.Err, "pubsub-to-clickhouse infer: created table %s.%s with %s\n", o.ClickHouseDatabase, o.ClickHouseTable, count(len(sample.Columns()), "column"))
+	return exitOK
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/shared"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
+)
+
+// wikiColumns are the columns that the first 200 Wikipedia edits give on ClickHouse 18.16 (no
+// Bool: booleans are UInt8), in the order of the fields' first appearance.
+var wikiColumns = []string{
+	"time\tNullable(String)",
+	"channel\tNullable(String)",
+	"cityName\tNullable(String)",
+	"comment\tNullable(String)",
+	"countryIsoCode\tNullable(String)",
+	"countryName\tNullable(String)",
+	"isAnonymous\tNullable(UInt8)",
+	"isMinor\tNullable(UInt8)",
+	"isNew\tNullable(UInt8)",
+	"isRobot\tNullable(UInt8)",
+	"isUnpatrolled\tNullable(UInt8)",
+	"metroCode\tNullable(Int64)",
+	"namespace\tNullable(String)",
+	"page\tNullable(String)",
+	"regionIsoCode\tNullable(String)",
+	"regionName\tNullable(String)",
+	"user\tNullable(String)",
+	"delta\tNullable(Int64)",
+	"added\tNullable(Int64)",
+	"deleted\tNullable(Int64)",
+}
+
+// firstLines writes the first n lines of the shared corpus name to a file of the test's and
+// returns its path.
+func firstLines(t *testing.T, name string, n int) string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(shared.Dir(t), "data", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b bytes.Buffer
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, maxLineBytes)
+	for i := 0; i < n && sc.Scan(); i++ {
+		b.Write(sc.Bytes())
+		b.WriteByte('\n')
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// infer runs the infer command with args and returns its output, standard error and exit code.
+func infer(t *testing.T, args ...string) (out, errOut string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = runInfer(context.Background(), newCmdIO(strings.NewReader(""), &o, &e), args)
+	return o.String(), e.String(), code
+}
+
+// TestInferWikipedia: the first 200 Wikipedia edits give the CREATE TABLE that the rule says,
+// printed; with --execute the table is created on the server with those columns, and a second
+// --execute fails with the server's error, exit 1.
+func TestInferWikipedia(t *testing.T) {
+	srv := chtest.New(t)
+	file := firstLines(t, "wikipedia_edits.jsonl", 200)
+	conn := []string{"--clickHouseUrl=" + srv.URL, "--clickHouseDatabase=" + srv.Database, "--clickHouseUsername=default", "--clickHouseTable=wiki"}
+	server, err := evolve.ServerOf(srv.MustQuery(t, "SELECT version()"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := strings.Join(wikiColumns, "\n")
+	if server.Bool {
+		cols = strings.ReplaceAll(cols, "Nullable(UInt8)", "Nullable(Bool)")
+	}
+
+	out, errOut, code := infer(t, append(conn, file)...)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var lines []string
+	for _, c := range strings.Split(cols, "\n") {
+		name, typ, _ := strings.Cut(c, "\t")
+		lines = append(lines, "    `"+name+"` "+typ)
+	}
+	want := "-- inferred from 200 messages\nCREATE TABLE `" + srv.Database + "`.`wiki`\n(\n" + strings.Join(lines, ",\n") + "\n)\nENGINE = MergeTree\nORDER BY tuple();\n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("printed (-want +got):\n%s", diff)
+	}
+	if got := srv.MustQuery(t, "EXISTS TABLE wiki"); got != "0" {
+		t.Errorf("without --execute the table exists (%s)", got)
+	}
+
+	out2, errOut, code := infer(t, append(conn, "--execute", file)...)
+	if code != exitOK || out2 != out {
+		t.Fatalf("--execute: exit %d, printed\n%s\nstderr:\n%s", code, out2, errOut)
+	}
+	if want := "created table " + srv.Database + ".wiki with 20 columns"; !strings.Contains(errOut, want) {
+		t.Errorf("--execute said %q, want it to contain %q", errOut, want)
+	}
+	got := srv.MustQuery(t, "SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = 'wiki' FORMAT TSVRaw")
+	if diff := cmp.Diff(cols, got); diff != "" {
+		t.Errorf("system.columns (-want +got):\n%s", diff)
+	}
+	if engine := srv.MustQuery(t, "SELECT engine FROM system.tables WHERE database = currentDatabase() AND name = 'wiki'"); engine != "MergeTree" {
+		t.Errorf("engine %s, want MergeTree", engine)
+	}
+
+	_, errOut, code = infer(t, append(conn, "--execute", file)...)
+	if code != exitFailed || !strings.Contains(errOut, "creating table "+srv.Database+".wiki") || !strings.Contains(errOut, "already exists") {
+		t.Errorf("a second --execute: exit %d, stderr %s; want 1 and the server's error", code, errOut)
+	}
+}
+
+// TestInferComments: fields seen only with null, names that cannot be columns and messages that
+// are not one JSON object are said in comments and on standard error; the engine and key are
+// the flags'; no column at all, and no FILE, are errors.
+func TestInferComments(t *testing.T) {
+	srv := chtest.New(t)
+	conn := []string{"--clickHouseUrl=" + srv.URL, "--clickHouseDatabase=" + srv.Database, "--clickHouseUsername=default", "--clickHouseTable=t"}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "sample.jsonl")
+	sample := strings.Join([]string{
+		`{"id": 1, "gone": null, "f(x)": 1, "a b": "x", "obj": {"k": 1}}`,
+		`not json`,
+		``,
+		`{"id": 2, "gone": null, "new\nline": null, "obj": [1]}`,
+	}, "\n")
+	if err := os.WriteFile(file, []byte(sample), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := infer(t, append(conn, "--engine=ReplacingMergeTree", "--orderBy=id", "--execute", file)...)
+	if code != exitFailed || !strings.Contains(errOut, "creating table "+srv.Database+".t: ") {
+		// ORDER BY a Nullable column is refused by the server: the statement is printed, the
+		// server's error said.
+		t.Errorf("ORDER BY a Nullable column: exit %d, want 1; stderr:\n%s", code, errOut)
+	}
+	want := "-- inferred from 2 messages (1 skipped: not one JSON object)\n" +
+		"-- not inferred, only null in the sample (no column until a value comes): \"gone\", \"new\\nline\"\n" +
+		"-- not a column: field \"f(x)\" cannot be a column: the name contains a parenthesis, which clickhouse-go cannot name in an INSERT\n" +
+		"CREATE TABLE `" + srv.Database + "`.`t`\n(\n    `id` Nullable(Int64),\n    `a b` Nullable(String),\n    `obj` Nullable(String)\n)\n" +
+		"ENGINE = ReplacingMergeTree\nORDER BY id;\n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("printed (-want +got):\n%s", diff)
+	}
+	if want := "sample.jsonl:2: skipped: payload: "; !strings.Contains(errOut, want) {
+		t.Errorf("stderr %q, want it to contain %q", errOut, want)
+	}
+
+	nulls := filepath.Join(dir, "nulls.jsonl")
+	if err := os.WriteFile(nulls, []byte(`{"a": null}`+"\n"+`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := infer(t, append(conn, nulls)...); code != exitFailed || !strings.Contains(errOut, "no column inferred: no field of the 2 messages had a value other than null") {
+		t.Errorf("only nulls: exit %d, stderr %s", code, errOut)
+	}
+	if _, errOut, code := infer(t, conn...); code != exitUsage || !strings.Contains(errOut, "no FILE given") {
+		t.Errorf("no FILE: exit %d, stderr %s", code, errOut)
+	}
+}
+
+// TestInferModern: on the ClickHouse 26 engine (skipped where it is not installed), booleans are
+// Bool columns and, with --objectsAsJSON, objects JSON columns, created by --execute.
+func TestInferModern(t *testing.T) {
+	srv := chtest.StartModern(t)
+	file := filepath.Join(t.TempDir(), "sample.jsonl")
+	if err := os.WriteFile(file, []byte(`{"id": 1, "ok": true, "obj": {"a": {"b": 1}}, "arr": [1]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := infer(t, "--clickHouseUrl="+srv.URL, "--clickHouseDatabase="+srv.Database, "--clickHouseUsername=default",
+		"--clickHouseTable=t", "--objectsAsJSON", "--execute", file)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	want := "-- inferred from 1 message\nCREATE TABLE `" + srv.Database + "`.`t`\n(\n    `id` Nullable(Int64),\n    `ok` Nullable(Bool),\n" +
+		"    `obj` JSON DEFAULT '{}',\n    `arr` Nullable(String)\n)\nENGINE = MergeTree\nORDER BY tuple();\n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("printed (-want +got):\n%s", diff)
+	}
+	got := srv.MustQuery(t, "SELECT name, type, default_expression FROM system.columns WHERE database = currentDatabase() AND table = 't' ORDER BY position FORMAT TSVRaw")
+	if want := "id\tNullable(Int64)\t\nok\tNullable(Bool)\t\nobj\tJSON\t'{}'\narr\tNullable(String)\t"; got != want {
+		t.Errorf("system.columns:\n%s\nwant\n%s", got, want)
+	}
+}
