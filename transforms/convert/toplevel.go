@@ -10,6 +10,12 @@ import "fmt"
 // a \u escape of a lone UTF-16 surrogate, are *PayloadError. An error of fn stops the walk and is
 // returned as it is. A name given twice is passed twice: what that means is the caller's.
 func TopLevelFields(payload []byte, fn func(name string, value []byte) error) error {
+	return walkTopLevel(payload, func(name []byte, v value) error { return fn(string(name), v.raw) })
+}
+
+// walkTopLevel checks payload as TopLevelFields says and calls fn for each field of its object,
+// with the field's name (escapes resolved; valid until the next call) and its scanned value.
+func walkTopLevel(payload []byte, fn func(name []byte, v value) error) error {
 	if err := CheckUTF8(payload); err != nil {
 		return err
 	}
@@ -27,16 +33,20 @@ func TopLevelFields(payload []byte, fn func(name string, value []byte) error) er
 	if j := skipSpace(payload, end); j < len(payload) {
 		return &PayloadError{Rule: fmt.Sprintf("unexpected text after the JSON object at byte %d: %s; a message must hold exactly one JSON object", j, quote(payload[j:]))}
 	}
+	var scratch []byte
 	for it := newMembers(v.raw); ; {
 		key, val, ok := it.next()
 		if !ok {
 			return nil
 		}
-		name, err := stringContent(key, nil)
+		name, err := stringContent(key, scratch)
 		if err != nil {
 			return &PayloadError{Rule: fmt.Sprintf("field name %s %v", quote(key.raw), err)}
 		}
-		if err := fn(string(name), val.raw); err != nil {
+		if key.escaped {
+			scratch = name
+		}
+		if err := fn(name, val); err != nil {
 			return err
 		}
 	}

@@ -113,7 +113,7 @@ func TestOf(t *testing.T) {
 		{spec: byField, data: `{"type":{"a":1}}`, errorText: `field "type" is an object`},
 		{spec: byField, data: `{"type":"click","type":"click"}`, errorText: `field "type" appears twice`},
 		{spec: byField, data: `[{"type":"click"}]`, errorText: `is not a JSON object`},
-		{spec: byField, data: `{"type":"click"} {}`, errorText: `more than one JSON value`},
+		{spec: byField, data: `{"type":"click"} {}`, errorText: `unexpected text after the JSON object at byte 17`},
 		{spec: byField, data: `{"type":"click"`, errorText: `invalid JSON`},
 		{spec: byField, data: "{\"type\":\"\xff\"}", errorText: `not valid UTF-8`},
 		{spec: byField, data: ``, errorText: `empty, expected one JSON object`},
