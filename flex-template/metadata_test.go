@@ -79,6 +79,7 @@ var paramTypeByName = map[string]string{
 	"deadLetterTopic":                "PUBSUB_TOPIC",
 	"javascriptTextTransformGcsPath": "JAVASCRIPT_UDF_FILE",
 	"clickHouseCompression":          "ENUM",
+	"routeUnlisted":                  "ENUM",
 }
 
 func readMetadata(t *testing.T) templateMetadata {
@@ -614,6 +615,21 @@ var regexExamples = map[string]regexExample{
 	"unknownFieldsColumn": {
 		accept: []string{"", "unknown_fields", "u", "extra.fields", "my column"},
 		reject: []string{" u", "u ", " "},
+	},
+	"routeBy": {
+		accept: []string{"", "attribute:event_type", "field:type", "field:my field", "attribute:a:b"},
+		reject: []string{"type", "header:x", "attribute:", "field:", " ", "Attribute:x"},
+		with:   map[string]string{"routeTables": "click=clicks"},
+	},
+	"routeTables": {
+		accept: []string{"", "click=clicks", "click=clicks,order=orders,refund=orders", " click = clicks ", "7=sevens", "a b=my table"},
+		reject: []string{"click", "click=", "=clicks", "click=db.clicks", "click=a,", "a=b,,c=d", "click=a`b"},
+		with:   map[string]string{"routeBy": "field:kind"},
+	},
+	"routeUnlisted": {
+		accept: []string{"", "clickHouseTable", "deadLetter"},
+		reject: []string{"drop", "deadletter", " deadLetter", "events"},
+		with:   map[string]string{"routeBy": "field:kind", "routeTables": "a=b"},
 	},
 	"javascriptTextTransformReloadIntervalMinutes": {
 		accept: []string{"", "0", "1", "60"},

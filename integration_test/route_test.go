@@ -186,6 +186,43 @@ func TestRouting(t *testing.T) {
 	if c["insert-retries"] == 0 {
 		t.Errorf("no INSERT was retried while views was detached")
 	}
+	// batchRowCount holds for each table's INSERTs: no INSERT (a level-0 part) has more rows.
+	for _, table := range routedTables {
+		got := e.srv.MustQuery(t, fmt.Sprintf("SELECT count(), max(rows) FROM system.parts WHERE database = '%s' AND table = '%s' AND level = 0", e.srv.Database, table))
+		var parts, most int
+		fmt.Sscanf(got, "%d\t%d", &parts, &most)
+		if parts == 0 || most > 50 {
+			t.Errorf("%s: %d INSERTs, the largest of %d rows; want INSERTs of at most batchRowCount = 50 rows", table, parts, most)
+		}
+	}
+}
+
+// TestRoutingAfterUDF: the JavaScript UDF runs before routing, so it can set the field that
+// routes; its output is what each table converts.
+func TestRoutingAfterUDF(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, kind String) ENGINE = MergeTree ORDER BY id`, "odds")
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, kind String) ENGINE = MergeTree ORDER BY id`, "evens")
+	e.opts.JavascriptTextTransformGcsPath = writeTestFile(t, "udf.js",
+		`function f(p) { var o = JSON.parse(p); if (o.id > 90) return null; o.kind = o.id % 2 ? "odd" : "even"; return JSON.stringify(o); }`)
+	e.opts.JavascriptTextTransformFunctionName = "f"
+	e.opts.RouteBy, e.opts.RouteTables, e.opts.RouteUnlisted = "field:kind", "odd=odds,even=evens", "deadLetter"
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range 100 {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d}`, i))})
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	c := counters(e.run(t))
+	for table, want := range map[string]string{"odds": "45\t45", "evens": "46\t46"} {
+		if got := e.srv.MustQuery(t, "SELECT count(), countIf(kind = if(id % 2 = 1, 'odd', 'even')) FROM "+table); got != want {
+			t.Errorf("%s: rows and rows of their kind = %q, want %q", table, got, want)
+		}
+	}
+	if c["udf-dropped"] != 9 || c["dead-letters-unrouted"] != 0 || c["messages-received"] != 91 {
+		t.Errorf("counters %v: want 9 dropped by the UDF, 91 routed, none unrouted", c)
+	}
+	e.checkAllAcked(t, ids)
 }
 
 // TestRoutingByAttribute: routed by an attribute, with routeUnlisted=deadLetter: a value no pair

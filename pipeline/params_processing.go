@@ -355,6 +355,7 @@ var processingParameters = []parameter{
 		label: "Unlisted routing values",
 		help:  "Where a message goes whose routeBy value routeTables does not list. Unset by default: clickHouseTable.",
 		typ:   "ENUM",
+		regex: `^(clickHouseTable|deadLetter)?$`,
 		enum: []EnumOption{
 			{Value: "clickHouseTable", Label: "clickHouseTable", Description: "Unlisted values go to clickHouseTable."},
 			{Value: "deadLetter", Label: "Dead letter", Description: "Unlisted values are dead letters that name the value."},
