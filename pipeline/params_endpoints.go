@@ -34,7 +34,7 @@ var endpointParameters = []parameter{
 		usage: "ClickHouse server `URL`: http://host:8123, https://host:8443 (ClickHouse Cloud) or clickhouse://host:9000 (native protocol). " +
 			"A password in it is never printed.",
 		rule: func(_ parameter, o Options) string {
-			return chclient.URLRule(o.ClickHouseURL, o.ClickHouseUsername, o.ClickHousePassword, o.ClickHouseDatabase)
+			return chclient.URLRule(o.ClickHouseURL, o.ClickHouseUsername, o.ClickHousePassword, o.ClickHouseDatabase, ClickHouseParam)
 		},
 		label: "ClickHouse URL",
 		help: "ClickHouse server: https://host:8443 (HTTPS, as on ClickHouse Cloud), http://host:8123 (HTTP) or clickhouse://host:9000 (native " +
@@ -182,7 +182,9 @@ var endpointParameters = []parameter{
 		field: func(o *Options) any { return &o.ClickHouseCompression },
 		usage: "How the blocks sent to ClickHouse are compressed, on both protocols: `lz4`, zstd or none.",
 		unset: "then it is clickHouseUrl's compress option, or lz4 when the URL has none",
-		rule:  func(p parameter, o Options) string { return chclient.CompressionRule(o.ClickHouseURL, p.str(o)) },
+		rule: func(p parameter, o Options) string {
+			return chclient.CompressionRule(o.ClickHouseURL, p.str(o), ClickHouseParam)
+		},
 		label: "Compression of the inserts",
 		help: "How the blocks sent to ClickHouse are compressed, on both protocols: lz4, zstd or none. Unset, it is clickHouseUrl's compress option, " +
 			"or lz4 when the URL has none. For example, zstd.",
