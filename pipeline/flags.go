@@ -17,8 +17,10 @@ import (
 // RegisterFlags sets *o to [Defaults] and defines on fs one flag per field of
 // o, named as the template parameter, whose value is stored in that field.
 // Each flag's usage tells the meaning and the unit, and whether the parameter
-// is required or optional; the flag package adds "(default …)" to the help
-// of the flags with a default, which is also each flag's DefValue.
+// is required or optional, which is added from the table's need and default
+// (Required., or Optional, unset by default and what unset does); the flag
+// package adds "(default …)" to the help of the flags with a default, which
+// is also each flag's DefValue.
 //
 // Integers are parsed like [flag.Int] (decimal, or with a 0x, 0o or 0b
 // prefix; surrounding spaces ignored). windowSeconds, batchRowCount and
@@ -53,19 +55,19 @@ func RegisterFlags(fs *flag.FlagSet, o *Options) {
 
 // registerFlag defines on fs the flag of parameter p, stored in its field of o.
 func registerFlag(fs *flag.FlagSet, p parameter, o *Options) {
-	switch f := p.field(o); p.kind {
+	switch f, usage := p.field(o), p.flagUsage(); p.kind {
 	case kindString, kindRef:
-		fs.StringVar(f.(*string), p.name, *f.(*string), p.usage)
+		fs.StringVar(f.(*string), p.name, *f.(*string), usage)
 	case kindSecret:
-		fs.Var((*secretFlag)(f.(*secret.String)), p.name, p.usage)
+		fs.Var((*secretFlag)(f.(*secret.String)), p.name, usage)
 	case kindURL:
-		fs.Var((*urlFlag)(f.(*string)), p.name, p.usage)
+		fs.Var((*urlFlag)(f.(*string)), p.name, usage)
 	case kindInt:
-		fs.Var(&intFlag{f.(*int), *f.(*int)}, p.name, p.usage)
+		fs.Var(&intFlag{f.(*int), *f.(*int)}, p.name, usage)
 	case kindOptionalInt:
-		fs.Var(f.(*OptionalInt), p.name, p.usage)
+		fs.Var(f.(*OptionalInt), p.name, usage)
 	case kindBool:
-		fs.Var(&boolFlag{f.(*bool), *f.(*bool)}, p.name, p.usage)
+		fs.Var(&boolFlag{f.(*bool), *f.(*bool)}, p.name, usage)
 	}
 }
 

@@ -22,7 +22,8 @@ import (
 //   - a *psclient.CheckError is labelled inputSubscription or deadLetterTopic, by the
 //     collection of its name: `inputSubscription projects/p/subscriptions/s does not exist: ...`;
 //   - a *chclient.ConfigError is labelled with the parameter of its field (ClickHouseParam), in
-//     place of the field's plain words: `clickHouseUrl: nothing listens at ...`;
+//     place of the field's plain words, and so are the other fields its hint names:
+//     `clickHouseUrl: nothing listens at ...`, `... check clickHouseUsername and clickHousePassword`;
 //   - a *convert.OptionError names its parameter already (convert.Option) and is returned as
 //     it is, unwrapped from the table's context, so that the parameter comes first
 //     (`metadataColumns: pair "message_id=msg_id": the table events has no column ...`);
@@ -38,7 +39,7 @@ func Labelled(err error, param string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ce):
-		return &labelled{strings.Replace(err.Error(), ce.Error(), ce.Text(ClickHouseParam(ce.Field)), 1), err}
+		return &labelled{strings.Replace(err.Error(), ce.Error(), ce.Text(ClickHouseParam), 1), err}
 	case errors.As(err, &oe):
 		return oe // it names its parameter (metadataColumns, unknownFieldsColumn), which the table's context would only push back
 	case errors.As(err, &pe):
@@ -71,6 +72,7 @@ var clickHouseParam = map[chclient.Field]string{
 	chclient.FieldCACertificate:     "clickHouseCaCertificate",
 	chclient.FieldClientCertificate: "clickHouseClientCertificate",
 	chclient.FieldClientKey:         "clickHouseClientKey",
+	chclient.FieldCompression:       "clickHouseCompression",
 }
 
 // ClickHouseParam returns the template parameter of a field of chclient.Config: "clickHouseUrl"

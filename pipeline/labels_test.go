@@ -14,7 +14,14 @@ import (
 func TestLabelled(t *testing.T) {
 	sub, _ := psclient.ParseSubscription("projects/my-project/subscriptions/events")
 	topic, _ := psclient.ParseTopic("projects/my-project/topics/dead")
-	config := &chclient.ConfigError{Field: chclient.FieldPassword, Hint: "refused", Err: errors.New("code 516")}
+	config := &chclient.ConfigError{Field: chclient.FieldPassword, Hint: chclient.Hintf("refused"), Err: errors.New("code 516")}
+	// A hint naming other fields names them as the field itself is named: by parameter here,
+	// in plain words unlabelled.
+	naming := &chclient.ConfigError{Field: chclient.FieldPassword, Err: errors.New("code 516"),
+		Hint: chclient.Hintf("user %q refused at %s: check %s and %s", "ingest", "clickhouse://h:9000", chclient.FieldUsername, chclient.FieldPassword)}
+	if got, want := naming.Error(), `ClickHouse password: user "ingest" refused at clickhouse://h:9000: check ClickHouse user and ClickHouse password (code 516)`; got != want {
+		t.Errorf("unlabelled: %q, want %q", got, want)
+	}
 	for _, tc := range []struct {
 		err   error
 		param string
@@ -26,6 +33,7 @@ func TestLabelled(t *testing.T) {
 			"deadLetterTopic projects/my-project/topics/dead does not exist"},
 		{config, "clickHouseTable", "clickHousePassword: refused (code 516)"},
 		{fmt.Errorf("dead letter: %w", config), "", "dead letter: clickHousePassword: refused (code 516)"},
+		{naming, "", `clickHousePassword: user "ingest" refused at clickhouse://h:9000: check clickHouseUsername and clickHousePassword (code 516)`},
 		{errors.New("table db.t does not exist"), "clickHouseTable", "clickHouseTable: table db.t does not exist"},
 		{errors.New("connection refused"), "", "connection refused"},
 	} {
@@ -61,7 +69,7 @@ func TestClickHouseParams(t *testing.T) {
 			t.Errorf("convert option %d: %q is not a flag", int(o), o)
 		}
 	}
-	err := &chclient.ConfigError{Field: chclient.FieldURL, Hint: "nothing listens at clickhouse://h:1", Err: errors.New("connection refused")}
+	err := &chclient.ConfigError{Field: chclient.FieldURL, Hint: chclient.Hintf("nothing listens at clickhouse://h:1"), Err: errors.New("connection refused")}
 	if got, want := err.Error(), "ClickHouse URL: nothing listens at clickhouse://h:1 (connection refused)"; got != want {
 		t.Errorf("unlabelled: %q, want %q", got, want)
 	}

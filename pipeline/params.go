@@ -9,6 +9,7 @@ package pipeline
 //go:generate go run ./internal/gen -root ..
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -50,8 +51,12 @@ type parameter struct {
 	// field returns the field of o that holds the value: a *string, *int, *OptionalInt or *bool,
 	// by kind.
 	field func(o *Options) any
-	// usage is the flag's usage; a `word` in backquotes names the value in -help.
+	// usage is the flag's usage, without what need and def say, which flagUsage adds; a `word`
+	// in backquotes names the value in -help.
 	usage string
+	// unset is what an optional parameter without a default does when unset, which flagUsage
+	// adds after "Optional, unset by default: "; "" for the note, or for nothing.
+	unset string
 	// rule returns what is wrong with the value in o, "" if nothing; nil means no rule.
 	rule func(p parameter, o Options) string
 
@@ -80,6 +85,27 @@ func (p parameter) str(o Options) string {
 		return s.Reveal()
 	}
 	return *p.field(&o).(*string)
+}
+
+// flagUsage returns the usage of p's flag: its usage and what its need and default say, which
+// the usage texts leave out. A required parameter's ends "Required."; an optional one's without
+// a default "Optional, unset by default", with "(empty = unset)" for an OptionalInt and what
+// unset does (unset, or else the note); a default is left to the flag package's "(default …)".
+func (p parameter) flagUsage() string {
+	switch {
+	case p.need == required:
+		return p.usage + " Required."
+	case p.def != nil:
+		return p.usage
+	}
+	s := p.usage + " Optional, unset by default"
+	if p.kind == kindOptionalInt {
+		s += " (empty = unset)"
+	}
+	if does := cmp.Or(p.unset, p.note); does != "" {
+		s += ": " + does
+	}
+	return s + "."
 }
 
 // number returns the value of an integer parameter in o: the int, or the OptionalInt's Value.

@@ -15,7 +15,7 @@ var endpointParameters = []parameter{
 	{
 		name: "inputSubscription", group: "Source", need: required, kind: kindString,
 		field: func(o *Options) any { return &o.InputSubscription },
-		usage: "Pub/Sub `subscription` to read JSON messages from, as projects/<project>/subscriptions/<name>. Required.",
+		usage: "Pub/Sub `subscription` to read JSON messages from, as projects/<project>/subscriptions/<name>.",
 		rule:  pubsubName(psclient.ParseSubscription),
 		label: "Pub/Sub input subscription",
 		help: "Pub/Sub subscription to read JSON messages from, in the form projects/<project>/subscriptions/<name>. Each message must hold one JSON " +
@@ -32,9 +32,9 @@ var endpointParameters = []parameter{
 		name: "clickHouseUrl", group: "Target", need: required, kind: kindURL,
 		field: func(o *Options) any { return &o.ClickHouseURL },
 		usage: "ClickHouse server `URL`: http://host:8123, https://host:8443 (ClickHouse Cloud) or clickhouse://host:9000 (native protocol). " +
-			"A password in it is never printed. Required.",
+			"A password in it is never printed.",
 		rule: func(_ parameter, o Options) string {
-			return chclient.URLRule(o.ClickHouseURL, o.ClickHouseUsername, o.ClickHousePassword, o.ClickHouseDatabase)
+			return chclient.URLRule(o.ClickHouseURL, o.ClickHouseUsername, o.ClickHousePassword, o.ClickHouseDatabase, ClickHouseParam)
 		},
 		label: "ClickHouse URL",
 		help: "ClickHouse server: https://host:8443 (HTTPS, as on ClickHouse Cloud), http://host:8123 (HTTP) or clickhouse://host:9000 (native " +
@@ -68,7 +68,7 @@ var endpointParameters = []parameter{
 	{
 		name: "clickHouseDatabase", group: "Target", need: required, kind: kindString,
 		field: func(o *Options) any { return &o.ClickHouseDatabase },
-		usage: "ClickHouse `database` of clickHouseTable and clickHouseDeadLetterTable. Required.",
+		usage: "ClickHouse `database` of clickHouseTable and clickHouseDeadLetterTable.",
 		rule:  plainName("must be a database name without a dot"),
 		label: "ClickHouse database",
 		help:  "Database that holds clickHouseTable and clickHouseDeadLetterTable. For example, default.",
@@ -78,7 +78,7 @@ var endpointParameters = []parameter{
 	{
 		name: "clickHouseTable", group: "Target", need: required, kind: kindString,
 		field: func(o *Options) any { return &o.ClickHouseTable },
-		usage: "ClickHouse `table` to insert rows into, a bare name without \"<database>.\". Required.",
+		usage: "ClickHouse `table` to insert rows into, a bare name without \"<database>.\".",
 		rule:  plainName("must be a bare table name without a dot: for <database>.<table>, put the database in clickHouseDatabase"),
 		label: "ClickHouse table",
 		help: "Table to insert rows into: a bare table name, without the database (which goes in clickHouseDatabase). The table must exist; its " +
@@ -91,7 +91,7 @@ var endpointParameters = []parameter{
 	{
 		name: "clickHouseUsername", group: "Target", need: required, kind: kindString,
 		field: func(o *Options) any { return &o.ClickHouseUsername },
-		usage: "ClickHouse `user` name. Required.",
+		usage: "ClickHouse `user` name.",
 		label: "ClickHouse user",
 		help: "ClickHouse user to connect as. It needs INSERT on clickHouseTable and on clickHouseDeadLetterTable when that is set. For example, " +
 			"default.",
@@ -104,7 +104,8 @@ var endpointParameters = []parameter{
 		name: "clickHousePassword", group: "Target", need: optional, kind: kindSecret,
 		field: func(o *Options) any { return &o.ClickHousePassword },
 		usage: "ClickHouse `password` of clickHouseUsername, or better the Secret Manager secret version that holds it, " + secret.VersionForm +
-			", which keeps it out of the job graph; a password is never printed. Optional, unset by default: empty for a user without a password (ClickHouse's default user).",
+			", which keeps it out of the job graph; a password is never printed.",
+		unset: "empty for a user without a password (ClickHouse's default user)",
 		rule:  func(p parameter, o Options) string { return secret.PasswordRule(p.str(o)) },
 		label: "ClickHouse password, or its Secret Manager secret version",
 		help: "Password of clickHouseUsername, or better the Secret Manager secret version that holds it, " +
@@ -131,8 +132,9 @@ var endpointParameters = []parameter{
 	{
 		name: "clickHouseCaCertificate", group: "Target", kind: kindRef,
 		field: func(o *Options) any { return &o.ClickHouseCaCertificate },
-		usage: "PEM `certificate` of the authority that signs the ClickHouse server's certificate: a file path, gs://<bucket>/<object> or a Secret Manager secret version " +
-			secret.VersionForm + "; for TLS URLs only (https://, clickhouse://...?secure=true). Optional, unset by default: the server is verified against the system's roots.",
+		usage: "PEM `certificate` of the authority that signs the ClickHouse server's certificate, for TLS URLs only (https://, clickhouse://...?secure=true): " +
+			"gs://<bucket>/<object>, a Secret Manager secret version " + secret.VersionForm + ", or, for local runs only, a file path.",
+		unset: "the server is verified against the system's roots",
 		rule:  tlsRef("", nil),
 		label: "ClickHouse CA certificate",
 		help: "PEM certificate of the authority that signs the ClickHouse server's certificate, for a clickHouseUrl with TLS (https://, or " +
@@ -152,7 +154,7 @@ var endpointParameters = []parameter{
 	{
 		name: "clickHouseClientCertificate", group: "Target", kind: kindRef,
 		field: func(o *Options) any { return &o.ClickHouseClientCertificate },
-		usage: "PEM client `certificate` presented to a ClickHouse server that asks for one (mutual TLS), in the forms of clickHouseCaCertificate, with clickHouseClientKey. Optional, unset by default.",
+		usage: "PEM client `certificate` presented to a ClickHouse server that asks for one (mutual TLS), in the forms of clickHouseCaCertificate, with clickHouseClientKey.",
 		rule:  tlsRef("clickHouseClientKey", func(o Options) string { return o.ClickHouseClientKey }),
 		label: "ClickHouse client certificate (mutual TLS)",
 		help: "PEM client certificate that the pipeline presents to a ClickHouse server that asks for one (mutual TLS), in the forms of " +
@@ -165,7 +167,7 @@ var endpointParameters = []parameter{
 	{
 		name: "clickHouseClientKey", group: "Target", kind: kindRef,
 		field: func(o *Options) any { return &o.ClickHouseClientKey },
-		usage: "PEM private `key` of clickHouseClientCertificate, in the forms of clickHouseCaCertificate (a Secret Manager secret version keeps it out of the files of the job). Optional, unset by default.",
+		usage: "PEM private `key` of clickHouseClientCertificate, in the forms of clickHouseCaCertificate (a Secret Manager secret version keeps it out of the files of the job).",
 		rule:  tlsRef("clickHouseClientCertificate", func(o Options) string { return o.ClickHouseClientCertificate }),
 		label: "ClickHouse client key (mutual TLS)",
 		help: "PEM private key of clickHouseClientCertificate, in the forms of clickHouseCaCertificate; a Secret Manager secret version keeps it out " +
@@ -178,9 +180,11 @@ var endpointParameters = []parameter{
 	{
 		name: "clickHouseCompression", group: "Target", kind: kindString,
 		field: func(o *Options) any { return &o.ClickHouseCompression },
-		usage: "How the blocks sent to ClickHouse are compressed, on both protocols: `lz4`, zstd or none. " +
-			"Optional, unset by default: then it is clickHouseUrl's compress option, or lz4 when the URL has none.",
-		rule:  func(p parameter, o Options) string { return chclient.CompressionRule(o.ClickHouseURL, p.str(o)) },
+		usage: "How the blocks sent to ClickHouse are compressed, on both protocols: `lz4`, zstd or none.",
+		unset: "then it is clickHouseUrl's compress option, or lz4 when the URL has none",
+		rule: func(p parameter, o Options) string {
+			return chclient.CompressionRule(o.ClickHouseURL, p.str(o), ClickHouseParam)
+		},
 		label: "Compression of the inserts",
 		help: "How the blocks sent to ClickHouse are compressed, on both protocols: lz4, zstd or none. Unset, it is clickHouseUrl's compress option, " +
 			"or lz4 when the URL has none. For example, zstd.",

@@ -20,8 +20,7 @@ var processingParameters = []parameter{
 	{
 		name: "clickHouseDeadLetterTable", group: "Dead letter", kind: kindString,
 		field: func(o *Options) any { return &o.ClickHouseDeadLetterTable },
-		usage: "ClickHouse `table` in clickHouseDatabase for messages that cannot be inserted. " +
-			"Optional, unset by default; set it, deadLetterTopic, or both.",
+		usage: "ClickHouse `table` in clickHouseDatabase for messages that cannot be inserted. Set it, deadLetterTopic, or both.",
 		rule:  notBlank("a table name", plainName("must be a bare table name without a dot: the dead-letter table is in clickHouseDatabase")),
 		label: "ClickHouse dead-letter table",
 		help: "Table in clickHouseDatabase for the messages that cannot be inserted, with the columns raw_message String, error_message String, " +
@@ -35,7 +34,7 @@ var processingParameters = []parameter{
 		name: "deadLetterTopic", group: "Dead letter", kind: kindString,
 		field: func(o *Options) any { return &o.DeadLetterTopic },
 		usage: "Pub/Sub `topic` for messages that cannot be inserted, as projects/<project>/topics/<name>. " +
-			"Optional, unset by default; set it, clickHouseDeadLetterTable, or both.",
+			"Set it, clickHouseDeadLetterTable, or both.",
 		rule:  notBlank("a topic", pubsubName(psclient.ParseTopic)),
 		label: "Pub/Sub dead-letter topic",
 		help: "Pub/Sub topic for the messages that cannot be inserted, in the form projects/<project>/topics/<name>. Each is published with the " +
@@ -50,7 +49,7 @@ var processingParameters = []parameter{
 	{
 		name: "windowSeconds", group: "Batching", kind: kindOptionalInt,
 		field: func(o *Options) any { return &o.WindowSeconds },
-		usage: "Length of the windows that group messages into inserts, in `seconds`; positive. Optional, unset by default (empty = unset).",
+		usage: "Length of the windows that group messages into inserts, in `seconds`; positive.",
 		rule:  atLeast(1, "must be a positive number of seconds (leave it empty for unset)"),
 		label: "Window length (seconds)",
 		help: "Length of the windows that group rows into INSERTs, in seconds; positive. Set alone: fixed windows, each window's rows are inserted " +
@@ -62,7 +61,7 @@ var processingParameters = []parameter{
 	{
 		name: "batchRowCount", group: "Batching", kind: kindOptionalInt,
 		field: func(o *Options) any { return &o.BatchRowCount },
-		usage: "Largest number of rows in one insert, in `rows`; positive. Optional, unset by default (empty = unset).",
+		usage: "Largest number of rows in one insert, in `rows`; positive.",
 		rule:  atLeast(1, "must be a positive number of rows (leave it empty for unset)"),
 		label: "Batch size (rows)",
 		help: "Largest number of rows in one INSERT; positive. Set alone: an INSERT every batchRowCount rows, in the global window. Set with " +
@@ -135,8 +134,8 @@ var processingParameters = []parameter{
 	{
 		name: "insertQuorum", group: "Insert tuning", kind: kindOptionalInt,
 		field: func(o *Options) any { return &o.InsertQuorum },
-		usage: "ClickHouse setting insert_quorum: number of `replicas` that must confirm each insert; 0 disables the quorum. " +
-			"Optional, unset by default (empty = unset), leaving the server's setting.",
+		usage: "ClickHouse setting insert_quorum: number of `replicas` that must confirm each insert; 0 disables the quorum.",
+		unset: "the server's setting applies",
 		rule:  atLeast(0, "must be 0 or more replicas (0 disables the quorum; leave it empty for the server's setting)"),
 		label: "Insert quorum (replicas)",
 		help: "ClickHouse setting insert_quorum: how many replicas must confirm each INSERT into a replicated table; 0 disables the quorum. Unset by " +
@@ -177,9 +176,9 @@ var processingParameters = []parameter{
 	{
 		name: "stopAfterIdle", kind: kindOptionalInt, // local runner only: no template parameter
 		field: func(o *Options) any { return &o.StopAfterIdle },
-		usage: "Local runner only: end the run once no message has arrived for this many `seconds` and everything pulled has been written. " +
-			"Optional, unset by default (run until stopped).",
-		rule: atLeast(1, "must be a positive number of seconds (leave it empty to run until stopped)"),
+		usage: "Local runner only: end the run once no message has arrived for this many `seconds` and everything pulled has been written.",
+		unset: "the run goes on until stopped",
+		rule:  atLeast(1, "must be a positive number of seconds (leave it empty to run until stopped)"),
 		doc: "For local runs on Beam's prism runner: it ends the run once no message has arrived for that many seconds. On " +
 			"Dataflow the source is Dataflow's own Pub/Sub read and the flag has no effect (drain the job instead), so the template does not offer " +
 			"it and `flex-template/run.sh` refuses it.",
@@ -213,8 +212,7 @@ var processingParameters = []parameter{
 		name: "metadataColumns", group: "Target", kind: kindString,
 		field: func(o *Options) any { return &o.MetadataColumns },
 		usage: "Columns that take the message's metadata instead of a payload field: comma-separated `KEY=column` pairs, KEY one of " +
-			"message_id, publish_time, ordering_key, attributes and attribute.NAME (message_id=msg_id,publish_time=published_at,attribute.source=src). " +
-			"Optional, unset by default.",
+			"message_id, publish_time, ordering_key, attributes and attribute.NAME (message_id=msg_id,publish_time=published_at,attribute.source=src).",
 		rule:  func(p parameter, o Options) string { return metadataRule(p.str(o)) },
 		label: "Columns of the message's metadata",
 		help: "Columns that take the Pub/Sub message's metadata instead of a field of the payload: comma-separated KEY=column pairs, KEY one of " +
@@ -248,7 +246,7 @@ var processingParameters = []parameter{
 		name: "unknownFieldsColumn", group: "Target", kind: kindString,
 		field: func(o *Options) any { return &o.UnknownFieldsColumn },
 		usage: "A String or Map(String, String) `column` that takes, as one JSON object, the payload's fields that give the row no value " +
-			"(no such column), keys and values as written. Optional, unset by default.",
+			"(no such column), keys and values as written.",
 		rule: notBlank("a column name", func(p parameter, o Options) string {
 			v := p.str(o)
 			if strings.TrimSpace(v) != v {
@@ -280,7 +278,8 @@ var processingParameters = []parameter{
 		name: "routeBy", group: "Target", kind: kindString,
 		field: func(o *Options) any { return &o.RouteBy },
 		usage: "Where each message's table is named: `attribute:NAME` (a Pub/Sub attribute) or field:NAME (a top-level field of the payload, " +
-			"a string or a number); the value is looked up in routeTables. Optional, unset by default: every message goes to clickHouseTable.",
+			"a string or a number); the value is looked up in routeTables.",
+		unset: "every message goes to clickHouseTable",
 		rule: notBlank("attribute:<name> or field:<name>", func(p parameter, o Options) string {
 			if _, err := route.ParseBy(p.str(o)); err != nil {
 				return err.Error()
@@ -308,7 +307,7 @@ var processingParameters = []parameter{
 		name: "routeTables", group: "Target", kind: kindString,
 		field: func(o *Options) any { return &o.RouteTables },
 		usage: "The table of each routing value: comma-separated `VALUE=table` pairs (click=clicks,order=orders), tables of clickHouseDatabase. " +
-			"Optional, unset by default; set it and routeBy, or neither.",
+			"Set it and routeBy, or neither.",
 		rule: notBlank("value=table pairs", func(p parameter, o Options) string {
 			entries, err := route.ParseTables(p.str(o), func(t string) string {
 				return tableRule(t, "must be a bare table name without a dot: the routed tables are in clickHouseDatabase")
@@ -341,8 +340,7 @@ var processingParameters = []parameter{
 	{
 		name: "routeUnlisted", group: "Target", kind: kindString,
 		field: func(o *Options) any { return &o.RouteUnlisted },
-		usage: "Where a message goes whose routeBy value routeTables does not list: `clickHouseTable` or deadLetter. " +
-			"Optional, unset by default: clickHouseTable.",
+		usage: "Where a message goes whose routeBy value routeTables does not list: `clickHouseTable` or deadLetter.",
 		rule: func(p parameter, o Options) string {
 			switch {
 			case p.str(o) != "clickHouseTable" && p.str(o) != "deadLetter":
@@ -368,7 +366,7 @@ var processingParameters = []parameter{
 		name: "javascriptTextTransformGcsPath", group: "JavaScript UDF", kind: kindString,
 		field: func(o *Options) any { return &o.JavascriptTextTransformGcsPath },
 		usage: "JavaScript `file` of a user-defined function that reshapes each message before it is converted: gs://<bucket>/<object>, " +
-			"or a local path for local runs. Optional, unset by default; set it and javascriptTextTransformFunctionName, or neither.",
+			"or a local path for local runs. Set it and javascriptTextTransformFunctionName, or neither.",
 		rule: notBlank("a gs://<bucket>/<object> path", func(p parameter, o Options) string {
 			v := p.str(o)
 			switch {
@@ -397,7 +395,7 @@ var processingParameters = []parameter{
 		name: "javascriptTextTransformFunctionName", group: "JavaScript UDF", kind: kindString,
 		field: func(o *Options) any { return &o.JavascriptTextTransformFunctionName },
 		usage: "Name of the JavaScript `function` in javascriptTextTransformGcsPath to call on each message. " +
-			"Optional, unset by default; set it and javascriptTextTransformGcsPath, or neither.",
+			"Set it and javascriptTextTransformGcsPath, or neither.",
 		rule: func(p parameter, o Options) string {
 			if !jsIdentifier(p.str(o)) {
 				return "must be the name of a global JavaScript function: letters, digits, _ and $, not starting with a digit"

@@ -95,7 +95,7 @@ func tlsRef(partner string, partnerValue func(Options) string) func(parameter, O
 		if rule := secret.RefRule(p.str(o)); rule != "" {
 			return rule
 		}
-		if chclient.URLRule(o.ClickHouseURL, o.ClickHouseUsername, o.ClickHousePassword, o.ClickHouseDatabase) != "" {
+		if chclient.URLRule(o.ClickHouseURL, o.ClickHouseUsername, o.ClickHousePassword, o.ClickHouseDatabase, ClickHouseParam) != "" {
 			return "" // clickHouseUrl's own problem, reported for it
 		}
 		if !chclient.UsesTLS(o.ClickHouseURL) {

@@ -11,8 +11,8 @@ import (
 
 // TestParameterTable holds the parameter table to Options and to itself: one entry per field of
 // Options, in field order, each accessor returning its own field with the type of its kind; a
-// default exactly for the kinds that have one; unique names; and usage texts that say what the
-// need says (internal/gen writes metadata.json and the docs from it; flex-template/metadata_test.go holds metadata.json to the binary).
+// default exactly for the kinds that have one; unique names; and usage texts that leave the need
+// and the default to flagUsage, which says them (internal/gen writes metadata.json and the docs from it; flex-template/metadata_test.go holds metadata.json to the binary).
 func TestParameterTable(t *testing.T) {
 	var o Options
 	rv := reflect.ValueOf(&o).Elem()
@@ -45,13 +45,21 @@ func TestParameterTable(t *testing.T) {
 		if got := reflect.TypeOf(p.def); got != wantDef[p.kind] {
 			t.Errorf("%s: default %v of type %v, want a %v", p.name, p.def, got, wantDef[p.kind])
 		}
+		// The usage leaves the need and the default to flagUsage, which says them once.
+		u := p.flagUsage()
 		switch {
-		case p.need != optional && !strings.Contains(p.usage, "Required"):
-			t.Errorf("%s: required, but its usage does not say so: %q", p.name, p.usage)
-		case p.need == optional && strings.Contains(p.usage, "Required"):
-			t.Errorf("%s: optional, but its usage says required: %q", p.name, p.usage)
-		case p.need == optional && p.def == nil && !strings.Contains(p.usage, "Optional, unset by default"):
-			t.Errorf("%s: optional without a default, but its usage does not say so: %q", p.name, p.usage)
+		case strings.Contains(p.usage, "Required") || strings.Contains(p.usage, "Optional") || strings.Contains(p.usage, "default"):
+			t.Errorf("%s: its usage states its need or default, which flagUsage adds: %q", p.name, p.usage)
+		case p.unset != "" && (p.need != optional || p.def != nil):
+			t.Errorf("%s: says what unset does (%q), but it is required or has a default", p.name, p.unset)
+		case p.need != optional && !strings.HasSuffix(u, " Required."):
+			t.Errorf("%s: required, but its flag's usage does not say so: %q", p.name, u)
+		case p.need == optional && strings.Contains(u, "Required"):
+			t.Errorf("%s: optional, but its flag's usage says required: %q", p.name, u)
+		case p.need == optional && p.def == nil && !strings.Contains(u, ". Optional, unset by default"):
+			t.Errorf("%s: optional without a default, but its flag's usage does not say so: %q", p.name, u)
+		case p.def != nil && u != p.usage:
+			t.Errorf("%s: has a default, which the flag package prints, but its flag's usage adds %q", p.name, strings.TrimPrefix(u, p.usage))
 		}
 		if p.need != optional && p.group == "" {
 			t.Errorf("%s: required, but no template parameter (no group)", p.name)

@@ -42,6 +42,7 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/events"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 var (
@@ -300,10 +301,7 @@ func scanPipelineOutput(r io.Reader, metricsLine chan<- string) {
 		if strings.Contains(line, "level=DEBUG") {
 			continue
 		}
-		if len(line) > 240 {
-			line = line[:240] + "…"
-		}
-		fmt.Println("  | " + line)
+		fmt.Println("  | " + text.Cut(line, 240))
 	}
 }
 

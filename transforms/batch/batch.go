@@ -81,7 +81,7 @@ func Batches(s beam.Scope, cfg Config, col beam.PCollection) beam.PCollection {
 	s = s.Scope("Batch")
 	mode, numShards := cfg.Mode, cfg.Shards
 	if numShards < 1 {
-		panic(fmt.Sprintf("batch.Batches: numShards %d must be positive", numShards))
+		panic(fmt.Sprintf("batch.Batches: Config.Shards %d must be positive", numShards))
 	}
 	keyed := beam.ParDo(s, &shardFn{NumShards: numShards}, col)
 	var windowed beam.PCollection

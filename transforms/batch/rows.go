@@ -44,7 +44,7 @@ func Rows(s beam.Scope, cfg Config, rows beam.PCollection) beam.PCollection {
 	s = s.Scope("Batch")
 	mode := cfg.Mode
 	if cfg.Shards < 1 {
-		panic(fmt.Sprintf("batch.Rows: numShards %d must be positive", cfg.Shards))
+		panic(fmt.Sprintf("batch.Rows: Config.Shards %d must be positive", cfg.Shards))
 	}
 	if mode.Rows == 0 {
 		if mode.Window <= 0 {

@@ -131,12 +131,12 @@ func (c Config) Resolve(ctx context.Context) (*Resolved, error) {
 			return nil, readError(FieldPassword, err)
 		}
 		r.password = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-		LogOnce("clickHousePassword read from Secret Manager", "version", c.Password)
+		LogOnce(FieldPassword.String()+" read from Secret Manager", "version", c.Password)
 	}
 	if o.TLS == nil {
 		for _, p := range c.TLSParams() {
 			if p.Ref != "" {
-				return nil, &ConfigError{p.Field, "is set, but clickHouseUrl " + RedactURL(c.URL) + " does not use TLS: use https://, or clickhouse://host:9440?secure=true", errNoTLS}
+				return nil, &ConfigError{p.Field, Hintf("is set, but %s %s does not use TLS: use https://, or clickhouse://host:9440?secure=true", FieldURL, RedactURL(c.URL)), errNoTLS}
 			}
 		}
 		return r, nil
@@ -179,9 +179,9 @@ func (c Config) TLSParams() []TLSParam {
 func readError(f Field, err error) error {
 	var se *secret.Error
 	if errors.As(err, &se) {
-		return &ConfigError{f, se.Reason, se.Err}
+		return &ConfigError{f, Hintf("%s", se.Reason), se.Err}
 	}
-	return &ConfigError{f, "cannot be read", err}
+	return &ConfigError{f, Hintf("cannot be read"), err}
 }
 
 // String is the Config's String: no password, no key.
@@ -267,7 +267,7 @@ func (r *Resolved) ping(ctx context.Context, conn driver.Conn, o *clickhouse.Opt
 	for _, addr := range o.Addr {
 		if answersHTTP(ctx, addr) {
 			url := RedactURL(r.cfg.URL)
-			return &ConfigError{FieldURL, fmt.Sprintf("%s uses the native protocol (clickhouse://), but %s is ClickHouse's HTTP interface "+
+			return &ConfigError{FieldURL, Hintf("%s uses the native protocol (clickhouse://), but %s is ClickHouse's HTTP interface "+
 				"(it answers GET /ping): use http://%s, or the native port (9000) with clickhouse://", url, addr, addr),
 				fmt.Errorf("clickhouse %s: the HTTP interface answered GET /ping on %s", url, addr)}
 		}

@@ -40,8 +40,8 @@ func TestOptions(t *testing.T) {
 			t.Errorf("%s: no error", bad)
 			continue
 		}
-		if !strings.Contains(err.Error(), "clickHouseUrl") || strings.Contains(err.Error(), "s3cr3t-PW") {
-			t.Errorf("%s: error %q should name clickHouseUrl and hide the password", bad, err)
+		if !strings.HasPrefix(err.Error(), "ClickHouse URL: ") || strings.Contains(err.Error(), "s3cr3t-PW") {
+			t.Errorf("%s: error %q should name the ClickHouse URL and hide the password", bad, err)
 		}
 	}
 }

@@ -17,23 +17,48 @@ import (
 // plain words (`ClickHouse URL: nothing listens at ...`); pipeline.Labelled names the template
 // parameter instead (`clickHouseUrl: nothing listens at ...`).
 type ConfigError struct {
-	Field Field  // the part of the Config to look at, e.g. FieldURL
-	Hint  string // what is wrong and what to check
+	Field Field // the part of the Config to look at, e.g. FieldURL
+	Hint  Hint  // what is wrong and what to check, naming other fields as Fields
 	Err   error
 }
 
-func (e *ConfigError) Error() string { return e.Text(e.Field.String()) }
+func (e *ConfigError) Error() string { return e.Text(Field.String) }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// Text returns the error's text with name in place of the field's: "name: hint (driver's error)".
-func (e *ConfigError) Text(name string) string {
-	return name + ": " + e.Hint + " (" + e.Err.Error() + ")"
+// Text returns the error's text with each field named by name, its own first:
+// "name(Field): hint (driver's error)". Error names them in plain words (Field.String);
+// pipeline.Labelled by their template parameters.
+func (e *ConfigError) Text(name func(Field) string) string {
+	return name(e.Field) + ": " + e.Hint.Text(name) + " (" + e.Err.Error() + ")"
+}
+
+// Hint is a sentence of what is wrong and what to check: a format of package fmt and its
+// arguments, among which a Field stands for the name of that field, so that one sentence names
+// a field in plain words or as its template parameter ("check %s" with FieldUsername).
+type Hint struct {
+	Format string
+	Args   []any
+}
+
+// Hintf returns the Hint of format and args.
+func Hintf(format string, args ...any) Hint { return Hint{format, args} }
+
+// Text returns the hint with each Field among its arguments named by name.
+func (h Hint) Text(name func(Field) string) string {
+	args := make([]any, len(h.Args))
+	for i, a := range h.Args {
+		if f, ok := a.(Field); ok {
+			a = name(f)
+		}
+		args[i] = a
+	}
+	return fmt.Sprintf(h.Format, args...)
 }
 
 // Field is a part of a Config that a ConfigError is about.
 type Field int
 
-// The fields of a Config that a ConfigError names.
+// The fields of a Config that a ConfigError, or a rule (URLRule, CompressionRule), names.
 const (
 	FieldURL               Field = iota + 1 // Config.URL
 	FieldDatabase                           // Config.Database
@@ -42,10 +67,11 @@ const (
 	FieldCACertificate                      // Config.CACertificate
 	FieldClientCertificate                  // Config.ClientCertificate
 	FieldClientKey                          // Config.ClientKey
+	FieldCompression                        // Config.Compression
 )
 
-// Fields are the fields of a Config that a ConfigError names, in the order of Config.
-var Fields = []Field{FieldURL, FieldDatabase, FieldUsername, FieldPassword, FieldCACertificate, FieldClientCertificate, FieldClientKey}
+// Fields are the fields of a Config that a ConfigError or a rule names, in the order of Config.
+var Fields = []Field{FieldURL, FieldDatabase, FieldUsername, FieldPassword, FieldCACertificate, FieldClientCertificate, FieldClientKey, FieldCompression}
 
 var fieldNames = map[Field]string{
 	FieldURL:               "ClickHouse URL",
@@ -55,6 +81,7 @@ var fieldNames = map[Field]string{
 	FieldCACertificate:     "ClickHouse CA certificate",
 	FieldClientCertificate: "ClickHouse client certificate",
 	FieldClientKey:         "ClickHouse client key",
+	FieldCompression:       "ClickHouse compression",
 }
 
 // String names the field in plain words: "ClickHouse URL".
@@ -82,25 +109,25 @@ func explain(err error, c Config, askedForCert bool) error {
 	var dns *net.DNSError
 	switch {
 	case errors.As(err, &ex) && (ex.Code == 193 || ex.Code == 516):
-		return &ConfigError{FieldPassword, fmt.Sprintf("ClickHouse refused the password of user %q at %s: check clickHouseUsername and clickHousePassword", c.Username, url), err}
+		return &ConfigError{FieldPassword, Hintf("ClickHouse refused the password of user %q at %s: check %s and %s", c.Username, url, FieldUsername, FieldPassword), err}
 	case errors.As(err, &ex) && ex.Code == 192:
-		return &ConfigError{FieldUsername, fmt.Sprintf("ClickHouse at %s has no user %q: check clickHouseUsername", url, c.Username), err}
+		return &ConfigError{FieldUsername, Hintf("ClickHouse at %s has no user %q: check %s", url, c.Username, FieldUsername), err}
 	case errors.As(err, &ex) && ex.Code == 81:
-		return &ConfigError{FieldDatabase, fmt.Sprintf("database %q does not exist on %s: check clickHouseDatabase", c.Database, url), err}
+		return &ConfigError{FieldDatabase, Hintf("database %q does not exist on %s: check %s", c.Database, url, FieldDatabase), err}
 	case errors.As(err, &dns):
-		return &ConfigError{FieldURL, fmt.Sprintf("the host of %s does not resolve: check the host name", url), err}
+		return &ConfigError{FieldURL, Hintf("the host of %s does not resolve: check the host name", url), err}
 	case strings.Contains(msg, "connection refused"):
-		return &ConfigError{FieldURL, fmt.Sprintf("nothing listens at %s: check the host and the port (native protocol 9000; HTTP 8123; HTTPS 8443) and that the server runs", url), err}
+		return &ConfigError{FieldURL, Hintf("nothing listens at %s: check the host and the port (native protocol 9000; HTTP 8123; HTTPS 8443) and that the server runs", url), err}
 	case strings.Contains(msg, "HTTP request to an HTTPS server") || strings.Contains(msg, "plain HTTP request was sent to HTTPS"):
-		return &ConfigError{FieldURL, fmt.Sprintf("%s uses http://, but the server expects TLS on that port: use https://", url), err}
+		return &ConfigError{FieldURL, Hintf("%s uses http://, but the server expects TLS on that port: use https://", url), err}
 	case strings.Contains(msg, "is for clickhouse-client program"):
-		return &ConfigError{FieldURL, fmt.Sprintf("%s uses http://, but that port speaks ClickHouse's native protocol: use clickhouse:// with it, or the HTTP port (8123, 8443 with TLS)", url), err}
+		return &ConfigError{FieldURL, Hintf("%s uses http://, but that port speaks ClickHouse's native protocol: use clickhouse:// with it, or the HTTP port (8123, 8443 with TLS)", url), err}
 	case strings.Contains(msg, "Unknown setting client_protocol_version"):
-		return &ConfigError{FieldURL, fmt.Sprintf("the server at %s is too old for clickhouse-go's HTTP protocol: use the native protocol, clickhouse://host:9000", url), err}
+		return &ConfigError{FieldURL, Hintf("the server at %s is too old for clickhouse-go's HTTP protocol: use the native protocol, clickhouse://host:9000", url), err}
 	case scheme == "clickhouse" && strings.Contains(msg, "handshake") && !UsesTLS(c.URL):
-		return &ConfigError{FieldURL, fmt.Sprintf("the server at %s did not complete the native protocol's handshake: is this the native protocol's TLS port (9440)? Add ?secure=true for it. An HTTP port (8123, 8443)? Use http:// or https://. Else give the native port (9000)", url), err}
+		return &ConfigError{FieldURL, Hintf("the server at %s did not complete the native protocol's handshake: is this the native protocol's TLS port (9440)? Add ?secure=true for it. An HTTP port (8123, 8443)? Use http:// or https://. Else give the native port (9000)", url), err}
 	case scheme == "clickhouse" && strings.Contains(msg, "handshake"):
-		return &ConfigError{FieldURL, fmt.Sprintf("the server at %s completed TLS but not the native protocol's handshake: is this the HTTPS port (8443)? Use https:// for it, or the native protocol's TLS port (9440)", url), err}
+		return &ConfigError{FieldURL, Hintf("the server at %s completed TLS but not the native protocol's handshake: is this the HTTPS port (8443)? Use https:// for it, or the native protocol's TLS port (9440)", url), err}
 	}
 	return err
 }
@@ -121,29 +148,29 @@ func explainTLS(err error, c Config, url, scheme string, askedForCert bool) erro
 	closed := askedForCert && (strings.Contains(msg, "connection reset") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe"))
 	switch {
 	case strings.Contains(msg, "server gave HTTP response to HTTPS client") || (scheme == "https" && errors.As(err, &record)):
-		return &ConfigError{FieldURL, fmt.Sprintf("%s uses https://, but the server answers plain HTTP on that port: use http://, or the server's HTTPS port (8443 on ClickHouse Cloud)", url), err}
+		return &ConfigError{FieldURL, Hintf("%s uses https://, but the server answers plain HTTP on that port: use http://, or the server's HTTPS port (8443 on ClickHouse Cloud)", url), err}
 	case errors.As(err, &record):
-		return &ConfigError{FieldURL, fmt.Sprintf("%s asks for TLS (secure=true), but the server answers without TLS on that port: give the native protocol's TLS port (tcp_port_secure, 9440 by default), or drop secure=true", url), err}
+		return &ConfigError{FieldURL, Hintf("%s asks for TLS (secure=true), but the server answers without TLS on that port: give the native protocol's TLS port (tcp_port_secure, 9440 by default), or drop secure=true", url), err}
 	case errors.As(err, &unknown) || strings.Contains(msg, "x509: certificate signed by unknown authority"):
 		if c.CACertificate == "" {
-			return &ConfigError{FieldCACertificate, fmt.Sprintf("the certificate of the server at %s is not signed by an authority this machine trusts (clickHouseCaCertificate is unset, so the system's roots): give the certificate of the authority that signed it in clickHouseCaCertificate", url), err}
+			return &ConfigError{FieldCACertificate, Hintf("the certificate of the server at %s is not signed by an authority this machine trusts (%[2]s is unset, so the system's roots): give the certificate of the authority that signed it in %[2]s", url, FieldCACertificate), err}
 		}
-		return &ConfigError{FieldCACertificate, fmt.Sprintf("the certificate of the server at %s is not signed by the authority of clickHouseCaCertificate %s: give the certificate of the authority that signed the server's", url, secret.ShownRef(c.CACertificate)), err}
+		return &ConfigError{FieldCACertificate, Hintf("the certificate of the server at %s is not signed by the authority of %s %s: give the certificate of the authority that signed the server's", url, FieldCACertificate, secret.ShownRef(c.CACertificate)), err}
 	case errors.As(err, &host):
-		return &ConfigError{FieldURL, fmt.Sprintf("the certificate of the server at %s is not valid for the host %q (%s): give a host name the certificate holds in clickHouseUrl, or that name as tls_server_name=<name>", url, host.Host, certNames(host.Certificate)), err}
+		return &ConfigError{FieldURL, Hintf("the certificate of the server at %s is not valid for the host %q (%s): give a host name the certificate holds in %s, or that name as tls_server_name=<name>", url, host.Host, certNames(host.Certificate), FieldURL), err}
 	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
-		return &ConfigError{FieldURL, fmt.Sprintf("the certificate of the server at %s, or of an authority that signed it, has expired or is not yet valid (%s): the server needs a valid certificate; the pipeline never skips the check", url, invalid.Detail), err}
+		return &ConfigError{FieldURL, Hintf("the certificate of the server at %s, or of an authority that signed it, has expired or is not yet valid (%s): the server needs a valid certificate; the pipeline never skips the check", url, invalid.Detail), err}
 	case errors.As(err, &invalid):
-		return &ConfigError{FieldURL, fmt.Sprintf("the certificate of the server at %s does not verify (%v): the server needs a certificate fit for TLS servers; the pipeline never skips the check", url, invalid), err}
+		return &ConfigError{FieldURL, Hintf("the certificate of the server at %s does not verify (%v): the server needs a certificate fit for TLS servers; the pipeline never skips the check", url, invalid), err}
 	case strings.Contains(msg, "remote error: tls: certificate required"),
 		c.ClientCertificate == "" && strings.Contains(msg, "remote error: tls: handshake failure"),
 		c.ClientCertificate == "" && closed:
-		return &ConfigError{FieldClientCertificate, fmt.Sprintf("the server at %s requires a client certificate (mutual TLS): give it in clickHouseClientCertificate, and its key in clickHouseClientKey", url), err}
+		return &ConfigError{FieldClientCertificate, Hintf("the server at %s requires a client certificate (mutual TLS): give it in %s, and its key in %s", url, FieldClientCertificate, FieldClientKey), err}
 	case c.ClientCertificate != "" && strings.Contains(msg, "remote error: tls:"),
 		// The alert can be lost: under TLS 1.3 the client writes its first message before the
 		// server has checked the certificate, and the write then meets the closed connection.
 		c.ClientCertificate != "" && closed:
-		return &ConfigError{FieldClientCertificate, fmt.Sprintf("the server at %s refused the client certificate %s: give one signed by an authority that the server trusts (its openSSL.server.caConfig)", url, secret.ShownRef(c.ClientCertificate)), err}
+		return &ConfigError{FieldClientCertificate, Hintf("the server at %s refused the client certificate %s: give one signed by an authority that the server trusts (its openSSL.server.caConfig)", url, secret.ShownRef(c.ClientCertificate)), err}
 	}
 	return nil
 }

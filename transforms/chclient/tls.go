@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 )
@@ -40,7 +39,7 @@ func tlsConfig(base *tls.Config, ca, cert, key []byte) (c *tls.Config, asked *at
 	if ca != nil {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(ca) {
-			return nil, nil, &ConfigError{FieldCACertificate, "holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\"): give the certificate of the authority that signs the server's certificate", errNoPEM}
+			return nil, nil, &ConfigError{FieldCACertificate, Hintf("holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\"): give the certificate of the authority that signs the server's certificate"), errNoPEM}
 		}
 		c.RootCAs = pool
 	}
@@ -52,17 +51,17 @@ func tlsConfig(base *tls.Config, ca, cert, key []byte) (c *tls.Config, asked *at
 		}
 		leaf, err := x509.ParseCertificate(pair.Certificate[0])
 		if err != nil {
-			return nil, nil, &ConfigError{FieldClientCertificate, "is not a certificate that Go can read", err}
+			return nil, nil, &ConfigError{FieldClientCertificate, Hintf("is not a certificate that Go can read"), err}
 		}
 		if now := time.Now(); now.After(leaf.NotAfter) || now.Before(leaf.NotBefore) {
-			return nil, nil, &ConfigError{FieldClientCertificate, fmt.Sprintf("is valid from %s to %s, not now: give a current certificate",
+			return nil, nil, &ConfigError{FieldClientCertificate, Hintf("is valid from %s to %s, not now: give a current certificate",
 				leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339)), errors.New("outside its validity period")}
 		}
 		c.Certificates = []tls.Certificate{pair}
 	case cert != nil:
-		return nil, nil, &ConfigError{FieldClientKey, "is unset, but clickHouseClientCertificate is set: give both, or neither", errors.New("no key")}
+		return nil, nil, &ConfigError{FieldClientKey, Hintf("is unset, but %s is set: give both, or neither", FieldClientCertificate), errors.New("no key")}
 	case key != nil:
-		return nil, nil, &ConfigError{FieldClientCertificate, "is unset, but clickHouseClientKey is set: give both, or neither", errors.New("no certificate")}
+		return nil, nil, &ConfigError{FieldClientCertificate, Hintf("is unset, but %s is set: give both, or neither", FieldClientKey), errors.New("no certificate")}
 	}
 	asked = new(atomic.Bool)
 	certs := c.Certificates
@@ -86,12 +85,12 @@ var errNoPEM = errors.New("no PEM block")
 // one to fix.
 func keyPairError(cert, key []byte, err error) error {
 	if b, _ := pem.Decode(cert); b == nil || b.Type != "CERTIFICATE" {
-		return &ConfigError{FieldClientCertificate, "holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\")", err}
+		return &ConfigError{FieldClientCertificate, Hintf("holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\")"), err}
 	}
 	if b, _ := pem.Decode(key); b == nil {
-		return &ConfigError{FieldClientKey, "holds no PEM private key (\"-----BEGIN PRIVATE KEY-----\", or an RSA or EC key)", err}
+		return &ConfigError{FieldClientKey, Hintf("holds no PEM private key (\"-----BEGIN PRIVATE KEY-----\", or an RSA or EC key)"), err}
 	}
-	return &ConfigError{FieldClientKey, "is not the private key of clickHouseClientCertificate, or not one Go can read: give the key the certificate was issued for", err}
+	return &ConfigError{FieldClientKey, Hintf("is not the private key of %s, or not one Go can read: give the key the certificate was issued for", FieldClientCertificate), err}
 }
 
 // UsesTLS reports whether clickHouseUrl raw asks for TLS: https://, or clickhouse:// with

@@ -47,7 +47,7 @@ func TestTLSConfig(t *testing.T) {
 	}{
 		{"CA without PEM", []byte("not a certificate"), nil, nil, FieldCACertificate, "holds no PEM certificate"},
 		{"CA given a key", client.KeyPEM, nil, nil, FieldCACertificate, "holds no PEM certificate"},
-		{"key of another certificate", nil, client.CertPEM, other.KeyPEM, FieldClientKey, "is not the private key of clickHouseClientCertificate"},
+		{"key of another certificate", nil, client.CertPEM, other.KeyPEM, FieldClientKey, "is not the private key of ClickHouse client certificate"},
 		{"key not PEM", nil, client.CertPEM, []byte("not a key"), FieldClientKey, "holds no PEM private key"},
 		{"certificate not PEM", nil, []byte("not a certificate"), client.KeyPEM, FieldClientCertificate, "holds no PEM certificate"},
 		{"expired client certificate", nil, expired.CertPEM, expired.KeyPEM, FieldClientCertificate, "not now"},
@@ -147,7 +147,7 @@ func TestResolve(t *testing.T) {
 	}
 
 	// A password in the URL would be in the graph: refused beside a secret version.
-	if rule := URLRule("clickhouse://ingest:"+password+"@h:9000", "ingest", pwVersion, "db"); !strings.Contains(rule, "remove the password from the URL") {
+	if rule := URLRule("clickhouse://ingest:"+password+"@h:9000", "ingest", pwVersion, "db", Field.String); !strings.Contains(rule, "remove the password from the URL") {
 		t.Errorf("URL password with a secret version: rule %q", rule)
 	}
 	if !(Config{URL: "clickhouse://ingest:" + password + "@h:9000"}).PasswordAsText() || !(Config{URL: "clickhouse://h", Password: password}).PasswordAsText() {

@@ -46,15 +46,16 @@ var defaultPorts = map[string]string{"http": "8123", "https": "8443", "clickhous
 
 // URLRule returns the rule that clickHouseUrl raw breaks, or "" when it is valid: its syntax
 // (scheme, hosts, ports) and its options (see the file comment), against the other connection
-// parameters. The text quotes no part of the URL that could hold a password.
-func URLRule(raw, username string, password secret.String, database string) string {
+// parameters, naming each of them by name (Field.String, or pipeline.ClickHouseParam). The text
+// quotes no part of the URL that could hold a password.
+func URLRule(raw, username string, password secret.String, database string, name func(Field) string) string {
 	if rule := syntaxRule(raw); rule != "" {
 		return rule
 	}
 	_, err := parseURL(Config{URL: raw, Username: username, Password: password, Database: database})
 	var re *urlError
 	if errors.As(err, &re) {
-		return re.rule
+		return re.rule.Text(name)
 	}
 	if err != nil {
 		return err.Error()
@@ -62,23 +63,23 @@ func URLRule(raw, username string, password secret.String, database string) stri
 	return ""
 }
 
-// urlError is a rule that clickHouseUrl breaks.
-type urlError struct{ rule string }
+// urlError is a rule that clickHouseUrl breaks, naming the other fields it is about as Fields.
+type urlError struct{ rule Hint }
 
-func (e *urlError) Error() string { return "clickHouseUrl: " + e.rule }
+func (e *urlError) Error() string { return FieldURL.String() + ": " + e.rule.Text(Field.String) }
 
-func urlRefused(format string, args ...any) error { return &urlError{fmt.Sprintf(format, args...)} }
+func urlRefused(format string, args ...any) error { return &urlError{Hintf(format, args...)} }
 
 // parseURL turns c into clickhouse-go options, reading c.URL with the driver's own parser.
 func parseURL(c Config) (*clickhouse.Options, error) {
 	if rule := syntaxRule(c.URL); rule != "" {
-		return nil, &urlError{rule}
+		return nil, urlRefused("%s", rule)
 	}
 	scheme, rest, _ := strings.Cut(c.URL, "://")
 	scheme = strings.ToLower(scheme)
 	dsn := scheme + "://" + rest
 	if rule := queryRule(scheme, rest); rule != "" {
-		return nil, &urlError{rule}
+		return nil, urlRefused("%s", rule)
 	}
 	q := queryOf(rest)
 	if scheme == "https" && !q.Has("secure") {
@@ -100,13 +101,13 @@ func parseURL(c Config) (*clickhouse.Options, error) {
 	fromSecret := c.Password.IsVersion()
 	switch {
 	case o.Auth.Username != "" && c.Username != "" && o.Auth.Username != c.Username:
-		return nil, urlRefused("names the user %q, but clickHouseUsername is %q: give the user once, in clickHouseUsername", o.Auth.Username, c.Username)
+		return nil, urlRefused("names the user %q, but %[3]s is %[2]q: give the user once, in %[3]s", o.Auth.Username, c.Username, FieldUsername)
 	case o.Auth.Password != "" && fromSecret:
-		return nil, urlRefused("holds a password, which the job graph would carry: clickHousePassword names a Secret Manager secret version, which keeps the password out of it; remove the password from the URL")
+		return nil, urlRefused("holds a password, which the job graph would carry: %s names a Secret Manager secret version, which keeps the password out of it; remove the password from the URL", FieldPassword)
 	case o.Auth.Password != "" && c.Password != "" && o.Auth.Password != c.Password.Reveal():
-		return nil, urlRefused("holds a password that differs from clickHousePassword: give the password once, in clickHousePassword")
+		return nil, urlRefused("holds a password that differs from %[1]s: give the password once, in %[1]s", FieldPassword)
 	case o.Auth.Database != "" && c.Database != "" && o.Auth.Database != c.Database:
-		return nil, urlRefused("names the database %q, but clickHouseDatabase is %q: give the database once, in clickHouseDatabase", o.Auth.Database, c.Database)
+		return nil, urlRefused("names the database %q, but %[3]s is %[2]q: give the database once, in %[3]s", o.Auth.Database, c.Database, FieldDatabase)
 	}
 	if c.Username != "" {
 		o.Auth.Username = c.Username
@@ -149,8 +150,8 @@ func parseURL(c Config) (*clickhouse.Options, error) {
 	if len(o.Settings) == 0 {
 		o.Settings = nil
 	}
-	if rule := compressionRule(q, c.Compression); rule != "" {
-		return nil, errors.New("clickHouseCompression: " + rule)
+	if rule := compressionRule(q, c.Compression, Field.String); rule != "" {
+		return nil, errors.New(FieldCompression.String() + ": " + rule)
 	}
 	if method, ok := compressionMethods[c.Compression]; ok || !q.Has("compress") {
 		if !ok {
@@ -175,14 +176,15 @@ var compressionMethods = map[string]clickhouse.CompressionMethod{
 
 // CompressionRule returns the rule that clickHouseCompression value breaks with clickHouseUrl
 // raw, or "": it is lz4, zstd or none, and a URL whose compress option names a method names the
-// same one (compress=true is lz4, compress=false is none).
-func CompressionRule(raw, value string) string {
+// same one (compress=true is lz4, compress=false is none). It names the fields by name
+// (Field.String, or pipeline.ClickHouseParam).
+func CompressionRule(raw, value string, name func(Field) string) string {
 	_, rest, _ := strings.Cut(raw, "://")
-	return compressionRule(queryOf(rest), value)
+	return compressionRule(queryOf(rest), value, name)
 }
 
 // compressionRule is CompressionRule for the URL's query q.
-func compressionRule(q url.Values, value string) string {
+func compressionRule(q url.Values, value string, name func(Field) string) string {
 	if value == "" {
 		return ""
 	}
@@ -200,7 +202,7 @@ func compressionRule(q url.Values, value string) string {
 		inURL = "none"
 	}
 	if inURL != value {
-		return fmt.Sprintf("is %s, but clickHouseUrl's option compress=%s says otherwise: give the compression once, in clickHouseCompression", value, q.Get("compress"))
+		return Hintf("is %s, but %s's option compress=%s says otherwise: give the compression once, in %s", value, FieldURL, q.Get("compress"), FieldCompression).Text(name)
 	}
 	return ""
 }

@@ -86,10 +86,10 @@ func TestURLOptionsRefused(t *testing.T) {
 	}{
 		{"https://h?skip_verify=true", Config{}, `option "skip_verify" turns certificate verification off`},
 		{"clickhouse://h?debug=true", Config{}, `option "debug"`},
-		{"clickhouse://other@h", Config{Username: "u"}, `names the user "other", but clickHouseUsername is "u"`},
-		{"clickhouse://u:" + pw + "@h", Config{Username: "u", Password: "another"}, "holds a password that differs from clickHousePassword"},
-		{"clickhouse://h?password=" + pw, Config{Username: "u", Password: "another"}, "holds a password that differs from clickHousePassword"},
-		{"clickhouse://h/other", Config{Username: "u", Database: "db"}, `names the database "other", but clickHouseDatabase is "db"`},
+		{"clickhouse://other@h", Config{Username: "u"}, `names the user "other", but ClickHouse user is "u"`},
+		{"clickhouse://u:" + pw + "@h", Config{Username: "u", Password: "another"}, "holds a password that differs from ClickHouse password"},
+		{"clickhouse://h?password=" + pw, Config{Username: "u", Password: "another"}, "holds a password that differs from ClickHouse password"},
+		{"clickhouse://h/other", Config{Username: "u", Database: "db"}, `names the database "other", but ClickHouse database is "db"`},
 		{"clickhouse://h?database=other", Config{Username: "u", Database: "db"}, `names the database "other"`},
 		{"clickhouse://h?dial_timeout=soon", Config{Username: "u"}, "dial timeout"},
 		{"http://h?secure=true", Config{Username: "u"}, "http with TLS"},
@@ -110,7 +110,7 @@ func TestURLOptionsRefused(t *testing.T) {
 		c := tc.c
 		c.URL = tc.url
 		_, err := c.Options()
-		rule := URLRule(tc.url, c.Username, c.Password, c.Database)
+		rule := URLRule(tc.url, c.Username, c.Password, c.Database, Field.String)
 		if err == nil || rule == "" {
 			t.Errorf("%s: accepted, want %q", RedactURL(tc.url), tc.want)
 			continue
@@ -157,9 +157,9 @@ func TestCompression(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ url, param, want string }{
-		{"clickhouse://h", "LZ4", `clickHouseCompression: must be lz4, zstd or none, not "LZ4"`},
+		{"clickhouse://h", "LZ4", `ClickHouse compression: must be lz4, zstd or none, not "LZ4"`},
 		{"clickhouse://h", "gzip", `must be lz4, zstd or none, not "gzip"`},
-		{"clickhouse://h?compress=zstd", "lz4", "clickHouseCompression: is lz4, but clickHouseUrl's option compress=zstd says otherwise"},
+		{"clickhouse://h?compress=zstd", "lz4", "ClickHouse compression: is lz4, but ClickHouse URL's option compress=zstd says otherwise"},
 		{"clickhouse://h?compress=false", "lz4", "compress=false says otherwise"},
 		{"clickhouse://h?compress=1", "none", "compress=1 says otherwise"},
 	} {
@@ -167,7 +167,7 @@ func TestCompression(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s with %q: error %v, want %q", tc.url, tc.param, err, tc.want)
 		}
-		if rule := CompressionRule(tc.url, tc.param); rule == "" || !strings.Contains("clickHouseCompression: "+rule, tc.want) {
+		if rule := CompressionRule(tc.url, tc.param, Field.String); rule == "" || !strings.Contains(FieldCompression.String()+": "+rule, tc.want) {
 			t.Errorf("CompressionRule(%s, %q) = %q, want %q", tc.url, tc.param, rule, tc.want)
 		}
 	}

@@ -427,3 +427,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestSnippet: the piece of the input an error quotes is cut at 16 bytes, never inside a
+// character.
+func TestSnippet(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                               "end of input",
+		"Array(UInt8)":                   `"Array(UInt8)"`,
+		"Array(Nullable(String))":        `"Array(Nullable(S"...`,
+		strings.Repeat("a", 15) + "éxyz": `"aaaaaaaaaaaaaaa"...`, // é would be bytes 16 and 17
+	} {
+		if got := (&parser{in: in}).snippet(); got != want {
+			t.Errorf("snippet of %q = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 type parser struct {
@@ -30,7 +32,7 @@ func (p *parser) snippet() string {
 	}
 	s := p.in[p.pos:]
 	if len(s) > 16 {
-		return strconv.Quote(s[:16]) + "..."
+		return strconv.Quote(text.Prefix(s, 16)) + "..." // not half of a character
 	}
 	return strconv.Quote(s)
 }

@@ -14,11 +14,21 @@ func Cut[T ~string | ~[]byte](s T, n int) string {
 	if len(s) <= n {
 		return string(s)
 	}
+	return Prefix(s, n) + Ellipsis
+}
+
+// Prefix returns what [Cut] keeps of s: s as a string when it is at most n bytes, else its
+// first n bytes, or fewer so as not to split a character; for a text that marks the cut its
+// own way, such as a quoted snippet followed by "...".
+func Prefix[T ~string | ~[]byte](s T, n int) string {
+	if len(s) <= n {
+		return string(s)
+	}
 	n = max(n, 0)
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return string(s[:n]) + Ellipsis
+	return string(s[:n])
 }
 
 // CutWithin returns s cut as [Cut] does, but to at most n bytes with the ellipsis: for a limit

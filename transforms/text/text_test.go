@@ -1,6 +1,9 @@
 package text
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestCut(t *testing.T) {
 	for _, tc := range []struct {
@@ -23,6 +26,9 @@ func TestCut(t *testing.T) {
 		}
 		if got := Cut([]byte(tc.in), tc.n); got != tc.want {
 			t.Errorf("Cut([]byte(%q), %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+		if got, want := Prefix(tc.in, tc.n), strings.TrimSuffix(tc.want, Ellipsis); got != want {
+			t.Errorf("Prefix(%q, %d) = %q, want %q", tc.in, tc.n, got, want)
 		}
 	}
 }

@@ -347,8 +347,8 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 		code, _ := chclient.Code(err)
 		return fmt.Errorf("ClickHouse refuses every INSERT into %s.%s, whatever the rows (code %d %s), after %d attempts: %w; "+
 			"no split can fix this, so nothing was dead-lettered and the messages stay unacknowledged: "+
-			"check that the table exists and that clickHouseUsername %q may insert into it",
-			f.ClickHouse.Database, f.Table, code, chclient.CodeName(code), attempts, err, f.ClickHouse.Username)
+			"check that the table exists and that %s %q may insert into it",
+			f.ClickHouse.Database, f.Table, code, chclient.CodeName(code), attempts, err, chclient.FieldUsername, f.ClickHouse.Username)
 	}
 	insertFailures.Inc(ctx, 1)
 	return fmt.Errorf("INSERT of %d rows into %s.%s failed after %d attempts (%s error): %w", len(b.Rows), f.ClickHouse.Database, f.Table, attempts, class, err)

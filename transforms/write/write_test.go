@@ -223,7 +223,9 @@ func TestProcessElement(t *testing.T) {
 			send: func(int, []string) error { return serverError(497, "Not enough privileges") },
 			want: outcome{
 				Inserts: [][]string{ids("m-1", "m-2"), ids("m-1", "m-2")},
-				Err:     `ClickHouse refuses every INSERT into db.events, whatever the rows (code 497 ACCESS_DENIED), after 2 attempts`,
+				Err: `ClickHouse refuses every INSERT into db.events, whatever the rows (code 497 ACCESS_DENIED), after 2 attempts: ` +
+					`code: 497, message: Not enough privileges; no split can fix this, so nothing was dead-lettered and the messages stay ` +
+					`unacknowledged: check that the table exists and that ClickHouse user "writer" may insert into it`,
 			},
 		},
 		{
