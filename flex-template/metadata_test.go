@@ -71,7 +71,6 @@ var localOnly = map[string]string{
 // noRegex lists the parameters without a validation regex, with the reason.
 var noRegex = map[string]string{
 	"clickHousePassword": "any text is a password, the empty one included",
-	"routeUnlisted":      "an ENUM: the console offers its two choices only",
 }
 
 // paramTypeByName gives the paramType of the parameters whose paramType is not their flag kind's (TEXT, NUMBER or BOOLEAN).
@@ -549,16 +548,6 @@ var regexExamples = map[string]regexExample{
 	"clickHouseDeadLetterTable": {
 		accept: []string{"", "events_dead_letter"},
 		reject: []string{" ", "default.events_dead_letter", "dl`q"},
-	},
-	"routeBy": {
-		accept: []string{"", "attribute:event_type", "field:kind"},
-		reject: []string{"event_type", "attr:event_type", "field:"},
-		with:   map[string]string{"routeTables": "click=clicks"},
-	},
-	"routeTables": {
-		accept: []string{"", "click=clicks", "click=clicks,order=orders"},
-		reject: []string{"click", "click=db.clicks", "=clicks", "click=cl`icks"},
-		with:   map[string]string{"routeBy": "attribute:event_type"},
 	},
 	"deadLetterTopic": {
 		accept: []string{"", "projects/my-project/topics/events-dead-letter", "projects/example.com:my-project/topics/dlq", "projects/123456789012/topics/dlq"},
