@@ -12,6 +12,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
 const inferDescription = "Reads the messages of the files and prints the CREATE TABLE of clickHouseDatabase.clickHouseTable that they " +
@@ -22,7 +23,9 @@ const inferDescription = "Reads the messages of the files and prints the CREATE 
 	"the statement is run there. Fields seen only with null get no column and are listed in a comment, as are fields " +
 	"whose names cannot be columns; a message that is not one JSON object is skipped, with a line on standard error.\n" +
 	"A FILE is read as JSON lines (one message per line; blank lines skipped), or whole with --perFile; a directory holds one " +
-	"message per file; - is standard input.\n" +
+	"message per file; - is standard input. With --fromSubscription the sample is up to --samples messages pulled from a " +
+	"subscription and acknowledged by none: each is released at once when the sample is read, so it is delivered again, one " +
+	"delivery attempt more (which a dead-letter policy of the subscription counts).\n" +
 	"Exit status: 0 when the statement is printed (and run), 1 when no column could be inferred or ClickHouse failed, " +
 	"2 on a usage error."
 
@@ -33,19 +36,23 @@ var inferParams = append(append([]string{}, pipeline.ConnectionParams...), "clic
 type inferFlags struct {
 	perFile, execute, objectsAsJSON bool
 	engine, orderBy                 string
+	fromSubscription                string
+	samples                         int
 }
 
 func (f *inferFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.perFile, "perFile", false, "read each FILE whole as one message, not as JSON lines")
 	fs.BoolVar(&f.execute, "execute", false, "run the CREATE TABLE at clickHouseUrl after printing it")
 	fs.BoolVar(&f.objectsAsJSON, "objectsAsJSON", false, "make an object field a JSON column where the server has JSON (ClickHouse 25.3 and later), not a Nullable(String) of its text")
+	fs.StringVar(&f.fromSubscription, "fromSubscription", "", "Pub/Sub `subscription` to take the sample from instead of FILEs, projects/<project>/subscriptions/<name>; nothing is acknowledged")
+	fs.IntVar(&f.samples, "samples", 1000, "with --fromSubscription, the most `messages` to read")
 	fs.StringVar(&f.engine, "engine", "MergeTree", "the table `engine`, as SQL")
 	fs.StringVar(&f.orderBy, "orderBy", "tuple()", "the table's ORDER BY `expression`, as SQL (the inferred columns are Nullable, which a sorting key takes only with allow_nullable_key)")
 }
 
 // runInfer runs infer.
 func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
-	fs := newCommandFlags(cio, "infer", "[flags] FILE...", inferDescription)
+	fs := newCommandFlags(cio, "infer", "[flags] (FILE... | --fromSubscription=S)", inferDescription)
 	var o pipeline.Options
 	pipeline.RegisterFlagsOf(fs, &o, inferParams...)
 	var f inferFlags
@@ -54,21 +61,37 @@ func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
 	if done {
 		return code
 	}
-	if len(files) == 0 {
-		return usageError(cio, "infer", errors.New("no FILE given: name a file of JSON lines, a directory of messages, or - for standard input"))
-	}
-	msgs, err := readInputs(cio.In, files, f.perFile)
-	if err != nil {
-		return usageError(cio, "infer", err)
+	var msgs []inputMessage
+	var err error
+	switch {
+	case f.fromSubscription != "" && len(files) > 0:
+		return usageError(cio, "infer", errors.New("give FILEs or --fromSubscription, not both"))
+	case f.fromSubscription != "":
+		if f.samples < 1 {
+			return usageError(cio, "infer", fmt.Errorf("--samples=%d: must be 1 or more messages", f.samples))
+		}
+		if _, err := psclient.ParseSubscription(f.fromSubscription); err != nil {
+			return usageError(cio, "infer", fmt.Errorf("--fromSubscription %q %w", f.fromSubscription, err))
+		}
+		if msgs, err = peekSubscription(ctx, f.fromSubscription, f.samples); err != nil {
+			return failure(cio, "infer", fmt.Errorf("--fromSubscription: %w", err))
+		}
+		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse infer: read %s from %s and released them unacknowledged\n", count(len(msgs), "message"), f.fromSubscription)
+	case len(files) == 0:
+		return usageError(cio, "infer", errors.New("no FILE given: name a file of JSON lines, a directory of messages, or - for standard input; or give --fromSubscription"))
+	default:
+		if msgs, err = readInputs(cio.In, files, f.perFile); err != nil {
+			return usageError(cio, "infer", err)
+		}
 	}
 
 	ch, err := o.ClickHouse().Resolve(ctx)
 	if err != nil {
-		return failure(cio, "infer", err)
+		return failure(cio, "infer", pipeline.Labelled(err, ""))
 	}
 	conn, err := ch.Open(ctx)
 	if err != nil {
-		return failure(cio, "infer", err)
+		return failure(cio, "infer", pipeline.Labelled(err, ""))
 	}
 	defer conn.Close()
 	server, err := evolve.ServerOfConn(ctx, conn)

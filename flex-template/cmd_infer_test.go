@@ -4,14 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/shared"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
 )
@@ -197,5 +201,49 @@ func TestInferModern(t *testing.T) {
 	got := srv.MustQuery(t, "SELECT name, type, default_expression FROM system.columns WHERE database = currentDatabase() AND table = 't' ORDER BY position FORMAT TSVRaw")
 	if want := "id\tNullable(Int64)\t\nok\tNullable(Bool)\t\nobj\tJSON\t'{}'\narr\tNullable(String)\t"; got != want {
 		t.Errorf("system.columns:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestInferFromSubscription: infer takes its sample from a subscription, acknowledges nothing,
+// and releases every message it read, so that a reader gets all of them at once afterwards.
+func TestInferFromSubscription(t *testing.T) {
+	srv := chtest.New(t)
+	e := pubsubtest.Start(t)
+	topic := e.Topic(t, "events")
+	sub := e.Subscription(t, topic, "events-sub", 60*time.Second) // a long deadline: only a release brings them back soon
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range 30 {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d,"name":"n%d","score":%d.5}`, i, i, i))})
+	}
+	e.Publish(t, topic, msgs...)
+	conn := []string{"--clickHouseUrl=" + srv.URL, "--clickHouseDatabase=" + srv.Database, "--clickHouseUsername=default", "--clickHouseTable=t"}
+
+	out, errOut, code := infer(t, append(conn, "--fromSubscription="+sub, "--samples=10")...)
+	want := "-- inferred from 10 messages\nCREATE TABLE `" + srv.Database + "`.`t`\n(\n    `id` Nullable(Int64),\n    `name` Nullable(String),\n" +
+		"    `score` Nullable(Float64)\n)\nENGINE = MergeTree\nORDER BY tuple();\n"
+	if code != exitOK || out != want || !strings.Contains(errOut, "read 10 messages from "+sub+" and released them unacknowledged") {
+		t.Errorf("infer --fromSubscription: exit %d\n%s\nwant\n%s\nstderr:\n%s", code, out, want, errOut)
+	}
+	// Every message is still there, and comes at once (well before the 60 s ack deadline).
+	start := time.Now()
+	if got := len(e.PullAll(t, sub)); got != 30 {
+		t.Errorf("after the sample the subscription delivered %d messages, want all 30", got)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the sampled messages came back after %v: they were not released", d)
+	}
+	for _, m := range e.Server.Messages() {
+		if m.Acks > 1 {
+			t.Errorf("message %s acknowledged %d times", m.ID, m.Acks)
+		}
+	}
+
+	_, errOut, code = infer(t, append(conn, "--fromSubscription="+sub, "file.jsonl")...)
+	if code != exitUsage || !strings.Contains(errOut, "give FILEs or --fromSubscription, not both") {
+		t.Errorf("FILEs and --fromSubscription: exit %d, %s", code, errOut)
+	}
+	_, errOut, code = infer(t, append(conn, "--fromSubscription=my-sub")...)
+	if code != exitUsage || !strings.Contains(errOut, `--fromSubscription "my-sub"`) {
+		t.Errorf("a malformed subscription: exit %d, %s", code, errOut)
 	}
 }

@@ -1,16 +1,23 @@
 package main
 
-// The input files of check and publish: JSON lines, or one message per file.
+// The input files of check and publish: JSON lines, or one message per file; and a sample
+// pulled from a subscription without acknowledging it (peekSubscription).
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
 // inputMessage is one message read from an input file.
@@ -116,6 +123,61 @@ func readLines(name string, r io.Reader) ([]inputMessage, error) {
 			return nil, fmt.Errorf("%s: a line is longer than %d bytes (Pub/Sub takes messages of up to 10 MB)", name, maxLineBytes)
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return out, nil
+}
+
+// peekTimeout bounds one Pull of peekSubscription: a pull that brings nothing new within it ends
+// the sample.
+const peekTimeout = 5 * time.Second
+
+// peekSubscription pulls up to max messages from subscription (projects/<p>/subscriptions/<s>)
+// and acknowledges none: once read, every message pulled is released with a zero ack deadline,
+// so that it is delivered again at once, to whoever reads the subscription. Each counts one
+// delivery attempt more (a subscription's dead-letter policy counts them); while the sample is
+// taken, a running job does not see them. A message delivered twice during the sample is kept
+// once. Where is "<subscription>#<n>", n from 1, and the message id.
+func peekSubscription(ctx context.Context, subscription string, max int) ([]inputMessage, error) {
+	name, err := psclient.ParseSubscription(subscription)
+	if err != nil {
+		return nil, err
+	}
+	client, err := psclient.NewClient(ctx, name.Project)
+	if err != nil {
+		return nil, fmt.Errorf("%s: creating the Pub/Sub client: %w", subscription, err)
+	}
+	defer client.Close()
+	subs := client.SubscriptionAdminClient
+	var out []inputMessage
+	var held []string
+	seen := map[string]bool{}
+	defer func() {
+		for start := 0; start < len(held); start += 1000 { // at most 1000 ack ids a request
+			ids := held[start:min(start+1000, len(held))]
+			subs.ModifyAckDeadline(context.WithoutCancel(ctx), &pubsubpb.ModifyAckDeadlineRequest{Subscription: subscription, AckIds: ids, AckDeadlineSeconds: 0})
+		}
+	}()
+	for len(out) < max {
+		pctx, cancel := context.WithTimeout(ctx, peekTimeout)
+		resp, err := subs.Pull(pctx, &pubsubpb.PullRequest{Subscription: subscription, MaxMessages: int32(min(max-len(out), 1000))})
+		cancel()
+		if err != nil && pctx.Err() == nil {
+			return nil, fmt.Errorf("pulling from %s: %w", subscription, err)
+		}
+		fresh := 0
+		for _, rm := range resp.GetReceivedMessages() {
+			held = append(held, rm.GetAckId())
+			m := rm.GetMessage()
+			if seen[m.GetMessageId()] || len(out) >= max {
+				continue
+			}
+			seen[m.GetMessageId()] = true
+			fresh++
+			out = append(out, inputMessage{Where: fmt.Sprintf("%s#%d (message %s)", subscription, len(out)+1, m.GetMessageId()), Data: m.GetData()})
+		}
+		if fresh == 0 {
+			break
+		}
 	}
 	return out, nil
 }
