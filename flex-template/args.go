@@ -117,6 +117,10 @@ func normalizeArgs(fs *flag.FlagSet, params []string, args []string) (out []stri
 			value, hasValue = args[i+1], true
 			i++
 		}
+		if target == "job_name" && hasValue && (len(value) > 1024 || !jobName.MatchString(value)) {
+			return nil, nil, fmt.Errorf("--job_name %q is not a Dataflow job name: a name is 1 to 1024 lowercase letters, digits and -, "+
+				"starting with a letter and not ending with - (the Dataflow API's Job.name, [a-z]([-a-z0-9]{0,1022}[a-z0-9])?)", value)
+		}
 		switch {
 		case slices.Contains(listFlags, target):
 			if name != target || len(lists[target]) > 0 {
@@ -212,6 +216,11 @@ var (
 	labelKey   = regexp.MustCompile(`^[\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]{0,62}$`)
 	labelValue = regexp.MustCompile(`^[\p{Ll}\p{Lo}\p{N}_-]{0,63}$`)
 )
+
+// jobName is a Dataflow job name of at most 1024 bytes, as the Dataflow API's Job.name documents
+// it, [a-z]([-a-z0-9]{0,1022}[a-z0-9])? (https://cloud.google.com/dataflow/docs/reference/rest/v1b3/projects.jobs#Job);
+// RE2 takes no repeat count over 1000, so the length is checked apart.
+var jobName = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 
 // checkLabels checks the job's labels against the label rules, so that a label the service would
 // refuse stops the launch here, with the rule.

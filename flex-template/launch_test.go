@@ -214,10 +214,16 @@ func TestNormalizeArgsFlagRules(t *testing.T) {
 		{"--insertDeduplicat=false", "--insertDeduplicate?"},
 		{"--maxRetrys", "--maxRetries?"},
 		{"--CLICKHOUSEURL=x", "--clickHouseUrl?"},
+		{"--job_name=Events_To_CH", `--job_name "Events_To_CH" is not a Dataflow job name: a name is 1 to 1024 lowercase letters, digits and -`},
+		{"--job_name=events-", "is not a Dataflow job name"},
+		{"--jobName=1events", "is not a Dataflow job name"},
 	} {
 		if _, _, err := normalizeArgs(fs, templateParams(), []string{bad.arg}); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: %v, want an error with %q", bad.arg, err, bad.want)
 		}
+	}
+	if got, _, err := normalizeArgs(fs, templateParams(), []string{"--job_name=events-to-clickhouse-2"}); err != nil || !cmp.Equal(got, []string{"--job_name=events-to-clickhouse-2"}) {
+		t.Errorf("a good --job_name: %q, %v", got, err)
 	}
 	// Far from every parameter: ignored, not refused.
 	if _, notes, err := normalizeArgs(fs, templateParams(), []string{"--save_main_session"}); err != nil || len(notes) != 1 {
