@@ -37,8 +37,8 @@ func (b By) where() string {
 	return fmt.Sprintf("field %q", b.Name)
 }
 
-// ParseBy parses routeBy's value: "attribute:<name>" or "field:<name>", the name not empty. The
-// error says which form was expected.
+// ParseBy parses routeBy's value: "attribute:<name>" or "field:<name>", the name not empty and
+// without spaces around it. The error says which form was expected.
 func ParseBy(s string) (By, error) {
 	kind, name, ok := strings.Cut(s, ":")
 	switch {
@@ -46,6 +46,10 @@ func ParseBy(s string) (By, error) {
 		return By{}, fmt.Errorf("%q must be attribute:<name> (a Pub/Sub attribute of the message) or field:<name> (a top-level field of the payload)", s)
 	case name == "":
 		return By{}, fmt.Errorf("%q names no %s: give attribute:<name> or field:<name>", s, kind)
+	case strings.TrimSpace(name) != name:
+		// A trailing space of a parameters file is invisible, and the name is compared byte for
+		// byte: every message would be a dead letter of the routing stage.
+		return By{}, fmt.Errorf("%q has spaces around the name %q: the %s's name is compared byte for byte, so remove them", s, name, kind)
 	}
 	return By{Attribute: kind == "attribute", Name: name}, nil
 }

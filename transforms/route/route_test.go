@@ -48,6 +48,10 @@ func TestParseBy(t *testing.T) {
 		"header:x":   `"header:x" must be attribute:<name>`,
 		"attribute:": `"attribute:" names no attribute`,
 		"field:":     `"field:" names no field`,
+		// A trailing space (a parameters file, a YAML value) would make every message a dead letter.
+		"attribute:event_type ": `"attribute:event_type " has spaces around the name "event_type ": the attribute's name is compared byte for byte`,
+		"field: type":           `"field: type" has spaces around the name " type"`,
+		"field: ":               `"field: " has spaces around the name " "`,
 	} {
 		if _, err := ParseBy(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseBy(%q) error %v; want it to contain %q", in, err, want)
