@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -254,8 +255,17 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 	}
 	slog.Info("insert settings", "sent", fmt.Sprint(send), "left out (unknown to the server)", strings.Join(leftOut, ", "))
 	if o.ClickHouseDeadLetterTable != "" {
-		if err := deadletter.CheckTable(ctx, conn, o.ClickHouseDatabase, o.ClickHouseDeadLetterTable); err != nil {
+		columns, err := deadletter.Columns(ctx, conn, o.ClickHouseDatabase, o.ClickHouseDeadLetterTable)
+		if err != nil {
 			return pipeline.Labelled(err, "clickHouseDeadLetterTable")
+		}
+		// A message routed by an attribute that comes back from the table without it names no
+		// table: its dead letter cannot be replayed to where it belongs.
+		if spec, ok := o.Routing(); ok && spec.By.Attribute && !slices.Contains(columns, "attributes") && o.DeadLetterTopic == "" {
+			slog.Warn(fmt.Sprintf("routeBy %s: the dead-letter table has no column attributes, so its dead letters lose the attribute %q "+
+				"that routes them, and replay gives them back without it (they are dead letters again); add it with: "+
+				"ALTER TABLE %s.%s ADD COLUMN attributes String DEFAULT '{}'", spec.By, spec.By.Name,
+				chclient.QuoteIdent(o.ClickHouseDatabase), chclient.QuoteIdent(o.ClickHouseDeadLetterTable)), "table", o.ClickHouseDeadLetterTable)
 		}
 	}
 	if topic, ok := o.Topic(); ok {
