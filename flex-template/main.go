@@ -32,6 +32,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline/localrunner"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
@@ -281,7 +282,14 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 func checkTable(ctx context.Context, conn driver.Conn, o pipeline.Options, table string) error {
 	t, conv, err := parse.CheckWith(ctx, conn, o.ClickHouseDatabase, table, o.FromMessage())
 	if err != nil {
-		return pipeline.Labelled(err, o.TableParam(table))
+		err = pipeline.Labelled(err, o.TableParam(table))
+		// metadataColumns and unknownFieldsColumn hold for every routed table, and their errors
+		// name the parameter, not the table: say which one refused them.
+		var oe *convert.OptionError
+		if _, routed := o.Routing(); routed && errors.As(err, &oe) {
+			err = fmt.Errorf("%w (the table %s, of %s)", err, table, o.TableParam(table))
+		}
+		return err
 	}
 	slog.Info("table checked", "table", o.ClickHouseDatabase+"."+table, "writable columns", len(t.Writable()), "server time zone", t.ServerTimeZone)
 	columns, sources := conv.Injected()

@@ -291,6 +291,7 @@ func TestRoutingStartupFailures(t *testing.T) {
 	bin, _ := launchBinary(t)
 	e := newE2E(t, `CREATE TABLE {table} (id UInt32, msg_id String) ENGINE = MergeTree ORDER BY id`)
 	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "clicks")
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, msg_id UInt8) ENGINE = MergeTree ORDER BY id`, "narrow")
 	o := e.opts
 	base := connectionFlags(o.InputSubscription, o.ClickHouseURL, o.ClickHouseDatabase)
 	base["routeBy"] = "field:kind"
@@ -298,7 +299,11 @@ func TestRoutingStartupFailures(t *testing.T) {
 		{"a routed table missing", map[string]string{"routeTables": "click=clicks,view=views,seen=views"},
 			`routeTables "view=views", "seen=views": table ` + o.ClickHouseDatabase + ".views does not exist"},
 		{"a metadata column one routed table lacks", map[string]string{"routeTables": "click=clicks", "metadataColumns": "message_id=msg_id"},
-			`metadataColumns: pair "message_id=msg_id": the table clicks has no column "msg_id"`},
+			`metadataColumns: pair "message_id=msg_id": the table clicks has no column "msg_id" (the table clicks, of routeTables "click=clicks")`},
+		// The column's type says nothing of its table, which clickHouseTable's (String) is not.
+		{"a metadata column one routed table cannot take", map[string]string{"routeTables": "n=narrow,m=narrow", "metadataColumns": "message_id=msg_id"},
+			`metadataColumns: pair "message_id=msg_id": column "msg_id" (UInt8) cannot take the value: ` + messageIDNeeds +
+				`; UInt8 holds at most 255 (the table narrow, of routeTables "n=narrow", "m=narrow")`},
 		{"clickHouseTable missing, for unlisted values", map[string]string{"routeTables": "click=clicks", "clickHouseTable": "nope"},
 			"clickHouseTable: table " + o.ClickHouseDatabase + ".nope does not exist"},
 	})
