@@ -7,10 +7,12 @@ package route
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // By is where a message's routing value is: an attribute of the Pub/Sub message, or a top-level
@@ -135,8 +137,16 @@ func (e *Error) Error() string {
 	case e.Missing:
 		return fmt.Sprintf("routeBy %s: the payload has no field %q (or it is null), so it names no table", e.By, e.By.Name)
 	}
-	return fmt.Sprintf("routeBy %s: the value %q of the %s is not listed in routeTables, and routeUnlisted is deadLetter", e.By, e.Value, e.By.where())
+	value := strconv.Quote(text.Cut(e.Value, maxValueText))
+	if len(e.Value) > maxValueText {
+		value += fmt.Sprintf(" (%d bytes)", len(e.Value))
+	}
+	return fmt.Sprintf("routeBy %s: the value %s of the %s is not listed in routeTables, and routeUnlisted is deadLetter", e.By, value, e.By.where())
 }
+
+// maxValueText is how much of a routing value an error quotes, as much as convert quotes of a
+// value: the value is the message's, of any length, and the dead letter keeps the message.
+const maxValueText = 100
 
 func (e *Error) Unwrap() error { return e.Cause }
 

@@ -125,11 +125,15 @@ func TestOf(t *testing.T) {
 		{spec: byAttr, data: `{}`, attrs: map[string]string{"event_type": "other"}, table: "events"},
 		{spec: byAttr, data: `{}`, attrs: map[string]string{"event_type": ""}, table: "events"},
 		{spec: byAttr, data: `{"event_type":"click"}`, errorText: `routeBy attribute:event_type: the message has no attribute "event_type", so it names no table`},
+		// An unlisted value is cut as a converted value is: a 200 kB value would fill the dead
+		// letter's error_message, and its stack_trace again, with the payload.
+		{spec: byField, data: `{"type":"` + strings.Repeat("x", 200000) + `"}`,
+			errorText: `routeBy field:type: the value "` + strings.Repeat("x", 100) + `…" (200000 bytes) of the field "type" is not listed in routeTables`},
 	} {
 		got, err := tc.spec.Of(flow.Message{Data: []byte(tc.data), Attributes: tc.attrs})
 		if tc.errorText != "" {
 			var re *Error
-			if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.errorText) {
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.errorText) || len(err.Error()) > 1000 {
 				t.Errorf("%s %q %v: Of = %q, %v; want an *Error containing %q", tc.spec.By, tc.data, tc.attrs, got, err, tc.errorText)
 			}
 			continue
