@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline/localrunner"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
@@ -254,8 +256,17 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 	}
 	slog.Info("insert settings", "sent", fmt.Sprint(send), "left out (unknown to the server)", strings.Join(leftOut, ", "))
 	if o.ClickHouseDeadLetterTable != "" {
-		if err := deadletter.CheckTable(ctx, conn, o.ClickHouseDatabase, o.ClickHouseDeadLetterTable); err != nil {
+		columns, err := deadletter.Columns(ctx, conn, o.ClickHouseDatabase, o.ClickHouseDeadLetterTable)
+		if err != nil {
 			return pipeline.Labelled(err, "clickHouseDeadLetterTable")
+		}
+		// A message routed by an attribute that comes back from the table without it names no
+		// table: its dead letter cannot be replayed to where it belongs.
+		if spec, ok := o.Routing(); ok && spec.By.Attribute && !slices.Contains(columns, "attributes") && o.DeadLetterTopic == "" {
+			slog.Warn(fmt.Sprintf("routeBy %s: the dead-letter table has no column attributes, so its dead letters lose the attribute %q "+
+				"that routes them, and replay gives them back without it (they are dead letters again); add it with: "+
+				"ALTER TABLE %s.%s ADD COLUMN attributes String DEFAULT '{}'", spec.By, spec.By.Name,
+				chclient.QuoteIdent(o.ClickHouseDatabase), chclient.QuoteIdent(o.ClickHouseDeadLetterTable)), "table", o.ClickHouseDeadLetterTable)
 		}
 	}
 	if topic, ok := o.Topic(); ok {
@@ -271,7 +282,14 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 func checkTable(ctx context.Context, conn driver.Conn, o pipeline.Options, table string) error {
 	t, conv, err := parse.CheckWith(ctx, conn, o.ClickHouseDatabase, table, o.FromMessage())
 	if err != nil {
-		return pipeline.Labelled(err, o.TableParam(table))
+		err = pipeline.Labelled(err, o.TableParam(table))
+		// metadataColumns and unknownFieldsColumn hold for every routed table, and their errors
+		// name the parameter, not the table: say which one refused them.
+		var oe *convert.OptionError
+		if _, routed := o.Routing(); routed && errors.As(err, &oe) {
+			err = fmt.Errorf("%w (the table %s, of %s)", err, table, o.TableParam(table))
+		}
+		return err
 	}
 	slog.Info("table checked", "table", o.ClickHouseDatabase+"."+table, "writable columns", len(t.Writable()), "server time zone", t.ServerTimeZone)
 	columns, sources := conv.Injected()

@@ -618,7 +618,7 @@ var regexExamples = map[string]regexExample{
 	},
 	"routeBy": {
 		accept: []string{"", "attribute:event_type", "field:type", "field:my field", "attribute:a:b"},
-		reject: []string{"type", "header:x", "attribute:", "field:", " ", "Attribute:x"},
+		reject: []string{"type", "header:x", "attribute:", "field:", " ", "Attribute:x", "attribute:event_type ", "field: type", "field: "},
 		with:   map[string]string{"routeTables": "click=clicks"},
 	},
 	"routeTables": {

@@ -291,6 +291,7 @@ func TestRoutingStartupFailures(t *testing.T) {
 	bin, _ := launchBinary(t)
 	e := newE2E(t, `CREATE TABLE {table} (id UInt32, msg_id String) ENGINE = MergeTree ORDER BY id`)
 	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "clicks")
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, msg_id UInt8) ENGINE = MergeTree ORDER BY id`, "narrow")
 	o := e.opts
 	base := connectionFlags(o.InputSubscription, o.ClickHouseURL, o.ClickHouseDatabase)
 	base["routeBy"] = "field:kind"
@@ -298,9 +299,20 @@ func TestRoutingStartupFailures(t *testing.T) {
 		{"a routed table missing", map[string]string{"routeTables": "click=clicks,view=views,seen=views"},
 			`routeTables "view=views", "seen=views": table ` + o.ClickHouseDatabase + ".views does not exist"},
 		{"a metadata column one routed table lacks", map[string]string{"routeTables": "click=clicks", "metadataColumns": "message_id=msg_id"},
-			`metadataColumns: pair "message_id=msg_id": the table clicks has no column "msg_id"`},
+			`metadataColumns: pair "message_id=msg_id": the table clicks has no column "msg_id" (the table clicks, of routeTables "click=clicks")`},
+		// The column's type says nothing of its table, which clickHouseTable's (String) is not.
+		{"a metadata column one routed table cannot take", map[string]string{"routeTables": "n=narrow,m=narrow", "metadataColumns": "message_id=msg_id"},
+			`metadataColumns: pair "message_id=msg_id": column "msg_id" (UInt8) cannot take the value: ` + messageIDNeeds +
+				`; UInt8 holds at most 255 (the table narrow, of routeTables "n=narrow", "m=narrow")`},
 		{"clickHouseTable missing, for unlisted values", map[string]string{"routeTables": "click=clicks", "clickHouseTable": "nope"},
 			"clickHouseTable: table " + o.ClickHouseDatabase + ".nope does not exist"},
+	})
+	checkUsageFailures(t, bin, base, []startupFailure{
+		// Unlisted values would be rows of the dead-letter table, which replay would publish.
+		{"clickHouseTable the dead-letter table, for unlisted values", map[string]string{"routeTables": "click=clicks", "clickHouseTable": "dead_letters"},
+			`clickHouseTable "dead_letters": is also clickHouseDeadLetterTable, which holds dead letters, not rows`},
+		{"routeBy a name with a trailing space", map[string]string{"routeTables": "click=clicks", "routeBy": "field:kind "},
+			`routeBy "field:kind ": "field:kind " has spaces around the name "kind "`},
 	})
 	delete(base, "routeBy")
 	checkUsageFailures(t, bin, base, []startupFailure{
@@ -336,5 +348,39 @@ func TestCheckRouted(t *testing.T) {
 	}
 	if code != 1 {
 		t.Errorf("exit code %d, want 1", code)
+	}
+}
+
+// TestRoutingByAttributeDeadLetterTableWithoutAttributes: routing by an attribute into a
+// dead-letter table without the attributes column (and no dead-letter topic) loses the attribute
+// of every dead letter, so that replay cannot route it again: the launch says so, with the ALTER
+// TABLE that adds the column.
+func TestRoutingByAttributeDeadLetterTableWithoutAttributes(t *testing.T) {
+	bin, _ := launchBinary(t)
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "clicks")
+	e.srv.CreateTable(t, `CREATE TABLE {table} (raw_message String, error_message String, stack_trace String, failed_at DateTime) `+
+		`ENGINE = MergeTree ORDER BY failed_at`, "plain_dead_letters")
+	o := e.opts
+	warning := `routeBy attribute:event_type: the dead-letter table has no column attributes, so its dead letters lose the attribute \"event_type\"`
+	for _, tc := range []struct {
+		deadLetters string
+		warns       bool
+	}{{"plain_dead_letters", true}, {"dead_letters", false}} {
+		flags := connectionFlags(o.InputSubscription, o.ClickHouseURL, o.ClickHouseDatabase)
+		flags["clickHouseDeadLetterTable"] = tc.deadLetters
+		flags["routeBy"], flags["routeTables"] = "attribute:event_type", "click=clicks"
+		flags["stopAfterIdle"] = strconv.Itoa(1)
+		args := []string{"--runner=prism"}
+		for k, v := range flags {
+			args = append(args, "--"+k+"="+v)
+		}
+		out, err := runLaunch(t, bin, nil, args)
+		if err != nil {
+			t.Fatalf("the launch with %s: %v\n%s", tc.deadLetters, err, out)
+		}
+		if got := strings.Contains(out, warning); got != tc.warns {
+			t.Errorf("with the dead-letter table %s, the output says %q: %v, want %v:\n%s", tc.deadLetters, warning, got, tc.warns, out)
+		}
 	}
 }

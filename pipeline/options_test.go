@@ -388,6 +388,9 @@ func TestValidateAcceptsValid(t *testing.T) {
 		{"empty password (default user)", func(o *Options) { o.ClickHousePassword = "" }},
 		{"dead-letter table only", func(o *Options) { o.DeadLetterTopic = "" }},
 		{"dead-letter topic only", func(o *Options) { o.ClickHouseDeadLetterTable = "" }},
+		{"clickHouseTable the dead-letter table, never written (routeUnlisted=deadLetter)", func(o *Options) {
+			o.RouteBy, o.RouteTables, o.RouteUnlisted, o.ClickHouseTable = "field:type", "a=b", "deadLetter", "events_dead_letter"
+		}},
 		{"http URL", func(o *Options) { o.ClickHouseURL = "http://localhost:8123" }},
 		{"URL without port", func(o *Options) { o.ClickHouseURL = "http://ch.example.com" }},
 		{"upper-case scheme, query", func(o *Options) { o.ClickHouseURL = "HTTPS://ch.example.com:8443/?secure=true" }},
@@ -676,6 +679,15 @@ func TestValidateRules(t *testing.T) {
 			"routeTables", "click=db.clicks", `the pair "click=db.clicks": the table "db.clicks" must be a bare table name without a dot`},
 		{"routeTables the dead-letter table", func(o *Options) { o.RouteBy, o.RouteTables = "field:type", "bad=events_dead_letter" },
 			"routeTables", "bad=events_dead_letter", `the pair "bad=events_dead_letter" names clickHouseDeadLetterTable`},
+		{"clickHouseTable the dead-letter table", func(o *Options) { o.ClickHouseTable = "events_dead_letter" },
+			"clickHouseTable", "events_dead_letter", "is also clickHouseDeadLetterTable, which holds dead letters, not rows"},
+		{"clickHouseTable the dead-letter table, unlisted values to it", func(o *Options) {
+			o.RouteBy, o.RouteTables, o.ClickHouseTable = "field:type", "a=b", "events_dead_letter"
+		}, "clickHouseTable", "events_dead_letter", "is also clickHouseDeadLetterTable, which holds dead letters, not rows"},
+		{"routeBy a name with a trailing space", func(o *Options) { o.RouteBy, o.RouteTables = "attribute:event_type ", "a=b" },
+			"routeBy", "attribute:event_type ", `"attribute:event_type " has spaces around the name "event_type "`},
+		{"routeBy a name with a leading tab", func(o *Options) { o.RouteBy, o.RouteTables = "field:\ttype", "a=b" },
+			"routeBy", "field:\ttype", `has spaces around the name`},
 		{"routeUnlisted unknown", func(o *Options) { o.RouteBy, o.RouteTables, o.RouteUnlisted = "field:type", "a=b", "drop" },
 			"routeUnlisted", "drop", "must be clickHouseTable (unlisted values go to that table) or deadLetter"},
 		{"routeUnlisted without routeBy", func(o *Options) { o.RouteUnlisted = "deadLetter" }, "routeUnlisted", "deadLetter", "is set, but routeBy is not"},

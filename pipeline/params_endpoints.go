@@ -79,14 +79,25 @@ var endpointParameters = []parameter{
 		name: "clickHouseTable", group: "Target", need: required, kind: kindString,
 		field: func(o *Options) any { return &o.ClickHouseTable },
 		usage: "ClickHouse `table` to insert rows into, a bare name without \"<database>.\".",
-		rule:  plainName("must be a bare table name without a dot: for <database>.<table>, put the database in clickHouseDatabase"),
+		rule: func(p parameter, o Options) string {
+			if why := tableRule(p.str(o), "must be a bare table name without a dot: for <database>.<table>, put the database in clickHouseDatabase"); why != "" {
+				return why
+			}
+			// Rows are written into clickHouseTable unless routing sends unlisted values to the dead letter.
+			written := o.RouteBy == "" || o.RouteUnlisted != "deadLetter"
+			if written && o.ClickHouseDeadLetterTable != "" && p.str(o) == o.ClickHouseDeadLetterTable {
+				return "is also clickHouseDeadLetterTable, which holds dead letters, not rows: name another table for one of them"
+			}
+			return ""
+		},
 		label: "ClickHouse table",
 		help: "Table to insert rows into: a bare table name, without the database (which goes in clickHouseDatabase). The table must exist; its " +
 			"columns decide how each JSON field is converted. For example, events.",
 		regex: "^ *[^.` ][^.`]*$",
 		doc: "Table to insert rows into, a bare name such as `events` (not `analytics.events`: a dot is refused, put the database in " +
 			"`clickHouseDatabase`). It must exist; its columns decide how each field is converted, and a column of a type the pipeline cannot " +
-			"convert stops the launch, naming the column. `MATERIALIZED`, `ALIAS` and `EPHEMERAL` columns are never written.",
+			"convert stops the launch, naming the column. `MATERIALIZED`, `ALIAS` and `EPHEMERAL` columns are never written. Not " +
+			"`clickHouseDeadLetterTable` (unless `routeUnlisted=deadLetter` leaves it unwritten): rows there would pass for dead letters.",
 	},
 	{
 		name: "clickHouseUsername", group: "Target", need: required, kind: kindString,

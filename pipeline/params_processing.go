@@ -295,9 +295,10 @@ var processingParameters = []parameter{
 			"routeTables; a value not listed goes to clickHouseTable, or to the dead letter with routeUnlisted=deadLetter. A message without the " +
 			"attribute or field is a dead letter. Set it together with routeTables. Unset by default: every message goes to clickHouseTable. " +
 			"For example, attribute:event_type.",
-		regex: `^((attribute|field):.+)?$`,
+		regex: `^((attribute|field):([^ ]|[^ ].*[^ ]))?$`,
 		doc: "Routes each message to a table of `clickHouseDatabase` by a value it carries: `attribute:NAME` takes the Pub/Sub attribute " +
-			"`NAME`, `field:NAME` the top-level field `NAME` of the payload (after the JavaScript UDF, which can so set it), a JSON string (its " +
+			"`NAME`, `field:NAME` the top-level field `NAME` of the payload (after the JavaScript UDF, which can so set it; `NAME` is compared byte for " +
+			"byte, so spaces around it are refused), a JSON string (its " +
 			"text, escapes decoded) or a number (as written: `7` and `7.0` are different values). The value is looked up in `routeTables`; a " +
 			"value not listed goes to `clickHouseTable`, or is a dead letter with `routeUnlisted=deadLetter`. A message without the attribute or " +
 			"field (or with `null`, a boolean, an array or an object there) is a dead letter whose error names `routeBy`, the attribute or field " +

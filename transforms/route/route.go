@@ -7,10 +7,12 @@ package route
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // By is where a message's routing value is: an attribute of the Pub/Sub message, or a top-level
@@ -37,8 +39,8 @@ func (b By) where() string {
 	return fmt.Sprintf("field %q", b.Name)
 }
 
-// ParseBy parses routeBy's value: "attribute:<name>" or "field:<name>", the name not empty. The
-// error says which form was expected.
+// ParseBy parses routeBy's value: "attribute:<name>" or "field:<name>", the name not empty and
+// without spaces around it. The error says which form was expected.
 func ParseBy(s string) (By, error) {
 	kind, name, ok := strings.Cut(s, ":")
 	switch {
@@ -46,6 +48,10 @@ func ParseBy(s string) (By, error) {
 		return By{}, fmt.Errorf("%q must be attribute:<name> (a Pub/Sub attribute of the message) or field:<name> (a top-level field of the payload)", s)
 	case name == "":
 		return By{}, fmt.Errorf("%q names no %s: give attribute:<name> or field:<name>", s, kind)
+	case strings.TrimSpace(name) != name:
+		// A trailing space of a parameters file is invisible, and the name is compared byte for
+		// byte: every message would be a dead letter of the routing stage.
+		return By{}, fmt.Errorf("%q has spaces around the name %q: the %s's name is compared byte for byte, so remove them", s, name, kind)
 	}
 	return By{Attribute: kind == "attribute", Name: name}, nil
 }
@@ -131,8 +137,16 @@ func (e *Error) Error() string {
 	case e.Missing:
 		return fmt.Sprintf("routeBy %s: the payload has no field %q (or it is null), so it names no table", e.By, e.By.Name)
 	}
-	return fmt.Sprintf("routeBy %s: the value %q of the %s is not listed in routeTables, and routeUnlisted is deadLetter", e.By, e.Value, e.By.where())
+	value := strconv.Quote(text.Cut(e.Value, maxValueText))
+	if len(e.Value) > maxValueText {
+		value += fmt.Sprintf(" (%d bytes)", len(e.Value))
+	}
+	return fmt.Sprintf("routeBy %s: the value %s of the %s is not listed in routeTables, and routeUnlisted is deadLetter", e.By, value, e.By.where())
 }
+
+// maxValueText is how much of a routing value an error quotes, as much as convert quotes of a
+// value: the value is the message's, of any length, and the dead letter keeps the message.
+const maxValueText = 100
 
 func (e *Error) Unwrap() error { return e.Cause }
 

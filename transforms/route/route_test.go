@@ -48,6 +48,10 @@ func TestParseBy(t *testing.T) {
 		"header:x":   `"header:x" must be attribute:<name>`,
 		"attribute:": `"attribute:" names no attribute`,
 		"field:":     `"field:" names no field`,
+		// A trailing space (a parameters file, a YAML value) would make every message a dead letter.
+		"attribute:event_type ": `"attribute:event_type " has spaces around the name "event_type ": the attribute's name is compared byte for byte`,
+		"field: type":           `"field: type" has spaces around the name " type"`,
+		"field: ":               `"field: " has spaces around the name " "`,
 	} {
 		if _, err := ParseBy(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseBy(%q) error %v; want it to contain %q", in, err, want)
@@ -121,11 +125,15 @@ func TestOf(t *testing.T) {
 		{spec: byAttr, data: `{}`, attrs: map[string]string{"event_type": "other"}, table: "events"},
 		{spec: byAttr, data: `{}`, attrs: map[string]string{"event_type": ""}, table: "events"},
 		{spec: byAttr, data: `{"event_type":"click"}`, errorText: `routeBy attribute:event_type: the message has no attribute "event_type", so it names no table`},
+		// An unlisted value is cut as a converted value is: a 200 kB value would fill the dead
+		// letter's error_message, and its stack_trace again, with the payload.
+		{spec: byField, data: `{"type":"` + strings.Repeat("x", 200000) + `"}`,
+			errorText: `routeBy field:type: the value "` + strings.Repeat("x", 100) + `…" (200000 bytes) of the field "type" is not listed in routeTables`},
 	} {
 		got, err := tc.spec.Of(flow.Message{Data: []byte(tc.data), Attributes: tc.attrs})
 		if tc.errorText != "" {
 			var re *Error
-			if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.errorText) {
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.errorText) || len(err.Error()) > 1000 {
 				t.Errorf("%s %q %v: Of = %q, %v; want an *Error containing %q", tc.spec.By, tc.data, tc.attrs, got, err, tc.errorText)
 			}
 			continue
