@@ -144,3 +144,23 @@ func TestAddColumnsTypeChosenElsewhere(t *testing.T) {
 		t.Errorf("dead letters %q, want the message with n, by the usual rules", dead)
 	}
 }
+
+// TestAddColumnsRefusedByServer: an ADD COLUMN the server refuses (here ON CLUSTER of a cluster
+// this single server does not have) makes the message a dead letter that quotes the statement
+// and the server's error, and so is the next message with the field.
+func TestAddColumnsRefusedByServer(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+	got, _, _ := runEvolve(t, Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true,
+		Limits: evolve.Limits{Max: 5, OnCluster: "no_such_cluster"}}, []string{`{"id":1,"a":1}`, `{"id":2,"a":2}`})
+	want := "addNewColumns: field \"a\" (value %d) cannot become a column: the server refused ALTER TABLE `" + srv.Database +
+		"`.`events` ON CLUSTER `no_such_cluster` ADD COLUMN `a` Nullable(Int64): "
+	for i, g := range got {
+		if w := fmt.Sprintf(want, i+1); !strings.HasPrefix(g, w) || !strings.HasSuffix(g, "; the message is a dead letter") {
+			t.Errorf("message %d: %s\nwant %s...; the message is a dead letter", i+1, g, w)
+		}
+	}
+	if cols := srv.MustQuery(t, fmt.Sprintf("SELECT name FROM system.columns WHERE database = '%s' AND table = 'events'", srv.Database)); cols != "id" {
+		t.Errorf("columns %q, want id alone", cols)
+	}
+}
