@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 )
 
@@ -292,5 +293,38 @@ func TestAddNewColumnsNeedsALTER(t *testing.T) {
 	want := `addNewColumns: the ClickHouse user "readonly" has the setting readonly=1, which refuses ALTER TABLE … ADD COLUMN`
 	if !strings.Contains(out, want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}
+
+// TestCheckShowsNewColumns: check with addNewColumns lists the ALTER TABLE of each column the
+// file's new fields would become, by the pipeline's rule (the first value's type; a later value
+// that wants another is pointed out) and limits, and adds none.
+func TestCheckShowsNewColumns(t *testing.T) {
+	ch := chtest.New(t)
+	ch.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+	file := writeTestFile(t, "in.jsonl", `{"id":1,"a":1,"b":true}`+"\n"+`{"id":2,"a":2.5,"Foo":"x","o":{"k": [1]}}`+"\n"+`{"id":3,"n":null}`+"\n")
+	out, errOut, code := runCommand(t, "", append([]string{"check", "--clickHouseTable=events", "--addNewColumns", "--addNewColumnsPattern=^[a-z]+$", file},
+		chFlags(ch)...)...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	table := "`" + ch.Database + "`.`events`"
+	for _, want := range []string{
+		`note: no column takes the fields "a", "b" yet: addNewColumns would add a column for each`,
+		"addNewColumns: the messages would add 3 columns to events (check adds none):",
+		"  ALTER TABLE " + table + " ADD COLUMN `a` Nullable(Int64)  -- from " + file + ":1; later values want Nullable(Float64): those the first type does not take are dead letters",
+		"  ALTER TABLE " + table + " ADD COLUMN `b` Nullable(UInt8)  -- from " + file + ":1\n",
+		"  ALTER TABLE " + table + " ADD COLUMN `o` Nullable(String)  -- from " + file + ":2\n",
+		`  refused: addNewColumnsPattern: field "Foo" (value "x") does not match ^[a-z]+$; its messages would be dead letters`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "`n`") {
+		t.Errorf("a field seen only with null is listed:\n%s", out)
+	}
+	if cols := ch.MustQuery(t, fmt.Sprintf("SELECT name FROM system.columns WHERE database = '%s' AND table = 'events'", ch.Database)); cols != "id" {
+		t.Errorf("check added columns: %q", cols)
 	}
 }
