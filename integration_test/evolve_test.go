@@ -328,3 +328,52 @@ func TestCheckShowsNewColumns(t *testing.T) {
 		t.Errorf("check added columns: %q", cols)
 	}
 }
+
+// TestNewColumnsRouted: with routeBy, each table's parse stage adds its own columns: a field
+// that comes to one table becomes a column of that table alone, the same field in two tables
+// one column in each, and the counters of each table count its own.
+func TestNewColumnsRouted(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	for _, table := range []string{"clicks", "orders"} {
+		e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, kind String) ENGINE = MergeTree ORDER BY id`, table)
+	}
+	e.opts.RouteBy = "field:kind"
+	e.opts.RouteTables = "click=clicks,order=orders"
+	e.opts.AddNewColumns = true
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	var payloads []string
+	for i := range 60 {
+		switch i % 3 {
+		case 0:
+			payloads = append(payloads, fmt.Sprintf(`{"id":%d,"kind":"click","x":%d,"both":"c"}`, i, i))
+		case 1:
+			payloads = append(payloads, fmt.Sprintf(`{"id":%d,"kind":"order","amount":%d.5,"both":"o"}`, i, i))
+		case 2:
+			payloads = append(payloads, fmt.Sprintf(`{"id":%d,"kind":"view","y":true}`, i)) // unlisted: events
+		}
+	}
+	e.publishJSON(t, payloads...)
+	c := counters(e.run(t))
+	t.Logf("counters: %v", c)
+	for table, want := range map[string]string{
+		"clicks": "id\tUInt32\nkind\tString\nx\tNullable(Int64)\nboth\tNullable(String)",
+		"orders": "id\tUInt32\nkind\tString\namount\tNullable(Float64)\nboth\tNullable(String)",
+		"events": "id\tUInt32\nkind\tNullable(String)\ny\tNullable(UInt8)",
+	} {
+		got := e.srv.MustQuery(t, fmt.Sprintf("SELECT name, type FROM system.columns WHERE database = '%s' AND table = '%s'", e.srv.Database, table))
+		if got != want {
+			t.Errorf("columns of %s:\n%s\nwant\n%s", table, got, want)
+		}
+		if got := e.srv.MustQuery(t, "SELECT count() FROM "+table); got != "20" {
+			t.Errorf("%s holds %s rows, want 20", table, got)
+		}
+	}
+	for name, want := range map[string]int64{"columns-added": 6, "columns-added:clicks": 2, "columns-added:orders": 2, "columns-added:events": 2} {
+		if c[name] != want {
+			t.Errorf("counter %s = %d, want %d", name, c[name], want)
+		}
+	}
+	if got := e.srv.MustQuery(t, "SELECT count() FROM clicks WHERE x = id AND both = 'c'"); got != "20" {
+		t.Errorf("clicks with their x and both: %s, want 20", got)
+	}
+}
