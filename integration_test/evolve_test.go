@@ -377,3 +377,39 @@ func TestNewColumnsRouted(t *testing.T) {
 		t.Errorf("clicks with their x and both: %s, want 20", got)
 	}
 }
+
+// TestNewFieldsBecomeColumnsOnModern: the built binary with addNewColumns against the ClickHouse
+// 26 engine: the launch's check of the grant (CHECK GRANT there) passes for its user, each new
+// field becomes a column by ADD COLUMN IF NOT EXISTS, a boolean a Nullable(Bool), and every
+// message is a row with its values.
+func TestNewFieldsBecomeColumnsOnModern(t *testing.T) {
+	srv := chtest.StartModern(t)
+	e := newE2EOn(t, srv.Server, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	e.opts.BatchRowCount = pipeline.GivenInt(100)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	var payloads []string
+	for i := range 30 {
+		payloads = append(payloads, []string{
+			fmt.Sprintf(`{"id":%d,"n":%d}`, i, i), fmt.Sprintf(`{"id":%d,"b":true}`, i), fmt.Sprintf(`{"id":%d,"o":{"k":[1, 2]}}`, i),
+		}[i%3])
+	}
+	e.publishJSON(t, payloads...)
+	out := e.runBinary(t, "", "--addNewColumns=true")
+	if got, want := e.columnsOf(t), "id\tUInt32\nn\tNullable(Int64)\nb\tNullable(Bool)\no\tNullable(String)"; !sameSet(strings.Split(got, "\n"), strings.Split(want, "\n")) {
+		t.Errorf("columns:\n%s\nwant (in any order after id)\n%s\n%s", got, want, out)
+	}
+	for q, want := range map[string]string{
+		"SELECT count() FROM events":                         "30",
+		"SELECT count() FROM events WHERE n = id":            "10",
+		"SELECT count() FROM events WHERE b":                 "10",
+		`SELECT count() FROM events WHERE o = '{"k":[1,2]}'`: "10",
+		"SELECT count() FROM dead_letters":                   "0",
+	} {
+		if got := srv.MustQuery(t, q); got != want {
+			t.Errorf("%s = %s, want %s", q, got, want)
+		}
+	}
+	if !strings.Contains(out, "addNewColumns: new fields become columns") {
+		t.Errorf("the launch does not say that addNewColumns passed its check:\n%s", out)
+	}
+}
