@@ -223,6 +223,9 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 		return reread, &refusedError{refused}, nil
 	}
 	f.logKept(refused)
+	if len(asked) == 0 {
+		return reread, nil, nil // every column was there already: the schema just read has them
+	}
 	return reread, nil, f.waitVisible(ctx, c, asked)
 }
 
