@@ -2,9 +2,11 @@ package parse
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
@@ -162,5 +164,41 @@ func TestAddColumnsRefusedByServer(t *testing.T) {
 	}
 	if cols := srv.MustQuery(t, fmt.Sprintf("SELECT name FROM system.columns WHERE database = '%s' AND table = 'events'", srv.Database)); cols != "id" {
 		t.Errorf("columns %q, want id alone", cols)
+	}
+}
+
+// TestRefusedDDLIsCached: after the server refused a field's ADD COLUMN, the next message with
+// the field is refused with that same error, without a second ALTER, for refusedFor.
+func TestRefusedDDLIsCached(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+	ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), "bundle")
+	f := &parseFn{Config: Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true, Limits: evolve.Limits{Max: 5, OnCluster: "no_such_cluster"}}}
+	if err := f.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	serverErr := func(data string) error {
+		t.Helper()
+		conv := f.tracker.Converter()
+		if err := f.convert(conv, flow.Message{Data: []byte(data)}); err != nil {
+			t.Fatal(err)
+		}
+		_, dead, err := f.addColumns(ctx, conv, flow.Message{Data: []byte(data)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r *evolve.Refusal
+		if !errors.As(dead, &r) || r.Err == nil {
+			t.Fatalf("%s: %v, want a refusal with the server's error", data, dead)
+		}
+		return r.Err
+	}
+	first, second := serverErr(`{"id":1,"a":1}`), serverErr(`{"id":2,"a":2}`)
+	if first != second {
+		t.Errorf("the second message's refusal carries another error (%v), so the ALTER ran again; want the first's (%v)", second, first)
+	}
+	f.evolver.refused["a"] = refusedDDL{f.evolver.refused["a"].r, time.Now().Add(-refusedFor)}
+	if third := serverErr(`{"id":3,"a":3}`); third == first {
+		t.Errorf("after refusedFor the refusal is still the cached one")
 	}
 }
