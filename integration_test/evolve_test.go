@@ -283,7 +283,7 @@ func filter(lines []string, prefix string) []string {
 // TestAddNewColumnsNeedsALTER: a launch with addNewColumns as a user who may not ALTER (the
 // packaged configuration's user readonly, of the profile readonly: readonly=1, all ClickHouse
 // 18.16 has to refuse DDL) stops before the job starts, with a sentence naming addNewColumns, the
-// user and the setting.
+// user and the setting; so does a user whose allow_ddl is 0.
 func TestAddNewColumnsNeedsALTER(t *testing.T) {
 	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
 	e.opts.ClickHouseUsername = "readonly"
@@ -295,6 +295,14 @@ func TestAddNewColumnsNeedsALTER(t *testing.T) {
 	want := `addNewColumns: the ClickHouse user "readonly" has the setting readonly=1, which refuses ALTER TABLE … ADD COLUMN`
 	if !strings.Contains(out, want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+
+	// A user who may insert but not run DDL: allow_ddl=0, here sent as a setting of the URL.
+	e.opts.ClickHouseUsername = "default"
+	out, err = runLaunch(t, bin, nil, e.binaryArgs(e.srv.URL+"?allow_ddl=0", "--addNewColumns=true"))
+	want = `addNewColumns: the ClickHouse user "default" has the setting allow_ddl=0, which refuses ALTER TABLE … ADD COLUMN`
+	if err == nil || !strings.Contains(out, want) {
+		t.Errorf("the launch with allow_ddl=0: %v; output lacks %q:\n%s", err, want, out)
 	}
 }
 
