@@ -18,6 +18,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/route"
@@ -33,7 +34,8 @@ const checkDescription = "Prints, for each message of the files, the row it beco
 	"strings quoted, times in the column's time zone, DEFAULT for a column the server computes) or the error its dead letter " +
 	"would carry, then a summary by error kind. It converts exactly as the pipeline's parse stage does, against the table as " +
 	"it is now, after the JavaScript UDF when one is given, and with routeBy in the table the message names (each row says which); " +
-	"nothing is inserted and no Pub/Sub is needed.\n" +
+	"nothing is inserted and no Pub/Sub is needed. With --addNewColumns it then lists the columns the messages' new fields would " +
+	"become (the ALTER TABLE of each, by the rule and limits of the pipeline) and the fields the limits refuse; it adds none.\n" +
 	"A FILE is read as JSON lines (one message per line; blank lines skipped), or whole with --perFile; a directory holds one " +
 	"message per file; - is standard input.\n" +
 	"Exit status: 0 when every message becomes a row (or is dropped by the UDF), 1 when some message would be dead-lettered, " +
@@ -41,7 +43,8 @@ const checkDescription = "Prints, for each message of the files, the row it beco
 
 // checkParams are the template parameters check takes.
 var checkParams = append(append(append([]string{}, pipeline.ConnectionParams...), "clickHouseTable", "metadataColumns", "unknownFieldsColumn",
-	"routeBy", "routeTables", "routeUnlisted"), pipeline.UDFParams...)
+	"routeBy", "routeTables", "routeUnlisted", "addNewColumns", "addNewColumnsMax", "addNewColumnsPattern", "addNewColumnsExcluded",
+	"addNewColumnsOnCluster"), pipeline.UDFParams...)
 
 // runCheck runs check.
 func runCheck(ctx context.Context, cio *cmdIO, args []string) int {
@@ -91,6 +94,11 @@ func runCheck(ctx context.Context, cio *cmdIO, args []string) int {
 		}
 	}
 	s.print(cio)
+	for _, table := range o.Tables() {
+		if a := c.targets[table].adds; a != nil {
+			a.print(cio, o.ClickHouseDatabase, table)
+		}
+	}
 	if s.deadLetters > 0 {
 		return exitFailed
 	}
@@ -120,6 +128,7 @@ type checkTarget struct {
 	cols    []schema.Column // the writable columns, the row's
 	zone    *time.Location  // the server's time zone
 	unknown *unknownFields  // the fields no column takes; nil with an unknownFieldsColumn
+	adds    *newColumns     // with addNewColumns, the columns the messages would add; else nil
 }
 
 // openChecker reads the UDF's file, the password and TLS material, and the schema of each table,
@@ -142,10 +151,23 @@ func openChecker(ctx context.Context, o pipeline.Options) (*checker, error) {
 	}
 	defer conn.Close()
 	c.spec, _ = o.Routing()
+	var checker *evolve.Checker
+	var rule evolve.Rule
+	if limits, ok := o.NewColumns(); ok {
+		if checker, err = evolve.NewChecker(limits); err != nil {
+			return nil, err
+		}
+		if rule.Server, err = evolve.ServerOfConn(ctx, conn); err != nil {
+			return nil, err
+		}
+	}
 	for _, table := range o.Tables() {
 		t, err := openTarget(ctx, conn, o, table, c.fromMessage)
 		if err != nil {
 			return nil, err
+		}
+		if checker != nil {
+			t.adds = newNewColumns(checker, rule)
 		}
 		c.targets[table] = t
 	}
@@ -254,7 +276,12 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 	} else {
 		fmt.Fprintf(cio.Out, "%s: row\n%s", where, lines)
 	}
-	if t.unknown != nil {
+	if t.adds != nil {
+		if names := t.adds.add(t.conv, m.Data, where); len(names) > 0 {
+			fmt.Fprintf(cio.Out, "  note: no column takes %s %s yet: addNewColumns would add a column for each (or refuse it: see the end)\n",
+				map[bool]string{true: "the field", false: "the fields"}[len(names) == 1], flow.OneLine(quoteAll(names)))
+		}
+	} else if t.unknown != nil {
 		if keys := t.unknown.keys(m.Data, &meta); len(keys) > 0 {
 			s.dropsFields++
 			fmt.Fprintf(cio.Out, "  note: no column takes %s %s: dropped (unknownFieldsColumn would keep them in a String column)\n",

@@ -34,6 +34,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
@@ -218,8 +219,9 @@ func run(ctx context.Context, o pipeline.Options) error {
 }
 
 // preflight checks, before the job starts, what every worker checks in its Setup: the JavaScript
-// UDF's file and function, the table and its column types, the credentials, the dead-letter table
-// and topic, and which insert settings the server takes.
+// UDF's file and function, the table and its column types, the credentials, with addNewColumns
+// that the user may add columns (evolve.CheckAlter), the dead-letter table and topic, and which
+// insert settings the server takes.
 func preflight(ctx context.Context, o pipeline.Options) error {
 	if cfg, ok := o.UDF(); ok {
 		r, err := udf.Check(ctx, cfg)
@@ -246,6 +248,15 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 		if err := checkTable(ctx, conn, o, table); err != nil {
 			return err
 		}
+	}
+	if limits, ok := o.NewColumns(); ok {
+		for _, table := range o.Tables() {
+			if err := evolve.CheckAlter(ctx, conn, o.ClickHouseDatabase, table, o.ClickHouseUsername); err != nil {
+				return fmt.Errorf("addNewColumns: %w", err)
+			}
+		}
+		slog.Info("addNewColumns: new fields become columns", "at most per worker and table", limits.Max,
+			"pattern", orNone(limits.Pattern), "excluded", orNone(o.AddNewColumnsExcluded), "on cluster", orNone(limits.OnCluster))
 	}
 	send, token, leftOut, err := chclient.ResolveSettings(ctx, conn, o.InsertSettings())
 	if err != nil {

@@ -631,6 +631,30 @@ var regexExamples = map[string]regexExample{
 		reject: []string{"drop", "deadletter", " deadLetter", "events"},
 		with:   map[string]string{"routeBy": "field:kind", "routeTables": "a=b"},
 	},
+	"addNewColumns": {
+		accept: []string{"", "true", "false", "True", "FALSE", "t", "0"},
+		reject: []string{"yes", "on", "tRue", "2"},
+	},
+	"addNewColumnsMax": {
+		accept: []string{"", "1", "50", "1000"},
+		reject: []string{"0", "-1", "5x", "08"},
+		with:   map[string]string{"addNewColumns": "true"},
+	},
+	"addNewColumnsPattern": {
+		accept: []string{"", "^[a-z_][a-z0-9_]*$", "^[a-z_]+$", "event", "^x (a|b)$"},
+		reject: []string{" ", "   "},
+		with:   map[string]string{"addNewColumns": "true"},
+	},
+	"addNewColumnsExcluded": {
+		accept: []string{"", "debug", "debug,trace_id", "my field,x"},
+		reject: []string{",", "a,", ",a", "a,,b"},
+		with:   map[string]string{"addNewColumns": "true"},
+	},
+	"addNewColumnsOnCluster": {
+		accept: []string{"", "my_cluster", "c", "my cluster"},
+		reject: []string{" ", " c", "c "},
+		with:   map[string]string{"addNewColumns": "true"},
+	},
 	"javascriptTextTransformReloadIntervalMinutes": {
 		accept: []string{"", "0", "1", "60"},
 		reject: []string{"-1", "5m", "1.5", "08"},

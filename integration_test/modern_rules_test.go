@@ -34,6 +34,15 @@ import (
 func (e *e2e) runBinary(t *testing.T, url string, extra ...string) string {
 	t.Helper()
 	bin, _ := launchBinary(t)
+	out, err := runLaunch(t, bin, nil, e.binaryArgs(url, extra...))
+	if err != nil {
+		t.Fatalf("the binary: %v\n%s", err, out)
+	}
+	return out
+}
+
+// binaryArgs are the binary's arguments of runBinary.
+func (e *e2e) binaryArgs(url string, extra ...string) []string {
 	o := e.opts
 	if url == "" {
 		url = o.ClickHouseURL
@@ -51,11 +60,7 @@ func (e *e2e) runBinary(t *testing.T, url string, extra ...string) string {
 			args = append(args, "--"+kv[0]+"="+kv[1])
 		}
 	}
-	out, err := runLaunch(t, bin, nil, append(args, extra...))
-	if err != nil {
-		t.Fatalf("the binary: %v\n%s", err, out)
-	}
-	return out
+	return append(args, extra...)
 }
 
 // modernRulesDDL is a table whose DEFAULTs, constraint and JSON column the engine evaluates: at

@@ -15,6 +15,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/route"
@@ -74,6 +75,17 @@ func (o Options) FromMessage() convert.Options {
 		panic(fmt.Sprintf("pipeline: metadataColumns: %v", err)) // Validate refuses it
 	}
 	return convert.Options{Metadata: m, UnknownFields: o.UnknownFieldsColumn}
+}
+
+// NewColumns returns the limits of schema evolution of o (addNewColumnsMax,
+// addNewColumnsPattern, addNewColumnsExcluded, addNewColumnsOnCluster) and whether o adds
+// columns at all (addNewColumns); o must be valid (Options.Validate).
+func (o Options) NewColumns() (evolve.Limits, bool) {
+	excluded, err := excludedFields(o.AddNewColumnsExcluded)
+	if err != nil {
+		panic(fmt.Sprintf("pipeline: addNewColumnsExcluded: %v", err)) // Validate refuses it
+	}
+	return evolve.Limits{Max: o.AddNewColumnsMax, Pattern: o.AddNewColumnsPattern, Excluded: excluded, OnCluster: o.AddNewColumnsOnCluster}, o.AddNewColumns
 }
 
 // Routing returns the routing of o (routeBy, routeTables and routeUnlisted; clickHouseTable
@@ -267,6 +279,7 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 		perTable, unrouted = route.Route(s, spec, msgs)
 		tables, failed = spec.Tables, append(failed, unrouted)
 	}
+	limits, addColumns := o.NewColumns()
 	var inserted []beam.PCollection
 	var tablesScope beam.Scope // one scope for every table's, so that their names stay Tables/<table>
 	if routed {
@@ -283,6 +296,8 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 			SchemaRefresh: time.Duration(o.SchemaRefreshSeconds) * time.Second,
 			FromMessage:   o.FromMessage(),
 			Routed:        routed,
+			AddNewColumns: addColumns,
+			Limits:        limits,
 		}, perTable[i])
 		r, stored := write.Write(ts, write.Config{
 			ClickHouse:  o.ClickHouse(),

@@ -66,6 +66,12 @@ type Options struct {
 	RouteTables          string // routeTables; see route.ParseTables
 	RouteUnlisted        string // routeUnlisted: "", "clickHouseTable" or "deadLetter"
 
+	AddNewColumns          bool   // addNewColumns
+	AddNewColumnsMax       int    // addNewColumnsMax
+	AddNewColumnsPattern   string // addNewColumnsPattern, RE2
+	AddNewColumnsExcluded  string // addNewColumnsExcluded; comma-separated names
+	AddNewColumnsOnCluster string // addNewColumnsOnCluster
+
 	JavascriptTextTransformGcsPath               string // javascriptTextTransformGcsPath
 	JavascriptTextTransformFunctionName          string // javascriptTextTransformFunctionName
 	JavascriptTextTransformReloadIntervalMinutes int    // javascriptTextTransformReloadIntervalMinutes

@@ -28,6 +28,7 @@ var allFlags = []string{
 	"retryInitialBackoffMillis", "retryMaxBackoffMillis", "insertDeduplicate", "insertQuorum", "insertDistributedSync",
 	"numShards", "stopAfterIdle", "progressSeconds",
 	"schemaRefreshSeconds", "metadataColumns", "unknownFieldsColumn", "routeBy", "routeTables", "routeUnlisted",
+	"addNewColumns", "addNewColumnsMax", "addNewColumnsPattern", "addNewColumnsExcluded", "addNewColumnsOnCluster",
 	"javascriptTextTransformGcsPath", "javascriptTextTransformFunctionName",
 	"javascriptTextTransformReloadIntervalMinutes",
 }
@@ -97,6 +98,7 @@ func TestDefaults(t *testing.T) {
 		RetryMaxBackoffMillis:     60000,
 		ProgressSeconds:           5,
 		SchemaRefreshSeconds:      60,
+		AddNewColumnsMax:          50,
 	}
 	if diff := cmp.Diff(want, Defaults()); diff != "" {
 		t.Errorf("Defaults() mismatch (-want +got):\n%s", diff)
@@ -173,6 +175,11 @@ func TestUsage(t *testing.T) {
 		"schemaRefreshSeconds":                         {"schema", "seconds", "(default 60)"},
 		"metadataColumns":                              {"KEY=column", "attribute.NAME", "Optional, unset by default"},
 		"unknownFieldsColumn":                          {"column", "Map(String, String)", "Optional, unset by default"},
+		"addNewColumns":                                {"ADD COLUMN", "(default false)"},
+		"addNewColumnsMax":                             {"columns", "one worker", "(default 50)"},
+		"addNewColumnsPattern":                         {"RE2", "regex", "Optional, unset by default: any name a column may have"},
+		"addNewColumnsExcluded":                        {"names", "Optional, unset by default"},
+		"addNewColumnsOnCluster":                       {"ON CLUSTER", "cluster", "Optional, unset by default: no ON CLUSTER"},
 		"javascriptTextTransformGcsPath":               {"JavaScript", "gs://<bucket>/<object>", "local path", "Optional, unset by default"},
 		"javascriptTextTransformFunctionName":          {"function", "Optional, unset by default"},
 		"javascriptTextTransformReloadIntervalMinutes": {"minutes", "0 = never", "(default 0)"},
@@ -260,6 +267,7 @@ func TestParseFlags(t *testing.T) {
 				StopAfterIdle:             GivenInt(60),
 				ProgressSeconds:           5,
 				SchemaRefreshSeconds:      0,
+				AddNewColumnsMax:          50,
 			},
 		},
 		{
@@ -691,6 +699,20 @@ func TestValidateRules(t *testing.T) {
 		{"routeUnlisted unknown", func(o *Options) { o.RouteBy, o.RouteTables, o.RouteUnlisted = "field:type", "a=b", "drop" },
 			"routeUnlisted", "drop", "must be clickHouseTable (unlisted values go to that table) or deadLetter"},
 		{"routeUnlisted without routeBy", func(o *Options) { o.RouteUnlisted = "deadLetter" }, "routeUnlisted", "deadLetter", "is set, but routeBy is not"},
+		{"addNewColumnsMax 0", func(o *Options) { o.AddNewColumns, o.AddNewColumnsMax = true, 0 }, "addNewColumnsMax", "0", "must be a positive number of columns (default 50)"},
+		{"addNewColumnsPattern not RE2", func(o *Options) { o.AddNewColumns, o.AddNewColumnsPattern = true, "^[a-z" }, "addNewColumnsPattern", "^[a-z",
+			"is not an RE2 regular expression: error parsing regexp: missing closing ]"},
+		{"addNewColumnsPattern blank", func(o *Options) { o.AddNewColumns, o.AddNewColumnsPattern = true, " " }, "addNewColumnsPattern", " ", "is blank"},
+		{"addNewColumnsPattern without addNewColumns", func(o *Options) { o.AddNewColumnsPattern = "^a" }, "addNewColumnsPattern", "^a",
+			"is set, but addNewColumns is not"},
+		{"addNewColumnsExcluded empty name", func(o *Options) { o.AddNewColumns, o.AddNewColumnsExcluded = true, "a,,b" }, "addNewColumnsExcluded", "a,,b",
+			"name 2 of 3 is empty"},
+		{"addNewColumnsExcluded without addNewColumns", func(o *Options) { o.AddNewColumnsExcluded = "debug" }, "addNewColumnsExcluded", "debug",
+			"is set, but addNewColumns is not"},
+		{"addNewColumnsOnCluster spaced", func(o *Options) { o.AddNewColumns, o.AddNewColumnsOnCluster = true, "c " }, "addNewColumnsOnCluster", "c ",
+			"must not start or end with spaces"},
+		{"addNewColumnsOnCluster without addNewColumns", func(o *Options) { o.AddNewColumnsOnCluster = "c" }, "addNewColumnsOnCluster", "c",
+			"is set, but addNewColumns is not"},
 
 		// The JavaScript UDF.
 		{"UDF path without a function", func(o *Options) { o.JavascriptTextTransformGcsPath = "gs://b/udf.js" },
@@ -874,6 +896,7 @@ func TestString(t *testing.T) {
 		`retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 insertDeduplicate=true insertQuorum=0 insertDistributedSync=true ` +
 		`numShards=0 stopAfterIdle=unset progressSeconds=5 schemaRefreshSeconds=60 ` +
 		`metadataColumns="" unknownFieldsColumn="" routeBy="" routeTables="" routeUnlisted="" ` +
+		`addNewColumns=false addNewColumnsMax=50 addNewColumnsPattern="" addNewColumnsExcluded="" addNewColumnsOnCluster="" ` +
 		`javascriptTextTransformGcsPath="" javascriptTextTransformFunctionName="" javascriptTextTransformReloadIntervalMinutes=0`
 	if got := o.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)

@@ -6,6 +6,7 @@ package pipeline
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -362,6 +363,116 @@ var processingParameters = []parameter{
 		note: "clickHouseTable",
 		doc: "Where a message goes whose `routeBy` value `routeTables` does not list: `clickHouseTable` (unset: the same), or `deadLetter`, which " +
 			"makes it a dead letter whose error names the value; `clickHouseTable` is then written only when a pair names it.",
+	},
+	{
+		name: "addNewColumns", group: "Target", kind: kindBool, def: false,
+		field: func(o *Options) any { return &o.AddNewColumns },
+		usage: "Schema evolution: a top-level field that no column takes becomes a new column (ALTER TABLE ... ADD COLUMN), of a type " +
+			"inferred from its value, and the message is converted against it. true or false.",
+		label: "Add a column for each new field",
+		help: "Schema evolution: a top-level field of a message that no column of the table takes becomes a new Nullable column (ALTER TABLE ... " +
+			"ADD COLUMN), of a type inferred from its value (a whole number Nullable(Int64), a fraction Nullable(Float64), true/false Nullable(Bool) " +
+			"or Nullable(UInt8) before ClickHouse 21.12, a string, array or object Nullable(String)), and the message is converted against the table " +
+			"as it then is. A field that addNewColumnsMax, addNewColumnsPattern or addNewColumnsExcluded refuses makes the message a dead letter that " +
+			"says why, or goes to unknownFieldsColumn when that is set. The ClickHouse user needs ALTER ADD COLUMN on the table.",
+		regex: `^(true|false|True|False|TRUE|FALSE|t|f|T|F|1|0)?$`,
+		doc: "Schema evolution: a top-level field of a message that no column of the table takes (no column of that name; a field that names a " +
+			"`MATERIALIZED`/`ALIAS` column or a column of `metadataColumns` or `unknownFieldsColumn` is not new) becomes a new column, " +
+			"`ALTER TABLE ... ADD COLUMN`, of the type the rule of [conversion.md](conversion.md#inferring-a-table-from-messages) gives its value; " +
+			"the message is then converted against the table as it is, so a type another worker chose first wins and the message converts into " +
+			"it or is a dead letter by the usual rules. A `null` value adds no column (it names no type). The limits are `addNewColumnsMax`, " +
+			"`addNewColumnsPattern` and `addNewColumnsExcluded`: a field they refuse makes the message a dead letter whose error names the " +
+			"field, its value and the rule, or, when `unknownFieldsColumn` is set, stays in that column. The user needs `ALTER ADD COLUMN` on " +
+			"the table, which the launch checks ([deploy.md](deploy.md#adding-columns-addnewcolumns)); " +
+			"[conversion.md](conversion.md#new-fields-become-new-columns) says the rest.",
+	},
+	{
+		name: "addNewColumnsMax", group: "Target", kind: kindInt, def: 50,
+		field: func(o *Options) any { return &o.AddNewColumnsMax },
+		usage: "With addNewColumns: the most `columns` one worker adds to one table while it runs; a field beyond them is refused; positive.",
+		rule: func(p parameter, o Options) string {
+			if !o.AddNewColumns {
+				return "" // not used
+			}
+			return atLeast(1, "must be a positive number of columns (default %d)")(p, o)
+		},
+		label: "Most columns added per worker",
+		help: "With addNewColumns: the most columns one worker adds to one table while it runs (each worker counts its own, so a job of N workers " +
+			"adds at most N times this many). A new field beyond them is refused: its message is a dead letter naming addNewColumnsMax, or the " +
+			"field goes to unknownFieldsColumn when that is set; positive.",
+		regex: `^([1-9][0-9]*)?$`,
+		doc: "With `addNewColumns`: the most columns one worker adds to one table while it runs, counted by each worker process on its own (a " +
+			"job of N workers adds at most N times this many; a restart counts anew). A column another worker added first does not count. A new " +
+			"field beyond the limit is refused: the message is a dead letter whose error names `addNewColumnsMax`, or the field goes to " +
+			"`unknownFieldsColumn` when that is set. Positive.",
+	},
+	{
+		name: "addNewColumnsPattern", group: "Target", kind: kindString,
+		field: func(o *Options) any { return &o.AddNewColumnsPattern },
+		usage: "With addNewColumns: an RE2 `regex` a field's name must match to become a column (anchor it: ^[a-z_][a-z0-9_]*$).",
+		unset: "any name a column may have",
+		rule: notBlank("an RE2 regular expression", func(p parameter, o Options) string {
+			if _, err := regexp.Compile(p.str(o)); err != nil {
+				return "is not an RE2 regular expression: " + err.Error()
+			}
+			return withAddNewColumns(o)
+		}),
+		label: "Names of new columns (regex)",
+		help: "With addNewColumns: a regular expression (RE2) that a field's name must match to become a column; it matches anywhere in the " +
+			"name unless anchored with ^ and $. A field that does not match is refused: its message is a dead letter naming the pattern, or the " +
+			"field goes to unknownFieldsColumn when that is set. Unset by default: any name a column may have. For example, ^[a-z_][a-z0-9_]*$.",
+		regex: `^(.*[^ ].*)?$`,
+		doc: "With `addNewColumns`: a regular expression ([RE2](https://github.com/google/re2/wiki/Syntax)) that a field's name must match to " +
+			"become a column, as Go's `regexp.MatchString` matches it: anywhere in the name unless anchored (`^[a-z_][a-z0-9_]*$`). A field that " +
+			"does not match is refused: the message is a dead letter (`addNewColumnsPattern: field \"Foo\" (value 1) does not match " +
+			"^[a-z_]+$; the message is a dead letter`), or the field goes to `unknownFieldsColumn`. Unset: any name a column may have (not " +
+			"empty, no NUL, backtick, backslash or parenthesis, which the rule refuses whatever the pattern).",
+	},
+	{
+		name: "addNewColumnsExcluded", group: "Target", kind: kindString,
+		field: func(o *Options) any { return &o.AddNewColumnsExcluded },
+		usage: "With addNewColumns: comma-separated field `names` that never become columns (debug,trace_id).",
+		rule: notBlank("comma-separated field names", func(p parameter, o Options) string {
+			if _, err := excludedFields(p.str(o)); err != nil {
+				return err.Error()
+			}
+			return withAddNewColumns(o)
+		}),
+		label: "Fields never added",
+		help: "With addNewColumns: comma-separated names of fields that never become columns, as written (case-sensitive, spaces kept). A message " +
+			"with such a field is a dead letter naming addNewColumnsExcluded, or the field goes to unknownFieldsColumn when that is set. Unset by " +
+			"default. For example, debug,trace_id.",
+		regex: `^([^,]+(,[^,]+)*)?$`,
+		doc: "With `addNewColumns`: comma-separated names of fields that never become columns, matched exactly (case-sensitive; a name holds no " +
+			"`,`). A message with such a field is a dead letter whose error names `addNewColumnsExcluded`, or the field goes to " +
+			"`unknownFieldsColumn` when that is set.",
+	},
+	{
+		name: "addNewColumnsOnCluster", group: "Target", kind: kindString,
+		field: func(o *Options) any { return &o.AddNewColumnsOnCluster },
+		usage: "With addNewColumns: the `cluster` whose every replica gets the new columns (ALTER TABLE ... ON CLUSTER); the INSERTs wait until " +
+			"the column is visible.",
+		unset: "no ON CLUSTER",
+		rule: notBlank("a cluster name", func(p parameter, o Options) string {
+			v := p.str(o)
+			switch {
+			case strings.TrimSpace(v) != v:
+				return "must not start or end with spaces"
+			case strings.ContainsRune(v, 0):
+				return "must not contain a NUL character"
+			}
+			return withAddNewColumns(o)
+		}),
+		label: "Cluster of the new columns (ON CLUSTER)",
+		help: "With addNewColumns: the name of the cluster (system.clusters) on which each ALTER TABLE ... ADD COLUMN runs, ON CLUSTER, for a " +
+			"table that has a replica on each of its hosts; the message waits until the column is in the server's system.columns (up to 30 " +
+			"seconds, then the bundle is retried). Unset by default: the ALTER runs on the server the pipeline connects to. For example, " +
+			"my_cluster.",
+		regex: `^([^ ].*[^ ]|[^ ])?$`,
+		doc: "With `addNewColumns`: the cluster (`system.clusters`) on which each `ALTER TABLE ... ADD COLUMN` runs, `ON CLUSTER`, for a " +
+			"replicated table. The worker then reads `system.columns` of the server it connects to until the column is there (every 500 ms, up " +
+			"to 30 seconds; then the bundle fails and is retried, nothing is dropped), so that its INSERTs name the column only once it is " +
+			"visible. Unset: no `ON CLUSTER`. Not tested against a cluster here (the tests run a single server), only the statement's text.",
 	},
 	{
 		name: "javascriptTextTransformGcsPath", group: "JavaScript UDF", kind: kindString,

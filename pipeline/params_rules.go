@@ -118,3 +118,27 @@ func notBlank(what string, rule func(parameter, Options) string) func(parameter,
 		return rule(p, o)
 	}
 }
+
+// withAddNewColumns is the rule of a parameter that only addNewColumns uses: "" when
+// addNewColumns is on.
+func withAddNewColumns(o Options) string {
+	if o.AddNewColumns {
+		return ""
+	}
+	return "is set, but addNewColumns is not: it bounds the columns that addNewColumns adds; set addNewColumns=true, or unset it"
+}
+
+// excludedFields parses addNewColumnsExcluded: comma-separated field names, as written. The
+// error names an empty name (two commas in a row, or one at an end).
+func excludedFields(v string) ([]string, error) {
+	if v == "" {
+		return nil, nil
+	}
+	names := strings.Split(v, ",")
+	for i, n := range names {
+		if n == "" {
+			return nil, fmt.Errorf("name %d of %d is empty (two commas in a row, or a comma at an end); give comma-separated field names", i+1, len(names))
+		}
+	}
+	return names, nil
+}

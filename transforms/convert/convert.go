@@ -116,6 +116,10 @@ type Converter struct {
 	metaBuf     []byte         // the metadata values as JSON text
 	metaSpans   []metaSpan     // scratch of setMeta
 	attrKeys    []string       // scratch of appendAttributes
+
+	// For schema evolution (newfields.go).
+	tableColumns map[string]bool // the name of every column of the table, written or not
+	untaken      int             // the top-level fields of the last payload that gave the row no value
 }
 
 // New builds the converter for t's writable columns. Every column type must have a converter:
@@ -154,6 +158,10 @@ func NewWith(t *schema.Table, o Options) (*Converter, error) {
 		})
 	}
 	c.fields = make([]value, len(c.columns))
+	c.tableColumns = make(map[string]bool, len(t.Columns))
+	for _, col := range t.Columns {
+		c.tableColumns[col.Name] = true
+	}
 	if err := c.applyOptions(t, o); err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) {
 	clear(c.fields)
 	c.resetGroups()
+	c.untaken = 0
 	if c.injected != nil {
 		c.setMeta(c.meta)
 	}
@@ -139,8 +140,11 @@ func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) 
 						return dst, 0, err
 					}
 				}
-				if !taken && c.unknownCol >= 0 {
-					c.unknown = append(c.unknown, unknownField{key: b[keyStart:keyEnd], val: v.raw, at: keyStart})
+				if !taken {
+					c.untaken++
+					if c.unknownCol >= 0 {
+						c.unknown = append(c.unknown, unknownField{key: b[keyStart:keyEnd], val: v.raw, at: keyStart})
+					}
 				}
 			}
 			if i = end; i >= len(b) || b[i] != ',' && b[i] != '}' {

@@ -3,9 +3,12 @@
 // dead-letter record that says why not (second output, one element per message).
 //
 // The DoFn fetches the table's schema in Setup (system.columns and the server time zone), so
-// every worker converts against the table as it is when the worker starts. Metrics, in the Beam
-// namespace PubSubToClickHouse: counters messages-received (every message, before parsing),
-// rows-parsed-ok and rows-parse-failed, and the distribution message-payload-bytes.
+// every worker converts against the table as it is when the worker starts. With
+// Config.AddNewColumns a field that no column takes becomes a column (evolve.go). Metrics, in
+// the Beam namespace PubSubToClickHouse: counters messages-received (every message, before
+// parsing), rows-parsed-ok and rows-parse-failed, columns-added (ADD COLUMNs this stage ran that
+// succeeded) and messages-waited-for-column (messages converted again after the schema was read
+// for a new field of theirs), and the distribution message-payload-bytes.
 package parse
 
 import (
@@ -19,6 +22,7 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
@@ -68,9 +72,14 @@ type Config struct {
 	// (metadataColumns, unknownFieldsColumn; see convert.NewWith); zero for none.
 	FromMessage convert.Options
 	// Routed counts this table's metrics also under names of its own (flow.TableCounters):
-	// messages-received:<table>, rows-parsed-ok:<table>, rows-parse-failed:<table>. The routing
-	// stage counts messages-received then (every message, routed or not), not this one.
+	// messages-received:<table>, rows-parsed-ok:<table>, rows-parse-failed:<table>,
+	// columns-added:<table>, messages-waited-for-column:<table>. The routing stage counts
+	// messages-received then (every message, routed or not), not this one.
 	Routed bool
+	// AddNewColumns turns schema evolution on (template parameter addNewColumns; evolve.go): a
+	// top-level field that no column takes becomes a column, within Limits.
+	AddNewColumns bool
+	Limits        evolve.Limits
 }
 
 // The bounds of an element of rows out of the parse stage (see Parse): the rows of a bundle are
@@ -87,6 +96,7 @@ type parseFn struct {
 
 	ch        *chclient.Resolved // ClickHouse with its secrets read, once, in Setup
 	tracker   *convert.Tracker
+	evolver   *evolver  // nil without AddNewColumns
 	attempted time.Time // the last refresh attempt, failed or not
 	buf       []byte
 	meta      convert.Meta // the current message's metadata, for the metadata columns
@@ -103,16 +113,30 @@ type parseFn struct {
 // schema and builds the converter. An unsupported column type fails here, before any message is
 // read.
 func (f *parseFn) Setup(ctx context.Context) error {
-	f.byTable = flow.NewTableCounters(f.Routed, f.Table, "messages-received", "rows-parsed-ok", "rows-parse-failed")
+	f.byTable = flow.NewTableCounters(f.Routed, f.Table, "messages-received", "rows-parsed-ok", "rows-parse-failed",
+		"columns-added", "messages-waited-for-column")
 	f.tracker = &convert.Tracker{Stage: "parse", Database: f.ClickHouse.Database, Table: f.Table, Options: f.FromMessage}
-	_, err := chclient.SetupRetry.Do(ctx, func() error {
+	var err error
+	if f.evolver, err = f.newEvolver(); err != nil {
+		return err
+	}
+	_, err = chclient.SetupRetry.Do(ctx, func() error {
 		if f.ch == nil {
 			var err error
 			if f.ch, err = f.ClickHouse.Resolve(ctx); err != nil {
 				return err
 			}
 		}
-		return f.refresh(ctx)
+		if err := f.refresh(ctx); err != nil || f.evolver == nil {
+			return err
+		}
+		c, err := f.ch.Open(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		f.evolver.rule.Server, err = evolve.ServerOfConn(ctx, c)
+		return err
 	}, func(n int, err error) {
 		slog.Warn("parse: reading the table's schema failed; retrying", "table", f.Table, "attempt", n, "error", err)
 	})
@@ -184,12 +208,22 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 	ok := 0
 	for _, m := range ms.Messages {
 		messagePayloadBytes.Update(ctx, int64(len(m.Data)))
-		var err error
-		if withMeta {
-			f.meta = convert.Meta{ID: m.ID, PublishTimeMillis: m.PublishTimeMillis, OrderingKey: m.OrderingKey, Attributes: m.Attributes}
-			f.buf, err = conv.ConvertMessage(f.buf[:0], m.Data, &f.meta)
-		} else {
-			f.buf, err = conv.Convert(f.buf[:0], m.Data)
+		err := f.convert(conv, m)
+		if err == nil && f.evolver != nil && conv.Untaken() > 0 {
+			reread, dead, fatal := f.addColumns(ctx, conv, m)
+			if fatal != nil {
+				return fatal // nothing of the bundle is acknowledged: the runner retries it
+			}
+			if reread {
+				conv = f.tracker.Converter()
+				schemaHash = conv.SchemaHash()
+				messagesWaited.Inc(ctx, 1)
+				f.byTable.Inc(ctx, "messages-waited-for-column", 1)
+				err = f.convert(conv, m)
+			}
+			if dead != nil {
+				err = dead
+			}
 		}
 		if err != nil {
 			rowsParseFailed.Inc(ctx, 1)
@@ -214,6 +248,18 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 	rowsParsedOK.Inc(ctx, int64(ok))
 	f.byTable.Inc(ctx, "rows-parsed-ok", int64(ok))
 	return nil
+}
+
+// convert converts m with conv into f.buf.
+func (f *parseFn) convert(conv *convert.Converter, m flow.Message) error {
+	var err error
+	if len(f.FromMessage.Metadata) > 0 {
+		f.meta = convert.Meta{ID: m.ID, PublishTimeMillis: m.PublishTimeMillis, OrderingKey: m.OrderingKey, Attributes: m.Attributes}
+		f.buf, err = conv.ConvertMessage(f.buf[:0], m.Data, &f.meta)
+	} else {
+		f.buf, err = conv.Convert(f.buf[:0], m.Data)
+	}
+	return err
 }
 
 // FinishBundle emits the rows the bundle left gathered.

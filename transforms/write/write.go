@@ -85,6 +85,7 @@ type insertFn struct {
 	ch        *chclient.Resolved // ClickHouse with its secrets read, once, in Setup
 	conn      driver.Conn
 	tracker   *convert.Tracker   // the table's schema and converter
+	seen      map[uint64]bool    // the schema hashes tracker has had
 	columns   []schema.Column    // tracker's writable columns
 	conv      *convert.Converter // tracker's converter
 	settings  clickhouse.Settings
@@ -144,6 +145,10 @@ func (f *insertFn) refreshSchema(ctx context.Context) error {
 		return err
 	}
 	f.columns, f.conv = f.tracker.Schema().Writable(), f.tracker.Converter()
+	if f.seen == nil {
+		f.seen = map[uint64]bool{}
+	}
+	f.seen[f.conv.SchemaHash()] = true
 	return nil
 }
 
@@ -208,15 +213,17 @@ const maxSchemaRefreshes = 2
 // insertRows converts rows with the current schema, splits them into blocks and inserts each.
 func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row, string, error), refreshes int) error {
 	current := f.conv.SchemaHash()
-	stale := false
+	stale, unseen := false, false
 	for _, r := range rows {
 		if r.Schema != current {
-			stale = true
-			break
+			stale, unseen = true, unseen || !f.seen[r.Schema]
 		}
 	}
-	if stale && f.tracker.Age() > time.Second {
-		// Rows of another schema: the table may have changed since this worker read it.
+	if stale && (unseen || f.tracker.Age() > time.Second) {
+		// Rows of another schema: the table may have changed since this worker read it. Rows
+		// of a schema this stage never had (the parse stage read the table later: a column was
+		// added, by addNewColumns or by hand) read it again however recently it was read, so
+		// that the INSERT fills the new column.
 		if err := f.refreshSchema(ctx); err != nil {
 			return err
 		}

@@ -1,0 +1,425 @@
+package integration_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+)
+
+// columnsOf returns the columns of the table events as "name type" lines, in table order.
+func (e *e2e) columnsOf(t *testing.T) string {
+	t.Helper()
+	return e.srv.MustQuery(t, fmt.Sprintf("SELECT name, type FROM system.columns WHERE database = '%s' AND table = 'events'", e.srv.Database))
+}
+
+// publishJSON publishes each payload as one message.
+func (e *e2e) publishJSON(t *testing.T, payloads ...string) {
+	t.Helper()
+	msgs := make([]*pubsubpb.PubsubMessage, len(payloads))
+	for i, p := range payloads {
+		msgs[i] = &pubsubpb.PubsubMessage{Data: []byte(p)}
+	}
+	e.ps.Publish(t, e.topic, msgs...)
+}
+
+// TestNewFieldsBecomeColumns: with addNewColumns, a stream whose messages gain fields while the
+// job runs (a whole number, a fraction, a boolean, a string, an object, an array, a null) gets a
+// column for each, of the type the rule gives (on 18.16 a boolean is Nullable(UInt8), and null
+// adds none), every message is once a row or a dead letter, each row has the values of its
+// fields, and a field whose type changes later (a string for the Nullable(Int64) column) makes
+// its messages dead letters by the usual rules of conversion.
+func TestNewFieldsBecomeColumns(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	e.opts.AddNewColumns = true
+	e.opts.BatchRowCount = pipeline.GivenInt(50)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+
+	var first, later []string
+	for i := range 100 {
+		first = append(first, fmt.Sprintf(`{"id":%d}`, i))
+	}
+	for i := 100; i < 400; i++ {
+		var extra string
+		switch i % 8 {
+		case 0:
+			extra = fmt.Sprintf(`"n":%d`, i)
+		case 1:
+			extra = `"f":1.5`
+		case 2:
+			extra = `"b":true`
+		case 3:
+			extra = `"s":"x"`
+		case 4:
+			extra = `"o":{"a": 1}`
+		case 5:
+			extra = `"arr":[1,2]`
+		case 6:
+			extra = `"nothing":null`
+		case 7:
+			extra = fmt.Sprintf(`"n":%d,"s":"y","f":2.5`, i)
+		}
+		later = append(later, fmt.Sprintf(`{"id":%d,%s}`, i, extra))
+	}
+	var changed []string // n, a Nullable(Int64) column by then, given a string
+	for i := 400; i < 420; i++ {
+		changed = append(changed, fmt.Sprintf(`{"id":%d,"n":"text %d"}`, i, i))
+	}
+
+	e.publishJSON(t, first...)
+	r := e.start(t)
+	e.watch(t, 100, 60*time.Second)
+	e.publishJSON(t, later...)
+	e.watch(t, 400, 60*time.Second)
+	e.publishJSON(t, changed...)
+	c := counters(r.wait(t, 2*time.Minute))
+	t.Logf("counters: %v", c)
+
+	rows, dead := e.checkAccounted(t, 420, "id")
+	if rows != 400 || dead != 20 {
+		t.Errorf("%d rows and %d dead letters, want 400 and 20", rows, dead)
+	}
+	want := "id\tUInt32\nn\tNullable(Int64)\nf\tNullable(Float64)\nb\tNullable(UInt8)\ns\tNullable(String)\no\tNullable(String)\narr\tNullable(String)"
+	if got := e.columnsOf(t); got != want {
+		// The order of the columns is the order in which the fields were first converted.
+		gotSet, wantSet := strings.Split(got, "\n"), strings.Split(want, "\n")
+		if len(gotSet) != len(wantSet) || !sameSet(gotSet, wantSet) {
+			t.Errorf("columns:\n%s\nwant (in any order after id):\n%s", got, want)
+		}
+	}
+	for q, want := range map[string]string{
+		"SELECT count() FROM events WHERE n = id":                               "75", // i%8 == 0 and 7, 100 ≤ i < 400
+		"SELECT count() FROM events WHERE f = 1.5":                              "37",
+		"SELECT count() FROM events WHERE f = 2.5":                              "38",
+		"SELECT count() FROM events WHERE b = 1":                                "37",
+		"SELECT count() FROM events WHERE s = 'x'":                              "37",
+		"SELECT count() FROM events WHERE s = 'y'":                              "38",
+		`SELECT count() FROM events WHERE o = '{"a":1}'`:                        "38", // compacted, as String keeps an object
+		"SELECT count() FROM events WHERE arr = '[1,2]'":                        "38",
+		"SELECT count() FROM events WHERE id < 100 AND isNull(n) AND isNull(s)": "100",
+	} {
+		if got := e.srv.MustQuery(t, q); got != want {
+			t.Errorf("%s = %s, want %s", q, got, want)
+		}
+	}
+	got := e.srv.MustQuery(t, "SELECT count() FROM dead_letters WHERE error_message LIKE 'column \"n\" (Nullable(Int64)): \"text %'")
+	if got != "20" {
+		t.Errorf("%s dead letters name the column n and the string, want 20: %s", got, e.srv.MustQuery(t, "SELECT error_message FROM dead_letters LIMIT 3"))
+	}
+	if c["columns-added"] != 6 {
+		t.Errorf("columns-added = %d, want 6", c["columns-added"])
+	}
+	// b, o and arr each come in messages of their own, n, f and s also together (i%8 == 7): at
+	// least 4 messages wait, at most the 300 with new fields.
+	if c["messages-waited-for-column"] < 4 || c["messages-waited-for-column"] > 300 {
+		t.Errorf("messages-waited-for-column = %d, want 4 to 300", c["messages-waited-for-column"])
+	}
+}
+
+// sameSet reports whether a and b hold the same strings.
+func sameSet(a, b []string) bool {
+	m := map[string]int{}
+	for _, s := range a {
+		m[s]++
+	}
+	for _, s := range b {
+		m[s]--
+	}
+	for _, n := range m {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestNewColumnsLimits: addNewColumnsMax, addNewColumnsPattern and addNewColumnsExcluded refuse
+// fields, and the field's message is a dead letter whose error names the parameter, the field,
+// its value and the rule, or, with unknownFieldsColumn, the field is kept there and the message
+// is a row. A field whose name no column may have is refused alike.
+func TestNewColumnsLimits(t *testing.T) {
+	for _, overflow := range []bool{false, true} {
+		t.Run(fmt.Sprint("unknownFieldsColumn=", overflow), func(t *testing.T) {
+			ddl := `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`
+			if overflow {
+				ddl = `CREATE TABLE {table} (id UInt32, unknown String) ENGINE = MergeTree ORDER BY id`
+			}
+			e := newE2E(t, ddl)
+			e.opts.AddNewColumns = true
+			e.opts.AddNewColumnsMax = 2
+			e.opts.AddNewColumnsPattern = "^[a-z_]+$"
+			e.opts.AddNewColumnsExcluded = "debug,trace"
+			e.opts.BatchRowCount = pipeline.GivenInt(10)
+			e.opts.WindowSeconds = pipeline.GivenInt(1)
+			if overflow {
+				e.opts.UnknownFieldsColumn = "unknown"
+			}
+			e.publishJSON(t, `{"id":1,"a":1}`, `{"id":2,"b":"two"}`)
+			r := e.start(t)
+			e.watch(t, 2, 60*time.Second)
+			e.publishJSON(t,
+				`{"id":3,"c":3}`,        // beyond addNewColumnsMax
+				`{"id":4,"Foo":4}`,      // not of the pattern
+				`{"id":5,"debug":true}`, // excluded
+				`{"id":6,"a(b)":6}`,     // no column may have the name
+				`{"id":7,"a":7,"b":"seven"}`,
+			)
+			c := counters(r.wait(t, 2*time.Minute))
+			t.Logf("counters: %v", c)
+			if got, want := e.columnsOf(t), map[bool]string{false: "id\tUInt32\na\tNullable(Int64)\nb\tNullable(String)",
+				true: "id\tUInt32\nunknown\tString\na\tNullable(Int64)\nb\tNullable(String)"}[overflow]; got != want {
+				t.Errorf("columns:\n%s\nwant\n%s", got, want)
+			}
+			if c["columns-added"] != 2 {
+				t.Errorf("columns-added = %d, want 2", c["columns-added"])
+			}
+			if overflow {
+				e.checkAccounted(t, 7, "id")
+				got := e.srv.MustQuery(t, "SELECT id, unknown FROM events ORDER BY id")
+				want := "1\t{}\n2\t{}\n3\t{\"c\":3}\n4\t{\"Foo\":4}\n5\t{\"debug\":true}\n6\t{\"a(b)\":6}\n7\t{}"
+				if got != want {
+					t.Errorf("rows:\n%s\nwant\n%s", got, want)
+				}
+				return
+			}
+			rows, dead := e.checkAccounted(t, 7, "id")
+			if rows != 3 || dead != 4 {
+				t.Errorf("%d rows and %d dead letters, want 3 and 4", rows, dead)
+			}
+			got := e.srv.MustQuery(t, "SELECT error_message FROM dead_letters ORDER BY raw_message")
+			want := strings.Join([]string{
+				`addNewColumnsMax: field "c" (value 3) is beyond the limit: this worker has added 2 columns to the table, the message would add 1 more, and it adds at most 2; the message is a dead letter`,
+				`addNewColumnsPattern: field "Foo" (value 4) does not match ^[a-z_]+$; the message is a dead letter`,
+				`addNewColumnsExcluded: field "debug" (value true) is excluded: it never becomes a column; the message is a dead letter`,
+				`addNewColumns: field "a(b)" (value 6) cannot be a column: the name contains a parenthesis, which clickhouse-go cannot name in an INSERT; the message is a dead letter`,
+			}, "\n")
+			if got != want {
+				t.Errorf("dead letters:\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
+
+// TestTwoPipelinesAddTheSameColumns: two pipelines in this process on one subscription (two
+// workers, each pulling part of the messages) meet the same new fields, which come in waves while
+// both run: each field is one column, of the rule's type, each pipeline converts messages against
+// columns the other added, and no message is lost or duplicated. Whether two ALTERs of one column
+// ever meet in the same instant is up to the scheduling; the check of the columns holds either way.
+func TestTwoPipelinesAddTheSameColumns(t *testing.T) {
+	const n = 2000
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	e.opts.AddNewColumns = true
+	e.opts.BatchRowCount = pipeline.GivenInt(100)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.StopAfterIdle = pipeline.GivenInt(5)
+	rnd := rand.New(rand.NewPCG(29, 2))
+	var waves [][]string // the fields f0 … f7 come in as the waves go on, f7 from the last
+	has := map[string]int{}
+	for i := range n {
+		wave := i / (n / 16)
+		if i%(n/16) == 0 {
+			waves = append(waves, nil)
+		}
+		fields := []string{fmt.Sprintf(`"id":%d`, i)}
+		for f := range min(8, wave/2+1) {
+			if rnd.IntN(3) == 0 {
+				name := fmt.Sprintf("f%d", f)
+				fields = append(fields, fmt.Sprintf(`"%s":%d`, name, i))
+				has[name]++
+			}
+		}
+		waves[wave] = append(waves[wave], "{"+strings.Join(fields, ",")+"}")
+	}
+	r1, r2 := e.start(t), e.start(t)
+	time.Sleep(5 * time.Second) // both pulling
+	for _, w := range waves {
+		e.publishJSON(t, w...)
+		time.Sleep(300 * time.Millisecond)
+	}
+	c1, c2 := counters(r1.wait(t, 3*time.Minute)), counters(r2.wait(t, 3*time.Minute))
+	t.Logf("counters: %v and %v", c1, c2)
+	if c1["messages-received"] == 0 || c2["messages-received"] == 0 {
+		t.Errorf("one pipeline received every message (%d and %d): the test did not run two workers", c1["messages-received"], c2["messages-received"])
+	}
+	rows, dead := e.checkAccounted(t, n, "id")
+	if rows != n || dead != 0 {
+		t.Errorf("%d rows and %d dead letters, want %d and 0", rows, dead, n)
+	}
+	cols := strings.Split(e.columnsOf(t), "\n")
+	if len(cols) != 9 {
+		t.Errorf("%d columns, want id and f0…f7: %v", len(cols), cols)
+	}
+	for f := range 8 {
+		name := fmt.Sprintf("f%d", f)
+		if !sameSet([]string{name + "\tNullable(Int64)"}, filter(cols, name+"\t")) {
+			t.Errorf("column %s: %v, want one Nullable(Int64)", name, filter(cols, name+"\t"))
+		}
+		if got, want := e.srv.MustQuery(t, fmt.Sprintf("SELECT count() FROM events WHERE %s = id", name)), fmt.Sprint(has[name]); got != want {
+			t.Errorf("%s = id in %s rows, want %s", name, got, want)
+		}
+	}
+	if added := c1["columns-added"] + c2["columns-added"]; added != 8 {
+		t.Errorf("columns-added %d in all, want 8 (18.16 refuses a second ADD of a column, which is not counted)", added)
+	}
+}
+
+// filter returns the lines of lines that start with prefix.
+func filter(lines []string, prefix string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestAddNewColumnsNeedsALTER: a launch with addNewColumns as a user who may not ALTER (the
+// packaged configuration's user readonly, of the profile readonly: readonly=1, all ClickHouse
+// 18.16 has to refuse DDL) stops before the job starts, with a sentence naming addNewColumns, the
+// user and the setting; so does a user whose allow_ddl is 0.
+func TestAddNewColumnsNeedsALTER(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	e.opts.ClickHouseUsername = "readonly"
+	bin, _ := launchBinary(t)
+	out, err := runLaunch(t, bin, nil, e.binaryArgs("", "--addNewColumns=true"))
+	if err == nil {
+		t.Fatalf("the launch as a read-only user with addNewColumns succeeded:\n%s", out)
+	}
+	want := `addNewColumns: the ClickHouse user "readonly" has the setting readonly=1, which refuses ALTER TABLE … ADD COLUMN`
+	if !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+
+	// A user who may insert but not run DDL: allow_ddl=0, here sent as a setting of the URL.
+	e.opts.ClickHouseUsername = "default"
+	out, err = runLaunch(t, bin, nil, e.binaryArgs(e.srv.URL+"?allow_ddl=0", "--addNewColumns=true"))
+	want = `addNewColumns: the ClickHouse user "default" has the setting allow_ddl=0, which refuses ALTER TABLE … ADD COLUMN`
+	if err == nil || !strings.Contains(out, want) {
+		t.Errorf("the launch with allow_ddl=0: %v; output lacks %q:\n%s", err, want, out)
+	}
+}
+
+// TestCheckShowsNewColumns: check with addNewColumns lists the ALTER TABLE of each column the
+// file's new fields would become, by the pipeline's rule (the first value's type; a later value
+// that wants another is pointed out) and limits, and adds none.
+func TestCheckShowsNewColumns(t *testing.T) {
+	ch := chtest.New(t)
+	ch.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+	file := writeTestFile(t, "in.jsonl", `{"id":1,"a":1,"b":true}`+"\n"+`{"id":2,"a":2.5,"Foo":"x","o":{"k": [1]}}`+"\n"+`{"id":3,"n":null}`+"\n")
+	out, errOut, code := runCommand(t, "", append([]string{"check", "--clickHouseTable=events", "--addNewColumns", "--addNewColumnsPattern=^[a-z]+$", file},
+		chFlags(ch)...)...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	table := "`" + ch.Database + "`.`events`"
+	for _, want := range []string{
+		`note: no column takes the fields "a", "b" yet: addNewColumns would add a column for each`,
+		"addNewColumns: the messages would add 3 columns to events (check adds none):",
+		"  ALTER TABLE " + table + " ADD COLUMN `a` Nullable(Int64)  -- from " + file + ":1; later values want Nullable(Float64): those the first type does not take are dead letters",
+		"  ALTER TABLE " + table + " ADD COLUMN `b` Nullable(UInt8)  -- from " + file + ":1\n",
+		"  ALTER TABLE " + table + " ADD COLUMN `o` Nullable(String)  -- from " + file + ":2\n",
+		`  refused: addNewColumnsPattern: field "Foo" (value "x") does not match ^[a-z]+$; its messages would be dead letters`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "`n`") {
+		t.Errorf("a field seen only with null is listed:\n%s", out)
+	}
+	if cols := ch.MustQuery(t, fmt.Sprintf("SELECT name FROM system.columns WHERE database = '%s' AND table = 'events'", ch.Database)); cols != "id" {
+		t.Errorf("check added columns: %q", cols)
+	}
+}
+
+// TestNewColumnsRouted: with routeBy, each table's parse stage adds its own columns: a field
+// that comes to one table becomes a column of that table alone, the same field in two tables
+// one column in each, and the counters of each table count its own.
+func TestNewColumnsRouted(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	for _, table := range []string{"clicks", "orders"} {
+		e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, kind String) ENGINE = MergeTree ORDER BY id`, table)
+	}
+	e.opts.RouteBy = "field:kind"
+	e.opts.RouteTables = "click=clicks,order=orders"
+	e.opts.AddNewColumns = true
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	var payloads []string
+	for i := range 60 {
+		switch i % 3 {
+		case 0:
+			payloads = append(payloads, fmt.Sprintf(`{"id":%d,"kind":"click","x":%d,"both":"c"}`, i, i))
+		case 1:
+			payloads = append(payloads, fmt.Sprintf(`{"id":%d,"kind":"order","amount":%d.5,"both":"o"}`, i, i))
+		case 2:
+			payloads = append(payloads, fmt.Sprintf(`{"id":%d,"kind":"view","y":true}`, i)) // unlisted: events
+		}
+	}
+	e.publishJSON(t, payloads...)
+	c := counters(e.run(t))
+	t.Logf("counters: %v", c)
+	for table, want := range map[string]string{
+		"clicks": "id\tUInt32\nkind\tString\nx\tNullable(Int64)\nboth\tNullable(String)",
+		"orders": "id\tUInt32\nkind\tString\namount\tNullable(Float64)\nboth\tNullable(String)",
+		"events": "id\tUInt32\nkind\tNullable(String)\ny\tNullable(UInt8)",
+	} {
+		got := e.srv.MustQuery(t, fmt.Sprintf("SELECT name, type FROM system.columns WHERE database = '%s' AND table = '%s'", e.srv.Database, table))
+		if got != want {
+			t.Errorf("columns of %s:\n%s\nwant\n%s", table, got, want)
+		}
+		if got := e.srv.MustQuery(t, "SELECT count() FROM "+table); got != "20" {
+			t.Errorf("%s holds %s rows, want 20", table, got)
+		}
+	}
+	for name, want := range map[string]int64{"columns-added": 6, "columns-added:clicks": 2, "columns-added:orders": 2, "columns-added:events": 2} {
+		if c[name] != want {
+			t.Errorf("counter %s = %d, want %d", name, c[name], want)
+		}
+	}
+	if got := e.srv.MustQuery(t, "SELECT count() FROM clicks WHERE x = id AND both = 'c'"); got != "20" {
+		t.Errorf("clicks with their x and both: %s, want 20", got)
+	}
+}
+
+// TestNewFieldsBecomeColumnsOnModern: the built binary with addNewColumns against the ClickHouse
+// 26 engine: the launch's check of the grant (CHECK GRANT there) passes for its user, each new
+// field becomes a column by ADD COLUMN IF NOT EXISTS, a boolean a Nullable(Bool), and every
+// message is a row with its values.
+func TestNewFieldsBecomeColumnsOnModern(t *testing.T) {
+	srv := chtest.StartModern(t)
+	e := newE2EOn(t, srv.Server, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	e.opts.BatchRowCount = pipeline.GivenInt(100)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	var payloads []string
+	for i := range 30 {
+		payloads = append(payloads, []string{
+			fmt.Sprintf(`{"id":%d,"n":%d}`, i, i), fmt.Sprintf(`{"id":%d,"b":true}`, i), fmt.Sprintf(`{"id":%d,"o":{"k":[1, 2]}}`, i),
+		}[i%3])
+	}
+	e.publishJSON(t, payloads...)
+	out := e.runBinary(t, "", "--addNewColumns=true")
+	if got, want := e.columnsOf(t), "id\tUInt32\nn\tNullable(Int64)\nb\tNullable(Bool)\no\tNullable(String)"; !sameSet(strings.Split(got, "\n"), strings.Split(want, "\n")) {
+		t.Errorf("columns:\n%s\nwant (in any order after id)\n%s\n%s", got, want, out)
+	}
+	for q, want := range map[string]string{
+		"SELECT count() FROM events":                         "30",
+		"SELECT count() FROM events WHERE n = id":            "10",
+		"SELECT count() FROM events WHERE b":                 "10",
+		`SELECT count() FROM events WHERE o = '{"k":[1,2]}'`: "10",
+		"SELECT count() FROM dead_letters":                   "0",
+	} {
+		if got := srv.MustQuery(t, q); got != want {
+			t.Errorf("%s = %s, want %s", q, got, want)
+		}
+	}
+	if !strings.Contains(out, "addNewColumns: new fields become columns") {
+		t.Errorf("the launch does not say that addNewColumns passed its check:\n%s", out)
+	}
+}

@@ -1,0 +1,313 @@
+// Schema evolution in the parse stage (template parameter addNewColumns): a top-level field that
+// no column takes becomes a new column, and the message is converted again against the table as
+// it then is.
+
+package parse
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
+)
+
+// The counters of schema evolution: the ADD COLUMNs this worker ran that succeeded, and the
+// messages converted again because a field of theirs was new to the worker's view of the table.
+var (
+	columnsAdded   = beam.NewCounter(flow.Namespace, "columns-added")
+	messagesWaited = beam.NewCounter(flow.Namespace, "messages-waited-for-column")
+)
+
+// The bounds of waiting for a new column to be visible in system.columns: after an ALTER ON
+// CLUSTER the server the worker is connected to may show it later than the one that ran it.
+const (
+	visibleWithin = 30 * time.Second
+	visiblePoll   = 500 * time.Millisecond
+	// refusedFor is how long a field whose ADD COLUMN the server refused stays refused without
+	// asking the server again (an operator may fix a grant meanwhile).
+	refusedFor = time.Minute
+)
+
+// added counts, per table (added.key), the columns this worker process has added: the
+// addNewColumnsMax of each worker, shared by the parse stage's DoFn instances of the process.
+var added = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
+// reserve takes up to n of the limit columns of the table key for one message: it returns how
+// many columns were taken before, and how many of the n it took (0 when limit were taken).
+func reserve(key string, n, limit int) (before, granted int) {
+	added.Lock()
+	defer added.Unlock()
+	before = added.n[key]
+	granted = min(n, max(0, limit-before))
+	added.n[key] = before + granted
+	return before, granted
+}
+
+// taken returns how many columns of the table key reserve has taken.
+func taken(key string) int {
+	added.Lock()
+	defer added.Unlock()
+	return added.n[key]
+}
+
+// release gives back n columns reserve took, which this worker did not add after all.
+func release(key string, n int) {
+	added.Lock()
+	defer added.Unlock()
+	added.n[key] -= n
+}
+
+// evolver is the parse stage's schema evolution for one DoFn instance.
+type evolver struct {
+	checker *evolve.Checker
+	rule    evolve.Rule // the server's types, read in Setup
+	key     string      // the table's key in added
+	// refused holds, per field, the server's refusal of its ADD COLUMN and when it came.
+	refused map[string]refusedDDL
+}
+
+type refusedDDL struct {
+	r  *evolve.Refusal
+	at time.Time
+}
+
+// refusedError is the dead-letter error of a message with fields that do not become columns.
+type refusedError struct{ refusals []*evolve.Refusal }
+
+func (e *refusedError) Error() string {
+	parts := make([]string, len(e.refusals))
+	for i, r := range e.refusals {
+		parts[i] = r.Error()
+	}
+	return strings.Join(parts, "; ") + "; the message is a dead letter"
+}
+
+func (e *refusedError) Unwrap() []error {
+	out := make([]error, len(e.refusals))
+	for i, r := range e.refusals {
+		out[i] = r
+	}
+	return out
+}
+
+// newEvolver returns the evolver of f's configuration, nil when addNewColumns is off.
+func (f *parseFn) newEvolver() (*evolver, error) {
+	if !f.AddNewColumns {
+		return nil, nil
+	}
+	c, err := evolve.NewChecker(f.Limits)
+	if err != nil {
+		return nil, err
+	}
+	return &evolver{checker: c, key: f.ClickHouse.URL + "\x00" + f.ClickHouse.Database + "\x00" + f.Table, refused: map[string]refusedDDL{}}, nil
+}
+
+// newField is a field of a message that no column takes.
+type newField struct {
+	name  string
+	value []byte
+	kind  evolve.Kind
+}
+
+// addColumns adds the columns of m's new fields, which conv (the converter m was converted with)
+// says no column takes, and reports whether the table's schema was read again (m must then be
+// converted again, with f.tracker's converter). dead is the reason m is a dead letter: a field
+// given twice, or new fields refused (by a limit, their names, or the server) while
+// unknownFieldsColumn is unset; with it, refused fields stay there. err fails the bundle: the
+// server could not be reached (after retries), or a column added is not visible in time.
+func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flow.Message) (reread bool, dead, err error) {
+	e := f.evolver
+	var fresh []newField
+	var refused []*evolve.Refusal
+	var seen map[string]bool
+	walk := conv.NewFields(m.Data, func(name string, value []byte) error {
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		if seen[name] {
+			return &convert.PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
+		}
+		seen[name] = true
+		k, err := evolve.Infer(value)
+		switch {
+		case err != nil:
+			return fmt.Errorf("field %q: %w", name, err)
+		case k == evolve.None:
+			return nil // null: no type, no column yet
+		}
+		if r := e.checker.Check(name, value); r != nil {
+			refused = append(refused, r)
+		} else if d, ok := e.refused[name]; ok && time.Since(d.at) < refusedFor {
+			r := *d.r
+			r.Value = text.Cut(value, 100)
+			refused = append(refused, &r)
+		} else {
+			fresh = append(fresh, newField{name, value, k})
+		}
+		return nil
+	})
+	switch {
+	case walk != nil:
+		return false, walk, nil
+	case len(refused) > 0 && f.FromMessage.UnknownFields == "":
+		return false, &refusedError{refused}, nil
+	case len(fresh) == 0:
+		f.logKept(refused)
+		return false, nil, nil
+	}
+	if done := taken(e.key); done >= e.checker.Limits().Max {
+		// No column left to add: no need to ask the server (a column another worker added
+		// meanwhile is taken at the next schema refresh).
+		for _, n := range fresh {
+			refused = append(refused, e.checker.Beyond(n.name, n.value, done, len(fresh)))
+		}
+		if f.FromMessage.UnknownFields == "" {
+			return false, &refusedError{refused}, nil
+		}
+		f.logKept(refused)
+		return false, nil, nil
+	}
+
+	c, err := f.ch.Open(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	defer c.Close()
+	// Another worker may have added them already.
+	if err := f.refreshOn(ctx, c); err != nil {
+		return false, nil, err
+	}
+	reread = true
+	missing := slices.DeleteFunc(fresh, func(n newField) bool { return f.hasColumn(n.name) })
+	// The limit first: a message that is a dead letter adds no column.
+	before, granted := reserve(e.key, len(missing), e.checker.Limits().Max)
+	reserved := missing[:granted]
+	for _, n := range missing[granted:] {
+		refused = append(refused, e.checker.Beyond(n.name, n.value, before, len(missing)))
+	}
+	if len(refused) > 0 && f.FromMessage.UnknownFields == "" {
+		release(e.key, granted)
+		return reread, &refusedError{refused}, nil
+	}
+	var asked []string
+	for i, n := range reserved {
+		r, err := f.addColumn(ctx, c, n)
+		if err != nil {
+			release(e.key, len(reserved)-i-1) // addColumn gave back its own
+			return reread, nil, err
+		}
+		if r != nil {
+			e.refused[n.name] = refusedDDL{r, time.Now()}
+			refused = append(refused, r)
+			continue
+		}
+		asked = append(asked, n.name)
+	}
+	if len(refused) > 0 && f.FromMessage.UnknownFields == "" {
+		return reread, &refusedError{refused}, nil
+	}
+	f.logKept(refused)
+	if len(asked) == 0 {
+		return reread, nil, nil // every column was there already: the schema just read has them
+	}
+	return reread, nil, f.waitVisible(ctx, c, asked)
+}
+
+// addColumn runs the ADD COLUMN of field n through c, retrying what a retry can change
+// (chclient.Transient, with chclient.SetupRetry). It returns the refusal of a DDL the server
+// refuses (any other failure), and an error when the server stays unreachable. A column that
+// exists already (another worker added it) is success. The reservation of the column (reserve)
+// is kept only for a column this worker added.
+func (f *parseFn) addColumn(ctx context.Context, c driver.Conn, n newField) (*evolve.Refusal, error) {
+	e := f.evolver
+	def := e.rule.Definition(n.kind)
+	ddl := e.rule.Server.AddColumn(f.ClickHouse.Database, f.Table, n.name, def, e.checker.Limits().OnCluster)
+	_, err := chclient.SetupRetry.DoIf(ctx, func() error { return c.Exec(ctx, ddl) },
+		func(err error) bool { return chclient.Classify(err) == chclient.Transient },
+		func(attempt int, err error) {
+			slog.Warn("parse: adding a column failed; retrying", "table", f.Table, "column", n.name, "attempt", attempt, "error", err)
+		})
+	switch {
+	case err == nil:
+		columnsAdded.Inc(ctx, 1)
+		f.byTable.Inc(ctx, "columns-added", 1)
+		slog.Info("parse: added a column for a new field", "table", f.Table, "column", n.name, "type", def, "value", text.Cut(n.value, 100))
+		return nil, nil
+	case evolve.AlreadyExists(err):
+		release(e.key, 1)
+		return nil, nil
+	case chclient.Classify(err) == chclient.Transient || ctx.Err() != nil:
+		release(e.key, 1)
+		return nil, fmt.Errorf("adding the column %q to %s.%s: %w", n.name, f.ClickHouse.Database, f.Table, err)
+	}
+	release(e.key, 1)
+	slog.Warn("parse: the server refused to add a column", "table", f.Table, "column", n.name, "statement", ddl, "error", err)
+	return &evolve.Refusal{Param: evolve.ParamAdd, Field: n.name, Value: text.Cut(n.value, 100),
+		Rule: fmt.Sprintf("cannot become a column: the server refused %s: %v", ddl, chclient.ServerError(err)), Err: err}, nil
+}
+
+// waitVisible reads the schema through c until every column of names is in it: at once on a
+// single server, where the ALTER has changed the table when it returns; after an ALTER ON
+// CLUSTER, until the server c is connected to shows it, up to visibleWithin. A column that a
+// refresh never shows is an error (the bundle is retried).
+func (f *parseFn) waitVisible(ctx context.Context, c driver.Conn, names []string) error {
+	deadline := time.Now().Add(visibleWithin)
+	for {
+		if err := f.refreshOn(ctx, c); err != nil {
+			return err
+		}
+		i := slices.IndexFunc(names, func(n string) bool { return !f.hasColumn(n) })
+		if i < 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the column %q added to %s.%s is not in the server's system.columns after %v", names[i], f.ClickHouse.Database, f.Table, visibleWithin)
+		}
+		t := time.NewTimer(visiblePoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// hasColumn reports whether the table, as f.tracker last read it, has a column of that name.
+func (f *parseFn) hasColumn(name string) bool {
+	return slices.ContainsFunc(f.tracker.Schema().Columns, func(c schema.Column) bool { return c.Name == name })
+}
+
+// logKept logs, once per field and worker, each refused field kept in unknownFieldsColumn.
+func (f *parseFn) logKept(refused []*evolve.Refusal) {
+	for _, r := range refused {
+		chclient.LogOnce("parse: a new field does not become a column; it is kept in "+convert.OptionUnknownFields.String(),
+			"table", f.Table, "field", r.Field, "rule", r.Param+": "+r.Rule)
+	}
+}
+
+// refreshOn reads the table's schema through c, retrying what a retry can change.
+func (f *parseFn) refreshOn(ctx context.Context, c driver.Conn) error {
+	_, err := chclient.SetupRetry.DoIf(ctx, func() error { return f.tracker.Refresh(ctx, c) },
+		func(err error) bool { return chclient.Classify(err) == chclient.Transient },
+		func(attempt int, err error) {
+			slog.Warn("parse: reading the table's schema failed; retrying", "table", f.Table, "attempt", attempt, "error", err)
+		})
+	return err
+}

@@ -1,0 +1,204 @@
+package parse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+)
+
+// evolveCase is one message of TestAddColumns and what becomes of it.
+type evolveCase struct {
+	data string
+	want string // "row" or the dead letter's error
+}
+
+// runEvolve sends each payload through a parse DoFn of cfg, one message an element, and returns
+// for each "row" or its dead letter's error, and the schema hashes of the rows.
+func runEvolve(t *testing.T, cfg Config, payloads []string) (got []string, f *parseFn, rows []flow.Row) {
+	t.Helper()
+	ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), "bundle")
+	f = &parseFn{Config: cfg}
+	if err := f.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range payloads {
+		id := fmt.Sprint(i)
+		emitRows := func(_ beam.EventTime, rs flow.Rows) { rows = append(rows, rs.Rows...) }
+		var dead *flow.DeadLetter
+		err := f.ProcessElement(ctx, 0, flow.Messages{Messages: []flow.Message{{ID: id, Data: []byte(p)}}}, emitRows,
+			func(d flow.DeadLetter) { dead = &d })
+		if err != nil {
+			t.Fatalf("message %s: %v", p, err)
+		}
+		f.FinishBundle(emitRows, nil)
+		if dead != nil {
+			got = append(got, dead.ErrorMessage)
+		} else {
+			got = append(got, "row")
+		}
+	}
+	return got, f, rows
+}
+
+// TestAddColumns: with AddNewColumns the parse stage adds a column for each new field, of the
+// rule's type, converts the message against it, and dead-letters what the limits refuse (or,
+// with unknownFieldsColumn, keeps it there); a type already chosen wins.
+func TestAddColumns(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, m String MATERIALIZED 'x') ENGINE = MergeTree ORDER BY id`, "plain")
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, unknown String) ENGINE = MergeTree ORDER BY id`, "overflow")
+	limits := evolve.Limits{Max: 3, Pattern: "^[a-z_]+$", Excluded: []string{"debug"}}
+	cases := []evolveCase{
+		{`{"id":1}`, "row"},
+		{`{"id":2,"a":1,"b":"two"}`, "row"}, // two columns
+		{`{"id":3,"a":"three"}`, `column "a" (Nullable(Int64)): "three" is not a number; Int64 takes an integer, a string holding one, true or false`},
+		{`{"id":4,"nothing":null}`, "row"}, // no column
+		{`{"id":5,"m":5}`, "row"},          // a MATERIALIZED column's name is not new
+		{`{"id":6,"Foo":6}`, `addNewColumnsPattern: field "Foo" (value 6) does not match ^[a-z_]+$; the message is a dead letter`},
+		{`{"id":7,"debug":[1]}`, `addNewColumnsExcluded: field "debug" (value [1]) is excluded: it never becomes a column; the message is a dead letter`},
+		{`{"id":8,"c":8.5,"d":true}`, `addNewColumnsMax: field "d" (value true) is beyond the limit: this worker has added 2 columns to the table, the message would add 2 more, and it adds at most 3; the message is a dead letter`},
+		{`{"id":9,"e":1,"e":2}`, `payload: field "e" appears twice; which value is meant is ambiguous`},
+	}
+	var payloads []string
+	for _, c := range cases {
+		payloads = append(payloads, c.data)
+	}
+	got, f, rows := runEvolve(t, Config{ClickHouse: srv.Config(), Table: "plain", AddNewColumns: true, Limits: limits}, payloads)
+	var want []string
+	for _, c := range cases {
+		want = append(want, c.want)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	cols := srv.MustQuery(t, fmt.Sprintf("SELECT name, type FROM system.columns WHERE database = '%s' AND table = 'plain'", srv.Database))
+	// c is not added: its message is a dead letter for d. (ClickHouse puts an added column
+	// before the MATERIALIZED ones.)
+	if want := "id\tUInt32\na\tNullable(Int64)\nb\tNullable(String)\nm\tString"; cols != want {
+		t.Errorf("columns:\n%s\nwant\n%s", cols, want)
+	}
+	// The rows after the columns were added carry the schema with them.
+	final := f.tracker.Converter().SchemaHash()
+	for _, r := range rows[1:] {
+		if r.Schema != final {
+			t.Errorf("row of message %s has schema %x, want %x (the table with its new columns)", r.MessageID, r.Schema, final)
+		}
+	}
+	// The converter of the new schema fills the new columns.
+	conv := f.tracker.Converter()
+	if _, err := conv.Convert(nil, []byte(`{"id":2,"a":1,"b":"two"}`)); err != nil || conv.Untaken() != 0 {
+		t.Errorf("converting again: %v, %d fields no column takes", err, conv.Untaken())
+	}
+
+	// With unknownFieldsColumn, what the limits refuse stays there and the message is a row.
+	got, _, _ = runEvolve(t, Config{ClickHouse: srv.Config(), Table: "overflow", AddNewColumns: true, Limits: limits,
+		FromMessage: convert.Options{UnknownFields: "unknown"}},
+		[]string{`{"id":1,"Foo":1,"a":1}`, `{"id":2,"debug":2}`, `{"id":3,"b":1,"c":2,"d":3}`})
+	if diff := cmp.Diff([]string{"row", "row", "row"}, got); diff != "" {
+		t.Errorf("with unknownFieldsColumn (-want +got):\n%s", diff)
+	}
+	cols = srv.MustQuery(t, fmt.Sprintf("SELECT name FROM system.columns WHERE database = '%s' AND table = 'overflow'", srv.Database))
+	if want := "id\nunknown\na\nb\nc"; cols != want {
+		t.Errorf("columns with unknownFieldsColumn:\n%s\nwant\n%s", cols, want)
+	}
+}
+
+// TestAddColumnsTypeChosenElsewhere: a column another worker added first, of another type than
+// this message's value gives, is what the message converts into.
+func TestAddColumnsTypeChosenElsewhere(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+	cfg := Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true, Limits: evolve.Limits{Max: 5}}
+	ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), "bundle")
+	f := &parseFn{Config: cfg}
+	if err := f.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Another worker adds s as a String and n as an Int64 after this one read the schema.
+	srv.MustExec(t, "ALTER TABLE events ADD COLUMN s Nullable(String)")
+	srv.MustExec(t, "ALTER TABLE events ADD COLUMN n Nullable(Int64)")
+	var dead []string
+	var rows []flow.Row
+	for i, p := range []string{`{"id":1,"s":5}`, `{"id":2,"n":"x"}`} {
+		err := f.ProcessElement(ctx, 0, flow.Messages{Messages: []flow.Message{{ID: fmt.Sprint(i), Data: []byte(p)}}},
+			func(_ beam.EventTime, rs flow.Rows) { rows = append(rows, rs.Rows...) }, func(d flow.DeadLetter) { dead = append(dead, d.ErrorMessage) })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.FinishBundle(func(_ beam.EventTime, rs flow.Rows) { rows = append(rows, rs.Rows...) }, nil)
+	if len(rows) != 1 || rows[0].MessageID != "0" {
+		t.Errorf("rows %v, want the message with s (5 into the String column)", rows)
+	}
+	if len(dead) != 1 || !strings.HasPrefix(dead[0], `column "n" (Nullable(Int64)): "x"`) {
+		t.Errorf("dead letters %q, want the message with n, by the usual rules", dead)
+	}
+}
+
+// TestAddColumnsRefusedByServer: an ADD COLUMN the server refuses (here ON CLUSTER of a cluster
+// this single server does not have) makes the message a dead letter that quotes the statement
+// and the server's error, and so is the next message with the field.
+func TestAddColumnsRefusedByServer(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+	got, _, _ := runEvolve(t, Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true,
+		Limits: evolve.Limits{Max: 5, OnCluster: "no_such_cluster"}}, []string{`{"id":1,"a":1}`, `{"id":2,"a":2}`})
+	want := "addNewColumns: field \"a\" (value %d) cannot become a column: the server refused ALTER TABLE `" + srv.Database +
+		"`.`events` ON CLUSTER `no_such_cluster` ADD COLUMN `a` Nullable(Int64): "
+	for i, g := range got {
+		if w := fmt.Sprintf(want, i+1); !strings.HasPrefix(g, w) || !strings.HasSuffix(g, "; the message is a dead letter") {
+			t.Errorf("message %d: %s\nwant %s...; the message is a dead letter", i+1, g, w)
+		}
+	}
+	if cols := srv.MustQuery(t, fmt.Sprintf("SELECT name FROM system.columns WHERE database = '%s' AND table = 'events'", srv.Database)); cols != "id" {
+		t.Errorf("columns %q, want id alone", cols)
+	}
+}
+
+// TestRefusedDDLIsCached: after the server refused a field's ADD COLUMN, the next message with
+// the field is refused with that same error, without a second ALTER, for refusedFor.
+func TestRefusedDDLIsCached(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+	ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), "bundle")
+	f := &parseFn{Config: Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true, Limits: evolve.Limits{Max: 5, OnCluster: "no_such_cluster"}}}
+	if err := f.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	serverErr := func(data string) error {
+		t.Helper()
+		conv := f.tracker.Converter()
+		if err := f.convert(conv, flow.Message{Data: []byte(data)}); err != nil {
+			t.Fatal(err)
+		}
+		_, dead, err := f.addColumns(ctx, conv, flow.Message{Data: []byte(data)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r *evolve.Refusal
+		if !errors.As(dead, &r) || r.Err == nil {
+			t.Fatalf("%s: %v, want a refusal with the server's error", data, dead)
+		}
+		return r.Err
+	}
+	first, second := serverErr(`{"id":1,"a":1}`), serverErr(`{"id":2,"a":2}`)
+	if first != second {
+		t.Errorf("the second message's refusal carries another error (%v), so the ALTER ran again; want the first's (%v)", second, first)
+	}
+	f.evolver.refused["a"] = refusedDDL{f.evolver.refused["a"].r, time.Now().Add(-refusedFor)}
+	if third := serverErr(`{"id":3,"a":3}`); third == first {
+		t.Errorf("after refusedFor the refusal is still the cached one")
+	}
+}
