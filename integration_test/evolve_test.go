@@ -3,7 +3,9 @@ package integration_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,9 +220,78 @@ func TestTwoPipelinesAddTheSameColumns(t *testing.T) {
 	e.opts.BatchRowCount = pipeline.GivenInt(100)
 	e.opts.WindowSeconds = pipeline.GivenInt(1)
 	e.opts.StopAfterIdle = pipeline.GivenInt(5)
+	waves, has := columnWaves(n)
+	r1, r2 := e.start(t), e.start(t)
+	time.Sleep(5 * time.Second) // both pulling
+	for _, w := range waves {
+		e.publishJSON(t, w...)
+		time.Sleep(300 * time.Millisecond)
+	}
+	c1, c2 := counters(r1.wait(t, 3*time.Minute)), counters(r2.wait(t, 3*time.Minute))
+	t.Logf("counters: %v and %v", c1, c2)
+	e.checkSameColumns(t, n, has, c1, c2)
+}
+
+// TestTwoProcessesAddTheSameColumns is TestTwoPipelinesAddTheSameColumns with two processes of
+// the binary, each on prism, as two workers are: nothing of the one (the columns counted
+// against addNewColumnsMax, its connections, its view of the schema) is the other's.
+func TestTwoProcessesAddTheSameColumns(t *testing.T) {
+	const n = 2000
+	bin, _ := launchBinary(t)
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	o := e.opts
+	args := []string{"--runner=prism", "--inputSubscription=" + o.InputSubscription, "--clickHouseUrl=" + o.ClickHouseURL,
+		"--clickHouseDatabase=" + o.ClickHouseDatabase, "--clickHouseTable=events", "--clickHouseUsername=default", "--clickHousePassword=",
+		"--clickHouseDeadLetterTable=dead_letters", "--addNewColumns=true", "--batchRowCount=100", "--windowSeconds=1",
+		"--stopAfterIdle=10", "--progressSeconds=0"}
+	waves, has := columnWaves(n)
+	outs, errs := make([]string, 2), make([]error, 2)
+	var done sync.WaitGroup
+	for i := range 2 {
+		done.Go(func() { outs[i], errs[i] = runLaunch(t, bin, nil, args) })
+	}
+	time.Sleep(8 * time.Second) // both started and pulling
+	for _, w := range waves {
+		e.publishJSON(t, w...)
+		time.Sleep(300 * time.Millisecond)
+	}
+	done.Wait()
+	var cs []map[string]int64
+	for i := range 2 {
+		if errs[i] != nil {
+			t.Fatalf("process %d: %v\n%s", i+1, errs[i], outs[i])
+		}
+		cs = append(cs, metricsOf(t, outs[i]))
+	}
+	t.Logf("counters: %v and %v", cs[0], cs[1])
+	e.checkSameColumns(t, n, has, cs[0], cs[1])
+}
+
+// metricsOf reads the counters of the binary's last line "metrics: name=value ...".
+func metricsOf(t *testing.T, out string) map[string]int64 {
+	t.Helper()
+	i := strings.LastIndex(out, "metrics: ")
+	if i < 0 {
+		t.Fatalf("the binary printed no metrics line:\n%s", out)
+	}
+	line, _, _ := strings.Cut(out[i+len("metrics: "):], "\n")
+	c := map[string]int64{}
+	for _, f := range strings.Fields(line) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				c[k] = n
+			}
+		}
+	}
+	return c
+}
+
+// columnWaves returns n messages in 16 waves, each with the field id and, from wave to wave, more
+// of the fields f0 … f7 (each in about a third of the messages that may have it; f7 from the
+// last waves), and how many messages have each field.
+func columnWaves(n int) (waves [][]string, has map[string]int) {
 	rnd := rand.New(rand.NewPCG(29, 2))
-	var waves [][]string // the fields f0 … f7 come in as the waves go on, f7 from the last
-	has := map[string]int{}
+	has = map[string]int{}
 	for i := range n {
 		wave := i / (n / 16)
 		if i%(n/16) == 0 {
@@ -236,16 +307,17 @@ func TestTwoPipelinesAddTheSameColumns(t *testing.T) {
 		}
 		waves[wave] = append(waves[wave], "{"+strings.Join(fields, ",")+"}")
 	}
-	r1, r2 := e.start(t), e.start(t)
-	time.Sleep(5 * time.Second) // both pulling
-	for _, w := range waves {
-		e.publishJSON(t, w...)
-		time.Sleep(300 * time.Millisecond)
-	}
-	c1, c2 := counters(r1.wait(t, 3*time.Minute)), counters(r2.wait(t, 3*time.Minute))
-	t.Logf("counters: %v and %v", c1, c2)
+	return waves, has
+}
+
+// checkSameColumns checks what two workers adding the same columns at once must end with: both
+// read messages, every message is one row and none a dead letter, the table has id and f0 … f7,
+// each one Nullable(Int64) column holding its messages' values, and the ADDs that succeeded are
+// 8 in all (18.16 refuses a second ADD of a column, which is not counted).
+func (e *e2e) checkSameColumns(t *testing.T, n int, has map[string]int, c1, c2 map[string]int64) {
+	t.Helper()
 	if c1["messages-received"] == 0 || c2["messages-received"] == 0 {
-		t.Errorf("one pipeline received every message (%d and %d): the test did not run two workers", c1["messages-received"], c2["messages-received"])
+		t.Errorf("one worker received every message (%d and %d): the test did not run two workers", c1["messages-received"], c2["messages-received"])
 	}
 	rows, dead := e.checkAccounted(t, n, "id")
 	if rows != n || dead != 0 {
