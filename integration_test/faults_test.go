@@ -83,7 +83,7 @@ func TestNarrowedColumnWhileRunning(t *testing.T) {
 	// the stored 300 to UInt8, 44, as ClickHouse does with the rows it holds.)
 	e.opts.WindowSeconds = pipeline.GivenInt(10)
 	e.opts.StopAfterIdle = pipeline.GivenInt(15) // longer than the wait for a window's start
-	e.opts.SchemaRefreshSeconds = 0 // the parse stage keeps the schema it read at start-up
+	e.opts.SchemaRefreshSeconds = 0              // the parse stage keeps the schema it read at start-up
 	r := e.start(t)
 	time.Sleep(time.Second)
 	time.Sleep(time.Until(time.Now().Truncate(10 * time.Second).Add(10*time.Second + 200*time.Millisecond)))
