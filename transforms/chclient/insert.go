@@ -8,11 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"maps"
 	"regexp"
 	"strings"
 
+	"github.com/ClickHouse/ch-go/proto"
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
@@ -113,12 +116,22 @@ func InsertSettings(settings clickhouse.Settings, withToken bool, columns []stri
 // first). Over the native protocol the server says so itself, with code 16 NO_SUCH_COLUMN_IN_TABLE.
 var missingColumn = regexp.MustCompile(`column (.+) is not present in the table `)
 
+// Native is a whole column of an INSERT already in ClickHouse's Native format (Data, Rows rows),
+// as convert.NativeColumn builds it: Insert has the driver's column read it (clickhouse-go's
+// column.Interface.Decode, as for a block the server sends) instead of appending a Go value per
+// row, and the driver writes it to the server unchanged.
+type Native struct {
+	Data io.Reader
+	Rows int
+}
+
 // Insert sends one INSERT of a block of rows through clickhouse-go's batch API: the statement is
-// InsertStatement(database, table, columns), and values[i] is the whole column columns[i], one
-// slice with a value per row as batch.Column(i).Append takes it ([]string for String,
-// []time.Time for DateTime, ...). The INSERT carries InsertSettings(settings, withToken,
-// columns, id): the resolved insert settings and, on a server that takes it, the deduplication
-// token of the columns and id, so that sending the same rows again is deduplicated.
+// InsertStatement(database, table, columns), and values[i] is the whole column columns[i], either
+// in the Native format (a Native), or one slice with a value per row as batch.Column(i).Append
+// takes it ([]string for String, []time.Time for DateTime, ...). The INSERT carries
+// InsertSettings(settings, withToken, columns, id): the resolved insert settings and, on a server
+// that takes it, the deduplication token of the columns and id, so that sending the same rows
+// again is deduplicated.
 //
 // Insert makes one attempt and never retries: the caller decides what a failure means (see
 // Classify) and retries with Retry. A failure of clickhouse-go to take a column's values, and
@@ -146,7 +159,17 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 		return err
 	}
 	defer batch.Abort()
+	var driverColumns []column.Interface
 	for i, v := range values {
+		if n, ok := v.(Native); ok {
+			if driverColumns == nil {
+				driverColumns = batch.Columns()
+			}
+			if err := driverColumns[i].Decode(proto.NewReader(n.Data), n.Rows); err != nil {
+				return &AppendError{Column: columns[i], Err: err}
+			}
+			continue
+		}
 		if err := batch.Column(i).Append(v); err != nil {
 			return &AppendError{Column: columns[i], Err: err}
 		}

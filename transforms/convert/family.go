@@ -43,6 +43,11 @@ type family struct {
 	column func(t *chtype.Type) (Column, error)
 	// value returns the decoder of one value of the type inside a composite value.
 	value func(t *chtype.Type) (*valueDecoder, error)
+	// native: a column of a type of the family in ClickHouse's Native format is its values'
+	// RowBinary, one after another (fixed-width little-endian numbers, LEB128-counted String
+	// bytes), so that NativeColumn builds it by copying (native.go). Set only for the scalar
+	// families whose clickhouse-go column reads that format (column.Interface.Decode).
+	native bool
 
 	// as: a value of the type is a value of its one element type, in JSON and in RowBinary
 	// (LowCardinality, SimpleAggregateFunction).
@@ -136,42 +141,42 @@ func init() {
 		"Tuple":                   {encoder: newTupleEncoder, skip: newTupleSkip, column: newReflectColumn, value: newTupleDecoder, shape: shapeFields, notNullable: errNullableTuple},
 		"Nested":                  {encoder: newNestedEncoder, skip: countedSkip(nestedElems), column: newReflectColumn, value: newNestedDecoder, empty: true, shape: shapeFields},
 
-		"Int8":    intFamily(1, func(b []byte) int8 { return int8(b[0]) }),
-		"Int16":   intFamily(2, func(b []byte) int16 { return int16(le.Uint16(b)) }),
-		"Int32":   intFamily(4, func(b []byte) int32 { return int32(le.Uint32(b)) }),
-		"Int64":   intFamily(8, func(b []byte) int64 { return int64(le.Uint64(b)) }).publishes(publishMillis),
-		"UInt8":   intFamily(1, func(b []byte) uint8 { return b[0] }),
-		"UInt16":  intFamily(2, le.Uint16),
-		"UInt32":  intFamily(4, le.Uint32),
-		"UInt64":  intFamily(8, le.Uint64).publishes(publishMillis),
-		"Int128":  bigIntFamily(16),
-		"UInt128": bigIntFamily(16),
-		"Int256":  bigIntFamily(32),
-		"UInt256": bigIntFamily(32),
+		"Int8":    intFamily(1, func(b []byte) int8 { return int8(b[0]) }).nativeAsRowBinary(),
+		"Int16":   intFamily(2, func(b []byte) int16 { return int16(le.Uint16(b)) }).nativeAsRowBinary(),
+		"Int32":   intFamily(4, func(b []byte) int32 { return int32(le.Uint32(b)) }).nativeAsRowBinary(),
+		"Int64":   intFamily(8, func(b []byte) int64 { return int64(le.Uint64(b)) }).publishes(publishMillis).nativeAsRowBinary(),
+		"UInt8":   intFamily(1, func(b []byte) uint8 { return b[0] }).nativeAsRowBinary(),
+		"UInt16":  intFamily(2, le.Uint16).nativeAsRowBinary(),
+		"UInt32":  intFamily(4, le.Uint32).nativeAsRowBinary(),
+		"UInt64":  intFamily(8, le.Uint64).publishes(publishMillis).nativeAsRowBinary(),
+		"Int128":  bigIntFamily(16).nativeAsRowBinary(),
+		"UInt128": bigIntFamily(16).nativeAsRowBinary(),
+		"Int256":  bigIntFamily(32).nativeAsRowBinary(),
+		"UInt256": bigIntFamily(32).nativeAsRowBinary(),
 
-		"Float32":    scalarFamily(always(floatEncoder{bits: 32})),
-		"Float64":    scalarFamily(always(floatEncoder{bits: 64})),
+		"Float32":    scalarFamily(always(floatEncoder{bits: 32})).nativeAsRowBinary(),
+		"Float64":    scalarFamily(always(floatEncoder{bits: 64})).nativeAsRowBinary(),
 		"BFloat16":   scalarFamily(always(bfloat16Encoder{})),
-		"Decimal":    decimalFamily(0),
-		"Decimal32":  decimalFamily(9),
-		"Decimal64":  decimalFamily(18),
-		"Decimal128": decimalFamily(38),
-		"Decimal256": decimalFamily(76),
-		"Bool":       scalarFamily(always(boolEncoder{})),
+		"Decimal":    decimalFamily(0).nativeAsRowBinary(),
+		"Decimal32":  decimalFamily(9).nativeAsRowBinary(),
+		"Decimal64":  decimalFamily(18).nativeAsRowBinary(),
+		"Decimal128": decimalFamily(38).nativeAsRowBinary(),
+		"Decimal256": decimalFamily(76).nativeAsRowBinary(),
+		"Bool":       scalarFamily(always(boolEncoder{})).nativeAsRowBinary(),
 
-		"String":      scalarFamily(always(stringEncoder{})).publishes(publishTime).holdsIDs(alwaysHoldsIDs).holdsObjects(),
-		"FixedString": scalarFamily(typeOnly(newFixedStringEncoder)).holdsIDs(fixedStringHoldsIDs),
+		"String":      scalarFamily(always(stringEncoder{})).publishes(publishTime).holdsIDs(alwaysHoldsIDs).holdsObjects().nativeAsRowBinary(),
+		"FixedString": scalarFamily(typeOnly(newFixedStringEncoder)).holdsIDs(fixedStringHoldsIDs).nativeAsRowBinary(),
 		"JSON":        scalarFamily(typeOnly(newJSONEncoder)).noString(),
-		"UUID":        scalarFamily(always(uuidEncoder{})),
-		"IPv4":        scalarFamily(always(ipv4Encoder{})),
-		"IPv6":        scalarFamily(always(ipv6Encoder{})),
-		"Enum8":       enumFamily(1),
-		"Enum16":      enumFamily(2),
+		"UUID":        scalarFamily(always(uuidEncoder{})).nativeAsRowBinary(),
+		"IPv4":        scalarFamily(always(ipv4Encoder{})).nativeAsRowBinary(),
+		"IPv6":        scalarFamily(always(ipv6Encoder{})).nativeAsRowBinary(),
+		"Enum8":       enumFamily(1).nativeAsRowBinary(),
+		"Enum16":      enumFamily(2).nativeAsRowBinary(),
 
-		"Date":       scalarFamily(always(epochDateEncoder{})),
-		"Date32":     scalarFamily(always(date32Encoder{})),
-		"DateTime":   scalarFamily(newDateTimeEncoder).publishes(publishTime),
-		"DateTime64": scalarFamily(newDateTime64Encoder).publishes(publishTime),
+		"Date":       scalarFamily(always(epochDateEncoder{})).nativeAsRowBinary(),
+		"Date32":     scalarFamily(always(date32Encoder{})).nativeAsRowBinary(),
+		"DateTime":   scalarFamily(newDateTimeEncoder).publishes(publishTime).nativeAsRowBinary(),
+		"DateTime64": scalarFamily(newDateTime64Encoder).publishes(publishTime).nativeAsRowBinary(),
 		"Time":       scalarFamily(always(timeEncoder{name: "Time"})),
 		"Time64":     scalarFamily(typeOnly(newTime64Encoder)),
 
@@ -249,6 +254,9 @@ func (f *family) holdsIDs(fits func(t *chtype.Type, s scalar) (bool, string)) *f
 }
 
 func (f *family) noString() *family { f.takesString = false; return f }
+
+// nativeAsRowBinary: the family's Native columns are its RowBinary values one after another.
+func (f *family) nativeAsRowBinary() *family { f.native = true; return f }
 
 // holdsObjects: a column of every type of the family takes a JSON object of strings, as its JSON text.
 func (f *family) holdsObjects() *family {

@@ -150,11 +150,27 @@ func (b *Block) insert(ctx context.Context, conn driver.Conn, database, table st
 	return chclient.Insert(ctx, conn, database, table, b.columnNames(), values, settings, withToken, b.identity())
 }
 
-// values decodes the block's rows into one Go slice per column (convert.Column), as the
-// driver's columnar Append takes them.
+// values gives each of the block's columns as the driver takes it: in the Native format
+// (chclient.Native, built by convert.NativeColumn by copying the rows' values) when the column's
+// type has one, else decoded into one Go slice (convert.Column) for the driver's columnar Append.
 func (b *Block) values() ([]any, error) {
 	values := make([]any, len(b.Columns))
 	for j, c := range b.Columns {
+		if native, ok := convert.NewNativeColumn(c.Type); ok {
+			size := 0
+			for i := range b.Rows {
+				size += len(b.spans[i][j])
+			}
+			native.Reserve(len(b.Rows), size)
+			for i := range b.Rows {
+				if err := native.Append(b.spans[i][j]); err != nil {
+					return nil, fmt.Errorf("column %q of message %q: %w", c.Name, b.Rows[i].MessageID, err)
+				}
+			}
+			data, rows := native.Native()
+			values[j] = chclient.Native{Data: data, Rows: rows}
+			continue
+		}
 		col, err := convert.NewColumn(c.Type)
 		if err != nil {
 			return nil, fmt.Errorf("column %q: %w", c.Name, err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	chcolumn "github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/go-cmp/cmp"
 
@@ -31,7 +32,17 @@ func (c *fakeConn) PrepareBatch(ctx context.Context, query string, _ ...driver.P
 	if !strings.HasPrefix(query, "INSERT INTO `db`.`events` (`id`, `n`)") {
 		return nil, fmt.Errorf("unexpected statement %q", query)
 	}
-	return &fakeBatch{conn: c, columns: make([]any, 2)}, nil
+	// The driver's own columns of the table (id String, n UInt8), which the write stage fills
+	// by Append or, for the types that have one, from the Native format (Decode).
+	var cols []chcolumn.Interface
+	for _, c := range [][2]string{{"id", "String"}, {"n", "UInt8"}} {
+		col, err := chcolumn.Type(c[1]).Column(c[0], nil)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, col)
+	}
+	return &fakeBatch{conn: c, columns: cols}, nil
 }
 
 func (c *fakeConn) Close() error { return nil }
@@ -39,14 +50,18 @@ func (c *fakeConn) Close() error { return nil }
 type fakeBatch struct {
 	driver.Batch
 	conn    *fakeConn
-	columns []any
+	columns []chcolumn.Interface
 }
 
+func (b *fakeBatch) Columns() []chcolumn.Interface   { return b.columns }
 func (b *fakeBatch) Column(i int) driver.BatchColumn { return fakeColumn{b, i} }
 func (b *fakeBatch) Abort() error                    { return nil }
 
 func (b *fakeBatch) Send() error {
-	ids := slices.Clone(b.columns[0].([]string))
+	ids := make([]string, b.columns[0].Rows())
+	for i := range ids {
+		ids[i] = b.columns[0].Row(i, false).(string)
+	}
 	b.conn.inserts = append(b.conn.inserts, ids)
 	return b.conn.send(ids)
 }
@@ -56,7 +71,7 @@ type fakeColumn struct {
 	i int
 }
 
-func (c fakeColumn) Append(v any) error    { c.b.columns[c.i] = v; return nil }
+func (c fakeColumn) Append(v any) error    { _, err := c.b.columns[c.i].Append(v); return err }
 func (c fakeColumn) AppendRow(v any) error { return errors.New("AppendRow is not used") }
 
 // newInsertFn returns the write stage's DoFn as Setup would leave it, for the table

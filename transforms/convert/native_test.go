@@ -1,0 +1,232 @@
+package convert_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"testing"
+
+	"github.com/ClickHouse/ch-go/proto"
+	chcolumn "github.com/ClickHouse/clickhouse-go/v2/lib/column"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
+)
+
+// nativeCases are JSON values of each type that has a NativeColumn, NULL and [] among them.
+var nativeCases = []struct {
+	typ    string
+	values []string
+}{
+	{"Int8", []string{"-128", "0", "127"}},
+	{"Int16", []string{"-32768", "7"}},
+	{"Int32", []string{"-2147483648", "2147483647"}},
+	{"Int64", []string{"-9223372036854775808", `"9223372036854775807"`}},
+	{"UInt8", []string{"0", "255", "true"}},
+	{"UInt16", []string{"65535"}},
+	{"UInt32", []string{"4294967295", "1"}},
+	{"UInt64", []string{"18446744073709551615", "0"}},
+	{"Int128", []string{"-170141183460469231731687303715884105728", "1"}},
+	{"UInt128", []string{"340282366920938463463374607431768211455"}},
+	{"Int256", []string{"-5", `"57896044618658097711785492504343953926634992332820282019728792003956564819967"`}},
+	{"UInt256", []string{"12345678901234567890123456789"}},
+	{"Float32", []string{"1.5", "-0.1", "3e38"}},
+	{"Float64", []string{"1e308", "-2.5", "0"}},
+	{"Decimal(9, 2)", []string{"1234567.89", "-0.01"}},
+	{"Decimal(18, 4)", []string{"12345678901234.5678"}},
+	{"Decimal(38, 10)", []string{"-1234567890123456789012345678.0123456789"}},
+	{"Decimal(76, 20)", []string{"123.45"}},
+	{"Bool", []string{"true", "false"}},
+	{"String", []string{`""`, `"héllo"`, `"a\"b\\c\u0000"`, `"` + string(bytes.Repeat([]byte("x"), 300)) + `"`}},
+	{"FixedString(4)", []string{`"abcd"`, `"ab"`}},
+	{"UUID", []string{`"123e4567-e89b-12d3-a456-426614174000"`, `"00000000-0000-0000-0000-000000000000"`}},
+	{"IPv4", []string{`"192.168.1.1"`, `"0.0.0.0"`}},
+	{"IPv6", []string{`"2001:db8::1"`, `"::ffff:1.2.3.4"`}},
+	{"Enum8('a' = 1, 'b' = -2)", []string{`"a"`, `"b"`, "1"}},
+	{"Enum16('x' = 1000, 'y' = -1000)", []string{`"x"`, `"y"`}},
+	{"Date", []string{`"2024-03-10"`, `"1970-01-01"`}},
+	{"Date32", []string{`"1900-01-01"`, `"2299-12-31"`}},
+	{"DateTime", []string{`"2024-03-10T12:34:56Z"`, "1700000000"}},
+	{"DateTime('Europe/Berlin')", []string{`"2024-03-10 12:34:56"`}},
+	{"DateTime64(3)", []string{`"2024-03-10T12:34:56.789Z"`, "1700000000"}},
+	{"DateTime64(9, 'UTC')", []string{`"2024-03-10T12:34:56.123456789Z"`}},
+}
+
+// TestNativeColumnIsTheDriversEncoding: for every type that has a NativeColumn, plain, Nullable and
+// in an Array, the column NativeColumn builds from the converter's RowBinary reads into
+// clickhouse-go's column of the type (Decode, as Insert does) and encodes to exactly the bytes
+// that clickhouse-go writes for the Go values of the same rows (NewColumn, then Append and Encode:
+// the path of the types that have no NativeColumn), and holds the same values.
+func TestNativeColumnIsTheDriversEncoding(t *testing.T) {
+	for _, tc := range nativeCases {
+		for _, wrap := range []string{"%s", "Nullable(%s)", "Array(%s)"} {
+			typ := fmt.Sprintf(wrap, tc.typ)
+			if wrap == "Array(%s)" {
+				// Arrays of the values: each value alone, all of them, and an empty one.
+				typ = "Array(" + tc.typ + ")"
+			}
+			t.Run(typ, func(t *testing.T) {
+				var payloads []string
+				switch wrap {
+				case "Array(%s)":
+					all := ""
+					for i, v := range tc.values {
+						payloads = append(payloads, fmt.Sprintf(`{"c":[%s]}`, v))
+						if i > 0 {
+							all += ","
+						}
+						all += v
+					}
+					payloads = append(payloads, fmt.Sprintf(`{"c":[%s]}`, all), `{"c":[]}`, `{"c":null}`)
+				case "Nullable(%s)":
+					payloads = append(payloads, `{"c":null}`)
+					for _, v := range tc.values {
+						payloads = append(payloads, fmt.Sprintf(`{"c":%s}`, v), `{}`)
+					}
+				default:
+					for _, v := range tc.values {
+						payloads = append(payloads, fmt.Sprintf(`{"c":%s}`, v))
+					}
+				}
+				ct, err := chtype.Parse(typ)
+				if err != nil {
+					t.Fatal(err)
+				}
+				conv, err := convert.New(table(t, "c "+typ))
+				if err != nil {
+					t.Fatal(err)
+				}
+				native, ok := convert.NewNativeColumn(ct)
+				if !ok {
+					t.Fatalf("%s has no NativeColumn", typ)
+				}
+				values, err := convert.NewColumn(ct)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range payloads {
+					row, err := conv.Convert(nil, []byte(p))
+					if err != nil {
+						t.Fatalf("%s: %v", p, err)
+					}
+					spans, err := convert.Split([]*chtype.Type{ct}, row, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := native.Append(spans[0]); err != nil {
+						t.Fatalf("%s: NativeColumn.Append: %v", p, err)
+					}
+					if err := values.Append(spans[0]); err != nil {
+						t.Fatalf("%s: Column.Append: %v", p, err)
+					}
+				}
+				if native.Rows() != len(payloads) {
+					t.Errorf("Rows() = %d, want %d", native.Rows(), len(payloads))
+				}
+
+				fromValues := driverColumn(t, typ)
+				if _, err := fromValues.Append(values.Values()); err != nil {
+					t.Fatalf("the driver's Append of %T: %v", values.Values(), err)
+				}
+				fromNative := driverColumn(t, typ)
+				data, rows := native.Native()
+				if err := fromNative.Decode(proto.NewReader(data), rows); err != nil {
+					t.Fatalf("the driver's Decode: %v", err)
+				}
+				if diff := cmp.Diff(encoded(fromValues), encoded(fromNative)); diff != "" {
+					t.Errorf("the driver's encoding (-from Go values +from NativeColumn):\n%s", diff)
+				}
+				for i := range payloads {
+					if diff := cmp.Diff(shown(fromValues.Row(i, false)), shown(fromNative.Row(i, false))); diff != "" {
+						t.Errorf("row %d, %s (-from Go values +from NativeColumn):\n%s", i, payloads[i], diff)
+					}
+				}
+			})
+		}
+	}
+}
+
+// shown prints a row's value, through its pointer for a Nullable column's.
+func shown(v any) string {
+	if r := reflect.ValueOf(v); r.Kind() == reflect.Pointer {
+		if r.IsNil() {
+			return "NULL"
+		}
+		v = r.Elem().Interface()
+	}
+	return fmt.Sprint(v)
+}
+
+func driverColumn(t *testing.T, typ string) chcolumn.Interface {
+	t.Helper()
+	col, err := chcolumn.Type(typ).Column("c", &chcolumn.ServerContext{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return col
+}
+
+func encoded(col chcolumn.Interface) []byte {
+	var buf proto.Buffer
+	col.Encode(&buf)
+	return buf.Buf
+}
+
+// TestNativeColumnOnlyForItsTypes: the types whose Native format is not their values' RowBinary
+// one after another have no NativeColumn (they take the Go values' path).
+func TestNativeColumnOnlyForItsTypes(t *testing.T) {
+	for _, typ := range []string{
+		"LowCardinality(String)", "LowCardinality(Nullable(String))", "Array(Nullable(Int8))",
+		"Array(Array(UInt8))", "Nullable(Array(Int8))", "Map(String, UInt8)", "Tuple(a UInt8, b String)",
+		"Nested(a UInt8)", "Point", "Ring", "JSON", "BFloat16", "Time", "Time64(3)",
+		"Array(LowCardinality(String))", "SimpleAggregateFunction(sum, UInt64)",
+	} {
+		ct, err := chtype.Parse(typ)
+		if err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		if _, ok := convert.NewNativeColumn(ct); ok {
+			t.Errorf("%s has a NativeColumn", typ)
+		}
+	}
+}
+
+// TestNativeColumnRejectsCorruptValues: bytes that are not one value of the column's type are
+// ErrCorrupt, and leave the column as it was.
+func TestNativeColumnRejectsCorruptValues(t *testing.T) {
+	for _, tc := range []struct {
+		typ string
+		b   []byte
+	}{
+		{"UInt32", []byte{1, 2, 3}},
+		{"UInt32", []byte{1, 2, 3, 4, 5}},
+		{"String", []byte{5, 'a'}},
+		{"String", []byte{1, 'a', 'b'}},
+		{"Nullable(UInt8)", []byte{}},
+		{"Nullable(UInt8)", []byte{2, 0}},
+		{"Nullable(UInt8)", []byte{1, 0}},
+		{"Nullable(String)", []byte{0}},
+		{"Array(UInt16)", []byte{2, 1, 0}},
+		{"Array(String)", []byte{1}},
+		{"Array(String)", []byte{}},
+	} {
+		ct, err := chtype.Parse(tc.typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		col, ok := convert.NewNativeColumn(ct)
+		if !ok {
+			t.Fatalf("%s has no NativeColumn", tc.typ)
+		}
+		if err := col.Append(tc.b); !errors.Is(err, convert.ErrCorrupt) {
+			t.Errorf("%s %v: %v, want ErrCorrupt", tc.typ, tc.b, err)
+		}
+		data, rows := col.Native()
+		if b, _ := io.ReadAll(data); rows != 0 || len(b) != 0 {
+			t.Errorf("%s %v: the column holds %d rows, %d bytes after the error", tc.typ, tc.b, rows, len(b))
+		}
+	}
+}
