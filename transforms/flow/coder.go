@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/klauspost/compress/s2"
@@ -52,20 +53,36 @@ const (
 const minCompressBytes = 128
 
 // EncodeRows encodes rs in the format above: compressed with S2 when that is smaller.
-func EncodeRows(rs Rows) []byte {
-	plain := appendRows(append(make([]byte, 0, EncodedRowsSize(rs)), rowsPlain), rs)
-	if len(plain) < minCompressBytes {
-		return plain
+func EncodeRows(rs Rows) []byte { return AppendRows(nil, rs) }
+
+// AppendRows appends EncodeRows's encoding of rs to dst. The uncompressed form is written into a
+// pooled buffer and compressed from there straight into dst, so that an element of many rows
+// costs one new buffer (the size of its compressed form) rather than three (docs/operations.md,
+// "Cost per message").
+func AppendRows(dst []byte, rs Rows) []byte {
+	size := EncodedRowsSize(rs)
+	if size < minCompressBytes {
+		return appendRows(append(dst, rowsPlain), rs)
 	}
-	body := plain[1:]
-	compressed := make([]byte, 1+s2.MaxEncodedLen(len(body)))
-	compressed[0] = rowsS2
-	compressed = compressed[:1+len(s2.Encode(compressed[1:], body))] // written in place
-	if len(compressed) >= len(plain) {
-		return plain
+	scratch := plainBuffers.Get().(*[]byte)
+	defer plainBuffers.Put(scratch)
+	body := appendRows(slices.Grow((*scratch)[:0], size), rs)
+	*scratch = body
+	start := len(dst)
+	if len(body)+1 < minCompressBytes {
+		return append(append(dst, rowsPlain), body...)
 	}
-	return compressed
+	dst = slices.Grow(dst, 1+s2.MaxEncodedLen(len(body)))
+	dst = append(dst, rowsS2)
+	n := len(s2.Encode(dst[len(dst):cap(dst)], body)) // written in place
+	if n >= len(body) {
+		return append(append(dst[:start], rowsPlain), body...)
+	}
+	return dst[:len(dst)+n]
 }
+
+// plainBuffers hold the uncompressed form of an element while AppendRows compresses it.
+var plainBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // appendRows appends rs, uncompressed, to b.
 func appendRows(b []byte, rs Rows) []byte {

@@ -17,11 +17,17 @@ type Packed struct {
 	Rows int
 	// Data is EncodeRows's encoding of the rows.
 	Data []byte
+
+	// encoded is what EncodePacked returns for p, when Pack made p: its coder's bytes are
+	// written once, with Data their tail.
+	encoded []byte
 }
 
-// Pack encodes rs (EncodeRows).
+// Pack encodes rs (EncodeRows), in the bytes that the coder of Packed writes.
 func Pack(rs Rows) Packed {
-	return Packed{Rows: len(rs.Rows), Data: EncodeRows(rs)}
+	prefix := binary.AppendUvarint(nil, uint64(len(rs.Rows))) // AppendRows makes room for the rest
+	encoded := AppendRows(prefix, rs)
+	return Packed{Rows: len(rs.Rows), Data: encoded[len(prefix):], encoded: encoded}
 }
 
 // Unpack decodes the rows (DecodeRows); an error means p was not made by Pack. The rows share
@@ -44,6 +50,9 @@ func init() {
 
 // EncodePacked encodes p in the format above.
 func EncodePacked(p Packed) []byte {
+	if p.encoded != nil {
+		return p.encoded
+	}
 	return append(binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(p.Data)), uint64(p.Rows)), p.Data...)
 }
 
