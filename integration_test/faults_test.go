@@ -103,6 +103,56 @@ func TestNarrowedColumnWhileRunning(t *testing.T) {
 	e.checkAllAcked(t, ids)
 }
 
+// TestColumnTypeChangedAfterTheWriteStageReadIt: a column's type changed after both stages read
+// the schema (a first row was inserted) and with no refresh of their own (schemaRefreshSeconds=0),
+// so the rows that follow carry the old schema's hash and the write stage has no reason to read
+// the table again before its INSERT. The INSERT finds that the server's column is not the type
+// the rows were converted for and refuses to send them (the driver would have read their bytes
+// as values of the new type: a UInt16 300 as the UInt8 44 and 1, a Decimal(9, 2) 1.5 as
+// 0.0150); the write stage reads the schema and converts again. A value that fits the new type
+// is inserted as it was published; one that does not is a dead letter.
+func TestColumnTypeChangedAfterTheWriteStageReadIt(t *testing.T) {
+	for _, tc := range []struct {
+		name, ddl, alter string
+		first            string   // inserted before the ALTER
+		then             []string // published after it
+		rows             string   // SELECT * FROM events ORDER BY id
+		deadLetters      string   // SELECT raw_message FROM dead_letters
+	}{
+		{"narrowed", `CREATE TABLE {table} (id UInt32, n UInt16) ENGINE = MergeTree ORDER BY id`, "MODIFY COLUMN n UInt8",
+			`{"id":0,"n":7}`, []string{`{"id":1,"n":300}`, `{"id":2,"n":5}`}, "0\t7\n2\t5", `{"id":1,"n":300}`},
+		{"same width", `CREATE TABLE {table} (id UInt32, n UInt32) ENGINE = MergeTree ORDER BY id`, "MODIFY COLUMN n Int32",
+			`{"id":0,"n":7}`, []string{`{"id":1,"n":4294967295}`, `{"id":2,"n":5}`}, "0\t7\n2\t5", `{"id":1,"n":4294967295}`},
+		{"decimal scale", `CREATE TABLE {table} (id UInt32, d Decimal(9, 2)) ENGINE = MergeTree ORDER BY id`, "MODIFY COLUMN d Decimal(9, 4)",
+			`{"id":0,"d":"1.25"}`, []string{`{"id":1,"d":"1.5"}`, `{"id":2,"d":"-2.25"}`}, "0\t1.2500\n1\t1.5000\n2\t-2.2500", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newE2E(t, tc.ddl)
+			e.opts.WindowSeconds = pipeline.GivenInt(1)
+			e.opts.StopAfterIdle = pipeline.GivenInt(8)
+			e.opts.SchemaRefreshSeconds = 0
+			r := e.start(t)
+			time.Sleep(time.Second)
+			ids := e.ps.Publish(t, e.topic, &pubsubpb.PubsubMessage{Data: []byte(tc.first)})
+			e.watch(t, 1, 30*time.Second)
+			e.srv.MustExec(t, "ALTER TABLE events "+tc.alter)
+			var msgs []*pubsubpb.PubsubMessage
+			for _, m := range tc.then {
+				msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(m)})
+			}
+			ids = append(ids, e.ps.Publish(t, e.topic, msgs...)...)
+			r.wait(t, 60*time.Second)
+			if got := e.srv.MustQuery(t, "SELECT * FROM events ORDER BY id"); got != tc.rows {
+				t.Errorf("rows %q, want %q", got, tc.rows)
+			}
+			if got := e.srv.MustQuery(t, "SELECT raw_message FROM dead_letters"); got != tc.deadLetters {
+				t.Errorf("dead letters %q, want %q", got, tc.deadLetters)
+			}
+			e.checkAllAcked(t, ids)
+		})
+	}
+}
+
 // TestSchemaChangesWhileRunning: columns added and dropped while the job runs. A column added
 // is filled after the next schema refresh without a restart; a dropped column makes an INSERT
 // fail, the write stage reads the schema again and converts the rows again; nothing is lost and

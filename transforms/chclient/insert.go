@@ -17,6 +17,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
 
 // Identity is what an INSERT's insert_deduplication_token is derived from: the Pub/Sub message
@@ -123,6 +125,11 @@ var missingColumn = regexp.MustCompile(`column (.+) is not present in the table 
 type Native struct {
 	Data io.Reader
 	Rows int
+	// Type is the column's type as the rows were converted for it (schema.Column.TypeName). The
+	// driver's column has the type the server gives the INSERT: when the two differ (the table
+	// changed since its schema was read), the bytes would read as values of another type, so
+	// Insert refuses them with an *AppendError (Classify: Schema) instead.
+	Type string
 }
 
 // Insert sends one INSERT of a block of rows through clickhouse-go's batch API: the statement is
@@ -165,8 +172,16 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 			if driverColumns == nil {
 				driverColumns = batch.Columns()
 			}
-			if err := driverColumns[i].Decode(proto.NewReader(n.Data), n.Rows); err != nil {
+			col := driverColumns[i]
+			if server := string(col.Type()); !sameType(server, n.Type) {
+				return &AppendError{Column: columns[i], Err: fmt.Errorf("the table's column is %s now, but the rows were converted for %s", server, n.Type)}
+			}
+			r := proto.NewReader(n.Data)
+			if err := col.Decode(r, n.Rows); err != nil {
 				return &AppendError{Column: columns[i], Err: err}
+			}
+			if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
+				return &AppendError{Column: columns[i], Err: fmt.Errorf("%d rows of %s in the Native format left bytes unread", n.Rows, n.Type)}
 			}
 			continue
 		}
@@ -175,4 +190,15 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 		}
 	}
 	return batch.Send()
+}
+
+// sameType reports whether the type names a and b name the same type: equal once parsed
+// (chtype.Parse; spacing and quoting may differ), or equal as they are when either does not parse.
+func sameType(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ta, errA := chtype.Parse(a)
+	tb, errB := chtype.Parse(b)
+	return errA == nil && errB == nil && ta.String() == tb.String()
 }

@@ -1,6 +1,7 @@
 package chclient
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"regexp"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	chcolumn "github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/go-cmp/cmp"
 )
@@ -158,7 +160,10 @@ type fakeBatch struct {
 	appended  []any
 	sent      bool
 	aborted   bool
+	columns   []chcolumn.Interface // the driver's columns of the INSERT, as the server typed them
 }
+
+func (b *fakeBatch) Columns() []chcolumn.Interface { return b.columns }
 
 func (b *fakeBatch) Column(i int) driver.BatchColumn { return fakeColumn{b, i} }
 func (b *fakeBatch) Send() error                     { b.sent = true; return b.sendErr }
@@ -236,5 +241,56 @@ func TestInsert(t *testing.T) {
 		} else if !strings.Contains(err.Error(), "column") {
 			t.Errorf("%s: error %q does not say what is wrong", name, err)
 		}
+	}
+}
+
+// TestInsertNative: a column in the Native format is read by the driver's column of the type
+// the server gives it; when that type is not the one the rows were converted for (the table
+// changed: the bytes would read as other values, a UInt16 300 as the UInt8 44 and 1), or the
+// bytes hold more than the rows, Insert sends nothing and returns an *AppendError naming the
+// column, which Classify takes for a schema change.
+func TestInsertNative(t *testing.T) {
+	ctx := context.Background()
+	driverColumn := func(name, typ string) chcolumn.Interface {
+		col, err := chcolumn.Type(typ).Column(name, &chcolumn.ServerContext{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return col
+	}
+	uint16s := []byte{0x2c, 0x01, 5, 0} // 300, 5
+	for _, tc := range []struct {
+		name, server string
+		native       Native
+		want         string // the error, "" for none
+	}{
+		{"same type", "UInt16", Native{Data: bytes.NewReader(uint16s), Rows: 2, Type: "UInt16"}, ""},
+		{"same type spelt otherwise", "DateTime('UTC')", Native{Data: bytes.NewReader(make([]byte, 8)), Rows: 2, Type: "DateTime( 'UTC' )"}, ""},
+		{"narrowed", "UInt8", Native{Data: bytes.NewReader(uint16s), Rows: 2, Type: "UInt16"},
+			`column "n": the table's column is UInt8 now, but the rows were converted for UInt16`},
+		{"same width", "Int16", Native{Data: bytes.NewReader(uint16s), Rows: 2, Type: "UInt16"},
+			`column "n": the table's column is Int16 now, but the rows were converted for UInt16`},
+		{"bytes left", "UInt16", Native{Data: bytes.NewReader(uint16s), Rows: 1, Type: "UInt16"},
+			`column "n": 1 rows of UInt16 in the Native format left bytes unread`},
+		{"bytes missing", "UInt16", Native{Data: bytes.NewReader(uint16s), Rows: 3, Type: "UInt16"}, `column "n": `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			col := driverColumn("n", tc.server)
+			conn := &fakeConn{batch: &fakeBatch{columns: []chcolumn.Interface{col}}}
+			err := Insert(ctx, conn, "db", "t", []string{"n"}, []any{tc.native}, nil, false, Identity{})
+			if tc.want == "" {
+				if err != nil || !conn.batch.sent || col.Rows() != tc.native.Rows {
+					t.Fatalf("error %v, sent %v, %d rows in the driver's column: want no error, sent, %d rows", err, conn.batch.sent, col.Rows(), tc.native.Rows)
+				}
+				return
+			}
+			var appendErr *AppendError
+			if !errors.As(err, &appendErr) || !strings.HasPrefix(err.Error(), tc.want) || Classify(err) != Schema {
+				t.Fatalf("error %v (class %v), want an *AppendError starting %q, of class Schema", err, Classify(err), tc.want)
+			}
+			if conn.batch.sent {
+				t.Error("the batch was sent")
+			}
+		})
 	}
 }

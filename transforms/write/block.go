@@ -168,7 +168,7 @@ func (b *Block) values() ([]any, error) {
 				}
 			}
 			data, rows := native.Native()
-			values[j] = chclient.Native{Data: data, Rows: rows}
+			values[j] = chclient.Native{Data: data, Rows: rows, Type: c.TypeName}
 			continue
 		}
 		col, err := convert.NewColumn(c.Type)
