@@ -72,17 +72,23 @@ func AppendRows(dst []byte, rs Rows) []byte {
 	if len(body)+1 < minCompressBytes {
 		return append(append(dst, rowsPlain), body...)
 	}
-	dst = slices.Grow(dst, 1+s2.MaxEncodedLen(len(body)))
-	dst = append(dst, rowsS2)
-	n := len(s2.Encode(dst[len(dst):cap(dst)], body)) // written in place
-	if n >= len(body) {
+	// Compressed into a pooled buffer too, then copied: a buffer of S2's bound (more than the
+	// uncompressed size) would be cleared whole, for a third of it to be kept.
+	out := compressedBuffers.Get().(*[]byte)
+	defer compressedBuffers.Put(out)
+	if want := s2.MaxEncodedLen(len(body)); cap(*out) < want {
+		*out = make([]byte, want)
+	}
+	compressed := s2.Encode((*out)[:cap(*out)], body)
+	if len(compressed) >= len(body) {
 		return append(append(dst[:start], rowsPlain), body...)
 	}
-	return dst[:len(dst)+n]
+	return append(append(slices.Grow(dst, 1+len(compressed)), rowsS2), compressed...)
 }
 
-// plainBuffers hold the uncompressed form of an element while AppendRows compresses it.
-var plainBuffers = sync.Pool{New: func() any { return new([]byte) }}
+// plainBuffers hold the uncompressed form of an element, and compressedBuffers its compressed
+// form, while AppendRows compresses it.
+var plainBuffers, compressedBuffers = sync.Pool{New: func() any { return new([]byte) }}, sync.Pool{New: func() any { return new([]byte) }}
 
 // appendRows appends rs, uncompressed, to b.
 func appendRows(b []byte, rs Rows) []byte {
