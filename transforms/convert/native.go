@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
@@ -59,8 +60,19 @@ func NewNativeColumn(t *chtype.Type) (*NativeColumn, bool) {
 	if err != nil {
 		return nil, false
 	}
-	return &NativeColumn{wrap: wrap, width: s.size()}, true
+	c := nativeColumns.Get().(*NativeColumn)
+	c.Reset()
+	c.wrap, c.width = wrap, s.size()
+	return c, true
 }
+
+// nativeColumns keep the memory of released columns: a block's columns are as large as its
+// rows, and fresh buffers of that size cost more to clear and fault in than to fill.
+var nativeColumns = sync.Pool{New: func() any { return new(NativeColumn) }}
+
+// Release gives the column's memory to a later NewNativeColumn. Neither the column nor a reader
+// that Native returned may be used after.
+func (c *NativeColumn) Release() { nativeColumns.Put(c) }
 
 // Reserve makes room for values more values whose RowBinary takes bytes bytes in all.
 func (c *NativeColumn) Reserve(values, bytes int) {

@@ -230,3 +230,29 @@ func TestNativeColumnRejectsCorruptValues(t *testing.T) {
 		}
 	}
 }
+
+// TestNativeColumnReleased: a released column's memory goes to later columns, of any type,
+// which start empty.
+func TestNativeColumnReleased(t *testing.T) {
+	for range 10 { // sync.Pool may drop what was put; some round reuses it
+		nullable, _ := chtype.Parse("Nullable(String)")
+		c, _ := convert.NewNativeColumn(nullable)
+		for _, v := range [][]byte{{1}, {0, 2, 'h', 'i'}} {
+			if err := c.Append(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Release()
+		u32, _ := chtype.Parse("Array(UInt32)")
+		d, _ := convert.NewNativeColumn(u32)
+		if err := d.Append([]byte{1, 7, 0, 0, 0}); err != nil {
+			t.Fatal(err)
+		}
+		data, rows := d.Native()
+		got, _ := io.ReadAll(data)
+		if want := []byte{1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0}; rows != 1 || !bytes.Equal(got, want) {
+			t.Fatalf("Array(UInt32) [7] after a released Nullable(String): %d rows, % x; want 1 row, % x", rows, got, want)
+		}
+		d.Release()
+	}
+}

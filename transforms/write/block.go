@@ -143,7 +143,8 @@ func (b *Block) insert(ctx context.Context, conn driver.Conn, database, table st
 	if len(b.Columns) == 0 {
 		return b.insertDefaults(ctx, conn, database, table, chclient.InsertSettings(settings, withToken, b.columnNames(), b.identity()))
 	}
-	values, err := b.values()
+	values, release, err := b.values()
+	defer release()
 	if err != nil {
 		return err
 	}
@@ -153,10 +154,18 @@ func (b *Block) insert(ctx context.Context, conn driver.Conn, database, table st
 // values gives each of the block's columns as the driver takes it: in the Native format
 // (chclient.Native, built by convert.NativeColumn by copying the rows' values) when the column's
 // type has one, else decoded into one Go slice (convert.Column) for the driver's columnar Append.
-func (b *Block) values() ([]any, error) {
-	values := make([]any, len(b.Columns))
+// release gives the Native columns' memory back once the driver has read them (after the INSERT).
+func (b *Block) values() (values []any, release func(), err error) {
+	var natives []*convert.NativeColumn
+	release = func() {
+		for _, n := range natives {
+			n.Release()
+		}
+	}
+	values = make([]any, len(b.Columns))
 	for j, c := range b.Columns {
 		if native, ok := convert.NewNativeColumn(c.Type); ok {
+			natives = append(natives, native)
 			size := 0
 			for i := range b.Rows {
 				size += len(b.spans[i][j])
@@ -164,7 +173,7 @@ func (b *Block) values() ([]any, error) {
 			native.Reserve(len(b.Rows), size)
 			for i := range b.Rows {
 				if err := native.Append(b.spans[i][j]); err != nil {
-					return nil, fmt.Errorf("column %q of message %q: %w", c.Name, b.Rows[i].MessageID, err)
+					return nil, release, fmt.Errorf("column %q of message %q: %w", c.Name, b.Rows[i].MessageID, err)
 				}
 			}
 			data, rows := native.Native()
@@ -173,7 +182,7 @@ func (b *Block) values() ([]any, error) {
 		}
 		col, err := convert.NewColumn(c.Type)
 		if err != nil {
-			return nil, fmt.Errorf("column %q: %w", c.Name, err)
+			return nil, release, fmt.Errorf("column %q: %w", c.Name, err)
 		}
 		if r, ok := col.(convert.Reserver); ok {
 			size := 0
@@ -184,12 +193,12 @@ func (b *Block) values() ([]any, error) {
 		}
 		for i := range b.Rows {
 			if err := col.Append(b.spans[i][j]); err != nil {
-				return nil, fmt.Errorf("column %q of message %q: %w", c.Name, b.Rows[i].MessageID, err)
+				return nil, release, fmt.Errorf("column %q of message %q: %w", c.Name, b.Rows[i].MessageID, err)
 			}
 		}
 		values[j] = col.Values()
 	}
-	return values, nil
+	return values, release, nil
 }
 
 // insertDefaults inserts len(b.Rows) rows that take every column's DEFAULT. An INSERT must name a

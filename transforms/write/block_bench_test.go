@@ -47,9 +47,11 @@ func BenchmarkBlockValues(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, blk := range blocks {
-			if _, err := blk.values(); err != nil {
+			_, release, err := blk.values()
+			if err != nil {
 				b.Fatal(err)
 			}
+			release()
 		}
 	}
 }
