@@ -94,7 +94,6 @@ type insertFn struct {
 	// which are then handled as data errors without further retries.
 	presumedData map[int32]bool
 	meta         convert.Meta // the metadata of the row being converted
-	arena        []byte       // the RowBinary of the last batch's rows, whose memory the next batch takes
 	byTable      flow.TableCounters
 }
 
@@ -238,17 +237,8 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 	}
 	var (
 		ok    = make([]*Row, 0, len(rows))
-		arena []byte
-	)
-	if refreshes == 0 {
-		// The batch's own call (not a second conversion after a schema change, while the first
-		// one's blocks are still being inserted): the rows' RowBinary is not used once the
-		// batch is written, so the buffer of the stage's last batch takes it.
-		arena = slices.Grow(f.arena[:0], size)
-		defer func() { f.arena = arena[:0] }()
-	} else {
 		arena = make([]byte, 0, size)
-	}
+	)
 	for _, r := range rows {
 		start := len(arena)
 		var err error
