@@ -66,13 +66,21 @@ func NewNativeColumn(t *chtype.Type) (*NativeColumn, bool) {
 	return c, true
 }
 
-// nativeColumns keep the memory of released columns: a block's columns are as large as its
-// rows, and fresh buffers of that size cost more to clear and fault in than to fill.
+// nativeColumns keep the memory of released columns of up to maxPooledBytes: fresh buffers cost
+// more to clear and fault in than to fill, but a pool of large ones (a column of thousands of
+// long strings) is memory the garbage collector counts live, and the heap grows by twice as much
+// again (GOGC=200).
 var nativeColumns = sync.Pool{New: func() any { return new(NativeColumn) }}
+
+const maxPooledBytes = 256 << 10
 
 // Release gives the column's memory to a later NewNativeColumn. Neither the column nor a reader
 // that Native returned may be used after.
-func (c *NativeColumn) Release() { nativeColumns.Put(c) }
+func (c *NativeColumn) Release() {
+	if cap(c.values)+cap(c.nulls)+cap(c.offsets) <= maxPooledBytes {
+		nativeColumns.Put(c)
+	}
+}
 
 // Reserve makes room for values more values whose RowBinary takes bytes bytes in all.
 func (c *NativeColumn) Reserve(values, bytes int) {
