@@ -27,8 +27,11 @@
 // The row is encoded in ClickHouse's RowBinaryWithDefaults format over the table's writable
 // columns (see schema.Table.Writable), in table order: for each column one byte, 1 when the server
 // must compute the column's DEFAULT, else 0 followed by the value in RowBinary
-// (https://clickhouse.com/docs/interfaces/formats/RowBinaryWithDefaults). The write stage decodes it
-// (decode.go: Layout.Split, and NewColumn, which the table of families gives: family.go).
+// (https://clickhouse.com/docs/interfaces/formats/RowBinaryWithDefaults). The write stage splits
+// it into column values (decode.go: Layout.Split) and builds each column of an INSERT from them:
+// in the Native format by copying, for the types whose Native values are their RowBinary values
+// (native.go: NativeColumn), else as the Go values clickhouse-go appends (NewColumn, which the
+// table of families gives: family.go).
 //
 // Missing fields and JSON null: an explicit null gives NULL for a Nullable column, [] for an
 // Array, the DEFAULT for a column that has one, else an error. A missing field gives the DEFAULT
