@@ -11,7 +11,6 @@ import (
 	"io"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
@@ -52,12 +51,11 @@ func NewNativeColumn(t *chtype.Type) (*NativeColumn, bool) {
 	default:
 		return nil, false
 	}
-	f := families[base.Name]
-	if f == nil || !f.native || f.scalar == nil {
+	if f := families[base.Name]; f == nil || !f.native {
 		return nil, false
 	}
-	s, err := f.scalar(base, time.UTC)
-	if err != nil {
+	s, ok := scalarOf(base)
+	if !ok {
 		return nil, false
 	}
 	c := nativeColumns.Get().(*NativeColumn)
@@ -140,7 +138,8 @@ func (c *NativeColumn) isOne(b []byte) bool { return c.areN(b, 1) }
 // areN reports whether b is exactly n values of T.
 func (c *NativeColumn) areN(b []byte, n uint64) bool {
 	if c.width > 0 {
-		return uint64(len(b)) == n*uint64(c.width) && (n == 0 || uint64(len(b))/n == uint64(c.width))
+		w := uint64(c.width)
+		return uint64(len(b))%w == 0 && uint64(len(b))/w == n
 	}
 	for ; n > 0; n-- {
 		l, k := binary.Uvarint(b)

@@ -56,44 +56,35 @@ const minCompressBytes = 128
 func EncodeRows(rs Rows) []byte { return AppendRows(nil, rs) }
 
 // AppendRows appends EncodeRows's encoding of rs to dst. The uncompressed form is written into a
-// pooled buffer and compressed from there straight into dst, so that an element of many rows
-// costs one new buffer (the size of its compressed form) rather than three (docs/operations.md,
-// "Cost per message").
+// pooled buffer and compressed from there, so that an element of many rows costs one new buffer
+// (the size of its compressed form) rather than three (docs/operations.md, "Cost per message").
 func AppendRows(dst []byte, rs Rows) []byte {
-	size := EncodedRowsSize(rs)
-	if size < minCompressBytes {
-		return appendRows(append(dst, rowsPlain), rs)
-	}
 	scratch := plainBuffers.Get().(*[]byte)
 	defer putBuffer(&plainBuffers, scratch)
-	body := appendRows(slices.Grow((*scratch)[:0], size), rs)
+	body := appendRows(slices.Grow((*scratch)[:0], EncodedRowsSize(rs)), rs)
 	*scratch = body
-	start := len(dst)
-	if len(body)+1 < minCompressBytes {
-		return append(append(dst, rowsPlain), body...)
-	}
-	bound := s2.MaxEncodedLen(len(body))
-	if bound > maxPooledBytes {
-		// Compressed in place, into room for S2's bound.
-		dst = append(slices.Grow(dst, 1+bound), rowsS2)
-		n := len(s2.Encode(dst[len(dst):cap(dst)], body))
-		if n >= len(body) {
-			return append(append(dst[:start], rowsPlain), body...)
+	if 1+len(body) >= minCompressBytes {
+		bound := s2.MaxEncodedLen(len(body))
+		var room []byte // where S2 writes, bound bytes
+		if bound > maxPooledBytes {
+			// In place, after the format byte: the append below then copies onto itself.
+			dst = slices.Grow(dst, 1+bound)
+			room = dst[len(dst)+1 : len(dst)+1+bound]
+		} else {
+			// Into a pooled buffer, then copied: room for S2's bound (more than the
+			// uncompressed size) would be cleared whole, for a third of it to be kept.
+			out := compressedBuffers.Get().(*[]byte)
+			defer putBuffer(&compressedBuffers, out)
+			if cap(*out) < bound {
+				*out = make([]byte, bound)
+			}
+			room = (*out)[:bound]
 		}
-		return dst[:len(dst)+n]
+		if compressed := s2.Encode(room, body); len(compressed) < len(body) {
+			return append(append(dst, rowsS2), compressed...)
+		}
 	}
-	// Compressed into a pooled buffer, then copied: room for S2's bound (more than the
-	// uncompressed size) would be cleared whole, for a third of it to be kept.
-	out := compressedBuffers.Get().(*[]byte)
-	defer putBuffer(&compressedBuffers, out)
-	if cap(*out) < bound {
-		*out = make([]byte, bound)
-	}
-	compressed := s2.Encode((*out)[:cap(*out)], body)
-	if len(compressed) >= len(body) {
-		return append(append(dst[:start], rowsPlain), body...)
-	}
-	return append(append(slices.Grow(dst, 1+len(compressed)), rowsS2), compressed...)
+	return append(append(dst, rowsPlain), body...)
 }
 
 // plainBuffers hold the uncompressed form of an element, and compressedBuffers its compressed

@@ -166,15 +166,8 @@ func (b *Block) values() (values []any, release func(), err error) {
 	for j, c := range b.Columns {
 		if native, ok := convert.NewNativeColumn(c.Type); ok {
 			natives = append(natives, native)
-			size := 0
-			for i := range b.Rows {
-				size += len(b.spans[i][j])
-			}
-			native.Reserve(len(b.Rows), size)
-			for i := range b.Rows {
-				if err := native.Append(b.spans[i][j]); err != nil {
-					return nil, release, fmt.Errorf("column %q of message %q: %w", c.Name, b.Rows[i].MessageID, err)
-				}
+			if err := b.fill(j, native); err != nil {
+				return nil, release, err
 			}
 			data, rows := native.Native()
 			values[j] = chclient.Native{Data: data, Rows: rows, Type: c.TypeName}
@@ -184,21 +177,30 @@ func (b *Block) values() (values []any, release func(), err error) {
 		if err != nil {
 			return nil, release, fmt.Errorf("column %q: %w", c.Name, err)
 		}
-		if r, ok := col.(convert.Reserver); ok {
-			size := 0
-			for i := range b.Rows {
-				size += len(b.spans[i][j])
-			}
-			r.Reserve(len(b.Rows), size)
-		}
-		for i := range b.Rows {
-			if err := col.Append(b.spans[i][j]); err != nil {
-				return nil, release, fmt.Errorf("column %q of message %q: %w", c.Name, b.Rows[i].MessageID, err)
-			}
+		if err := b.fill(j, col); err != nil {
+			return nil, release, err
 		}
 		values[j] = col.Values()
 	}
 	return values, release, nil
+}
+
+// fill appends the block's values of column j to col, with room made first when col takes it
+// (convert.Reserver). An error names the column and the row's message.
+func (b *Block) fill(j int, col interface{ Append([]byte) error }) error {
+	if r, ok := col.(convert.Reserver); ok {
+		size := 0
+		for i := range b.Rows {
+			size += len(b.spans[i][j])
+		}
+		r.Reserve(len(b.Rows), size)
+	}
+	for i := range b.Rows {
+		if err := col.Append(b.spans[i][j]); err != nil {
+			return fmt.Errorf("column %q of message %q: %w", b.Columns[j].Name, b.Rows[i].MessageID, err)
+		}
+	}
+	return nil
 }
 
 // insertDefaults inserts len(b.Rows) rows that take every column's DEFAULT. An INSERT must name a
