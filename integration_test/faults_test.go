@@ -111,7 +111,8 @@ func TestNarrowedColumnWhileRunning(t *testing.T) {
 // as values of the new type: a UInt16 300 as the UInt8 44 and 1, a Decimal(9, 2) 1.5 as
 // 0.0150); the write stage reads the schema and converts again. A value that fits the new type
 // is inserted as it was published; one that does not is a dead letter. The type is compared as
-// a whole: an Enum that lost a value is another type too.
+// a whole: an Enum that lost a value is another type too. Columns whose values reach the driver
+// as Go values (an Array of Nullable) are checked the same way.
 func TestColumnTypeChangedAfterTheWriteStageReadIt(t *testing.T) {
 	for _, tc := range []struct {
 		name, ddl, alter string
@@ -130,6 +131,10 @@ func TestColumnTypeChangedAfterTheWriteStageReadIt(t *testing.T) {
 		// old code, which the table could no longer read ("Unexpected value 2").
 		{"enum value dropped", `CREATE TABLE {table} (id UInt32, e Enum8('a' = 1, 'b' = 2)) ENGINE = MergeTree ORDER BY id`, "MODIFY COLUMN e Enum8('a' = 1)",
 			`{"id":0,"e":"a"}`, []string{`{"id":1,"e":"b"}`, `{"id":2,"e":"a"}`}, "0\ta\n2\ta", `{"id":1,"e":"b"}`},
+		// A column whose values reach clickhouse-go as Go values, not in the Native format: its
+		// Array(UInt8) column took the [null, 1] converted for Array(Nullable(UInt8)) as [0, 1].
+		{"nullable elements dropped", `CREATE TABLE {table} (id UInt32, a Array(Nullable(UInt8))) ENGINE = MergeTree ORDER BY id`, "MODIFY COLUMN a Array(UInt8)",
+			`{"id":0,"a":[1]}`, []string{`{"id":1,"a":[null,1]}`, `{"id":2,"a":[2]}`}, "0\t[1]\n2\t[2]", `{"id":1,"a":[null,1]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newE2E(t, tc.ddl)

@@ -128,14 +128,60 @@ type Native struct {
 	// Type is the column's type as the rows were converted for it (schema.Column.TypeName). The
 	// driver's column has the type the server gives the INSERT: when the two differ (the table
 	// changed since its schema was read), the bytes would read as values of another type, so
-	// Insert refuses them with an *AppendError (Classify: Schema) instead.
+	// Insert refuses them with an *AppendError holding a *TypesChangedError (Classify: Schema).
 	Type string
+	// Alias, when not empty, is another name of Type: how the server's INSERT header names it
+	// where system.columns says Type (see TypeChange.Alias). Insert takes either.
+	Alias string
+}
+
+// Typed is a whole column of Go values, one slice with a value per row as batch.Column(i).Append
+// takes it ([]string for String, [][]*uint8 for Array(Nullable(UInt8)), ...), converted for the
+// column type Type. clickhouse-go appends Go values to a column of another type when it can (a
+// nil *uint8 to an Array(UInt8) as 0), so, as for a Native, Insert refuses them when the server's
+// type is not Type (or Alias).
+type Typed struct {
+	Values any
+	Type   string
+	// Alias, when not empty, is another name of Type: how the server's INSERT header names it
+	// where system.columns says Type (see TypeChange.Alias). Insert takes either.
+	Alias string
+}
+
+// TypesChangedError says which columns of an INSERT the server gives a type other than the one
+// their values were converted for (in an *AppendError naming the first: Classify says Schema).
+type TypesChangedError struct{ Changed []TypeChange }
+
+// TypeChange is one column whose type in the server's INSERT header (Server) is not the type
+// its values were converted for (Converted).
+type TypeChange struct{ Column, Server, Converted string }
+
+func (e *TypesChangedError) Error() string {
+	var b strings.Builder
+	for i, c := range e.Changed {
+		if i > 0 {
+			b.WriteString("; column " + quoteName(c.Column) + ": ")
+		}
+		fmt.Fprintf(&b, "the table's column is %s now, but the rows were converted for %s", c.Server, c.Converted)
+	}
+	return b.String()
+}
+
+// Alias reports whether the change is only a spelling: after the table's schema was read again,
+// system.columns gives the column the type its values were converted for (now), but the
+// server's INSERT header names it otherwise. The ClickHouse 26 engine does so for a Nested
+// column of a table created with flatten_nested = 0 (system.columns: Nested(a UInt8, b String);
+// the INSERT's header: Array(Tuple(a UInt8, b String))). The caller may then give Server as the
+// column's Alias.
+func (c TypeChange) Alias(now string) bool {
+	return SameType(now, c.Converted) && !SameType(c.Server, c.Converted)
 }
 
 // Insert sends one INSERT of a block of rows through clickhouse-go's batch API: the statement is
 // InsertStatement(database, table, columns), and values[i] is the whole column columns[i], either
 // in the Native format (a Native), or one slice with a value per row as batch.Column(i).Append
-// takes it ([]string for String, []time.Time for DateTime, ...). The INSERT carries
+// takes it ([]string for String, []time.Time for DateTime, ...), with the type it was converted
+// for (a Typed) or without (then nothing checks that the server's type is still that one). The INSERT carries
 // InsertSettings(settings, withToken, columns, id): the resolved insert settings and, on a server
 // that takes it, the deduplication token of the columns and id, so that sending the same rows
 // again is deduplicated.
@@ -143,7 +189,9 @@ type Native struct {
 // Insert makes one attempt and never retries: the caller decides what a failure means (see
 // Classify) and retries with Retry. A failure of clickhouse-go to take a column's values, and
 // its HTTP transport's finding that the table no longer has a column the INSERT names, are
-// returned as an *AppendError naming the column (Classify: Schema); any other failure, of the
+// returned as an *AppendError naming the column (Classify: Schema), as are Native and Typed
+// columns whose type the server names otherwise (a *TypesChangedError listing every one of them,
+// checked before any column is appended); any other failure, of the
 // server (a *clickhouse.Exception) or of the transport, is returned as it is. columns must name
 // at least one column, and values must hold one slice per column; otherwise Insert sends nothing
 // and returns an error saying so.
@@ -166,35 +214,70 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 		return err
 	}
 	defer batch.Abort()
+	if err := checkTypes(batch, columns, values); err != nil {
+		return err
+	}
 	var driverColumns []column.Interface
 	for i, v := range values {
-		if n, ok := v.(Native); ok {
+		switch v := v.(type) {
+		case Native:
 			if driverColumns == nil {
 				driverColumns = batch.Columns()
 			}
-			col := driverColumns[i]
-			if server := string(col.Type()); !sameType(server, n.Type) {
-				return &AppendError{Column: columns[i], Err: fmt.Errorf("the table's column is %s now, but the rows were converted for %s", server, n.Type)}
-			}
-			r := proto.NewReader(n.Data)
-			if err := col.Decode(r, n.Rows); err != nil {
+			r := proto.NewReader(v.Data)
+			if err := driverColumns[i].Decode(r, v.Rows); err != nil {
 				return &AppendError{Column: columns[i], Err: err}
 			}
 			if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
-				return &AppendError{Column: columns[i], Err: fmt.Errorf("%d rows of %s in the Native format left bytes unread", n.Rows, n.Type)}
+				return &AppendError{Column: columns[i], Err: fmt.Errorf("%d rows of %s in the Native format left bytes unread", v.Rows, v.Type)}
 			}
-			continue
-		}
-		if err := batch.Column(i).Append(v); err != nil {
-			return &AppendError{Column: columns[i], Err: err}
+		case Typed:
+			if err := batch.Column(i).Append(v.Values); err != nil {
+				return &AppendError{Column: columns[i], Err: err}
+			}
+		default:
+			if err := batch.Column(i).Append(v); err != nil {
+				return &AppendError{Column: columns[i], Err: err}
+			}
 		}
 	}
 	return batch.Send()
 }
 
-// sameType reports whether the type names a and b name the same type: equal once parsed
+// checkTypes returns an *AppendError holding a *TypesChangedError when the server's INSERT header
+// gives a Native or Typed column a type other than its Type (or a Typed's Alias).
+func checkTypes(batch driver.Batch, columns []string, values []any) error {
+	var (
+		changed       []TypeChange
+		driverColumns []column.Interface
+	)
+	for i, v := range values {
+		var converted, alias string
+		switch v := v.(type) {
+		case Native:
+			converted = v.Type
+		case Typed:
+			converted, alias = v.Type, v.Alias
+		default:
+			continue
+		}
+		if driverColumns == nil {
+			driverColumns = batch.Columns()
+		}
+		server := string(driverColumns[i].Type())
+		if !SameType(server, converted) && (alias == "" || !SameType(server, alias)) {
+			changed = append(changed, TypeChange{Column: columns[i], Server: server, Converted: converted})
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	return &AppendError{Column: changed[0].Column, Err: &TypesChangedError{Changed: changed}}
+}
+
+// SameType reports whether the type names a and b name the same type: equal once parsed
 // (chtype.Parse; spacing and quoting may differ), or equal as they are when either does not parse.
-func sameType(a, b string) bool {
+func SameType(a, b string) bool {
 	if a == b {
 		return true
 	}

@@ -294,3 +294,84 @@ func TestInsertNative(t *testing.T) {
 		})
 	}
 }
+
+// TestInsertTyped: Go values converted for one type are refused when the server's INSERT header
+// gives the column another (clickhouse-go would append a nil *uint8 to an Array(UInt8) as 0),
+// unless that other name is the column's Alias; every changed column is listed, and nothing is
+// appended or sent.
+func TestInsertTyped(t *testing.T) {
+	ctx := context.Background()
+	driverColumn := func(name, typ string) chcolumn.Interface {
+		col, err := chcolumn.Type(typ).Column(name, &chcolumn.ServerContext{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return col
+	}
+	one := uint8(1)
+	nullables := [][]*uint8{{nil, &one}}
+	for _, tc := range []struct {
+		name    string
+		server  []string
+		columns []string
+		values  []any
+		want    string // the error, "" for none
+	}{
+		{"same type", []string{"Array(Nullable(UInt8))"}, []string{"a"},
+			[]any{Typed{Values: nullables, Type: "Array(Nullable(UInt8))"}}, ""},
+		{"Nullable dropped", []string{"Array(UInt8)"}, []string{"a"},
+			[]any{Typed{Values: nullables, Type: "Array(Nullable(UInt8))"}},
+			`column "a": the table's column is Array(UInt8) now, but the rows were converted for Array(Nullable(UInt8))`},
+		{"the server's other name", []string{"Array(Tuple(a UInt8, b String))"}, []string{"n"},
+			[]any{Typed{Values: [][]any{{[]any{uint8(1), "x"}}}, Type: "Nested(a UInt8, b String)", Alias: "Array(Tuple(a UInt8, b String))"}}, ""},
+		{"the other name of another type", []string{"Array(Tuple(a UInt16, b String))"}, []string{"n"},
+			[]any{Typed{Values: [][]any{{[]any{uint8(1), "x"}}}, Type: "Nested(a UInt8, b String)", Alias: "Array(Tuple(a UInt8, b String))"}},
+			`column "n": the table's column is Array(Tuple(a UInt16, b String)) now, but the rows were converted for Nested(a UInt8, b String)`},
+		{"two changed, one unchecked", []string{"UInt8", "String", "Int16"}, []string{"a", "b", "c"},
+			[]any{Typed{Values: []uint16{1}, Type: "UInt16"}, []string{"x"}, Native{Data: bytes.NewReader([]byte{1, 0}), Rows: 1, Type: "UInt16"}},
+			`column "a": the table's column is UInt8 now, but the rows were converted for UInt16; column "c": the table's column is Int16 now, but the rows were converted for UInt16`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cols []chcolumn.Interface
+			for i, s := range tc.server {
+				cols = append(cols, driverColumn(tc.columns[i], s))
+			}
+			conn := &fakeConn{batch: &fakeBatch{columns: cols}}
+			err := Insert(ctx, conn, "db", "t", tc.columns, tc.values, nil, false, Identity{})
+			if tc.want == "" {
+				if err != nil || !conn.batch.sent || len(conn.batch.appended) != len(tc.values) {
+					t.Fatalf("error %v, sent %v, %d columns appended: want no error, sent, %d", err, conn.batch.sent, len(conn.batch.appended), len(tc.values))
+				}
+				return
+			}
+			var changed *TypesChangedError
+			if !errors.As(err, &changed) || err.Error() != tc.want || Classify(err) != Schema {
+				t.Fatalf("error %v (class %v), want a *TypesChangedError %q, of class Schema", err, Classify(err), tc.want)
+			}
+			if conn.batch.sent || len(conn.batch.appended) > 0 {
+				t.Errorf("sent %v, %d columns appended: want neither", conn.batch.sent, len(conn.batch.appended))
+			}
+		})
+	}
+}
+
+// TestTypeChangeAlias: a type the server's header names otherwise is an alias only while
+// system.columns still gives the column the type its rows were converted for.
+func TestTypeChangeAlias(t *testing.T) {
+	nested := TypeChange{Column: "n", Server: "Array(Tuple(a UInt8, b String))", Converted: "Nested(a UInt8, b String)"}
+	for _, tc := range []struct {
+		change TypeChange
+		now    string
+		want   bool
+	}{
+		{nested, "Nested(a UInt8, b String)", true},
+		{nested, "Nested(a UInt16, b String)", false},                                   // the table changed: convert again
+		{nested, "Array(Tuple(a UInt8, b String))", false},                              // system.columns now says what the header says
+		{TypeChange{Column: "n", Server: "UInt8", Converted: "UInt16"}, "UInt8", false}, // narrowed
+		{TypeChange{Column: "n", Server: "UInt8", Converted: "UInt16"}, "UInt16", true},
+	} {
+		if got := tc.change.Alias(tc.now); got != tc.want {
+			t.Errorf("%+v.Alias(%q) = %v, want %v", tc.change, tc.now, got, tc.want)
+		}
+	}
+}

@@ -47,7 +47,7 @@ func BenchmarkBlockValues(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, blk := range blocks {
-			_, release, err := blk.values()
+			_, release, err := blk.values(nil)
 			if err != nil {
 				b.Fatal(err)
 			}
