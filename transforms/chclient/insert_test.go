@@ -244,6 +244,16 @@ func TestInsert(t *testing.T) {
 	}
 }
 
+// driverColumn is clickhouse-go's column of typ, as it builds one from an INSERT's header.
+func driverColumn(t *testing.T, name, typ string) chcolumn.Interface {
+	t.Helper()
+	col, err := chcolumn.Type(typ).Column(name, &chcolumn.ServerContext{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return col
+}
+
 // TestInsertNative: a column in the Native format is read by the driver's column of the type
 // the server gives it; when that type is not the one the rows were converted for (the table
 // changed: the bytes would read as other values, a UInt16 300 as the UInt8 44 and 1), or the
@@ -251,13 +261,6 @@ func TestInsert(t *testing.T) {
 // column, which Classify takes for a schema change.
 func TestInsertNative(t *testing.T) {
 	ctx := context.Background()
-	driverColumn := func(name, typ string) chcolumn.Interface {
-		col, err := chcolumn.Type(typ).Column(name, &chcolumn.ServerContext{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return col
-	}
 	uint16s := []byte{0x2c, 0x01, 5, 0} // 300, 5
 	for _, tc := range []struct {
 		name, server string
@@ -275,7 +278,7 @@ func TestInsertNative(t *testing.T) {
 		{"bytes missing", "UInt16", Native{Data: bytes.NewReader(uint16s), Rows: 3, Type: "UInt16"}, `column "n": `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			col := driverColumn("n", tc.server)
+			col := driverColumn(t, "n", tc.server)
 			conn := &fakeConn{batch: &fakeBatch{columns: []chcolumn.Interface{col}}}
 			err := Insert(ctx, conn, "db", "t", []string{"n"}, []any{tc.native}, nil, false, Identity{})
 			if tc.want == "" {
@@ -301,13 +304,6 @@ func TestInsertNative(t *testing.T) {
 // appended or sent.
 func TestInsertTyped(t *testing.T) {
 	ctx := context.Background()
-	driverColumn := func(name, typ string) chcolumn.Interface {
-		col, err := chcolumn.Type(typ).Column(name, &chcolumn.ServerContext{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return col
-	}
 	one := uint8(1)
 	nullables := [][]*uint8{{nil, &one}}
 	for _, tc := range []struct {
@@ -334,7 +330,7 @@ func TestInsertTyped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var cols []chcolumn.Interface
 			for i, s := range tc.server {
-				cols = append(cols, driverColumn(tc.columns[i], s))
+				cols = append(cols, driverColumn(t, tc.columns[i], s))
 			}
 			conn := &fakeConn{batch: &fakeBatch{columns: cols}}
 			err := Insert(ctx, conn, "db", "t", tc.columns, tc.values, nil, false, Identity{})
