@@ -12,6 +12,8 @@ import (
 	"maps"
 	"regexp"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/ClickHouse/ch-go/proto"
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -129,10 +131,15 @@ type Native struct {
 	// driver's column has the type the server gives the INSERT: when the two differ (the table
 	// changed since its schema was read), the bytes would read as values of another type, so
 	// Insert refuses them with an *AppendError holding a *TypesChangedError (Classify: Schema).
+	// There is no alias here, as there is for a Typed: the types with a Native column are
+	// ClickHouse's scalar types, plain, in Nullable and in Array, whose names the server's
+	// INSERT header spells as system.columns does, and two that differ would read the bytes as
+	// other values.
 	Type string
-	// Alias, when not empty, is another name of Type: how the server's INSERT header names it
-	// where system.columns says Type (see TypeChange.Alias). Insert takes either.
-	Alias string
+	// Strings, for a column of String values (String, Nullable(String), Array(String)), are
+	// its values as Data holds them, one after another, each after its length: ReadNative first
+	// makes room for them in the driver's column.
+	Strings []byte
 }
 
 // Typed is a whole column of Go values, one slice with a value per row as batch.Column(i).Append
@@ -224,12 +231,8 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 			if driverColumns == nil {
 				driverColumns = batch.Columns()
 			}
-			r := proto.NewReader(v.Data)
-			if err := driverColumns[i].Decode(r, v.Rows); err != nil {
+			if err := ReadNative(driverColumns[i], v); err != nil {
 				return &AppendError{Column: columns[i], Err: err}
-			}
-			if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
-				return &AppendError{Column: columns[i], Err: fmt.Errorf("%d rows of %s in the Native format left bytes unread", v.Rows, v.Type)}
 			}
 		case Typed:
 			if err := batch.Column(i).Append(v.Values); err != nil {
@@ -242,6 +245,70 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 		}
 	}
 	return batch.Send()
+}
+
+// ReadNative has col, the driver's column of n's type, read n's rows (clickhouse-go's
+// column.Interface.Decode); an error when the bytes do not hold exactly n.Rows values of it.
+func ReadNative(col column.Interface, n Native) error {
+	if len(n.Strings) > 0 {
+		reserveStrings(col, n.Strings)
+	}
+	r := nativeReaders.Get().(*nativeReader)
+	r.src.r = n.Data
+	if err := col.Decode(r.Reader, n.Rows); err != nil {
+		return err // r is left to the garbage collector: its buffer may hold bytes of n
+	}
+	if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%d rows of %s in the Native format left bytes unread", n.Rows, n.Type)
+	}
+	r.src.r = nil
+	nativeReaders.Put(r)
+	return nil
+}
+
+// nativeReader is a proto.Reader over a source that can change: once it has read one source to
+// its end (the io.EOF that its bufio.Reader returns once), it reads the next. proto.NewReader
+// allocates a bufio.Reader of 128 KiB (ch-go v0.75.0), which for every column of every INSERT
+// was about an eighth of the write stage's allocated bytes.
+type nativeReader struct {
+	*proto.Reader
+	src *source
+}
+
+type source struct{ r io.Reader }
+
+func (s *source) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+var nativeReaders = sync.Pool{New: func() any {
+	src := &source{}
+	return &nativeReader{Reader: proto.NewReader(src), src: src}
+}}
+
+// reserveStrings gives the String column at the heart of col (col itself, or the base of a
+// Nullable or an Array of String) room for values (its values as the Native format holds them,
+// each after its length: a little more than they take in the column), by appending them as one
+// value and resetting the column, which keeps the room. Without it, ch-go's ColStr.DecodeColumn
+// (v0.75.0) grows the column's buffer by guesses (at a value of n < 128 bytes that does not fit,
+// room for n bytes for every row left), which on the demo's batches allocated about ten times
+// the column's bytes.
+func reserveStrings(col column.Interface, values []byte) {
+	for {
+		switch c := col.(type) {
+		case *column.Nullable:
+			col = c.Base()
+		case *column.Array:
+			col = c.Base()
+		case *column.String:
+			if c.Rows() == 0 {
+				// Append copies the string into the column and keeps no reference to it.
+				c.Append([]string{unsafe.String(unsafe.SliceData(values), len(values))})
+				c.Reset()
+			}
+			return
+		default:
+			return
+		}
+	}
 }
 
 // checkTypes returns an *AppendError holding a *TypesChangedError when the server's INSERT header

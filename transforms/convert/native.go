@@ -163,6 +163,16 @@ func (c *NativeColumn) Native() (r io.Reader, rows int) {
 	return bytes.NewReader(c.values), c.rows
 }
 
+// Strings returns, for a column of String values (String, Nullable(String), Array(String)), its
+// values as Native's reader gives them, each after its LEB128 length; nil for other columns. They
+// stay as they are until Reset.
+func (c *NativeColumn) Strings() []byte {
+	if c.width != 0 {
+		return nil
+	}
+	return c.values
+}
+
 // Rows is the number of values appended.
 func (c *NativeColumn) Rows() int { return c.rows }
 

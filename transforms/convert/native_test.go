@@ -12,6 +12,7 @@ import (
 	chcolumn "github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 )
@@ -57,7 +58,7 @@ var nativeCases = []struct {
 
 // TestNativeColumnIsTheDriversEncoding: for every type that has a NativeColumn, plain, Nullable and
 // in an Array, the column NativeColumn builds from the converter's RowBinary reads into
-// clickhouse-go's column of the type (Decode, as Insert does) and encodes to exactly the bytes
+// clickhouse-go's column of the type (Decode, through chclient.ReadNative as Insert does) and encodes to exactly the bytes
 // that clickhouse-go writes for the Go values of the same rows (NewColumn, then Append and Encode:
 // the path of the types that have no NativeColumn), and holds the same values.
 func TestNativeColumnIsTheDriversEncoding(t *testing.T) {
@@ -133,7 +134,7 @@ func TestNativeColumnIsTheDriversEncoding(t *testing.T) {
 				}
 				fromNative := driverColumn(t, typ)
 				data, rows := native.Native()
-				if err := fromNative.Decode(proto.NewReader(data), rows); err != nil {
+				if err := chclient.ReadNative(fromNative, chclient.Native{Data: data, Rows: rows, Type: typ, Strings: native.Strings()}); err != nil {
 					t.Fatalf("the driver's Decode: %v", err)
 				}
 				if diff := cmp.Diff(encoded(fromValues), encoded(fromNative)); diff != "" {

@@ -210,7 +210,7 @@ func (b *Block) values(aliases Aliases) (values []any, release func(), err error
 				return nil, release, err
 			}
 			data, rows := native.Native()
-			values[j] = chclient.Native{Data: data, Rows: rows, Type: c.TypeName}
+			values[j] = chclient.Native{Data: data, Rows: rows, Type: c.TypeName, Strings: native.Strings()}
 			continue
 		}
 		col, err := convert.NewColumn(c.Type)
