@@ -11,6 +11,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
 
 // BenchmarkBlockValues measures the write stage's work on a batch before the driver takes it,
@@ -18,39 +19,9 @@ import (
 // again, splitting the rows into blocks (Blocks) and building each block's columns as the driver
 // takes them (Block.values: the Native format for the demo's every column). MB/s is payload bytes.
 func BenchmarkBlockValues(b *testing.B) {
-	tracker := &convert.Tracker{Stage: "write"}
-	if err := tracker.Set(events.Table()); err != nil {
-		b.Fatal(err)
-	}
-	conv, columns := tracker.Converter(), tracker.Schema().Writable()
-	gen := events.NewGenerator(1, time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
-	const batch = 1000
-	rows := make([]flow.Row, batch)
-	total := 0
-	for i := range rows {
-		_, data := gen.Next()
-		rows[i] = flow.Row{MessageID: "id", Payload: data}
-		total += len(data)
-	}
-	b.SetBytes(int64(total / batch))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for n := 0; n < b.N; n += batch {
-		arena := make([]byte, 0, total) // as insertRows makes it
-		batchRows := make([]*Row, batch)
-		for i := range rows {
-			start := len(arena)
-			var err error
-			if arena, err = conv.Convert(arena, rows[i].Payload); err != nil {
-				b.Fatal(err)
-			}
-			batchRows[i] = &Row{Row: &rows[i], Data: arena[start:len(arena):len(arena)]}
-		}
-		blocks, err := Blocks(columns, batchRows, batch)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, blk := range blocks {
+	d := newDemoBatch(b, 1000)
+	for n := 0; n < b.N; n += len(d.rows) {
+		for _, blk := range d.blocks(b) {
 			_, release, err := blk.values(nil)
 			if err != nil {
 				b.Fatal(err)
@@ -60,44 +31,15 @@ func BenchmarkBlockValues(b *testing.B) {
 	}
 }
 
-// BenchmarkBlockToDriver is BenchmarkBlockValues and then what clickhouse-go does with the
-// columns before it compresses them: its column of each type reads them (the Native format) or
-// takes them (Go values), and writes the block's columns as it sends them to the server.
+// BenchmarkBlockToDriver is BenchmarkBlockValues, on batches of 5,000 rows, and then what
+// clickhouse-go does with the columns before it compresses them: its column of each type reads
+// them (the Native format) or takes them (Go values), and writes the block's columns as it sends
+// them to the server.
 func BenchmarkBlockToDriver(b *testing.B) {
-	tracker := &convert.Tracker{Stage: "write"}
-	if err := tracker.Set(events.Table()); err != nil {
-		b.Fatal(err)
-	}
-	conv, columns := tracker.Converter(), tracker.Schema().Writable()
-	gen := events.NewGenerator(1, time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
-	const batch = 5000
-	rows := make([]flow.Row, batch)
-	total := 0
-	for i := range rows {
-		_, data := gen.Next()
-		rows[i] = flow.Row{MessageID: "id", Payload: data}
-		total += len(data)
-	}
-	b.SetBytes(int64(total / batch))
-	b.ReportAllocs()
-	b.ResetTimer()
+	d := newDemoBatch(b, 5000)
 	var out proto.Buffer
-	for n := 0; n < b.N; n += batch {
-		arena := make([]byte, 0, total) // as insertRows makes it
-		batchRows := make([]*Row, batch)
-		for i := range rows {
-			start := len(arena)
-			var err error
-			if arena, err = conv.Convert(arena, rows[i].Payload); err != nil {
-				b.Fatal(err)
-			}
-			batchRows[i] = &Row{Row: &rows[i], Data: arena[start:len(arena):len(arena)]}
-		}
-		blocks, err := Blocks(columns, batchRows, batch)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, blk := range blocks {
+	for n := 0; n < b.N; n += len(d.rows) {
+		for _, blk := range d.blocks(b) {
 			values, release, err := blk.values(nil)
 			if err != nil {
 				b.Fatal(err)
@@ -122,4 +64,52 @@ func BenchmarkBlockToDriver(b *testing.B) {
 			release()
 		}
 	}
+}
+
+// demoBatch is a batch of the demo's events as the write stage gets it.
+type demoBatch struct {
+	conv    *convert.Converter
+	columns []schema.Column
+	rows    []flow.Row
+	total   int // payload bytes
+}
+
+// newDemoBatch makes a batch of n demo events, sets b's bytes per operation to a row's average
+// payload, and resets its timer.
+func newDemoBatch(b *testing.B, n int) *demoBatch {
+	tracker := &convert.Tracker{Stage: "write"}
+	if err := tracker.Set(events.Table()); err != nil {
+		b.Fatal(err)
+	}
+	d := &demoBatch{conv: tracker.Converter(), columns: tracker.Schema().Writable(), rows: make([]flow.Row, n)}
+	gen := events.NewGenerator(1, time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
+	for i := range d.rows {
+		_, data := gen.Next()
+		d.rows[i] = flow.Row{MessageID: "id", Payload: data}
+		d.total += len(data)
+	}
+	b.SetBytes(int64(d.total / n))
+	b.ReportAllocs()
+	b.ResetTimer()
+	return d
+}
+
+// blocks converts the batch's payloads again, into one arena as insertRows does, and splits the
+// rows into blocks.
+func (d *demoBatch) blocks(b *testing.B) []*Block {
+	arena := make([]byte, 0, d.total)
+	rows := make([]*Row, len(d.rows))
+	for i := range d.rows {
+		start := len(arena)
+		var err error
+		if arena, err = d.conv.Convert(arena, d.rows[i].Payload); err != nil {
+			b.Fatal(err)
+		}
+		rows[i] = &Row{Row: &d.rows[i], Data: arena[start:len(arena):len(arena)]}
+	}
+	blocks, err := Blocks(d.columns, rows, len(rows))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return blocks
 }
