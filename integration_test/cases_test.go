@@ -53,7 +53,7 @@ func TestConversionCases(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, b := range blocks {
-				if err := b.Insert(ctx, conn, srv.Database, table, nil, nil); err != nil {
+				if err := b.Insert(ctx, conn, srv.Database, table, nil); err != nil {
 					t.Fatalf("insert: %v", err)
 				}
 			}

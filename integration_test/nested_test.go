@@ -45,7 +45,7 @@ func runRowsCase(t *testing.T, srv *chtest.Server, conn driver.Conn, table strin
 		t.Fatal(err)
 	}
 	for _, b := range blocks {
-		if err := b.Insert(ctx, conn, srv.Database, table, nil, nil); err != nil {
+		if err := b.Insert(ctx, conn, srv.Database, table, nil); err != nil {
 			t.Fatalf("insert: %v", err)
 		}
 	}

@@ -219,7 +219,7 @@ func TestTypesEndToEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, b := range blocks {
-				if err := b.Insert(ctx, conn, srv.Database, table, nil, nil); err != nil {
+				if err := b.Insert(ctx, conn, srv.Database, table, nil); err != nil {
 					t.Fatalf("insert: %v", err)
 				}
 			}

@@ -131,10 +131,6 @@ type Native struct {
 	// driver's column has the type the server gives the INSERT: when the two differ (the table
 	// changed since its schema was read), the bytes would read as values of another type, so
 	// Insert refuses them with an *AppendError holding a *TypesChangedError (Classify: Schema).
-	// There is no alias here, as there is for a Typed: the types with a Native column are
-	// ClickHouse's scalar types, plain, in Nullable and in Array, whose names the server's
-	// INSERT header spells as system.columns does, and two that differ would read the bytes as
-	// other values.
 	Type string
 	// Strings, for a column of String values (String, Nullable(String), Array(String)), are
 	// its values as Data holds them, one after another, each after its length: ReadNative first
@@ -146,13 +142,10 @@ type Native struct {
 // takes it ([]string for String, [][]*uint8 for Array(Nullable(UInt8)), ...), converted for the
 // column type Type. clickhouse-go appends Go values to a column of another type when it can (a
 // nil *uint8 to an Array(UInt8) as 0), so, as for a Native, Insert refuses them when the server's
-// type is not Type (or Alias).
+// type is not Type.
 type Typed struct {
 	Values any
 	Type   string
-	// Alias, when not empty, is another name of Type: how the server's INSERT header names it
-	// where system.columns says Type (see TypeChange.Alias). Insert takes either.
-	Alias string
 }
 
 // TypesChangedError says which columns of an INSERT the server gives a type other than the one
@@ -172,16 +165,6 @@ func (e *TypesChangedError) Error() string {
 		fmt.Fprintf(&b, "the table's column is %s now, but the rows were converted for %s", c.Server, c.Converted)
 	}
 	return b.String()
-}
-
-// Alias reports whether the change is only a spelling: after the table's schema was read again,
-// system.columns gives the column the type its values were converted for (now), but the
-// server's INSERT header names it otherwise. The ClickHouse 26 engine does so for a Nested
-// column of a table created with flatten_nested = 0 (system.columns: Nested(a UInt8, b String);
-// the INSERT's header: Array(Tuple(a UInt8, b String))). The caller may then give Server as the
-// column's Alias.
-func (c TypeChange) Alias(now string) bool {
-	return SameType(now, c.Converted) && !SameType(c.Server, c.Converted)
 }
 
 // Insert sends one INSERT of a block of rows through clickhouse-go's batch API: the statement is
@@ -250,6 +233,9 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 // ReadNative has col, the driver's column of n's type, read n's rows (clickhouse-go's
 // column.Interface.Decode); an error when the bytes do not hold exactly n.Rows values of it.
 func ReadNative(col column.Interface, n Native) error {
+	if s, ok := col.(*column.String); ok && n.Strings != nil {
+		return appendStrings(s, n)
+	}
 	if len(n.Strings) > 0 {
 		reserveStrings(col, n.Strings)
 	}
@@ -264,6 +250,29 @@ func ReadNative(col column.Interface, n Native) error {
 	r.src.r = nil
 	nativeReaders.Put(r)
 	return nil
+}
+
+// appendStrings is ReadNative of a String column: it appends the values of n.Strings (each after
+// its LEB128 length) to col as Go strings, which col copies into its buffer, with room made for
+// them first. That costs less than col's Decode, which reads each length a byte at a time
+// through a bufio.Reader and then copies the value twice.
+func appendStrings(col *column.String, n Native) error {
+	reserveStrings(col, n.Strings)
+	values := make([]string, 0, n.Rows)
+	for b := n.Strings; len(b) > 0; {
+		size, k := binary.Uvarint(b)
+		if k <= 0 || size > uint64(len(b)-k) {
+			return fmt.Errorf("%d rows of %s in the Native format: value %d is cut short", n.Rows, n.Type, len(values))
+		}
+		v := b[k : k+int(size)]
+		b = b[k+int(size):]
+		values = append(values, unsafe.String(unsafe.SliceData(v), len(v)))
+	}
+	if len(values) != n.Rows {
+		return fmt.Errorf("%d rows of %s in the Native format hold %d values", n.Rows, n.Type, len(values))
+	}
+	_, err := col.Append(values) // copies each value
+	return err
 }
 
 // nativeReader is a proto.Reader over a source that can change: once it has read one source to
@@ -312,19 +321,19 @@ func reserveStrings(col column.Interface, values []byte) {
 }
 
 // checkTypes returns an *AppendError holding a *TypesChangedError when the server's INSERT header
-// gives a Native or Typed column a type other than its Type (or a Typed's Alias).
+// gives a Native or Typed column a type other than its Type.
 func checkTypes(batch driver.Batch, columns []string, values []any) error {
 	var (
 		changed       []TypeChange
 		driverColumns []column.Interface
 	)
 	for i, v := range values {
-		var converted, alias string
+		var converted string
 		switch v := v.(type) {
 		case Native:
 			converted = v.Type
 		case Typed:
-			converted, alias = v.Type, v.Alias
+			converted = v.Type
 		default:
 			continue
 		}
@@ -332,7 +341,7 @@ func checkTypes(batch driver.Batch, columns []string, values []any) error {
 			driverColumns = batch.Columns()
 		}
 		server := string(driverColumns[i].Type())
-		if !SameType(server, converted) && (alias == "" || !SameType(server, alias)) {
+		if !SameType(server, converted) && !SameType(server, driverName(converted)) {
 			changed = append(changed, TypeChange{Column: columns[i], Server: server, Converted: converted})
 		}
 	}
@@ -340,6 +349,18 @@ func checkTypes(batch driver.Batch, columns []string, values []any) error {
 		return nil
 	}
 	return &AppendError{Column: changed[0].Column, Err: &TypesChangedError{Changed: changed}}
+}
+
+// driverName is the name clickhouse-go gives its column of type t (column.Interface.Type), which
+// is what Insert compares with t: clickhouse-go v2.51.0 names a Nested(a UInt8, b String) column
+// Array(Tuple(a UInt8, b String)) (lib/column/nested.go), whatever the server called it. t itself
+// when clickhouse-go has no column of it.
+func driverName(t string) string {
+	col, err := column.Type(t).Column("", &column.ServerContext{})
+	if err != nil {
+		return t
+	}
+	return string(col.Type())
 }
 
 // SameType reports whether the type names a and b name the same type: equal once parsed

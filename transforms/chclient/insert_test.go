@@ -262,6 +262,7 @@ func driverColumn(t *testing.T, name, typ string) chcolumn.Interface {
 func TestInsertNative(t *testing.T) {
 	ctx := context.Background()
 	uint16s := []byte{0x2c, 0x01, 5, 0} // 300, 5
+	strs := []byte{1, 'a', 2, 'b', 'c'} // "a", "bc"
 	for _, tc := range []struct {
 		name, server string
 		native       Native
@@ -276,6 +277,12 @@ func TestInsertNative(t *testing.T) {
 		{"bytes left", "UInt16", Native{Data: bytes.NewReader(uint16s), Rows: 1, Type: "UInt16"},
 			`column "n": 1 rows of UInt16 in the Native format left bytes unread`},
 		{"bytes missing", "UInt16", Native{Data: bytes.NewReader(uint16s), Rows: 3, Type: "UInt16"}, `column "n": `},
+		{"strings", "String", Native{Data: bytes.NewReader(strs), Rows: 2, Type: "String", Strings: strs}, ""},
+		{"strings in a Nullable", "Nullable(String)", Native{Data: bytes.NewReader(append([]byte{0, 1}, 1, 'a', 0)), Rows: 2, Type: "Nullable(String)", Strings: []byte{1, 'a', 0}}, ""},
+		{"strings left", "String", Native{Data: bytes.NewReader(strs), Rows: 1, Type: "String", Strings: strs},
+			`column "n": 1 rows of String in the Native format hold 2 values`},
+		{"string cut short", "String", Native{Data: bytes.NewReader(strs[:4]), Rows: 2, Type: "String", Strings: strs[:4]},
+			`column "n": 2 rows of String in the Native format: value 1 is cut short`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			col := driverColumn(t, "n", tc.server)
@@ -299,9 +306,9 @@ func TestInsertNative(t *testing.T) {
 }
 
 // TestInsertTyped: Go values converted for one type are refused when the server's INSERT header
-// gives the column another (clickhouse-go would append a nil *uint8 to an Array(UInt8) as 0),
-// unless that other name is the column's Alias; every changed column is listed, and nothing is
-// appended or sent.
+// gives the column another (clickhouse-go would append a nil *uint8 to an Array(UInt8) as 0);
+// every changed column is listed, and nothing is appended or sent. clickhouse-go's own name of a
+// type (Array(Tuple(...)) for a Nested) is the type.
 func TestInsertTyped(t *testing.T) {
 	ctx := context.Background()
 	one := uint8(1)
@@ -318,10 +325,10 @@ func TestInsertTyped(t *testing.T) {
 		{"Nullable dropped", []string{"Array(UInt8)"}, []string{"a"},
 			[]any{Typed{Values: nullables, Type: "Array(Nullable(UInt8))"}},
 			`column "a": the table's column is Array(UInt8) now, but the rows were converted for Array(Nullable(UInt8))`},
-		{"the server's other name", []string{"Array(Tuple(a UInt8, b String))"}, []string{"n"},
-			[]any{Typed{Values: [][]any{{[]any{uint8(1), "x"}}}, Type: "Nested(a UInt8, b String)", Alias: "Array(Tuple(a UInt8, b String))"}}, ""},
-		{"the other name of another type", []string{"Array(Tuple(a UInt16, b String))"}, []string{"n"},
-			[]any{Typed{Values: [][]any{{[]any{uint8(1), "x"}}}, Type: "Nested(a UInt8, b String)", Alias: "Array(Tuple(a UInt8, b String))"}},
+		{"Nested, as clickhouse-go names it", []string{"Nested(a UInt8, b String)"}, []string{"n"},
+			[]any{Typed{Values: [][]any{{[]any{uint8(1), "x"}}}, Type: "Nested(a UInt8, b String)"}}, ""},
+		{"Nested changed", []string{"Nested(a UInt16, b String)"}, []string{"n"},
+			[]any{Typed{Values: [][]any{{[]any{uint8(1), "x"}}}, Type: "Nested(a UInt8, b String)"}},
 			`column "n": the table's column is Array(Tuple(a UInt16, b String)) now, but the rows were converted for Nested(a UInt8, b String)`},
 		{"two changed, one unchecked", []string{"UInt8", "String", "Int16"}, []string{"a", "b", "c"},
 			[]any{Typed{Values: []uint16{1}, Type: "UInt16"}, []string{"x"}, Native{Data: bytes.NewReader([]byte{1, 0}), Rows: 1, Type: "UInt16"}},
@@ -348,26 +355,5 @@ func TestInsertTyped(t *testing.T) {
 				t.Errorf("sent %v, %d columns appended: want neither", conn.batch.sent, len(conn.batch.appended))
 			}
 		})
-	}
-}
-
-// TestTypeChangeAlias: a type the server's header names otherwise is an alias only while
-// system.columns still gives the column the type its rows were converted for.
-func TestTypeChangeAlias(t *testing.T) {
-	nested := TypeChange{Column: "n", Server: "Array(Tuple(a UInt8, b String))", Converted: "Nested(a UInt8, b String)"}
-	for _, tc := range []struct {
-		change TypeChange
-		now    string
-		want   bool
-	}{
-		{nested, "Nested(a UInt8, b String)", true},
-		{nested, "Nested(a UInt16, b String)", false},                                   // the table changed: convert again
-		{nested, "Array(Tuple(a UInt8, b String))", false},                              // system.columns now says what the header says
-		{TypeChange{Column: "n", Server: "UInt8", Converted: "UInt16"}, "UInt8", false}, // narrowed
-		{TypeChange{Column: "n", Server: "UInt8", Converted: "UInt16"}, "UInt16", true},
-	} {
-		if got := tc.change.Alias(tc.now); got != tc.want {
-			t.Errorf("%+v.Alias(%q) = %v, want %v", tc.change, tc.now, got, tc.want)
-		}
 	}
 }

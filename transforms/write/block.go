@@ -2,7 +2,6 @@ package write
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -132,21 +131,19 @@ func (b *Block) identity() chclient.Identity {
 }
 
 // Insert sends the block as one INSERT (chclient.Insert), one column at a time, with settings as
-// they are (no deduplication token is added), taking the server's names of column types in
-// aliases (may be nil) for the types they alias. A block whose rows give no column is
+// they are (no deduplication token is added). A block whose rows give no column is
 // inserted by insertDefaults. It makes one attempt; the caller classifies the error and retries.
-func (b *Block) Insert(ctx context.Context, conn driver.Conn, database, table string, settings clickhouse.Settings, aliases Aliases) error {
-	return b.insert(ctx, conn, database, table, settings, false, aliases)
+func (b *Block) Insert(ctx context.Context, conn driver.Conn, database, table string, settings clickhouse.Settings) error {
+	return b.insert(ctx, conn, database, table, settings, false)
 }
 
 // insert is Insert with settings as chclient.ResolveSettings returns them and, when withToken
-// (the server takes insert_deduplication_token), the block's DeduplicationToken added; aliases
-// are the server's other names of column types (see Block.values).
-func (b *Block) insert(ctx context.Context, conn driver.Conn, database, table string, settings clickhouse.Settings, withToken bool, aliases Aliases) error {
+// (the server takes insert_deduplication_token), the block's DeduplicationToken added.
+func (b *Block) insert(ctx context.Context, conn driver.Conn, database, table string, settings clickhouse.Settings, withToken bool) error {
 	if len(b.Columns) == 0 {
 		return b.insertDefaults(ctx, conn, database, table, chclient.InsertSettings(settings, withToken, b.columnNames(), b.identity()))
 	}
-	values, release, err := b.values(aliases)
+	values, release, err := b.values()
 	defer release()
 	if err != nil {
 		return err
@@ -154,44 +151,13 @@ func (b *Block) insert(ctx context.Context, conn driver.Conn, database, table st
 	return chclient.Insert(ctx, conn, database, table, b.columnNames(), values, settings, withToken, b.identity())
 }
 
-// Aliases are, by column name, other names of column types: how the server's INSERT header
-// names a column's type where system.columns gives it another name of the same type (see
-// chclient.TypeChange.Alias). The ClickHouse 26 engine does so for a Nested column of a table
-// created with flatten_nested = 0. Without them, every INSERT into such a column would be refused
-// as a schema change (chclient.TypesChangedError).
-type Aliases map[string]Alias
-
-// Alias is another name, Server, of the column type Type.
-type Alias struct{ Type, Server string }
-
-// Learn takes each column type that err (an INSERT's) says the server's header names otherwise,
-// and that columns (the table's schema, read after err) still give as the type the rows were
-// converted for, to be another name of that type; it returns those it learned, for the caller to
-// log. A type that did change is left alone: the rows are to be converted again for it.
-func (a Aliases) Learn(err error, columns []schema.Column) []chclient.TypeChange {
-	var changed *chclient.TypesChangedError
-	if !errors.As(err, &changed) {
-		return nil
-	}
-	var learned []chclient.TypeChange
-	for _, c := range changed.Changed {
-		for _, col := range columns {
-			if col.Name == c.Column && c.Alias(col.TypeName) {
-				a[c.Column] = Alias{Type: col.TypeName, Server: c.Server}
-				learned = append(learned, c)
-			}
-		}
-	}
-	return learned
-}
-
 // values gives each of the block's columns as the driver takes it: in the Native format
 // (chclient.Native, built by convert.NativeColumn by copying the rows' values) when the column's
 // type has one, else decoded into one Go slice (convert.Column) for the driver's columnar Append
-// (chclient.Typed). Each carries the type its rows were converted for, and a Typed its alias when
-// aliases[name] is one of that type, for chclient.Insert to check against the server's.
+// (chclient.Typed). Each carries the type its rows were converted for, for chclient.Insert to
+// check against the server's.
 // release gives the Native columns' memory back once the driver has read them (after the INSERT).
-func (b *Block) values(aliases Aliases) (values []any, release func(), err error) {
+func (b *Block) values() (values []any, release func(), err error) {
 	var natives []*convert.NativeColumn
 	release = func() {
 		for _, n := range natives {
@@ -200,10 +166,6 @@ func (b *Block) values(aliases Aliases) (values []any, release func(), err error
 	}
 	values = make([]any, len(b.Columns))
 	for j, c := range b.Columns {
-		other := ""
-		if a, ok := aliases[c.Name]; ok && chclient.SameType(a.Type, c.TypeName) {
-			other = a.Server
-		}
 		if native, ok := convert.NewNativeColumn(c.Type); ok {
 			natives = append(natives, native)
 			if err := b.fill(j, native); err != nil {
@@ -220,7 +182,7 @@ func (b *Block) values(aliases Aliases) (values []any, release func(), err error
 		if err := b.fill(j, col); err != nil {
 			return nil, release, err
 		}
-		values[j] = chclient.Typed{Values: col.Values(), Type: c.TypeName, Alias: other}
+		values[j] = chclient.Typed{Values: col.Values(), Type: c.TypeName}
 	}
 	return values, release, nil
 }

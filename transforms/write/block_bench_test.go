@@ -22,7 +22,7 @@ func BenchmarkBlockValues(b *testing.B) {
 	d := newDemoBatch(b, 1000)
 	for n := 0; n < b.N; n += len(d.rows) {
 		for _, blk := range d.blocks(b) {
-			_, release, err := blk.values(nil)
+			_, release, err := blk.values()
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -40,7 +40,7 @@ func BenchmarkBlockToDriver(b *testing.B) {
 	var out proto.Buffer
 	for n := 0; n < b.N; n += len(d.rows) {
 		for _, blk := range d.blocks(b) {
-			values, release, err := blk.values(nil)
+			values, release, err := blk.values()
 			if err != nil {
 				b.Fatal(err)
 			}

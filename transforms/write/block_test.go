@@ -1,14 +1,11 @@
 package write
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
@@ -126,28 +123,5 @@ func TestSplitAndToken(t *testing.T) {
 			t.Errorf("%s and %s share the token %s", name, prev, tok)
 		}
 		seen[tok] = name
-	}
-}
-
-// TestAliasesLearn: of the columns an INSERT found typed otherwise by the server, only those
-// whose type system.columns still gives as the one the rows were converted for are aliases; a
-// column that did change is to be converted again, and other errors teach nothing.
-func TestAliasesLearn(t *testing.T) {
-	columns := []schema.Column{
-		column(t, "n", "Nested(a UInt8, b String)", ""),
-		column(t, "m", "UInt8", ""), // was UInt16 when the rows were converted
-	}
-	err := fmt.Errorf("INSERT: %w", &chclient.AppendError{Column: "n", Err: &chclient.TypesChangedError{Changed: []chclient.TypeChange{
-		{Column: "n", Server: "Array(Tuple(a UInt8, b String))", Converted: "Nested(a UInt8, b String)"},
-		{Column: "m", Server: "UInt8", Converted: "UInt16"},
-	}}})
-	aliases := Aliases{}
-	learned := aliases.Learn(err, columns)
-	want := Aliases{"n": {Type: "Nested(a UInt8, b String)", Server: "Array(Tuple(a UInt8, b String))"}}
-	if diff := cmp.Diff(want, aliases); diff != "" || len(learned) != 1 || learned[0].Column != "n" {
-		t.Errorf("aliases (-want +got):\n%s\nlearned %+v", diff, learned)
-	}
-	if learned := aliases.Learn(errors.New("connection reset"), columns); len(learned) > 0 {
-		t.Errorf("learned %+v from an error that is no type change", learned)
 	}
 }

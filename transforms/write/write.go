@@ -95,9 +95,6 @@ type insertFn struct {
 	presumedData map[int32]bool
 	meta         convert.Meta // the metadata of the row being converted
 	byTable      flow.TableCounters
-	// aliases are, by column name, the server's other names of column types that it has used
-	// in an INSERT's header (learnAliases).
-	aliases Aliases
 }
 
 // Setup reads the secrets the configuration names (chclient.Config.Resolve), opens the
@@ -153,19 +150,6 @@ func (f *insertFn) refreshSchema(ctx context.Context) error {
 	}
 	f.seen[f.conv.SchemaHash()] = true
 	return nil
-}
-
-// learnAliases learns, from err (an INSERT's, the schema read again since), the column types that
-// the server's INSERT header names otherwise than system.columns (Aliases.Learn), and logs each
-// once.
-func (f *insertFn) learnAliases(err error) {
-	if f.aliases == nil {
-		f.aliases = Aliases{}
-	}
-	for _, c := range f.aliases.Learn(err, f.columns) {
-		chclient.LogOnce("the server's INSERT header names a column's type otherwise than system.columns; taking the two for the same type",
-			"table", f.Table, "column", c.Column, "system.columns", c.Converted, "INSERT header", c.Server)
-	}
 }
 
 // Teardown closes the connection pool.
@@ -303,7 +287,7 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 	start := time.Now()
 	unknownAttempts := 0
 	attempts, err := f.Retry.DoIf(ctx, func() error {
-		return b.insert(ctx, f.conn, f.ClickHouse.Database, f.Table, f.settings, f.withToken, f.aliases)
+		return b.insert(ctx, f.conn, f.ClickHouse.Database, f.Table, f.settings, f.withToken)
 	}, func(err error) bool {
 		switch chclient.Classify(err) {
 		case chclient.Transient, chclient.Refused:
@@ -364,7 +348,6 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 		if err := f.refreshSchema(ctx); err != nil {
 			return err
 		}
-		f.learnAliases(err)
 		return f.insertRows(ctx, b.Rows, reject, refreshes+1)
 	case class == chclient.Refused:
 		insertFailures.Inc(ctx, 1)
