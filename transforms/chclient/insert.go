@@ -134,7 +134,8 @@ type Native struct {
 	Type string
 	// Strings, for a column of String values (String, Nullable(String), Array(String)), are
 	// its values as Data holds them, one after another, each after its length: ReadNative first
-	// makes room for them in the driver's column.
+	// makes room for them in the driver's column. For a String column they are the whole of
+	// Data, and ReadNative reads them instead (convert.NativeColumn.Strings gives them so).
 	Strings []byte
 }
 
@@ -233,7 +234,7 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 // ReadNative has col, the driver's column of n's type, read n's rows (clickhouse-go's
 // column.Interface.Decode); an error when the bytes do not hold exactly n.Rows values of it.
 func ReadNative(col column.Interface, n Native) error {
-	if s, ok := col.(*column.String); ok && n.Strings != nil {
+	if s, ok := col.(*column.String); ok && n.Strings != nil && SameType(n.Type, "String") {
 		return appendStrings(s, n)
 	}
 	if len(n.Strings) > 0 {
@@ -255,7 +256,8 @@ func ReadNative(col column.Interface, n Native) error {
 // appendStrings is ReadNative of a String column: it appends the values of n.Strings (each after
 // its LEB128 length) to col as Go strings, which col copies into its buffer, with room made for
 // them first. That costs less than col's Decode, which reads each length a byte at a time
-// through a bufio.Reader and then copies the value twice.
+// through a bufio.Reader (both copy each value twice: through the bufio.Reader, or once for the
+// room and once into it).
 func appendStrings(col *column.String, n Native) error {
 	reserveStrings(col, n.Strings)
 	values := make([]string, 0, n.Rows)

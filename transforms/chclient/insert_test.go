@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -355,5 +356,30 @@ func TestInsertTyped(t *testing.T) {
 				t.Errorf("sent %v, %d columns appended: want neither", conn.batch.sent, len(conn.batch.appended))
 			}
 		})
+	}
+}
+
+// TestNativeReaderReadsOneSourceAfterAnother: a pooled nativeReader, having read one column to its
+// end, reads the next from its own source, with nothing of the first left in its buffer.
+func TestNativeReaderReadsOneSourceAfterAnother(t *testing.T) {
+	r := nativeReaders.Get().(*nativeReader)
+	first, second := driverColumn(t, "a", "UInt16"), driverColumn(t, "b", "Nullable(String)")
+	r.src.r = bytes.NewReader([]byte{0x2c, 0x01, 5, 0})
+	if err := first.Decode(r.Reader, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the first column: %v, want io.EOF", err)
+	}
+	r.src.r = bytes.NewReader([]byte{1, 0, 0, 2, 'h', 'i'}) // NULL, "hi"
+	if err := second.Decode(r.Reader, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the second column: %v, want io.EOF", err)
+	}
+	got := []any{first.Row(0, false), first.Row(1, false), second.Row(0, false), *second.Row(1, false).(*string)}
+	if diff := cmp.Diff([]any{uint16(300), uint16(5), nil, "hi"}, got); diff != "" {
+		t.Errorf("values (-want +got):\n%s", diff)
 	}
 }
