@@ -120,23 +120,23 @@ func InsertSettings(settings clickhouse.Settings, withToken bool, columns []stri
 // first). Over the native protocol the server says so itself, with code 16 NO_SUCH_COLUMN_IN_TABLE.
 var missingColumn = regexp.MustCompile(`column (.+) is not present in the table `)
 
-// Native is a whole column of an INSERT already in ClickHouse's Native format (Data, Rows rows),
-// as convert.NativeColumn builds it: Insert has the driver's column read it (clickhouse-go's
-// column.Interface.Decode, as for a block the server sends) instead of appending a Go value per
-// row, and the driver writes it to the server unchanged.
+// Native is a whole column of an INSERT already in ClickHouse's Native format, Head and then
+// Values, of Rows rows, as convert.NativeColumn builds it: Insert has the driver's column read it
+// (ReadNative) instead of appending a Go value per row, and the driver writes it to the server
+// unchanged.
 type Native struct {
-	Data io.Reader
-	Rows int
+	// Head is what comes before the values: a byte per row of a Nullable, the offsets of an
+	// Array; nothing for a plain type.
+	Head []byte
+	// Values are the values (of a Nullable with the zero value for NULL, of an Array the
+	// elements); for String values, each after its LEB128 length.
+	Values []byte
+	Rows   int
 	// Type is the column's type as the rows were converted for it (schema.Column.TypeName). The
 	// driver's column has the type the server gives the INSERT: when the two differ (the table
 	// changed since its schema was read), the bytes would read as values of another type, so
 	// Insert refuses them with an *AppendError holding a *TypesChangedError (Classify: Schema).
 	Type string
-	// Strings, for a column of String values (String, Nullable(String), Array(String)), are
-	// its values as Data holds them, one after another, each after its length: ReadNative first
-	// makes room for them in the driver's column. For a String column they are the whole of
-	// Data, and ReadNative reads them instead (convert.NativeColumn.Strings gives them so).
-	Strings []byte
 }
 
 // Typed is a whole column of Go values, one slice with a value per row as batch.Column(i).Append
@@ -232,36 +232,35 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 }
 
 // ReadNative has col, the driver's column of n's type, read n's rows (clickhouse-go's
-// column.Interface.Decode); an error when the bytes do not hold exactly n.Rows values of it.
+// column.Interface.Decode, as for a block the server sends); an error when the bytes do not hold
+// exactly n.Rows values of it. A String column takes the values as Go strings instead
+// (appendStrings), and a column of String values gets room for them first (reserveStrings).
 func ReadNative(col column.Interface, n Native) error {
-	if s, ok := col.(*column.String); ok && n.Strings != nil && SameType(n.Type, "String") {
+	if s, ok := col.(*column.String); ok && len(n.Head) == 0 && SameType(n.Type, "String") {
 		return appendStrings(s, n)
 	}
-	if len(n.Strings) > 0 {
-		reserveStrings(col, n.Strings)
-	}
+	reserveStrings(col, n.Values)
 	r := nativeReaders.Get().(*nativeReader)
-	r.src.r = n.Data
+	r.src.parts = [2][]byte{n.Head, n.Values}
 	if err := col.Decode(r.Reader, n.Rows); err != nil {
 		return err // r is left to the garbage collector: its buffer may hold bytes of n
 	}
 	if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%d rows of %s in the Native format left bytes unread", n.Rows, n.Type)
 	}
-	r.src.r = nil
 	nativeReaders.Put(r)
 	return nil
 }
 
-// appendStrings is ReadNative of a String column: it appends the values of n.Strings (each after
+// appendStrings is ReadNative of a String column: it appends the values of n.Values (each after
 // its LEB128 length) to col as Go strings, which col copies into its buffer, with room made for
 // them first. That costs less than col's Decode, which reads each length a byte at a time
 // through a bufio.Reader (both copy each value twice: through the bufio.Reader, or once for the
 // room and once into it).
 func appendStrings(col *column.String, n Native) error {
-	reserveStrings(col, n.Strings)
+	reserveStrings(col, n.Values)
 	values := make([]string, 0, n.Rows)
-	for b := n.Strings; len(b) > 0; {
+	for b := n.Values; len(b) > 0; {
 		size, k := binary.Uvarint(b)
 		if k <= 0 || size > uint64(len(b)-k) {
 			return fmt.Errorf("%d rows of %s in the Native format: value %d is cut short", n.Rows, n.Type, len(values))
@@ -286,9 +285,19 @@ type nativeReader struct {
 	src *source
 }
 
-type source struct{ r io.Reader }
+// source reads its parts one after the other, then io.EOF.
+type source struct{ parts [2][]byte }
 
-func (s *source) Read(p []byte) (int, error) { return s.r.Read(p) }
+func (s *source) Read(p []byte) (int, error) {
+	for i := range s.parts {
+		if len(s.parts[i]) > 0 {
+			n := copy(p, s.parts[i])
+			s.parts[i] = s.parts[i][n:]
+			return n, nil
+		}
+	}
+	return 0, io.EOF
+}
 
 var nativeReaders = sync.Pool{New: func() any {
 	src := &source{}

@@ -1,7 +1,6 @@
 package chclient
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -269,20 +268,20 @@ func TestInsertNative(t *testing.T) {
 		native       Native
 		want         string // the error, "" for none
 	}{
-		{"same type", "UInt16", Native{Data: bytes.NewReader(uint16s), Rows: 2, Type: "UInt16"}, ""},
-		{"same type spelt otherwise", "DateTime('UTC')", Native{Data: bytes.NewReader(make([]byte, 8)), Rows: 2, Type: "DateTime( 'UTC' )"}, ""},
-		{"narrowed", "UInt8", Native{Data: bytes.NewReader(uint16s), Rows: 2, Type: "UInt16"},
+		{"same type", "UInt16", Native{Values: uint16s, Rows: 2, Type: "UInt16"}, ""},
+		{"same type spelt otherwise", "DateTime('UTC')", Native{Values: make([]byte, 8), Rows: 2, Type: "DateTime( 'UTC' )"}, ""},
+		{"narrowed", "UInt8", Native{Values: uint16s, Rows: 2, Type: "UInt16"},
 			`column "n": the table's column is UInt8 now, but the rows were converted for UInt16`},
-		{"same width", "Int16", Native{Data: bytes.NewReader(uint16s), Rows: 2, Type: "UInt16"},
+		{"same width", "Int16", Native{Values: uint16s, Rows: 2, Type: "UInt16"},
 			`column "n": the table's column is Int16 now, but the rows were converted for UInt16`},
-		{"bytes left", "UInt16", Native{Data: bytes.NewReader(uint16s), Rows: 1, Type: "UInt16"},
+		{"bytes left", "UInt16", Native{Values: uint16s, Rows: 1, Type: "UInt16"},
 			`column "n": 1 rows of UInt16 in the Native format left bytes unread`},
-		{"bytes missing", "UInt16", Native{Data: bytes.NewReader(uint16s), Rows: 3, Type: "UInt16"}, `column "n": `},
-		{"strings", "String", Native{Data: bytes.NewReader(strs), Rows: 2, Type: "String", Strings: strs}, ""},
-		{"strings in a Nullable", "Nullable(String)", Native{Data: bytes.NewReader(append([]byte{0, 1}, 1, 'a', 0)), Rows: 2, Type: "Nullable(String)", Strings: []byte{1, 'a', 0}}, ""},
-		{"strings left", "String", Native{Data: bytes.NewReader(strs), Rows: 1, Type: "String", Strings: strs},
+		{"bytes missing", "UInt16", Native{Values: uint16s, Rows: 3, Type: "UInt16"}, `column "n": `},
+		{"strings", "String", Native{Values: strs, Rows: 2, Type: "String"}, ""},
+		{"strings in a Nullable", "Nullable(String)", Native{Head: []byte{0, 1}, Values: []byte{1, 'a', 0}, Rows: 2, Type: "Nullable(String)"}, ""},
+		{"strings left", "String", Native{Values: strs, Rows: 1, Type: "String"},
 			`column "n": 1 rows of String in the Native format hold 2 values`},
-		{"string cut short", "String", Native{Data: bytes.NewReader(strs[:4]), Rows: 2, Type: "String", Strings: strs[:4]},
+		{"string cut short", "String", Native{Values: strs[:4], Rows: 2, Type: "String"},
 			`column "n": 2 rows of String in the Native format: value 1 is cut short`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -332,7 +331,7 @@ func TestInsertTyped(t *testing.T) {
 			[]any{Typed{Values: [][]any{{[]any{uint8(1), "x"}}}, Type: "Nested(a UInt8, b String)"}},
 			`column "n": the table's column is Array(Tuple(a UInt16, b String)) now, but the rows were converted for Nested(a UInt8, b String)`},
 		{"two changed, one unchecked", []string{"UInt8", "String", "Int16"}, []string{"a", "b", "c"},
-			[]any{Typed{Values: []uint16{1}, Type: "UInt16"}, []string{"x"}, Native{Data: bytes.NewReader([]byte{1, 0}), Rows: 1, Type: "UInt16"}},
+			[]any{Typed{Values: []uint16{1}, Type: "UInt16"}, []string{"x"}, Native{Values: []byte{1, 0}, Rows: 1, Type: "UInt16"}},
 			`column "a": the table's column is UInt8 now, but the rows were converted for UInt16; column "c": the table's column is Int16 now, but the rows were converted for UInt16`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -364,14 +363,14 @@ func TestInsertTyped(t *testing.T) {
 func TestNativeReaderReadsOneSourceAfterAnother(t *testing.T) {
 	r := nativeReaders.Get().(*nativeReader)
 	first, second := driverColumn(t, "a", "UInt16"), driverColumn(t, "b", "Nullable(String)")
-	r.src.r = bytes.NewReader([]byte{0x2c, 0x01, 5, 0})
+	r.src.parts = [2][]byte{nil, {0x2c, 0x01, 5, 0}}
 	if err := first.Decode(r.Reader, 2); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
 		t.Fatalf("after the first column: %v, want io.EOF", err)
 	}
-	r.src.r = bytes.NewReader([]byte{1, 0, 0, 2, 'h', 'i'}) // NULL, "hi"
+	r.src.parts = [2][]byte{{1, 0}, {0, 2, 'h', 'i'}} // NULL, "hi"
 	if err := second.Decode(r.Reader, 2); err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,8 @@
 package convert
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"slices"
 	"sync"
 
@@ -72,7 +70,7 @@ var nativeColumns = sync.Pool{New: func() any { return new(NativeColumn) }}
 
 const maxPooledBytes = 256 << 10
 
-// Release gives the column's memory to a later NewNativeColumn. Neither the column nor a reader
+// Release gives the column's memory to a later NewNativeColumn. Neither the column nor the bytes
 // that Native returned may be used after.
 func (c *NativeColumn) Release() {
 	if cap(c.values)+cap(c.nulls)+cap(c.offsets) <= maxPooledBytes {
@@ -151,26 +149,18 @@ func (c *NativeColumn) areN(b []byte, n uint64) bool {
 	return len(b) == 0
 }
 
-// Native returns a reader of the column in the Native format, and its row count. It reads the
-// column's own bytes, which stay as they are until Reset.
-func (c *NativeColumn) Native() (r io.Reader, rows int) {
+// Native returns the column in the Native format, head and then values, and its row count: head
+// is Nullable's byte per row or Array's offsets (empty for T), values the values (of Nullable,
+// with the zero value for NULL; of Array, the elements). They are the column's own bytes, which
+// stay as they are until Reset.
+func (c *NativeColumn) Native() (head, values []byte, rows int) {
 	switch c.wrap {
 	case shapeNullable:
-		return io.MultiReader(bytes.NewReader(c.nulls), bytes.NewReader(c.values)), c.rows
+		return c.nulls, c.values, c.rows
 	case shapeArray:
-		return io.MultiReader(bytes.NewReader(c.offsets), bytes.NewReader(c.values)), c.rows
+		return c.offsets, c.values, c.rows
 	}
-	return bytes.NewReader(c.values), c.rows
-}
-
-// Strings returns, for a column of String values (String, Nullable(String), Array(String)), its
-// values as Native's reader gives them, each after its LEB128 length; nil for other columns. They
-// stay as they are until Reset.
-func (c *NativeColumn) Strings() []byte {
-	if c.width != 0 {
-		return nil
-	}
-	return c.values
+	return nil, c.values, c.rows
 }
 
 // Rows is the number of values appended.

@@ -64,23 +64,14 @@ func AppendRows(dst []byte, rs Rows) []byte {
 	body := appendRows(slices.Grow((*scratch)[:0], EncodedRowsSize(rs)), rs)
 	*scratch = body
 	if 1+len(body) >= minCompressBytes {
-		bound := s2.MaxEncodedLen(len(body))
-		var room []byte // where S2 writes, bound bytes
-		if bound > maxPooledBytes {
-			// In place, after the format byte: the append below then copies onto itself.
-			dst = slices.Grow(dst, 1+bound)
-			room = dst[len(dst)+1 : len(dst)+1+bound]
-		} else {
-			// Into a pooled buffer, then copied: room for S2's bound (more than the
-			// uncompressed size) would be cleared whole, for a third of it to be kept.
-			out := compressedBuffers.Get().(*[]byte)
-			defer putBuffer(&compressedBuffers, out)
-			if cap(*out) < bound {
-				*out = make([]byte, bound)
-			}
-			room = (*out)[:bound]
+		// Into a pooled buffer, then copied: room for S2's bound (more than the uncompressed
+		// size) in dst would be cleared whole, for a third of it to be kept.
+		out := compressedBuffers.Get().(*[]byte)
+		defer putBuffer(&compressedBuffers, out)
+		if bound := s2.MaxEncodedLen(len(body)); cap(*out) < bound {
+			*out = make([]byte, bound)
 		}
-		if compressed := s2.Encode(room, body); len(compressed) < len(body) {
+		if compressed := s2.Encode((*out)[:cap(*out)], body); len(compressed) < len(body) {
 			return append(append(dst, rowsS2), compressed...)
 		}
 	}

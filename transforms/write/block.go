@@ -171,8 +171,8 @@ func (b *Block) values() (values []any, release func(), err error) {
 			if err := b.fill(j, native); err != nil {
 				return nil, release, err
 			}
-			data, rows := native.Native()
-			values[j] = chclient.Native{Data: data, Rows: rows, Type: c.TypeName, Strings: native.Strings()}
+			head, data, rows := native.Native()
+			values[j] = chclient.Native{Head: head, Values: data, Rows: rows, Type: c.TypeName}
 			continue
 		}
 		col, err := convert.NewColumn(c.Type)
