@@ -89,38 +89,51 @@ func CheckTable(ctx context.Context, conn driver.Conn, database, table string) e
 // Columns checks the dead-letter table as CheckTable does and returns the columns the stage
 // fills: the four, then the optional columns the table has, in the order of optionalColumns.
 func Columns(ctx context.Context, conn driver.Conn, database, table string) ([]string, error) {
+	columns, _, err := columnTypes(ctx, conn, database, table)
+	return columns, err
+}
+
+// columnTypes is Columns that also returns each column's type as the server spells it
+// (schema.Column.TypeName, e.g. "DateTime('UTC')"), for the INSERT to check that the table has
+// not changed it since (chclient.Typed).
+func columnTypes(ctx context.Context, conn driver.Conn, database, table string) (columns, types []string, err error) {
 	fix := "; create it with: " + CreateTable(database, table)
 	t, err := schema.Fetch(ctx, conn, database, table)
 	if err != nil {
-		return nil, fmt.Errorf("%w%s", err, fix)
+		return nil, nil, fmt.Errorf("%w%s", err, fix)
 	}
-	have := map[string]string{}
+	have := map[string]schema.Column{}
 	for _, c := range t.Writable() {
-		base, _ := c.Type.Unwrap()
-		have[c.Name] = base.Name
+		have[c.Name] = c
 	}
-	var problems, columns []string
+	base := func(c schema.Column) string {
+		b, _ := c.Type.Unwrap()
+		return b.Name
+	}
+	var problems []string
 	for _, c := range tableColumns {
 		switch got, ok := have[c.name]; {
 		case !ok:
 			problems = append(problems, fmt.Sprintf("no writable column %s %s", c.name, c.typ))
-		case got != c.typ:
-			problems = append(problems, fmt.Sprintf("column %s is %s, not %s", c.name, got, c.typ))
+		case base(got) != c.typ:
+			problems = append(problems, fmt.Sprintf("column %s is %s, not %s", c.name, got.TypeName, c.typ))
 		}
 		columns = append(columns, c.name)
+		types = append(types, have[c.name].TypeName)
 	}
 	for _, c := range optionalColumns {
 		switch got, ok := have[c]; {
-		case ok && got != "String":
-			problems = append(problems, fmt.Sprintf("column %s is %s, not String (an optional column: make it String, or drop it)", c, got))
+		case ok && base(got) != "String":
+			problems = append(problems, fmt.Sprintf("column %s is %s, not String (an optional column: make it String, or drop it)", c, got.TypeName))
 		case ok:
 			columns = append(columns, c)
+			types = append(types, got.TypeName)
 		}
 	}
 	if len(problems) > 0 {
-		return nil, fmt.Errorf("table %s.%s: %s%s", database, table, strings.Join(problems, "; "), fix)
+		return nil, nil, fmt.Errorf("table %s.%s: %s%s", database, table, strings.Join(problems, "; "), fix)
 	}
-	return columns, nil
+	return columns, types, nil
 }
 
 // AttributesJSON returns attrs as the attributes column holds them: one JSON object, keys sorted,
@@ -178,6 +191,7 @@ type writeFn struct {
 	client    *pubsub.Client
 	publisher *pubsub.Publisher
 	columns   []string // the table's columns the INSERT names (Columns)
+	types     []string // their types, as the server spelled them when the stage read the table
 }
 
 // Setup opens the destinations: for the table, it reads the secrets the configuration names
@@ -202,7 +216,7 @@ func (f *writeFn) setup(ctx context.Context) error {
 		if f.conn, err = f.ch.Open(ctx); err != nil {
 			return err
 		}
-		if f.columns, err = Columns(ctx, f.conn, f.ClickHouse.Database, f.Table); err != nil {
+		if f.columns, f.types, err = columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table); err != nil {
 			return fmt.Errorf("dead letter: %w", err)
 		}
 		if f.settings, f.withToken, _, err = chclient.ResolveSettings(ctx, f.conn, f.Settings); err != nil {
@@ -297,33 +311,32 @@ func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*flow.Dea
 // fails the pipeline) and none is dropped. The deduplication token (on servers that take one)
 // is derived from the records' message ids and payloads, so the same batch of records sent
 // again is stored once.
+//
+// Each column goes with the type the stage read (chclient.Typed), so a column whose type has
+// changed since (failed_at made a Date, which would keep only the day) fails the INSERT before
+// anything is sent. A failure of class Schema (a type changed, a column dropped) has the table
+// read and checked again (columnTypes) before the next attempt: a change the stage can still
+// fill (String to LowCardinality(String), a time zone on failed_at, an optional column dropped)
+// is taken up; one it cannot is the error of that attempt, naming the column and its type.
 func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
-	columns := f.columns
-	if columns == nil { // a writeFn set up by hand, as in the tests: the four columns
-		columns = columnNames
-	}
 	id := chclient.Identity{IDs: make([]string, len(recs)), Data: make([][]byte, len(recs))}
-	values := make([]any, len(columns))
-	for j, c := range columns {
-		if c == "failed_at" {
-			at := make([]time.Time, len(recs))
-			for i, r := range recs {
-				at[i] = r.FailedAt()
-			}
-			values[j] = at
-			continue
-		}
-		col := make([]string, len(recs))
-		for i, r := range recs {
-			col[i] = columnValue(c, r)
-		}
-		values[j] = col
-	}
 	for i, r := range recs {
 		id.IDs[i], id.Data[i] = r.MessageID, r.Payload
 	}
 	attempts, err := f.Retry.Do(ctx, func() error {
-		return chclient.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, columns, values, f.settings, f.withToken, id)
+		columns := f.columns
+		if columns == nil { // a writeFn set up by hand, as in the tests: the four columns
+			columns = columnNames
+		}
+		err := chclient.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, columns, f.values(columns, recs), f.settings, f.withToken, id)
+		if err != nil && f.types != nil && chclient.Classify(err) == chclient.Schema {
+			columns, types, checkErr := columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table)
+			if checkErr != nil {
+				return fmt.Errorf("%w; the table, read again: %w", err, checkErr)
+			}
+			f.columns, f.types = columns, types
+		}
+		return err
 	}, func(n int, err error) {
 		slog.Warn("dead-letter INSERT failed; retrying", "table", f.Table, "rows", len(recs), "attempt", n, "error", err)
 	})
@@ -332,6 +345,31 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 			len(recs), f.ClickHouse.Database, f.Table, attempts, chclient.Classify(err), err)
 	}
 	return nil
+}
+
+// values returns the INSERT's columns of recs: []time.Time for failed_at, []string for the
+// others, each a chclient.Typed with the column's type when the stage read the table.
+func (f *writeFn) values(columns []string, recs []*flow.DeadLetter) []any {
+	values := make([]any, len(columns))
+	for j, c := range columns {
+		if c == "failed_at" {
+			at := make([]time.Time, len(recs))
+			for i, r := range recs {
+				at[i] = r.FailedAt()
+			}
+			values[j] = at
+		} else {
+			col := make([]string, len(recs))
+			for i, r := range recs {
+				col[i] = columnValue(c, r)
+			}
+			values[j] = col
+		}
+		if f.types != nil {
+			values[j] = chclient.Typed{Values: values[j], Type: f.types[j]}
+		}
+	}
+	return values
 }
 
 // columnValue returns r's value of the String column c of the dead-letter table.
