@@ -89,18 +89,20 @@ func CheckTable(ctx context.Context, conn driver.Conn, database, table string) e
 // Columns checks the dead-letter table as CheckTable does and returns the columns the stage
 // fills: the four, then the optional columns the table has, in the order of optionalColumns.
 func Columns(ctx context.Context, conn driver.Conn, database, table string) ([]string, error) {
-	columns, _, err := columnTypes(ctx, conn, database, table)
+	columns, _, err := columnTypes(ctx, conn, database, table, false)
 	return columns, err
 }
 
 // columnTypes is Columns that also returns each column's type as the server spells it
 // (schema.Column.TypeName, e.g. "DateTime('UTC')"), for the INSERT to check that the table has
-// not changed it since (chclient.Typed).
-func columnTypes(ctx context.Context, conn driver.Conn, database, table string) (columns, types []string, err error) {
-	fix := "; create it with: " + CreateTable(database, table)
+// not changed it since (chclient.Typed). running says the stage reads the table again while the
+// job runs: an optional column that is not a String is then left out, with a warning, instead of
+// failing the check (the rows still land, without that column), since the table was right
+// when the job started.
+func columnTypes(ctx context.Context, conn driver.Conn, database, table string, running bool) (columns, types []string, err error) {
 	t, err := schema.Fetch(ctx, conn, database, table)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w%s", err, fix)
+		return nil, nil, fmt.Errorf("%w; create it with: %s", err, CreateTable(database, table))
 	}
 	have := map[string]schema.Column{}
 	for _, c := range t.Writable() {
@@ -123,6 +125,9 @@ func columnTypes(ctx context.Context, conn driver.Conn, database, table string) 
 	}
 	for _, c := range optionalColumns {
 		switch got, ok := have[c]; {
+		case ok && base(got) != "String" && running:
+			slog.Warn("dead letter: an optional column of the dead-letter table is no longer a String; the INSERTs leave it out",
+				"table", database+"."+table, "column", c, "type", got.TypeName)
 		case ok && base(got) != "String":
 			problems = append(problems, fmt.Sprintf("column %s is %s, not String (an optional column: make it String, or drop it)", c, got.TypeName))
 		case ok:
@@ -131,7 +136,7 @@ func columnTypes(ctx context.Context, conn driver.Conn, database, table string) 
 		}
 	}
 	if len(problems) > 0 {
-		return nil, nil, fmt.Errorf("table %s.%s: %s%s", database, table, strings.Join(problems, "; "), fix)
+		return nil, nil, fmt.Errorf("table %s.%s: %s; a dead-letter table has the columns of: %s", database, table, strings.Join(problems, "; "), CreateTable(database, table))
 	}
 	return columns, types, nil
 }
@@ -216,7 +221,7 @@ func (f *writeFn) setup(ctx context.Context) error {
 		if f.conn, err = f.ch.Open(ctx); err != nil {
 			return err
 		}
-		if f.columns, f.types, err = columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table); err != nil {
+		if f.columns, f.types, err = columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, false); err != nil {
 			return fmt.Errorf("dead letter: %w", err)
 		}
 		if f.settings, f.withToken, _, err = chclient.ResolveSettings(ctx, f.conn, f.Settings); err != nil {
@@ -314,10 +319,11 @@ func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*flow.Dea
 //
 // Each column goes with the type the stage read (chclient.Typed), so a column whose type has
 // changed since (failed_at made a Date, which would keep only the day) fails the INSERT before
-// anything is sent. A failure of class Schema (a type changed, a column dropped) has the table
-// read and checked again (columnTypes) before the next attempt: a change the stage can still
-// fill (String to LowCardinality(String), a time zone on failed_at, an optional column dropped)
-// is taken up; one it cannot is the error of that attempt, naming the column and its type.
+// anything is sent. A failure that is not transient (a type changed, a column dropped or made
+// MATERIALIZED, code 44 on 18.16) has the table read and checked again (columnTypes) before the
+// next attempt: a change the stage can still fill (String to LowCardinality(String), a time zone
+// on failed_at, an optional column dropped, or no longer a String and so left out) is taken up;
+// one it cannot is the error of that attempt, naming the column and its type.
 func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 	id := chclient.Identity{IDs: make([]string, len(recs)), Data: make([][]byte, len(recs))}
 	for i, r := range recs {
@@ -329,8 +335,8 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 			columns = columnNames
 		}
 		err := chclient.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, columns, f.values(columns, recs), f.settings, f.withToken, id)
-		if err != nil && f.types != nil && chclient.Classify(err) == chclient.Schema {
-			columns, types, checkErr := columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table)
+		if err != nil && f.types != nil && chclient.Classify(err) != chclient.Transient {
+			columns, types, checkErr := columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, true)
 			if checkErr != nil {
 				return fmt.Errorf("%w; the table, read again: %w", err, checkErr)
 			}
