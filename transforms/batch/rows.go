@@ -168,6 +168,11 @@ type buffer struct {
 // buffered rows and the element's, in arrival order, and buffers the rest. It reports whether a
 // new batch started (its first rows are buffered now), for the caller to set its timers. An
 // element that fills no batch is buffered as it came, without being decoded.
+//
+// The groups it decodes share pooled buffers (flow.Packed.UnpackPooled), given back when it
+// returns: a batch it emits is valid only during emit, which the write stage, fused after this
+// one, consumes before it returns (it inserts the rows, and its dead letters are encoded as they
+// are emitted).
 func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(int, flow.Rows)) (started bool) {
 	count := b.readCount(sp)
 	due := b.due(sp)
@@ -178,13 +183,17 @@ func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(i
 		b.put(sp, rows, count == 0, count)
 		return count == 0
 	}
+	var held held
+	defer held.release()
 	shard := shardOf(key)
-	pending := b.read(sp).Rows
+	// Room for the buffered rows and the element's, as the count says: appending them one
+	// group at a time to a slice that grows would copy them again at each doubling.
+	pending := b.read(sp, &held, make([]flow.Row, 0, count+int64(rows.Rows)))
 	if due && len(pending) > 0 {
 		emit(shard, flow.Rows{Rows: pending})
 		pending = nil
 	}
-	pending = append(pending, unpack(rows).Rows...)
+	pending = append(pending, held.unpack(rows).Rows...)
 	for int64(len(pending)) >= b.rows {
 		emit(shard, flow.Rows{Rows: pending[:b.rows:b.rows]})
 		pending = pending[b.rows:]
@@ -220,27 +229,36 @@ func (b buffer) put(sp state.Provider, rows flow.Packed, start bool, count int64
 	}
 }
 
-// read returns the buffered rows as one group.
-func (b buffer) read(sp state.Provider) flow.Rows {
+// read appends the buffered rows to dst, decoded into buffers that h holds.
+func (b buffer) read(sp state.Provider, h *held, dst []flow.Row) []flow.Row {
 	groups, _, err := b.bag.Read(sp)
 	if err != nil {
 		panic(err)
 	}
-	var out flow.Rows
 	for _, g := range groups {
-		out.Rows = append(out.Rows, unpack(g).Rows...)
+		dst = append(dst, h.unpack(g).Rows...)
 	}
-	return out
+	return dst
 }
 
-// unpack decodes a group; a group that does not decode was not written by this stage's coder
-// (corrupt state or input), and fails the bundle.
-func unpack(p flow.Packed) flow.Rows {
-	rs, err := p.Unpack()
+// held are the pooled buffers of the groups a call decoded, given back by release.
+type held []func()
+
+// unpack decodes a group into a pooled buffer that h holds; a group that does not decode was
+// not written by this stage's coder (corrupt state or input), and fails the bundle.
+func (h *held) unpack(p flow.Packed) flow.Rows {
+	rs, release, err := p.UnpackPooled()
+	*h = append(*h, release)
 	if err != nil {
 		panic(err)
 	}
 	return rs
+}
+
+func (h held) release() {
+	for _, r := range h {
+		r()
+	}
 }
 
 // due reports whether the time bound has passed since the batch's first row.
@@ -262,9 +280,12 @@ func (b buffer) flushIfDue(sp state.Provider, key string, emit func(int, flow.Ro
 	}
 }
 
-// flush emits the buffered rows, if any, as one batch and empties the buffer.
+// flush emits the buffered rows, if any, as one batch (valid only during emit, as in add) and
+// empties the buffer.
 func (b buffer) flush(sp state.Provider, key string, emit func(int, flow.Rows)) {
-	rows := b.read(sp)
+	var held held
+	defer held.release()
+	rows := flow.Rows{Rows: b.read(sp, &held, nil)}
 	if len(rows.Rows) == 0 {
 		return
 	}

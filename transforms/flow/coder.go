@@ -135,6 +135,12 @@ func EncodedRowsSize(rs Rows) int {
 // DecodeRows decodes what EncodeRows wrote; the payloads share b, or the buffer b decompresses
 // into.
 func DecodeRows(b []byte) (Rows, error) {
+	return decodeRows(b, nil)
+}
+
+// decodeRows is DecodeRows that decompresses into dst when it is large enough (into a new
+// buffer otherwise).
+func decodeRows(b, dst []byte) (Rows, error) {
 	if len(b) == 0 {
 		return Rows{}, fmt.Errorf("flow: decoding Rows: %w", errCorrupt)
 	}
@@ -142,7 +148,7 @@ func DecodeRows(b []byte) (Rows, error) {
 	case rowsPlain:
 		b = b[1:]
 	case rowsS2:
-		plain, err := s2.Decode(nil, b[1:])
+		plain, err := s2.Decode(dst, b[1:])
 		if err != nil {
 			return Rows{}, fmt.Errorf("flow: decoding Rows: %w: %v", errCorrupt, err)
 		}

@@ -203,3 +203,73 @@ func TestPacked(t *testing.T) {
 		t.Error("flow.DecodePacked(nil): no error")
 	}
 }
+
+// TestUnpackPooled: a group decoded into a pooled buffer is the group Unpack decodes, also when
+// the pool hands back a buffer a larger or a smaller group used before; a group too large for
+// the buffer in the pool gets a larger one; corrupt data and a wrong count are errors, with a
+// release to call all the same.
+func TestUnpackPooled(t *testing.T) {
+	large, _ := demoRows(300, true)
+	small, _ := demoRows(3, false)
+	plain := flow.Rows{Rows: []flow.Row{{Payload: []byte(`{}`), MessageID: "m"}}} // under the size worth compressing
+	for i, rs := range []flow.Rows{small, large, small, plain, large, {}} {
+		p := flow.Pack(rs)
+		got, release, err := p.UnpackPooled()
+		if err != nil {
+			t.Fatalf("group %d: %v", i, err)
+		}
+		if !cmp.Equal(got, rs, cmpopts.EquateEmpty()) {
+			t.Errorf("group %d: UnpackPooled differs from the rows packed", i)
+		}
+		release()
+	}
+	// Two groups held at once do not share a buffer.
+	a, releaseA, errA := flow.Pack(large).UnpackPooled()
+	b, releaseB, errB := flow.Pack(small).UnpackPooled()
+	if errA != nil || errB != nil || !cmp.Equal(a, large) || !cmp.Equal(b, small, cmpopts.EquateEmpty()) {
+		t.Errorf("two groups held at once: %v, %v, or their rows differ", errA, errB)
+	}
+	releaseA()
+	releaseB()
+
+	p := flow.Pack(large)
+	p.Rows = 299
+	if _, release, err := p.UnpackPooled(); err == nil || release == nil {
+		t.Errorf("a count of 299 for 300 rows: %v, want an error and a release", err)
+	} else {
+		release()
+	}
+	corrupt := flow.Packed{Rows: 3, Data: append([]byte{1}, bytes.Repeat([]byte{0xff}, 20)...)}
+	if _, release, err := corrupt.UnpackPooled(); err == nil || release == nil {
+		t.Errorf("corrupt S2 data: %v, want an error and a release", err)
+	} else {
+		release()
+	}
+}
+
+// BenchmarkUnpack: a group of 1,000 demo rows decoded into a new buffer (Unpack) and into a
+// pooled one (UnpackPooled), as the batch stage decodes the groups it buffered.
+func BenchmarkUnpack(b *testing.B) {
+	rows, payload := demoRows(1000, false)
+	p := flow.Pack(rows)
+	b.Run("new", func(b *testing.B) {
+		b.SetBytes(int64(payload))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := p.Unpack(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pooled", func(b *testing.B) {
+		b.SetBytes(int64(payload))
+		b.ReportAllocs()
+		for b.Loop() {
+			_, release, err := p.UnpackPooled()
+			if err != nil {
+				b.Fatal(err)
+			}
+			release()
+		}
+	})
+}

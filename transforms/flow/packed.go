@@ -4,8 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"reflect"
+	"sync"
+	"sync/atomic"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/klauspost/compress/s2"
 )
 
 // Packed is a Rows element encoded once (EncodeRows), with its row count beside the bytes. The
@@ -42,6 +45,48 @@ func (p Packed) Unpack() (Rows, error) {
 	}
 	return rs, err
 }
+
+// UnpackPooled is Unpack into a buffer kept in a pool: release gives it back, after which the
+// rows' payloads and originals (which share it) must not be read. It spares a stage that
+// decodes many groups the clearing and collecting of a new buffer of decompressed rows for
+// each: decoding 1,000 demo rows then takes about half the time (BenchmarkUnpack). release is
+// never nil; call it once.
+func (p Packed) UnpackPooled() (rs Rows, release func(), err error) {
+	if p.Rows == 0 && len(p.Data) == 0 {
+		return Rows{}, func() {}, nil
+	}
+	buf := decodedBuffers.Get().(*[]byte)
+	if len(p.Data) > 0 && p.Data[0] == rowsS2 {
+		if n, err := s2.DecodedLen(p.Data[1:]); err == nil && cap(*buf) < n {
+			*buf = make([]byte, n)
+		}
+	}
+	rs, err = decodeRows(p.Data, (*buf)[:cap(*buf)])
+	release = func() {
+		if poisonReleased.Load() {
+			for i, b := 0, (*buf)[:cap(*buf)]; i < len(b); i++ {
+				b[i] = 0xA5
+			}
+		}
+		putBuffer(&decodedBuffers, buf)
+	}
+	if err == nil && len(rs.Rows) != p.Rows {
+		err = fmt.Errorf("flow: decoding Packed: %w: %d rows, the count says %d", errCorrupt, len(rs.Rows), p.Rows)
+	}
+	return rs, release, err
+}
+
+// decodedBuffers hold the decompressed rows of the groups UnpackPooled decodes.
+var decodedBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// poisonReleased has UnpackPooled's release overwrite the buffer it gives back (PoisonReleased).
+var poisonReleased atomic.Bool
+
+// PoisonReleased sets whether UnpackPooled's release overwrites the buffer it gives back with
+// 0xA5 bytes, so that a payload read after its release is garbage, which fails the test that
+// reads it, rather than bytes that are right until another group reuses the buffer. The tests
+// that run pipelines set it (internal/flowtest.Main); a job does not.
+func PoisonReleased(on bool) { poisonReleased.Store(on) }
 
 // The coder of Packed: the row count (unsigned LEB128), then Data.
 func init() {
