@@ -273,3 +273,17 @@ func BenchmarkUnpack(b *testing.B) {
 		}
 	})
 }
+
+// TestDecodePackedEncodesAsItCame: a decoded group encodes to the bytes it came in, shared.
+func TestDecodePackedEncodesAsItCame(t *testing.T) {
+	rows, _ := demoRows(20, true)
+	b := flow.EncodePacked(flow.Pack(rows))
+	in := bytes.Clone(b)
+	p, err := flow.DecodePacked(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := flow.EncodePacked(p); !bytes.Equal(out, b) || &out[0] != &in[0] {
+		t.Errorf("EncodePacked of a decoded group: equal %v, shared %v; want the bytes it came in", bytes.Equal(out, b), len(out) > 0 && &out[0] == &in[0])
+	}
+}

@@ -21,8 +21,8 @@ type Packed struct {
 	// Data is EncodeRows's encoding of the rows.
 	Data []byte
 
-	// encoded is what EncodePacked returns for p, when Pack made p: its coder's bytes are
-	// written once, with Data their tail.
+	// encoded is what EncodePacked returns for p, when Pack or DecodePacked made p: its coder's
+	// bytes are written once, with Data their tail (so p's fields are not to be changed).
 	encoded []byte
 }
 
@@ -101,11 +101,13 @@ func EncodePacked(p Packed) []byte {
 	return append(binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(p.Data)), uint64(p.Rows)), p.Data...)
 }
 
-// DecodePacked decodes what EncodePacked wrote; Data shares b.
+// DecodePacked decodes what EncodePacked wrote; Data shares b, and EncodePacked of the result
+// returns b itself (the batch stage puts most groups it receives into its state as they came:
+// Beam's state writes them encoded again).
 func DecodePacked(b []byte) (Packed, error) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > 1<<31 {
 		return Packed{}, fmt.Errorf("flow: decoding Packed: %w", errCorrupt)
 	}
-	return Packed{Rows: int(n), Data: b[k:]}, nil
+	return Packed{Rows: int(n), Data: b[k:], encoded: b}, nil
 }
