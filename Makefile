@@ -75,8 +75,11 @@ demo: clickhouse build
 
 # Throughput of the whole pipeline: 200,000 demo messages; prints messages per second, the
 # pipeline process's CPU seconds per 100,000 messages and its peak memory, and fails above 512 MiB.
+# With BEFORE=<binary>, that build beside this one in RUNS rounds (default 3), with the ratio of
+# the two in each round (scripts/e2e-vs-before.sh).
 bench-e2e: clickhouse build
-	$(GO) run ./integration_test/demo -binary bin/pubsub-to-clickhouse -messages 200000 -max-rss-mib 512
+	@if [ -n "$${BEFORE:-}" ]; then scripts/e2e-vs-before.sh; else \
+	  $(GO) run ./integration_test/demo -binary bin/pubsub-to-clickhouse -messages 200000 -max-rss-mib 512; fi
 
 clickhouse:
 	@scripts/clickhouse.sh install

@@ -4,7 +4,8 @@
 # process holds the SDK harness and the product's code, which is what a Dataflow worker runs.
 # For each of RUNS rounds (default 3), for this build's binary and, with BEFORE=<binary>, that
 # binary beside it in the same round: the demo of MESSAGES messages (default 100,000), the CPU
-# seconds of the binary's process and of prism's, per 100,000 messages; then min and median.
+# seconds of the binary's process and of prism's, per 100,000 messages; then min and median, and
+# with BEFORE the ratio of the two builds' binary processes in each round, min and median.
 #
 #   scripts/sdk-vs-runner.sh                         # bin/pubsub-to-clickhouse alone
 #   BEFORE=/tmp/before/bin/pubsub-to-clickhouse scripts/sdk-vs-runner.sh
@@ -53,6 +54,12 @@ for ((r = 1; r <= runs; r++)); do
     echo "round $r ${names[$i]}: binary $sdk, prism $runner CPU-s per 100,000 messages"
     echo "${names[$i]} binary $sdk" >>"$results"
     echo "${names[$i]} prism $runner" >>"$results"
+    if [ "$i" = 1 ]; then
+      ratio=$(awk -v a="$this" -v b="$sdk" 'BEGIN { printf "%.3f", a / b }')
+      echo "round $r: the binary's process, this build / the before build: $ratio"
+      echo "ratio binary $ratio" >>"$results"
+    fi
+    this=$sdk
   done
 done
 echo
@@ -62,3 +69,9 @@ for n in "${names[@]}"; do
   read -r pmin pmed < <(min_median "$results" "$n" prism)
   printf '  %-7s the binary (SDK harness and pipeline) %s / %s   prism %s / %s\n' "$n" "$bmin" "$bmed" "$pmin" "$pmed"
 done
+if [ -n "${BEFORE:-}" ]; then
+  # The machine's speed drifts between rounds and within a run; the ratio of the two builds in
+  # the same round is the figure that compares.
+  read -r rmin rmed < <(min_median "$results" ratio binary)
+  echo "  the binary's process, this build / the before build in the same round: min $rmin, median $rmed"
+fi
