@@ -1,5 +1,6 @@
-# Shared by the side-by-side scripts (parse-vs-clickhouse.sh, pipeline-vs-clickhouse.sh); sourced,
-# not run. Expects $work (a scratch directory) to be set by the script.
+# Shared by the side-by-side scripts (parse-vs-clickhouse.sh, pipeline-vs-clickhouse.sh,
+# sdk-vs-runner.sh, e2e-vs-before.sh); sourced, not run. Expects $work (a scratch directory) to be
+# set by the script.
 host=${CLICKHOUSE_HOST:-127.0.0.1}
 port=${CLICKHOUSE_TCP_PORT:-9000}
 go=${GO:-go}
@@ -26,4 +27,19 @@ min_median() {
   shift
   awk -v want="$*" '{ key = $1; for (i = 2; i < NF; i++) key = key " " $i } key == want { print $NF }' "$file" | sort -g |
     awk '{ v[NR] = $1 } END { med = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print v[1], med }'
+}
+
+# ratio_in_round <results file> <round> <what> <this> <before>: prints and records this / before,
+# the ratio of two builds measured in the same round (the figure that compares when the machine's
+# speed drifts); ratio_summary <results file> <what> prints their min and median.
+ratio_in_round() {
+  local ratio
+  ratio=$(awk -v a="$4" -v b="$5" 'BEGIN { printf "%.3f", a / b }')
+  echo "round $2: $3, this build / the before build: $ratio"
+  echo "ratio $ratio" >>"$1"
+}
+ratio_summary() {
+  local rmin rmed
+  read -r rmin rmed < <(min_median "$1" ratio)
+  echo "  $2, this build / the before build in the same round: min $rmin, median $rmed"
 }

@@ -34,11 +34,7 @@ for ((r = 1; r <= runs; r++)); do
     echo "round $r ${names[$i]}: $cpu CPU-s per 100,000 messages, peak memory $rss MiB"
     echo "${names[$i]} cpu $cpu" >>"$results"
     echo "${names[$i]} rss $rss" >>"$results"
-    if [ "$i" = 1 ]; then
-      ratio=$(awk -v a="$this" -v b="$cpu" 'BEGIN { printf "%.3f", a / b }')
-      echo "round $r: this build / the before build: $ratio"
-      echo "ratio cpu $ratio" >>"$results"
-    fi
+    if [ "$i" = 1 ]; then ratio_in_round "$results" "$r" "CPU" "$this" "$cpu"; fi
     this=$cpu
   done
 done
@@ -49,5 +45,4 @@ for n in "${names[@]}"; do
   read -r mmin mmed < <(min_median "$results" "$n" rss)
   printf '  %-7s %s / %s CPU-s per 100,000 messages   peak memory %s / %s MiB\n' "$n" "$cmin" "$cmed" "$mmin" "$mmed"
 done
-read -r rmin rmed < <(min_median "$results" ratio cpu)
-echo "  this build / the before build in the same round: min $rmin, median $rmed"
+ratio_summary "$results" "CPU"

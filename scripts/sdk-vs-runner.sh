@@ -54,11 +54,7 @@ for ((r = 1; r <= runs; r++)); do
     echo "round $r ${names[$i]}: binary $sdk, prism $runner CPU-s per 100,000 messages"
     echo "${names[$i]} binary $sdk" >>"$results"
     echo "${names[$i]} prism $runner" >>"$results"
-    if [ "$i" = 1 ]; then
-      ratio=$(awk -v a="$this" -v b="$sdk" 'BEGIN { printf "%.3f", a / b }')
-      echo "round $r: the binary's process, this build / the before build: $ratio"
-      echo "ratio binary $ratio" >>"$results"
-    fi
+    if [ "$i" = 1 ]; then ratio_in_round "$results" "$r" "the binary's process" "$this" "$sdk"; fi
     this=$sdk
   done
 done
@@ -72,6 +68,5 @@ done
 if [ -n "${BEFORE:-}" ]; then
   # The machine's speed drifts between rounds and within a run; the ratio of the two builds in
   # the same round is the figure that compares.
-  read -r rmin rmed < <(min_median "$results" ratio binary)
-  echo "  the binary's process, this build / the before build in the same round: min $rmin, median $rmed"
+  ratio_summary "$results" "the binary's process"
 fi
