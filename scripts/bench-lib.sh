@@ -29,6 +29,10 @@ min_median() {
     awk '{ v[NR] = $1 } END { med = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print v[1], med }'
 }
 
+# demo_cpu <output of integration_test/demo>: the pipeline process's CPU-seconds per 100,000
+# messages that the demo harness printed.
+demo_cpu() { echo "$1" | sed -n 's/.*, \([0-9.]*\) CPU-seconds per 100,000 messages.*/\1/p'; }
+
 # ratio_in_round <results file> <round> <what> <this> <before>: prints and records this / before,
 # the ratio of two builds measured in the same round (the figure that compares when the machine's
 # speed drifts); ratio_summary <results file> <what> prints their min and median.

@@ -29,7 +29,7 @@ for ((r = 1; r <= runs; r++)); do
       echo "$out" | tail -20 >&2
       exit 1
     }
-    cpu=$(echo "$out" | sed -n 's/.*, \([0-9.]*\) CPU-seconds per 100,000 messages.*/\1/p')
+    cpu=$(demo_cpu "$out")
     rss=$(echo "$out" | sed -n 's/.*(max RSS): \([0-9]*\) MiB.*/\1/p')
     echo "round $r ${names[$i]}: $cpu CPU-s per 100,000 messages, peak memory $rss MiB"
     echo "${names[$i]} cpu $cpu" >>"$results"

@@ -49,7 +49,7 @@ for ((r = 1; r <= runs; r++)); do
     after=$(ticks "$prism")
     kill "$prism"
     wait "$prism" 2>/dev/null || true
-    sdk=$(echo "$out" | sed -n 's/.*, \([0-9.]*\) CPU-seconds per 100,000 messages.*/\1/p')
+    sdk=$(demo_cpu "$out")
     runner=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$messages" 'BEGIN { printf "%.2f", t / hz * 100000 / n }')
     echo "round $r ${names[$i]}: binary $sdk, prism $runner CPU-s per 100,000 messages"
     echo "${names[$i]} binary $sdk" >>"$results"

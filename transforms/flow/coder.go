@@ -138,9 +138,9 @@ func DecodeRows(b []byte) (Rows, error) {
 	return decodeRows(b, nil)
 }
 
-// decodeRows is DecodeRows that decompresses into dst when it is large enough (into a new
-// buffer otherwise).
-func decodeRows(b, dst []byte) (Rows, error) {
+// decodeRows is DecodeRows that decompresses into *buf, made larger first when it is too small;
+// a nil buf decompresses into a new buffer.
+func decodeRows(b []byte, buf *[]byte) (Rows, error) {
 	if len(b) == 0 {
 		return Rows{}, fmt.Errorf("flow: decoding Rows: %w", errCorrupt)
 	}
@@ -148,6 +148,13 @@ func decodeRows(b, dst []byte) (Rows, error) {
 	case rowsPlain:
 		b = b[1:]
 	case rowsS2:
+		var dst []byte
+		if buf != nil {
+			if n, err := s2.DecodedLen(b[1:]); err == nil && cap(*buf) < n {
+				*buf = make([]byte, n)
+			}
+			dst = (*buf)[:cap(*buf)]
+		}
 		plain, err := s2.Decode(dst, b[1:])
 		if err != nil {
 			return Rows{}, fmt.Errorf("flow: decoding Rows: %w: %v", errCorrupt, err)

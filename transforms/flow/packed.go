@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/klauspost/compress/s2"
 )
 
 // Packed is a Rows element encoded once (EncodeRows), with its row count beside the bytes. The
@@ -35,16 +34,7 @@ func Pack(rs Rows) Packed {
 
 // Unpack decodes the rows (DecodeRows); an error means p was not made by Pack. The rows share
 // p.Data, or the buffer it decompresses into. The zero Packed holds no rows.
-func (p Packed) Unpack() (Rows, error) {
-	if p.Rows == 0 && len(p.Data) == 0 {
-		return Rows{}, nil
-	}
-	rs, err := DecodeRows(p.Data)
-	if err == nil && len(rs.Rows) != p.Rows {
-		err = fmt.Errorf("flow: decoding Packed: %w: %d rows, the count says %d", errCorrupt, len(rs.Rows), p.Rows)
-	}
-	return rs, err
-}
+func (p Packed) Unpack() (Rows, error) { return p.unpack(nil) }
 
 // UnpackPooled is Unpack into a buffer kept in a pool: release gives it back, after which the
 // rows' payloads and originals (which share it) must not be read. It spares a stage that
@@ -52,28 +42,28 @@ func (p Packed) Unpack() (Rows, error) {
 // each: decoding 1,000 demo rows then takes about half the time (BenchmarkUnpack). release is
 // never nil; call it once.
 func (p Packed) UnpackPooled() (rs Rows, release func(), err error) {
-	if p.Rows == 0 && len(p.Data) == 0 {
-		return Rows{}, func() {}, nil
-	}
 	buf := decodedBuffers.Get().(*[]byte)
-	if len(p.Data) > 0 && p.Data[0] == rowsS2 {
-		if n, err := s2.DecodedLen(p.Data[1:]); err == nil && cap(*buf) < n {
-			*buf = make([]byte, n)
-		}
-	}
-	rs, err = decodeRows(p.Data, (*buf)[:cap(*buf)])
-	release = func() {
+	rs, err = p.unpack(buf)
+	return rs, func() {
 		if poisonReleased.Load() {
 			for i, b := 0, (*buf)[:cap(*buf)]; i < len(b); i++ {
 				b[i] = 0xA5
 			}
 		}
 		putBuffer(&decodedBuffers, buf)
+	}, err
+}
+
+// unpack is Unpack decompressing into *buf (decodeRows).
+func (p Packed) unpack(buf *[]byte) (Rows, error) {
+	if p.Rows == 0 && len(p.Data) == 0 {
+		return Rows{}, nil
 	}
+	rs, err := decodeRows(p.Data, buf)
 	if err == nil && len(rs.Rows) != p.Rows {
 		err = fmt.Errorf("flow: decoding Packed: %w: %d rows, the count says %d", errCorrupt, len(rs.Rows), p.Rows)
 	}
-	return rs, release, err
+	return rs, err
 }
 
 // decodedBuffers hold the decompressed rows of the groups UnpackPooled decodes.
