@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -101,8 +102,11 @@ func Columns(ctx context.Context, conn driver.Conn, database, table string) ([]s
 // when the job started.
 func columnTypes(ctx context.Context, conn driver.Conn, database, table string, running bool) (columns, types []string, err error) {
 	t, err := schema.Fetch(ctx, conn, database, table)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w; create it with: %s", err, CreateTable(database, table))
+	if errors.Is(err, schema.ErrNotFound) {
+		return nil, nil, &tableError{err: err, hint: "create it with: " + CreateTable(database, table)}
+	}
+	if err != nil { // reading the table failed: nothing says it is missing or wrong
+		return nil, nil, err
 	}
 	have := map[string]schema.Column{}
 	for _, c := range t.Writable() {
@@ -136,10 +140,23 @@ func columnTypes(ctx context.Context, conn driver.Conn, database, table string, 
 		}
 	}
 	if len(problems) > 0 {
-		return nil, nil, fmt.Errorf("table %s.%s: %s; a dead-letter table has the columns of: %s", database, table, strings.Join(problems, "; "), CreateTable(database, table))
+		return nil, nil, &tableError{err: fmt.Errorf("table %s.%s: %s", database, table, strings.Join(problems, "; ")),
+			hint: "a dead-letter table has the columns of: " + CreateTable(database, table)}
 	}
 	return columns, types, nil
 }
+
+// tableError is a dead-letter table that is missing or does not have the columns the stage
+// fills: err says what is wrong, hint the CREATE TABLE statement that makes a table that fits.
+// Its Error is both ("...; create it with: CREATE TABLE ..."); while the job runs, the stage
+// logs the hint once and each retry the short err.
+type tableError struct {
+	err  error
+	hint string
+}
+
+func (e *tableError) Error() string { return e.err.Error() + "; " + e.hint }
+func (e *tableError) Unwrap() error { return e.err }
 
 // AttributesJSON returns attrs as the attributes column holds them: one JSON object, keys sorted,
 // {} for none.
@@ -197,6 +214,7 @@ type writeFn struct {
 	publisher *pubsub.Publisher
 	columns   []string // the table's columns the INSERT names (Columns)
 	types     []string // their types, as the server spelled them when the stage read the table
+	hinted    bool     // the CREATE TABLE of a table read again that did not fit has been logged
 }
 
 // Setup opens the destinations: for the table, it reads the secrets the configuration names
@@ -329,7 +347,9 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 	for i, r := range recs {
 		id.IDs[i], id.Data[i] = r.MessageID, r.Payload
 	}
+	hint := "" // the last attempt's table did not fit: the CREATE TABLE that would
 	attempts, err := f.Retry.Do(ctx, func() error {
+		hint = ""
 		columns := f.columns
 		if columns == nil { // a writeFn set up by hand, as in the tests: the four columns
 			columns = columnNames
@@ -337,18 +357,29 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 		err := chclient.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, columns, f.values(columns, recs), f.settings, f.withToken, id)
 		if err != nil && f.types != nil && chclient.Classify(err) != chclient.Transient {
 			columns, types, checkErr := columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, true)
+			if te := (*tableError)(nil); errors.As(checkErr, &te) {
+				// The statement is long: logged once, not with each retry.
+				if hint = te.hint; !f.hinted {
+					slog.Warn("dead letter: the dead-letter table, read again, does not fit; "+hint, "table", f.ClickHouse.Database+"."+f.Table, "problem", te.err)
+					f.hinted = true
+				}
+				checkErr = te.err
+			}
 			if checkErr != nil {
 				return fmt.Errorf("%w; the table, read again: %w", err, checkErr)
 			}
-			f.columns, f.types = columns, types
+			f.columns, f.types, f.hinted = columns, types, false
 		}
 		return err
 	}, func(n int, err error) {
 		slog.Warn("dead-letter INSERT failed; retrying", "table", f.Table, "rows", len(recs), "attempt", n, "error", err)
 	})
 	if err != nil {
-		return fmt.Errorf("INSERT of %d dead letters into %s.%s failed after %d attempts (class %s): %w; the bundle fails and its records stay unacknowledged",
-			len(recs), f.ClickHouse.Database, f.Table, attempts, chclient.Classify(err), err)
+		if hint != "" {
+			hint = "; " + hint
+		}
+		return fmt.Errorf("INSERT of %d dead letters into %s.%s failed after %d attempts (class %s): %w; the bundle fails and its records stay unacknowledged%s",
+			len(recs), f.ClickHouse.Database, f.Table, attempts, chclient.Classify(err), err, hint)
 	}
 	return nil
 }

@@ -1,16 +1,21 @@
 package deadletter
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/schemafake"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 )
@@ -28,18 +33,41 @@ func TestCreateTable(t *testing.T) {
 }
 
 // fakeConn records the dead-letter INSERTs; each Send returns the next of sendErrs (nil when
-// they are spent).
+// they are spent). It answers the queries that read the table from schemafake.Conn; the INSERT's
+// header gives the server's types of the columns named as the table there has them.
 type fakeConn struct {
-	driver.Conn // not implemented: a call other than PrepareBatch panics
-	sendErrs    []error
-	queries     []string
-	appended    [][]any // per attempt, the columns appended
+	schemafake.Conn // a call other than PrepareBatch and reading the table panics
+	sendErrs        []error
+	queries         []string
+	appended        [][]any // per attempt, the columns appended
+	named           []string
 }
 
 func (c *fakeConn) PrepareBatch(_ context.Context, query string, _ ...driver.PrepareBatchOption) (driver.Batch, error) {
 	c.queries = append(c.queries, query)
 	c.appended = append(c.appended, nil)
+	c.named = nil
+	for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(query[strings.Index(query, "("):], -1) {
+		c.named = append(c.named, m[1])
+	}
 	return &fakeBatch{c: c}, nil
+}
+
+// Columns are the driver's columns of the INSERT's header: the table's types of the columns named.
+func (b *fakeBatch) Columns() []column.Interface {
+	var cols []column.Interface
+	for _, name := range b.c.named {
+		for _, c := range b.c.Conn.Columns {
+			if c[0] == name {
+				col, err := column.Type(c[1]).Column(name, &column.ServerContext{})
+				if err != nil {
+					panic(err)
+				}
+				cols = append(cols, col)
+			}
+		}
+	}
+	return cols
 }
 
 type fakeBatch struct {
@@ -136,5 +164,77 @@ func TestInsertOptionalColumns(t *testing.T) {
 	}
 	if want := "INSERT INTO `db`.`dl` (`raw_message`, `error_message`, `stack_trace`, `failed_at`, `message_id`, `attributes`, `ordering_key`)"; len(conn.queries) != 1 || conn.queries[0] != want {
 		t.Errorf("statements %q, want %q", conn.queries, want)
+	}
+}
+
+// TestTableHint: the CREATE TABLE statement comes with a dead-letter table that is missing or does
+// not fit, not with a failure to read the table (the server unreachable, say), which says nothing
+// of the table.
+func TestTableHint(t *testing.T) {
+	good := [][4]string{{"raw_message", "String", "", ""}, {"error_message", "String", "", ""}, {"stack_trace", "String", "", ""}, {"failed_at", "DateTime", "", ""}}
+	for _, tc := range []struct {
+		name string
+		conn schemafake.Conn
+		want string // "" for no error
+		hint bool
+	}{
+		{"fits", schemafake.Conn{Columns: good}, "", false},
+		{"missing", schemafake.Conn{}, "table db.dl does not exist", true},
+		{"a column wrong", schemafake.Conn{Columns: append(good[:3:3], [4]string{"failed_at", "Date", "", ""})}, "column failed_at is Date, not DateTime", true},
+		{"unreadable", schemafake.Conn{Fail: errors.New("dial tcp 127.0.0.1:9000: connect: connection refused")}, "connection refused", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Columns(context.Background(), &tc.conn, "db", "dl")
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Columns: %v, want an error containing %q", err, tc.want)
+			}
+			if got := strings.Contains(err.Error(), "CREATE TABLE `db`.`dl` (raw_message String"); got != tc.hint {
+				t.Errorf("error %q: has the CREATE TABLE statement %v, want %v", err, got, tc.hint)
+			}
+		})
+	}
+}
+
+// TestInsertTableReadAgainLogsHintOnce: while the table's failed_at is a Date, every attempt
+// fails, and the table read again after each does not fit; the CREATE TABLE statement is logged
+// once, not with each retry, and the final error has it.
+func TestInsertTableReadAgainLogsHintOnce(t *testing.T) {
+	var logs bytes.Buffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+
+	ex := &clickhouse.Exception{Code: 53, Message: "Type mismatch"}
+	conn := &fakeConn{sendErrs: []error{ex, ex, ex, ex}, Conn: schemafake.Conn{Columns: [][4]string{
+		{"raw_message", "String", "", ""}, {"error_message", "String", "", ""}, {"stack_trace", "String", "", ""}, {"failed_at", "Date", "", ""}}}}
+	f := &writeFn{
+		Config:  Config{ClickHouse: chclient.Config{Database: "db"}, Table: "dl", Retry: chclient.Retry{MaxRetries: 3}},
+		conn:    conn,
+		columns: columnNames,
+		types:   []string{"String", "String", "String", "Date"}, // the stage's view: the INSERT is sent, and fails
+	}
+	recs := []*flow.DeadLetter{{Payload: []byte("x"), ErrorMessage: "e", StackTrace: "s", FailedAtMillis: 1700000000000, MessageID: "m1"}}
+	err := f.insert(context.Background(), recs)
+	if err == nil {
+		t.Fatal("insert: no error")
+	}
+	for _, want := range []string{"4 attempts", "column failed_at is Date, not DateTime", "a dead-letter table has the columns of: CREATE TABLE `db`.`dl`"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	if n := strings.Count(logs.String(), "CREATE TABLE"); n != 1 {
+		t.Errorf("the CREATE TABLE statement is logged %d times, want once:\n%s", n, logs.String())
+	}
+	if n := strings.Count(logs.String(), "dead-letter INSERT failed; retrying"); n != 3 {
+		t.Errorf("%d retries logged, want 3:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "column failed_at is Date, not DateTime") {
+		t.Errorf("the log does not name the column:\n%s", logs.String())
 	}
 }

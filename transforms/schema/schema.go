@@ -4,6 +4,7 @@ package schema
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -62,8 +63,13 @@ func (t *Table) Writable() []Column {
 	return out
 }
 
-// Fetch reads the schema of database.table. It fails when the table does not exist or has no
-// writable column, and when a column type does not parse; each error names the table.
+// ErrNotFound is what the error of Fetch wraps when system.columns has no column of the table: it
+// does not exist, or the user may not read it (ClickHouse lists only the tables a user may read).
+var ErrNotFound = errors.New("does not exist")
+
+// Fetch reads the schema of database.table. It fails when the table does not exist (ErrNotFound)
+// or has no writable column, and when a column type does not parse; each error names the table.
+// A failure to read system.columns (the connection, a privilege) is returned as it came, wrapped.
 func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Table, error) {
 	t := &Table{Database: database, Name: table}
 	if err := conn.QueryRow(ctx, "SELECT timezone()").Scan(&t.ServerTimeZone); err != nil {
@@ -100,7 +106,7 @@ func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Tabl
 		}
 	}
 	if len(t.Columns) == 0 {
-		return nil, fmt.Errorf("table %s.%s does not exist (no columns in system.columns): check the database and table names, and that the user may read the table", database, table)
+		return nil, fmt.Errorf("table %s.%s %w (no columns in system.columns): check the database and table names, and that the user may read the table", database, table, ErrNotFound)
 	}
 	if len(t.Writable()) == 0 {
 		return nil, fmt.Errorf("table %s.%s has no column an INSERT may write (all are MATERIALIZED, ALIAS or EPHEMERAL)", database, table)

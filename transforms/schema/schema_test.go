@@ -6,81 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/schemafake"
 )
 
-// fakeConn answers Fetch's queries from a table's system.columns rows, its engine and the server's
-// time zone; every other method of driver.Conn is absent.
-type fakeConn struct {
-	driver.Conn
-	zone    string
-	columns [][4]string // name, type, default_kind, default_expression
-	engine  string      // "" when system.tables has no row
-	fail    error       // the error of the system.columns query
-	args    []any       // the arguments of the system.columns query
-}
-
-func (c *fakeConn) QueryRow(_ context.Context, query string, args ...any) driver.Row {
-	switch {
-	case query == "SELECT timezone()":
-		return fakeRow{values: []string{c.zone}}
-	case strings.Contains(query, "FROM system.tables"):
-		if c.engine == "" {
-			return fakeRow{err: errors.New("sql: no rows in result set")}
-		}
-		return fakeRow{values: []string{c.engine}}
-	}
-	return fakeRow{err: errors.New("unexpected query " + query)}
-}
-
-func (c *fakeConn) Query(_ context.Context, query string, args ...any) (driver.Rows, error) {
-	if !strings.Contains(query, "FROM system.columns") {
-		return nil, errors.New("unexpected query " + query)
-	}
-	c.args = args
-	if c.fail != nil {
-		return nil, c.fail
-	}
-	return &fakeRows{rows: c.columns, next: -1}, nil
-}
-
-type fakeRow struct {
-	driver.Row
-	values []string
-	err    error
-}
-
-func (r fakeRow) Scan(dest ...any) error {
-	if r.err != nil {
-		return r.err
-	}
-	return scan(r.values, dest)
-}
-
-type fakeRows struct {
-	driver.Rows
-	rows [][4]string
-	next int
-}
-
-func (r *fakeRows) Next() bool             { r.next++; return r.next < len(r.rows) }
-func (r *fakeRows) Scan(dest ...any) error { return scan(r.rows[r.next][:], dest) }
-func (r *fakeRows) Err() error             { return nil }
-func (r *fakeRows) Close() error           { return nil }
-
-func scan(values []string, dest []any) error {
-	if len(values) != len(dest) {
-		return errors.New("wrong number of columns scanned")
-	}
-	for i, d := range dest {
-		*d.(*string) = values[i]
-	}
-	return nil
-}
-
 func TestFetch(t *testing.T) {
-	conn := &fakeConn{zone: "Europe/Oslo", engine: "MergeTree", columns: [][4]string{
+	conn := &schemafake.Conn{Zone: "Europe/Oslo", Engine: "MergeTree", Columns: [][4]string{
 		{"id", "String", "", ""},
 		{"ts", "DateTime('UTC')", "default", "now()"},
 		{"day", "Date", "MATERIALIZED", "toDate(ts)"},
@@ -92,7 +24,7 @@ func TestFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]any{"db", "events"}, conn.args); diff != "" {
+	if diff := cmp.Diff([]any{"db", "events"}, conn.Args); diff != "" {
 		t.Errorf("system.columns query arguments (-want +got):\n%s", diff)
 	}
 	if got.Database != "db" || got.Name != "events" || got.ServerTimeZone != "Europe/Oslo" || len(got.Columns) != 6 {
@@ -129,19 +61,19 @@ func TestFetch(t *testing.T) {
 func TestFetchRefuses(t *testing.T) {
 	tests := []struct {
 		name string
-		conn fakeConn
+		conn schemafake.Conn
 		want string
 	}{
-		{"no such table", fakeConn{}, "table db.events does not exist (no columns in system.columns)"},
-		{"nothing writable", fakeConn{columns: [][4]string{{"a", "UInt8", "ALIAS", "1"}}},
+		{"no such table", schemafake.Conn{}, "table db.events does not exist (no columns in system.columns)"},
+		{"nothing writable", schemafake.Conn{Columns: [][4]string{{"a", "UInt8", "ALIAS", "1"}}},
 			"table db.events has no column an INSERT may write"},
-		{"a view", fakeConn{engine: "View", columns: [][4]string{{"a", "UInt8", "", ""}}},
+		{"a view", schemafake.Conn{Engine: "View", Columns: [][4]string{{"a", "UInt8", "", ""}}},
 			"db.events is a View, which cannot be inserted into"},
-		{"a backtick in a writable column's name", fakeConn{columns: [][4]string{{"a`b", "UInt8", "", ""}}},
+		{"a backtick in a writable column's name", schemafake.Conn{Columns: [][4]string{{"a`b", "UInt8", "", ""}}},
 			"table db.events column \"a`b\": a name with a backtick or a backslash is not supported"},
-		{"a type that does not parse", fakeConn{columns: [][4]string{{"a", "Array(UInt8", "", ""}}},
+		{"a type that does not parse", schemafake.Conn{Columns: [][4]string{{"a", "Array(UInt8", "", ""}}},
 			`table db.events column "a": `},
-		{"system.columns unreadable", fakeConn{fail: errors.New("code: 497, message: not enough privileges")},
+		{"system.columns unreadable", schemafake.Conn{Fail: errors.New("code: 497, message: not enough privileges")},
 			"reading the columns of table db.events from system.columns: code: 497"},
 	}
 	for _, tt := range tests {
@@ -150,10 +82,13 @@ func TestFetchRefuses(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Fetch: %v, want an error containing %q", err, tt.want)
 			}
+			if notFound := tt.name == "no such table"; errors.Is(err, ErrNotFound) != notFound {
+				t.Errorf("errors.Is(%v, ErrNotFound) = %v, want %v", err, !notFound, notFound)
+			}
 		})
 	}
 	// A backtick in a column never written is no obstacle.
-	conn := &fakeConn{columns: [][4]string{{"a", "UInt8", "", ""}, {"b`c", "UInt8", "MATERIALIZED", "a"}}}
+	conn := &schemafake.Conn{Columns: [][4]string{{"a", "UInt8", "", ""}, {"b`c", "UInt8", "MATERIALIZED", "a"}}}
 	if _, err := Fetch(context.Background(), conn, "db", "events"); err != nil {
 		t.Errorf("Fetch with a backtick in a MATERIALIZED column's name: %v", err)
 	}
