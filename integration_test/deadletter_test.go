@@ -244,7 +244,8 @@ func TestDeadLetterOrderingKey(t *testing.T) {
 // it, naming the column, and retries with the table read again; the dead letter waits,
 // unacknowledged. Once failed_at is DateTime('UTC') (a time zone: the stage can fill it), the
 // INSERT takes the new type and the dead letter lands with its time of day. An optional column
-// made MATERIALIZED (code 44 on 18.16, not a Schema error) is read again and left out.
+// made MATERIALIZED (code 44 on 18.16, not a Schema error) is read again and left out. An
+// optional column added is filled once schemaRefreshSeconds have passed.
 func TestDeadLetterTableTypeChanged(t *testing.T) {
 	const dlq = "raw_message String, error_message String, stack_trace String, failed_at DateTime"
 	for _, tc := range []struct {
@@ -252,11 +253,14 @@ func TestDeadLetterTableTypeChanged(t *testing.T) {
 		heldBack             bool   // the dead letter waits until fix
 		fix                  string // the ALTER that lets it land
 		query, want          string // about the second dead letter, with %d the Unix time before it failed
+		refresh              int    // schemaRefreshSeconds; 0 for the default (60)
 	}{
 		{"failed_at made a Date", dlq, "MODIFY COLUMN failed_at Date", true, "MODIFY COLUMN failed_at DateTime('UTC')",
-			"SELECT failed_at >= toDateTime(%d) FROM dead_letters WHERE raw_message = '{\"id\":\"b\"}'", "1"},
+			"SELECT failed_at >= toDateTime(%d) FROM dead_letters WHERE raw_message = '{\"id\":\"b\"}'", "1", 0},
 		{"message_id made MATERIALIZED", dlq + ", message_id String", "MODIFY COLUMN message_id String MATERIALIZED 'materialized'", false, "",
-			"SELECT message_id, failed_at >= toDateTime(%d) FROM dead_letters WHERE raw_message = '{\"id\":\"b\"}'", "materialized\t1"},
+			"SELECT message_id, failed_at >= toDateTime(%d) FROM dead_letters WHERE raw_message = '{\"id\":\"b\"}'", "materialized\t1", 0},
+		{"message_id added", dlq, "ADD COLUMN message_id String", false, "",
+			"SELECT message_id != '', failed_at >= toDateTime(%d) FROM dead_letters WHERE raw_message = '{\"id\":\"b\"}'", "1\t1", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
@@ -268,6 +272,9 @@ func TestDeadLetterTableTypeChanged(t *testing.T) {
 			e.opts.MaxRetries = 100 // 100 attempts of at most 300 ms outlast the 4 s below
 			e.opts.RetryInitialBackoffMillis = 50
 			e.opts.RetryMaxBackoffMillis = 300
+			if tc.refresh > 0 {
+				e.opts.SchemaRefreshSeconds = tc.refresh
+			}
 			deadLetters := func() string { return e.srv.MustQuery(t, "SELECT count() FROM dead_letters") }
 			waitFor := func(want string) {
 				t.Helper()
@@ -283,6 +290,9 @@ func TestDeadLetterTableTypeChanged(t *testing.T) {
 			waitFor("1")
 
 			e.srv.MustExec(t, "ALTER TABLE dead_letters "+tc.alter)
+			if tc.refresh > 0 {
+				time.Sleep(time.Duration(tc.refresh)*time.Second + 100*time.Millisecond) // the stage read the table at most this long ago
+			}
 			before := time.Now().Unix()
 			ids = append(ids, e.ps.Publish(t, e.topic, &pubsubpb.PubsubMessage{Data: []byte(`{"id":"b"}`)})...)
 			if tc.heldBack {

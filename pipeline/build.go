@@ -315,11 +315,12 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 	}
 
 	deadLettered := deadletter.Write(s, deadletter.Config{
-		ClickHouse: o.ClickHouse(),
-		Table:      o.ClickHouseDeadLetterTable,
-		Topic:      o.DeadLetterTopic,
-		Retry:      o.Retry(),
-		Settings:   o.InsertSettings(),
+		ClickHouse:    o.ClickHouse(),
+		Table:         o.ClickHouseDeadLetterTable,
+		Topic:         o.DeadLetterTopic,
+		Retry:         o.Retry(),
+		Settings:      o.InsertSettings(),
+		SchemaRefresh: time.Duration(o.SchemaRefreshSeconds) * time.Second,
 	}, batch.Batches(s.Scope("DeadLetters"), batches, beam.Flatten(s, failed...)))
 
 	// The edge back to the source: what was stored is acknowledged (local runner only; on

@@ -202,12 +202,14 @@ var processingParameters = []parameter{
 		rule:  atLeast(0, "must be 0 (never) or more seconds (default %d)"),
 		label: "Schema refresh interval (seconds)",
 		help: "How often each worker reads the target table's columns again, in seconds, so that a column added while the job runs is filled without a " +
-			"restart; 0 means never (a dropped or changed column is still noticed at the next INSERT that fails because of it).",
+			"restart (the dead-letter table's too); 0 means never (a dropped or changed column is still noticed at the next INSERT that fails because of it).",
 		regex: `^(0|[1-9][0-9]*)?$`,
 		doc: "How often each worker reads the table's columns again, in seconds; 0 means never. A column added while the job runs is filled from then " +
 			"on, without a restart; until a worker's next refresh (at most this many seconds) the new column's field is ignored and the column gets " +
 			"its DEFAULT. A dropped or changed column is noticed anyway at the next INSERT that fails because of it: the write stage reads the " +
-			"schema again, converts the batch's messages again against the new columns, and retries.",
+			"schema again, converts the batch's messages again against the new columns, and retries. The dead-letter table is read again at the " +
+			"same interval, before an INSERT of dead letters: an optional column (`message_id`, `attributes`, `ordering_key`) added while the job " +
+			"runs is filled from then on.",
 	},
 	{
 		name: "metadataColumns", group: "Target", kind: kindString,

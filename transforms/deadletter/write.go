@@ -182,6 +182,10 @@ type Config struct {
 	Retry chclient.Retry
 	// Settings are the insert settings (insert_deduplicate and the others).
 	Settings chclient.Settings
+	// SchemaRefresh is how often the stage reads the table's columns again before an INSERT
+	// (schemaRefreshSeconds), so that an optional column added while the job runs is filled
+	// without a restart; 0 never (a changed column is still noticed by the INSERT it fails).
+	SchemaRefresh time.Duration
 }
 
 func init() {
@@ -215,6 +219,7 @@ type writeFn struct {
 	columns   []string // the table's columns the INSERT names (Columns)
 	types     []string // their types, as the server spelled them when the stage read the table
 	hinted    bool     // the CREATE TABLE of a table read again that did not fit has been logged
+	readAt    time.Time
 }
 
 // Setup opens the destinations: for the table, it reads the secrets the configuration names
@@ -242,6 +247,7 @@ func (f *writeFn) setup(ctx context.Context) error {
 		if f.columns, f.types, err = columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, false); err != nil {
 			return fmt.Errorf("dead letter: %w", err)
 		}
+		f.readAt = time.Now()
 		if f.settings, f.withToken, _, err = chclient.ResolveSettings(ctx, f.conn, f.Settings); err != nil {
 			return err
 		}
@@ -347,6 +353,7 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 	for i, r := range recs {
 		id.IDs[i], id.Data[i] = r.MessageID, r.Payload
 	}
+	f.refresh(ctx)
 	hint := "" // the last attempt's table did not fit: the CREATE TABLE that would
 	attempts, err := f.Retry.Do(ctx, func() error {
 		hint = ""
@@ -357,6 +364,7 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 		err := chclient.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, columns, f.values(columns, recs), f.settings, f.withToken, id)
 		if err != nil && f.types != nil && chclient.Classify(err) != chclient.Transient {
 			columns, types, checkErr := columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, true)
+			f.readAt = time.Now()
 			if te := (*tableError)(nil); errors.As(checkErr, &te) {
 				// The statement is long: logged once, not with each retry.
 				if hint = te.hint; !f.hinted {
@@ -382,6 +390,27 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 			len(recs), f.ClickHouse.Database, f.Table, attempts, chclient.Classify(err), err, hint)
 	}
 	return nil
+}
+
+// refresh reads the table's columns again when SchemaRefresh has passed since they were read,
+// and takes them up when they fit (columnTypes, running): an optional column added since is then
+// filled. A table that does not fit, or cannot be read, keeps the columns as they were read
+// before: the INSERT that follows fails if they no longer fit, and reads the table again itself.
+func (f *writeFn) refresh(ctx context.Context) {
+	if f.types == nil || f.SchemaRefresh <= 0 || time.Since(f.readAt) < f.SchemaRefresh {
+		return
+	}
+	f.readAt = time.Now()
+	columns, types, err := columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, true)
+	if err != nil {
+		if te := (*tableError)(nil); errors.As(err, &te) {
+			err = te.err // the INSERT, if it fails, logs the CREATE TABLE statement
+		}
+		slog.Warn("dead letter: reading the dead-letter table again failed; keeping its columns as read before",
+			"table", f.ClickHouse.Database+"."+f.Table, "error", err)
+		return
+	}
+	f.columns, f.types = columns, types
 }
 
 // values returns the INSERT's columns of recs: []time.Time for failed_at, []string for the

@@ -238,3 +238,41 @@ func TestInsertTableReadAgainLogsHintOnce(t *testing.T) {
 		t.Errorf("the log does not name the column:\n%s", logs.String())
 	}
 }
+
+// TestInsertRefreshesColumns: with SchemaRefresh passed, the INSERT reads the table first and
+// fills an optional column added since; without, it names the columns read before; a table that
+// cannot be read keeps them.
+func TestInsertRefreshesColumns(t *testing.T) {
+	four := [][4]string{{"raw_message", "String", "", ""}, {"error_message", "String", "", ""}, {"stack_trace", "String", "", ""}, {"failed_at", "DateTime", "", ""}}
+	added := append(four[:4:4], [4]string{"message_id", "String", "DEFAULT", "''"})
+	recs := []*flow.DeadLetter{{Payload: []byte("x"), ErrorMessage: "e", StackTrace: "s", FailedAtMillis: 1700000000000, MessageID: "m1"}}
+	for _, tc := range []struct {
+		name    string
+		refresh time.Duration
+		conn    schemafake.Conn
+		want    string
+	}{
+		{"refreshed", time.Nanosecond, schemafake.Conn{Columns: added}, "INSERT INTO `db`.`dl` (`raw_message`, `error_message`, `stack_trace`, `failed_at`, `message_id`)"},
+		{"not yet", time.Hour, schemafake.Conn{Columns: added}, "INSERT INTO `db`.`dl` (`raw_message`, `error_message`, `stack_trace`, `failed_at`)"},
+		{"never", 0, schemafake.Conn{Columns: added}, "INSERT INTO `db`.`dl` (`raw_message`, `error_message`, `stack_trace`, `failed_at`)"},
+		{"unreadable", time.Nanosecond, schemafake.Conn{Columns: four, Fail: errors.New("connection refused")}, "INSERT INTO `db`.`dl` (`raw_message`, `error_message`, `stack_trace`, `failed_at`)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn := &fakeConn{Conn: tc.conn}
+			f := &writeFn{
+				Config:  Config{ClickHouse: chclient.Config{Database: "db"}, Table: "dl", SchemaRefresh: tc.refresh},
+				conn:    conn,
+				columns: columnNames,
+				types:   []string{"String", "String", "String", "DateTime"},
+				readAt:  time.Now(),
+			}
+			time.Sleep(time.Millisecond)
+			if err := f.insert(context.Background(), recs); err != nil {
+				t.Fatal(err)
+			}
+			if len(conn.queries) != 1 || conn.queries[0] != tc.want {
+				t.Errorf("statements %q, want %q", conn.queries, tc.want)
+			}
+		})
+	}
+}
