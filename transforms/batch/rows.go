@@ -255,10 +255,14 @@ func (h *held) unpack(p flow.Packed) flow.Rows {
 	return rs
 }
 
-func (h held) release() {
-	for _, r := range h {
+// release gives back every buffer h holds. Its receiver is a pointer so that `defer h.release()`,
+// written before the groups are decoded, gives back the buffers decoded after it: with a value
+// receiver the deferred call would copy h while it is still empty, and give back none.
+func (h *held) release() {
+	for _, r := range *h {
 		r()
 	}
+	*h = nil
 }
 
 // due reports whether the time bound has passed since the batch's first row.

@@ -138,8 +138,11 @@ func DecodeRows(b []byte) (Rows, error) {
 	return decodeRows(b, nil)
 }
 
-// decodeRows is DecodeRows that decompresses into *buf, made larger first when it is too small;
-// a nil buf decompresses into a new buffer.
+// decodeRows is DecodeRows that decompresses into *buf, made larger first when it is too small
+// (by a quarter more than needed: groups differ in size, and a buffer made just large enough for
+// one would be too small for every larger one after it, so that most decodes in a pipeline
+// allocated a new buffer although the one pooled was about their size); a nil buf decompresses
+// into a new buffer.
 func decodeRows(b []byte, buf *[]byte) (Rows, error) {
 	if len(b) == 0 {
 		return Rows{}, fmt.Errorf("flow: decoding Rows: %w", errCorrupt)
@@ -151,7 +154,7 @@ func decodeRows(b []byte, buf *[]byte) (Rows, error) {
 		var dst []byte
 		if buf != nil {
 			if n, err := s2.DecodedLen(b[1:]); err == nil && cap(*buf) < n {
-				*buf = make([]byte, n)
+				*buf = make([]byte, n+n/4)
 			}
 			dst = (*buf)[:cap(*buf)]
 		}

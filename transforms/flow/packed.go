@@ -43,8 +43,10 @@ func (p Packed) Unpack() (Rows, error) { return p.unpack(nil) }
 // never nil; call it once.
 func (p Packed) UnpackPooled() (rs Rows, release func(), err error) {
 	buf := decodedBuffers.Get().(*[]byte)
+	unreleased.Add(1)
 	rs, err = p.unpack(buf)
 	return rs, func() {
+		unreleased.Add(-1)
 		if poisonReleased.Load() {
 			for i, b := 0, (*buf)[:cap(*buf)]; i < len(b); i++ {
 				b[i] = 0xA5
@@ -71,6 +73,14 @@ var decodedBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // poisonReleased has UnpackPooled's release overwrite the buffer it gives back (PoisonReleased).
 var poisonReleased atomic.Bool
+
+// unreleased counts the buffers UnpackPooled handed out and their release has not given back.
+var unreleased atomic.Int64
+
+// Unreleased returns how many buffers UnpackPooled handed out that have not been released, for
+// the tests of a stage that decodes groups: 0 once its calls return, or the pool keeps nothing and
+// every group decodes into a new buffer.
+func Unreleased() int64 { return unreleased.Load() }
 
 // PoisonReleased sets whether UnpackPooled's release overwrites the buffer it gives back with
 // 0xA5 bytes, so that a payload read after its release is garbage, which fails the test that
