@@ -90,17 +90,18 @@ func CheckTable(ctx context.Context, conn driver.Conn, database, table string) e
 // Columns checks the dead-letter table as CheckTable does and returns the columns the stage
 // fills: the four, then the optional columns the table has, in the order of optionalColumns.
 func Columns(ctx context.Context, conn driver.Conn, database, table string) ([]string, error) {
-	columns, _, err := columnTypes(ctx, conn, database, table, false)
+	columns, _, err := columnTypes(ctx, conn, database, table, nil)
 	return columns, err
 }
 
 // columnTypes is Columns that also returns each column's type as the server spells it
 // (schema.Column.TypeName, e.g. "DateTime('UTC')"), for the INSERT to check that the table has
-// not changed it since (chclient.Typed). running says the stage reads the table again while the
-// job runs: an optional column that is not a String is then left out, with a warning, instead of
-// failing the check (the rows still land, without that column), since the table was right
-// when the job started.
-func columnTypes(ctx context.Context, conn driver.Conn, database, table string, running bool) (columns, types []string, err error) {
+// not changed it since (chclient.Typed). A non-nil leftOut says the stage reads the table again
+// while the job runs: an optional column that is not a String is then left out and given to
+// leftOut (with its type, for a warning) instead of failing the check (the rows still land,
+// without that column), since the table was right when the job started.
+func columnTypes(ctx context.Context, conn driver.Conn, database, table string, leftOut func(column, typ string)) (columns, types []string, err error) {
+	running := leftOut != nil
 	t, err := schema.Fetch(ctx, conn, database, table)
 	if errors.Is(err, schema.ErrNotFound) {
 		return nil, nil, &tableError{err: err, hint: "create it with: " + CreateTable(database, table)}
@@ -130,8 +131,7 @@ func columnTypes(ctx context.Context, conn driver.Conn, database, table string, 
 	for _, c := range optionalColumns {
 		switch got, ok := have[c]; {
 		case ok && base(got) != "String" && running:
-			slog.Warn("dead letter: an optional column of the dead-letter table is no longer a String; the INSERTs leave it out",
-				"table", database+"."+table, "column", c, "type", got.TypeName)
+			leftOut(c, got.TypeName)
 		case ok && base(got) != "String":
 			problems = append(problems, fmt.Sprintf("column %s is %s, not String (an optional column: make it String, or drop it)", c, got.TypeName))
 		case ok:
@@ -220,6 +220,21 @@ type writeFn struct {
 	types     []string // their types, as the server spelled them when the stage read the table
 	hinted    bool     // the CREATE TABLE of a table read again that did not fit has been logged
 	readAt    time.Time
+	leftOut   map[string]string // the optional columns left out (leaveOut), by name: the type warned of
+}
+
+// leaveOut warns that an optional column read again is no longer a String and the INSERTs leave
+// it out: once for each column and type, not at each reading of the table.
+func (f *writeFn) leaveOut(column, typ string) {
+	if f.leftOut[column] == typ {
+		return
+	}
+	if f.leftOut == nil {
+		f.leftOut = map[string]string{}
+	}
+	f.leftOut[column] = typ
+	slog.Warn("dead letter: an optional column of the dead-letter table is no longer a String; the INSERTs leave it out",
+		"table", f.ClickHouse.Database+"."+f.Table, "column", column, "type", typ)
 }
 
 // Setup opens the destinations: for the table, it reads the secrets the configuration names
@@ -244,7 +259,7 @@ func (f *writeFn) setup(ctx context.Context) error {
 		if f.conn, err = f.ch.Open(ctx); err != nil {
 			return err
 		}
-		if f.columns, f.types, err = columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, false); err != nil {
+		if f.columns, f.types, err = columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, nil); err != nil {
 			return fmt.Errorf("dead letter: %w", err)
 		}
 		f.readAt = time.Now()
@@ -363,12 +378,12 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 		}
 		err := chclient.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, columns, f.values(columns, recs), f.settings, f.withToken, id)
 		if err != nil && f.types != nil && chclient.Classify(err) != chclient.Transient {
-			columns, types, checkErr := columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, true)
+			columns, types, checkErr := columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, f.leaveOut)
 			f.readAt = time.Now()
 			if te := (*tableError)(nil); errors.As(checkErr, &te) {
 				// The statement is long: logged once, not with each retry.
 				if hint = te.hint; !f.hinted {
-					slog.Warn("dead letter: the dead-letter table, read again, does not fit; "+hint, "table", f.ClickHouse.Database+"."+f.Table, "problem", te.err)
+					slog.Warn("dead letter: the dead-letter table, read again, is missing or does not fit; "+hint, "table", f.ClickHouse.Database+"."+f.Table, "problem", te.err)
 					f.hinted = true
 				}
 				checkErr = te.err
@@ -401,7 +416,7 @@ func (f *writeFn) refresh(ctx context.Context) {
 		return
 	}
 	f.readAt = time.Now()
-	columns, types, err := columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, true)
+	columns, types, err := columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, f.leaveOut)
 	if err != nil {
 		if te := (*tableError)(nil); errors.As(err, &te) {
 			err = te.err // the INSERT, if it fails, logs the CREATE TABLE statement

@@ -276,3 +276,27 @@ func TestInsertRefreshesColumns(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaveOutWarnsOnce: an optional column left out is warned of once for each type, not at
+// each reading of the table.
+func TestLeaveOutWarnsOnce(t *testing.T) {
+	var logs bytes.Buffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	conn := &fakeConn{Conn: schemafake.Conn{Columns: [][4]string{{"raw_message", "String", "", ""}, {"error_message", "String", "", ""},
+		{"stack_trace", "String", "", ""}, {"failed_at", "DateTime", "", ""}, {"message_id", "UInt64", "", ""}}}}
+	f := &writeFn{Config: Config{ClickHouse: chclient.Config{Database: "db"}, Table: "dl"}, conn: conn}
+	for range 3 {
+		columns, _, err := columnTypes(context.Background(), conn, "db", "dl", f.leaveOut)
+		if err != nil || len(columns) != 4 {
+			t.Fatalf("columnTypes = %v, %v; want the four columns", columns, err)
+		}
+	}
+	conn.Conn.Columns[4][1] = "Int64"
+	if _, _, err := columnTypes(context.Background(), conn, "db", "dl", f.leaveOut); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(logs.String(), "no longer a String"); n != 2 {
+		t.Errorf("%d warnings, want 2 (UInt64 once, then Int64):\n%s", n, logs.String())
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"cloud.google.com/go/storage"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
@@ -217,10 +218,39 @@ func (f *function) Apply(payload string, m messageInfo) (out string, drop bool, 
 		if f.maxOutput > 0 && len(s) > f.maxOutput {
 			return "", false, f.tooLong(len(s))
 		}
+		// Go's string of a JavaScript string holds U+FFFD for each lone surrogate: the output
+		// would be stored changed. Only an output that holds U+FFFD can have had one.
+		if js, ok := v.(goja.String); ok && strings.ContainsRune(s, utf8.RuneError) {
+			if i, unit := loneSurrogate(js); i >= 0 {
+				return "", false, &Error{Function: f.name, Reason: fmt.Sprintf(
+					"returned a string holding a lone UTF-16 surrogate (\\u%04X at index %d), which has no UTF-8 form: "+
+						"it would be stored as U+FFFD, so the message is dead-lettered instead", unit, i)}
+			}
+		}
 		return s, s == "", nil
 	}
 	return "", false, &Error{Function: f.name, Reason: fmt.Sprintf(
 		"returned %s, not a string: return the JSON text to convert (JSON.stringify(...)), or null or undefined to drop the message", typeOf(v))}
+}
+
+// loneSurrogate returns the index and value of the first UTF-16 unit of s that is a surrogate
+// without its pair (a high one not followed by a low one, or a low one alone), or -1.
+func loneSurrogate(s goja.String) (int, uint16) {
+	for i, n := 0, s.Length(); i < n; i++ {
+		switch c := s.CharAt(i); {
+		case c >= 0xD800 && c <= 0xDBFF:
+			if i+1 < n {
+				if next := s.CharAt(i + 1); next >= 0xDC00 && next <= 0xDFFF {
+					i++
+					continue
+				}
+			}
+			return i, c
+		case c >= 0xDC00 && c <= 0xDFFF:
+			return i, c
+		}
+	}
+	return -1, 0
 }
 
 // tooLong is the error of an output of at least n bytes.

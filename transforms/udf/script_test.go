@@ -50,6 +50,7 @@ function withMessage(payload, message) {
   return JSON.stringify({id: message.messageId, src: message.attributes.source, at: message.publishTime, n: Object.keys(message.attributes).length});
 }
 function unicode(payload) { return payload + "→✓"; }
+function pairs(payload) { return payload + String.fromCharCode(0xD83D, 0xDE00) + "\uFFFD"; }
 `
 	publish := time.Date(2026, 12, 1, 8, 30, 0, 123_000_000, time.UTC)
 	msg := messageInfo{ID: "m-1", Attributes: map[string]string{"source": "web"}, PublishTime: publish}
@@ -68,6 +69,8 @@ function unicode(payload) { return payload + "→✓"; }
 		{"withMessage", `{}`, messageInfo{ID: "m-2"}, `{"id":"m-2","at":"","n":0}`, false},
 		{"unicode", `é`, msg, `é→✓`, false},
 		{"unicode", "\xffa", msg, "\uFFFDa→✓", false}, // bytes that are not UTF-8 become U+FFFD
+		// A surrogate pair, and a U+FFFD the function wrote itself, are no lone surrogate.
+		{"pairs", "x", msg, "x😀\uFFFD", false},
 	}
 	for _, tt := range tests {
 		fn := load(t, src, tt.fn, time.Second)
@@ -102,6 +105,8 @@ function loops(payload) {
   while (true) {}
 }
 function recurses(payload) { return recurses(payload); }
+function lone(payload) { return '{"s":"a' + String.fromCharCode(0xD800) + 'b"}'; }
+function loneLow(payload) { return "\uFFFD" + String.fromCharCode(0xD83D, 0xDE00, 0xDC01); }
 `
 	tests := []struct {
 		fn, payload string
@@ -118,6 +123,9 @@ function recurses(payload) { return recurses(payload); }
 		// goja reports an interrupted loop at the line of its function.
 		{"loops", `{}`, Error{Function: "loops", Reason: "ran longer than 50ms on this message and was stopped", Line: 16}},
 		{"recurses", `{}`, Error{Function: "recurses", Reason: "RangeError: the call stack exceeded 10000 frames (a recursion without end?)", Line: 19}},
+		// JavaScript's string would reach Go with U+FFFD in place of the surrogate.
+		{"lone", `{}`, Error{Function: "lone", Reason: `returned a string holding a lone UTF-16 surrogate (\uD800 at index 7), which has no UTF-8 form: it would be stored as U+FFFD, so the message is dead-lettered instead`}},
+		{"loneLow", `{}`, Error{Function: "loneLow", Reason: `returned a string holding a lone UTF-16 surrogate (\uDC01 at index 3), which has no UTF-8 form: it would be stored as U+FFFD, so the message is dead-lettered instead`}},
 	}
 	for _, tt := range tests {
 		timeout := 50 * time.Millisecond
