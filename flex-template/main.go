@@ -207,6 +207,9 @@ func run(ctx context.Context, o pipeline.Options) error {
 	p, s := beam.NewPipelineWithRoot()
 	pipeline.Build(s, checked, src)
 	res, err := beam.Run(ctx, l.runner, p)
+	if !l.dataflow {
+		releaseUnacknowledged(ctx)
+	}
 	if err != nil {
 		return err
 	}
@@ -216,6 +219,19 @@ func run(ctx context.Context, o pipeline.Options) error {
 		}
 	}
 	return report(os.Stdout, res, l)
+}
+
+// releaseUnacknowledged gives back, at the end of a local run, the messages the source pulled that
+// were not acknowledged (a run that failed, or was stopped with rows still buffered): Pub/Sub
+// redelivers them at once, so that a restart receives them, instead of after the ack deadline
+// the source last extended (60 s) during which a restart would see nothing.
+func releaseUnacknowledged(ctx context.Context) {
+	n, err := psclient.ReleaseAll(context.WithoutCancel(ctx))
+	if err != nil {
+		slog.Warn("giving back the unacknowledged messages failed; they are redelivered once their ack deadline passes", "released", n, "error", err)
+	} else if n > 0 {
+		slog.Info("gave back the messages not acknowledged: Pub/Sub redelivers them at once, to the next run", "messages", n)
+	}
 }
 
 // preflight checks, before the job starts, what every worker checks in its Setup: the JavaScript

@@ -1,9 +1,11 @@
 package integration_test
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
@@ -54,5 +56,37 @@ func TestLocalRunOutput(t *testing.T) {
 	e.checkAllAcked(t, ids)
 	if strings.Contains(out, "progress:") {
 		t.Errorf("--progressSeconds=0 logged progress:\n%s", out)
+	}
+}
+
+// TestFailedRunGivesBackMessages: a local run that fails (the table refuses every INSERT, code
+// 48) gives back the messages it had not acknowledged, so that they can be pulled at once; before,
+// they stayed leased for the 60 s ack deadline the source last extended, and a restart in that
+// time received nothing and ended idle.
+func TestFailedRunGivesBackMessages(t *testing.T) {
+	const n = 20
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = Merge(currentDatabase(), '^nothing$')`)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.StopAfterIdle = pipeline.GivenInt(30)
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range n {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: fmt.Appendf(nil, `{"id":%d}`, i)})
+	}
+	e.ps.Publish(t, e.topic, msgs...)
+	bin, _ := launchBinary(t)
+	out, err := runLaunch(t, bin, nil, e.binaryArgs("", "--maxRetries=1"))
+	if err == nil {
+		t.Fatalf("the run succeeded, want it to fail on the table that refuses INSERTs:\n%s", out)
+	}
+	if want := fmt.Sprintf(`msg="gave back the messages not acknowledged: Pub/Sub redelivers them at once, to the next run" messages=%d`, n); !strings.Contains(out, want) {
+		t.Errorf("the output lacks %s:\n%s", want, out)
+	}
+	var got []*pubsubpb.PubsubMessage
+	start := time.Now()
+	for time.Since(start) < 5*time.Second && len(got) < n {
+		got = append(got, e.ps.PullAll(t, e.opts.InputSubscription)...)
+	}
+	if len(got) != n {
+		t.Errorf("%d of the %d messages could be pulled within 5 s of the failed run, want all", len(got), n)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -345,6 +347,40 @@ func (a *Acker) extendDue(now time.Time) {
 	}
 }
 
+// Release gives back the messages the Acker still tracks: it sets their ack deadline to 0
+// (ModifyAckDeadline), so that Pub/Sub redelivers them at once rather than when the deadline the
+// Acker last extended passes (up to Settings.Deadline later), and stops tracking them. For the end
+// of a local run, when nothing holds them any more: a run that failed leaves them unacknowledged,
+// and a restart then receives them at once. It returns how many it gave back; an error means
+// some stay with their deadline, and are redelivered once it passes.
+func (a *Acker) Release(ctx context.Context) (int, error) {
+	a.mu.Lock()
+	ids := make([]string, 0, len(a.tracked))
+	for id := range a.tracked {
+		ids = append(ids, id)
+	}
+	clear(a.tracked)
+	a.mu.Unlock()
+	released := 0
+	var errs []error
+	for _, chunk := range chunks(ids, a.settings.MaxIDsPerRequest) {
+		rctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+		err := a.client.SubscriptionAdminClient.ModifyAckDeadline(rctx, &pubsubpb.ModifyAckDeadlineRequest{
+			Subscription: a.sub, AckIds: chunk, AckDeadlineSeconds: 0,
+		})
+		cancel()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		released += len(chunk)
+	}
+	if len(errs) > 0 {
+		return released, fmt.Errorf("ack: subscription %s: giving back %d messages: %w", a.sub, len(ids)-released, errors.Join(errs...))
+	}
+	return released, nil
+}
+
 // Close stops the extension loop and closes the client. Tracked messages are redelivered once
 // their deadlines pass.
 func (a *Acker) Close() error {
@@ -407,6 +443,24 @@ func forSubscription(ctx context.Context, subscription string) (Manager, error) 
 	}
 	registry[key] = a
 	return a, nil
+}
+
+// ReleaseAll gives back the messages every Acker of the process registry still tracks
+// (Acker.Release), and returns how many; for the end of a local run.
+func ReleaseAll(ctx context.Context) (int, error) {
+	registryMu.Lock()
+	ackers := slices.Collect(maps.Values(registry))
+	registryMu.Unlock()
+	released := 0
+	var errs []error
+	for _, a := range ackers {
+		n, err := a.Release(ctx)
+		released += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return released, errors.Join(errs...)
 }
 
 // SetDefaultAckSettings sets the AckSettings of the Managers that ForSubscription creates from now on

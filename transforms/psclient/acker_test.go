@@ -356,3 +356,33 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("bad name: %v", err)
 	}
 }
+
+// TestRelease: messages tracked and extended are redelivered at once when released, not when
+// their extended deadline passes; released ids are no longer tracked.
+func TestRelease(t *testing.T) {
+	f := newFixture(t, 60*time.Second)
+	a := newAcker(t, AckSettings{Deadline: 600 * time.Second, FirstExtendAfter: 10 * time.Millisecond, Tick: 10 * time.Millisecond})
+	ids := f.publishAndPull(t, 1500, func(ackIDs, _ []string) { a.Track(ackIDs...) })
+	for deadline := time.Now().Add(5 * time.Second); a.Stats().Extended < int64(len(ids)); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("extended %d of %d ids after 5 s", a.Stats().Extended, len(ids))
+		}
+	}
+	if got := f.pullNow(t); len(got) != 0 {
+		t.Fatalf("before the release, %d messages were redelivered", len(got))
+	}
+	n, err := a.Release(context.Background())
+	if err != nil || n != 1500 {
+		t.Fatalf("Release = %d, %v; want 1500, nil", n, err)
+	}
+	if a.Outstanding() != 0 {
+		t.Errorf("after the release, %d ids are still tracked", a.Outstanding())
+	}
+	var got []string
+	for deadline := time.Now().Add(5 * time.Second); len(got) < 1500 && time.Now().Before(deadline); {
+		got = append(got, f.pullNow(t)...)
+	}
+	if len(got) != 1500 {
+		t.Errorf("after the release, %d of 1500 messages were redelivered within 5 s, want all (the deadline was 600 s)", len(got))
+	}
+}
