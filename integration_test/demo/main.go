@@ -51,7 +51,7 @@ var (
 	badPercent = flag.Float64("bad-percent", 2, "share of malformed messages, in percent")
 	chNative   = flag.String("clickhouse", "clickhouse://127.0.0.1:9000", "ClickHouse native-protocol URL for the pipeline")
 	chHTTP     = flag.String("clickhouse-http", "http://127.0.0.1:8123", "ClickHouse HTTP interface, for the demo's own queries")
-	database   = flag.String("database", "pubsub_to_clickhouse_demo", "ClickHouse database of the demo, dropped and created again at each run")
+	database   = flag.String("database", "pubsub_to_clickhouse_demo", "ClickHouse database of the demo, dropped and created again at each run (refused when it holds other tables)")
 	wave       = flag.Int("wave", 5000, "messages per publish wave; fewer than 4 waves are kept unwritten (pstest rescans its backlog every 10 ms)")
 	extra      = flag.String("pipeline-flags", "--batchRowCount=5000 --windowSeconds=5", "extra flags for the pipeline")
 	corpus     = flag.String("corpus", "", "a JSON-lines file to publish, one message a line, instead of generated events (-messages and -bad-percent are then ignored)")
@@ -131,6 +131,9 @@ func run() error {
 		return err
 	}
 	defer unlock()
+	if err := demoOwns(*database); err != nil {
+		return err
+	}
 	fmt.Printf("clickhouse: (re)creating the database %s, dropping it first if it exists\n", *database)
 	for _, q := range []string{
 		"DROP DATABASE IF EXISTS " + *database,
@@ -303,6 +306,25 @@ func scanPipelineOutput(r io.Reader, metricsLine chan<- string) {
 		}
 		fmt.Println("  | " + text.Cut(line, 240))
 	}
+}
+
+// demoOwns refuses a database the demo would drop with more than its own tables in it: the
+// server's own (default, system) and any that holds a table other than events and
+// events_dead_letter, whoever made it.
+func demoOwns(database string) error {
+	if database == "default" || database == "system" {
+		return fmt.Errorf("the demo drops and creates its database, and %s is the server's own: give the demo one of its own, DATABASE=pubsub_to_clickhouse_demo make demo (or -database)", database)
+	}
+	out, err := query("SELECT name FROM system.tables WHERE database = '" + strings.ReplaceAll(database, "'", "\\'") +
+		"' AND name NOT IN ('events', 'events_dead_letter') ORDER BY name FORMAT TSVRaw")
+	if err != nil {
+		return err
+	}
+	if others := strings.Fields(out); len(others) > 0 {
+		return fmt.Errorf("the database %s holds tables the demo did not make (%s), and the demo drops and creates its database: "+
+			"give the demo one of its own, DATABASE=%s_demo make demo (or -database)", database, strings.Join(others, ", "), database)
+	}
+	return nil
 }
 
 // lockDatabase takes this machine's lock of the demo's database, a file in the temporary

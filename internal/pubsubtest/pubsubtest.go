@@ -31,6 +31,18 @@ type Emulator struct {
 // Pub/Sub's limit and some room.
 const maxRequestBytes = 12 << 20
 
+// Serve serves srv's fake of Pub/Sub (pstest.Server.GServer) on l, with requests of up to 12 MiB
+// (maxRequestBytes), until the returned server is stopped. The standalone emulator
+// (integration_test/emulator) serves the same way.
+func Serve(l net.Listener, srv *pstest.Server) *grpc.Server {
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(maxRequestBytes))
+	pb.RegisterPublisherServer(g, &srv.GServer)
+	pb.RegisterSubscriberServer(g, &srv.GServer)
+	pb.RegisterSchemaServiceServer(g, &srv.GServer)
+	go g.Serve(l)
+	return g
+}
+
 // Start starts an emulator, points PUBSUB_EMULATOR_HOST at it for the rest of the test (the
 // pipeline's DoFns run in this process on prism), and stops it when the test ends. Its address
 // serves pstest's fake (Server.GServer) with requests of up to 12 MiB, as Pub/Sub takes 10 MB.
@@ -42,11 +54,7 @@ func Start(t testing.TB, opts ...pstest.ServerReactorOption) *Emulator {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(maxRequestBytes))
-	pb.RegisterPublisherServer(g, &srv.GServer)
-	pb.RegisterSubscriberServer(g, &srv.GServer)
-	pb.RegisterSchemaServiceServer(g, &srv.GServer)
-	go g.Serve(l)
+	g := Serve(l, srv)
 	t.Setenv("PUBSUB_EMULATOR_HOST", l.Addr().String())
 	client, err := pubsub.NewClient(context.Background(), Project)
 	if err != nil {
