@@ -11,9 +11,9 @@ import (
 )
 
 // Main runs the tests of a package whose pipelines run on prism, with prism's bundle splits off
-// (localrunner.Configure) and the buffers the batch and write stages give back to their pools
-// overwritten (flow.PoisonReleased, so that a row read after its buffer was given back fails the
-// test), and returns the exit code for os.Exit: a TestMain is `func TestMain(m *testing.M) { os.Exit(flowtest.Main(m)) }`.
+// (localrunner.Configure) and the batch stage's released buffers overwritten (flow.PoisonReleased,
+// so that a row read after its buffer was given back fails the test), and returns the exit code
+// for os.Exit: a TestMain is `func TestMain(m *testing.M) { os.Exit(flowtest.Main(m)) }`.
 func Main(m *testing.M) int {
 	flag.Parse()
 	localrunner.Configure()

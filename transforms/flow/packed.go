@@ -47,7 +47,11 @@ func (p Packed) UnpackPooled() (rs Rows, release func(), err error) {
 	rs, err = p.unpack(buf)
 	return rs, func() {
 		unreleased.Add(-1)
-		Poison(*buf)
+		if poisonReleased.Load() {
+			for i, b := 0, (*buf)[:cap(*buf)]; i < len(b); i++ {
+				b[i] = 0xA5
+			}
+		}
 		putBuffer(&decodedBuffers, buf)
 	}, err
 }
@@ -69,17 +73,6 @@ var decodedBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // poisonReleased has UnpackPooled's release overwrite the buffer it gives back (PoisonReleased).
 var poisonReleased atomic.Bool
-
-// Poison overwrites b up to its capacity with 0xA5 bytes when PoisonReleased is on: what a stage
-// that pools buffers of its own calls as it gives one back (the write stage's converted rows).
-func Poison(b []byte) {
-	if poisonReleased.Load() {
-		b = b[:cap(b)]
-		for i := range b {
-			b[i] = 0xA5
-		}
-	}
-}
 
 // unreleased counts the buffers UnpackPooled handed out and their release has not given back.
 var unreleased atomic.Int64

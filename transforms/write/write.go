@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -231,25 +230,15 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 		current = f.conv.SchemaHash()
 	}
 	// The rows' RowBinary shares one buffer: a slice keeps the array it was cut from, so growing
-	// the buffer leaves the earlier rows' bytes in place. The buffer comes from a pool and goes
-	// back when the batch's blocks are inserted (see arenas).
+	// the buffer leaves the earlier rows' bytes in place.
 	size := 0
 	for _, r := range rows {
 		size += len(r.Payload) // a row's RowBinary is most often smaller than its JSON
 	}
-	pooled := arenas.Get().(*[]byte)
-	arena := (*pooled)[:0]
-	if cap(arena) < size {
-		arena = make([]byte, 0, size+size/4) // batches differ in size: room for a larger one
-	}
-	defer func() {
-		flow.Poison(arena) // in the tests: a row read after this reads garbage
-		if cap(arena) <= maxPooledArena {
-			*pooled = arena[:0]
-			arenas.Put(pooled)
-		}
-	}()
-	ok := make([]*Row, 0, len(rows))
+	var (
+		ok    = make([]*Row, 0, len(rows))
+		arena = make([]byte, 0, size)
+	)
 	for _, r := range rows {
 		start := len(arena)
 		var err error
@@ -286,15 +275,6 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 	}
 	return nil
 }
-
-// arenas hold the buffers of converted rows insertRows gives back: its rows' RowBinary (Row.Data)
-// is read until their blocks are inserted or dead-lettered, and not after insertRows returns (a
-// schema refresh converts the rows again into a buffer of its own). A new buffer of megabytes for
-// each batch costs more to clear and fault in than to fill (see flow's pooled buffers). Buffers of
-// up to maxPooledArena are kept: a batch of 5,000 rows of 1.6 KB.
-var arenas = sync.Pool{New: func() any { return new([]byte) }}
-
-const maxPooledArena = 8 << 20
 
 // insertBlock sends one block, retrying what a retry can change (see chclient.Class): transient
 // failures and refusals with backoff, a failure with an unknown code a bounded number of times.
