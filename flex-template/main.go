@@ -221,12 +221,19 @@ func run(ctx context.Context, o pipeline.Options) error {
 	return report(os.Stdout, res, l)
 }
 
+// releaseTimeout bounds releaseUnacknowledged.
+const releaseTimeout = 10 * time.Second
+
 // releaseUnacknowledged gives back, at the end of a local run, the messages the source pulled that
 // were not acknowledged (a run that failed, or was stopped with rows still buffered): Pub/Sub
 // redelivers them at once, so that a restart receives them, instead of after the ack deadline
 // the source last extended (60 s) during which a restart would see nothing.
 func releaseUnacknowledged(ctx context.Context) {
-	n, err := psclient.ReleaseAll(context.WithoutCancel(ctx))
+	// Best effort, and bounded: an unreachable Pub/Sub must not hold up the end of the run (the
+	// client retries Unavailable until the deadline).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	n, err := psclient.ReleaseAll(ctx)
 	if err != nil {
 		slog.Warn("giving back the unacknowledged messages failed; they are redelivered once their ack deadline passes", "released", n, "error", err)
 	} else if n > 0 {

@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,7 +52,7 @@ var (
 	badPercent = flag.Float64("bad-percent", 2, "share of malformed messages, in percent")
 	chNative   = flag.String("clickhouse", "clickhouse://127.0.0.1:9000", "ClickHouse native-protocol URL for the pipeline")
 	chHTTP     = flag.String("clickhouse-http", "http://127.0.0.1:8123", "ClickHouse HTTP interface, for the demo's own queries")
-	database   = flag.String("database", "pubsub_to_clickhouse_demo", "ClickHouse database of the demo, dropped and created again at each run (refused when it holds other tables)")
+	database   = flag.String("database", defaultDatabase, "ClickHouse database of the demo, dropped and created again at each run (refused when it holds other tables)")
 	wave       = flag.Int("wave", 5000, "messages per publish wave; fewer than 4 waves are kept unwritten (pstest rescans its backlog every 10 ms)")
 	extra      = flag.String("pipeline-flags", "--batchRowCount=5000 --windowSeconds=5", "extra flags for the pipeline")
 	corpus     = flag.String("corpus", "", "a JSON-lines file to publish, one message a line, instead of generated events (-messages and -bad-percent are then ignored)")
@@ -138,6 +139,7 @@ func run() error {
 	for _, q := range []string{
 		"DROP DATABASE IF EXISTS " + *database,
 		"CREATE DATABASE " + *database,
+		"CREATE TABLE " + *database + "." + demoMarker + " (made_at DateTime DEFAULT now()) ENGINE = TinyLog",
 		strings.ReplaceAll(tableDDL, "{table}", *database+".events"),
 		deadletter.CreateTable(*database, "events_dead_letter"),
 	} {
@@ -309,23 +311,40 @@ func scanPipelineOutput(r io.Reader, metricsLine chan<- string) {
 }
 
 // demoOwns refuses a database the demo would drop with more than its own tables in it: the
-// server's own (default, system) and any that holds a table other than events and
-// events_dead_letter, whoever made it.
+// server's own (default, system), and any that holds a table the demo did not make. A database
+// is the demo's when it has no table, is the demo's default one, or holds the marker table the
+// demo makes in it (demoMarker): a database of someone else's with a table named events is not.
 func demoOwns(database string) error {
 	if database == "default" || database == "system" {
 		return fmt.Errorf("the demo drops and creates its database, and %s is the server's own: give the demo one of its own, DATABASE=pubsub_to_clickhouse_demo make demo (or -database)", database)
 	}
-	out, err := query("SELECT name FROM system.tables WHERE database = '" + strings.ReplaceAll(database, "'", "\\'") +
-		"' AND name NOT IN ('events', 'events_dead_letter') ORDER BY name FORMAT TSVRaw")
+	out, err := query("SELECT name FROM system.tables WHERE database = '" + strings.ReplaceAll(database, "'", "\\'") + "' ORDER BY name FORMAT TSVRaw")
 	if err != nil {
 		return err
 	}
-	if others := strings.Fields(out); len(others) > 0 {
-		return fmt.Errorf("the database %s holds tables the demo did not make (%s), and the demo drops and creates its database: "+
-			"give the demo one of its own, DATABASE=%s_demo make demo (or -database)", database, strings.Join(others, ", "), database)
+	tables := strings.Fields(out)
+	if len(tables) == 0 || database == defaultDatabase || slices.Contains(tables, demoMarker) {
+		var others []string
+		for _, t := range tables {
+			if t != "events" && t != "events_dead_letter" && t != demoMarker {
+				others = append(others, t)
+			}
+		}
+		if len(others) == 0 {
+			return nil
+		}
+		tables = others
 	}
-	return nil
+	return fmt.Errorf("the database %s holds tables the demo did not make (%s), and the demo drops and creates its database: "+
+		"give the demo one of its own, DATABASE=%s_demo make demo (or -database)", database, strings.Join(tables, ", "), database)
 }
+
+// demoMarker is the empty table the demo makes in its database, by which a later run knows the
+// database for its own (demoOwns).
+const demoMarker = "_made_by_the_pubsub_to_clickhouse_demo"
+
+// defaultDatabase is the demo's database unless -database gives another.
+const defaultDatabase = "pubsub_to_clickhouse_demo"
 
 // lockDatabase takes this machine's lock of the demo's database, a file in the temporary
 // directory held with flock until unlock (or the process's end), so that a second demo on the

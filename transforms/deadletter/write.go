@@ -104,8 +104,11 @@ func Columns(ctx context.Context, conn driver.Conn, database, table string) ([]s
 func columnTypes(ctx context.Context, conn driver.Conn, database, table string, leftOut func(column, typ string)) (columns, types []string, err error) {
 	running := leftOut != nil
 	t, err := schema.Fetch(ctx, conn, database, table)
-	if errors.Is(err, schema.ErrNotFound) {
+	switch {
+	case errors.Is(err, schema.ErrNotFound):
 		return nil, nil, &tableError{err: err, hint: "create it with: " + CreateTable(database, table)}
+	case errors.Is(err, schema.ErrNoWritableColumn):
+		return nil, nil, &tableError{err: err, hint: "a dead-letter table has the columns of: " + CreateTable(database, table)}
 	}
 	if err != nil { // reading the table failed: nothing says it is missing or wrong
 		return nil, nil, err

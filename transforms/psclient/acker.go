@@ -104,6 +104,7 @@ type Acker struct {
 
 	mu       sync.Mutex
 	tracked  map[string]entry
+	acking   map[string]int // the ids of Ack calls under way (Release gives none of them back)
 	closed   bool
 	lastWarn time.Time
 
@@ -141,6 +142,7 @@ func NewAcker(ctx context.Context, subscription string, settings AckSettings) (*
 		cancel:   cancel,
 		done:     make(chan struct{}),
 		tracked:  map[string]entry{},
+		acking:   map[string]int{},
 	}
 	go a.loop()
 	return a, nil
@@ -189,10 +191,24 @@ func (a *Acker) Ack(ctx context.Context, ackIDs []string) error {
 	}
 	a.mu.Lock()
 	closed := a.closed
+	if !closed {
+		for _, id := range ids {
+			a.acking[id]++ // Release leaves them alone
+		}
+	}
 	a.mu.Unlock()
 	if closed {
 		return fmt.Errorf("ack: subscription %s: acknowledging %d messages: the manager is closed", a.sub, len(ids))
 	}
+	defer func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for _, id := range ids {
+			if a.acking[id]--; a.acking[id] <= 0 {
+				delete(a.acking, id)
+			}
+		}
+	}()
 	var errs []error
 	for _, chunk := range chunks(ids, a.settings.MaxIDsPerRequest) {
 		if err := a.ackChunk(ctx, chunk); err != nil {
@@ -351,24 +367,30 @@ func (a *Acker) extendDue(now time.Time) {
 // (ModifyAckDeadline), so that Pub/Sub redelivers them at once rather than when the deadline the
 // Acker last extended passes (up to Settings.Deadline later), and stops tracking them. For the end
 // of a local run, when nothing holds them any more: a run that failed leaves them unacknowledged,
-// and a restart then receives them at once. It returns how many it gave back; an error means
-// some stay with their deadline, and are redelivered once it passes.
+// and a restart then receives them at once. It first stops extending deadlines (an extension sent
+// after would set the deadline again), and leaves out the ids of an Ack under way (a bundle of
+// the failed run may still be storing their rows: given back before the Ack lands, they would be
+// redelivered although stored). ctx bounds the whole; the Acker extends nothing after. It returns
+// how many it gave back; an error means some stay with their deadline, and are redelivered once
+// it passes.
 func (a *Acker) Release(ctx context.Context) (int, error) {
+	a.cancel()
+	<-a.done
 	a.mu.Lock()
 	ids := make([]string, 0, len(a.tracked))
 	for id := range a.tracked {
-		ids = append(ids, id)
+		if a.acking[id] == 0 {
+			ids = append(ids, id)
+			delete(a.tracked, id)
+		}
 	}
-	clear(a.tracked)
 	a.mu.Unlock()
 	released := 0
 	var errs []error
 	for _, chunk := range chunks(ids, a.settings.MaxIDsPerRequest) {
-		rctx, cancel := context.WithTimeout(ctx, rpcTimeout)
-		err := a.client.SubscriptionAdminClient.ModifyAckDeadline(rctx, &pubsubpb.ModifyAckDeadlineRequest{
+		err := a.client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{
 			Subscription: a.sub, AckIds: chunk, AckDeadlineSeconds: 0,
 		})
-		cancel()
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -446,7 +468,8 @@ func forSubscription(ctx context.Context, subscription string) (Manager, error) 
 }
 
 // ReleaseAll gives back the messages every Acker of the process registry still tracks
-// (Acker.Release), and returns how many; for the end of a local run.
+// (Acker.Release), and returns how many; for the end of a local run. ctx bounds the whole: it is
+// best effort, and a message not given back is redelivered once its deadline passes.
 func ReleaseAll(ctx context.Context) (int, error) {
 	registryMu.Lock()
 	ackers := slices.Collect(maps.Values(registry))

@@ -67,6 +67,10 @@ func (t *Table) Writable() []Column {
 // does not exist, or the user may not read it (ClickHouse lists only the tables a user may read).
 var ErrNotFound = errors.New("does not exist")
 
+// ErrNoWritableColumn is what the error of Fetch wraps when the table has columns but an INSERT
+// may write none of them.
+var ErrNoWritableColumn = errors.New("has no column an INSERT may write")
+
 // Fetch reads the schema of database.table. It fails when the table does not exist (ErrNotFound)
 // or has no writable column, and when a column type does not parse; each error names the table.
 // A failure to read system.columns (the connection, a privilege) is returned as it came, wrapped.
@@ -109,7 +113,7 @@ func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Tabl
 		return nil, fmt.Errorf("table %s.%s %w (no columns in system.columns): check the database and table names, and that the user may read the table", database, table, ErrNotFound)
 	}
 	if len(t.Writable()) == 0 {
-		return nil, fmt.Errorf("table %s.%s has no column an INSERT may write (all are MATERIALIZED, ALIAS or EPHEMERAL)", database, table)
+		return nil, fmt.Errorf("table %s.%s %w (all are MATERIALIZED, ALIAS or EPHEMERAL)", database, table, ErrNoWritableColumn)
 	}
 	return t, nil
 }
