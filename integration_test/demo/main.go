@@ -323,20 +323,18 @@ func demoOwns(database string) error {
 		return err
 	}
 	tables := strings.Fields(out)
-	if len(tables) == 0 || database == defaultDatabase || slices.Contains(tables, demoMarker) {
-		var others []string
-		for _, t := range tables {
-			if t != "events" && t != "events_dead_letter" && t != demoMarker {
-				others = append(others, t)
-			}
+	mine := database == defaultDatabase || slices.Contains(tables, demoMarker)
+	var others []string // the tables the demo did not make: all of them in a database not its own
+	for _, t := range tables {
+		if !mine || t != "events" && t != "events_dead_letter" && t != demoMarker {
+			others = append(others, t)
 		}
-		if len(others) == 0 {
-			return nil
-		}
-		tables = others
+	}
+	if len(others) == 0 {
+		return nil
 	}
 	return fmt.Errorf("the database %s holds tables the demo did not make (%s), and the demo drops and creates its database: "+
-		"give the demo one of its own, DATABASE=%s_demo make demo (or -database)", database, strings.Join(tables, ", "), database)
+		"give the demo one of its own, DATABASE=%s_demo make demo (or -database)", database, strings.Join(others, ", "), database)
 }
 
 // demoMarker is the empty table the demo makes in its database, by which a later run knows the

@@ -382,20 +382,10 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 		}
 		err := chclient.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, columns, f.values(columns, recs), f.settings, f.withToken, id)
 		if err != nil && f.types != nil && chclient.Classify(err) != chclient.Transient {
-			columns, types, checkErr := columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, f.leaveOut)
-			f.readAt = time.Now()
-			if te := (*tableError)(nil); errors.As(checkErr, &te) {
-				// The statement is long: logged once, not with each retry.
-				if hint = te.hint; !f.hinted {
-					slog.Warn("dead letter: the dead-letter table, read again, is missing or does not fit; "+hint, "table", f.ClickHouse.Database+"."+f.Table, "problem", te.err)
-					f.hinted = true
-				}
-				checkErr = te.err
-			}
-			if checkErr != nil {
+			var checkErr error
+			if hint, checkErr = f.reread(ctx); checkErr != nil {
 				return fmt.Errorf("%w; the table, read again: %w", err, checkErr)
 			}
-			f.columns, f.types, f.hinted = columns, types, false
 		}
 		return err
 	}, func(n int, err error) {
@@ -411,25 +401,39 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 	return nil
 }
 
-// refresh reads the table's columns again when SchemaRefresh has passed since they were read,
-// and takes them up when they fit (columnTypes, running): an optional column added since is then
-// filled. A table that does not fit, or cannot be read, keeps the columns as they were read
-// before: the INSERT that follows fails if they no longer fit, and reads the table again itself.
+// refresh reads the table's columns again (reread) when SchemaRefresh has passed since they were
+// read: an optional column added since is then filled. A table that does not fit, or cannot be
+// read, keeps the columns as they were read before: the INSERT that follows fails if they no
+// longer fit, and reads the table again itself.
 func (f *writeFn) refresh(ctx context.Context) {
 	if f.types == nil || f.SchemaRefresh <= 0 || time.Since(f.readAt) < f.SchemaRefresh {
 		return
 	}
-	f.readAt = time.Now()
-	columns, types, err := columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, f.leaveOut)
-	if err != nil {
-		if te := (*tableError)(nil); errors.As(err, &te) {
-			err = te.err // the INSERT, if it fails, logs the CREATE TABLE statement
-		}
+	if _, err := f.reread(ctx); err != nil {
 		slog.Warn("dead letter: reading the dead-letter table again failed; keeping its columns as read before",
 			"table", f.ClickHouse.Database+"."+f.Table, "error", err)
-		return
 	}
-	f.columns, f.types = columns, types
+}
+
+// reread reads the table's columns again (columnTypes, while running) and takes them up when
+// they fit. For a table that is missing or does not fit it returns the CREATE TABLE hint and the
+// short error, and logs the hint once until the table fits again (the statement is long: not
+// with each retry); for a table it cannot read, the error.
+func (f *writeFn) reread(ctx context.Context) (hint string, err error) {
+	f.readAt = time.Now()
+	columns, types, err := columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, f.leaveOut)
+	if te := (*tableError)(nil); errors.As(err, &te) {
+		if !f.hinted {
+			slog.Warn("dead letter: the dead-letter table, read again, is missing or does not fit; "+te.hint, "table", f.ClickHouse.Database+"."+f.Table, "problem", te.err)
+			f.hinted = true
+		}
+		return te.hint, te.err
+	}
+	if err != nil {
+		return "", err
+	}
+	f.columns, f.types, f.hinted = columns, types, false
+	return "", nil
 }
 
 // values returns the INSERT's columns of recs: []time.Time for failed_at, []string for the
