@@ -568,6 +568,10 @@ var regexExamples = map[string]regexExample{
 		accept: []string{"", "0", "1", "8"},
 		reject: []string{"-2", "two", "08"},
 	},
+	"batchByteSize": {
+		accept: []string{"", "16777216", "1048576", "1"},
+		reject: []string{"0", "-1", "16MiB", "1e6"},
+	},
 	"maxInsertBlockSize": {
 		accept: []string{"", "1000000", "10000"},
 		reject: []string{"0", "-5", "1,000,000", "1e6"},

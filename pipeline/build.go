@@ -136,9 +136,9 @@ func (o Options) TableParam(table string) string {
 	return "routeTables " + strings.Join(pairs, ", ")
 }
 
-// Mode returns the batching mode of windowSeconds and batchRowCount.
+// Mode returns the batching mode of windowSeconds, batchRowCount and batchByteSize.
 func (o Options) Mode() batch.Mode {
-	return batch.ModeFor(o.WindowSeconds.Value, o.BatchRowCount.Value)
+	return batch.ModeFor(o.WindowSeconds.Value, o.BatchRowCount.Value, int64(o.BatchByteSize))
 }
 
 // InsertSettings returns the ClickHouse insert settings of o.

@@ -47,6 +47,7 @@ type Options struct {
 
 	WindowSeconds             OptionalInt // windowSeconds
 	BatchRowCount             OptionalInt // batchRowCount
+	BatchByteSize             int         // batchByteSize
 	MaxInsertBlockSize        int         // maxInsertBlockSize
 	MaxRetries                int         // maxRetries
 	RetryInitialBackoffMillis int         // retryInitialBackoffMillis

@@ -24,7 +24,7 @@ const testPassword = "s3cr3t-PW"
 var allFlags = []string{
 	"inputSubscription", "clickHouseUrl", "clickHouseDatabase", "clickHouseTable",
 	"clickHouseUsername", "clickHousePassword", "clickHouseCaCertificate", "clickHouseClientCertificate",
-	"clickHouseClientKey", "clickHouseCompression", "clickHouseDeadLetterTable", "deadLetterTopic", "windowSeconds", "batchRowCount", "maxInsertBlockSize", "maxRetries",
+	"clickHouseClientKey", "clickHouseCompression", "clickHouseDeadLetterTable", "deadLetterTopic", "windowSeconds", "batchRowCount", "batchByteSize", "maxInsertBlockSize", "maxRetries",
 	"retryInitialBackoffMillis", "retryMaxBackoffMillis", "insertDeduplicate", "insertQuorum", "insertDistributedSync",
 	"numShards", "stopAfterIdle", "progressSeconds",
 	"schemaRefreshSeconds", "metadataColumns", "unknownFieldsColumn", "routeBy", "routeTables", "routeUnlisted",
@@ -89,6 +89,7 @@ func params(ps []*ParamError) []string {
 
 func TestDefaults(t *testing.T) {
 	want := Options{
+		BatchByteSize:             16 << 20,
 		MaxInsertBlockSize:        1000000,
 		MaxRetries:                5,
 		InsertDeduplicate:         true,
@@ -162,6 +163,7 @@ func TestUsage(t *testing.T) {
 		"deadLetterTopic":                              {"projects/<project>/topics/<name>", "Optional, unset by default"},
 		"windowSeconds":                                {"seconds", "positive", "Optional, unset by default"},
 		"batchRowCount":                                {"rows", "positive", "Optional, unset by default"},
+		"batchByteSize":                                {"bytes", "positive", "(default 16777216)"},
 		"maxInsertBlockSize":                           {"max_insert_block_size", "rows", "(default 1000000)"},
 		"maxRetries":                                   {"retried", "count", "(default 5)"},
 		"insertDeduplicate":                            {"insert_deduplicate", "--insertDeduplicate=false", "(default true)"},
@@ -199,7 +201,7 @@ func TestUsage(t *testing.T) {
 	}
 	// The defaults are also each flag's DefValue.
 	for name, def := range map[string]string{
-		"maxInsertBlockSize": "1000000", "maxRetries": "5",
+		"maxInsertBlockSize": "1000000", "maxRetries": "5", "batchByteSize": "16777216",
 		"insertDeduplicate": "true", "insertDistributedSync": "true",
 		"windowSeconds": "", "batchRowCount": "", "insertQuorum": "", "clickHousePassword": "",
 	} {
@@ -234,6 +236,7 @@ func TestParseFlags(t *testing.T) {
 				"--deadLetterTopic=projects/my-project/topics/events-dead-letter",
 				"--windowSeconds=30",
 				"--batchRowCount=5000",
+				"--batchByteSize=1048576",
 				"--maxInsertBlockSize=500000",
 				"--maxRetries=0",
 				"--insertDeduplicate=false",
@@ -256,6 +259,7 @@ func TestParseFlags(t *testing.T) {
 				DeadLetterTopic:           "projects/my-project/topics/events-dead-letter",
 				WindowSeconds:             GivenInt(30),
 				BatchRowCount:             GivenInt(5000),
+				BatchByteSize:             1 << 20,
 				MaxInsertBlockSize:        500000,
 				MaxRetries:                0,
 				InsertDeduplicate:         false,
@@ -641,6 +645,8 @@ func TestValidateRules(t *testing.T) {
 			"windowSeconds", "-5", "must be a positive number of seconds"},
 		{"batchRowCount 0", func(o *Options) { o.BatchRowCount = GivenInt(0) },
 			"batchRowCount", "0", "must be a positive number of rows"},
+		{"batchByteSize 0", func(o *Options) { o.BatchByteSize = 0 },
+			"batchByteSize", "0", "must be a positive number of bytes (default 16777216)"},
 		{"maxInsertBlockSize 0", func(o *Options) { o.MaxInsertBlockSize = 0 },
 			"maxInsertBlockSize", "0", "must be a positive number of rows (default 1000000)"},
 		{"maxInsertBlockSize negative", func(o *Options) { o.MaxInsertBlockSize = -1 },
@@ -773,7 +779,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		got := params(problems(t, err))
 		want := []string{
 			"inputSubscription", "clickHouseUrl", "clickHouseDatabase", "clickHouseTable",
-			"clickHouseUsername", "clickHouseDeadLetterTable", "maxInsertBlockSize",
+			"clickHouseUsername", "clickHouseDeadLetterTable", "batchByteSize", "maxInsertBlockSize",
 			"retryInitialBackoffMillis",
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -892,7 +898,7 @@ func TestString(t *testing.T) {
 		`clickHousePassword="xxxxx" clickHouseCaCertificate="" clickHouseClientCertificate="" clickHouseClientKey="" clickHouseCompression="" ` +
 		`clickHouseDeadLetterTable="events_dead_letter" ` +
 		`deadLetterTopic="projects/my-project/topics/events-dead-letter" ` +
-		`windowSeconds=unset batchRowCount=5000 maxInsertBlockSize=1000000 maxRetries=5 ` +
+		`windowSeconds=unset batchRowCount=5000 batchByteSize=16777216 maxInsertBlockSize=1000000 maxRetries=5 ` +
 		`retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 insertDeduplicate=true insertQuorum=0 insertDistributedSync=true ` +
 		`numShards=0 stopAfterIdle=unset progressSeconds=5 schemaRefreshSeconds=60 ` +
 		`metadataColumns="" unknownFieldsColumn="" routeBy="" routeTables="" routeUnlisted="" ` +

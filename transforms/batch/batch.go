@@ -32,20 +32,29 @@ const (
 //	set            set            global window, a batch at batchRowCount rows or windowSeconds after
 //	                              the first row of the pane, whichever comes first
 //	unset          unset          the combined mode with 30 seconds and 1000 rows
+//
+// In the count and combined modes a batch also ends at Bytes (batchByteSize): a batch holds the
+// rows up to the one that would take it above Bytes, and a row larger than Bytes is a batch of
+// its own. In the fixed-window mode a window's rows are one batch whatever their size (the write
+// stage splits its INSERTs by size).
 type Mode struct {
 	// Window is the fixed window length, or the longest a pane waits in the combined mode; 0 when
 	// windowSeconds is unset in count mode.
 	Window time.Duration
 	// Rows is the count trigger, in rows; 0 in fixed-window mode.
 	Rows int
+	// Bytes bounds a batch of the count and combined modes, in bytes of its rows as
+	// flow.RowBytes counts them (the payload, its ids and attributes); 0: no bound.
+	Bytes int64
 }
 
-// ModeFor returns the mode of the given parameters; 0 means unset.
-func ModeFor(windowSeconds, batchRowCount int) Mode {
+// ModeFor returns the mode of the given parameters; 0 means unset for windowSeconds and
+// batchRowCount, and no bound for batchByteSize.
+func ModeFor(windowSeconds, batchRowCount int, batchByteSize int64) Mode {
 	if windowSeconds == 0 && batchRowCount == 0 {
-		return Mode{Window: DefaultWindow, Rows: DefaultRows}
+		return Mode{Window: DefaultWindow, Rows: DefaultRows, Bytes: batchByteSize}
 	}
-	return Mode{Window: time.Duration(windowSeconds) * time.Second, Rows: batchRowCount}
+	return Mode{Window: time.Duration(windowSeconds) * time.Second, Rows: batchRowCount, Bytes: batchByteSize}
 }
 
 // String describes the mode for the start-up log.
@@ -54,10 +63,17 @@ func (m Mode) String() string {
 	case m.Rows == 0:
 		return fmt.Sprintf("fixed windows of %v: each window's rows are inserted when it closes", m.Window)
 	case m.Window == 0:
-		return fmt.Sprintf("global window, count trigger: a batch every %d rows", m.Rows)
+		return fmt.Sprintf("global window, count trigger: a batch every %d rows%s", m.Rows, m.bytesText())
 	default:
-		return fmt.Sprintf("global window, combined trigger: a batch at %d rows or %v after the first row of the pane, whichever comes first", m.Rows, m.Window)
+		return fmt.Sprintf("global window, combined trigger: a batch at %d rows%s or %v after the first row of the pane, whichever comes first", m.Rows, m.bytesText(), m.Window)
 	}
+}
+
+func (m Mode) bytesText() string {
+	if m.Bytes <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (fewer when they reach %d bytes)", m.Bytes)
 }
 
 func init() {

@@ -32,7 +32,9 @@ func init() {
 // returns a PCollection<KV<int, flow.Rows>> in which each element is one batch of one shard.
 // Rows are counted, not elements: in the count and combined modes a batch that the count fires
 // holds exactly Mode.Rows rows, splitting a group across batches when it must, and the time of
-// the combined mode runs from the first row of each batch. In the fixed-window mode a batch is
+// the combined mode runs from the first row of each batch. With Mode.Bytes a batch also ends
+// before the row that would take it above that many bytes (flow.RowBytes), or with a row larger
+// than that alone. In the fixed-window mode a batch is
 // every row of one window of one shard, as Batches groups them.
 //
 // The count and combined modes batch with a stateful DoFn (countFn) in the global window instead
@@ -57,13 +59,14 @@ func Rows(s beam.Scope, cfg Config, rows beam.PCollection) beam.PCollection {
 	}
 	keyed := beam.ParDo(s, &shardKeyFn{NumShards: cfg.Shards}, rows)
 	buffer, count, started := state.MakeBagState[flow.Packed]("buffer"), state.MakeValueState[int64]("count"), state.MakeValueState[int64]("started")
+	size := state.MakeValueState[int64]("bytes")
 	if mode.Window > 0 && cfg.ProcessingTimeTimers {
-		return beam.ParDo(s, &countTimeFn{Rows: int64(mode.Rows), WindowMillis: mode.Window.Milliseconds(),
-			Buffer: buffer, Count: count, Started: started, EndOfWindow: timers.InEventTime("endOfWindow"),
+		return beam.ParDo(s, &countTimeFn{Rows: int64(mode.Rows), MaxBytes: mode.Bytes, WindowMillis: mode.Window.Milliseconds(),
+			Buffer: buffer, Count: count, Bytes: size, Started: started, EndOfWindow: timers.InEventTime("endOfWindow"),
 			PaneTimeout: timers.InProcessingTime("paneTimeout")}, keyed)
 	}
-	return beam.ParDo(s, &countFn{Rows: int64(mode.Rows), WindowMillis: mode.Window.Milliseconds(),
-		Buffer: buffer, Count: count, Started: started, EndOfWindow: timers.InEventTime("endOfWindow")}, keyed)
+	return beam.ParDo(s, &countFn{Rows: int64(mode.Rows), MaxBytes: mode.Bytes, WindowMillis: mode.Window.Milliseconds(),
+		Buffer: buffer, Count: count, Bytes: size, Started: started, EndOfWindow: timers.InEventTime("endOfWindow")}, keyed)
 }
 
 // concatFn joins the groups of one pane into one batch.
@@ -90,10 +93,12 @@ func (concatFn) ProcessElement(shard int, groups func(*flow.Rows) bool, emit fun
 // Dataflow, whose source sends no heartbeats, countTimeFn adds one.
 type countFn struct {
 	Rows         int64 // rows per batch, positive
+	MaxBytes     int64 // bytes per batch (flow.RowBytes); 0: no bound
 	WindowMillis int64 // the combined mode's time bound; 0 in the count mode
 
 	Buffer      state.Bag[flow.Packed]
 	Count       state.Value[int64]
+	Bytes       state.Value[int64] // flow.RowBytes of the buffered rows; kept only with MaxBytes
 	Started     state.Value[int64] // Unix ms of the batch's first row
 	EndOfWindow timers.EventTime
 }
@@ -110,7 +115,7 @@ func (fn *countFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Prov
 }
 
 func (fn *countFn) buffer() buffer {
-	return buffer{rows: fn.Rows, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, started: fn.Started}
+	return buffer{rows: fn.Rows, maxBytes: fn.MaxBytes, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, bytes: fn.Bytes, started: fn.Started}
 }
 
 // countTimeFn is countFn with a processing-time timer for the combined mode's time bound, for
@@ -120,10 +125,12 @@ func (fn *countFn) buffer() buffer {
 // earlier setting, and a timer that fires before its batch is due does nothing.
 type countTimeFn struct {
 	Rows         int64 // rows per batch, positive
+	MaxBytes     int64 // bytes per batch (flow.RowBytes); 0: no bound
 	WindowMillis int64 // the time bound, positive
 
 	Buffer      state.Bag[flow.Packed]
 	Count       state.Value[int64]
+	Bytes       state.Value[int64]
 	Started     state.Value[int64]
 	EndOfWindow timers.EventTime
 	PaneTimeout timers.ProcessingTime
@@ -146,41 +153,53 @@ func (fn *countTimeFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.
 }
 
 func (fn *countTimeFn) buffer() buffer {
-	return buffer{rows: fn.Rows, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, started: fn.Started}
+	return buffer{rows: fn.Rows, maxBytes: fn.MaxBytes, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, bytes: fn.Bytes, started: fn.Started}
 }
 
-// buffer is the state of one shard's batch being filled: the groups of rows, packed, and their
-// count.
+// buffer is the state of one shard's batch being filled: the groups of rows, packed, their
+// count and, with a byte bound, their size (flow.RowBytes). The buffered rows never make a full
+// batch: a batch is emitted as soon as it is full.
 //
 // Each method reads the bag at most once and writes it after it is done reading: the Go SDK
 // (2.77.0, exec.stateProvider) answers a bag read that follows a Clear within the same call with
 // the contents from before the Clear, which emitted rows twice.
 type buffer struct {
 	rows         int64
+	maxBytes     int64
 	windowMillis int64
 	bag          state.Bag[flow.Packed]
 	count        state.Value[int64]
+	bytes        state.Value[int64]
 	started      state.Value[int64]
 }
 
 // add adds the rows of one element (none for a heartbeat): first it emits the buffered rows as
 // one batch if the time bound has passed since their first row, then every full batch of the
-// buffered rows and the element's, in arrival order, and buffers the rest. It reports whether a
-// new batch started (its first rows are buffered now), for the caller to set its timers. An
-// element that fills no batch is buffered as it came, without being decoded.
+// buffered rows and the element's, in arrival order (see full), and buffers the rest. It
+// reports whether a new batch started (its first rows are buffered now), for the caller to set
+// its timers. An element that fills no batch is buffered as it came, without being decoded: its
+// row count and size (flow.Packed.RowBytes) say so.
 //
 // The groups it decodes share pooled buffers (flow.Packed.UnpackPooled), given back when it
 // returns: a batch it emits is valid only during emit, which the write stage, fused after this
 // one, consumes before it returns (it inserts the rows, and its dead letters are encoded as they
 // are emitted).
 func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(int, flow.Rows)) (started bool) {
-	count := b.readCount(sp)
+	count, size := b.readCount(sp), b.readBytes(sp)
 	due := b.due(sp)
-	if !due && count+int64(rows.Rows) < b.rows {
+	grown := size
+	if b.maxBytes > 0 {
+		n := int64(rows.RowBytes())
+		if n < 0 { // not made by Pack: decoding it below fails the bundle
+			n = b.maxBytes
+		}
+		grown += n
+	}
+	if !due && count+int64(rows.Rows) < b.rows && (b.maxBytes <= 0 || grown < b.maxBytes) {
 		if rows.Rows == 0 {
 			return false
 		}
-		b.put(sp, rows, count == 0, count)
+		b.put(sp, rows, count == 0, count+int64(rows.Rows), grown)
 		return count == 0
 	}
 	var held held
@@ -194,16 +213,48 @@ func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(i
 		pending = nil
 	}
 	pending = append(pending, held.unpack(rows).Rows...)
-	for int64(len(pending)) >= b.rows {
-		emit(shard, flow.Rows{Rows: pending[:b.rows:b.rows]})
-		pending = pending[b.rows:]
+	for {
+		n, _ := b.full(pending)
+		if n == 0 {
+			break
+		}
+		emit(shard, flow.Rows{Rows: pending[:n:n]})
+		pending = pending[n:]
 	}
 	b.clear(sp)
 	if len(pending) == 0 {
 		return false
 	}
-	b.put(sp, flow.Pack(flow.Rows{Rows: pending}), true, 0)
+	_, rest := b.full(pending)
+	b.put(sp, flow.Pack(flow.Rows{Rows: pending}), true, int64(len(pending)), rest)
 	return true
+}
+
+// full returns how many rows from the start of pending make a full batch: b.rows rows, or with
+// a byte bound the rows before the one that would take the batch above b.maxBytes, or the rows
+// up to the one that reaches it exactly (at least one row: a row larger than b.maxBytes is a
+// batch alone). It returns 0 when pending holds no full batch, and then size is pending's size
+// (flow.RowBytes, counted only with a byte bound), less than b.maxBytes.
+func (b buffer) full(pending []flow.Row) (n int, size int64) {
+	for i := range pending {
+		if int64(i) == b.rows {
+			return i, 0
+		}
+		if b.maxBytes <= 0 {
+			continue
+		}
+		row := int64(flow.RowBytes(&pending[i]))
+		if i > 0 && size+row > b.maxBytes {
+			return i, 0
+		}
+		if size += row; size >= b.maxBytes {
+			return i + 1, 0
+		}
+	}
+	if int64(len(pending)) == b.rows {
+		return len(pending), 0
+	}
+	return 0, size
 }
 
 func (b buffer) readCount(sp state.Provider) int64 {
@@ -214,8 +265,21 @@ func (b buffer) readCount(sp state.Provider) int64 {
 	return count
 }
 
-// put buffers rows after count others; start says they begin a new batch.
-func (b buffer) put(sp state.Provider, rows flow.Packed, start bool, count int64) {
+// readBytes returns the size of the buffered rows (flow.RowBytes); 0 without a byte bound.
+func (b buffer) readBytes(sp state.Provider) int64 {
+	if b.maxBytes <= 0 {
+		return 0
+	}
+	size, _, err := b.bytes.Read(sp)
+	if err != nil {
+		panic(err)
+	}
+	return size
+}
+
+// put buffers rows, after which count rows of size bytes are buffered; start says they begin a
+// new batch.
+func (b buffer) put(sp state.Provider, rows flow.Packed, start bool, count, size int64) {
 	if err := b.bag.Add(sp, rows); err != nil {
 		panic(err)
 	}
@@ -224,8 +288,13 @@ func (b buffer) put(sp state.Provider, rows flow.Packed, start bool, count int64
 			panic(err)
 		}
 	}
-	if err := b.count.Write(sp, count+int64(rows.Rows)); err != nil {
+	if err := b.count.Write(sp, count); err != nil {
 		panic(err)
+	}
+	if b.maxBytes > 0 {
+		if err := b.bytes.Write(sp, size); err != nil {
+			panic(err)
+		}
 	}
 }
 
@@ -303,6 +372,11 @@ func (b buffer) clear(sp state.Provider) {
 	}
 	if err := b.count.Clear(sp); err != nil {
 		panic(err)
+	}
+	if b.maxBytes > 0 {
+		if err := b.bytes.Clear(sp); err != nil {
+			panic(err)
+		}
 	}
 	if b.windowMillis > 0 {
 		if err := b.started.Clear(sp); err != nil {

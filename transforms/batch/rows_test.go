@@ -3,6 +3,7 @@ package batch
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,4 +134,138 @@ func TestRowsSlowBatchesEmitEveryRowOnce(t *testing.T) {
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// sizedGroups returns groups of rows with ids m00, m01, ... in order; sizes[i] lists the size of
+// each row of group i in bytes as flow.RowBytes counts them, or one byte more where no row is
+// that size (the length of a payload of 128 bytes or more takes two bytes).
+func sizedGroups(t *testing.T, sizes ...[]int) []flow.Rows {
+	t.Helper()
+	var out []flow.Rows
+	n := 0
+	for _, group := range sizes {
+		var g flow.Rows
+		for _, size := range group {
+			r := flow.Row{MessageID: fmt.Sprintf("m%02d", n)}
+			payload := size - flow.RowBytes(&r) // less one when the length takes two bytes
+			r.Payload = []byte(strings.Repeat("x", payload))
+			if flow.RowBytes(&r) > size && flow.RowBytes(&flow.Row{MessageID: r.MessageID, Payload: r.Payload[1:]}) == size {
+				r.Payload = r.Payload[1:]
+			}
+			if got := flow.RowBytes(&r); got != size && got != size+1 {
+				t.Fatalf("row %d: a row of %d bytes of payload is %d bytes, want %d", n, len(r.Payload), got, size)
+			}
+			g.Rows = append(g.Rows, r)
+			n++
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+func rowsOfSize(n, size int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = size
+	}
+	return out
+}
+
+// TestRowsByteBound: with Mode.Bytes a batch ends before the row that would take it above the
+// bound, or at the row that reaches it exactly; a row larger than the bound is a batch alone; the
+// row count still bounds a batch of small rows; every row is emitted once, in order.
+func TestRowsByteBound(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mode   Mode
+		groups [][]int
+		want   []string
+	}{{
+		name:   "two rows of 100 fit under 250",
+		mode:   Mode{Rows: 10, Bytes: 250},
+		groups: [][]int{rowsOfSize(2, 100), rowsOfSize(5, 100), rowsOfSize(1, 100), rowsOfSize(3, 100)},
+		want:   []string{"[m00 m01]", "[m02 m03]", "[m04 m05]", "[m06 m07]", "[m08 m09]", "[m10]"},
+	}, {
+		name:   "a batch that reaches the bound exactly ends there",
+		mode:   Mode{Rows: 10, Bytes: 200},
+		groups: [][]int{{100}, {100}, {100, 50}, {50}, {100}},
+		want:   []string{"[m00 m01]", "[m02 m03 m04]", "[m05]"},
+	}, {
+		name:   "a row above the bound is a batch alone",
+		mode:   Mode{Rows: 10, Bytes: 250},
+		groups: [][]int{{100}, {100, 600}, {100}, {300, 100}},
+		want:   []string{"[m00 m01]", "[m02]", "[m03]", "[m04]", "[m05]"},
+	}, {
+		name:   "the count ends batches of small rows",
+		mode:   Mode{Rows: 3, Bytes: 1000},
+		groups: [][]int{rowsOfSize(2, 100), rowsOfSize(5, 100)},
+		want:   []string{"[m00 m01 m02]", "[m03 m04 m05]", "[m06]"},
+	}, {
+		name:   "the combined mode",
+		mode:   Mode{Rows: 10, Bytes: 250, Window: time.Hour},
+		groups: [][]int{rowsOfSize(3, 100), {400}},
+		want:   []string{"[m00 m01]", "[m02]", "[m03]"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, s := beam.NewPipelineWithRoot()
+			in := beam.CreateList(s, sizedGroups(t, tc.groups...))
+			out := beam.ParDo(s, batchText, Rows(s, Config{Mode: tc.mode, Shards: 1}, in))
+			var want []any
+			for _, w := range tc.want {
+				want = append(want, w)
+			}
+			passert.Equals(s, out, want...)
+			if err := ptest.Run(p); err != nil {
+				t.Fatal(err)
+			}
+			checkReleased(t)
+		})
+	}
+}
+
+func init() {
+	register.DoFn2x0[flow.Rows, func(string)](&oversizedFn{})
+}
+
+// oversizedFn emits a line for each batch of more than one row above Limit bytes
+// (flow.RowBytes).
+type oversizedFn struct{ Limit int }
+
+func (fn *oversizedFn) ProcessElement(b flow.Rows, emit func(string)) {
+	size := 0
+	for i := range b.Rows {
+		size += flow.RowBytes(&b.Rows[i])
+	}
+	if size > fn.Limit && len(b.Rows) > 1 {
+		emit(fmt.Sprintf("%d rows of %d bytes", len(b.Rows), size))
+	}
+}
+
+// TestRowsByteBoundEmitsEveryRowOnce: groups of rows of many sizes, with a time bound due at
+// almost every arrival, a count and a byte bound: every row is emitted exactly once, and no batch
+// of more than one row is above the byte bound.
+func TestRowsByteBoundEmitsEveryRowOnce(t *testing.T) {
+	const limit = 700
+	var sizes [][]int
+	total, n := 0, 0
+	for i := range 300 {
+		g := make([]int, (i*7919)%23+1)
+		for j := range g {
+			g[j] = 20 + (n*104729)%400 // 20 to 419 bytes
+			n++
+		}
+		sizes = append(sizes, g)
+		total += len(g)
+	}
+	p, s := beam.NewPipelineWithRoot()
+	in := beam.CreateList(s, sizedGroups(t, sizes...))
+	batches := beam.DropKey(s, Rows(s, Config{Mode: Mode{Rows: 10, Bytes: limit, Window: time.Millisecond}, Shards: 2}, in))
+	ids := beam.ParDo(s, batchIDs, batches)
+	passert.Count(s, stats.Count(s, ids), "distinct ids", total)
+	passert.Count(s, ids, "ids", total)
+	passert.Empty(s, beam.ParDo(s, &oversizedFn{Limit: limit}, batches))
+	if err := ptest.Run(p); err != nil {
+		t.Fatal(err)
+	}
+	checkReleased(t)
 }

@@ -132,6 +132,49 @@ func EncodedRowsSize(rs Rows) int {
 	return n
 }
 
+// RowBytes is the size of r in the uncompressed encoding of the rows that hold it (the format
+// above), in bytes: its payload, original, message id, ack id, ordering key and attributes, each
+// with its length, and the schema hash. This is the size the batch stage bounds a batch by
+// (batchByteSize); it is the payload and about 20 to 100 bytes more, as the ids and attributes
+// are long.
+func RowBytes(r *Row) int {
+	n := stringLen(len(r.MessageID)) + stringLen(len(r.AckID)) + 8 + stringLen(len(r.Payload))
+	n += uvarintLen(uint64(len(r.Attributes)))
+	for k, v := range r.Attributes {
+		n += stringLen(len(k)) + stringLen(len(v))
+	}
+	if r.Transformed {
+		n += uvarintLen(uint64(len(r.Original))+1) + len(r.Original)
+	} else {
+		n++
+	}
+	if r.PublishTimeMillis == 0 && r.OrderingKey == "" {
+		n++
+	} else {
+		n += 1 + varintLen(r.PublishTimeMillis) + stringLen(len(r.OrderingKey))
+	}
+	return n
+}
+
+// stringLen is the encoded size of a string or bytes of n bytes: its length, then the bytes.
+func stringLen(n int) int { return uvarintLen(uint64(n)) + n }
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
+func varintLen(v int64) int {
+	u := uint64(v) << 1
+	if v < 0 {
+		u = ^u
+	}
+	return uvarintLen(u)
+}
+
 // DecodeRows decodes what EncodeRows wrote; the payloads share b, or the buffer b decompresses
 // into.
 func DecodeRows(b []byte) (Rows, error) {

@@ -3,6 +3,7 @@ package flow_test
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -285,5 +286,60 @@ func TestDecodePackedEncodesAsItCame(t *testing.T) {
 	}
 	if out := flow.EncodePacked(p); !bytes.Equal(out, b) || &out[0] != &in[0] {
 		t.Errorf("EncodePacked of a decoded group: equal %v, shared %v; want the bytes it came in", bytes.Equal(out, b), len(out) > 0 && &out[0] == &in[0])
+	}
+}
+
+// TestRowBytes: RowBytes is each row's exact share of the uncompressed encoding, and
+// Packed.RowBytes their sum read from the encoding without decoding it, compressed or not.
+func TestRowBytes(t *testing.T) {
+	// Payloads, originals and long ids of random bytes, none repeated: EncodeRows keeps the rows
+	// plain, so the encoding's length can be checked.
+	random := make([]byte, 2000)
+	rand.NewChaCha8([32]byte{1}).Read(random)
+	next := func(n int) []byte { b := random[:n]; random = random[n:]; return b }
+	shapes := []flow.Row{
+		{Payload: next(300), Schema: 0xfedcba9876543210, MessageID: "m1", AckID: "ack-1", Attributes: map[string]string{"b": "2", "a": "1", "": ""}},
+		{Payload: []byte{}, MessageID: "m2"},
+		{Payload: next(200), MessageID: "ü", AckID: string(next(130))},
+		{Payload: next(9), MessageID: "m4", Transformed: true, Original: next(150)},
+		{Payload: next(1), MessageID: "m5", Transformed: true, Original: []byte{}},
+		{Payload: next(2), MessageID: "m6", PublishTimeMillis: 1_700_000_000_123, OrderingKey: "user-7"},
+		{Payload: next(3), MessageID: "m7", PublishTimeMillis: -1},
+		{Payload: next(4), MessageID: "m8", OrderingKey: string(next(200)), Transformed: true, Original: []byte("o")},
+	}
+	sum := 0
+	for i := range shapes {
+		sum += flow.RowBytes(&shapes[i])
+	}
+	plain := flow.EncodeRows(flow.Rows{Rows: shapes})
+	if plain[0] != 0 {
+		t.Fatalf("the rows of random payloads were compressed (format %d); the test needs them plain", plain[0])
+	}
+	if want := len(plain) - 2; sum != want { // the format byte, the count of 8 rows
+		t.Errorf("RowBytes summed = %d, want %d (the encoding's length without its format byte and count)", sum, want)
+	}
+	if got := flow.Pack(flow.Rows{Rows: shapes}).RowBytes(); got != sum {
+		t.Errorf("Packed.RowBytes of the plain rows = %d, want %d", got, sum)
+	}
+
+	demo, _ := demoRows(200, true)
+	sum = 0
+	for i := range demo.Rows {
+		sum += flow.RowBytes(&demo.Rows[i])
+	}
+	p := flow.Pack(demo)
+	if p.Data[0] != 1 {
+		t.Fatalf("200 demo rows were not compressed (format %d)", p.Data[0])
+	}
+	if got := p.RowBytes(); got != sum {
+		t.Errorf("Packed.RowBytes of 200 compressed demo rows = %d, want %d", got, sum)
+	}
+	if got := (flow.Packed{}).RowBytes(); got != 0 {
+		t.Errorf("the zero Packed: RowBytes = %d, want 0", got)
+	}
+	for _, bad := range []flow.Packed{{Rows: 1}, {Rows: 1, Data: []byte{9, 1}}, {Rows: 1, Data: []byte{1, 0xff}}} {
+		if got := bad.RowBytes(); got != -1 {
+			t.Errorf("RowBytes of %v = %d, want -1", bad.Data, got)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/klauspost/compress/s2"
 )
 
 // Packed is a Rows element encoded once (EncodeRows), with its row count beside the bytes. The
@@ -110,4 +111,35 @@ func DecodePacked(b []byte) (Packed, error) {
 		return Packed{}, fmt.Errorf("flow: decoding Packed: %w", errCorrupt)
 	}
 	return Packed{Rows: int(n), Data: b[k:], encoded: b}, nil
+}
+
+// RowBytes is the size of the rows p holds, in bytes of their uncompressed encoding (EncodeRows):
+// RowBytes of each row, summed. It is read from the encoding's header, without decoding the
+// rows: S2's block format starts with the uncompressed length
+// (github.com/klauspost/compress/s2, DecodedLen). It returns 0 for the zero Packed, and -1
+// when p was not made by Pack (its Unpack fails).
+func (p Packed) RowBytes() int {
+	if p.Rows == 0 && len(p.Data) == 0 {
+		return 0
+	}
+	if len(p.Data) == 0 {
+		return -1
+	}
+	var body int
+	switch p.Data[0] {
+	case rowsPlain:
+		body = len(p.Data) - 1
+	case rowsS2:
+		n, err := s2.DecodedLen(p.Data[1:])
+		if err != nil {
+			return -1
+		}
+		body = n
+	default:
+		return -1
+	}
+	if n := body - uvarintLen(uint64(p.Rows)); n >= 0 {
+		return n
+	}
+	return -1
 }
