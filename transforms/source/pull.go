@@ -4,6 +4,7 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -59,13 +60,16 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 	defer withTracker(rt, func(t *tracker) { t.busy = false })
 
 	pullStart := time.Now()
-	if fn.pullBatch <= 0 || fn.pullBatch > fn.maxBatch() {
+	if fn.pullBatch <= 0 {
+		fn.pullBatch = min(cmp.Or(fn.FirstPull, fitPullMessages), fn.maxBatch())
+	} else if fn.pullBatch > fn.maxBatch() {
 		fn.pullBatch = fn.maxBatch()
 	}
 	want, batch := min(fn.PullBatch, room), fn.pullBatch
-	msgs, lost, err := fn.pullSized(ctx, min(fn.pullBatch, want), false)
+	asked := min(fn.pullBatch, want)
+	msgs, lost, err := fn.pullSized(ctx, asked, false)
 	if err == nil && !lost {
-		msgs, lost = fn.pullMore(ctx, msgs, want)
+		msgs, lost = fn.pullMore(ctx, msgs, asked, want)
 	}
 	if lost {
 		// The messages of the lost response come back after their ack deadline: the idle
@@ -160,8 +164,9 @@ func (fn *readFn) idleSince(rest Restriction) time.Time {
 // maxBatch is the largest MaxMessages of a Pull: PullBatch, at most maxPullMessages.
 func (fn *readFn) maxBatch() int { return max(1, min(fn.PullBatch, maxPullMessages)) }
 
-// pullMore adds the responses of follow-up Pulls to msgs, the response of a first Pull, for as
-// long as each response is full (asked for n messages and got them all), msgs holds fewer than
+// pullMore adds the responses of follow-up Pulls to msgs, the response of a first Pull for asked
+// messages, for as long as each response is full (asked for n messages and got them all; the
+// first Pull's MaxMessages is passed, as pullSized may have grown fn.pullBatch), msgs holds fewer than
 // want messages and their payloads fewer than maxElementBytes. A follow-up Pull returns at once
 // with what is ready (ReturnImmediately), rather than waiting for messages under a short
 // deadline: a Pull given up by the client after the server has leased its messages would hide
@@ -169,8 +174,8 @@ func (fn *readFn) maxBatch() int { return max(1, min(fn.PullBatch, maxPullMessag
 // element; an error is left for the next element's first Pull to meet, except a response too
 // large, which pullSized handles as it does for a first Pull: pullMore then returns msgs, which
 // the reader keeps, and lost.
-func (fn *readFn) pullMore(ctx context.Context, msgs []*pubsubpb.ReceivedMessage, want int) (_ []*pubsubpb.ReceivedMessage, lost bool) {
-	full, size := len(msgs) == min(fn.pullBatch, want), 0
+func (fn *readFn) pullMore(ctx context.Context, msgs []*pubsubpb.ReceivedMessage, asked, want int) (_ []*pubsubpb.ReceivedMessage, lost bool) {
+	full, size := len(msgs) == asked, 0
 	for _, m := range msgs {
 		size += len(m.GetMessage().GetData())
 	}

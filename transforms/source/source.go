@@ -63,6 +63,10 @@ type Config struct {
 	// Pulls come back full, the reader pulls again at once, up to PullBatch messages or
 	// maxElementBytes of payload.
 	PullBatch int
+
+	// firstPull is the MaxMessages of the reader's first Pull: fitPullMessages when 0. Tests
+	// set it to meet a response too large on the first Pull.
+	firstPull int
 }
 
 const (
@@ -140,6 +144,7 @@ func Read(s beam.Scope, cfg Config) beam.PCollection {
 		StopWithOutstanding: opts.StopWithOutstanding,
 		MaxOutstanding:      opts.MaxOutstanding,
 		PullBatch:           opts.PullBatch,
+		FirstPull:           opts.firstPull,
 	}, imp)
 }
 
@@ -150,11 +155,15 @@ type readFn struct {
 	StopWithOutstanding bool
 	MaxOutstanding      int
 	PullBatch           int
+	FirstPull           int // Config.firstPull
 
 	client *pubsub.Client
 	acks   psclient.Manager
-	// pullBatch is the MaxMessages of the next Pull: maxBatch, fitPullMessages after a response
-	// too large, then doubled back while responses leave room (grow).
+	// pullBatch is the MaxMessages of the next Pull: fitPullMessages at first and after a
+	// response too large, then doubled while responses leave room (grow), up to maxBatch. The
+	// first Pull does not ask for maxBatch: on a backlog of messages of megabytes its response
+	// would be too large, and lost until the ack deadline (60 s with the emulator), before the
+	// reader had read anything.
 	pullBatch int
 	// ackDeadline is the subscription's ack deadline (defaultAckDeadline if Setup could not
 	// read it): the messages of a lost Pull response come back after it.

@@ -597,7 +597,7 @@ func TestPullMoreShrinksOnResponseTooLargeAndGrowsBack(t *testing.T) {
 			len(msgs), lost, err, fn.pullBatch, maxPullMessages, maxPullMessages)
 	}
 	large := em.publishLarge(maxPullMessages, 80, largeMessageBytes)
-	msgs, lost = fn.pullMore(ctx, msgs, defaultPullBatch)
+	msgs, lost = fn.pullMore(ctx, msgs, maxPullMessages, defaultPullBatch)
 	if len(msgs) != maxPullMessages || !lost || fn.pullBatch != fitPullMessages {
 		t.Fatalf("pullMore: %d messages, lost %v, next MaxMessages %d; want the %d of the first Pull, true, %d",
 			len(msgs), lost, fn.pullBatch, maxPullMessages, fitPullMessages)
@@ -640,10 +640,11 @@ func TestPullMoreShrinksOnResponseTooLargeAndGrowsBack(t *testing.T) {
 	}
 }
 
-// A backlog of 80 messages of 1 MB: the reader's first Pull (1,000 messages) gets a response over
-// maxPullResponseBytes, which is lost until the messages' ack deadline (3 s). StopAfterIdle (1 s)
-// does not stop the reader meanwhile; it pulls 6 at a time, then more, and emits every message
-// once, in a second delivery.
+// A backlog of 80 messages of 1 MB, and a reader whose first Pull asks for 1,000 messages (as
+// one did before it started at fitPullMessages, and as a Pull does once small messages grew the
+// batch): the response is over maxPullResponseBytes, and lost until the messages' ack deadline
+// (3 s). StopAfterIdle (1 s) does not stop the reader meanwhile; it pulls 6 at a time, then
+// more, and emits every message once, in a second delivery.
 func TestReadWaitsOutLostResponse(t *testing.T) {
 	lowAckDeadline(t)
 	pulls := &pullSizes{}
@@ -652,7 +653,7 @@ func TestReadWaitsOutLostResponse(t *testing.T) {
 	col := newCollector(t)
 
 	p, s := beam.NewPipelineWithRoot()
-	msgs := beam.ParDo(s, explode, Read(s, Config{Subscription: testSub, StopAfterIdle: time.Second}))
+	msgs := beam.ParDo(s, explode, Read(s, Config{Subscription: testSub, StopAfterIdle: time.Second, firstPull: maxPullMessages}))
 	beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name()}, msgs)
 	runPipeline(t, p)
 	pulls.mu.Lock()
@@ -676,6 +677,38 @@ func TestReadWaitsOutLostResponse(t *testing.T) {
 	if !slices.IsSorted(after) || slices.Max(after) != 48 {
 		t.Errorf("after the lost response, Pulls of %v MaxMessages; want them to grow from %d to 48 and no further",
 			after, fitPullMessages)
+	}
+}
+
+// A backlog of 80 messages of 1 MB, more than one Pull response may hold: the reader's first Pull
+// asks for fitPullMessages and it grows from there, so no response is lost: every message is
+// delivered once, and the reader ends after StopAfterIdle without waiting out an ack deadline.
+// (Asking for 1,000 at first lost the whole backlog until its ack deadline, 60 s with the
+// emulator's default: TestReadWaitsOutLostResponse.)
+func TestReadBacklogOfLargeMessages(t *testing.T) {
+	lowAckDeadline(t)
+	pulls := &pullSizes{}
+	em := newEmulatorAckDeadline(t, 3, pstest.ServerReactorOption{FuncName: "Pull", Reactor: pulls})
+	want := em.publishLarge(0, 80, largeMessageBytes)
+	col := newCollector(t)
+
+	p, s := beam.NewPipelineWithRoot()
+	msgs := beam.ParDo(s, explode, Read(s, Config{Subscription: testSub, StopAfterIdle: time.Second}))
+	beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name()}, msgs)
+	runPipeline(t, p)
+	pulls.mu.Lock()
+	asked := slices.Clone(pulls.max)
+	pulls.mu.Unlock()
+
+	checkSeen(t, col, want)
+	for _, m := range em.srv.Messages() {
+		if m.Deliveries != 1 || m.Acks != 1 {
+			t.Errorf("message %s: %d deliveries, %d acks; want 1 and 1 (no response lost)", m.ID, m.Deliveries, m.Acks)
+			break
+		}
+	}
+	if len(asked) == 0 || asked[0] != fitPullMessages || slices.Max(asked) != 48 {
+		t.Errorf("Pulls of %v MaxMessages; want them to start at %d and grow to 48, no further", asked, fitPullMessages)
 	}
 }
 
