@@ -69,37 +69,48 @@ func TestPullResponsesOverFourMiB(t *testing.T) {
 	e.checkAllAcked(t, ids)
 }
 
-// TestBatchByteSize: 300 messages of 40 KB (12 MB) with batchRowCount 1000 and a batchByteSize
-// of 1 MiB: every row lands once, in INSERTs of at most 26 rows (1 MiB over the 40,040 bytes of
-// each row's payload and ids), not one INSERT of all 300.
+// TestBatchByteSize: 300 messages of 40 KB (12 MB) and a batchByteSize of 1 MiB: every row lands
+// once, in INSERTs of at most 26 rows (1 MiB over the 40,000-odd bytes of each row), not in one
+// INSERT of all 300. In the combined mode the batches end at the bound; in the fixed-window mode
+// a window is one batch, and the write stage cuts its INSERTs at the bound.
 func TestBatchByteSize(t *testing.T) {
 	const n = 300
-	e := newE2E(t, `CREATE TABLE {table} (id UInt32, pad String) ENGINE = MergeTree ORDER BY id`)
-	e.opts.WindowSeconds = pipeline.GivenInt(2)
-	e.opts.BatchRowCount = pipeline.GivenInt(1000)
-	e.opts.BatchByteSize = 1 << 20
-	var msgs []*pubsubpb.PubsubMessage
-	for i := range n {
-		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d,"pad":"%s"}`, 1000+i, strings.Repeat("p", 40_000)))})
-	}
-	ids := e.ps.Publish(t, e.topic, msgs...)
-	res := e.run(t)
-	if rows, dls := e.checkAccounted(t, n, "id"); rows != n || dls != 0 {
-		t.Errorf("%d rows, %d dead letters, want %d rows", rows, dls, n)
-	}
-	e.checkAllAcked(t, ids)
-	found := false
-	for _, d := range res.Metrics().AllMetrics().Distributions() {
-		if d.Key.Name != "insert-batch-rows" {
-			continue
-		}
-		found = true
-		if d.Committed.Max > 26 || d.Committed.Count < n/26 {
-			t.Errorf("%d INSERTs of up to %d rows, want at least %d of at most 26 (1 MiB of 40 KB rows)", d.Committed.Count, d.Committed.Max, n/26)
-		}
-	}
-	if !found {
-		t.Error("no insert-batch-rows metric")
+	for _, tc := range []struct {
+		name string
+		rows pipeline.OptionalInt
+	}{
+		{"combined mode", pipeline.GivenInt(1000)},
+		{"fixed windows", pipeline.OptionalInt{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newE2E(t, `CREATE TABLE {table} (id UInt32, pad String) ENGINE = MergeTree ORDER BY id`)
+			e.opts.WindowSeconds = pipeline.GivenInt(2)
+			e.opts.BatchRowCount = tc.rows
+			e.opts.BatchByteSize = 1 << 20
+			var msgs []*pubsubpb.PubsubMessage
+			for i := range n {
+				msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d,"pad":"%s"}`, 1000+i, strings.Repeat("p", 40_000)))})
+			}
+			ids := e.ps.Publish(t, e.topic, msgs...)
+			res := e.run(t)
+			if rows, dls := e.checkAccounted(t, n, "id"); rows != n || dls != 0 {
+				t.Errorf("%d rows, %d dead letters, want %d rows", rows, dls, n)
+			}
+			e.checkAllAcked(t, ids)
+			found := false
+			for _, d := range res.Metrics().AllMetrics().Distributions() {
+				if d.Key.Name != "insert-batch-rows" {
+					continue
+				}
+				found = true
+				if d.Committed.Max > 26 || d.Committed.Count < n/26 {
+					t.Errorf("%d INSERTs of up to %d rows, want at least %d of at most 26 (1 MiB of 40 KB rows)", d.Committed.Count, d.Committed.Max, n/26)
+				}
+			}
+			if !found {
+				t.Error("no insert-batch-rows metric")
+			}
+		})
 	}
 }
 

@@ -48,7 +48,7 @@ func TestConversionCases(t *testing.T) {
 			if convErr != nil {
 				t.Fatalf("payload %q: %v", c.Data(), convErr)
 			}
-			blocks, err := write.Blocks(sch.Writable(), []*write.Row{{Row: &flow.Row{MessageID: c.ID}, Data: row}}, 1000)
+			blocks, err := write.Blocks(sch.Writable(), []*write.Row{{Row: &flow.Row{MessageID: c.ID}, Data: row}}, 1000, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -163,7 +163,7 @@ func insertBothForms(t *testing.T, srv *chtest.ModernServer, conn driver.Conn, t
 	if _, err := srv.Post("INSERT INTO "+table+" FORMAT RowBinaryWithDefaults", row(1), "input_format_binary_read_json_as_string=1"); err != nil {
 		t.Fatalf("the engine refuses the parse stage's RowBinary: %v", err)
 	}
-	blocks, err := write.Blocks(sch.Writable(), []*write.Row{{Row: &flow.Row{MessageID: "2"}, Data: row(2)}}, 1000)
+	blocks, err := write.Blocks(sch.Writable(), []*write.Row{{Row: &flow.Row{MessageID: "2"}, Data: row(2)}}, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

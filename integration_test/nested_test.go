@@ -40,7 +40,7 @@ func runRowsCase(t *testing.T, srv *chtest.Server, conn driver.Conn, table strin
 		}
 		rows = append(rows, &write.Row{Row: &flow.Row{MessageID: fmt.Sprint(j)}, Data: row})
 	}
-	blocks, err := write.Blocks(sch.Writable(), rows, 1000)
+	blocks, err := write.Blocks(sch.Writable(), rows, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

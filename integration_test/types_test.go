@@ -214,7 +214,7 @@ func TestTypesEndToEnd(t *testing.T) {
 				}
 				rows = append(rows, &write.Row{Row: &flow.Row{MessageID: fmt.Sprint(j)}, Data: row})
 			}
-			blocks, err := write.Blocks(sch.Writable(), rows, 1000)
+			blocks, err := write.Blocks(sch.Writable(), rows, 1000, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -305,6 +305,7 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 			Settings:    o.InsertSettings(),
 			Retry:       o.Retry(),
 			MaxRows:     mode.Rows,
+			MaxBytes:    mode.Bytes,
 			FromMessage: o.FromMessage(),
 			Routed:      routed,
 		}, batch.Rows(ts, batches, rows))

@@ -35,13 +35,16 @@ type Block struct {
 	// table is every column the block's rows could give; a block whose rows give none (each
 	// row takes every DEFAULT) is inserted by insertDefaults, through one of them.
 	table []schema.Column
+	// bytes is the length of the rows' Data, summed.
+	bytes int64
 }
 
 // Blocks splits rows (RowBinaryWithDefaults over columns, see package convert) into blocks of at
-// most maxRows rows that give the same columns. Rows keep their order within a block; blocks come
-// in the order of their first row. An error means a row does not match the columns (the parse
-// and write stages disagree on the schema) and names the row's message id.
-func Blocks(columns []schema.Column, rows []*Row, maxRows int) ([]*Block, error) {
+// most maxRows rows that give the same columns, and with maxBytes positive, of at most maxBytes
+// bytes of Data (a row larger than that is a block alone). Rows keep their order within a block;
+// blocks come in the order of their first row. An error means a row does not match the columns
+// (the parse and write stages disagree on the schema) and names the row's message id.
+func Blocks(columns []schema.Column, rows []*Row, maxRows int, maxBytes int64) ([]*Block, error) {
 	types := make([]*chtype.Type, len(columns))
 	for i, c := range columns {
 		types[i] = c.Type
@@ -69,7 +72,7 @@ func Blocks(columns []schema.Column, rows []*Row, maxRows int) ([]*Block, error)
 			}
 		}
 		b := open[string(mask)]
-		if b == nil || len(b.Rows) >= maxRows {
+		if b == nil || len(b.Rows) >= maxRows || maxBytes > 0 && b.bytes+int64(len(row.Data)) > maxBytes {
 			b = &Block{table: columns}
 			for i, s := range spans {
 				if s != nil {
@@ -87,6 +90,7 @@ func Blocks(columns []schema.Column, rows []*Row, maxRows int) ([]*Block, error)
 		}
 		b.Rows = append(b.Rows, row)
 		b.spans = append(b.spans, given)
+		b.bytes += int64(len(row.Data))
 	}
 	return blocks, nil
 }

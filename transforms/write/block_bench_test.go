@@ -107,7 +107,7 @@ func (d *demoBatch) blocks(b *testing.B) []*Block {
 		}
 		rows[i] = &Row{Row: &d.rows[i], Data: arena[start:len(arena):len(arena)]}
 	}
-	blocks, err := Blocks(d.columns, rows, len(rows))
+	blocks, err := Blocks(d.columns, rows, len(rows), 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func TestBlocks(t *testing.T) {
 		row("m4", nil, nil),
 		row("m5", ptr(byte(5)), ptr("z")),
 	}
-	blocks, err := Blocks(cols, rows, 2)
+	blocks, err := Blocks(cols, rows, 2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +81,60 @@ func TestBlocks(t *testing.T) {
 	}
 
 	// A row that does not match the columns names its message.
-	if _, err := Blocks(cols, []*Row{{Row: &flow.Row{MessageID: "bad"}, Data: []byte{0}}}, 10); err == nil || !strings.Contains(err.Error(), `"bad"`) {
+	if _, err := Blocks(cols, []*Row{{Row: &flow.Row{MessageID: "bad"}, Data: []byte{0}}}, 10, 0); err == nil || !strings.Contains(err.Error(), `"bad"`) {
 		t.Errorf("corrupt row: %v", err)
+	}
+}
+
+// TestBlocksByBytes: with maxBytes a block ends before the row whose Data would take it above
+// maxBytes; a row larger than maxBytes is a block alone; maxRows still holds.
+func TestBlocksByBytes(t *testing.T) {
+	cols := []schema.Column{column(t, "a", "UInt8", "DEFAULT"), column(t, "s", "String", "DEFAULT")}
+	rows := []*Row{
+		row("m1", ptr(byte(1)), ptr(strings.Repeat("x", 10))),
+		row("m2", ptr(byte(2)), ptr(strings.Repeat("x", 10))),
+		row("m3", ptr(byte(3)), ptr(strings.Repeat("x", 100))),
+		row("m4", ptr(byte(4)), ptr(strings.Repeat("x", 10))),
+		row("m5", ptr(byte(5)), ptr(strings.Repeat("x", 10))),
+		row("m6", ptr(byte(6)), ptr(strings.Repeat("x", 10))),
+	}
+	small := int64(len(rows[0].Data))
+	if big := int64(len(rows[2].Data)); big <= 2*small {
+		t.Fatalf("rows of %d and %d bytes; the test needs the third above two of the others", small, big)
+	}
+	ids := func(blocks []*Block) [][]string {
+		var out [][]string
+		for _, b := range blocks {
+			var block []string
+			for _, r := range b.Rows {
+				block = append(block, r.MessageID)
+			}
+			out = append(out, block)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		maxRows  int
+		maxBytes int64
+		want     [][]string
+	}{
+		{"two small rows fit, the third would not", 100, 2*small + 1, [][]string{{"m1", "m2"}, {"m3"}, {"m4", "m5"}, {"m6"}}},
+		{"a block that reaches maxBytes exactly", 100, 2 * small, [][]string{{"m1", "m2"}, {"m3"}, {"m4", "m5"}, {"m6"}}},
+		{"maxRows first", 2, 10 * small, [][]string{{"m1", "m2"}, {"m3", "m4"}, {"m5", "m6"}}},
+		{"maxRows first, no byte bound", 4, 0, [][]string{{"m1", "m2", "m3", "m4"}, {"m5", "m6"}}},
+		{"every row above the bound", 100, 1, [][]string{{"m1"}, {"m2"}, {"m3"}, {"m4"}, {"m5"}, {"m6"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			blocks, err := Blocks(cols, rows, tc.maxRows, tc.maxBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, ids(blocks)); diff != "" {
+				t.Errorf("blocks of %d rows at most and %d bytes (rows of %d and %d bytes) (-want +got):\n%s",
+					tc.maxRows, tc.maxBytes, small, len(rows[2].Data), diff)
+			}
+		})
 	}
 }
 
@@ -92,7 +144,7 @@ func TestSplitAndToken(t *testing.T) {
 	for i := range 5 {
 		rows = append(rows, row(string(rune('a'+i)), ptr(byte(i)), ptr("v")))
 	}
-	blocks, err := Blocks(cols, rows, 100)
+	blocks, err := Blocks(cols, rows, 100, 0)
 	if err != nil || len(blocks) != 1 {
 		t.Fatalf("%v, %d blocks", err, len(blocks))
 	}
@@ -106,16 +158,16 @@ func TestSplitAndToken(t *testing.T) {
 	}
 
 	// The same block built again has the same token; any change of id, data or columns changes it.
-	again, _ := Blocks(cols, rows, 100)
+	again, _ := Blocks(cols, rows, 100, 0)
 	if b.DeduplicationToken() != again[0].DeduplicationToken() {
 		t.Error("the same block got two tokens")
 	}
 	tokens := map[string]string{"block": b.DeduplicationToken(), "first half": first.DeduplicationToken(), "second half": second.DeduplicationToken()}
 	other := []*Row{row("a", ptr(byte(0)), ptr("v")), row("b", ptr(byte(1)), ptr("v")), row("c", ptr(byte(2)), ptr("v")), row("d", ptr(byte(3)), ptr("v")), row("z", ptr(byte(4)), ptr("v"))}
-	ob, _ := Blocks(cols, other, 100)
+	ob, _ := Blocks(cols, other, 100, 0)
 	tokens["another message id"] = ob[0].DeduplicationToken()
 	other[4] = row("e", ptr(byte(9)), ptr("v"))
-	ob, _ = Blocks(cols, other, 100)
+	ob, _ = Blocks(cols, other, 100, 0)
 	tokens["other data"] = ob[0].DeduplicationToken()
 	seen := map[string]string{}
 	for name, tok := range tokens {

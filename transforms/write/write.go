@@ -57,6 +57,11 @@ type Config struct {
 	// MaxRows caps the rows of one INSERT below Settings.MaxInsertBlockSize: batchRowCount when
 	// given (a runner may fire a pane larger than the count trigger), else 0.
 	MaxRows int
+	// MaxBytes caps the bytes of one INSERT's rows (their RowBinaryWithDefaults; a row larger is
+	// an INSERT alone): batchByteSize, which bounds the batches of the count and combined modes
+	// by a slightly larger measure (flow.RowBytes), and here also the INSERTs of the fixed-window
+	// mode's batches, a window each. 0: no bound.
+	MaxBytes int64
 	// FromMessage are the columns filled from the message (metadataColumns,
 	// unknownFieldsColumn), as the parse stage has them: each row carries its metadata.
 	FromMessage convert.Options
@@ -264,7 +269,7 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 	if f.MaxRows > 0 && f.MaxRows < maxRows {
 		maxRows = f.MaxRows
 	}
-	blocks, err := Blocks(f.columns, ok, maxRows)
+	blocks, err := Blocks(f.columns, ok, maxRows, f.MaxBytes)
 	if err != nil {
 		return fmt.Errorf("table %s.%s: %w", f.ClickHouse.Database, f.Table, err)
 	}
