@@ -74,24 +74,27 @@ var processingParameters = []parameter{
 	{
 		name: "batchByteSize", group: "Batching", kind: kindInt, def: 16 << 20,
 		field: func(o *Options) any { return &o.BatchByteSize },
-		usage: "Largest size of one batch, in `bytes` of its messages (payload, message id and attributes); positive. A batch is inserted " +
-			"once the next row would take it above this size; a larger message is a batch alone. In the fixed-window mode it bounds each INSERT.",
+		usage: "Largest size of one batch, in `bytes` of its messages (payload, ids and attributes; with a JavaScript UDF its input too); " +
+			"positive. A batch is inserted once the next row would take it above this size; a larger message is a batch alone. In the " +
+			"fixed-window mode it bounds each INSERT.",
 		rule:  atLeast(1, "must be a positive number of bytes (default %d)"),
 		label: "Batch size (bytes)",
-		help: "Largest size of one batch, in bytes of its messages (payload, message id and attributes); positive. With batchRowCount set, or " +
-			"neither batchRowCount nor windowSeconds, a batch is inserted once it holds batchRowCount rows, or once the next row would take it " +
-			"above this size, whichever comes first; a message larger than this is inserted alone. It bounds the memory a batch takes on the " +
-			"worker when messages are large. With windowSeconds alone a window's rows are one batch, inserted in INSERTs of at most this size. " +
-			"Default 16 MiB.",
+		help: "Largest size of one batch, in bytes of its messages (payload, ids and attributes; with a JavaScript UDF its input too); " +
+			"positive. With batchRowCount set, or neither batchRowCount nor windowSeconds, a batch is inserted once it holds batchRowCount " +
+			"rows, or once the next row would take it above this size, whichever comes first; a message larger than this is inserted alone. " +
+			"It bounds the memory a batch takes on the worker when messages are large. With windowSeconds alone a window's rows are one " +
+			"batch, inserted in INSERTs of at most this size. Default 16 MiB.",
 		regex: `^([1-9][0-9]*)?$`,
-		doc: "Largest size of one batch, in bytes of its messages: each message's payload (the JavaScript UDF's output when there is one, and " +
-			"its input too) with its message id, attributes and ordering key, about 20 to 100 bytes more than the payload. In the count and " +
-			"combined modes a batch ends before the row that would take it above this size, or at the row that reaches it exactly, or at " +
+		doc: "Largest size of one batch, in bytes of its messages: each message's payload with its message id, attributes and ordering key, " +
+			"and about 10 bytes more; with a JavaScript UDF, the function's output and its input (the payload as published), so about twice " +
+			"the payload; on the local runner also the message's ack id (with Pub/Sub itself about 200 bytes; on Dataflow none). In the count " +
+			"and combined modes a batch ends before the row that would take it above this size, or at the row that reaches it exactly, or at " +
 			"`batchRowCount` rows, whichever comes first; a message larger than this is a batch, and an INSERT, alone. The default, 16 MiB, " +
 			"leaves batches of messages of a few kilobytes to `batchRowCount` and bounds the memory a batch takes on the worker when messages " +
-			"are large ([operations.md](operations.md#large-messages)). In the fixed-window mode a window's rows are one batch whatever their " +
-			"size, and the write stage cuts its INSERTs at this many bytes of converted rows (RowBinary; a row larger is an INSERT alone), which " +
-			"bounds each INSERT but not the memory of the window's batch.",
+			"are large ([operations.md](operations.md#large-messages)). To batch by rows alone, as before this parameter, set it above " +
+			"`batchRowCount` times the largest message. In the fixed-window mode a window's rows are one batch whatever their size, and the " +
+			"write stage cuts its INSERTs at this many bytes of converted rows (RowBinary; a row larger is an INSERT alone), which bounds each " +
+			"INSERT but not the memory of the window's batch.",
 	},
 	{
 		name: "maxInsertBlockSize", group: "Insert tuning", kind: kindInt, def: 1_000_000,

@@ -208,11 +208,15 @@ func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(i
 	// Room for the buffered rows and the element's, as the count says: appending them one
 	// group at a time to a slice that grows would copy them again at each doubling.
 	pending := b.read(sp, &held, make([]flow.Row, 0, count+int64(rows.Rows)))
+	// The element is decoded before anything is emitted: a corrupt one fails the call, and
+	// with it the bundle, before a batch is inserted (the write stage is fused after this one),
+	// which every retry of the bundle would insert again.
+	incoming := held.unpack(rows).Rows
 	if due && len(pending) > 0 {
 		emit(shard, flow.Rows{Rows: pending})
 		pending = nil
 	}
-	pending = append(pending, held.unpack(rows).Rows...)
+	pending = append(pending, incoming...)
 	for {
 		n, _ := b.full(pending)
 		if n == 0 {

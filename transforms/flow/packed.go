@@ -117,7 +117,8 @@ func DecodePacked(b []byte) (Packed, error) {
 // RowBytes of each row, summed. It is read from the encoding's header, without decoding the
 // rows: S2's block format starts with the uncompressed length
 // (github.com/klauspost/compress/s2, DecodedLen). It returns 0 for the zero Packed, and -1
-// when p was not made by Pack (its Unpack fails).
+// when the header does not read (p was not made by Pack, and its Unpack fails); a group not made
+// by Pack whose header reads gets a size all the same, and fails when it is decoded.
 func (p Packed) RowBytes() int {
 	if p.Rows == 0 && len(p.Data) == 0 {
 		return 0

@@ -99,8 +99,9 @@ const (
 	maxPullResponseBytes = 64 << 20
 	// maxMessageBytes is the largest Pub/Sub message, 10 MB (https://cloud.google.com/pubsub/quotas).
 	maxMessageBytes = 10_000_000
-	// fitPullMessages is the MaxMessages of the Pulls after a response too large: so many
-	// messages of maxMessageBytes always fit in maxPullResponseBytes (6).
+	// fitPullMessages is the MaxMessages of the reader's first Pull and of the Pulls after a
+	// response too large: so many messages of maxMessageBytes always fit in
+	// maxPullResponseBytes (6).
 	fitPullMessages = maxPullResponseBytes / maxMessageBytes
 	// growPullBytes is the most bytes a Pull response may be expected to reach, at its bytes
 	// per message, once the reader doubles its MaxMessages: 80% of maxPullResponseBytes, a

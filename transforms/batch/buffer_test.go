@@ -1,0 +1,282 @@
+package batch
+
+// The buffer of the count and combined modes driven directly, with a fake state.Provider,
+// against a reference model: greedy batches by rows and bytes, and the buffered rows emitted
+// before an element whenever the test makes the batch due.
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+)
+
+// fakeState is a state.Provider of one key: writes apply at once. It fails the test when a bag
+// is read after it was written or cleared in the same call (the SDK's quirk), and stores bag
+// values encoded and decoded again, as a runner does.
+type fakeState struct {
+	t       *testing.T
+	values  map[string]any
+	bags    map[string][]any
+	touched map[string]bool // bags written or cleared in this call
+}
+
+func newFakeState(t *testing.T) *fakeState {
+	return &fakeState{t: t, values: map[string]any{}, bags: map[string][]any{}, touched: map[string]bool{}}
+}
+
+func (f *fakeState) newCall() { f.touched = map[string]bool{} }
+
+func (f *fakeState) ReadValueState(id string) (any, []state.Transaction, error) {
+	return f.values[id], nil, nil
+}
+func (f *fakeState) WriteValueState(v state.Transaction) error { f.values[v.Key] = v.Val; return nil }
+func (f *fakeState) ClearValueState(v state.Transaction) error { delete(f.values, v.Key); return nil }
+func (f *fakeState) ReadBagState(id string) ([]any, []state.Transaction, error) {
+	if f.touched[id] {
+		f.t.Fatalf("bag %s read after a write or clear in the same call", id)
+	}
+	return append([]any(nil), f.bags[id]...), nil, nil
+}
+func (f *fakeState) WriteBagState(v state.Transaction) error {
+	f.touched[v.Key] = true
+	p := v.Val.(flow.Packed)
+	q, err := flow.DecodePacked(append([]byte(nil), flow.EncodePacked(p)...))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.bags[v.Key] = append(f.bags[v.Key], q)
+	return nil
+}
+func (f *fakeState) ClearBagState(v state.Transaction) error {
+	f.touched[v.Key] = true
+	delete(f.bags, v.Key)
+	return nil
+}
+func (f *fakeState) CreateAccumulatorFn(string) reflectx.Func { panic("no") }
+func (f *fakeState) AddInputFn(string) reflectx.Func          { panic("no") }
+func (f *fakeState) MergeAccumulatorsFn(string) reflectx.Func { panic("no") }
+func (f *fakeState) ExtractOutputFn(string) reflectx.Func     { panic("no") }
+func (f *fakeState) ReadMapStateValue(string, any) (any, []state.Transaction, error) {
+	panic("no")
+}
+func (f *fakeState) ReadMapStateKeys(string) ([]any, []state.Transaction, error) { panic("no") }
+func (f *fakeState) WriteMapState(state.Transaction) error                       { panic("no") }
+func (f *fakeState) ClearMapStateKey(state.Transaction) error                    { panic("no") }
+func (f *fakeState) ClearMapState(state.Transaction) error                       { panic("no") }
+func (f *fakeState) ReadOrderedListState(string) ([]any, []state.Transaction, error) {
+	panic("no")
+}
+func (f *fakeState) WriteOrderedListState(state.Transaction) error { panic("no") }
+func (f *fakeState) ClearOrderedListState(state.Transaction) error { panic("no") }
+
+type propRow struct {
+	id   string
+	size int64
+}
+
+// modelBatches is the reference: rows in order, a forced break before index i when due[i] and
+// something is buffered, greedy batches of at most rows rows; with maxBytes, a batch ends before
+// the row that would take it above maxBytes, or at the row that reaches it; the rest at the end.
+func modelBatches(elems [][]propRow, due []bool, rows, maxBytes int64) [][]string {
+	var out [][]string
+	var cur []string
+	var size int64
+	emit := func() {
+		if len(cur) > 0 {
+			out = append(out, cur)
+		}
+		cur, size = nil, 0
+	}
+	for i, e := range elems {
+		if due[i] {
+			emit()
+		}
+		for _, r := range e {
+			if maxBytes > 0 && len(cur) > 0 && size+r.size > maxBytes {
+				emit()
+			}
+			cur = append(cur, r.id)
+			size += r.size
+			if int64(len(cur)) == rows || (maxBytes > 0 && size >= maxBytes) {
+				emit()
+			}
+		}
+	}
+	emit()
+	return out
+}
+
+// TestBufferMatchesModel: random groups (heartbeats, rows of 0 to 5,000 bytes, compressible or
+// not, with attributes, UDF input and publish time), bounds and due times; the batches are the
+// model's, and between calls the state holds fewer rows and bytes than a batch, its count and
+// size those of the bag, its start time exactly when rows are buffered.
+func TestBufferMatchesModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for iter := range 3000 {
+		rows := int64(1 + rng.IntN(12))
+		var maxBytes int64
+		if rng.IntN(5) > 0 {
+			maxBytes = int64(30 + rng.IntN(3000))
+		}
+		windowMillis := int64(0)
+		if rng.IntN(2) == 0 {
+			windowMillis = 1000
+		}
+		b := buffer{rows: rows, maxBytes: maxBytes, windowMillis: windowMillis,
+			bag: state.MakeBagState[flow.Packed]("buffer"), count: state.MakeValueState[int64]("count"),
+			bytes: state.MakeValueState[int64]("bytes"), started: state.MakeValueState[int64]("started")}
+		fs := newFakeState(t)
+		var elems [][]propRow
+		var due []bool
+		var got [][]string
+		emit := func(shard int, rs flow.Rows) {
+			ids := make([]string, len(rs.Rows))
+			for i := range rs.Rows {
+				ids[i] = rs.Rows[i].MessageID
+			}
+			got = append(got, ids)
+		}
+		n := 0
+		nElems := 1 + rng.IntN(40)
+		for range nElems {
+			var g flow.Rows
+			k := rng.IntN(8) // 0: a heartbeat
+			if rng.IntN(10) == 0 {
+				k = 20 + rng.IntN(30)
+			}
+			var pr []propRow
+			for range k {
+				r := flow.Row{MessageID: fmt.Sprintf("m%05d", n), AckID: "a" + strings.Repeat("c", rng.IntN(40))}
+				plen := rng.IntN(400)
+				if rng.IntN(8) == 0 {
+					plen = rng.IntN(5000)
+				}
+				if rng.IntN(3) == 0 { // compressible
+					r.Payload = []byte(strings.Repeat("{\"k\":1}", plen/7+1))
+				} else {
+					r.Payload = make([]byte, plen)
+					for i := range r.Payload {
+						r.Payload[i] = byte(rng.IntN(256))
+					}
+				}
+				if rng.IntN(4) == 0 {
+					r.Attributes = map[string]string{"a": strings.Repeat("v", rng.IntN(50))}
+				}
+				if rng.IntN(4) == 0 {
+					r.Transformed, r.Original = true, []byte(strings.Repeat("o", rng.IntN(300)))
+				}
+				if rng.IntN(3) == 0 {
+					r.PublishTimeMillis = rng.Int64N(1 << 42)
+				}
+				g.Rows = append(g.Rows, r)
+				pr = append(pr, propRow{r.MessageID, int64(flow.RowBytes(&r))})
+				n++
+			}
+			// The element as it crosses the shuffle: encoded and decoded.
+			var p flow.Packed
+			if k > 0 {
+				var err error
+				p, err = flow.DecodePacked(append([]byte(nil), flow.EncodePacked(flow.Pack(g))...))
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Make the batch due, or not, by the time of its first row.
+			d := false
+			if windowMillis > 0 {
+				if _, ok := fs.values["started"]; ok {
+					if rng.IntN(4) == 0 {
+						fs.values["started"] = int64(1)
+						d = true
+					} else {
+						fs.values["started"] = time.Now().UnixMilli()
+					}
+				}
+			}
+			elems, due = append(elems, pr), append(due, d)
+			fs.newCall()
+			b.add(fs, "0", p, emit)
+			// Invariants of the state between calls.
+			c, _ := fs.values["count"].(int64)
+			sz, _ := fs.values["bytes"].(int64)
+			if c >= rows || (maxBytes > 0 && sz >= maxBytes) {
+				t.Fatalf("iter %d: buffered %d rows of %d bytes: a full batch (rows %d, bytes %d)", iter, c, sz, rows, maxBytes)
+			}
+			var bagRows, bagBytes int64
+			for _, v := range fs.bags["buffer"] {
+				q := v.(flow.Packed)
+				bagRows += int64(q.Rows)
+				bagBytes += int64(q.RowBytes())
+			}
+			if bagRows != c || (maxBytes > 0 && bagBytes != sz) {
+				t.Fatalf("iter %d: state says %d rows %d bytes, the bag holds %d rows %d bytes", iter, c, sz, bagRows, bagBytes)
+			}
+			if _, ok := fs.values["started"]; windowMillis > 0 && ok != (c > 0) {
+				t.Fatalf("iter %d: started set %v with %d rows buffered", iter, ok, c)
+			}
+		}
+		fs.newCall()
+		b.flush(fs, "0", emit)
+		if len(fs.bags["buffer"]) != 0 {
+			t.Fatalf("iter %d: rows left after flush", iter)
+		}
+		want := modelBatches(elems, due, rows, maxBytes)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("iter %d (rows %d, bytes %d, window %d):\n got %v\nwant %v", iter, rows, maxBytes, windowMillis, got, want)
+		}
+		if flow.Unreleased() != 0 {
+			t.Fatalf("iter %d: %d buffers not released", iter, flow.Unreleased())
+		}
+	}
+}
+
+// TestCorruptPackedFails: a group whose RowBytes is -1 fails the call (panics) rather than
+// being buffered.
+func TestCorruptPackedFails(t *testing.T) {
+	for _, p := range []flow.Packed{{Rows: 1, Data: []byte{9, 1}}, {Rows: 1, Data: []byte{1, 0xff}}, {Rows: 0, Data: []byte{7}}} {
+		b := buffer{rows: 10, maxBytes: 1000, bag: state.MakeBagState[flow.Packed]("buffer"), count: state.MakeValueState[int64]("count"),
+			bytes: state.MakeValueState[int64]("bytes"), started: state.MakeValueState[int64]("started")}
+		fs := newFakeState(t)
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("corrupt %v: no panic; bag %v", p.Data, fs.bags)
+				}
+			}()
+			b.add(fs, "0", p, func(int, flow.Rows) {})
+		}()
+	}
+}
+
+// TestCorruptPackedAfterDueBatch: a corrupt element fails the call before the due batch is
+// emitted: emitted first, the batch would be inserted (the write stage is fused) and then again
+// by every retry of the failed bundle.
+func TestCorruptPackedAfterDueBatch(t *testing.T) {
+	b := buffer{rows: 10, maxBytes: 1000, windowMillis: 1000, bag: state.MakeBagState[flow.Packed]("buffer"), count: state.MakeValueState[int64]("count"),
+		bytes: state.MakeValueState[int64]("bytes"), started: state.MakeValueState[int64]("started")}
+	fs := newFakeState(t)
+	emitted := 0
+	emit := func(_ int, rs flow.Rows) { emitted += len(rs.Rows) }
+	b.add(fs, "0", flow.Pack(flow.Rows{Rows: []flow.Row{{MessageID: "a", Payload: []byte("{}")}}}), emit)
+	fs.values["started"] = int64(1) // due
+	fs.newCall()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("no panic")
+			}
+		}()
+		b.add(fs, "0", flow.Packed{Rows: 1, Data: []byte{9, 1}}, emit)
+	}()
+	if emitted != 0 {
+		t.Errorf("%d rows emitted by the call that then failed; want 0 (a retry emits them again)", emitted)
+	}
+}
