@@ -322,6 +322,7 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 		Retry:         o.Retry(),
 		Settings:      o.InsertSettings(),
 		SchemaRefresh: time.Duration(o.SchemaRefreshSeconds) * time.Second,
+		MaxBytes:      mode.Bytes,
 	}, batch.Batches(s.Scope("DeadLetters"), batches, beam.Flatten(s, failed...)))
 
 	// The edge back to the source: what was stored is acknowledged (local runner only; on

@@ -190,6 +190,10 @@ type Config struct {
 	// (schemaRefreshSeconds), so that an optional column added while the job runs is filled
 	// without a restart; 0 never (a changed column is still noticed by the INSERT it fails).
 	SchemaRefresh time.Duration
+	// MaxBytes caps the bytes of one INSERT into the table (batchByteSize), as recordBytes counts
+	// them: a batch of records above it goes in several INSERTs, cut in message id order, a
+	// record larger than it alone. 0: one INSERT a batch.
+	MaxBytes int64
 }
 
 func init() {
@@ -328,10 +332,14 @@ func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*flow.Dea
 	}
 	slices.SortFunc(recs, func(a, b *flow.DeadLetter) int { return strings.Compare(a.MessageID, b.MessageID) })
 	if f.conn != nil {
-		if err := f.insert(ctx, recs); err != nil {
-			return err
+		// The same batch of records is cut the same way at every attempt of the bundle, so each
+		// INSERT gets the same deduplication token again.
+		for _, part := range cut(recs, f.MaxBytes) {
+			if err := f.insert(ctx, part); err != nil {
+				return err
+			}
+			rowsToTable.Inc(ctx, int64(len(part)))
 		}
-		rowsToTable.Inc(ctx, int64(len(recs)))
 	}
 	if f.publisher != nil {
 		if err := f.publish(ctx, recs); err != nil {
@@ -349,6 +357,37 @@ func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*flow.Dea
 		emitStored(ids)
 	}
 	return nil
+}
+
+// cut returns recs in consecutive parts of at most maxBytes (recordBytes), a record larger than
+// maxBytes a part alone; recs whole when maxBytes is 0 or more than they hold.
+func cut(recs []*flow.DeadLetter, maxBytes int64) [][]*flow.DeadLetter {
+	if maxBytes <= 0 {
+		return [][]*flow.DeadLetter{recs}
+	}
+	var (
+		parts [][]*flow.DeadLetter
+		start int
+		size  int64
+	)
+	for i, r := range recs {
+		n := recordBytes(r)
+		if i > start && size+n > maxBytes {
+			parts, start, size = append(parts, recs[start:i]), i, 0
+		}
+		size += n
+	}
+	return append(parts, recs[start:])
+}
+
+// recordBytes is the size of a record's row in the dead-letter table, near enough: its payload,
+// error message, stack trace, message id, ordering key and attributes.
+func recordBytes(r *flow.DeadLetter) int64 {
+	n := len(r.Payload) + len(r.ErrorMessage) + len(r.StackTrace) + len(r.MessageID) + len(r.OrderingKey)
+	for k, v := range r.Attributes {
+		n += len(k) + len(v)
+	}
+	return int64(n)
 }
 
 // insert writes recs to the dead-letter table in one INSERT (chclient.Insert), with retries.

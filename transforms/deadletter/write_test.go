@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,6 +139,51 @@ func TestInsert(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
 		}
+	}
+}
+
+// TestInsertCutByBytes: a batch of records above MaxBytes goes to the table in several INSERTs
+// of at most MaxBytes, in message id order, a record larger than MaxBytes alone; every record is
+// inserted once, and each one's ack id is emitted once.
+func TestInsertCutByBytes(t *testing.T) {
+	var recs []flow.DeadLetter
+	for i, size := range []int{100, 100, 100, 500, 100, 100} {
+		recs = append(recs, flow.DeadLetter{Payload: bytes.Repeat([]byte("x"), size), MessageID: fmt.Sprintf("m%d", 5-i), AckID: fmt.Sprintf("a%d", 5-i)})
+	}
+	// Each record is its payload and a message id of 2 bytes: 102 or 502 bytes.
+	conn := &fakeConn{}
+	f := &writeFn{
+		Config: Config{ClickHouse: chclient.Config{Database: "db"}, Table: "dead_letters", MaxBytes: 250},
+		conn:   conn,
+	}
+	i := 0
+	next := func(r *flow.DeadLetter) bool {
+		if i == len(recs) {
+			return false
+		}
+		*r, i = recs[i], i+1
+		return true
+	}
+	var acked []string
+	if err := f.ProcessElement(context.Background(), 0, next, func(ids []string) { acked = append(acked, ids...) }); err != nil {
+		t.Fatal(err)
+	}
+	// Sorted by message id: m0 m1 (100 each), m2 (500), m3 m4 m5 (100 each).
+	var got [][]int
+	for _, cols := range conn.appended {
+		var sizes []int
+		for _, raw := range cols[0].([]string) {
+			sizes = append(sizes, len(raw))
+		}
+		got = append(got, sizes)
+	}
+	want := [][]int{{100, 100}, {500}, {100, 100}, {100}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("payload sizes of each INSERT (-want +got):\n%s", diff)
+	}
+	slices.Sort(acked)
+	if diff := cmp.Diff([]string{"a0", "a1", "a2", "a3", "a4", "a5"}, acked); diff != "" {
+		t.Errorf("ack ids emitted (-want +got):\n%s", diff)
 	}
 }
 
