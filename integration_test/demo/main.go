@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -42,6 +43,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/events"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
@@ -74,10 +76,18 @@ func run() error {
 	ctx := context.Background()
 	start := time.Now()
 
-	// The emulator, in this process.
-	srv := pstest.NewServerWithAddress("127.0.0.1:0")
+	// The emulator, in this process, taking requests of up to 12 MiB as the tests' does (Pub/Sub
+	// takes messages of 10 MB; pstest's own address takes 4 MiB).
+	srv := pstest.NewServer()
 	defer srv.Close()
-	conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	g := pubsubtest.Serve(l, srv)
+	defer g.Stop()
+	addr := l.Addr().String()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}
@@ -100,7 +110,7 @@ func run() error {
 	if _, err := subs.CreateSubscription(ctx, &pubsubpb.Subscription{Name: sub, Topic: topic, AckDeadlineSeconds: 60}); err != nil {
 		return err
 	}
-	fmt.Printf("emulator: PUBSUB_EMULATOR_HOST=%s, topic %s, subscription %s, dead-letter topic %s\n", srv.Addr, topic, sub, dlqTopic)
+	fmt.Printf("emulator: PUBSUB_EMULATOR_HOST=%s, topic %s, subscription %s, dead-letter topic %s\n", addr, topic, sub, dlqTopic)
 
 	// The messages: a corpus file's lines, or generated events.
 	tableDDL := events.DDL
@@ -164,7 +174,7 @@ func run() error {
 	}
 	args = append(args, strings.Fields(*extra)...)
 	cmd := exec.Command(*binary, args...)
-	cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+srv.Addr)
+	cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+addr)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -207,11 +217,19 @@ func run() error {
 				}
 				batch = append(batch, &pubsubpb.PubsubMessage{Data: data, Attributes: map[string]string{"source": "demo"}})
 			}
-			for i := 0; i < len(batch); i += 1000 {
-				if _, err := pub.Publish(ctx, &pubsubpb.PublishRequest{Topic: topic, Messages: batch[i:min(i+1000, len(batch))]}); err != nil {
+			// Requests of at most 1,000 messages and about 8 MB (Pub/Sub's limits are 1,000 and
+			// 10 MB), a larger message alone.
+			for i := 0; i < len(batch); {
+				end, size := i, 0
+				for end < len(batch) && end-i < 1000 && (end == i || size+len(batch[end].Data) <= 8_000_000) {
+					size += len(batch[end].Data)
+					end++
+				}
+				if _, err := pub.Publish(ctx, &pubsubpb.PublishRequest{Topic: topic, Messages: batch[i:end]}); err != nil {
 					publishDone <- err
 					return
 				}
+				i = end
 			}
 			published.Add(int64(len(batch)))
 		}
@@ -245,6 +263,20 @@ loop:
 	elapsed := time.Since(pipelineStart)
 	if runErr != nil {
 		return fmt.Errorf("the pipeline failed: %w", runErr)
+	}
+	if publishDone != nil {
+		select {
+		case err := <-publishDone: // publishing ended as the pipeline did
+			if err != nil {
+				return fmt.Errorf("publishing: %w", err)
+			}
+			publishDone = nil
+		default:
+		}
+	}
+	if publishDone != nil {
+		return fmt.Errorf("the pipeline ended before every message was published (%d of %d): it stopped idle while a wave was on its way; give it a longer --stopAfterIdle in -pipeline-flags, or a smaller -wave",
+			published.Load(), *messages)
 	}
 
 	// Summary.
