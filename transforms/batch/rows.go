@@ -34,8 +34,8 @@ func init() {
 // holds exactly Mode.Rows rows, splitting a group across batches when it must, and the time of
 // the combined mode runs from the first row of each batch. With Mode.Bytes a batch also ends
 // before the row that would take it above that many bytes (flow.RowBytes), or with a row larger
-// than that alone. In the fixed-window mode a batch is
-// every row of one window of one shard, as Batches groups them.
+// than that alone. In the fixed-window mode a batch is every row of one window of one shard, as
+// Batches groups them.
 //
 // The count and combined modes batch with a stateful DoFn (countFn) in the global window instead
 // of a trigger, since a trigger counts elements. Groups reach it and wait in its state packed
