@@ -640,27 +640,36 @@ func TestPullMoreShrinksOnResponseTooLargeAndGrowsBack(t *testing.T) {
 	}
 }
 
-// A backlog of 80 messages of 1 MB, and a reader whose first Pull asks for 1,000 messages (as
-// one did before it started at fitPullMessages, and as a Pull does once small messages grew the
-// batch): the response is over maxPullResponseBytes, and lost until the messages' ack deadline
-// (3 s). StopAfterIdle (1 s) does not stop the reader meanwhile; it pulls 6 at a time, then
-// more, and emits every message once, in a second delivery.
-func TestReadWaitsOutLostResponse(t *testing.T) {
+// readLargeBacklog runs the reader with cfg on testSub, a backlog of 80 messages of 1 MB with
+// an ack deadline of 3 s, acknowledging what it emits, and checks that every message was
+// emitted. It returns the emulator and the MaxMessages of the reader's Pulls.
+func readLargeBacklog(t *testing.T, cfg Config) (*emulator, []int32) {
+	t.Helper()
 	lowAckDeadline(t)
 	pulls := &pullSizes{}
 	em := newEmulatorAckDeadline(t, 3, pstest.ServerReactorOption{FuncName: "Pull", Reactor: pulls})
 	want := em.publishLarge(0, 80, largeMessageBytes)
 	col := newCollector(t)
 
+	cfg.Subscription = testSub
 	p, s := beam.NewPipelineWithRoot()
-	msgs := beam.ParDo(s, explode, Read(s, Config{Subscription: testSub, StopAfterIdle: time.Second, firstPull: maxPullMessages}))
+	msgs := beam.ParDo(s, explode, Read(s, cfg))
 	beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name()}, msgs)
 	runPipeline(t, p)
 	pulls.mu.Lock()
-	asked := slices.Clone(pulls.max) // the reader's Pulls, before pullNow's
+	asked := slices.Clone(pulls.max) // the reader's Pulls, before any the test makes
 	pulls.mu.Unlock()
-
 	checkSeen(t, col, want)
+	return em, asked
+}
+
+// A backlog of 80 messages of 1 MB, and a reader whose first Pull asks for 1,000 messages (as
+// one did before it started at fitPullMessages, and as a Pull does once small messages grew the
+// batch): the response is over maxPullResponseBytes, and lost until the messages' ack deadline
+// (3 s). StopAfterIdle (1 s) does not stop the reader meanwhile; it pulls 6 at a time, then
+// more, and emits every message once, in a second delivery.
+func TestReadWaitsOutLostResponse(t *testing.T) {
+	em, asked := readLargeBacklog(t, Config{StopAfterIdle: time.Second, firstPull: maxPullMessages})
 	for _, m := range em.srv.Messages() {
 		if m.Deliveries != 2 || m.Acks != 1 {
 			t.Errorf("message %s: %d deliveries, %d acks; want 2 (the lost response, then the redelivery) and 1", m.ID, m.Deliveries, m.Acks)
@@ -686,21 +695,7 @@ func TestReadWaitsOutLostResponse(t *testing.T) {
 // (Asking for 1,000 at first lost the whole backlog until its ack deadline, 60 s with the
 // emulator's default: TestReadWaitsOutLostResponse.)
 func TestReadBacklogOfLargeMessages(t *testing.T) {
-	lowAckDeadline(t)
-	pulls := &pullSizes{}
-	em := newEmulatorAckDeadline(t, 3, pstest.ServerReactorOption{FuncName: "Pull", Reactor: pulls})
-	want := em.publishLarge(0, 80, largeMessageBytes)
-	col := newCollector(t)
-
-	p, s := beam.NewPipelineWithRoot()
-	msgs := beam.ParDo(s, explode, Read(s, Config{Subscription: testSub, StopAfterIdle: time.Second}))
-	beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name()}, msgs)
-	runPipeline(t, p)
-	pulls.mu.Lock()
-	asked := slices.Clone(pulls.max)
-	pulls.mu.Unlock()
-
-	checkSeen(t, col, want)
+	em, asked := readLargeBacklog(t, Config{StopAfterIdle: time.Second})
 	for _, m := range em.srv.Messages() {
 		if m.Deliveries != 1 || m.Acks != 1 {
 			t.Errorf("message %s: %d deliveries, %d acks; want 1 and 1 (no response lost)", m.ID, m.Deliveries, m.Acks)
