@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline/localrunner"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/ack"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/batch"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
@@ -255,8 +256,16 @@ func Build(s beam.Scope, c Checked, src Source) {
 // o.InputSubscription once its row or dead letter is stored, or once the UDF dropped it; with
 // DataflowSource nothing is acknowledged (the service does). Build calls it; tests call it on a
 // source of their own. It panics on a Checked that Options.Check did not return.
+//
+// With LocalSource it also adds prism's experiment that turns off its splits of running bundles
+// (localrunner.Configure), without which the batcher's state is lost on prism: rows parsed but
+// never inserted, and a run that still ends without an error. A program that builds the pipeline
+// itself cannot forget it.
 func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 	o := c.options("BuildFrom")
+	if src != DataflowSource {
+		localrunner.Configure()
+	}
 	mode := o.Mode()
 	shards := o.Shards(src, maxNumWorkers())
 

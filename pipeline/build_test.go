@@ -3,10 +3,14 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline/localrunner"
 )
 
 // TestBuildEveryMode builds the graph for each batching mode, source and dead-letter
@@ -74,5 +78,28 @@ func TestBuildTakesCheckedOptions(t *testing.T) {
 	var pe *ParamError
 	if _, err := o.Check(); !errors.As(err, &pe) || pe.Param != "inputSubscription" {
 		t.Errorf("Check of an invalid subscription = %v, want the ParamError of inputSubscription", err)
+	}
+}
+
+// A pipeline built for the local runner carries prism's experiment that turns off its splits of
+// running bundles (localrunner.Configure), whoever builds it; one built for Dataflow does not
+// need it and is left alone.
+func TestBuildFromTurnsOffPrismSplits(t *testing.T) {
+	saved := *jobopts.Experiments
+	t.Cleanup(func() { *jobopts.Experiments = saved })
+	for _, tc := range []struct {
+		src  Source
+		want bool
+	}{{LocalSource, true}, {DataflowSource, false}} {
+		*jobopts.Experiments = "some_other_experiment"
+		p, s := beam.NewPipelineWithRoot()
+		Build(s, MustCheck(graphOptions("dead_letters", "", "", GivenInt(10), GivenInt(100))), tc.src)
+		if _, _, err := p.Build(); err != nil {
+			t.Fatal(err)
+		}
+		got := jobopts.GetExperiments()
+		if slices.Contains(got, localrunner.DisableSplits) != tc.want || !slices.Contains(got, "some_other_experiment") {
+			t.Errorf("source %v: experiments %q; want %s: %v, and the experiment given kept", tc.src, got, localrunner.DisableSplits, tc.want)
+		}
 	}
 }
