@@ -2,7 +2,7 @@
 GO ?= go
 SHELL := /bin/bash
 
-.PHONY: test test-modern unit check bench bench-parse bench-e2e-clickhouse bench-sdk fuzz clickhouse clickhouse-stop clickhouse-modern clickhouse-modern-stop emulator emulator-stop build demo bench-e2e
+.PHONY: test test-modern unit check bench bench-parse bench-e2e-clickhouse bench-sdk bench-dataflow-shape fuzz clickhouse clickhouse-stop clickhouse-modern clickhouse-modern-stop emulator emulator-stop build demo bench-e2e
 
 # Starts a ClickHouse server on loopback when none answers (scripts/clickhouse.sh), then runs every
 # test: unit tests, pipeline tests on prism, and the end-to-end tests against the server; then the
@@ -57,6 +57,12 @@ bench-e2e-clickhouse: clickhouse build
 bench-sdk: clickhouse build
 	scripts/sdk-vs-runner.sh
 	OWN_RUNNER=1 scripts/pipeline-vs-clickhouse.sh
+
+# The SDK side in the shape Dataflow gives it (one element per message, handed over by the runner)
+# beside the local runner's shape (the demo): CPU-seconds per 100,000 demo messages, min and median
+# of RUNS rounds (default 3). See scripts/dataflow-shape.sh and integration_test/dataflowshape.
+bench-dataflow-shape: clickhouse build
+	scripts/dataflow-shape.sh
 
 # The version that --version and the start-up log give: the commit, with -dirty for a modified
 # tree (without git, the toolchain's own record of the build, or "devel").

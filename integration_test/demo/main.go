@@ -19,7 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -35,12 +34,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
-	"cloud.google.com/go/pubsub/v2/pstest"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
-	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
-	"google.golang.org/api/option"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/events"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
@@ -78,36 +71,16 @@ func run() error {
 
 	// The emulator, in this process, taking requests of up to 12 MiB as the tests' does (Pub/Sub
 	// takes messages of 10 MB; pstest's own address takes 4 MiB).
-	srv := pstest.NewServer()
-	defer srv.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	emulator, err := pubsubtest.StartLocal(ctx)
 	if err != nil {
 		return err
 	}
-	g := pubsubtest.Serve(l, srv)
-	defer g.Stop()
-	addr := l.Addr().String()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
-	}
-	pub, err := pubsubapi.NewTopicAdminClient(ctx, option.WithGRPCConn(conn))
-	if err != nil {
-		return err
-	}
-	subs, err := pubsubapi.NewSubscriptionAdminClient(ctx, option.WithGRPCConn(conn))
-	if err != nil {
-		return err
-	}
+	defer emulator.Close()
+	addr, pub := emulator.Addr, emulator.Topics
 	topic := "projects/" + project + "/topics/events"
 	dlqTopic := "projects/" + project + "/topics/events-dead-letter"
 	sub := "projects/" + project + "/subscriptions/events"
-	for _, t := range []string{topic, dlqTopic} {
-		if _, err := pub.CreateTopic(ctx, &pubsubpb.Topic{Name: t}); err != nil {
-			return err
-		}
-	}
-	if _, err := subs.CreateSubscription(ctx, &pubsubpb.Subscription{Name: sub, Topic: topic, AckDeadlineSeconds: 60}); err != nil {
+	if err := emulator.Create(ctx, sub, topic, dlqTopic); err != nil {
 		return err
 	}
 	fmt.Printf("emulator: PUBSUB_EMULATOR_HOST=%s, topic %s, subscription %s, dead-letter topic %s\n", addr, topic, sub, dlqTopic)
@@ -281,7 +254,7 @@ loop:
 
 	// Summary.
 	rows, dls := count("events"), count("events_dead_letter")
-	dlqOnTopic := len(srv.Messages()) - int(published.Load())
+	dlqOnTopic := len(emulator.Server.Messages()) - int(published.Load())
 	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	fmt.Println()
 	fmt.Println("==================== summary ====================")

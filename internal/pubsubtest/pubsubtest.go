@@ -12,7 +12,11 @@ import (
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
+	"google.golang.org/api/option"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
 )
 
 // Project is the project of every resource the tests create.
@@ -42,6 +46,60 @@ func Serve(l net.Listener, srv *pstest.Server) *grpc.Server {
 	go g.Serve(l)
 	return g
 }
+
+// Local is an emulator that a program runs (the demo, the benchmarks), not a test: pstest on a
+// free port of 127.0.0.1, served as Serve does, with admin clients of its topics and
+// subscriptions.
+type Local struct {
+	Server        *pstest.Server
+	Addr          string // host:port, as PUBSUB_EMULATOR_HOST takes it
+	Topics        *pubsubapi.TopicAdminClient
+	Subscriptions *pubsubapi.SubscriptionAdminClient
+
+	close func()
+}
+
+// StartLocal starts a Local emulator; Close stops it.
+func StartLocal(ctx context.Context) (*Local, error) {
+	srv := pstest.NewServer()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	g := Serve(l, srv)
+	e := &Local{Server: srv, Addr: l.Addr().String(), close: func() { g.Stop(); srv.Close() }}
+	conn, err := grpc.NewClient(e.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	stop := e.close
+	e.close = func() { conn.Close(); stop() }
+	if e.Topics, err = pubsubapi.NewTopicAdminClient(ctx, option.WithGRPCConn(conn)); err == nil {
+		e.Subscriptions, err = pubsubapi.NewSubscriptionAdminClient(ctx, option.WithGRPCConn(conn))
+	}
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Create creates topic and otherTopics (full names), and subscription on topic with an ack
+// deadline of 60 s.
+func (e *Local) Create(ctx context.Context, subscription, topic string, otherTopics ...string) error {
+	for _, t := range append([]string{topic}, otherTopics...) {
+		if _, err := e.Topics.CreateTopic(ctx, &pubsubpb.Topic{Name: t}); err != nil {
+			return err
+		}
+	}
+	_, err := e.Subscriptions.CreateSubscription(ctx, &pubsubpb.Subscription{Name: subscription, Topic: topic, AckDeadlineSeconds: 60})
+	return err
+}
+
+// Close stops the emulator and its clients.
+func (e *Local) Close() { e.close() }
 
 // Start starts an emulator, points PUBSUB_EMULATOR_HOST at it for the rest of the test (the
 // pipeline's DoFns run in this process on prism), and stops it when the test ends. Its address
