@@ -118,3 +118,4 @@ clickhouse-modern-stop:
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run=NONE -fuzz=FuzzConvert -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./transforms/convert/
+	$(GO) test -run=NONE -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./transforms/pubsubio/

@@ -9,12 +9,12 @@ import (
 
 // The layers under transforms/, bottom up: the values that flow between the stages, the
 // plumbing the stages share (ClickHouse: URL, connection, TLS, settings, retry, error classes,
-// schema, types, conversion, encoding; Pub/Sub: checks, acknowledgement; secrets: Secret
-// Manager, Cloud Storage, files), and the stages, which
+// schema, types, conversion, encoding; Pub/Sub: checks, acknowledgement, the Dataflow read and
+// its decoding; secrets: Secret Manager, Cloud Storage, files), and the stages, which
 // are peers in data-flow order.
 var (
 	valuePackages    = []string{"flow"}
-	plumbingPackages = []string{"chclient", "chtype", "schema", "convert", "evolve", "psclient", "secret", "text"}
+	plumbingPackages = []string{"chclient", "chtype", "schema", "convert", "evolve", "psclient", "pubsubio", "secret", "text"}
 	stagePackages    = []string{"source", "udf", "route", "parse", "batch", "write", "deadletter", "ack"}
 )
 

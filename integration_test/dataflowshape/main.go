@@ -1,20 +1,21 @@
 // Command dataflowshape measures the pipeline's SDK-side CPU per message in the shape Dataflow
 // gives it: one element per message, a serialized PubsubMessage handed over by the runner, which
-// the SDK decodes (pubsubio.Read's unmarshal) and converts (source.FromPubsub) before the parse
-// stage. The local runner's own source instead emits one element per Pull response, so the demo
-// (make bench-sdk) measures a cheaper shape than a Dataflow worker runs.
+// the SDK decodes (pubsubio.Unmarshal, as source.ReadDataflow does) and converts
+// (source.FromPubsub) before the parse stage. The local runner's own source emits one element per
+// Pull response instead, so the demo (make bench-sdk) measures another shape.
 //
 // Dataflow's Pub/Sub read runs in the service, which no machine here has, so the runner's side
 // is played by this process: the demo's events (internal/events, 2% malformed, attribute
 // source=demo, a message id and a publish time) are made and serialized as PubsubMessages before
 // the pipeline runs, and an Impulse and a DoFn emit them, then a Reshuffle, after which each
 // message reaches the SDK from the runner as its own element, as on Dataflow. What follows the
-// Reshuffle is what a Dataflow worker's SDK process runs: with -until=all the unmarshal,
+// Reshuffle is what a Dataflow worker's SDK process runs: with -until=all the decoding,
 // source.FromPubsub and every stage of pipeline.BuildFrom (parse, batch, write, dead letters to a
 // table and a topic); with -until=raw nothing but a DoFn that drops the serialized messages. The
 // difference of the two, in the same round, is the CPU of the stages after the handover; emitting
-// the messages and the handover itself (sending them to the runner and receiving them back) are in
-// both.
+// the messages and the handover itself (sending them to the runner and receiving them back) are
+// in both. prism puts many messages in a bundle; how many Dataflow puts depends on the job's
+// throughput, which nothing here can measure.
 //
 // Run it against prism as its own process, so that this process holds the SDK side alone:
 //
@@ -51,6 +52,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/pubsubio"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/source"
 )
 
@@ -70,8 +72,6 @@ const project = "shape-project"
 func init() {
 	register.DoFn2x0[[]byte, func([]byte)](&generateFn{})
 	register.Emitter1[[]byte]()
-	register.DoFn2x1[[]byte, func(*pb.PubsubMessage), error](&unmarshalFn{})
-	register.Emitter1[*pb.PubsubMessage]()
 	register.DoFn1x0[[]byte](&dropFn{})
 }
 
@@ -141,7 +141,7 @@ func run() error {
 		// LocalSource: prism fires no processing-time timers of a stateful DoFn, which the
 		// Dataflow source's batcher would set; the batches are the same. BuildFrom also turns
 		// off prism's splits of running bundles, which would lose the batcher's state.
-		pipeline.BuildFrom(s, pipeline.MustCheck(o), pipeline.LocalSource, source.FromPubsub(s, beam.ParDo(s, &unmarshalFn{}, handed)))
+		pipeline.BuildFrom(s, pipeline.MustCheck(o), pipeline.LocalSource, source.FromPubsub(s, pubsubio.Unmarshal(s, handed)))
 	}
 
 	if *cpuProfile != "" {
@@ -240,18 +240,6 @@ func (generateFn) ProcessElement(_ []byte, emit func([]byte)) {
 	for _, b := range serialized {
 		emit(b)
 	}
-}
-
-// unmarshalFn is pubsubio.Read's decoding of a message (its unmarshalMessageFn, unexported).
-type unmarshalFn struct{}
-
-func (unmarshalFn) ProcessElement(raw []byte, emit func(*pb.PubsubMessage)) error {
-	var msg pb.PubsubMessage
-	if err := proto.Unmarshal(raw, &msg); err != nil {
-		return err
-	}
-	emit(&msg)
-	return nil
 }
 
 // dropFn takes the serialized messages and does nothing with them.

@@ -13,15 +13,16 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/pubsubio"
 	pb "google.golang.org/genproto/googleapis/pubsub/v1"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/pubsubio"
 )
 
-// ReadDataflow reads cfg.Subscription with the SDK's pubsubio.Read, which only the Dataflow
-// service executes (prism rejects it), and converts each *pb.PubsubMessage with FromPubsub. The
+// ReadDataflow reads cfg.Subscription with pubsubio.Read (this module's, the SDK's read with a
+// faster decoding of each message in the same graph), which only the Dataflow service executes
+// (prism rejects it), and converts each *pb.PubsubMessage with FromPubsub. The
 // service acknowledges at its own checkpoints: AckID is empty. It panics if the subscription is
 // not a full subscription name.
 func ReadDataflow(s beam.Scope, cfg Config) beam.PCollection {
@@ -30,8 +31,7 @@ func ReadDataflow(s beam.Scope, cfg Config) beam.PCollection {
 	if err != nil {
 		panic(fmt.Sprintf("source.ReadDataflow: subscription %q %v", cfg.Subscription, err))
 	}
-	raw := pubsubio.Read(s, name.Project, pubsubio.ReadOptions{Subscription: name.ID, WithAttributes: true})
-	return FromPubsub(s, raw)
+	return FromPubsub(s, pubsubio.Read(s, name.Project, name.ID))
 }
 
 // FromPubsub turns a PCollection<*pb.PubsubMessage> (pubsubio.Read's output) into a

@@ -1,0 +1,279 @@
+package pubsubio
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
+	sdkpubsubio "github.com/apache/beam/sdks/v2/go/pkg/beam/io/pubsubio"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/google/go-cmp/cmp"
+	pb "google.golang.org/genproto/googleapis/pubsub/v1"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/events"
+)
+
+// randomMessage is a PubsubMessage with each field present or not, of random content.
+func randomMessage(r *rand.Rand) *pb.PubsubMessage {
+	text := func() string {
+		const alphabet = "abcXYZ019 _-é€😀\"\\{}"
+		runes := []rune(alphabet)
+		out := make([]rune, r.IntN(12))
+		for i := range out {
+			out[i] = runes[r.IntN(len(runes))]
+		}
+		return string(out)
+	}
+	m := &pb.PubsubMessage{}
+	if r.IntN(4) > 0 {
+		m.Data = make([]byte, r.IntN(2000))
+		for i := range m.Data {
+			m.Data[i] = byte(r.IntN(256))
+		}
+	}
+	if n := r.IntN(4); n > 0 {
+		m.Attributes = map[string]string{}
+		for range n {
+			m.Attributes[text()] = text()
+		}
+	}
+	if r.IntN(4) > 0 {
+		m.MessageId = strconv.FormatUint(r.Uint64(), 10)
+	}
+	if r.IntN(4) > 0 {
+		m.PublishTime = &timestamppb.Timestamp{Seconds: r.Int64N(1 << 40), Nanos: r.Int32N(1e9)}
+	}
+	if r.IntN(3) == 0 {
+		m.OrderingKey = text()
+	}
+	return m
+}
+
+// Decode gives what proto.Unmarshal gives, on random messages and on every prefix of them: the
+// same message when both decode, and an error from both when one of them fails (the strings here
+// are valid UTF-8, where the two would differ).
+func TestDecodeAsProtoUnmarshal(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 500 {
+		want := randomMessage(r)
+		b, err := proto.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Decode(b)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+			t.Fatalf("message %d (-proto.Marshal's input +Decode):\n%s", i, diff)
+		}
+		if i%10 != 0 {
+			continue
+		}
+		for n := range len(b) {
+			var viaProto pb.PubsubMessage
+			protoErr := proto.Unmarshal(b[:n], &viaProto)
+			got, err := Decode(b[:n])
+			switch {
+			case (protoErr == nil) != (err == nil):
+				t.Fatalf("message %d, first %d of %d bytes: proto.Unmarshal %v, Decode %v", i, n, len(b), protoErr, err)
+			case err == nil:
+				if diff := cmp.Diff(&viaProto, got, protocmp.Transform()); diff != "" {
+					t.Fatalf("message %d, first %d of %d bytes (-proto.Unmarshal +Decode):\n%s", i, n, len(b), diff)
+				}
+			}
+		}
+	}
+}
+
+// The cases of the wire format that proto.Marshal does not write: unknown fields (skipped), a
+// known field of another wire type (skipped as unknown, as proto.Unmarshal does), a field given
+// twice (the last wins; a map key's last value), a publish time given in two parts (merged), a
+// map entry without its value (""), and a string that is not UTF-8, which proto.Unmarshal
+// refuses and Decode keeps.
+func TestDecodeWireCases(t *testing.T) {
+	var b []byte
+	b = protowire.AppendTag(b, 99, protowire.BytesType)
+	b = protowire.AppendString(b, "unknown")
+	b = protowire.AppendTag(b, fieldMessageID, protowire.VarintType) // the id, as a varint
+	b = protowire.AppendVarint(b, 7)
+	b = protowire.AppendTag(b, fieldData, protowire.BytesType)
+	b = protowire.AppendString(b, "first")
+	b = protowire.AppendTag(b, fieldData, protowire.BytesType)
+	b = protowire.AppendString(b, `{"a":1}`)
+	entry := func(k, v string, withValue bool) []byte {
+		var e []byte
+		e = protowire.AppendTag(e, fieldKey, protowire.BytesType)
+		e = protowire.AppendString(e, k)
+		if withValue {
+			e = protowire.AppendTag(e, fieldValue, protowire.BytesType)
+			e = protowire.AppendString(e, v)
+		}
+		return e
+	}
+	for _, e := range [][]byte{entry("k", "1", true), entry("k", "2", true), entry("empty", "", false), entry("bad", "\xff\xfe", true)} {
+		b = protowire.AppendTag(b, fieldAttributes, protowire.BytesType)
+		b = protowire.AppendBytes(b, e)
+	}
+	var seconds, nanos []byte
+	seconds = protowire.AppendTag(seconds, fieldSeconds, protowire.VarintType)
+	seconds = protowire.AppendVarint(seconds, 1700000000)
+	nanos = protowire.AppendTag(nanos, fieldNanos, protowire.VarintType)
+	nanos = protowire.AppendVarint(nanos, 5)
+	b = protowire.AppendTag(b, fieldPublishTime, protowire.BytesType)
+	b = protowire.AppendBytes(b, seconds)
+	b = protowire.AppendTag(b, fieldPublishTime, protowire.BytesType)
+	b = protowire.AppendBytes(b, nanos)
+	b = protowire.AppendTag(b, fieldOrderingKey, protowire.BytesType)
+	b = protowire.AppendString(b, "key")
+
+	got, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &pb.PubsubMessage{
+		Data:        []byte(`{"a":1}`),
+		Attributes:  map[string]string{"k": "2", "empty": "", "bad": "\xff\xfe"},
+		PublishTime: &timestamppb.Timestamp{Seconds: 1700000000, Nanos: 5},
+		OrderingKey: "key",
+	}
+	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if err := proto.Unmarshal(b, new(pb.PubsubMessage)); err == nil {
+		t.Error("proto.Unmarshal took an attribute that is not UTF-8: this test no longer shows where the two differ")
+	}
+	for _, bad := range [][]byte{{0x0a, 0x05, 'a'}, {0xff}, {0x12, 0x02, 0x0a, 0x05}} {
+		if m, err := Decode(bad); err == nil {
+			t.Errorf("Decode(%x) = %v, want an error", bad, m)
+		}
+	}
+}
+
+// The graph of Read is the SDK's pubsubio.Read with attributes: the same transforms by name, the
+// same external transform and payload, the same PCollections and coders; only the function of the
+// decoding step differs. A running job's update matches steps by name.
+func TestGraphAsTheSDKs(t *testing.T) {
+	model := func(read func(s beam.Scope) beam.PCollection) *pipepb.Pipeline {
+		p, s := beam.NewPipelineWithRoot()
+		read(s.Scope("Read"))
+		edges, _, err := p.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := graphx.Marshal(edges, &graphx.Options{Environment: &pipepb.Environment{Urn: "beam:env:docker:v1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	sdk := model(func(s beam.Scope) beam.PCollection {
+		return sdkpubsubio.Read(s, "my-project", sdkpubsubio.ReadOptions{Subscription: "events", WithAttributes: true})
+	})
+	ours := model(func(s beam.Scope) beam.PCollection { return Read(s, "my-project", "events") })
+
+	byName := func(m *pipepb.Pipeline) map[string]*pipepb.PTransform {
+		out := map[string]*pipepb.PTransform{}
+		for _, tr := range m.GetComponents().GetTransforms() {
+			out[tr.GetUniqueName()] = tr
+		}
+		return out
+	}
+	want, got := byName(sdk), byName(ours)
+	if len(want) == 0 {
+		t.Fatal("the SDK's graph has no transforms")
+	}
+	for name, w := range want {
+		g, ok := got[name]
+		if !ok {
+			t.Errorf("no transform %q (the SDK's graph has it)", name)
+			continue
+		}
+		if g.GetSpec().GetUrn() != w.GetSpec().GetUrn() {
+			t.Errorf("%q: URN %q, the SDK's %q", name, g.GetSpec().GetUrn(), w.GetSpec().GetUrn())
+		}
+		if w.GetSpec().GetUrn() == readURN && !proto.Equal(g.GetSpec(), w.GetSpec()) {
+			t.Errorf("%q: spec %v, the SDK's %v", name, g.GetSpec(), w.GetSpec())
+		}
+		coders := func(m *pipepb.Pipeline, tr *pipepb.PTransform) []*pipepb.Coder {
+			var out []*pipepb.Coder
+			for _, id := range tr.GetOutputs() {
+				out = append(out, m.GetComponents().GetCoders()[m.GetComponents().GetPcollections()[id].GetCoderId()])
+			}
+			return out
+		}
+		if diff := cmp.Diff(coders(sdk, w), coders(ours, g), protocmp.Transform()); diff != "" {
+			t.Errorf("%q: output coders (-the SDK's +ours):\n%s", name, diff)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("a transform %q that the SDK's graph has not", name)
+		}
+	}
+}
+
+// BenchmarkUnmarshal decodes demo events of 1.1 KB as Dataflow's read hands them over: with
+// proto.Unmarshal (the SDK's pubsubio) and with Decode.
+func BenchmarkUnmarshal(b *testing.B) {
+	gen := events.NewGenerator(1, time.Now())
+	msgs := make([][]byte, 1000)
+	for i := range msgs {
+		_, data := gen.Next()
+		var err error
+		msgs[i], err = proto.Marshal(&pb.PubsubMessage{Data: data, Attributes: map[string]string{"source": "demo"},
+			MessageId: strconv.Itoa(1_000_000_000 + i), PublishTime: timestamppb.Now()})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("proto.Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if err := proto.Unmarshal(msgs[i%len(msgs)], new(pb.PubsubMessage)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if _, err := Decode(msgs[i%len(msgs)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// FuzzDecode: whatever proto.Unmarshal decodes, Decode decodes to the same message (unknown
+// fields apart, which Decode drops).
+func FuzzDecode(f *testing.F) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20 {
+		b, err := proto.Marshal(randomMessage(r))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want pb.PubsubMessage
+		if proto.Unmarshal(b, &want) != nil {
+			return
+		}
+		got, err := Decode(b)
+		if err != nil {
+			t.Fatalf("proto.Unmarshal decodes %x, Decode: %v", b, err)
+		}
+		if diff := cmp.Diff(&want, got, protocmp.Transform(), protocmp.IgnoreUnknown()); diff != "" {
+			t.Fatalf("%x (-proto.Unmarshal +Decode):\n%s", b, diff)
+		}
+	})
+}
