@@ -8,7 +8,7 @@
 // Dataflow worker is paid once for every message. Decoding the five fields of a PubsubMessage
 // straight from the wire format (google.golang.org/protobuf/encoding/protowire), with the payload
 // left in the element's own buffer (which the SDK allocates for each element it decodes), takes
-// about a fifth of that. A running job's update matches the steps of the new graph to the old by
+// about a third of that (0.48 µs, 7 allocations, 536 bytes). A running job's update matches the steps of the new graph to the old by
 // name, and these are the names the SDK's Read gives (TestGraphAsTheSDKs).
 package pubsubio
 
@@ -55,7 +55,9 @@ func Unmarshal(s beam.Scope, raw beam.PCollection) beam.PCollection {
 	return beam.ParDo(s, unmarshalMessageFn, raw)
 }
 
-// unmarshalMessageFn is named as the SDK's, which makes its step's name the same.
+// unmarshalMessageFn is named as the SDK's, in a directory named as the SDK's package (the step's
+// name is the base of the function's import path and its name), which makes its step's name the
+// same.
 func unmarshalMessageFn(raw []byte, emit func(*pb.PubsubMessage)) error {
 	m, err := Decode(raw)
 	if err != nil {
@@ -84,14 +86,16 @@ const (
 // Decode decodes a serialized google.pubsub.v1.PubsubMessage as proto.Unmarshal does, except
 // that Data shares b, unknown fields are dropped, and strings are taken as they are, where
 // proto.Unmarshal refuses the message when one is not valid UTF-8 (the string fields' rule in
-// proto3): a message the service delivered is not stuck because of an attribute. A field of a
+// proto3): a message the service delivered is not stuck because of an attribute. (Such a message
+// could not be encoded again with the proto coder of *pb.PubsubMessage, which proto.Marshal
+// refuses too; the decoding step is fused with FromPubsub after it, so it never is.) A field of a
 // known number but another wire type is skipped as unknown, as proto.Unmarshal does; a
 // repeated field keeps the last value, and a map key given twice its last value. It returns an
 // error when b is not the wire format (a truncated field, a bad tag).
 func Decode(b []byte) (*pb.PubsubMessage, error) {
 	m := new(pb.PubsubMessage)
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return nil, decodeError(n)
 		}
@@ -140,7 +144,7 @@ func Decode(b []byte) (*pb.PubsubMessage, error) {
 // mapEntry decodes an entry of a map<string, string>; a missing key or value is "".
 func mapEntry(b []byte) (key, value string, err error) {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return "", "", decodeError(n)
 		}
@@ -169,7 +173,7 @@ func mapEntry(b []byte) (key, value string, err error) {
 // timestamp decodes a google.protobuf.Timestamp into t, merging as proto.Unmarshal does.
 func timestamp(b []byte, t *timestamppb.Timestamp) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return decodeError(n)
 		}
@@ -193,6 +197,16 @@ func timestamp(b []byte, t *timestamppb.Timestamp) error {
 		b = b[n:]
 	}
 	return nil
+}
+
+// consumeTag is protowire.ConsumeTag refusing, as proto.Unmarshal does, a field number above
+// protowire.MaxValidNumber (2^29-1), which ConsumeTag takes up to 2^31-1.
+func consumeTag(b []byte) (protowire.Number, protowire.Type, int) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n >= 0 && num > protowire.MaxValidNumber {
+		return 0, 0, -2 // protowire.ParseError(-2): "invalid field number"
+	}
+	return num, typ, n
 }
 
 func decodeError(n int) error {

@@ -7,8 +7,8 @@
 // and never acknowledges: the write and dead-letter stages do, once the row is stored. It can
 // stop after an idle period so that a local run ends.
 //
-// ReadDataflow is the reader for Dataflow: the SDK's pubsubio.Read, which only the Dataflow
-// service executes.
+// ReadDataflow is the reader for Dataflow: the SDK's pubsubio.Read in the same graph, with each
+// message decoded by transforms/pubsubio; only the Dataflow service executes it.
 package source
 
 import (
