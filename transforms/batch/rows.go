@@ -217,9 +217,11 @@ func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(i
 		pending = nil
 	}
 	pending = append(pending, incoming...)
+	var rest int64 // the size of the rows left, which full reports when they make no batch
 	for {
-		n, _ := b.full(pending)
+		n, size := b.full(pending)
 		if n == 0 {
+			rest = size
 			break
 		}
 		emit(shard, flow.Rows{Rows: pending[:n:n]})
@@ -229,7 +231,6 @@ func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(i
 	if len(pending) == 0 {
 		return false
 	}
-	_, rest := b.full(pending)
 	b.put(sp, flow.Pack(flow.Rows{Rows: pending}), true, int64(len(pending)), rest)
 	return true
 }

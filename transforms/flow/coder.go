@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/klauspost/compress/s2"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // The coders of Rows and Messages, registered with Beam: what a runner moves, and on Dataflow's
@@ -159,21 +160,10 @@ func RowBytes(r *Row) int {
 // stringLen is the encoded size of a string or bytes of n bytes: its length, then the bytes.
 func stringLen(n int) int { return uvarintLen(uint64(n)) + n }
 
-func uvarintLen(v uint64) int {
-	n := 1
-	for ; v >= 0x80; v >>= 7 {
-		n++
-	}
-	return n
-}
-
-func varintLen(v int64) int {
-	u := uint64(v) << 1
-	if v < 0 {
-		u = ^u
-	}
-	return uvarintLen(u)
-}
+// uvarintLen and varintLen are the sizes of binary.AppendUvarint's and binary.AppendVarint's
+// encodings (LEB128; the signed one zig-zag, as Protocol Buffers' sint64).
+func uvarintLen(v uint64) int { return protowire.SizeVarint(v) }
+func varintLen(v int64) int   { return protowire.SizeVarint(protowire.EncodeZigZag(v)) }
 
 // DecodeRows decodes what EncodeRows wrote; the payloads share b, or the buffer b decompresses
 // into.

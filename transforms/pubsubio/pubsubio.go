@@ -95,24 +95,14 @@ const (
 func Decode(b []byte) (*pb.PubsubMessage, error) {
 	m := new(pb.PubsubMessage)
 	for len(b) > 0 {
-		num, typ, n := consumeTag(b)
-		if n < 0 {
-			return nil, decodeError(n)
+		num, typ, v, _, rest, err := nextField(b)
+		if err != nil {
+			return nil, err
 		}
-		b = b[n:]
-		if typ != protowire.BytesType || num < fieldData || num > fieldOrderingKey {
-			// Another field, or another wire type: skipped.
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return nil, decodeError(n)
-			}
-			b = b[n:]
+		b = rest
+		if typ != protowire.BytesType {
 			continue
 		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return nil, decodeError(n)
-		}
-		b = b[n:]
 		switch num {
 		case fieldData:
 			m.Data = v[:len(v):len(v)]
@@ -144,28 +134,18 @@ func Decode(b []byte) (*pb.PubsubMessage, error) {
 // mapEntry decodes an entry of a map<string, string>; a missing key or value is "".
 func mapEntry(b []byte) (key, value string, err error) {
 	for len(b) > 0 {
-		num, typ, n := consumeTag(b)
-		if n < 0 {
-			return "", "", decodeError(n)
+		num, typ, v, _, rest, err := nextField(b)
+		if err != nil {
+			return "", "", err
 		}
-		b = b[n:]
-		if typ == protowire.BytesType && (num == fieldKey || num == fieldValue) {
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return "", "", decodeError(n)
-			}
-			if num == fieldKey {
-				key = string(v)
-			} else {
-				value = string(v)
-			}
-			b = b[n:]
-			continue
+		b = rest
+		switch {
+		case typ != protowire.BytesType:
+		case num == fieldKey:
+			key = string(v)
+		case num == fieldValue:
+			value = string(v)
 		}
-		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-			return "", "", decodeError(n)
-		}
-		b = b[n:]
 	}
 	return key, value, nil
 }
@@ -173,30 +153,44 @@ func mapEntry(b []byte) (key, value string, err error) {
 // timestamp decodes a google.protobuf.Timestamp into t, merging as proto.Unmarshal does.
 func timestamp(b []byte, t *timestamppb.Timestamp) error {
 	for len(b) > 0 {
-		num, typ, n := consumeTag(b)
-		if n < 0 {
-			return decodeError(n)
+		num, typ, _, x, rest, err := nextField(b)
+		if err != nil {
+			return err
 		}
-		b = b[n:]
-		if typ == protowire.VarintType && (num == fieldSeconds || num == fieldNanos) {
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return decodeError(n)
-			}
-			if num == fieldSeconds {
-				t.Seconds = int64(v)
-			} else {
-				t.Nanos = int32(v)
-			}
-			b = b[n:]
-			continue
+		b = rest
+		switch {
+		case typ != protowire.VarintType:
+		case num == fieldSeconds:
+			t.Seconds = int64(x)
+		case num == fieldNanos:
+			t.Nanos = int32(x)
 		}
-		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-			return decodeError(n)
-		}
-		b = b[n:]
 	}
 	return nil
+}
+
+// nextField reads the field at the start of b: its number and wire type, its value (v for a
+// length-delimited field, x for a varint; a field of another wire type is skipped, as
+// proto.Unmarshal skips an unknown field), and the bytes after it. A field of a known number but
+// another wire type than its own is then skipped by the caller, as proto.Unmarshal does.
+func nextField(b []byte) (num protowire.Number, typ protowire.Type, v []byte, x uint64, rest []byte, err error) {
+	num, typ, n := consumeTag(b)
+	if n < 0 {
+		return 0, 0, nil, 0, nil, decodeError(n)
+	}
+	b = b[n:]
+	switch typ {
+	case protowire.BytesType:
+		v, n = protowire.ConsumeBytes(b)
+	case protowire.VarintType:
+		x, n = protowire.ConsumeVarint(b)
+	default:
+		n = protowire.ConsumeFieldValue(num, typ, b)
+	}
+	if n < 0 {
+		return 0, 0, nil, 0, nil, decodeError(n)
+	}
+	return num, typ, v, x, b[n:], nil
 }
 
 // consumeTag is protowire.ConsumeTag refusing, as proto.Unmarshal does, a field number above
