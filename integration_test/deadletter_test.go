@@ -76,7 +76,7 @@ func TestDeadLetterDestinations(t *testing.T) {
 			start := time.Now().Add(-time.Second).Truncate(time.Second)
 			p, s := beam.NewPipelineWithRoot()
 			_, dls := parse.Parse(s, parse.Config{ClickHouse: srv.Config(), Table: "events"}, beam.CreateList(s, flowtest.OneEach(msgs)))
-			deadletter.Write(s, cfg, batch.Batches(s, batch.Config{Mode: batch.Mode{Rows: 2}, Shards: 1}, dls))
+			deadletter.Write(s, cfg, batch.DeadLetters(s, batch.Config{Mode: batch.Mode{Rows: 2}, Shards: 1}, dls))
 			res, err := ptest.RunWithMetrics(p)
 			if err != nil {
 				t.Fatal(err)

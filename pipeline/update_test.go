@@ -24,8 +24,8 @@ var stageNames = []string{"Read", "Parse", "Batch", "Write", "Rejected", "Flatte
 // them, which is why such a change needs a drain and a new job.
 var bufferingSteps = map[string][]string{
 	"fixed":    {"Batch/CoGBK", "DeadLetters/Batch/CoGBK"},
-	"count":    {"Batch/batch.countFn", "DeadLetters/Batch/CoGBK"},
-	"combined": {"Batch/batch.countTimeFn", "DeadLetters/Batch/CoGBK"},
+	"count":    {"Batch/batch.countFn", "DeadLetters/Batch/batch.lettersFn"},
+	"combined": {"Batch/batch.countTimeFn", "DeadLetters/Batch/batch.lettersTimeFn"},
 }
 
 // TestStepNamesForUpdate builds the Dataflow graph (the model the runner stages) in every batching

@@ -1,8 +1,10 @@
 // Package batch groups a stream into batches, one INSERT stream per shard, as the template's
-// windowSeconds and batchRowCount parameters say (see Mode). Triggers act at a GroupByKey, so
-// elements are first keyed by a shard number in [0, numShards); each fired pane of a shard is one
-// batch. Fired panes are discarded, allowed lateness is 0, and count triggers are always wrapped
-// in trigger.Repeat (prism fires a bare count trigger only once).
+// windowSeconds, batchRowCount and batchByteSize parameters say (see Mode): the rows (Rows) and
+// the dead letters (DeadLetters). Elements are first keyed by a shard number in [0, numShards).
+// In the fixed-window mode each window of a shard is one batch, grouped by a GroupByKey that
+// fires at the end of the window (fired panes discarded, allowed lateness 0). In the count and
+// combined modes a stateful DoFn per shard counts rows (or records) and bytes, since a trigger
+// counts elements and cannot bound bytes; the rules it keeps are tally's.
 //
 // The SDK's transforms/batch.GroupIntoBatches is not used: v2.77.0 hangs on prism when a
 // buffering duration is set.
@@ -13,8 +15,6 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 )
 
@@ -88,37 +88,6 @@ type Config struct {
 	// (Dataflow), which Rows then uses for the combined mode's time bound; prism does not, and
 	// the local source's heartbeats drive it there.
 	ProcessingTimeTimers bool
-}
-
-// Batches windows col (a PCollection<T>) by cfg.Mode, keys its elements by shard and groups
-// them: the result is a PCollection<KV<int, Iter<T>>> in which each element is one batch of one
-// shard. It panics at construction when cfg.Shards is not positive or the mode is empty.
-func Batches(s beam.Scope, cfg Config, col beam.PCollection) beam.PCollection {
-	s = s.Scope("Batch")
-	mode, numShards := cfg.Mode, cfg.Shards
-	if numShards < 1 {
-		panic(fmt.Sprintf("batch.Batches: Config.Shards %d must be positive", numShards))
-	}
-	keyed := beam.ParDo(s, &shardFn{NumShards: numShards}, col)
-	var windowed beam.PCollection
-	switch {
-	case mode.Rows == 0:
-		if mode.Window <= 0 {
-			panic(fmt.Sprintf("batch.Batches: mode %+v has neither a window nor a row count", mode))
-		}
-		windowed = beam.WindowInto(s, window.NewFixedWindows(mode.Window), keyed,
-			beam.Trigger(trigger.AfterEndOfWindow()), beam.PanesDiscard(), beam.AllowedLateness(0))
-	case mode.Window == 0:
-		windowed = beam.WindowInto(s, window.NewGlobalWindows(), keyed,
-			beam.Trigger(trigger.Repeat(trigger.AfterCount(int32(mode.Rows)))), beam.PanesDiscard(), beam.AllowedLateness(0))
-	default:
-		windowed = beam.WindowInto(s, window.NewGlobalWindows(), keyed,
-			beam.Trigger(trigger.Repeat(trigger.AfterAny([]trigger.Trigger{
-				trigger.AfterCount(int32(mode.Rows)),
-				trigger.AfterProcessingTime().PlusDelay(mode.Window),
-			}))), beam.PanesDiscard(), beam.AllowedLateness(0))
-	}
-	return beam.GroupByKey(s, windowed)
 }
 
 // shardFn keys elements by shard, round robin per worker.

@@ -34,8 +34,7 @@ func init() {
 // holds exactly Mode.Rows rows, splitting a group across batches when it must, and the time of
 // the combined mode runs from the first row of each batch. With Mode.Bytes a batch also ends
 // before the row that would take it above that many bytes (flow.RowBytes), or with a row larger
-// than that alone. In the fixed-window mode a batch is every row of one window of one shard, as
-// Batches groups them.
+// than that alone. In the fixed-window mode a batch is every row of one window of one shard.
 //
 // The count and combined modes batch with a stateful DoFn (countFn) in the global window instead
 // of a trigger, since a trigger counts elements. Groups reach it and wait in its state packed
@@ -115,7 +114,7 @@ func (fn *countFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Prov
 }
 
 func (fn *countFn) buffer() buffer {
-	return buffer{rows: fn.Rows, maxBytes: fn.MaxBytes, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, bytes: fn.Bytes, started: fn.Started}
+	return buffer{tally: tally{rows: fn.Rows, maxBytes: fn.MaxBytes, windowMillis: fn.WindowMillis, count: fn.Count, bytes: fn.Bytes, started: fn.Started}, bag: fn.Buffer}
 }
 
 // countTimeFn is countFn with a processing-time timer for the combined mode's time bound, for
@@ -153,7 +152,7 @@ func (fn *countTimeFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.
 }
 
 func (fn *countTimeFn) buffer() buffer {
-	return buffer{rows: fn.Rows, maxBytes: fn.MaxBytes, windowMillis: fn.WindowMillis, bag: fn.Buffer, count: fn.Count, bytes: fn.Bytes, started: fn.Started}
+	return buffer{tally: tally{rows: fn.Rows, maxBytes: fn.MaxBytes, windowMillis: fn.WindowMillis, count: fn.Count, bytes: fn.Bytes, started: fn.Started}, bag: fn.Buffer}
 }
 
 // buffer is the state of one shard's batch being filled: the groups of rows, packed, their
@@ -164,13 +163,8 @@ func (fn *countTimeFn) buffer() buffer {
 // (2.77.0, exec.stateProvider) answers a bag read that follows a Clear within the same call with
 // the contents from before the Clear, which emitted rows twice.
 type buffer struct {
-	rows         int64
-	maxBytes     int64
-	windowMillis int64
-	bag          state.Bag[flow.Packed]
-	count        state.Value[int64]
-	bytes        state.Value[int64]
-	started      state.Value[int64]
+	tally
+	bag state.Bag[flow.Packed]
 }
 
 // add adds the rows of one element (none for a heartbeat): first it emits the buffered rows as
@@ -199,7 +193,7 @@ func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(i
 		if rows.Rows == 0 {
 			return false
 		}
-		b.put(sp, rows, count == 0, count+int64(rows.Rows), grown)
+		put(sp, b.bag, b.tally, rows, count == 0, count+int64(rows.Rows), grown)
 		return count == 0
 	}
 	var held held
@@ -227,11 +221,11 @@ func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(i
 		emit(shard, flow.Rows{Rows: pending[:n:n]})
 		pending = pending[n:]
 	}
-	b.clear(sp)
+	empty(sp, b.bag, b.tally)
 	if len(pending) == 0 {
 		return false
 	}
-	b.put(sp, flow.Pack(flow.Rows{Rows: pending}), true, int64(len(pending)), rest)
+	put(sp, b.bag, b.tally, flow.Pack(flow.Rows{Rows: pending}), true, int64(len(pending)), rest)
 	return true
 }
 
@@ -260,47 +254,6 @@ func (b buffer) full(pending []flow.Row) (n int, size int64) {
 		return len(pending), 0
 	}
 	return 0, size
-}
-
-func (b buffer) readCount(sp state.Provider) int64 {
-	count, _, err := b.count.Read(sp)
-	if err != nil {
-		panic(err)
-	}
-	return count
-}
-
-// readBytes returns the size of the buffered rows (flow.RowBytes); 0 without a byte bound.
-func (b buffer) readBytes(sp state.Provider) int64 {
-	if b.maxBytes <= 0 {
-		return 0
-	}
-	size, _, err := b.bytes.Read(sp)
-	if err != nil {
-		panic(err)
-	}
-	return size
-}
-
-// put buffers rows, after which count rows of size bytes are buffered; start says they begin a
-// new batch.
-func (b buffer) put(sp state.Provider, rows flow.Packed, start bool, count, size int64) {
-	if err := b.bag.Add(sp, rows); err != nil {
-		panic(err)
-	}
-	if start && b.windowMillis > 0 {
-		if err := b.started.Write(sp, time.Now().UnixMilli()); err != nil {
-			panic(err)
-		}
-	}
-	if err := b.count.Write(sp, count); err != nil {
-		panic(err)
-	}
-	if b.maxBytes > 0 {
-		if err := b.bytes.Write(sp, size); err != nil {
-			panic(err)
-		}
-	}
 }
 
 // read appends the buffered rows to dst, decoded into buffers that h holds.
@@ -339,18 +292,6 @@ func (h *held) release() {
 	*h = nil
 }
 
-// due reports whether the time bound has passed since the batch's first row.
-func (b buffer) due(sp state.Provider) bool {
-	if b.windowMillis <= 0 {
-		return false
-	}
-	started, ok, err := b.started.Read(sp)
-	if err != nil {
-		panic(err)
-	}
-	return ok && started > 0 && time.Now().UnixMilli()-started >= b.windowMillis
-}
-
 // flushIfDue flushes the buffered rows when the time bound has passed since the batch's first row.
 func (b buffer) flushIfDue(sp state.Provider, key string, emit func(int, flow.Rows)) {
 	if b.due(sp) {
@@ -368,31 +309,7 @@ func (b buffer) flush(sp state.Provider, key string, emit func(int, flow.Rows)) 
 		return
 	}
 	emit(shardOf(key), rows)
-	b.clear(sp)
-}
-
-func (b buffer) clear(sp state.Provider) {
-	if err := b.bag.Clear(sp); err != nil {
-		panic(err)
-	}
-	if err := b.count.Clear(sp); err != nil {
-		panic(err)
-	}
-	if b.maxBytes > 0 {
-		if err := b.bytes.Clear(sp); err != nil {
-			panic(err)
-		}
-	}
-	if b.windowMillis > 0 {
-		if err := b.started.Clear(sp); err != nil {
-			panic(err)
-		}
-	}
-}
-
-func shardOf(key string) int {
-	n, _ := strconv.Atoi(key)
-	return n
+	empty(sp, b.bag, b.tally)
 }
 
 // shardKeyFn keys groups by shard, round robin per worker, as a string (a key with a standard

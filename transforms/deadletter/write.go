@@ -190,19 +190,18 @@ type Config struct {
 	// (schemaRefreshSeconds), so that an optional column added while the job runs is filled
 	// without a restart; 0 never (a changed column is still noticed by the INSERT it fails).
 	SchemaRefresh time.Duration
-	// MaxBytes caps the bytes of one INSERT into the table (batchByteSize), as recordBytes counts
+	// MaxBytes caps the bytes of one INSERT into the table (batchByteSize), as flow.DeadLetter.Bytes counts
 	// them: a batch of records above it goes in several INSERTs, cut in message id order, a
 	// record larger than it alone. 0: one INSERT a batch.
 	MaxBytes int64
 }
 
 func init() {
-	register.DoFn4x1[context.Context, int, func(*flow.DeadLetter) bool, func([]string), error](&writeFn{})
-	register.Iter1[flow.DeadLetter]()
+	register.DoFn4x1[context.Context, int, flow.DeadLetters, func([]string), error](&writeFn{})
 	register.Emitter1[[]string]()
 }
 
-// Write writes each batch of batches (a PCollection<KV<int, Iter<flow.DeadLetter>>> from batch.Batches)
+// Write writes each batch of batches (a PCollection<KV<int, flow.DeadLetters>> from batch.DeadLetters)
 // to the dead-letter table, to the dead-letter topic, or to both. It returns the ack ids of the
 // written records' messages, one []string per batch (PCollection<[]string>, for the
 // acknowledging stage; empty on Dataflow). It panics at construction when neither destination
@@ -318,17 +317,13 @@ func (f *writeFn) Teardown() error {
 	return nil
 }
 
-func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*flow.DeadLetter) bool, emitStored func([]string)) error {
-	var recs []*flow.DeadLetter
-	for {
-		r := new(flow.DeadLetter)
-		if !next(r) {
-			break
-		}
-		recs = append(recs, r)
-	}
-	if len(recs) == 0 {
+func (f *writeFn) ProcessElement(ctx context.Context, _ int, batch flow.DeadLetters, emitStored func([]string)) error {
+	if len(batch.Letters) == 0 {
 		return nil
+	}
+	recs := make([]*flow.DeadLetter, len(batch.Letters))
+	for i := range batch.Letters {
+		recs[i] = &batch.Letters[i]
 	}
 	slices.SortFunc(recs, func(a, b *flow.DeadLetter) int { return strings.Compare(a.MessageID, b.MessageID) })
 	if f.conn != nil {
@@ -359,7 +354,7 @@ func (f *writeFn) ProcessElement(ctx context.Context, _ int, next func(*flow.Dea
 	return nil
 }
 
-// cut returns recs in consecutive parts of at most maxBytes (recordBytes), a record larger than
+// cut returns recs in consecutive parts of at most maxBytes (flow.DeadLetter.Bytes), a record larger than
 // maxBytes a part alone; recs whole when maxBytes is 0 or more than they hold.
 func cut(recs []*flow.DeadLetter, maxBytes int64) [][]*flow.DeadLetter {
 	if maxBytes <= 0 {
@@ -371,23 +366,13 @@ func cut(recs []*flow.DeadLetter, maxBytes int64) [][]*flow.DeadLetter {
 		size  int64
 	)
 	for i, r := range recs {
-		n := recordBytes(r)
+		n := r.Bytes()
 		if i > start && size+n > maxBytes {
 			parts, start, size = append(parts, recs[start:i]), i, 0
 		}
 		size += n
 	}
 	return append(parts, recs[start:])
-}
-
-// recordBytes is the size of a record's row in the dead-letter table, near enough: its payload,
-// error message, stack trace, message id, ordering key and attributes.
-func recordBytes(r *flow.DeadLetter) int64 {
-	n := len(r.Payload) + len(r.ErrorMessage) + len(r.StackTrace) + len(r.MessageID) + len(r.OrderingKey)
-	for k, v := range r.Attributes {
-		n += len(k) + len(v)
-	}
-	return int64(n)
 }
 
 // insert writes recs to the dead-letter table in one INSERT (chclient.Insert), with retries.

@@ -156,16 +156,8 @@ func TestInsertCutByBytes(t *testing.T) {
 		Config: Config{ClickHouse: chclient.Config{Database: "db"}, Table: "dead_letters", MaxBytes: 250},
 		conn:   conn,
 	}
-	i := 0
-	next := func(r *flow.DeadLetter) bool {
-		if i == len(recs) {
-			return false
-		}
-		*r, i = recs[i], i+1
-		return true
-	}
 	var acked []string
-	if err := f.ProcessElement(context.Background(), 0, next, func(ids []string) { acked = append(acked, ids...) }); err != nil {
+	if err := f.ProcessElement(context.Background(), 0, flow.DeadLetters{Letters: recs}, func(ids []string) { acked = append(acked, ids...) }); err != nil {
 		t.Fatal(err)
 	}
 	// Sorted by message id: m0 m1 (100 each), m2 (500), m3 m4 m5 (100 each).

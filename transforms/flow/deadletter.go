@@ -34,6 +34,31 @@ type DeadLetter struct {
 // FailedAt returns FailedAtMillis as a time in UTC.
 func (r DeadLetter) FailedAt() time.Time { return time.UnixMilli(r.FailedAtMillis).UTC() }
 
+// Bytes is the size of r's row in the dead-letter table, near enough: its payload, error
+// message, stack trace, message id, ordering key and attributes. The dead-letter batches are
+// bounded by it (batchByteSize), and so are the INSERTs into the dead-letter table.
+func (r *DeadLetter) Bytes() int64 {
+	n := len(r.Payload) + len(r.ErrorMessage) + len(r.StackTrace) + len(r.MessageID) + len(r.OrderingKey)
+	for k, v := range r.Attributes {
+		n += len(k) + len(v)
+	}
+	return int64(n)
+}
+
+// Heartbeat reports whether r is a heartbeat of the source passed on by the parse stage (the zero
+// DeadLetter, no record: a record always has an error message), which lets the dead-letter
+// batches' time bound be checked on a runner that fires no processing-time timers of a stateful
+// DoFn (see batch.DeadLetters).
+func (r *DeadLetter) Heartbeat() bool {
+	return r.ErrorMessage == "" && r.StackTrace == "" && r.Payload == nil && r.MessageID == "" && r.AckID == ""
+}
+
+// DeadLetters is one batch of dead letters, as the dead-letter stage writes it. Fields are
+// exported for Beam's schema coder.
+type DeadLetters struct {
+	Letters []DeadLetter
+}
+
 // StackTrace renders err for the stack_trace column: "stage: <stage>", "column: <name>" when one
 // is known, then the error and each cause in its chain, one per line (a control character in an
 // error's text, such as a raw newline of the payload it quotes, escaped by OneLine). A joined

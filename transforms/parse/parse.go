@@ -197,9 +197,11 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 		messagesReceived.Inc(ctx, int64(len(ms.Messages)))
 	}
 	if len(ms.Messages) == 0 {
-		// A heartbeat of the source passes on (see batch.Rows), after the rows before it.
+		// A heartbeat of the source passes on (see batch.Rows), after the rows before it, and to
+		// the dead letters' batcher (batch.DeadLetters) as the zero DeadLetter.
 		f.flush(emitRows)
 		emitRows(et, flow.Rows{})
+		emitDeadLetter(flow.DeadLetter{})
 		return nil
 	}
 	if et > f.latest || len(f.gathered.Rows) == 0 {

@@ -1,0 +1,249 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+)
+
+func init() {
+	register.DoFn6x0[beam.Window, state.Provider, timers.Provider, string, flow.DeadLetter, func(int, flow.DeadLetters)](&lettersFn{})
+	register.DoFn6x0[beam.Window, state.Provider, timers.Provider, string, flow.DeadLetter, func(int, flow.DeadLetters)](&lettersTimeFn{})
+	register.DoFn2x0[flow.DeadLetter, func(string, flow.DeadLetter)](&letterKeyFn{})
+	register.Emitter2[string, flow.DeadLetter]()
+	register.Emitter2[int, flow.DeadLetters]()
+	register.DoFn2x0[flow.DeadLetter, func(flow.DeadLetter)](&dropLetterHeartbeatsFn{})
+	register.Emitter1[flow.DeadLetter]()
+	register.DoFn3x0[int, func(*flow.DeadLetter) bool, func(int, flow.DeadLetters)](&concatLettersFn{})
+	register.Iter1[flow.DeadLetter]()
+}
+
+// DeadLetters batches dead letters (a PCollection<flow.DeadLetter>, the heartbeats of the parse
+// stage among them: see flow.DeadLetter.Heartbeat) by cfg.Mode, as Rows batches rows, and
+// returns a PCollection<KV<int, flow.DeadLetters>> in which each element is one batch of one
+// shard, without heartbeats. In the count and combined modes a batch holds at most Mode.Rows
+// records and, with Mode.Bytes, ends before the record that would take it above that many bytes
+// (flow.DeadLetter.Bytes), or with a record larger than that alone: so a burst of large dead
+// letters is held a batch of batchByteSize at a time, not batchRowCount of them whole (a
+// GroupByKey with a count trigger, as before, held 100 of 3 MiB at once). In the fixed-window
+// mode a batch is every record of one window of one shard. It panics at construction when
+// cfg.Shards is not positive or the mode is empty.
+func DeadLetters(s beam.Scope, cfg Config, letters beam.PCollection) beam.PCollection {
+	s = s.Scope("Batch")
+	mode := cfg.Mode
+	if cfg.Shards < 1 {
+		panic(fmt.Sprintf("batch.DeadLetters: Config.Shards %d must be positive", cfg.Shards))
+	}
+	if mode.Rows == 0 {
+		if mode.Window <= 0 {
+			panic(fmt.Sprintf("batch.DeadLetters: mode %+v has neither a window nor a row count", mode))
+		}
+		keyed := beam.ParDo(s, &shardFn{NumShards: cfg.Shards}, beam.ParDo(s, &dropLetterHeartbeatsFn{}, letters))
+		windowed := beam.WindowInto(s, window.NewFixedWindows(mode.Window), keyed,
+			beam.Trigger(trigger.AfterEndOfWindow()), beam.PanesDiscard(), beam.AllowedLateness(0))
+		return beam.ParDo(s, &concatLettersFn{}, beam.GroupByKey(s, windowed))
+	}
+	keyed := beam.ParDo(s, &letterKeyFn{NumShards: cfg.Shards}, letters)
+	buffer, count, started := state.MakeBagState[flow.DeadLetter]("buffer"), state.MakeValueState[int64]("count"), state.MakeValueState[int64]("started")
+	size := state.MakeValueState[int64]("bytes")
+	if mode.Window > 0 && cfg.ProcessingTimeTimers {
+		return beam.ParDo(s, &lettersTimeFn{Rows: int64(mode.Rows), MaxBytes: mode.Bytes, WindowMillis: mode.Window.Milliseconds(),
+			Buffer: buffer, Count: count, Bytes: size, Started: started, EndOfWindow: timers.InEventTime("endOfWindow"),
+			PaneTimeout: timers.InProcessingTime("paneTimeout")}, keyed)
+	}
+	return beam.ParDo(s, &lettersFn{Rows: int64(mode.Rows), MaxBytes: mode.Bytes, WindowMillis: mode.Window.Milliseconds(),
+		Buffer: buffer, Count: count, Bytes: size, Started: started, EndOfWindow: timers.InEventTime("endOfWindow")}, keyed)
+}
+
+// lettersFn is the dead letters' batcher of the count and combined modes, per shard (the key),
+// as countFn is the rows': a batch is emitted when it is full, in the combined mode also when
+// an element (a record or a heartbeat) arrives WindowMillis after its first record, and what is
+// buffered when the input ends (an event-time timer at the end of the global window). It has no
+// processing-time timer, for prism (see countFn); lettersTimeFn adds one.
+type lettersFn struct {
+	Rows         int64 // records per batch, positive
+	MaxBytes     int64 // bytes per batch (flow.DeadLetter.Bytes); 0: no bound
+	WindowMillis int64 // the combined mode's time bound; 0 in the count mode
+
+	Buffer      state.Bag[flow.DeadLetter]
+	Count       state.Value[int64]
+	Bytes       state.Value[int64]
+	Started     state.Value[int64]
+	EndOfWindow timers.EventTime
+}
+
+func (fn *lettersFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, r flow.DeadLetter, emit func(int, flow.DeadLetters)) {
+	if fn.buffer().add(sp, key, r, emit) {
+		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime(), timers.WithNoOutputTimestamp())
+	}
+}
+
+// OnTimer emits the buffered records as one batch.
+func (fn *lettersFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(int, flow.DeadLetters)) {
+	fn.buffer().flush(sp, key, emit)
+}
+
+func (fn *lettersFn) buffer() letterBuffer {
+	return letterBuffer{tally: tally{rows: fn.Rows, maxBytes: fn.MaxBytes, windowMillis: fn.WindowMillis, count: fn.Count, bytes: fn.Bytes, started: fn.Started}, bag: fn.Buffer}
+}
+
+// lettersTimeFn is lettersFn with a processing-time timer for the combined mode's time bound, for
+// runners that fire them (Dataflow), as countTimeFn is countFn's.
+type lettersTimeFn struct {
+	Rows         int64
+	MaxBytes     int64
+	WindowMillis int64
+
+	Buffer      state.Bag[flow.DeadLetter]
+	Count       state.Value[int64]
+	Bytes       state.Value[int64]
+	Started     state.Value[int64]
+	EndOfWindow timers.EventTime
+	PaneTimeout timers.ProcessingTime
+}
+
+func (fn *lettersTimeFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, r flow.DeadLetter, emit func(int, flow.DeadLetters)) {
+	if fn.buffer().add(sp, key, r, emit) {
+		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime(), timers.WithNoOutputTimestamp())
+		fn.PaneTimeout.Set(tp, time.Now().Add(time.Duration(fn.WindowMillis)*time.Millisecond))
+	}
+}
+
+// OnTimer emits the buffered records as one batch: at the end of the window, or when the batch is due.
+func (fn *lettersTimeFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(int, flow.DeadLetters)) {
+	if timer.Family == fn.PaneTimeout.Family {
+		fn.buffer().flushIfDue(sp, key, emit)
+		return
+	}
+	fn.buffer().flush(sp, key, emit)
+}
+
+func (fn *lettersTimeFn) buffer() letterBuffer {
+	return letterBuffer{tally: tally{rows: fn.Rows, maxBytes: fn.MaxBytes, windowMillis: fn.WindowMillis, count: fn.Count, bytes: fn.Bytes, started: fn.Started}, bag: fn.Buffer}
+}
+
+// letterBuffer is the state of one shard's batch of dead letters being filled: the records and
+// their tally. As buffer, it never holds a full batch, and each method reads the bag at most once
+// and writes it after it is done reading.
+type letterBuffer struct {
+	tally
+	bag state.Bag[flow.DeadLetter]
+}
+
+// add takes one record, or a heartbeat: it emits the buffered records first when the time bound
+// has passed since the first of them, or when r would take them above the byte bound; then the
+// batch with r when r fills it, else it buffers r. It reports whether a new batch started (r is
+// its first record), for the caller to set its timers.
+func (b letterBuffer) add(sp state.Provider, key string, r flow.DeadLetter, emit func(int, flow.DeadLetters)) (started bool) {
+	count, size := b.readCount(sp), b.readBytes(sp)
+	due := count > 0 && b.due(sp)
+	if r.Heartbeat() {
+		if due {
+			b.flush(sp, key, emit)
+		}
+		return false
+	}
+	var n int64
+	if b.maxBytes > 0 {
+		n = r.Bytes()
+	}
+	first := due || (b.maxBytes > 0 && count > 0 && size+n > b.maxBytes) // the buffered records go first
+	if first {
+		count, size = 0, 0
+	}
+	count, size = count+1, size+n
+	full := count >= b.rows || (b.maxBytes > 0 && size >= b.maxBytes)
+	if !first && !full {
+		put(sp, b.bag, b.tally, r, count == 1, count, size)
+		return count == 1
+	}
+	pending := b.read(sp)
+	shard := shardOf(key)
+	if first && len(pending) > 0 {
+		emit(shard, flow.DeadLetters{Letters: pending})
+		pending = nil
+	}
+	empty(sp, b.bag, b.tally)
+	if full {
+		emit(shard, flow.DeadLetters{Letters: append(pending, r)})
+		return false
+	}
+	put(sp, b.bag, b.tally, r, true, 1, n)
+	return true
+}
+
+func (b letterBuffer) read(sp state.Provider) []flow.DeadLetter {
+	letters, _, err := b.bag.Read(sp)
+	if err != nil {
+		panic(err)
+	}
+	return letters
+}
+
+// flushIfDue flushes the buffered records when the time bound has passed since the first of them.
+func (b letterBuffer) flushIfDue(sp state.Provider, key string, emit func(int, flow.DeadLetters)) {
+	if b.due(sp) {
+		b.flush(sp, key, emit)
+	}
+}
+
+// flush emits the buffered records, if any, as one batch and empties the buffer.
+func (b letterBuffer) flush(sp state.Provider, key string, emit func(int, flow.DeadLetters)) {
+	letters := b.read(sp)
+	if len(letters) == 0 {
+		return
+	}
+	emit(shardOf(key), flow.DeadLetters{Letters: letters})
+	empty(sp, b.bag, b.tally)
+}
+
+// letterKeyFn keys records by the next shard, round robin per worker, and a heartbeat by every
+// shard.
+type letterKeyFn struct {
+	NumShards int
+	next      int
+}
+
+func (f *letterKeyFn) ProcessElement(r flow.DeadLetter, emit func(string, flow.DeadLetter)) {
+	if r.Heartbeat() {
+		for shard := range f.NumShards {
+			emit(strconv.Itoa(shard), r)
+		}
+		return
+	}
+	shard := f.next
+	f.next = (f.next + 1) % f.NumShards
+	emit(strconv.Itoa(shard), r)
+}
+
+// dropLetterHeartbeatsFn drops the parse stage's heartbeats: fixed windows need none.
+type dropLetterHeartbeatsFn struct{}
+
+func (dropLetterHeartbeatsFn) ProcessElement(r flow.DeadLetter, emit func(flow.DeadLetter)) {
+	if !r.Heartbeat() {
+		emit(r)
+	}
+}
+
+// concatLettersFn makes the records of one window of one shard one batch.
+type concatLettersFn struct{}
+
+func (concatLettersFn) ProcessElement(shard int, letters func(*flow.DeadLetter) bool, emit func(int, flow.DeadLetters)) {
+	var out flow.DeadLetters
+	var r flow.DeadLetter
+	for letters(&r) {
+		out.Letters = append(out.Letters, r)
+		r = flow.DeadLetter{}
+	}
+	emit(shard, out)
+}

@@ -1,0 +1,234 @@
+package batch
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+)
+
+// letter is a dead letter of the given id whose Bytes is size (at least the id's length and the
+// error message's).
+func letter(id string, size int) flow.DeadLetter {
+	r := flow.DeadLetter{MessageID: id, ErrorMessage: "e", StackTrace: "s"}
+	r.Payload = []byte(strings.Repeat("x", max(size-int(r.Bytes()), 0)))
+	return r
+}
+
+// TestLettersMatchModel drives the dead letters' buffer directly, with the fake state of
+// buffer_test.go: random records (0 to 5,000 bytes) and heartbeats, bounds and due times. The
+// batches are the rows' model's (each record a row), and between calls the state holds less than
+// a batch, its count and size those of the bag, its start time exactly when records are buffered.
+func TestLettersMatchModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for iter := range 3000 {
+		rows := int64(1 + rng.IntN(12))
+		var maxBytes int64
+		if rng.IntN(5) > 0 {
+			maxBytes = int64(30 + rng.IntN(3000))
+		}
+		windowMillis := int64(0)
+		if rng.IntN(2) == 0 {
+			windowMillis = 1000
+		}
+		b := letterBuffer{tally: testTally(rows, maxBytes, windowMillis), bag: state.MakeBagState[flow.DeadLetter]("buffer")}
+		fs := newFakeState(t)
+		var elems [][]propRow
+		var due []bool
+		var got [][]string
+		emit := func(_ int, batch flow.DeadLetters) {
+			ids := make([]string, len(batch.Letters))
+			for i, r := range batch.Letters {
+				if r.Heartbeat() {
+					t.Fatalf("iter %d: a heartbeat emitted in a batch", iter)
+				}
+				ids[i] = r.MessageID
+			}
+			got = append(got, ids)
+		}
+		for i := range 1 + rng.IntN(60) {
+			var r flow.DeadLetter // a heartbeat
+			var pr []propRow
+			if rng.IntN(6) > 0 {
+				size := 10 + rng.IntN(400)
+				if rng.IntN(8) == 0 {
+					size = rng.IntN(5000)
+				}
+				r = letter(fmt.Sprintf("m%05d", i), size)
+				pr = []propRow{{r.MessageID, r.Bytes()}}
+			}
+			d := false
+			if windowMillis > 0 {
+				if _, ok := fs.values["started"]; ok {
+					if rng.IntN(4) == 0 {
+						fs.values["started"] = int64(1)
+						d = true
+					} else {
+						fs.values["started"] = time.Now().UnixMilli()
+					}
+				}
+			}
+			elems, due = append(elems, pr), append(due, d)
+			fs.newCall()
+			b.add(fs, "0", r, emit)
+			c, _ := fs.values["count"].(int64)
+			sz, _ := fs.values["bytes"].(int64)
+			if c >= rows || (maxBytes > 0 && sz >= maxBytes) {
+				t.Fatalf("iter %d: buffered %d records of %d bytes: a full batch (rows %d, bytes %d)", iter, c, sz, rows, maxBytes)
+			}
+			var bagBytes int64
+			for _, v := range fs.bags["buffer"] {
+				r := v.(flow.DeadLetter)
+				bagBytes += r.Bytes()
+			}
+			if int64(len(fs.bags["buffer"])) != c || (maxBytes > 0 && bagBytes != sz) {
+				t.Fatalf("iter %d: state says %d records %d bytes, the bag holds %d records %d bytes", iter, c, sz, len(fs.bags["buffer"]), bagBytes)
+			}
+			if _, ok := fs.values["started"]; windowMillis > 0 && ok != (c > 0) {
+				t.Fatalf("iter %d: started set %v with %d records buffered", iter, ok, c)
+			}
+		}
+		fs.newCall()
+		b.flush(fs, "0", emit)
+		if len(fs.bags["buffer"]) != 0 {
+			t.Fatalf("iter %d: records left after flush", iter)
+		}
+		if want := modelBatches(elems, due, rows, maxBytes); !reflect.DeepEqual(got, want) {
+			t.Fatalf("iter %d (rows %d, bytes %d, window %d):\n got %v\nwant %v", iter, rows, maxBytes, windowMillis, got, want)
+		}
+	}
+}
+
+func init() {
+	register.Function2x1(lettersText)
+	register.Function2x0(letterIDs)
+	register.DoFn2x0[flow.DeadLetters, func(string)](&oversizedLettersFn{})
+}
+
+// lettersText renders a batch of dead letters as its message ids in order.
+func lettersText(_ int, b flow.DeadLetters) string {
+	ids := make([]string, len(b.Letters))
+	for i, r := range b.Letters {
+		ids[i] = r.MessageID
+	}
+	return fmt.Sprint(ids)
+}
+
+// letterIDs emits the message ids of a batch of dead letters ("heartbeat" for a heartbeat, which
+// no batch should hold).
+func letterIDs(b flow.DeadLetters, emit func(string)) {
+	for _, r := range b.Letters {
+		if r.Heartbeat() {
+			emit("heartbeat")
+			continue
+		}
+		emit(r.MessageID)
+	}
+}
+
+// oversizedLettersFn emits a line for each batch of more than one record above Limit bytes.
+type oversizedLettersFn struct{ Limit int64 }
+
+func (fn *oversizedLettersFn) ProcessElement(b flow.DeadLetters, emit func(string)) {
+	var size int64
+	for i := range b.Letters {
+		size += b.Letters[i].Bytes()
+	}
+	if size > fn.Limit && len(b.Letters) > 1 {
+		emit(fmt.Sprintf("%d records of %d bytes", len(b.Letters), size))
+	}
+}
+
+// lettersOfSize returns records m00, m01, ... of the given sizes, with a heartbeat before each
+// third one.
+func lettersOfSize(sizes ...int) []flow.DeadLetter {
+	var out []flow.DeadLetter
+	for i, size := range sizes {
+		if i%3 == 0 {
+			out = append(out, flow.DeadLetter{})
+		}
+		out = append(out, letter(fmt.Sprintf("m%02d", i), size))
+	}
+	return out
+}
+
+// TestDeadLettersBatches runs the dead letters' batcher on prism in each mode: in the count and
+// combined modes a batch ends at the count, before the record that would take it above the byte
+// bound, or with a record above it alone; in the fixed-window mode a window's records are one
+// batch; no heartbeat is in a batch.
+func TestDeadLettersBatches(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mode  Mode
+		sizes []int
+		want  []string
+	}{{
+		name:  "the count",
+		mode:  Mode{Rows: 3},
+		sizes: []int{100, 100, 100, 100, 100, 100, 100},
+		want:  []string{"[m00 m01 m02]", "[m03 m04 m05]", "[m06]"},
+	}, {
+		name:  "the byte bound",
+		mode:  Mode{Rows: 10, Bytes: 250},
+		sizes: []int{100, 100, 100, 600, 100, 150, 100},
+		want:  []string{"[m00 m01]", "[m02]", "[m03]", "[m04 m05]", "[m06]"},
+	}, {
+		name:  "the combined mode",
+		mode:  Mode{Rows: 2, Bytes: 250, Window: time.Hour},
+		sizes: []int{100, 100, 100, 300},
+		want:  []string{"[m00 m01]", "[m02]", "[m03]"},
+	}, {
+		name:  "fixed windows",
+		mode:  Mode{Window: time.Hour},
+		sizes: []int{100, 100, 100, 3000},
+		want:  []string{"[m00 m01 m02 m03]"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, s := beam.NewPipelineWithRoot()
+			in := beam.CreateList(s, lettersOfSize(tc.sizes...))
+			out := beam.ParDo(s, lettersText, DeadLetters(s, Config{Mode: tc.mode, Shards: 1}, in))
+			out = beam.WindowInto(s, window.NewGlobalWindows(), out) // for passert, in every mode
+			var want []any
+			for _, w := range tc.want {
+				want = append(want, w)
+			}
+			passert.Equals(s, out, want...)
+			if err := ptest.Run(p); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestDeadLettersEmitEveryRecordOnce: 600 records of many sizes among heartbeats, two shards, a
+// time bound due at almost every arrival, a count and a byte bound: every record is emitted
+// exactly once, no heartbeat is, and no batch of more than one record is above the byte bound.
+func TestDeadLettersEmitEveryRecordOnce(t *testing.T) {
+	const n, limit = 600, 700
+	sizes := make([]int, n)
+	for i := range sizes {
+		sizes[i] = 20 + (i*104729)%400
+	}
+	p, s := beam.NewPipelineWithRoot()
+	in := beam.CreateList(s, lettersOfSize(sizes...))
+	batches := beam.DropKey(s, DeadLetters(s, Config{Mode: Mode{Rows: 10, Bytes: limit, Window: time.Millisecond}, Shards: 2}, in))
+	ids := beam.ParDo(s, letterIDs, batches)
+	passert.Count(s, stats.Count(s, ids), "distinct ids", n)
+	passert.Count(s, ids, "ids", n)
+	passert.Empty(s, beam.ParDo(s, &oversizedLettersFn{Limit: limit}, batches))
+	if err := ptest.Run(p); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,113 @@
+package batch
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+)
+
+// tally is what the stateful batchers (of rows, buffer; of dead letters, letterBuffer) keep of
+// one shard's batch beside its buffered elements, and the bounds it is held to: how many rows
+// (or records) are buffered, their size with a byte bound, and when the batch's first one came
+// with a time bound. Every batcher counts, sizes and times its batches by these methods, so the
+// rules of the count and combined modes are written once.
+type tally struct {
+	rows         int64 // rows per batch, positive
+	maxBytes     int64 // bytes per batch; 0: no bound
+	windowMillis int64 // the combined mode's time bound; 0 in the count mode
+	count        state.Value[int64]
+	bytes        state.Value[int64] // kept only with maxBytes
+	started      state.Value[int64] // Unix ms of the batch's first row; kept only with windowMillis
+}
+
+func (t tally) readCount(sp state.Provider) int64 {
+	count, _, err := t.count.Read(sp)
+	if err != nil {
+		panic(err)
+	}
+	return count
+}
+
+// readBytes returns the size of what is buffered; 0 without a byte bound.
+func (t tally) readBytes(sp state.Provider) int64 {
+	if t.maxBytes <= 0 {
+		return 0
+	}
+	size, _, err := t.bytes.Read(sp)
+	if err != nil {
+		panic(err)
+	}
+	return size
+}
+
+// set records that count rows of size bytes are buffered; start says they begin a new batch
+// (its time runs from now).
+func (t tally) set(sp state.Provider, start bool, count, size int64) {
+	if start && t.windowMillis > 0 {
+		if err := t.started.Write(sp, time.Now().UnixMilli()); err != nil {
+			panic(err)
+		}
+	}
+	if err := t.count.Write(sp, count); err != nil {
+		panic(err)
+	}
+	if t.maxBytes > 0 {
+		if err := t.bytes.Write(sp, size); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// due reports whether the time bound has passed since the batch's first row.
+func (t tally) due(sp state.Provider) bool {
+	if t.windowMillis <= 0 {
+		return false
+	}
+	started, ok, err := t.started.Read(sp)
+	if err != nil {
+		panic(err)
+	}
+	return ok && started > 0 && time.Now().UnixMilli()-started >= t.windowMillis
+}
+
+// clear forgets the batch's count, size and start.
+func (t tally) clear(sp state.Provider) {
+	if err := t.count.Clear(sp); err != nil {
+		panic(err)
+	}
+	if t.maxBytes > 0 {
+		if err := t.bytes.Clear(sp); err != nil {
+			panic(err)
+		}
+	}
+	if t.windowMillis > 0 {
+		if err := t.started.Clear(sp); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// put buffers elem in bag, after which count rows (or records) of size bytes are buffered; start
+// says they begin a new batch.
+func put[T any](sp state.Provider, bag state.Bag[T], t tally, elem T, start bool, count, size int64) {
+	if err := bag.Add(sp, elem); err != nil {
+		panic(err)
+	}
+	t.set(sp, start, count, size)
+}
+
+// empty forgets a batch: its bag and its tally.
+func empty[T any](sp state.Provider, bag state.Bag[T], t tally) {
+	if err := bag.Clear(sp); err != nil {
+		panic(err)
+	}
+	t.clear(sp)
+}
+
+// shardOf is the shard number of a batcher's key (a string: a key with a standard coder;
+// Beam's Go int coder is a custom one).
+func shardOf(key string) int {
+	n, _ := strconv.Atoi(key)
+	return n
+}
