@@ -363,9 +363,10 @@ func TestBinary(t *testing.T) {
 				wants: []string{"beam:window_fn:global_windows:v1", `table=events_dead_letter topic=(none)`, "combined trigger"},
 			},
 			{
-				name:  "topic dead letters, fixed windows",
-				args:  []string{"--deadLetterTopic=projects/my-project/topics/dlq", "--windowSeconds=10", "--numShards=4"},
-				wants: []string{"beam:window_fn:fixed_windows:v1", `table=(none) topic=projects/my-project/topics/dlq`, "numShards=4"},
+				name: "topic dead letters, fixed windows",
+				args: []string{"--deadLetterTopic=projects/my-project/topics/dlq", "--windowSeconds=10", "--numShards=4"},
+				wants: []string{"beam:window_fn:fixed_windows:v1", `table=(none) topic=projects/my-project/topics/dlq`, "numShards=4",
+					"beam:transform:group_by_key:v1", "Batch/CoGBK", "DeadLetters/Batch/CoGBK"},
 			},
 			{
 				name:  "both dead letters, count batching",
@@ -400,7 +401,8 @@ func TestBinary(t *testing.T) {
 					// The source: the Dataflow-native Pub/Sub read of the subscription.
 					"beam:transform:pubsub_read:v1", "projects/my-project/subscriptions/my-sub",
 					// The stages, grouped for batching.
-					"Parse/parse.parseFn", "beam:transform:group_by_key:v1", "Write/write.insertFn",
+					// (The GroupByKey of the fixed-window mode, or the batchers' stateful steps.)
+					"Parse/parse.parseFn", "Batch/batch.", "Write/write.insertFn", "DeadLetters/Batch/batch.",
 					"DeadLetter/deadletter.writeFn",
 					// The job as Dataflow receives it.
 					`\"type\": \"JOB_TYPE_STREAMING\"`, `\"projectId\": \"p\"`, `\"region\": \"us-central1\"`,

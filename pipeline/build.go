@@ -180,6 +180,27 @@ func (o Options) Shards(src Source, maxNumWorkers int) int {
 	}
 }
 
+// minOutstandingBytes is the local source's smallest cap on the bytes it holds unacknowledged.
+const minOutstandingBytes = 256 << 20
+
+// maxOutstandingBytes is the local source's cap on the bytes of the messages it holds
+// unacknowledged (source.Config.MaxOutstandingBytes): twice what every batcher holds when its
+// batch is one message short of full by bytes (batchByteSize, and a message of Pub/Sub's largest,
+// 10 MB), at least 256 MiB; no cap (0) when batches have no byte bound (batchByteSize 0) or in
+// the fixed-window mode, whose batches do not wait to fill.
+func (o Options) maxOutstandingBytes(src Source) int64 {
+	mode := o.Mode()
+	if mode.Bytes <= 0 || mode.Rows == 0 {
+		return 0
+	}
+	tables := 1
+	if spec, routed := o.Routing(); routed {
+		tables = len(spec.Tables)
+	}
+	batchers := int64((tables + 1) * o.Shards(src, 0))
+	return max(minOutstandingBytes, 2*batchers*(mode.Bytes+10_000_000))
+}
+
 // maxNumWorkers returns the Dataflow runner's --max_num_workers, 0 when it is not given or
 // the runner is not linked in.
 func maxNumWorkers() int {
@@ -245,8 +266,12 @@ func Build(s beam.Scope, c Checked, src Source) {
 		// In count mode a last partial batch is inserted only when the input ends, so the
 		// reader must stop while those messages are still outstanding.
 		StopWithOutstanding: mode.Window == 0,
-		// Room for every shard to fill a batch, so that a count trigger can always fire.
+		// Room for every shard to fill a batch, so that a batch can always fill by count.
 		MaxOutstanding: max(10_000, 2*o.Shards(src, 0)*mode.Rows),
+		// And room for every batcher (each table's shards, and the dead letters') to fill a batch
+		// by bytes, twice over; a burst of large messages is then held this much at a time, not
+		// MaxOutstanding of them (with messages of 10 MB, 100 GB).
+		MaxOutstandingBytes: o.maxOutstandingBytes(src),
 	}))
 }
 

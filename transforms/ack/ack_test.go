@@ -18,8 +18,10 @@ type fakeManager struct {
 	fail   error // the error of every Ack
 }
 
-func (m *fakeManager) Track(...string)  {}
-func (m *fakeManager) Outstanding() int { return 0 }
+func (m *fakeManager) Track(...string)            {}
+func (m *fakeManager) TrackSized([]string, []int) {}
+func (m *fakeManager) Outstanding() int           { return 0 }
+func (m *fakeManager) OutstandingBytes() int64    { return 0 }
 func (m *fakeManager) Stored(o psclient.Outcome, n int) {
 	if m.stored == nil {
 		m.stored = map[psclient.Outcome]int{}

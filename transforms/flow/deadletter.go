@@ -46,7 +46,8 @@ func (r *DeadLetter) Bytes() int64 {
 }
 
 // Heartbeat reports whether r is a heartbeat of the source passed on by the parse stage (the zero
-// DeadLetter, no record: a record always has an error message), which lets the dead-letter
+// DeadLetter, no record: every record has a stack trace, which StackTrace never leaves empty, and
+// an error message), which lets the dead-letter
 // batches' time bound be checked on a runner that fires no processing-time timers of a stateful
 // DoFn (see batch.DeadLetters).
 func (r *DeadLetter) Heartbeat() bool {

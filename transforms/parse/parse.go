@@ -44,7 +44,8 @@ func init() {
 // Parse converts each message of msgs (a PCollection<flow.Messages> in the global window) into a
 // row of cfg.Table. It returns the rows (PCollection<flow.Rows>) and the dead-letter records
 // (PCollection<flow.DeadLetter>, one element per message) of the messages that cannot become a
-// row. A row carries its message's payload, not the converted form: the write stage converts
+// row, among which each heartbeat of the source passes on as the zero DeadLetter
+// (flow.DeadLetter.Heartbeat; batch.DeadLetters needs them and drops them). A row carries its message's payload, not the converted form: the write stage converts
 // again (see flow.Row).
 //
 // The rows of a bundle travel together: an element of rows holds those of every element of msgs

@@ -23,11 +23,17 @@ import (
 type Manager interface {
 	// Track registers ack ids that were just pulled: their ack deadline is extended until Ack.
 	Track(ackIDs ...string)
+	// TrackSized is Track with each message's size in bytes (sizes[i] is ackIDs[i]'s), which
+	// OutstandingBytes adds up.
+	TrackSized(ackIDs []string, sizes []int)
 	// Ack acknowledges the messages and stops tracking them. Empty ids are ignored. An error means
 	// the acknowledgement may not have reached Pub/Sub; the message will then be redelivered.
 	Ack(ctx context.Context, ackIDs []string) error
 	// Outstanding returns the number of tracked messages not yet acknowledged.
 	Outstanding() int
+	// OutstandingBytes returns the size of the tracked messages not yet acknowledged, in bytes as
+	// TrackSized was given them (0 for those Track registered).
+	OutstandingBytes() int64
 	// Stored counts n messages stored (or dropped) with outcome o, for the progress of a run.
 	Stored(o Outcome, n int)
 }

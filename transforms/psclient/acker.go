@@ -104,6 +104,7 @@ type Acker struct {
 
 	mu       sync.Mutex
 	tracked  map[string]entry
+	bytes    int64          // the sizes of the tracked entries, added up
 	acking   map[string]int // the ids of Ack calls under way (Release gives none of them back)
 	closed   bool
 	lastWarn time.Time
@@ -117,6 +118,7 @@ type Acker struct {
 type entry struct {
 	pulled time.Time // when Track was called
 	next   time.Time // when the deadline is to be extended next
+	size   int64     // the message's size in bytes, as TrackSized was given it; 0 with Track
 }
 
 var _ Manager = (*Acker)(nil)
@@ -153,17 +155,26 @@ func (a *Acker) Subscription() string { return a.sub }
 
 // Track registers ack ids that were just pulled: their deadline is first extended
 // Settings.FirstExtendAfter later, then every Settings.ExtendEvery, until Ack.
-func (a *Acker) Track(ackIDs ...string) {
+func (a *Acker) Track(ackIDs ...string) { a.TrackSized(ackIDs, nil) }
+
+// TrackSized is Track with the messages' sizes in bytes (sizes[i] is ackIDs[i]'s; nil or a
+// shorter slice: 0 for the rest), which OutstandingBytes adds up until each is acknowledged.
+func (a *Acker) TrackSized(ackIDs []string, sizes []int) {
 	now := time.Now()
 	next := now.Add(a.settings.FirstExtendAfter)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, id := range ackIDs {
+	for i, id := range ackIDs {
 		if id == "" {
 			continue
 		}
 		if _, ok := a.tracked[id]; !ok {
-			a.tracked[id] = entry{pulled: now, next: next}
+			e := entry{pulled: now, next: next}
+			if i < len(sizes) {
+				e.size = int64(sizes[i])
+			}
+			a.tracked[id] = e
+			a.bytes += e.size
 			a.tracks.Add(1)
 		}
 	}
@@ -174,6 +185,22 @@ func (a *Acker) Outstanding() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.tracked)
+}
+
+// OutstandingBytes returns the sizes TrackSized was given of the tracked ids not yet
+// acknowledged, added up.
+func (a *Acker) OutstandingBytes() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.bytes
+}
+
+// forget stops tracking id, if it is tracked; a.mu is held.
+func (a *Acker) forget(id string) {
+	if e, ok := a.tracked[id]; ok {
+		a.bytes -= e.size
+		delete(a.tracked, id)
+	}
 }
 
 // Ack acknowledges ackIDs in requests of at most Settings.MaxIDsPerRequest ids, retrying
@@ -255,7 +282,7 @@ func (a *Acker) untrack(ids []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, id := range ids {
-		delete(a.tracked, id)
+		a.forget(id)
 	}
 }
 
@@ -381,7 +408,7 @@ func (a *Acker) Release(ctx context.Context) (int, error) {
 	for id := range a.tracked {
 		if a.acking[id] == 0 {
 			ids = append(ids, id)
-			delete(a.tracked, id)
+			a.forget(id)
 		}
 	}
 	a.mu.Unlock()

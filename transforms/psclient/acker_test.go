@@ -444,3 +444,38 @@ func TestReleaseBounded(t *testing.T) {
 		t.Errorf("Release took %v with a context of 1 s", took)
 	}
 }
+
+// OutstandingBytes adds up the sizes TrackSized was given of the ids not yet acknowledged: an id
+// tracked twice counts once, an acknowledged one and a released one no more.
+func TestOutstandingBytes(t *testing.T) {
+	f := newFixture(t, 10*time.Second)
+	ids := f.publishAndPull(t, 30, nil)
+	a := newAcker(t, AckSettings{})
+	sizes := make([]int, len(ids))
+	want := int64(0)
+	for i := range sizes {
+		sizes[i] = 1000 + i
+		want += int64(sizes[i])
+	}
+	a.TrackSized(ids, sizes)
+	a.TrackSized(ids[:5], []int{1, 1, 1, 1, 1}) // tracked already: counted once, as first given
+	a.Track("untracked-size")                    // no size: 0 bytes
+	if got := a.OutstandingBytes(); got != want {
+		t.Fatalf("OutstandingBytes = %d, want %d", got, want)
+	}
+	if err := a.Ack(context.Background(), ids[:10]); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		want -= int64(sizes[i])
+	}
+	if got := a.OutstandingBytes(); got != want {
+		t.Fatalf("OutstandingBytes after acknowledging 10 = %d, want %d", got, want)
+	}
+	if _, err := a.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.OutstandingBytes(); got != 0 {
+		t.Errorf("OutstandingBytes after Release = %d, want 0", got)
+	}
+}

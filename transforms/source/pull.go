@@ -36,7 +36,7 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 			t.rest.StartMillis = now.UnixMilli()
 			t.rest.LastMillis = t.rest.StartMillis
 			slog.Info("source: reader started", "subscription", fn.Subscription,
-				"stopAfterIdle", fn.StopAfterIdle, "maxOutstanding", fn.MaxOutstanding, "pullBatch", fn.PullBatch)
+				"stopAfterIdle", fn.StopAfterIdle, "maxOutstanding", fn.MaxOutstanding, "maxOutstandingBytes", fn.MaxOutstandingBytes, "pullBatch", fn.PullBatch)
 		}
 		rest = t.rest
 	}); err != nil {
@@ -53,6 +53,13 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 		we.advance(now.Add(-assumedLag))
 		fn.logf(now, "source: at MaxOutstanding; waiting for acknowledgements", "outstanding", fn.MaxOutstanding-room)
 		return sdf.ResumeProcessingIn(fullDelay), nil
+	}
+	if fn.MaxOutstandingBytes > 0 {
+		if b := fn.acks.OutstandingBytes(); b >= fn.MaxOutstandingBytes {
+			we.advance(now.Add(-assumedLag))
+			fn.logf(now, "source: at MaxOutstandingBytes; waiting for acknowledgements", "outstandingBytes", b, "maxOutstandingBytes", fn.MaxOutstandingBytes)
+			return sdf.ResumeProcessingIn(fullDelay), nil
+		}
 	}
 
 	// No split from the pull until the pulled messages are claimed and emitted.
@@ -125,11 +132,11 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 	}
 
 	arrived := time.Now()
-	ackIDs := make([]string, len(msgs))
+	ackIDs, sizes := make([]string, len(msgs)), make([]int, len(msgs))
 	for i, m := range msgs {
-		ackIDs[i] = m.GetAckId()
+		ackIDs[i], sizes[i] = m.GetAckId(), messageBytes(m.GetMessage())
 	}
-	fn.acks.Track(ackIDs...)
+	fn.acks.TrackSized(ackIDs, sizes)
 	out := flow.Messages{Messages: make([]flow.Message, len(msgs))}
 	for i, m := range msgs {
 		pos := rest.Next + int64(i)
@@ -290,4 +297,13 @@ func toMessage(rm *pubsubpb.ReceivedMessage) flow.Message {
 		out.PublishTimeMillis = m.GetPublishTime().AsTime().UnixMilli()
 	}
 	return out
+}
+
+// messageBytes is what MaxOutstandingBytes counts of a message: its payload and attributes.
+func messageBytes(m *pubsubpb.PubsubMessage) int {
+	n := len(m.GetData())
+	for k, v := range m.GetAttributes() {
+		n += len(k) + len(v)
+	}
+	return n
 }

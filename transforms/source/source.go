@@ -57,6 +57,12 @@ type Config struct {
 	// MaxOutstanding caps the messages pulled but not yet acknowledged: the reader stops pulling
 	// while at the cap. Default 10000.
 	MaxOutstanding int
+	// MaxOutstandingBytes caps the bytes (payloads and attributes) of the messages pulled but
+	// not yet acknowledged: the reader stops pulling while they are at or above it, so they can
+	// go above it by what one element pulls (at most PullBatch messages, and Pulls stop adding
+	// to an element at 16 MiB of payloads). 0: no cap. Give it room for every batch to fill, or
+	// the batches that fill only by bytes wait for their time bound.
+	MaxOutstandingBytes int64
 	// PullBatch is the most messages of one element. Default 5000: on the local runner an element
 	// costs far more to move than its bytes, so fewer, larger elements cost less per message
 	// (docs/operations.md, "Cost per message"). A Pull asks for at most maxPullMessages; while
@@ -144,6 +150,7 @@ func Read(s beam.Scope, cfg Config) beam.PCollection {
 		StopAfterIdle:       opts.StopAfterIdle,
 		StopWithOutstanding: opts.StopWithOutstanding,
 		MaxOutstanding:      opts.MaxOutstanding,
+		MaxOutstandingBytes: opts.MaxOutstandingBytes,
 		PullBatch:           opts.PullBatch,
 		FirstPull:           opts.firstPull,
 	}, imp)
@@ -155,6 +162,7 @@ type readFn struct {
 	StopAfterIdle       time.Duration
 	StopWithOutstanding bool
 	MaxOutstanding      int
+	MaxOutstandingBytes int64
 	PullBatch           int
 	FirstPull           int // Config.firstPull
 

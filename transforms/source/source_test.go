@@ -1046,3 +1046,78 @@ func TestTrackerNeverSplitsButCheckpoints(t *testing.T) {
 		t.Errorf("round trip: %v %v", d, err)
 	}
 }
+
+// With MaxOutstandingBytes of 20 messages and a downstream that does not acknowledge, the reader
+// stops pulling once the messages it holds reach the cap (above it by one element at most); it
+// pulls again as they are acknowledged, and every message arrives once.
+func TestReadMaxOutstandingBytes(t *testing.T) {
+	const n, size, pullBatch = 60, 10_000, 5
+	em := newEmulator(t)
+	want := em.publishLarge(0, n, size)
+	// What the cap counts of one message: its payload and attributes ("i" and 1 or 2 digits,
+	// "kind" and "large").
+	const least, most = size + 11, size + 12
+	maxBytes := int64(20 * size)
+	col := newCollector(t)
+
+	p, s := beam.NewPipelineWithRoot()
+	msgs := beam.ParDo(s, explode, Read(s, Config{Subscription: testSub, StopAfterIdle: time.Second, MaxOutstandingBytes: maxBytes, PullBatch: pullBatch}))
+	beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name(), Hold: true}, msgs)
+
+	done := make(chan error, 1)
+	go func() { done <- ptest.Run(p) }()
+	deadline := time.After(runTimeout)
+	acker := func() *psclient.Acker {
+		a, _ := psclient.LookupAcker(testSub)
+		return a
+	}
+	for rounds := 0; ; rounds++ {
+		// Wait until the reader stops pulling: the count stays the same for a second.
+		last, stableSince := -1, time.Now()
+		for time.Since(stableSince) < time.Second {
+			select {
+			case err := <-done:
+				t.Fatalf("the pipeline ended (%v) with messages held", err)
+			case <-deadline:
+				t.Fatal("timed out")
+			case <-time.After(50 * time.Millisecond):
+			}
+			if c := col.count(); c != last {
+				last, stableSince = c, time.Now()
+			}
+		}
+		if rounds == 0 && last == n {
+			t.Fatalf("the reader pulled all %d messages (%d bytes) with none acknowledged; want it stopped at %d bytes", n, n*least, maxBytes)
+		}
+		held := col.takeHeld()
+		a := acker()
+		b := a.OutstandingBytes()
+		if b < int64(len(held)*least) || b > int64(len(held)*most) {
+			t.Fatalf("round %d: %d bytes outstanding, want the %d held messages' (%d to %d)", rounds, b, len(held), len(held)*least, len(held)*most)
+		}
+		if last < n {
+			// Stopped by the cap, not the end of the backlog: at or above the cap, and above it
+			// by less than one element of pullBatch messages.
+			if b < maxBytes || b >= maxBytes+int64(pullBatch*most) {
+				t.Fatalf("round %d: the reader stopped with %d messages (%d bytes) held; want at least %d bytes and less than %d more",
+					rounds, len(held), b, maxBytes, pullBatch*most)
+			}
+		}
+		if err := a.Ack(context.Background(), held); err != nil {
+			t.Fatal(err)
+		}
+		if last == n {
+			break
+		}
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("pipeline failed: %v", err)
+		}
+	case <-deadline:
+		t.Fatal("the pipeline did not end after the last acknowledgement")
+	}
+	checkSeen(t, col, want)
+	em.checkAllAcknowledged(t, n)
+}
