@@ -459,7 +459,7 @@ func TestOutstandingBytes(t *testing.T) {
 	}
 	a.TrackSized(ids, sizes)
 	a.TrackSized(ids[:5], []int{1, 1, 1, 1, 1}) // tracked already: counted once, as first given
-	a.Track("untracked-size")                    // no size: 0 bytes
+	a.Track("untracked-size")                   // no size: 0 bytes
 	if got := a.OutstandingBytes(); got != want {
 		t.Fatalf("OutstandingBytes = %d, want %d", got, want)
 	}
