@@ -28,9 +28,10 @@ func letter(id string, size int) flow.DeadLetter {
 }
 
 // TestLettersMatchModel drives the dead letters' buffer directly, with the fake state of
-// buffer_test.go: random records (0 to 5,000 bytes) and heartbeats, bounds and due times. The
-// batches are the rows' model's (each record a row), and between calls the state holds less than
-// a batch, its count and size those of the bag, its start time exactly when records are buffered.
+// buffer_test.go: random groups of records (0 to 5,000 bytes each; an empty group is a
+// heartbeat), bounds and due times. The batches are the rows' model's (each record a row), and
+// between calls the state holds less than a batch, its count and size those of the bag, its start
+// time exactly when records are buffered.
 func TestLettersMatchModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	for iter := range 3000 {
@@ -58,16 +59,23 @@ func TestLettersMatchModel(t *testing.T) {
 			}
 			got = append(got, ids)
 		}
-		for i := range 1 + rng.IntN(60) {
-			var r flow.DeadLetter // a heartbeat
+		id := 0
+		for range 1 + rng.IntN(60) {
+			var group flow.DeadLetters // none: a heartbeat
 			var pr []propRow
-			if rng.IntN(6) > 0 {
+			k := rng.IntN(4)
+			if rng.IntN(10) == 0 {
+				k = 10 + rng.IntN(20)
+			}
+			for range k {
 				size := 10 + rng.IntN(400)
 				if rng.IntN(8) == 0 {
 					size = rng.IntN(5000)
 				}
-				r = letter(fmt.Sprintf("m%05d", i), size)
-				pr = []propRow{{r.MessageID, r.Bytes()}}
+				r := letter(fmt.Sprintf("m%05d", id), size)
+				id++
+				group.Letters = append(group.Letters, r)
+				pr = append(pr, propRow{r.MessageID, r.Bytes()})
 			}
 			d := false
 			if windowMillis > 0 {
@@ -82,7 +90,7 @@ func TestLettersMatchModel(t *testing.T) {
 			}
 			elems, due = append(elems, pr), append(due, d)
 			fs.newCall()
-			b.add(fs, "0", r, emit)
+			b.add(fs, "0", group, emit)
 			c, _ := fs.values["count"].(int64)
 			sz, _ := fs.values["bytes"].(int64)
 			if c >= rows || (maxBytes > 0 && sz >= maxBytes) {
