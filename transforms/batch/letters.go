@@ -22,41 +22,70 @@ func init() {
 	register.DoFn3x0[beam.EventTime, flow.DeadLetter, func(beam.EventTime, string, flow.DeadLetters)](&gatherLettersFn{})
 	register.Emitter3[beam.EventTime, string, flow.DeadLetters]()
 	register.Emitter2[int, flow.DeadLetters]()
-	register.DoFn2x0[flow.DeadLetter, func(flow.DeadLetter)](&dropLetterHeartbeatsFn{})
-	register.Emitter1[flow.DeadLetter]()
 	register.DoFn3x0[int, func(*flow.DeadLetter) bool, func(int, flow.DeadLetters)](&concatLettersFn{})
 	register.Iter1[flow.DeadLetter]()
 }
 
-// DeadLetters batches dead letters (a PCollection<flow.DeadLetter>, the heartbeats of the parse
-// stage among them: see flow.DeadLetter.Heartbeat) by cfg.Mode, as Rows batches rows, and
-// returns a PCollection<KV<int, flow.DeadLetters>> in which each element is one batch of one
-// shard, without heartbeats. In the count and combined modes a batch holds at most Mode.Rows
-// records and, with Mode.Bytes, ends before the record that would take it above that many bytes
-// (flow.DeadLetter.Bytes), or with a record larger than that alone: so a burst of large dead
-// letters is held a batch of batchByteSize at a time, not batchRowCount of them whole (a
-// GroupByKey with a count trigger, as before, held 100 of 3 MiB at once). In the fixed-window
-// mode a batch is every record of one window of one shard. In the count and combined modes the
-// records of a bundle reach the batcher gathered (gatherLettersFn), as the rows do: one per
-// element, each cost a state access and, on prism, often a bundle of its own (the demo's 2% of
-// dead letters, one per element: +17% CPU in the binary's process and +60% in prism's, against
-// +4% and +15% gathered). It panics at construction when cfg.Shards is not positive or the mode
-// is empty.
+// DeadLetters batches dead letters (a PCollection<flow.DeadLetter>) by cfg.Mode and returns a
+// PCollection<KV<int, flow.DeadLetters>> in which each element is one batch of one shard.
+//
+// With cfg.ProcessingTimeTimers (Dataflow), in the count and combined modes a stateful batcher per
+// shard (lettersFn, lettersTimeFn) batches them as Rows batches rows: a batch holds at most
+// Mode.Rows records and, with Mode.Bytes, ends before the record that would take it above that
+// many bytes (flow.DeadLetter.Bytes), or with a record larger than that alone. So a burst of large
+// dead letters is held a batch of batchByteSize at a time: a GroupByKey with a count trigger would
+// hold batchRowCount of them at once (1,000 messages of 10 MB that fail to parse: one group of
+// 10 GB). The records of a bundle reach it gathered (gatherLettersFn), as the rows do: one per
+// element, each cost a state access.
+//
+// On the local runner they are grouped by a GroupByKey whose trigger fires at Mode.Rows records
+// or Mode.Window after the first (the count mode: at Mode.Rows), which costs prism far less than
+// a second stateful stage (on the demo, the binary's process 5% and prism's 20% more CPU, the
+// whole run 15%), and a pane cannot grow past what the local source holds unacknowledged
+// (source.Config.MaxOutstandingBytes): every dead letter's message is unacknowledged until the
+// dead letter is written. The dead-letter stage cuts its INSERTs at Mode.Bytes either way.
+//
+// In the fixed-window mode a batch is every record of one window of one shard. It panics at
+// construction when cfg.Shards is not positive or the mode is empty.
 func DeadLetters(s beam.Scope, cfg Config, letters beam.PCollection) beam.PCollection {
 	s = s.Scope("Batch")
 	mode := cfg.Mode
 	if cfg.Shards < 1 {
 		panic(fmt.Sprintf("batch.DeadLetters: Config.Shards %d must be positive", cfg.Shards))
 	}
-	if mode.Rows == 0 {
-		if mode.Window <= 0 {
-			panic(fmt.Sprintf("batch.DeadLetters: mode %+v has neither a window nor a row count", mode))
-		}
-		keyed := beam.ParDo(s, &shardFn{NumShards: cfg.Shards}, beam.ParDo(s, &dropLetterHeartbeatsFn{}, letters))
-		windowed := beam.WindowInto(s, window.NewFixedWindows(mode.Window), keyed,
-			beam.Trigger(trigger.AfterEndOfWindow()), beam.PanesDiscard(), beam.AllowedLateness(0))
-		return beam.ParDo(s, &concatLettersFn{}, beam.GroupByKey(s, windowed))
+	if mode.Rows == 0 && mode.Window <= 0 {
+		panic(fmt.Sprintf("batch.DeadLetters: mode %+v has neither a window nor a row count", mode))
 	}
+	if mode.Rows > 0 && cfg.ProcessingTimeTimers {
+		return statefulLetters(s, cfg, letters)
+	}
+	keyed := beam.ParDo(s, &shardFn{NumShards: cfg.Shards}, letters)
+	var windowed beam.PCollection
+	switch {
+	case mode.Rows == 0:
+		windowed = beam.WindowInto(s, window.NewFixedWindows(mode.Window), keyed,
+			beam.Trigger(trigger.AfterEndOfWindow()), beam.PanesDiscard(), beam.AllowedLateness(0))
+	case mode.Window == 0:
+		// Count triggers are wrapped in trigger.Repeat: prism fires a bare one only once.
+		windowed = beam.WindowInto(s, window.NewGlobalWindows(), keyed,
+			beam.Trigger(trigger.Repeat(trigger.AfterCount(int32(mode.Rows)))), beam.PanesDiscard(), beam.AllowedLateness(0))
+	default:
+		windowed = beam.WindowInto(s, window.NewGlobalWindows(), keyed,
+			beam.Trigger(trigger.Repeat(trigger.AfterAny([]trigger.Trigger{
+				trigger.AfterCount(int32(mode.Rows)),
+				trigger.AfterProcessingTime().PlusDelay(mode.Window),
+			}))), beam.PanesDiscard(), beam.AllowedLateness(0))
+	}
+	return beam.ParDo(s, &concatLettersFn{}, beam.GroupByKey(s, windowed))
+}
+
+// statefulLetters is DeadLetters' stateful batcher of the count and combined modes: lettersTimeFn
+// with processing-time timers (cfg.ProcessingTimeTimers, and a time bound), else lettersFn, which
+// emits a batch when it is full, or when a group arrives after its time bound, and what is left at
+// the end of the input. Tests run lettersFn on prism, which fires no processing-time timers of a
+// stateful DoFn.
+func statefulLetters(s beam.Scope, cfg Config, letters beam.PCollection) beam.PCollection {
+	mode := cfg.Mode
 	keyed := beam.ParDo(s, &gatherLettersFn{NumShards: cfg.Shards}, letters)
 	buffer, count, started := state.MakeBagState[flow.DeadLetter]("buffer"), state.MakeValueState[int64]("count"), state.MakeValueState[int64]("started")
 	size := state.MakeValueState[int64]("bytes")
@@ -69,11 +98,11 @@ func DeadLetters(s beam.Scope, cfg Config, letters beam.PCollection) beam.PColle
 		Buffer: buffer, Count: count, Bytes: size, Started: started, EndOfWindow: timers.InEventTime("endOfWindow")}, keyed)
 }
 
-// lettersFn is the dead letters' batcher of the count and combined modes, per shard (the key),
-// as countFn is the rows': a batch is emitted when it is full, in the combined mode also when
-// an element (a record or a heartbeat) arrives WindowMillis after its first record, and what is
-// buffered when the input ends (an event-time timer at the end of the global window). It has no
-// processing-time timer, for prism (see countFn); lettersTimeFn adds one.
+// lettersFn is the dead letters' stateful batcher of the count mode on Dataflow (and of tests on
+// prism), per shard (the key), as countFn is the rows': a batch is emitted when it is full, with
+// a time bound also when a group arrives WindowMillis after its first record, and what is buffered
+// when the input ends (an event-time timer at the end of the global window). lettersTimeFn adds a
+// processing-time timer for the time bound.
 type lettersFn struct {
 	Rows         int64 // records per batch, positive
 	MaxBytes     int64 // bytes per batch (flow.DeadLetter.Bytes); 0: no bound
@@ -144,7 +173,7 @@ type letterBuffer struct {
 	bag state.Bag[flow.DeadLetter]
 }
 
-// add takes a group of records (none for a heartbeat), in order: it emits the buffered records
+// add takes a group of records, in order: it emits the buffered records
 // first when the time bound has passed since the first of them; then, record by record, the
 // batch so far before a record that would take it above the byte bound, and the batch with a
 // record that fills it (Rows records, or the byte bound reached); it buffers the rest. It
@@ -247,10 +276,9 @@ func (b letterBuffer) flush(sp state.Provider, key string, emit func(int, flow.D
 
 // gatherLettersFn gathers the records of a bundle into groups keyed by shard, round robin per
 // worker: a group is emitted when it holds maxGatherLetters records or maxGatherLetterBytes
-// bytes, before a heartbeat (which goes on to every shard as an empty group), and at the end of
-// the bundle, stamped with the latest timestamp of what it holds. Records one per element cost
-// the stateful batcher a state access and, on prism, a bundle of their own; the rows come to it
-// gathered by the parse stage for the same reason.
+// bytes, and at the end of the bundle, stamped with the latest timestamp of what it holds. Records
+// one per element cost the stateful batcher a state access each; the rows come to theirs gathered
+// by the parse stage for the same reason.
 type gatherLettersFn struct {
 	NumShards int
 
@@ -267,13 +295,6 @@ const (
 )
 
 func (f *gatherLettersFn) ProcessElement(et beam.EventTime, r flow.DeadLetter, emit func(beam.EventTime, string, flow.DeadLetters)) {
-	if r.Heartbeat() {
-		f.flush(emit)
-		for shard := range f.NumShards {
-			emit(et, strconv.Itoa(shard), flow.DeadLetters{})
-		}
-		return
-	}
 	if len(f.gathered.Letters) == 0 || et > f.latest {
 		f.latest = et
 	}
@@ -297,15 +318,6 @@ func (f *gatherLettersFn) flush(emit func(beam.EventTime, string, flow.DeadLette
 	f.next = (f.next + 1) % f.NumShards
 	emit(f.latest, strconv.Itoa(shard), f.gathered)
 	f.gathered, f.bytes = flow.DeadLetters{}, 0
-}
-
-// dropLetterHeartbeatsFn drops the parse stage's heartbeats: fixed windows need none.
-type dropLetterHeartbeatsFn struct{}
-
-func (dropLetterHeartbeatsFn) ProcessElement(r flow.DeadLetter, emit func(flow.DeadLetter)) {
-	if !r.Heartbeat() {
-		emit(r)
-	}
 }
 
 // concatLettersFn makes the records of one window of one shard one batch.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,8 +29,8 @@ func letter(id string, size int) flow.DeadLetter {
 }
 
 // TestLettersMatchModel drives the dead letters' buffer directly, with the fake state of
-// buffer_test.go: random groups of records (0 to 5,000 bytes each; an empty group is a
-// heartbeat), bounds and due times. The batches are the rows' model's (each record a row), and
+// buffer_test.go: random groups of records (0 to 5,000 bytes each; some groups empty), bounds
+// and due times. The batches are the rows' model's (each record a row), and
 // between calls the state holds less than a batch, its count and size those of the bag, its start
 // time exactly when records are buffered.
 func TestLettersMatchModel(t *testing.T) {
@@ -52,16 +53,13 @@ func TestLettersMatchModel(t *testing.T) {
 		emit := func(_ int, batch flow.DeadLetters) {
 			ids := make([]string, len(batch.Letters))
 			for i, r := range batch.Letters {
-				if r.Heartbeat() {
-					t.Fatalf("iter %d: a heartbeat emitted in a batch", iter)
-				}
 				ids[i] = r.MessageID
 			}
 			got = append(got, ids)
 		}
 		id := 0
 		for range 1 + rng.IntN(60) {
-			var group flow.DeadLetters // none: a heartbeat
+			var group flow.DeadLetters
 			var pr []propRow
 			k := rng.IntN(4)
 			if rng.IntN(10) == 0 {
@@ -121,6 +119,7 @@ func TestLettersMatchModel(t *testing.T) {
 
 func init() {
 	register.Function2x1(lettersText)
+	register.Function2x1(sortedLettersText)
 	register.Function2x0(letterIDs)
 	register.DoFn2x0[flow.DeadLetters, func(string)](&oversizedLettersFn{})
 }
@@ -134,14 +133,19 @@ func lettersText(_ int, b flow.DeadLetters) string {
 	return fmt.Sprint(ids)
 }
 
-// letterIDs emits the message ids of a batch of dead letters ("heartbeat" for a heartbeat, which
-// no batch should hold).
+// sortedLettersText is lettersText with the ids sorted.
+func sortedLettersText(_ int, b flow.DeadLetters) string {
+	ids := make([]string, len(b.Letters))
+	for i, r := range b.Letters {
+		ids[i] = r.MessageID
+	}
+	slices.Sort(ids)
+	return fmt.Sprint(ids)
+}
+
+// letterIDs emits the message ids of a batch of dead letters.
 func letterIDs(b flow.DeadLetters, emit func(string)) {
 	for _, r := range b.Letters {
-		if r.Heartbeat() {
-			emit("heartbeat")
-			continue
-		}
 		emit(r.MessageID)
 	}
 }
@@ -159,44 +163,45 @@ func (fn *oversizedLettersFn) ProcessElement(b flow.DeadLetters, emit func(strin
 	}
 }
 
-// lettersOfSize returns records m00, m01, ... of the given sizes, with a heartbeat before each
-// third one.
+// lettersOfSize returns records m00, m01, ... of the given sizes.
 func lettersOfSize(sizes ...int) []flow.DeadLetter {
 	var out []flow.DeadLetter
 	for i, size := range sizes {
-		if i%3 == 0 {
-			out = append(out, flow.DeadLetter{})
-		}
 		out = append(out, letter(fmt.Sprintf("m%02d", i), size))
 	}
 	return out
 }
 
-// TestDeadLettersBatches runs the dead letters' batcher on prism in each mode: in the count and
-// combined modes a batch ends at the count, before the record that would take it above the byte
-// bound, or with a record above it alone; in the fixed-window mode a window's records are one
-// batch; no heartbeat is in a batch.
+// TestDeadLettersBatches runs the dead letters' batchers on prism: the stateful one of Dataflow's
+// count and combined modes (statefulLetters) ends a batch at the count, before the record that
+// would take it above the byte bound, or with a record above it alone; in the fixed-window mode a
+// window's records are one batch. (The local runner's GroupByKey with a count trigger fires a
+// bounded input's pane whole on prism; the end-to-end tests run it.)
 func TestDeadLettersBatches(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		mode  Mode
-		sizes []int
-		want  []string
+		name     string
+		stateful bool
+		mode     Mode
+		sizes    []int
+		want     []string
 	}{{
-		name:  "the count",
-		mode:  Mode{Rows: 3},
-		sizes: []int{100, 100, 100, 100, 100, 100, 100},
-		want:  []string{"[m00 m01 m02]", "[m03 m04 m05]", "[m06]"},
+		name:     "the count, stateful",
+		stateful: true,
+		mode:     Mode{Rows: 3},
+		sizes:    []int{100, 100, 100, 100, 100, 100, 100},
+		want:     []string{"[m00 m01 m02]", "[m03 m04 m05]", "[m06]"},
 	}, {
-		name:  "the byte bound",
-		mode:  Mode{Rows: 10, Bytes: 250},
-		sizes: []int{100, 100, 100, 600, 100, 150, 100},
-		want:  []string{"[m00 m01]", "[m02]", "[m03]", "[m04 m05]", "[m06]"},
+		name:     "the byte bound, stateful",
+		stateful: true,
+		mode:     Mode{Rows: 10, Bytes: 250},
+		sizes:    []int{100, 100, 100, 600, 100, 150, 100},
+		want:     []string{"[m00 m01]", "[m02]", "[m03]", "[m04 m05]", "[m06]"},
 	}, {
-		name:  "the combined mode",
-		mode:  Mode{Rows: 2, Bytes: 250, Window: time.Hour},
-		sizes: []int{100, 100, 100, 300},
-		want:  []string{"[m00 m01]", "[m02]", "[m03]"},
+		name:     "the combined mode, stateful",
+		stateful: true,
+		mode:     Mode{Rows: 2, Bytes: 250, Window: time.Hour},
+		sizes:    []int{100, 100, 100, 300},
+		want:     []string{"[m00 m01]", "[m02]", "[m03]"},
 	}, {
 		name:  "fixed windows",
 		mode:  Mode{Window: time.Hour},
@@ -206,7 +211,15 @@ func TestDeadLettersBatches(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, s := beam.NewPipelineWithRoot()
 			in := beam.CreateList(s, lettersOfSize(tc.sizes...))
-			out := beam.ParDo(s, lettersText, DeadLetters(s, Config{Mode: tc.mode, Shards: 1}, in))
+			cfg := Config{Mode: tc.mode, Shards: 1}
+			var batches beam.PCollection
+			if tc.stateful {
+				batches = statefulLetters(s, cfg, in)
+			} else {
+				batches = DeadLetters(s, cfg, in)
+			}
+			// The batches' order within a pane is the runner's: sort each one's ids.
+			out := beam.ParDo(s, sortedLettersText, batches)
 			out = beam.WindowInto(s, window.NewGlobalWindows(), out) // for passert, in every mode
 			var want []any
 			for _, w := range tc.want {
@@ -220,9 +233,9 @@ func TestDeadLettersBatches(t *testing.T) {
 	}
 }
 
-// TestDeadLettersEmitEveryRecordOnce: 600 records of many sizes among heartbeats, two shards, a
-// time bound due at almost every arrival, a count and a byte bound: every record is emitted
-// exactly once, no heartbeat is, and no batch of more than one record is above the byte bound.
+// TestDeadLettersEmitEveryRecordOnce: 600 records of many sizes, two shards, a time bound due at
+// almost every arrival, a count and a byte bound: the stateful batcher emits every record exactly
+// once, and no batch of more than one record above the byte bound.
 func TestDeadLettersEmitEveryRecordOnce(t *testing.T) {
 	const n, limit = 600, 700
 	sizes := make([]int, n)
@@ -231,7 +244,7 @@ func TestDeadLettersEmitEveryRecordOnce(t *testing.T) {
 	}
 	p, s := beam.NewPipelineWithRoot()
 	in := beam.CreateList(s, lettersOfSize(sizes...))
-	batches := beam.DropKey(s, DeadLetters(s, Config{Mode: Mode{Rows: 10, Bytes: limit, Window: time.Millisecond}, Shards: 2}, in))
+	batches := beam.DropKey(s, statefulLetters(s, Config{Mode: Mode{Rows: 10, Bytes: limit, Window: time.Millisecond}, Shards: 2}, in))
 	ids := beam.ParDo(s, letterIDs, batches)
 	passert.Count(s, stats.Count(s, ids), "distinct ids", n)
 	passert.Count(s, ids, "ids", n)

@@ -45,15 +45,6 @@ func (r *DeadLetter) Bytes() int64 {
 	return int64(n)
 }
 
-// Heartbeat reports whether r is a heartbeat of the source passed on by the parse stage (the zero
-// DeadLetter, no record: every record has a stack trace, which StackTrace never leaves empty, and
-// an error message), which lets the dead-letter
-// batches' time bound be checked on a runner that fires no processing-time timers of a stateful
-// DoFn (see batch.DeadLetters).
-func (r *DeadLetter) Heartbeat() bool {
-	return r.ErrorMessage == "" && r.StackTrace == "" && r.Payload == nil && r.MessageID == "" && r.AckID == ""
-}
-
 // DeadLetters is one batch of dead letters, as the dead-letter stage writes it. Fields are
 // exported for Beam's schema coder.
 type DeadLetters struct {

@@ -65,17 +65,11 @@ func (g *gathered) emitRows(et beam.EventTime, rs flow.Rows) {
 	g.elements = append(g.elements, fmt.Sprintf("t=%d ids=%s", et, strings.Join(ids, ",")))
 }
 
-func (g *gathered) emitDeadLetter(d flow.DeadLetter) {
-	if d.Heartbeat() {
-		g.dead = append(g.dead, "heartbeat")
-		return
-	}
-	g.dead = append(g.dead, d.MessageID)
-}
+func (g *gathered) emitDeadLetter(d flow.DeadLetter) { g.dead = append(g.dead, d.MessageID) }
 
 // TestGatherWithinBundle calls the DoFn as a runner does, with one message an element (as on
 // Dataflow): the rows of a bundle come out as one element stamped with the latest timestamp,
-// dead letters at once, a heartbeat after the rows before it (and among the dead letters), a full element as soon as it is
+// dead letters at once, a heartbeat after the rows before it, a full element as soon as it is
 // full, and what is left at the end of the bundle.
 func TestGatherWithinBundle(t *testing.T) {
 	tracker := &convert.Tracker{Stage: "parse"}
@@ -109,8 +103,8 @@ func TestGatherWithinBundle(t *testing.T) {
 	if got, want := strings.Join(g.elements, "; "), "t=300 ids=a,b,c; t=400 heartbeat"; got != want {
 		t.Errorf("before the end of the bundle, emitted %q, want %q", got, want)
 	}
-	if got := strings.Join(g.dead, ","); got != "bad,heartbeat" {
-		t.Errorf("dead letters %q, want bad (emitted at once), then the heartbeat passed on to the dead letters' batcher", got)
+	if got := strings.Join(g.dead, ","); got != "bad" {
+		t.Errorf("dead letters %q, want bad (emitted at once)", got)
 	}
 	f.FinishBundle(g.emitRows, g.emitDeadLetter)
 	if got, want := strings.Join(g.elements, "; "), "t=300 ids=a,b,c; t=400 heartbeat; t=500 ids=d,e"; got != want {

@@ -44,8 +44,7 @@ func init() {
 // Parse converts each message of msgs (a PCollection<flow.Messages> in the global window) into a
 // row of cfg.Table. It returns the rows (PCollection<flow.Rows>) and the dead-letter records
 // (PCollection<flow.DeadLetter>, one element per message) of the messages that cannot become a
-// row, among which each heartbeat of the source passes on as the zero DeadLetter
-// (flow.DeadLetter.Heartbeat; batch.DeadLetters needs them and drops them). A row carries its message's payload, not the converted form: the write stage converts
+// row. A row carries its message's payload, not the converted form: the write stage converts
 // again (see flow.Row).
 //
 // The rows of a bundle travel together: an element of rows holds those of every element of msgs
@@ -198,11 +197,9 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 		messagesReceived.Inc(ctx, int64(len(ms.Messages)))
 	}
 	if len(ms.Messages) == 0 {
-		// A heartbeat of the source passes on (see batch.Rows), after the rows before it, and to
-		// the dead letters' batcher (batch.DeadLetters) as the zero DeadLetter.
+		// A heartbeat of the source passes on (see batch.Rows), after the rows before it.
 		f.flush(emitRows)
 		emitRows(et, flow.Rows{})
-		emitDeadLetter(flow.DeadLetter{})
 		return nil
 	}
 	if et > f.latest || len(f.gathered.Rows) == 0 {
