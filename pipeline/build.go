@@ -184,13 +184,17 @@ func (o Options) Shards(src Source, maxNumWorkers int) int {
 const minOutstandingBytes = 256 << 20
 
 // maxOutstandingBytes is the local source's cap on the bytes of the messages it holds
-// unacknowledged (source.Config.MaxOutstandingBytes): twice what every batcher holds when its
-// batch is one message short of full by bytes (batchByteSize, and a message of Pub/Sub's largest,
-// 10 MB), at least 256 MiB; no cap (0) when batches have no byte bound (batchByteSize 0) or in
-// the fixed-window mode, whose batches do not wait to fill.
+// unacknowledged (source.Config.MaxOutstandingBytes), in the combined mode (the default): twice
+// what every rows' batcher holds when its batch is one message short of full by bytes
+// (batchByteSize, and a message of Pub/Sub's largest, 10 MB), at least 256 MiB. No cap (0) in the
+// other modes: in the count mode the local runner's dead letters wait in a GroupByKey for
+// batchRowCount of them, which the cap could keep from ever coming (their messages stay
+// unacknowledged until they are written), and then nothing would end the wait; the combined
+// mode's time trigger releases them. Nor without a byte bound (batchByteSize 0), nor in the
+// fixed-window mode, whose batches do not wait to fill.
 func (o Options) maxOutstandingBytes(src Source) int64 {
 	mode := o.Mode()
-	if mode.Bytes <= 0 || mode.Rows == 0 {
+	if mode.Bytes <= 0 || mode.Rows == 0 || mode.Window == 0 {
 		return 0
 	}
 	tables := 1
@@ -268,9 +272,9 @@ func Build(s beam.Scope, c Checked, src Source) {
 		StopWithOutstanding: mode.Window == 0,
 		// Room for every shard to fill a batch, so that a batch can always fill by count.
 		MaxOutstanding: max(10_000, 2*o.Shards(src, 0)*mode.Rows),
-		// And room for every batcher (each table's shards, and the dead letters') to fill a batch
-		// by bytes, twice over; a burst of large messages is then held this much at a time, not
-		// MaxOutstanding of them (with messages of 10 MB, 100 GB).
+		// In the combined mode, room for every rows' batcher to fill a batch by bytes, twice over;
+		// a burst of large messages is then held this much at a time, not MaxOutstanding of them
+		// (with messages of 10 MB, 100 GB).
 		MaxOutstandingBytes: o.maxOutstandingBytes(src),
 	}))
 }

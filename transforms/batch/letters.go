@@ -41,9 +41,11 @@ func init() {
 // On the local runner they are grouped by a GroupByKey whose trigger fires at Mode.Rows records
 // or Mode.Window after the first (the count mode: at Mode.Rows), which costs prism far less than
 // a second stateful stage (on the demo, the binary's process 5% and prism's 20% more CPU, the
-// whole run 15%), and a pane cannot grow past what the local source holds unacknowledged
-// (source.Config.MaxOutstandingBytes): every dead letter's message is unacknowledged until the
-// dead letter is written. The dead-letter stage cuts its INSERTs at Mode.Bytes either way.
+// whole run 15%). In the combined mode a pane cannot grow past what the local source holds
+// unacknowledged (source.Config.MaxOutstandingBytes; every dead letter's message is
+// unacknowledged until the dead letter is written), and the time trigger releases a pane the cap
+// keeps from filling; in the count mode the pipeline sets no such cap, since nothing would. The
+// dead-letter stage cuts its INSERTs at Mode.Bytes either way.
 //
 // In the fixed-window mode a batch is every record of one window of one shard. It panics at
 // construction when cfg.Shards is not positive or the mode is empty.

@@ -60,8 +60,9 @@ type Config struct {
 	// MaxOutstandingBytes caps the bytes (payloads and attributes) of the messages pulled but
 	// not yet acknowledged: the reader stops pulling while they are at or above it, so they can
 	// go above it by what one element pulls (at most PullBatch messages, and Pulls stop adding
-	// to an element at 16 MiB of payloads). 0: no cap. Give it room for every batch to fill, or
-	// the batches that fill only by bytes wait for their time bound.
+	// to an element at 16 MiB of payloads). 0: no cap. Give it room for every batch to fill: a
+	// batch that cannot fill waits for its time bound, and without one (a count trigger alone)
+	// for ever, since its messages stay unacknowledged until it is written.
 	MaxOutstandingBytes int64
 	// PullBatch is the most messages of one element. Default 5000: on the local runner an element
 	// costs far more to move than its bytes, so fewer, larger elements cost less per message
