@@ -4,7 +4,8 @@
 // In the fixed-window mode each window of a shard is one batch, grouped by a GroupByKey that
 // fires at the end of the window (fired panes discarded, allowed lateness 0). In the count and
 // combined modes a stateful DoFn per shard counts rows (or records) and bytes, since a trigger
-// counts elements and cannot bound bytes; the rules it keeps are tally's.
+// counts elements and cannot bound bytes; the rules it keeps are tally's. (The dead letters of
+// the local runner are the exception: a GroupByKey whose trigger counts them, see DeadLetters.)
 //
 // The SDK's transforms/batch.GroupIntoBatches is not used: v2.77.0 hangs on prism when a
 // buffering duration is set.
