@@ -51,6 +51,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/events"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline/runtimeconfig"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/pubsubio"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/source"
@@ -70,6 +71,7 @@ var (
 const project = "shape-project"
 
 func init() {
+	runtimeconfig.Apply() // the binary's garbage collector and gRPC buffers, as a worker runs them
 	register.DoFn2x0[[]byte, func([]byte)](&generateFn{})
 	register.Emitter1[[]byte]()
 	register.DoFn1x0[[]byte](&dropFn{})

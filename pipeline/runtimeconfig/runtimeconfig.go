@@ -1,4 +1,8 @@
-package main
+// Package runtimeconfig sets up the Go runtime and gRPC for the pipeline's process: the launcher,
+// the local run and a Dataflow worker alike (each is the binary, which calls Apply before Beam
+// starts a worker's harness), and the programs that measure what a worker costs
+// (integration_test/dataflowshape), so that they measure the same process.
+package runtimeconfig
 
 import (
 	"log/slog"
@@ -8,10 +12,7 @@ import (
 	"github.com/KimMachineGun/automemlimit/memlimit"
 )
 
-// The garbage collector's settings, for the launcher, the local run and a Dataflow worker alike
-// (each is this binary; the settings are made before Beam starts a worker's harness).
-//
-// gcPercent is the GC target (GOGC) unless the environment gives GOGC: the heap may grow to
+// The garbage collector's settings. gcPercent is the GC target (GOGC) unless the environment gives GOGC: the heap may grow to
 // three times what is live between collections, where Go's default of 100 lets it grow to
 // twice. The pipeline holds little live data (the rows of the batches being filled, bounded by
 // the source's outstanding messages), so this trades a little memory for much less collection:
@@ -26,7 +27,11 @@ const (
 	machineMemoryRatio = 0.5
 )
 
-func init() {
+// Apply makes the process's settings: the garbage collector's (above) and gRPC's buffer pool
+// (Pool, buffers.go). Call it once, from an init function: gRPC's pool has to be set before
+// any gRPC client or server is made.
+func Apply() {
+	installPool()
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}

@@ -1,6 +1,8 @@
-package main
+package runtimeconfig
 
 import (
+	"google.golang.org/grpc/experimental"
+	"google.golang.org/grpc/mem"
 	"math"
 	"os"
 	"runtime/debug"
@@ -8,6 +10,23 @@ import (
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 )
+
+// installed is gRPC's default buffer pool after Apply.
+var installed mem.BufferPool
+
+func TestMain(m *testing.M) {
+	Apply()
+	installed = mem.DefaultBufferPool()
+	experimental.SetDefaultBufferPool(poisoned) // before any gRPC client or server, as Apply
+	os.Exit(m.Run())
+}
+
+// TestApplyInstallsPool: Apply makes a Pool gRPC's default.
+func TestApplyInstallsPool(t *testing.T) {
+	if _, ok := installed.(*Pool); !ok {
+		t.Errorf("gRPC's default buffer pool after Apply is %T, want *Pool", installed)
+	}
+}
 
 // TestGCSettings: the binary starts with the GC target of gcPercent and a memory limit of its
 // share of the container's or the machine's memory, unless the environment gives its own.
