@@ -7,29 +7,31 @@ import (
 	"google.golang.org/grpc/mem"
 )
 
-// installPool makes a new Pool gRPC's default (experimental.SetDefaultBufferPool), for every
-// client and server made after it: before any exists (the call is not safe beside gRPC's use of
-// the pool).
+// installPool makes a new Pool gRPC's default (experimental.SetDefaultBufferPool): of every
+// client made after it, and of the codec of every client and server. A server's transport keeps
+// the default it saw when the grpc package started (grpc-go 1.84's defaultServerOptions), so the
+// frames a server in this process reads (prism's, in a local run) go through gRPC's own pool.
+// Call it before any client exists (the call is not safe beside gRPC's use of the pool).
 func installPool() { experimental.SetDefaultBufferPool(new(Pool)) }
 
-// Pool is the pool of buffers gRPC reads messages into, for every client and server of the
-// process once Apply has installed it: the SDK harness's data and state channels (what a
-// Dataflow worker receives its elements and state on), the Pub/Sub client's Pulls, Secret
-// Manager's calls. It is gRPC's default pool (mem.DefaultBufferPool, grpc-go 1.84) without the
-// clearing: buffers of 256 B, 4 KiB, 16 KiB (the largest HTTP/2 frame gRPC reads), 32 KiB and
-// 1 MiB, each size in a sync.Pool of its own, and larger ones in one more. Get(n) returns a
-// buffer of length n whose bytes are whatever it last held; Put takes back a buffer Get
-// returned, at any length. The zero Pool is ready to use.
+// Pool is the pool of buffers gRPC reads and writes messages in, once Apply has installed it:
+// the SDK harness's data and state channels (what a Dataflow worker receives its elements and
+// state on), the Pub/Sub client's Pulls, Secret Manager's calls. It is gRPC's default pool
+// (mem.DefaultBufferPool, grpc-go 1.84) with less clearing: buffers of 256 B, 4 KiB, 16 KiB
+// (the largest HTTP/2 frame gRPC reads), 32 KiB and 1 MiB, each size in a sync.Pool of its own,
+// and larger ones in one more. Get(n) returns a buffer of length n, all zeros; Put takes back a
+// buffer Get returned, at any length. The zero Pool is ready to use.
 //
-// gRPC's default clears the whole capacity of every buffer it hands out again, so that a reader
-// of bytes that were not written finds zeros rather than an earlier message's: a message of
-// 40 KiB read into a buffer of the 1 MiB tier clears 1 MiB. gRPC writes each buffer it gets
-// before it reads it (its transport pools its own I/O buffers without clearing; grpc-go's
-// maintainers put the clearing at about 2% of CPU in grpc/grpc-go#8790 and #8910, and keep an
-// uncleared pool internal), and the pipeline's process holds one job's messages only. In
-// Dataflow's shape (a message an element over the data channel) leaving the clearing out took
-// the SDK process from 2.44 to 2.30 CPU-s per 100,000 demo messages (medians of six rounds;
-// docs/operations.md, "Cost per message").
+// gRPC's default clears the whole capacity of a buffer it hands out again: a message of 40 KiB
+// read into a buffer of the 1 MiB tier clears 1 MiB. Pool clears the n bytes handed out, so
+// what a reader can see without reslicing is zeros where nothing was written, as with gRPC's
+// default. That matters: gRPC's proto codec marshals a message into Get(proto.Size(m)) and sends
+// the whole length, so a message changed while it is marshalled (a race in its sender) would
+// send an earlier message's bytes where the default sends zeros, which the receiver refuses.
+// gRPC's maintainers put the clearing at about 2% of CPU (grpc/grpc-go#8790, #8910). In
+// Dataflow's shape (a message an element over the data channel) clearing the length, not the
+// capacity, took the SDK process from 2.53 to 2.38 CPU-s per 100,000 demo messages (medians of
+// five rounds; docs/operations.md, "Cost per message").
 type Pool struct {
 	tiers [len(tierSizes)]sync.Pool
 	large sync.Pool
@@ -40,13 +42,14 @@ var tierSizes = [...]int{1 << 8, 1 << 12, 1 << 14, 1 << 15, 1 << 20}
 
 var _ mem.BufferPool = (*Pool)(nil)
 
-// Get returns a buffer of length n from the smallest tier that holds n bytes, or one of the
-// large buffers; a new one when the pool has none.
+// Get returns a buffer of length n, cleared, from the smallest tier that holds n bytes, or one
+// of the large buffers; a new one (which Go clears) when the pool has none.
 func (p *Pool) Get(n int) *[]byte {
 	for i, size := range tierSizes {
 		if n <= size {
 			if b, ok := p.tiers[i].Get().(*[]byte); ok {
 				*b = (*b)[:n]
+				clear(*b)
 				return b
 			}
 			b := make([]byte, n, size)
@@ -56,6 +59,7 @@ func (p *Pool) Get(n int) *[]byte {
 	if b, ok := p.large.Get().(*[]byte); ok {
 		if cap(*b) >= n {
 			*b = (*b)[:n]
+			clear(*b)
 			return b
 		}
 		p.large.Put(b)

@@ -12,9 +12,9 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
 )
 
-// poisoned is the pool this test binary's gRPC clients and servers use (TestMain): a Pool that
-// fills each buffer it takes back with 0xA5, over its whole capacity, so that a reader of bytes
-// gRPC did not write would find them instead of an earlier message's tail or zeros.
+// poisoned is the default pool of this test binary's gRPC clients and codecs (TestMain): a Pool
+// that fills each buffer it takes back with 0xA5, over its whole capacity, so that what Pool
+// does not clear again (the capacity beyond the length Get hands out) holds no zeros.
 var poisoned = &poisoning{}
 
 type poisoning struct {
@@ -33,16 +33,19 @@ func (p *poisoning) Put(b *[]byte) {
 	p.Pool.Put(b)
 }
 
-// TestGet: every length gets a buffer of that length and room for it, from each tier, across
-// the tiers' bounds and above the largest, new or taken back.
+// TestGet: every length gets a buffer of that length, all zeros, and room for it, from each tier,
+// across the tiers' bounds and above the largest, new or taken back after it was overwritten.
 func TestGet(t *testing.T) {
-	var p Pool
+	p := &poisoning{}
 	lengths := []int{0, 1, 255, 256, 257, 4095, 4096, 4097, 16 << 10, 16<<10 + 1, 32 << 10, 32<<10 + 1, 1 << 20, 1<<20 + 1, 3 << 20}
 	for round := range 3 { // new buffers, then buffers taken back in other tiers' sizes
 		for _, n := range lengths {
 			b := p.Get(n)
 			if len(*b) != n || cap(*b) < n {
 				t.Fatalf("round %d: Get(%d) = len %d, cap %d", round, n, len(*b), cap(*b))
+			}
+			if i := bytes.IndexFunc(*b, func(r rune) bool { return r != 0 }); i >= 0 {
+				t.Fatalf("round %d: Get(%d) holds %#x at %d, want zeros", round, n, (*b)[i], i)
 			}
 			if n > 0 {
 				(*b)[n-1] = 1 // the whole length is writable
@@ -91,9 +94,11 @@ func TestGetPutConcurrently(t *testing.T) {
 }
 
 // TestMessagesThroughGRPC: messages of every size from empty to 3 MiB, of random bytes, go
-// through a Pub/Sub emulator and come back whole, with gRPC's client and server both reading
-// into buffers of the poisoned Pool, which overwrites every buffer it takes back. A byte read
-// from a buffer gRPC had not written would show as 0xA5 in a message.
+// through a Pub/Sub emulator and come back whole, with the client reading its frames, and both
+// sides' codecs marshalling and assembling messages, in buffers of the poisoned Pool, which
+// overwrites every buffer it takes back: a byte read past the length Get handed out would show
+// as 0xA5 in a message. (The emulator's server reads its frames through gRPC's own pool: see
+// installPool.)
 func TestMessagesThroughGRPC(t *testing.T) {
 	e := pubsubtest.Start(t)
 	topic := e.Topic(t, "t")

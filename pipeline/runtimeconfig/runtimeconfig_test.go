@@ -1,14 +1,14 @@
 package runtimeconfig
 
 import (
-	"google.golang.org/grpc/experimental"
-	"google.golang.org/grpc/mem"
 	"math"
 	"os"
 	"runtime/debug"
 	"testing"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
+	"google.golang.org/grpc/experimental"
+	"google.golang.org/grpc/mem"
 )
 
 // installed is gRPC's default buffer pool after Apply.
