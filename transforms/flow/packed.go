@@ -14,7 +14,7 @@ import (
 // Packed is a Rows element encoded once (EncodeRows), with its row count beside the bytes. The
 // batch stage keys, buffers in state and counts rows in this form: a Rows element would be
 // decoded and encoded again at each step (and compressed again each time), the cost the
-// profile of the batch stage showed (docs/operations.md, "Cost per message").
+// profile of the batch stage showed (docs/cost-history.md).
 type Packed struct {
 	// Rows is how many rows Data holds; 0 for a heartbeat of the source.
 	Rows int
