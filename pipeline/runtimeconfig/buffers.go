@@ -48,9 +48,7 @@ func (p *Pool) Get(n int) *[]byte {
 	for i, size := range tierSizes {
 		if n <= size {
 			if b, ok := p.tiers[i].Get().(*[]byte); ok {
-				*b = (*b)[:n]
-				clear(*b)
-				return b
+				return cleared(b, n)
 			}
 			b := make([]byte, n, size)
 			return &b
@@ -58,15 +56,20 @@ func (p *Pool) Get(n int) *[]byte {
 	}
 	if b, ok := p.large.Get().(*[]byte); ok {
 		if cap(*b) >= n {
-			*b = (*b)[:n]
-			clear(*b)
-			return b
+			return cleared(b, n)
 		}
 		p.large.Put(b)
 	}
 	// Rounded up to a page, as gRPC's pool does: sizes that vary a little reuse one buffer.
 	b := make([]byte, n, (n+4095)&^4095)
 	return &b
+}
+
+// cleared cuts a pooled buffer to length n and clears that length (not the capacity beyond).
+func cleared(b *[]byte, n int) *[]byte {
+	*b = (*b)[:n]
+	clear(*b)
+	return b
 }
 
 // Put keeps b in the largest tier whose size its capacity reaches (so Get hands it out only

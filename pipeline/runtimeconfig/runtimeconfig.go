@@ -12,9 +12,9 @@ import (
 	"github.com/KimMachineGun/automemlimit/memlimit"
 )
 
-// The garbage collector's settings. gcPercent is the GC target (GOGC) unless the environment gives GOGC: the heap may grow to
-// three times what is live between collections, where Go's default of 100 lets it grow to
-// twice. The pipeline holds little live data (the rows of the batches being filled, bounded by
+// The garbage collector's settings. gcPercent is the GC target (GOGC) unless the environment
+// gives GOGC: the heap may grow to three times what is live between collections, where Go's
+// default of 100 lets it grow to twice. The pipeline holds little live data (the rows of the batches being filled, bounded by
 // the source's outstanding messages), so this trades a little memory for much less collection:
 // docs/operations.md ("Cost per message") has the figures. A soft memory limit (GOMEMLIMIT, set
 // by github.com/KimMachineGun/automemlimit) keeps the larger target from growing the heap toward
