@@ -286,3 +286,24 @@ func TestCorruptPackedAfterDueBatch(t *testing.T) {
 		t.Errorf("%d rows emitted by the call that then failed; want 0 (a retry emits them again)", emitted)
 	}
 }
+
+// TestRowSlicesClearedOnRelease: a slice that held.rows handed out holds no row once released
+// (its rows point into the decoded groups' buffers, which the pool would otherwise keep alive),
+// and the next call can have it back with room for as many rows.
+func TestRowSlicesClearedOnRelease(t *testing.T) {
+	var h held
+	s := h.rows(3)
+	if len(s) != 0 || cap(s) < 3 {
+		t.Fatalf("rows(3) = len %d cap %d, want an empty slice with room for 3", len(s), cap(s))
+	}
+	s = append(s, flow.Row{MessageID: "m1", Payload: []byte("{}")}, flow.Row{MessageID: "m2"})
+	h.release()
+	for i, r := range s[:cap(s)] {
+		if r.MessageID != "" || r.Payload != nil {
+			t.Fatalf("row %d of a released slice still holds %q", i, r.MessageID)
+		}
+	}
+	if len(h) != 0 {
+		t.Fatalf("held keeps %d buffers after release", len(h))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -201,7 +202,7 @@ func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(i
 	shard := shardOf(key)
 	// Room for the buffered rows and the element's, as the count says: appending them one
 	// group at a time to a slice that grows would copy them again at each doubling.
-	pending := b.read(sp, &held, make([]flow.Row, 0, count+int64(rows.Rows)))
+	pending := b.read(sp, &held, held.rows(int(count)+rows.Rows))
 	// The element is decoded before anything is emitted: a corrupt one fails the call, and
 	// with it the bundle, before a batch is inserted (the write stage is fused after this one),
 	// which every retry of the bundle would insert again.
@@ -282,6 +283,27 @@ func (h *held) unpack(p flow.Packed) flow.Rows {
 	return rs
 }
 
+// rowSlices pools the slices that add and flush gather a batch's rows in (*[]flow.Row): one
+// of batchRowCount rows is a large allocation (about 150 bytes a row), which each batch then
+// paid for in fresh memory to clear and for the garbage collector to scan.
+var rowSlices sync.Pool
+
+// rows returns an empty slice with room for n rows, which h gives back, cleared, on release.
+func (h *held) rows(n int) []flow.Row {
+	var s []flow.Row
+	if p, ok := rowSlices.Get().(*[]flow.Row); ok && cap(*p) >= n {
+		s = *p
+	} else {
+		s = make([]flow.Row, 0, n)
+	}
+	*h = append(*h, func() {
+		clear(s[:cap(s)]) // the rows point into decoded groups' buffers
+		s = s[:0]
+		rowSlices.Put(&s)
+	})
+	return s
+}
+
 // release gives back every buffer h holds. Its receiver is a pointer so that `defer h.release()`,
 // written before the groups are decoded, gives back the buffers decoded after it: with a value
 // receiver the deferred call would copy h while it is still empty, and give back none.
@@ -304,7 +326,7 @@ func (b buffer) flushIfDue(sp state.Provider, key string, emit func(int, flow.Ro
 func (b buffer) flush(sp state.Provider, key string, emit func(int, flow.Rows)) {
 	var held held
 	defer held.release()
-	rows := flow.Rows{Rows: b.read(sp, &held, nil)}
+	rows := flow.Rows{Rows: b.read(sp, &held, held.rows(0))}
 	if len(rows.Rows) == 0 {
 		return
 	}

@@ -100,6 +100,11 @@ type insertFn struct {
 	presumedData map[int32]bool
 	meta         convert.Meta // the metadata of the row being converted
 	byTable      flow.TableCounters
+	// arena is the rows' RowBinary buffer of the last batch, kept for the next one: a new
+	// buffer of a batch's size each time cost the first writes to fresh memory. nil while a
+	// batch uses it, so that a batch converted again after a schema refresh (insertRows
+	// within insertRows) takes a buffer of its own.
+	arena []byte
 }
 
 // Setup reads the secrets the configuration names (chclient.Config.Resolve), opens the
@@ -240,10 +245,14 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 	for _, r := range rows {
 		size += len(r.Payload) // a row's RowBinary is most often smaller than its JSON
 	}
-	var (
-		ok    = make([]*Row, 0, len(rows))
+	ok, arena := make([]*Row, 0, len(rows)), f.arena[:0]
+	f.arena = nil
+	if cap(arena) < size {
 		arena = make([]byte, 0, size)
-	)
+	}
+	// The blocks copy the rows' values, and nothing reads a row's Data once its blocks are
+	// inserted.
+	defer func() { f.arena = arena[:0] }()
 	for _, r := range rows {
 		start := len(arena)
 		var err error
