@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 
@@ -305,5 +306,54 @@ func TestRowSlicesClearedOnRelease(t *testing.T) {
 	}
 	if len(h) != 0 {
 		t.Fatalf("held keeps %d buffers after release", len(h))
+	}
+}
+
+// TestRejectedRowsOutliveTheirBatch: the dead letters of rows the write stage rejects, built from
+// a batch that add emitted out of pooled buffers, are gathered with the bundle's other dead
+// letters (gatherLettersFn, fused after the write stage on Dataflow) and emitted at the end of the
+// bundle, after add gave the buffers back (overwritten there: flowtest.Main); they still hold the
+// payloads as published. With the payload not copied (flow.Row.DeadLetter), every one read as
+// the released buffer's filler.
+func TestRejectedRowsOutliveTheirBatch(t *testing.T) {
+	b := buffer{tally: testTally(3, 0, 0), bag: state.MakeBagState[flow.Packed]("buffer")}
+	fs := newFakeState(t)
+	want := map[string]string{}
+	var group flow.Rows
+	for i := range 5 {
+		r := flow.Row{MessageID: fmt.Sprintf("m%d", i), Payload: []byte(fmt.Sprintf(`{"n":%d,"s":"%s"}`, i, strings.Repeat("x", 300)))}
+		if i == 2 { // a row the UDF transformed: its dead letter keeps the payload as published
+			r.Transformed, r.Original = true, []byte(fmt.Sprintf(`{"published":%d}`, i))
+		}
+		want[r.MessageID] = string(r.Published())
+		group.Rows = append(group.Rows, r)
+	}
+	p, err := flow.DecodePacked(flow.EncodePacked(flow.Pack(group)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gather := &gatherLettersFn{NumShards: 1}
+	var got []flow.DeadLetter
+	emitLetters := func(_ beam.EventTime, _ string, ls flow.DeadLetters) { got = append(got, ls.Letters...) }
+	reject := func(_ int, batch flow.Rows) { // the write stage, rejecting every row
+		for _, r := range batch.Rows {
+			gather.ProcessElement(0, r.DeadLetter("rejected", "write", time.Now()), emitLetters)
+		}
+	}
+	fs.newCall()
+	b.add(fs, "0", p, reject) // emits a batch of 3 rows and buffers 2
+	fs.newCall()
+	b.flush(fs, "0", reject)
+	if flow.Unreleased() != 0 {
+		t.Fatalf("%d buffers not released", flow.Unreleased())
+	}
+	gather.FinishBundle(emitLetters)
+	if len(got) != len(want) {
+		t.Fatalf("%d dead letters, want %d", len(got), len(want))
+	}
+	for _, l := range got {
+		if string(l.Payload) != want[l.MessageID] {
+			t.Errorf("dead letter of %s holds %q, want %q", l.MessageID, l.Payload, want[l.MessageID])
+		}
 	}
 }

@@ -288,13 +288,16 @@ func (h *held) unpack(p flow.Packed) flow.Rows {
 // paid for in fresh memory to clear and for the garbage collector to scan.
 var rowSlices sync.Pool
 
-// rows returns an empty slice with room for n rows, which h gives back, cleared, on release.
+// rows returns an empty slice with room for n rows, which h gives back, cleared, on release;
+// with n 0 and none pooled, nil (and nothing to give back).
 func (h *held) rows(n int) []flow.Row {
 	var s []flow.Row
 	if p, ok := rowSlices.Get().(*[]flow.Row); ok && cap(*p) >= n {
 		s = *p
-	} else {
+	} else if n > 0 {
 		s = make([]flow.Row, 0, n)
+	} else {
+		return nil
 	}
 	*h = append(*h, func() {
 		clear(s[:cap(s)]) // the rows point into decoded groups' buffers

@@ -1,5 +1,10 @@
 package flow
 
+import (
+	"bytes"
+	"time"
+)
+
 // Row is one message that converts into a row of the table. It carries the message, not its
 // converted form: the payload is needed anyway (a dead letter keeps the original bytes, and a
 // schema change converts it again), and conversion is cheaper than moving the RowBinary through
@@ -43,6 +48,25 @@ func (r Row) Published() []byte {
 		return r.Original
 	}
 	return r.Payload
+}
+
+// DeadLetter returns the dead-letter record of a row the write stage could not insert, failed at
+// failedAt with errorMessage and stackTrace: its payload as published, its message id,
+// attributes, ordering key and ack id. The payload is a copy. The batch stage decodes a batch's
+// rows into pooled buffers that it reuses once the write stage returns, and a record can outlive
+// that: on Dataflow the bundle's dead letters are gathered (batch.DeadLetters) in the stage the
+// write stage is fused into, before any encoding.
+func (r Row) DeadLetter(errorMessage, stackTrace string, failedAt time.Time) DeadLetter {
+	return DeadLetter{
+		Payload:        bytes.Clone(r.Published()),
+		ErrorMessage:   errorMessage,
+		StackTrace:     stackTrace,
+		FailedAtMillis: failedAt.UnixMilli(),
+		MessageID:      r.MessageID,
+		Attributes:     r.Attributes,
+		OrderingKey:    r.OrderingKey,
+		AckID:          r.AckID,
+	}
 }
 
 // Rows is a group of rows that travels as one element: the rows of one source element out of

@@ -189,16 +189,7 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Row
 		rejected[r] = true
 		rowsRejected.Inc(ctx, 1)
 		f.byTable.Inc(ctx, "rows-rejected-by-clickhouse", 1)
-		emitDeadLetter(flow.DeadLetter{
-			Payload:        r.Published(),
-			ErrorMessage:   err.Error(),
-			StackTrace:     flow.StackTrace(stage, convert.Columns(err), err),
-			FailedAtMillis: time.Now().UnixMilli(),
-			MessageID:      r.MessageID,
-			Attributes:     r.Attributes,
-			OrderingKey:    r.OrderingKey,
-			AckID:          r.AckID,
-		})
+		emitDeadLetter(r.Row.DeadLetter(err.Error(), flow.StackTrace(stage, convert.Columns(err), err), time.Now()))
 	}
 	if err := f.insertRows(ctx, rows, reject, 0); err != nil {
 		return err
