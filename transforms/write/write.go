@@ -100,7 +100,8 @@ type insertFn struct {
 	presumedData map[int32]bool
 	meta         convert.Meta // the metadata of the row being converted
 	byTable      flow.TableCounters
-	// arena is the rows' RowBinary buffer of the last batch, kept for the next one: a new
+	// arena is the rows' RowBinary buffer of the last batch, kept for the next one when it
+	// holds at most maxKeptArena bytes (a fixed window's batch can be far larger): a new
 	// buffer of a batch's size each time cost the first writes to fresh memory. nil while a
 	// batch uses it, so that a batch converted again after a schema refresh (insertRows
 	// within insertRows) takes a buffer of its own.
@@ -208,6 +209,10 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Row
 	return nil
 }
 
+// maxKeptArena is the largest RowBinary buffer the write stage keeps between batches: the
+// default batchByteSize.
+const maxKeptArena = 16 << 20
+
 // maxSchemaRefreshes bounds how often one batch refreshes the schema and starts again.
 const maxSchemaRefreshes = 2
 
@@ -243,7 +248,11 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 	}
 	// The blocks copy the rows' values, and nothing reads a row's Data once its blocks are
 	// inserted.
-	defer func() { f.arena = arena[:0] }()
+	defer func() {
+		if cap(arena) <= maxKeptArena {
+			f.arena = arena[:0]
+		}
+	}()
 	for _, r := range rows {
 		start := len(arena)
 		var err error
