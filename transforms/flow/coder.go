@@ -31,8 +31,9 @@ import (
 // so a row costs its payload and ids plus about 13 bytes (EncodedRowsSize). Decoded payloads
 // share the element's buffer, which Beam gives to each decode afresh.
 //
-// A Rows element is what crosses the batch stage's GroupByKey and state, which Dataflow's
-// Streaming Engine bills by the byte, so it goes compressed: EncodeRows writes one format byte,
+// Rows cross the batch stage's GroupByKey and state, which Dataflow's Streaming Engine bills by
+// the byte (packed, see Pack, in the count and combined modes; as a Rows element in the
+// fixed-window mode), so they go compressed: EncodeRows writes one format byte,
 // then rowsPlain and the bytes above, or rowsS2 and those bytes compressed with S2
 // (github.com/klauspost/compress/s2, block format; Snappy's format extended), when that is
 // smaller. JSON rows of one stream share their field names and much of their values, so an
