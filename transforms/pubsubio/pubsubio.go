@@ -94,10 +94,18 @@ const (
 // error when b is not the wire format (a truncated field, a bad tag).
 func Decode(b []byte) (*pb.PubsubMessage, error) {
 	m := new(pb.PubsubMessage)
+	if err := decodeInto(b, m); err != nil {
+		return nil, fmt.Errorf("pubsubio: decoding a PubsubMessage: %w", err)
+	}
+	return m, nil
+}
+
+// decodeInto is Decode merging into m, as proto.Unmarshal merges a message field given twice.
+func decodeInto(b []byte, m *pb.PubsubMessage) error {
 	for len(b) > 0 {
 		num, typ, v, _, rest, err := nextField(b)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		b = rest
 		if typ != protowire.BytesType {
@@ -109,7 +117,7 @@ func Decode(b []byte) (*pb.PubsubMessage, error) {
 		case fieldAttributes:
 			k, val, err := mapEntry(v)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if m.Attributes == nil {
 				m.Attributes = make(map[string]string, 1)
@@ -122,13 +130,13 @@ func Decode(b []byte) (*pb.PubsubMessage, error) {
 				m.PublishTime = new(timestamppb.Timestamp)
 			}
 			if err := timestamp(v, m.PublishTime); err != nil {
-				return nil, err
+				return err
 			}
 		case fieldOrderingKey:
 			m.OrderingKey = string(v)
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // mapEntry decodes an entry of a map<string, string>; a missing key or value is "".
@@ -204,5 +212,5 @@ func consumeTag(b []byte) (protowire.Number, protowire.Type, int) {
 }
 
 func decodeError(n int) error {
-	return fmt.Errorf("pubsubio: decoding a PubsubMessage: %w", protowire.ParseError(n))
+	return protowire.ParseError(n)
 }

@@ -263,7 +263,7 @@ func (fn *readFn) pull(ctx context.Context, n int, now bool) (*pubsubpb.PullResp
 		MaxMessages:  int32(n),
 		//lint:ignore SA1019 a follow-up Pull wants what is ready now, see pullMore
 		ReturnImmediately: now,
-	}, gax.WithGRPCOptions(grpc.MaxCallRecvMsgSize(maxPullResponseBytes)))
+	}, gax.WithGRPCOptions(grpc.MaxCallRecvMsgSize(maxPullResponseBytes), grpc.ForceCodecV2(pullCodec{})))
 	if err != nil {
 		if ctx.Err() == nil && (pctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded) {
 			return nil, nil
