@@ -43,6 +43,38 @@ func TestRowsRoundTrip(t *testing.T) {
 	}
 }
 
+// Rows of one element with the same attributes share a map; rows whose attributes differ, come
+// between them, or are a prefix of the others' (a key more) get maps of their own, with their
+// own values.
+func TestRowsShareEqualAttributes(t *testing.T) {
+	a := func() map[string]string { return map[string]string{"source": "demo", "v": "1"} }
+	in := flow.Rows{Rows: []flow.Row{
+		{MessageID: "1", Attributes: a()},
+		{MessageID: "2", Attributes: a()},
+		{MessageID: "3", Attributes: map[string]string{"source": "demo", "v": "1", "w": "2"}},
+		{MessageID: "4"},
+		{MessageID: "5", Attributes: map[string]string{"source": "demo", "v": "2"}},
+		{MessageID: "6", Attributes: a()},
+		{MessageID: "7", Attributes: a()},
+	}}
+	got, err := flow.DecodeRows(flow.EncodeRows(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(in, got, emptyIsNil); diff != "" {
+		t.Fatalf("(-in +decoded):\n%s", diff)
+	}
+	same := func(i, j int) bool {
+		return fmt.Sprintf("%p", got.Rows[i].Attributes) == fmt.Sprintf("%p", got.Rows[j].Attributes)
+	}
+	if !same(0, 1) || !same(5, 6) {
+		t.Error("rows with the same attributes next to each other got maps of their own")
+	}
+	if same(1, 2) || same(2, 4) || same(4, 5) {
+		t.Error("rows with other attributes share a map")
+	}
+}
+
 func TestMessagesRoundTrip(t *testing.T) {
 	in := flow.Messages{Messages: []flow.Message{
 		{ID: "1", Data: []byte("{}"), Attributes: map[string]string{"k": "v"}, PublishTimeMillis: 1_700_000_000_123, AckID: "a", OrderingKey: "user-7"},

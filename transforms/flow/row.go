@@ -24,7 +24,8 @@ type Row struct {
 	// AckID acknowledges the source message once the row is inserted (local source only).
 	AckID string
 	// Attributes are the source message's attributes (nil when it has none), for its dead letter
-	// if the server rejects the row.
+	// if the server rejects the row. Read only: the rows decoded from one element that have the
+	// same attributes share the map.
 	Attributes map[string]string
 	// PublishTimeMillis is the source message's publish time (Unix milliseconds), which the
 	// write stage's conversion needs for the columns of metadataColumns; the parse stage sets it
