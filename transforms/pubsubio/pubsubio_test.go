@@ -2,6 +2,7 @@ package pubsubio
 
 import (
 	hexpkg "encoding/hex"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -78,19 +79,44 @@ func TestDecodeAsProtoUnmarshal(t *testing.T) {
 		if i%10 != 0 {
 			continue
 		}
-		for n := range len(b) {
-			var viaProto pb.PubsubMessage
-			protoErr := proto.Unmarshal(b[:n], &viaProto)
-			got, err := Decode(b[:n])
-			switch {
-			case (protoErr == nil) != (err == nil):
-				t.Fatalf("message %d, first %d of %d bytes: proto.Unmarshal %v, Decode %v", i, n, len(b), protoErr, err)
-			case err == nil:
-				if diff := cmp.Diff(&viaProto, got, protocmp.Transform()); diff != "" {
-					t.Fatalf("message %d, first %d of %d bytes (-proto.Unmarshal +Decode):\n%s", i, n, len(b), diff)
-				}
+		checkPrefixesAsProto(t, fmt.Sprintf("message %d", i), b, Decode)
+	}
+}
+
+// checkPrefixesAsProto decodes every strict prefix of b with decode and with proto.Unmarshal: an
+// error from both or from neither, and the same message when both decode.
+func checkPrefixesAsProto[M proto.Message](t *testing.T, what string, b []byte, decode func([]byte) (M, error)) {
+	t.Helper()
+	for n := range len(b) {
+		got, err := decode(b[:n])
+		viaProto := got.ProtoReflect().New().Interface()
+		protoErr := proto.Unmarshal(b[:n], viaProto)
+		switch {
+		case (protoErr == nil) != (err == nil):
+			t.Fatalf("%s, first %d of %d bytes: proto.Unmarshal %v, the decoder %v", what, n, len(b), protoErr, err)
+		case err == nil:
+			if diff := cmp.Diff(viaProto, got, protocmp.Transform()); diff != "" {
+				t.Fatalf("%s, first %d of %d bytes (-proto.Unmarshal +the decoder):\n%s", what, n, len(b), diff)
 			}
 		}
+	}
+}
+
+// checkDecodesAsProto: when proto.Unmarshal decodes b, decode decodes it to the same message,
+// unknown fields apart (the fuzz tests).
+func checkDecodesAsProto[M proto.Message](t *testing.T, b []byte, decode func([]byte) (M, error)) {
+	t.Helper()
+	var zero M
+	want := zero.ProtoReflect().New().Interface()
+	if proto.Unmarshal(b, want) != nil {
+		return
+	}
+	got, err := decode(b)
+	if err != nil {
+		t.Fatalf("proto.Unmarshal decodes %x, the decoder: %v", b, err)
+	}
+	if diff := cmp.Diff(want, got, protocmp.Transform(), protocmp.IgnoreUnknown()); diff != "" {
+		t.Fatalf("%x (-proto.Unmarshal +the decoder):\n%s", b, diff)
 	}
 }
 
@@ -265,17 +291,5 @@ func FuzzDecode(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var want pb.PubsubMessage
-		if proto.Unmarshal(b, &want) != nil {
-			return
-		}
-		got, err := Decode(b)
-		if err != nil {
-			t.Fatalf("proto.Unmarshal decodes %x, Decode: %v", b, err)
-		}
-		if diff := cmp.Diff(&want, got, protocmp.Transform(), protocmp.IgnoreUnknown()); diff != "" {
-			t.Fatalf("%x (-proto.Unmarshal +Decode):\n%s", b, diff)
-		}
-	})
+	f.Fuzz(func(t *testing.T, b []byte) { checkDecodesAsProto(t, b, Decode) })
 }

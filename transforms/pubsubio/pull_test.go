@@ -1,6 +1,7 @@
 package pubsubio
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -56,19 +57,7 @@ func TestDecodePullResponseAsProtoUnmarshal(t *testing.T) {
 		if i%20 != 0 {
 			continue
 		}
-		for n := range len(b) {
-			var viaProto, got pb.PullResponse
-			protoErr := proto.Unmarshal(b[:n], &viaProto)
-			err := DecodePullResponse(b[:n], &got)
-			switch {
-			case (protoErr == nil) != (err == nil):
-				t.Fatalf("response %d, first %d of %d bytes: proto.Unmarshal %v, DecodePullResponse %v", i, n, len(b), protoErr, err)
-			case err == nil:
-				if diff := cmp.Diff(&viaProto, &got, protocmp.Transform()); diff != "" {
-					t.Fatalf("response %d, first %d of %d bytes (-proto.Unmarshal +DecodePullResponse):\n%s", i, n, len(b), diff)
-				}
-			}
-		}
+		checkPrefixesAsProto(t, fmt.Sprintf("response %d", i), b, decodePullResponse)
 	}
 }
 
@@ -179,16 +168,11 @@ func FuzzDecodePullResponse(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var want, got pb.PullResponse
-		if proto.Unmarshal(b, &want) != nil {
-			return
-		}
-		if err := DecodePullResponse(b, &got); err != nil {
-			t.Fatalf("proto.Unmarshal decodes %x, DecodePullResponse: %v", b, err)
-		}
-		if diff := cmp.Diff(&want, &got, protocmp.Transform(), protocmp.IgnoreUnknown()); diff != "" {
-			t.Fatalf("%x (-proto.Unmarshal +DecodePullResponse):\n%s", b, diff)
-		}
-	})
+	f.Fuzz(func(t *testing.T, b []byte) { checkDecodesAsProto(t, b, decodePullResponse) })
+}
+
+// decodePullResponse is DecodePullResponse into a new response, in the shape of Decode.
+func decodePullResponse(b []byte) (*pb.PullResponse, error) {
+	resp := new(pb.PullResponse)
+	return resp, DecodePullResponse(b, resp)
 }
