@@ -33,12 +33,94 @@ func TestRowsRoundTrip(t *testing.T) {
 			{Payload: []byte(`{}`), MessageID: "m8", OrderingKey: "k", Transformed: true, Original: []byte("o")},
 		}},
 	} {
-		got, err := flow.DecodeRows(flow.EncodeRows(in))
-		if err != nil {
-			t.Fatal(err)
+		for _, c := range []flow.Compression{flow.S2, flow.Zstd} {
+			in.Compression = c
+			got, err := flow.DecodeRows(flow.EncodeRows(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(in, got, emptyIsNil, ignoreCompression); diff != "" {
+				t.Errorf("%v: (-in +decoded):\n%s", c, diff)
+			}
 		}
-		if diff := cmp.Diff(in, got, emptyIsNil); diff != "" {
-			t.Errorf("(-in +decoded):\n%s", diff)
+	}
+}
+
+// ignoreCompression: decoding does not give the element's Compression back.
+var ignoreCompression = cmpopts.IgnoreFields(flow.Rows{}, "Compression")
+
+// TestCompressionFormats: a group worth compressing is written in the format its Compression
+// names (the format byte 1 for S2, 2 for zstd), one that compression does not shrink is written
+// plain (0), and a pipeline decodes every format whatever its own Compression: the groups an
+// updated job finds in its state were written by the job before.
+func TestCompressionFormats(t *testing.T) {
+	demo, _ := demoRows(200, true)
+	random := make([]byte, 500)
+	rand.NewChaCha8([32]byte{2}).Read(random)
+	incompressible := flow.Rows{Rows: []flow.Row{{Payload: random, MessageID: "m"}}}
+	for _, tc := range []struct {
+		rows   flow.Rows
+		c      flow.Compression
+		format byte
+	}{
+		{demo, flow.S2, 1},
+		{demo, flow.Zstd, 2},
+		{incompressible, flow.S2, 0},
+		{incompressible, flow.Zstd, 0},
+	} {
+		tc.rows.Compression = tc.c
+		b := flow.EncodeRows(tc.rows)
+		if b[0] != tc.format {
+			t.Errorf("%d rows, %v: format %d, want %d", len(tc.rows.Rows), tc.c, b[0], tc.format)
+		}
+		got, err := flow.DecodeRows(b)
+		if err != nil {
+			t.Fatalf("%d rows, %v: %v", len(tc.rows.Rows), tc.c, err)
+		}
+		if !cmp.Equal(got.Rows, tc.rows.Rows, emptyIsNil) {
+			t.Errorf("%d rows, %v: the decoded rows differ", len(tc.rows.Rows), tc.c)
+		}
+		p := flow.Pack(tc.rows)
+		if p.Data[0] != tc.format {
+			t.Errorf("Pack of %d rows, %v: format %d, want %d", len(tc.rows.Rows), tc.c, p.Data[0], tc.format)
+		}
+		for _, pooled := range []bool{false, true} {
+			q, err := flow.DecodePacked(bytes.Clone(flow.EncodePacked(p)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rs flow.Rows
+			release := func() {}
+			if pooled {
+				rs, release, err = q.UnpackPooled()
+			} else {
+				rs, err = q.Unpack()
+			}
+			if err != nil || !cmp.Equal(rs.Rows, tc.rows.Rows, emptyIsNil) {
+				t.Errorf("Pack of %d rows, %v, unpacked (pooled %v): %v, or the rows differ", len(tc.rows.Rows), tc.c, pooled, err)
+			}
+			release()
+		}
+	}
+}
+
+func TestParseCompression(t *testing.T) {
+	for in, want := range map[string]flow.Compression{"": flow.S2, "s2": flow.S2, "zstd": flow.Zstd} {
+		if got, err := flow.ParseCompression(in); err != nil || got != want {
+			t.Errorf("ParseCompression(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"S2", "zstd ", "lz4", "none", "snappy"} {
+		if _, err := flow.ParseCompression(in); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", in)) || !strings.Contains(err.Error(), "s2 or zstd") {
+			t.Errorf("ParseCompression(%q): %v, want an error naming the value and the values taken", in, err)
+		}
+	}
+	if got := strings.Join(flow.CompressionNames(), ","); got != "s2,zstd" {
+		t.Errorf("CompressionNames = %s", got)
+	}
+	for _, c := range []flow.Compression{flow.S2, flow.Zstd} {
+		if back, err := flow.ParseCompression(c.String()); err != nil || back != c {
+			t.Errorf("%v does not parse back: %v, %v", c, back, err)
 		}
 	}
 }
@@ -109,6 +191,29 @@ func TestDecodeRejectsCorruptBytes(t *testing.T) {
 			t.Error("DecodeRows with a trailing byte: no error")
 		}
 	}
+	// A compressed group cut short, or with a byte more, is an error too, in each format; so is
+	// a zstd frame whose header claims more than any group holds.
+	demo, _ := demoRows(20, false)
+	for _, c := range []flow.Compression{flow.S2, flow.Zstd} {
+		demo.Compression = c
+		b := flow.EncodeRows(demo)
+		for n := 0; n < len(b); n++ {
+			if _, err := flow.DecodeRows(b[:n]); err == nil {
+				t.Errorf("%v: DecodeRows of the first %d of %d bytes: no error", c, n, len(b))
+			}
+		}
+		if _, err := flow.DecodeRows(append(b, 0)); err == nil {
+			t.Errorf("%v: DecodeRows with a trailing byte: no error", c)
+		}
+	}
+	// The magic number, a frame header descriptor of an 8-byte content size, 2^40 bytes.
+	huge := []byte{2, 0x28, 0xb5, 0x2f, 0xfd, 0xe0, 0, 0, 0, 0, 0, 1, 0, 0}
+	if _, err := flow.DecodeRows(huge); err == nil {
+		t.Error("a zstd frame that claims 2^40 bytes: no error")
+	}
+	if got := (flow.Packed{Rows: 1, Data: huge}).RowBytes(); got != -1 {
+		t.Errorf("RowBytes of a zstd frame that claims 2^40 bytes = %d, want -1", got)
+	}
 	m := flow.EncodeMessages(flow.Messages{Messages: []flow.Message{{ID: "m", Data: []byte("{}"), PublishTimeMillis: 7, OrderingKey: "key"}}})
 	for n := 0; n < len(m); n++ {
 		if _, err := flow.DecodeMessages(m[:n]); err == nil {
@@ -159,7 +264,7 @@ func rowsOf(n int, ackID bool, next func() []byte) (flow.Rows, int) {
 // coder), in encoded bytes per payload byte, as the metric bytes/payload-byte, on the demo events
 // and on the Wikipedia edits, for elements of 1,000, 100 and 10 rows (the parse stage gathers the
 // rows of a bundle into one element) and of one row (a stream of one message per bundle, where
-// no element of many rows forms).
+// no element of many rows forms), with each Compression (shuffleCompression): s2/..., zstd/....
 func BenchmarkEncodeRows(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
@@ -177,20 +282,23 @@ func BenchmarkEncodeRows(b *testing.B) {
 		{"dataflow/wikipedia/1-row", 1, false, true},
 		{"local/demo/1000-rows", 1000, true, false},
 	} {
-		b.Run(tc.name, func(b *testing.B) {
-			rows, payload := demoRows(tc.rows, tc.ackID)
-			if tc.wiki {
-				rows, payload = wikiRows(b, tc.rows)
-			}
-			var encoded int
-			b.SetBytes(int64(payload))
-			b.ReportAllocs()
-			for b.Loop() {
-				encoded = len(flow.EncodePacked(flow.Pack(rows)))
-			}
-			b.ReportMetric(float64(encoded)/float64(payload), "bytes/payload-byte")
-			b.ReportMetric(float64(encoded-payload)/float64(tc.rows), "overhead-bytes/row")
-		})
+		for _, c := range []flow.Compression{flow.S2, flow.Zstd} {
+			b.Run(c.String()+"/"+tc.name, func(b *testing.B) {
+				rows, payload := demoRows(tc.rows, tc.ackID)
+				if tc.wiki {
+					rows, payload = wikiRows(b, tc.rows)
+				}
+				rows.Compression = c
+				var encoded int
+				b.SetBytes(int64(payload))
+				b.ReportAllocs()
+				for b.Loop() {
+					encoded = len(flow.EncodePacked(flow.Pack(rows)))
+				}
+				b.ReportMetric(float64(encoded)/float64(payload), "bytes/payload-byte")
+				b.ReportMetric(float64(encoded-payload)/float64(tc.rows), "overhead-bytes/row")
+			})
+		}
 	}
 }
 
@@ -359,17 +467,20 @@ func TestRowBytes(t *testing.T) {
 	for i := range demo.Rows {
 		sum += flow.RowBytes(&demo.Rows[i])
 	}
-	p := flow.Pack(demo)
-	if p.Data[0] != 1 {
-		t.Fatalf("200 demo rows were not compressed (format %d)", p.Data[0])
-	}
-	if got := p.RowBytes(); got != sum {
-		t.Errorf("Packed.RowBytes of 200 compressed demo rows = %d, want %d", got, sum)
+	for c, format := range map[flow.Compression]byte{flow.S2: 1, flow.Zstd: 2} {
+		demo.Compression = c
+		p := flow.Pack(demo)
+		if p.Data[0] != format {
+			t.Fatalf("200 demo rows were not compressed with %v (format %d)", c, p.Data[0])
+		}
+		if got := p.RowBytes(); got != sum {
+			t.Errorf("Packed.RowBytes of 200 demo rows compressed with %v = %d, want %d", c, got, sum)
+		}
 	}
 	if got := (flow.Packed{}).RowBytes(); got != 0 {
 		t.Errorf("the zero Packed: RowBytes = %d, want 0", got)
 	}
-	for _, bad := range []flow.Packed{{Rows: 1}, {Rows: 1, Data: []byte{9, 1}}, {Rows: 1, Data: []byte{1, 0xff}}} {
+	for _, bad := range []flow.Packed{{Rows: 1}, {Rows: 1, Data: []byte{9, 1}}, {Rows: 1, Data: []byte{1, 0xff}}, {Rows: 1, Data: []byte{2, 0x28, 0xb5}}} {
 		if got := bad.RowBytes(); got != -1 {
 			t.Errorf("RowBytes of %v = %d, want -1", bad.Data, got)
 		}

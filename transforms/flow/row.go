@@ -76,6 +76,10 @@ func (r Row) DeadLetter(errorMessage, stackTrace string, failedAt time.Time) Dea
 // groups; the batch stage counts rows, not elements. Rows has its own compact coder (coder.go).
 type Rows struct {
 	Rows []Row
+	// Compression is how the coder compresses the element (EncodeRows, Pack): the
+	// shuffleCompression parameter, which the batch stage sets on what it sends through its
+	// GroupByKey and state. Decoding does not set it (the zero value, S2).
+	Compression Compression
 }
 
 // Messages is a group of messages that travels as one element: the messages of one Pull
