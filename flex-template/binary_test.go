@@ -360,12 +360,12 @@ func TestBinary(t *testing.T) {
 			{
 				name:  "table dead letters, default batching",
 				args:  []string{"--clickHouseDeadLetterTable=events_dead_letter"},
-				wants: []string{"beam:window_fn:global_windows:v1", `table=events_dead_letter topic=(none)`, "combined trigger"},
+				wants: []string{"beam:window_fn:global_windows:v1", `table=events_dead_letter topic=(none)`, "combined trigger", "shuffleCompression=s2"},
 			},
 			{
 				name: "topic dead letters, fixed windows",
-				args: []string{"--deadLetterTopic=projects/my-project/topics/dlq", "--windowSeconds=10", "--numShards=4"},
-				wants: []string{"beam:window_fn:fixed_windows:v1", `table=(none) topic=projects/my-project/topics/dlq`, "numShards=4",
+				args: []string{"--deadLetterTopic=projects/my-project/topics/dlq", "--windowSeconds=10", "--numShards=4", "--shuffleCompression=zstd"},
+				wants: []string{"beam:window_fn:fixed_windows:v1", `table=(none) topic=projects/my-project/topics/dlq`, "numShards=4 shuffleCompression=zstd",
 					"beam:transform:group_by_key:v1", "Batch/CoGBK", "DeadLetters/Batch/CoGBK"},
 			},
 			{

@@ -80,6 +80,7 @@ var paramTypeByName = map[string]string{
 	"javascriptTextTransformGcsPath": "JAVASCRIPT_UDF_FILE",
 	"clickHouseCompression":          "ENUM",
 	"routeUnlisted":                  "ENUM",
+	"shuffleCompression":             "ENUM",
 }
 
 func readMetadata(t *testing.T) templateMetadata {
@@ -567,6 +568,10 @@ var regexExamples = map[string]regexExample{
 	"numShards": {
 		accept: []string{"", "0", "1", "8"},
 		reject: []string{"-2", "two", "08"},
+	},
+	"shuffleCompression": {
+		accept: []string{"", "s2", "zstd"},
+		reject: []string{"S2", "snappy", "lz4", "none", " zstd", "zstd "},
 	},
 	"batchByteSize": {
 		accept: []string{"", "16777216", "1048576", "1"},

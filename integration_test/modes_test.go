@@ -100,11 +100,13 @@ func firstAt(samples []sample, atLeast int) time.Time {
 }
 
 // TestFixedWindowMode: with windowSeconds only, no row is visible before its window closes, and
-// the window's rows all arrive together when it does.
+// the window's rows all arrive together when it does. The rows go through the GroupByKey
+// compressed with zstd (shuffleCompression=zstd; every other test has the default, s2).
 func TestFixedWindowMode(t *testing.T) {
 	const window = 4 * time.Second
 	e := newE2E(t, events.DDL)
 	e.opts.WindowSeconds = pipeline.GivenInt(int(window / time.Second))
+	e.opts.ShuffleCompression = "zstd"
 	e.opts.StopAfterIdle = pipeline.GivenInt(10) // longer than the wait for a window boundary below
 	r := e.start(t)
 	time.Sleep(time.Second) // let the reader start
@@ -132,12 +134,14 @@ func TestFixedWindowMode(t *testing.T) {
 }
 
 // TestCombinedMode: with batchRowCount and windowSeconds, a batch goes out when it has
-// batchRowCount rows, or windowSeconds after its first row, whichever comes first.
+// batchRowCount rows, or windowSeconds after its first row, whichever comes first. The rows wait
+// in the batcher's state compressed with zstd (shuffleCompression=zstd).
 func TestCombinedMode(t *testing.T) {
 	const window = 8 * time.Second
 	e := newE2E(t, events.DDL)
 	e.opts.WindowSeconds = pipeline.GivenInt(int(window / time.Second))
 	e.opts.BatchRowCount = pipeline.GivenInt(100)
+	e.opts.ShuffleCompression = "zstd"
 	r := e.start(t)
 	gen := events.NewGenerator(2, time.Now())
 	time.Sleep(time.Second)

@@ -17,6 +17,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/route"
@@ -305,7 +306,9 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 		msgs, udfFailed, udfDropped = udf.Transform(s, cfg, msgs)
 		failed, dropped = append(failed, udfFailed), append(dropped, udfDropped)
 	}
-	batches := batch.Config{Mode: mode, Shards: shards, ProcessingTimeTimers: src == DataflowSource}
+	// Validated: an unknown value was refused with the other parameters.
+	compression, _ := flow.ParseCompression(o.ShuffleCompression)
+	batches := batch.Config{Mode: mode, Shards: shards, ProcessingTimeTimers: src == DataflowSource, Compression: compression}
 
 	// One branch per table: parse, window and batch, write. Without routing it is clickHouseTable
 	// alone, under the scopes it always had; with routing each table's branch is in a scope named

@@ -3,14 +3,17 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline/localrunner"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 )
 
 // TestBuildEveryMode builds the graph for each batching mode, source and dead-letter
@@ -128,4 +131,57 @@ func TestMaxOutstandingBytes(t *testing.T) {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestBuildPassesShuffleCompression: in every batching mode, each step of the graph that packs
+// rows for the GroupByKey or the batcher's state (a DoFn with a field Compression, outside the
+// dead letters' steps) has the shuffleCompression given, and at least one step has it.
+func TestBuildPassesShuffleCompression(t *testing.T) {
+	for _, src := range []Source{LocalSource, DataflowSource} {
+		for _, mode := range []struct{ window, rows OptionalInt }{
+			{GivenInt(10), OptionalInt{}}, {OptionalInt{}, GivenInt(100)}, {GivenInt(10), GivenInt(100)}, {},
+		} {
+			for _, c := range []flow.Compression{flow.S2, flow.Zstd} {
+				o := graphOptions("dead_letters", "", "", mode.window, mode.rows)
+				o.ShuffleCompression = c.String()
+				p, s := beam.NewPipelineWithRoot()
+				Build(s, MustCheck(o), src)
+				edges, _, err := p.Build()
+				if err != nil {
+					t.Fatal(err)
+				}
+				found := 0
+				for _, e := range edges {
+					if e.DoFn == nil || inScope(e.Scope(), "DeadLetters") { // dead letters do not travel as rows
+						continue
+					}
+					v := reflect.Indirect(reflect.ValueOf(e.DoFn.Recv))
+					if v.Kind() != reflect.Struct {
+						continue
+					}
+					f := v.FieldByName("Compression")
+					if !f.IsValid() || f.Type() != reflect.TypeFor[flow.Compression]() {
+						continue
+					}
+					found++
+					if got := f.Interface().(flow.Compression); got != c {
+						t.Errorf("source %v, mode %v: step %s compresses with %v, want %v", src, o.Mode(), e.Name(), got, c)
+					}
+				}
+				if found < 2 && mode.rows.Given || found < 1 {
+					t.Errorf("source %v, mode %v, %v: %d steps with a Compression, want the keying step (and the batcher in the count and combined modes)", src, o.Mode(), c, found)
+				}
+			}
+		}
+	}
+}
+
+// inScope reports whether s or one of its parents is labelled label.
+func inScope(s *graph.Scope, label string) bool {
+	for ; s != nil; s = s.Parent {
+		if s.Label == label {
+			return true
+		}
+	}
+	return false
 }

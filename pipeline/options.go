@@ -56,6 +56,7 @@ type Options struct {
 	InsertQuorum              OptionalInt // insertQuorum
 	InsertDistributedSync     bool        // insertDistributedSync
 	NumShards                 int         // numShards; 0 is resolved by [Options.Shards]
+	ShuffleCompression        string      // shuffleCompression; see [flow.ParseCompression]
 
 	StopAfterIdle   OptionalInt // stopAfterIdle, for the local runner only
 	ProgressSeconds int         // progressSeconds, for the local runner only

@@ -26,7 +26,7 @@ var allFlags = []string{
 	"clickHouseUsername", "clickHousePassword", "clickHouseCaCertificate", "clickHouseClientCertificate",
 	"clickHouseClientKey", "clickHouseCompression", "clickHouseDeadLetterTable", "deadLetterTopic", "windowSeconds", "batchRowCount", "batchByteSize", "maxInsertBlockSize", "maxRetries",
 	"retryInitialBackoffMillis", "retryMaxBackoffMillis", "insertDeduplicate", "insertQuorum", "insertDistributedSync",
-	"numShards", "stopAfterIdle", "progressSeconds",
+	"numShards", "shuffleCompression", "stopAfterIdle", "progressSeconds",
 	"schemaRefreshSeconds", "metadataColumns", "unknownFieldsColumn", "routeBy", "routeTables", "routeUnlisted",
 	"addNewColumns", "addNewColumnsMax", "addNewColumnsPattern", "addNewColumnsExcluded", "addNewColumnsOnCluster",
 	"javascriptTextTransformGcsPath", "javascriptTextTransformFunctionName",
@@ -170,6 +170,7 @@ func TestUsage(t *testing.T) {
 		"insertQuorum":                                 {"insert_quorum", "replicas", "0 disables", "Optional, unset by default"},
 		"insertDistributedSync":                        {"insert_distributed_sync", "--insertDistributedSync=false", "(default true)"},
 		"numShards":                                    {"INSERT streams", "0 = auto", "(default 0)"},
+		"shuffleCompression":                           {"GroupByKey", "-shuffleCompression s2", "s2 or zstd", "Optional, unset by default: s2"},
 		"retryInitialBackoffMillis":                    {"first retry", "milliseconds", "(default 5000)"},
 		"retryMaxBackoffMillis":                        {"milliseconds", "(default 60000)"},
 		"stopAfterIdle":                                {"Local runner only", "seconds", "Optional, unset by default"},
@@ -655,6 +656,10 @@ func TestValidateRules(t *testing.T) {
 			"maxRetries", "-1", "must be 0 or more retries"},
 		{"numShards negative", func(o *Options) { o.NumShards = -1 },
 			"numShards", "-1", "must be a positive number of shards, or 0"},
+		{"shuffleCompression unknown", func(o *Options) { o.ShuffleCompression = "snappy" },
+			"shuffleCompression", "snappy", "must be s2 (fast, the default) or zstd (fewer bytes, more CPU)"},
+		{"shuffleCompression upper case", func(o *Options) { o.ShuffleCompression = "ZSTD" },
+			"shuffleCompression", "ZSTD", "must be s2"},
 		{"retryInitialBackoffMillis zero", func(o *Options) { o.RetryInitialBackoffMillis = 0; o.RetryMaxBackoffMillis = 10 },
 			"retryInitialBackoffMillis", "0", "must be a positive number of milliseconds"},
 		{"retryMaxBackoffMillis below the initial backoff", func(o *Options) { o.RetryMaxBackoffMillis = 100 },
@@ -900,7 +905,7 @@ func TestString(t *testing.T) {
 		`deadLetterTopic="projects/my-project/topics/events-dead-letter" ` +
 		`windowSeconds=unset batchRowCount=5000 batchByteSize=16777216 maxInsertBlockSize=1000000 maxRetries=5 ` +
 		`retryInitialBackoffMillis=5000 retryMaxBackoffMillis=60000 insertDeduplicate=true insertQuorum=0 insertDistributedSync=true ` +
-		`numShards=0 stopAfterIdle=unset progressSeconds=5 schemaRefreshSeconds=60 ` +
+		`numShards=0 shuffleCompression="" stopAfterIdle=unset progressSeconds=5 schemaRefreshSeconds=60 ` +
 		`metadataColumns="" unknownFieldsColumn="" routeBy="" routeTables="" routeUnlisted="" ` +
 		`addNewColumns=false addNewColumnsMax=50 addNewColumnsPattern="" addNewColumnsExcluded="" addNewColumnsOnCluster="" ` +
 		`javascriptTextTransformGcsPath="" javascriptTextTransformFunctionName="" javascriptTextTransformReloadIntervalMinutes=0`

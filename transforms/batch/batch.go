@@ -17,6 +17,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 )
 
 // Defaults of the combined mode when neither windowSeconds nor batchRowCount is given.
@@ -89,16 +91,26 @@ type Config struct {
 	// (Dataflow), which Rows then uses for the combined mode's time bound; prism does not, and
 	// the local source's heartbeats drive it there.
 	ProcessingTimeTimers bool
+	// Compression is how the rows are compressed through the GroupByKey and the batcher's
+	// state (shuffleCompression): the coder of the groups it keys, and of those it buffers, uses
+	// it. The zero value is S2.
+	Compression flow.Compression
 }
 
-// shardFn keys elements by shard, round robin per worker.
+// shardFn keys elements by shard, round robin per worker; a group of rows (flow.Rows) it marks
+// with Compression, which the GroupByKey's coder after it then uses.
 type shardFn struct {
-	NumShards int
-	next      int
+	NumShards   int
+	Compression flow.Compression
+	next        int
 }
 
 func (f *shardFn) ProcessElement(elem beam.T) (int, beam.T) {
 	shard := f.next
 	f.next = (f.next + 1) % f.NumShards
+	if rows, ok := elem.(flow.Rows); ok {
+		rows.Compression = f.Compression
+		elem = rows
+	}
 	return shard, elem
 }

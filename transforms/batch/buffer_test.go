@@ -126,7 +126,8 @@ func modelBatches(elems [][]propRow, due []bool, rows, maxBytes int64) [][]strin
 }
 
 // TestBufferMatchesModel: random groups (heartbeats, rows of 0 to 5,000 bytes, compressible or
-// not, with attributes, UDF input and publish time), bounds and due times; the batches are the
+// not, with attributes, UDF input and publish time, compressed with S2 or zstd), bounds and due
+// times, and the buffer's own compression at random; the batches are the
 // model's, and between calls the state holds fewer rows and bytes than a batch, its count and
 // size those of the bag, its start time exactly when rows are buffered.
 func TestBufferMatchesModel(t *testing.T) {
@@ -141,7 +142,9 @@ func TestBufferMatchesModel(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			windowMillis = 1000
 		}
-		b := buffer{tally: testTally(rows, maxBytes, windowMillis), bag: state.MakeBagState[flow.Packed]("buffer")}
+		// The buffer's compression, and each group's, at random: a job updated from one
+		// shuffleCompression to the other finds groups of both in its state.
+		b := buffer{tally: testTally(rows, maxBytes, windowMillis), bag: state.MakeBagState[flow.Packed]("buffer"), compression: flow.Compression(rng.IntN(2))}
 		fs := newFakeState(t)
 		var elems [][]propRow
 		var due []bool
@@ -191,6 +194,7 @@ func TestBufferMatchesModel(t *testing.T) {
 			}
 			// The element as it crosses the shuffle: encoded and decoded.
 			var p flow.Packed
+			g.Compression = flow.Compression(rng.IntN(2))
 			if k > 0 {
 				var err error
 				p, err = flow.DecodePacked(append([]byte(nil), flow.EncodePacked(flow.Pack(g))...))
@@ -354,6 +358,56 @@ func TestRejectedRowsOutliveTheirBatch(t *testing.T) {
 	for _, l := range got {
 		if string(l.Payload) != want[l.MessageID] {
 			t.Errorf("dead letter of %s holds %q, want %q", l.MessageID, l.Payload, want[l.MessageID])
+		}
+	}
+}
+
+// TestBufferPacksWithItsCompression: the rows the buffer keeps for the next batch are packed
+// again with its compression (shuffleCompression), whatever the compression of the group they
+// came in; the groups shardKeyFn keys are packed with its own, and shardFn marks a group of rows
+// with its own for the fixed-window mode's GroupByKey (a dead letter passes as it came).
+func TestBufferPacksWithItsCompression(t *testing.T) {
+	payload := []byte(strings.Repeat(`{"event":"click","user":"u-1"}`, 10)) // compressible
+	group := func(n int, c flow.Compression) flow.Rows {
+		g := flow.Rows{Compression: c}
+		for i := range n {
+			g.Rows = append(g.Rows, flow.Row{MessageID: fmt.Sprint(i), Payload: payload})
+		}
+		return g
+	}
+	for _, tc := range []struct {
+		buffer, incoming flow.Compression
+		format           byte
+	}{
+		{flow.S2, flow.Zstd, 1},
+		{flow.Zstd, flow.S2, 2},
+		{flow.Zstd, flow.Zstd, 2},
+	} {
+		b := buffer{tally: testTally(5, 0, 0), bag: state.MakeBagState[flow.Packed]("buffer"), compression: tc.buffer}
+		fs := newFakeState(t)
+		emitted := 0
+		b.add(fs, "0", flow.Pack(group(7, tc.incoming)), func(_ int, rs flow.Rows) { emitted += len(rs.Rows) })
+		bag := fs.bags["buffer"]
+		if emitted != 5 || len(bag) != 1 || bag[0].(flow.Packed).Rows != 2 {
+			t.Fatalf("buffer %v: emitted %d rows, kept %v; want 5, and one group of the 2 left", tc.buffer, emitted, bag)
+		}
+		if got := bag[0].(flow.Packed).Data[0]; got != tc.format {
+			t.Errorf("buffer %v, group %v: the rows left are kept in format %d, want %d", tc.buffer, tc.incoming, got, tc.format)
+		}
+	}
+	for c, format := range map[flow.Compression]byte{flow.S2: 1, flow.Zstd: 2} {
+		var keyed []flow.Packed
+		(&shardKeyFn{NumShards: 2, Compression: c}).ProcessElement(group(3, flow.S2), func(_ string, p flow.Packed) { keyed = append(keyed, p) })
+		if len(keyed) != 1 || keyed[0].Data[0] != format {
+			t.Errorf("shardKeyFn with %v: %d groups, want one in format %d", c, len(keyed), format)
+		}
+		_, out := (&shardFn{NumShards: 2, Compression: c}).ProcessElement(group(3, flow.S2))
+		if rs, ok := out.(flow.Rows); !ok || rs.Compression != c || len(rs.Rows) != 3 {
+			t.Errorf("shardFn with %v: %+v, want the 3 rows marked %v", c, out, c)
+		}
+		letters := flow.DeadLetters{Letters: []flow.DeadLetter{{MessageID: "m"}}}
+		if _, out := (&shardFn{NumShards: 2, Compression: c}).ProcessElement(letters); !reflect.DeepEqual(out, letters) {
+			t.Errorf("shardFn with %v changed a dead letter: %+v", c, out)
 		}
 	}
 }

@@ -52,21 +52,21 @@ func Rows(s beam.Scope, cfg Config, rows beam.PCollection) beam.PCollection {
 		if mode.Window <= 0 {
 			panic(fmt.Sprintf("batch.Rows: mode %+v has neither a window nor a row count", mode))
 		}
-		keyed := beam.ParDo(s, &shardFn{NumShards: cfg.Shards}, beam.ParDo(s, &dropHeartbeatsFn{}, rows))
+		keyed := beam.ParDo(s, &shardFn{NumShards: cfg.Shards, Compression: cfg.Compression}, beam.ParDo(s, &dropHeartbeatsFn{}, rows))
 		windowed := beam.WindowInto(s, window.NewFixedWindows(mode.Window), keyed,
 			beam.Trigger(trigger.AfterEndOfWindow()), beam.PanesDiscard(), beam.AllowedLateness(0))
 		return beam.ParDo(s, &concatFn{}, beam.GroupByKey(s, windowed))
 	}
-	keyed := beam.ParDo(s, &shardKeyFn{NumShards: cfg.Shards}, rows)
+	keyed := beam.ParDo(s, &shardKeyFn{NumShards: cfg.Shards, Compression: cfg.Compression}, rows)
 	buffer, count, started := state.MakeBagState[flow.Packed]("buffer"), state.MakeValueState[int64]("count"), state.MakeValueState[int64]("started")
 	size := state.MakeValueState[int64]("bytes")
 	if mode.Window > 0 && cfg.ProcessingTimeTimers {
 		return beam.ParDo(s, &countTimeFn{Rows: int64(mode.Rows), MaxBytes: mode.Bytes, WindowMillis: mode.Window.Milliseconds(),
-			Buffer: buffer, Count: count, Bytes: size, Started: started, EndOfWindow: timers.InEventTime("endOfWindow"),
+			Compression: cfg.Compression, Buffer: buffer, Count: count, Bytes: size, Started: started, EndOfWindow: timers.InEventTime("endOfWindow"),
 			PaneTimeout: timers.InProcessingTime("paneTimeout")}, keyed)
 	}
 	return beam.ParDo(s, &countFn{Rows: int64(mode.Rows), MaxBytes: mode.Bytes, WindowMillis: mode.Window.Milliseconds(),
-		Buffer: buffer, Count: count, Bytes: size, Started: started, EndOfWindow: timers.InEventTime("endOfWindow")}, keyed)
+		Compression: cfg.Compression, Buffer: buffer, Count: count, Bytes: size, Started: started, EndOfWindow: timers.InEventTime("endOfWindow")}, keyed)
 }
 
 // concatFn joins the groups of one pane into one batch.
@@ -92,9 +92,10 @@ func (concatFn) ProcessElement(shard int, groups func(*flow.Rows) bool, emit fun
 // DoFn, and never finishes a bounded input while a DoFn declares one that is not set; on
 // Dataflow, whose source sends no heartbeats, countTimeFn adds one.
 type countFn struct {
-	Rows         int64 // rows per batch, positive
-	MaxBytes     int64 // bytes per batch (flow.RowBytes); 0: no bound
-	WindowMillis int64 // the combined mode's time bound; 0 in the count mode
+	Rows         int64            // rows per batch, positive
+	MaxBytes     int64            // bytes per batch (flow.RowBytes); 0: no bound
+	Compression  flow.Compression // of the rows it buffers (Config.Compression)
+	WindowMillis int64            // the combined mode's time bound; 0 in the count mode
 
 	Buffer      state.Bag[flow.Packed]
 	Count       state.Value[int64]
@@ -115,7 +116,7 @@ func (fn *countFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Prov
 }
 
 func (fn *countFn) buffer() buffer {
-	return buffer{tally: tally{rows: fn.Rows, maxBytes: fn.MaxBytes, windowMillis: fn.WindowMillis, count: fn.Count, bytes: fn.Bytes, started: fn.Started}, bag: fn.Buffer}
+	return buffer{tally: tally{rows: fn.Rows, maxBytes: fn.MaxBytes, windowMillis: fn.WindowMillis, count: fn.Count, bytes: fn.Bytes, started: fn.Started}, bag: fn.Buffer, compression: fn.Compression}
 }
 
 // countTimeFn is countFn with a processing-time timer for the combined mode's time bound, for
@@ -124,9 +125,10 @@ func (fn *countFn) buffer() buffer {
 // SDK's GroupIntoBatches is not used): setting the timer again when a batch starts replaces the
 // earlier setting, and a timer that fires before its batch is due does nothing.
 type countTimeFn struct {
-	Rows         int64 // rows per batch, positive
-	MaxBytes     int64 // bytes per batch (flow.RowBytes); 0: no bound
-	WindowMillis int64 // the time bound, positive
+	Rows         int64            // rows per batch, positive
+	MaxBytes     int64            // bytes per batch (flow.RowBytes); 0: no bound
+	Compression  flow.Compression // of the rows it buffers (Config.Compression)
+	WindowMillis int64            // the time bound, positive
 
 	Buffer      state.Bag[flow.Packed]
 	Count       state.Value[int64]
@@ -153,7 +155,7 @@ func (fn *countTimeFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.
 }
 
 func (fn *countTimeFn) buffer() buffer {
-	return buffer{tally: tally{rows: fn.Rows, maxBytes: fn.MaxBytes, windowMillis: fn.WindowMillis, count: fn.Count, bytes: fn.Bytes, started: fn.Started}, bag: fn.Buffer}
+	return buffer{tally: tally{rows: fn.Rows, maxBytes: fn.MaxBytes, windowMillis: fn.WindowMillis, count: fn.Count, bytes: fn.Bytes, started: fn.Started}, bag: fn.Buffer, compression: fn.Compression}
 }
 
 // buffer is the state of one shard's batch being filled: the groups of rows, packed, their
@@ -165,7 +167,8 @@ func (fn *countTimeFn) buffer() buffer {
 // the contents from before the Clear, which emitted rows twice.
 type buffer struct {
 	tally
-	bag state.Bag[flow.Packed]
+	bag         state.Bag[flow.Packed]
+	compression flow.Compression // of the rows it packs again
 }
 
 // add adds the rows of one element (none for a heartbeat): first it emits the buffered rows as
@@ -226,7 +229,7 @@ func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(i
 	if len(pending) == 0 {
 		return false
 	}
-	put(sp, b.bag, b.tally, flow.Pack(flow.Rows{Rows: pending}), true, int64(len(pending)), rest)
+	put(sp, b.bag, b.tally, flow.Pack(flow.Rows{Rows: pending, Compression: b.compression}), true, int64(len(pending)), rest)
 	return true
 }
 
@@ -340,12 +343,13 @@ func (b buffer) flush(sp state.Provider, key string, emit func(int, flow.Rows)) 
 // shardKeyFn keys groups by shard, round robin per worker, as a string (a key with a standard
 // coder; Beam's Go int coder is a custom one).
 type shardKeyFn struct {
-	NumShards int
-	next      int
+	NumShards   int
+	Compression flow.Compression // of the groups it packs (Config.Compression)
+	next        int
 }
 
-// ProcessElement keys a group, packed, by the next shard, and a heartbeat (no rows) by every
-// shard.
+// ProcessElement keys a group, packed with Compression, by the next shard, and a heartbeat (no
+// rows) by every shard.
 func (f *shardKeyFn) ProcessElement(rows flow.Rows, emit func(string, flow.Packed)) {
 	if len(rows.Rows) == 0 {
 		for shard := range f.NumShards {
@@ -355,6 +359,7 @@ func (f *shardKeyFn) ProcessElement(rows flow.Rows, emit func(string, flow.Packe
 	}
 	shard := f.next
 	f.next = (f.next + 1) % f.NumShards
+	rows.Compression = f.Compression
 	emit(strconv.Itoa(shard), flow.Pack(rows))
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
@@ -268,4 +269,52 @@ func TestRowsByteBoundEmitsEveryRowOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkReleased(t)
+}
+
+// TestRowsZstdEveryMode: with the rows compressed with zstd through the GroupByKey and the
+// batcher's state (shuffleCompression=zstd), every mode emits every row exactly once, with its
+// payload as it came.
+func TestRowsZstdEveryMode(t *testing.T) {
+	for _, mode := range []Mode{{Rows: 7}, {Rows: 7, Window: time.Millisecond, Bytes: 2000}, {Window: time.Hour}} {
+		t.Run(mode.String(), func(t *testing.T) {
+			sizes := make([]int, 40)
+			total := 0
+			for i := range sizes {
+				sizes[i] = i%9 + 1
+				total += sizes[i]
+			}
+			in := groups(sizes...)
+			for _, g := range in {
+				for i := range g.Rows {
+					// compressible, and above the size worth compressing
+					g.Rows[i].Payload = []byte(strings.Repeat(`{"id":"`+g.Rows[i].MessageID+`"}`, 20))
+				}
+			}
+			p, s := beam.NewPipelineWithRoot()
+			batches := Rows(s, Config{Mode: mode, Shards: 2, Compression: flow.Zstd}, beam.CreateList(s, in))
+			ids := beam.WindowInto(s, window.NewGlobalWindows(), beam.ParDo(s, payloadIDs, beam.DropKey(s, batches)))
+			passert.Count(s, stats.Count(s, ids), "distinct ids", total)
+			passert.Count(s, ids, "ids", total)
+			if err := ptest.Run(p); err != nil {
+				t.Fatal(err)
+			}
+			checkReleased(t)
+		})
+	}
+}
+
+func init() {
+	register.Function2x0(payloadIDs)
+}
+
+// payloadIDs emits the message id of each row of a batch whose payload is the one
+// TestRowsZstdEveryMode gave it, and "wrong payload" for any other.
+func payloadIDs(b flow.Rows, emit func(string)) {
+	for _, r := range b.Rows {
+		if string(r.Payload) != strings.Repeat(`{"id":"`+r.MessageID+`"}`, 20) {
+			emit("wrong payload")
+			continue
+		}
+		emit(r.MessageID)
+	}
 }

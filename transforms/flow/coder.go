@@ -78,7 +78,7 @@ func AppendRows(dst []byte, rs Rows) []byte {
 		format, compressed := byte(rowsS2), []byte(nil)
 		switch rs.Compression {
 		case Zstd:
-			format, compressed = rowsZstd, zstdEncoder().EncodeAll(body, (*out)[:0])
+			format, compressed = rowsZstd, appendZstd((*out)[:0], body)
 			*out = compressed[:0] // the buffer EncodeAll grew, if it did, for the next element
 		default:
 			if bound := s2.MaxEncodedLen(len(body)); cap(*out) < bound {
@@ -211,25 +211,16 @@ func decodeRows(b []byte, buf *[]byte) (Rows, error) {
 		}
 		b = plain
 	case rowsZstd:
-		n, ok := zstdContentSize(b[1:])
-		if !ok {
-			return Rows{}, fmt.Errorf("flow: decoding Rows: %w: a zstd frame without its size", errCorrupt)
-		}
 		var dst []byte
 		if buf != nil {
-			if cap(*buf) < n {
+			if n, _, ok := zstdLen(b[1:]); ok && cap(*buf) < n {
 				*buf = make([]byte, n+n/4)
 			}
-			dst = (*buf)[:0]
-		} else {
-			dst = make([]byte, 0, n)
+			dst = *buf
 		}
-		plain, err := zstdDecoder().DecodeAll(b[1:], dst)
+		plain, err := decodeZstd(dst, b[1:])
 		if err != nil {
 			return Rows{}, fmt.Errorf("flow: decoding Rows: %w: %v", errCorrupt, err)
-		}
-		if len(plain) != n {
-			return Rows{}, fmt.Errorf("flow: decoding Rows: %w: a zstd frame of %d bytes says %d", errCorrupt, len(plain), n)
 		}
 		b = plain
 	default:

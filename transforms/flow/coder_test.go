@@ -2,6 +2,7 @@ package flow_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -206,13 +207,20 @@ func TestDecodeRejectsCorruptBytes(t *testing.T) {
 			t.Errorf("%v: DecodeRows with a trailing byte: no error", c)
 		}
 	}
-	// The magic number, a frame header descriptor of an 8-byte content size, 2^40 bytes.
-	huge := []byte{2, 0x28, 0xb5, 0x2f, 0xfd, 0xe0, 0, 0, 0, 0, 0, 1, 0, 0}
-	if _, err := flow.DecodeRows(huge); err == nil {
-		t.Error("a zstd frame that claims 2^40 bytes: no error")
+	// A zstd group of 2^40 bytes, as its length says, and one whose frame holds a byte less than
+	// its length says.
+	huge := append([]byte{2}, binary.AppendUvarint(nil, 1<<40)...)
+	if _, err := flow.DecodeRows(append(huge, flow.EncodeRows(demo)[1:]...)); err == nil {
+		t.Error("a zstd group whose length says 2^40 bytes: no error")
 	}
 	if got := (flow.Packed{Rows: 1, Data: huge}).RowBytes(); got != -1 {
-		t.Errorf("RowBytes of a zstd frame that claims 2^40 bytes = %d, want -1", got)
+		t.Errorf("RowBytes of a zstd group whose length says 2^40 bytes = %d, want -1", got)
+	}
+	short := flow.EncodeRows(demo)
+	n, k := binary.Uvarint(short[1:])
+	short = append(append([]byte{2}, binary.AppendUvarint(nil, n+1)...), short[1+k:]...)
+	if _, err := flow.DecodeRows(short); err == nil || !strings.Contains(err.Error(), "length says") {
+		t.Errorf("a zstd group a byte shorter than its length says: %v, want an error saying so", err)
 	}
 	m := flow.EncodeMessages(flow.Messages{Messages: []flow.Message{{ID: "m", Data: []byte("{}"), PublishTimeMillis: 7, OrderingKey: "key"}}})
 	for n := 0; n < len(m); n++ {
@@ -480,7 +488,7 @@ func TestRowBytes(t *testing.T) {
 	if got := (flow.Packed{}).RowBytes(); got != 0 {
 		t.Errorf("the zero Packed: RowBytes = %d, want 0", got)
 	}
-	for _, bad := range []flow.Packed{{Rows: 1}, {Rows: 1, Data: []byte{9, 1}}, {Rows: 1, Data: []byte{1, 0xff}}, {Rows: 1, Data: []byte{2, 0x28, 0xb5}}} {
+	for _, bad := range []flow.Packed{{Rows: 1}, {Rows: 1, Data: []byte{9, 1}}, {Rows: 1, Data: []byte{1, 0xff}}, {Rows: 1, Data: []byte{2, 0xff}}} {
 		if got := bad.RowBytes(); got != -1 {
 			t.Errorf("RowBytes of %v = %d, want -1", bad.Data, got)
 		}

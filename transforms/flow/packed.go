@@ -116,8 +116,8 @@ func DecodePacked(b []byte) (Packed, error) {
 // RowBytes is the size of the rows p holds, in bytes of their uncompressed encoding (EncodeRows):
 // RowBytes of each row, summed. It is read from the encoding's header, without decoding the
 // rows: S2's block format starts with the uncompressed length
-// (github.com/klauspost/compress/s2, DecodedLen), and a zstd frame's header gives it (its
-// Frame_Content_Size, RFC 8878 section 3.1.1.1.4). It returns 0 for the zero Packed, and -1
+// (github.com/klauspost/compress/s2, DecodedLen), and so does a zstd group (its frame after
+// the length). It returns 0 for the zero Packed, and -1
 // when the header does not read (p was not made by Pack, and its Unpack fails); a group not made
 // by Pack whose header reads gets a size all the same, and fails when it is decoded.
 func (p Packed) RowBytes() int {
@@ -138,7 +138,7 @@ func (p Packed) RowBytes() int {
 		}
 		body = n
 	case rowsZstd:
-		n, ok := zstdContentSize(p.Data[1:])
+		n, _, ok := zstdLen(p.Data[1:])
 		if !ok {
 			return -1
 		}
