@@ -14,6 +14,8 @@
 # and prints all - raw (the stages after the handover, what a Dataflow worker's SDK process runs
 # for each message) beside local, per 100,000 messages, min and median.
 #
+# SHUFFLE_COMPRESSION=zstd runs both shapes with --shuffleCompression=zstd (default: s2).
+#
 # Run it on a machine doing nothing else: under load the same binary reads twice as high.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +30,7 @@ $go build -o bin/prism github.com/apache/beam/sdks/v2/go/cmd/prism
 $go build -o "$work/shape" ./integration_test/dataflowshape
 $go build -o "$work/demo" ./integration_test/demo
 beamflags="--runner=universal --endpoint=localhost:$jobport --environment_type=LOOPBACK"
+shuffle=${SHUFFLE_COMPRESSION:-s2}
 
 # with_prism <command...>: runs the command with a fresh prism on $jobport, printing its output.
 with_prism() {
@@ -48,14 +51,14 @@ results=$work/results
 for ((r = 1; r <= runs; r++)); do
   for until in raw all; do
     # shellcheck disable=SC2086
-    out=$(with_prism "$work/shape" -messages "$messages" -until="$until" $beamflags)
+    out=$(with_prism "$work/shape" -messages "$messages" -until="$until" -shuffle-compression="$shuffle" $beamflags)
     v=$(echo "$out" | sed -n 's/^until=[a-z]*: \([0-9.]*\) CPU-seconds.*/\1/p')
     echo "$until $v" >>"$results"
     eval "cpu_$until=$v"
   done
   after=$(awk -v a="$cpu_all" -v b="$cpu_raw" 'BEGIN { printf "%.2f", a - b }')
   echo "after $after" >>"$results"
-  out=$(with_prism "$work/demo" -messages "$messages" -pipeline-flags "--batchRowCount=5000 --windowSeconds=5 $beamflags")
+  out=$(with_prism "$work/demo" -messages "$messages" -pipeline-flags "--batchRowCount=5000 --windowSeconds=5 --shuffleCompression=$shuffle $beamflags")
   local_cpu=$(demo_cpu "$out")
   echo "local $local_cpu" >>"$results"
   echo "round $r: raw $cpu_raw, all $cpu_all, after the handover $after; local shape $local_cpu CPU-s per 100,000 messages"

@@ -10,6 +10,11 @@
 #   scripts/sdk-vs-runner.sh                         # bin/pubsub-to-clickhouse alone
 #   BEFORE=/tmp/before/bin/pubsub-to-clickhouse scripts/sdk-vs-runner.sh
 #
+# FLAGS adds pipeline flags to this build's runs, BEFORE_FLAGS to the before build's; so one
+# binary with two settings side by side:
+#
+#   BEFORE=bin/pubsub-to-clickhouse BEFORE_FLAGS=--shuffleCompression=zstd scripts/sdk-vs-runner.sh
+#
 # Run it on a machine doing nothing else: under load the same binary reads twice as high.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,9 +27,11 @@ messages=${MESSAGES:-100000}
 port=${PRISM_PORT:-8073}
 binaries=(bin/pubsub-to-clickhouse)
 names=(this)
+extra=("${FLAGS:-}")
 if [ -n "${BEFORE:-}" ]; then
   binaries+=("$BEFORE")
   names+=(before)
+  extra+=("${BEFORE_FLAGS:-}")
 fi
 $go build -o bin/prism github.com/apache/beam/sdks/v2/go/cmd/prism
 $go build -o "$work/demo" ./integration_test/demo
@@ -41,7 +48,7 @@ for ((r = 1; r <= runs; r++)); do
     sleep 2
     before=$(ticks "$prism")
     out=$("$work/demo" -binary "${binaries[$i]}" -messages "$messages" \
-      -pipeline-flags "--batchRowCount=5000 --windowSeconds=5 --runner=universal --endpoint=localhost:$port --environment_type=LOOPBACK" 2>&1) || {
+      -pipeline-flags "--batchRowCount=5000 --windowSeconds=5 --runner=universal --endpoint=localhost:$port --environment_type=LOOPBACK ${extra[$i]}" 2>&1) || {
       echo "$out" | tail -20 >&2
       kill "$prism"
       exit 1

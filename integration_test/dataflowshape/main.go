@@ -66,6 +66,7 @@ var (
 	rows       = flag.Int("batch-row-count", 5000, "batchRowCount")
 	window     = flag.Int("window-seconds", 5, "windowSeconds; 0: unset (the count mode)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the pipeline's run to this file")
+	shuffle    = flag.String("shuffle-compression", "", "shuffleCompression: s2 (the default) or zstd")
 )
 
 const project = "shape-project"
@@ -140,6 +141,7 @@ func run() error {
 		if *window > 0 {
 			o.WindowSeconds = pipeline.GivenInt(*window)
 		}
+		o.ShuffleCompression = *shuffle
 		// LocalSource: prism fires no processing-time timers of a stateful DoFn, which the
 		// Dataflow source's batcher would set; the batches are the same. BuildFrom also turns
 		// off prism's splits of running bundles, which would lose the batcher's state.

@@ -397,30 +397,34 @@ func TestUnpackPooled(t *testing.T) {
 }
 
 // BenchmarkUnpack: a group of 1,000 demo rows decoded into a new buffer (Unpack) and into a
-// pooled one (UnpackPooled), as the batch stage decodes the groups it buffered.
+// pooled one (UnpackPooled), as the batch stage decodes the groups it buffered, compressed with
+// each Compression.
 func BenchmarkUnpack(b *testing.B) {
 	rows, payload := demoRows(1000, false)
-	p := flow.Pack(rows)
-	b.Run("new", func(b *testing.B) {
-		b.SetBytes(int64(payload))
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := p.Unpack(); err != nil {
-				b.Fatal(err)
+	for _, c := range []flow.Compression{flow.S2, flow.Zstd} {
+		rows.Compression = c
+		p := flow.Pack(rows)
+		b.Run(c.String()+"/new", func(b *testing.B) {
+			b.SetBytes(int64(payload))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.Unpack(); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("pooled", func(b *testing.B) {
-		b.SetBytes(int64(payload))
-		b.ReportAllocs()
-		for b.Loop() {
-			_, release, err := p.UnpackPooled()
-			if err != nil {
-				b.Fatal(err)
+		})
+		b.Run(c.String()+"/pooled", func(b *testing.B) {
+			b.SetBytes(int64(payload))
+			b.ReportAllocs()
+			for b.Loop() {
+				_, release, err := p.UnpackPooled()
+				if err != nil {
+					b.Fatal(err)
+				}
+				release()
 			}
-			release()
-		}
-	})
+		})
+	}
 }
 
 // TestDecodePackedEncodesAsItCame: a decoded group encodes to the bytes it came in, shared.

@@ -26,8 +26,8 @@ const (
 	// Zstd compresses with Zstandard (RFC 8878; github.com/klauspost/compress/zstd at its fastest
 	// level, zstd.SpeedFastest, one frame a group without a checksum, after the uncompressed
 	// length as a uvarint, since the frame header does not always give it): about 0.21 and 0.15, for 2 to 2.5 times the CPU of S2 to compress a group of
-	// 1,000 rows (5 to 9 times for a lone row: about 5 to 9 µs a group more) and 1.6 times to
-	// decompress one.
+	// 1,000 rows (5 to 10 times for a lone row: about 4 to 7 µs a group more) and about 1.2
+	// times to unpack one (BenchmarkEncodeRows, BenchmarkUnpack).
 	Zstd
 )
 
