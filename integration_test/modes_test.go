@@ -169,10 +169,12 @@ func TestCombinedMode(t *testing.T) {
 		t.Errorf("the last 50 rows visible %v after publishing, before the %v time trigger", timed.Sub(published), window)
 	}
 	t.Logf("250 rows: 200 visible %v after publishing, the other 50 after %v", counted.Sub(published).Round(time.Millisecond), timed.Sub(published).Round(time.Millisecond))
-	c := counters(r.wait(t, 60*time.Second))
-	if c["rows-inserted"] != 280 {
+	res := r.wait(t, 60*time.Second)
+	if c := counters(res); c["rows-inserted"] != 280 {
 		t.Errorf("counters %v, want 280 rows inserted", c)
 	}
+	// zstd: under the default's 0.32–0.41 of the payload for groups of 30 to 250 demo rows.
+	checkShuffleBytes(t, res, 0.30)
 }
 
 // TestDefaultMode: without windowSeconds and batchRowCount, the combined mode with 1000 rows and
@@ -197,6 +199,25 @@ func TestDefaultMode(t *testing.T) {
 			t.Errorf("an INSERT of %d rows, more than the default 1000", d.Committed.Max)
 		}
 	}
+	checkShuffleBytes(t, res, 0.45)
+}
+
+// checkShuffleBytes fails t unless the metric shuffle-bytes (the packed groups that cross the
+// batch stage's GroupByKey) is positive and at most most times the payload bytes the parse
+// stage counted (message-payload-bytes), and logs the ratio.
+func checkShuffleBytes(t *testing.T, res beam.PipelineResult, most float64) {
+	t.Helper()
+	var payload int64
+	for _, d := range res.Metrics().AllMetrics().Distributions() {
+		if d.Key.Name == "message-payload-bytes" {
+			payload += d.Committed.Sum
+		}
+	}
+	shuffled := counters(res)["shuffle-bytes"]
+	if payload == 0 || shuffled == 0 || float64(shuffled) > most*float64(payload) {
+		t.Errorf("shuffle-bytes %d for %d payload bytes, want more than none and at most %.2f of them", shuffled, payload, most)
+	}
+	t.Logf("shuffle-bytes %d for %d payload bytes: %.3f", shuffled, payload, float64(shuffled)/float64(payload))
 }
 
 // TestServerUnreachable: with ClickHouse unreachable for a few seconds mid-stream, the INSERTs

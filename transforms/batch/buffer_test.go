@@ -5,6 +5,7 @@ package batch
 // before an element whenever the test makes the batch due.
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -397,7 +398,7 @@ func TestBufferPacksWithItsCompression(t *testing.T) {
 	}
 	for c, format := range map[flow.Compression]byte{flow.S2: 1, flow.Zstd: 2} {
 		var keyed []flow.Packed
-		(&shardKeyFn{NumShards: 2, Compression: c}).ProcessElement(group(3, flow.S2), func(_ string, p flow.Packed) { keyed = append(keyed, p) })
+		(&shardKeyFn{NumShards: 2, Compression: c}).ProcessElement(context.Background(), group(3, flow.S2), func(_ string, p flow.Packed) { keyed = append(keyed, p) })
 		if len(keyed) != 1 || keyed[0].Data[0] != format {
 			t.Errorf("shardKeyFn with %v: %d groups, want one in format %d", c, len(keyed), format)
 		}

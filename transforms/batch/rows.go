@@ -22,7 +22,7 @@ func init() {
 	register.Iter1[flow.Rows]()
 	register.DoFn6x0[beam.Window, state.Provider, timers.Provider, string, flow.Packed, func(int, flow.Rows)](&countFn{})
 	register.DoFn6x0[beam.Window, state.Provider, timers.Provider, string, flow.Packed, func(int, flow.Rows)](&countTimeFn{})
-	register.DoFn2x0[flow.Rows, func(string, flow.Packed)](&shardKeyFn{})
+	register.DoFn3x0[context.Context, flow.Rows, func(string, flow.Packed)](&shardKeyFn{})
 	register.Emitter2[string, flow.Packed]()
 	register.DoFn2x0[flow.Rows, func(flow.Rows)](&dropHeartbeatsFn{})
 	register.Emitter1[flow.Rows]()
@@ -348,9 +348,13 @@ type shardKeyFn struct {
 	next        int
 }
 
+// shuffleBytes is the metric shuffle-bytes: the encoded bytes of the groups shardKeyFn packs,
+// what the GroupByKey before the batcher carries (docs/operations.md, "Metrics").
+var shuffleBytes = beam.NewCounter(flow.Namespace, "shuffle-bytes")
+
 // ProcessElement keys a group, packed with Compression, by the next shard, and a heartbeat (no
-// rows) by every shard.
-func (f *shardKeyFn) ProcessElement(rows flow.Rows, emit func(string, flow.Packed)) {
+// rows) by every shard; it counts the packed group's bytes in shuffle-bytes.
+func (f *shardKeyFn) ProcessElement(ctx context.Context, rows flow.Rows, emit func(string, flow.Packed)) {
 	if len(rows.Rows) == 0 {
 		for shard := range f.NumShards {
 			emit(strconv.Itoa(shard), flow.Packed{})
@@ -360,7 +364,9 @@ func (f *shardKeyFn) ProcessElement(rows flow.Rows, emit func(string, flow.Packe
 	shard := f.next
 	f.next = (f.next + 1) % f.NumShards
 	rows.Compression = f.Compression
-	emit(strconv.Itoa(shard), flow.Pack(rows))
+	p := flow.Pack(rows)
+	shuffleBytes.Inc(ctx, int64(len(flow.EncodePacked(p))))
+	emit(strconv.Itoa(shard), p)
 }
 
 // dropHeartbeatsFn drops the source's heartbeats (groups without rows): fixed windows need none.
