@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -221,6 +222,31 @@ func TestDecodeRejectsCorruptBytes(t *testing.T) {
 	short = append(append([]byte{2}, binary.AppendUvarint(nil, n+1)...), short[1+k:]...)
 	if _, err := flow.DecodeRows(short); err == nil || !strings.Contains(err.Error(), "length says") {
 		t.Errorf("a zstd group a byte shorter than its length says: %v, want an error saying so", err)
+	}
+	// A frame that holds more than the length says, or whose own header claims more (2^28
+	// bytes, within the decoder's largest window), fails in either decode, and allocates no more
+	// than the length.
+	long := flow.EncodeRows(demo)
+	long = append(append([]byte{2}, binary.AppendUvarint(nil, n-1)...), long[1+k:]...)
+	claims := append([]byte{2}, binary.AppendUvarint(nil, 100)...)
+	// The magic number, a descriptor of a single segment with a 4-byte content size, 2^28, then
+	// a raw block of 100 bytes (the last) that the header's size does not match.
+	claims = append(claims, 0x28, 0xb5, 0x2f, 0xfd, 0xa0, 0, 0, 0, 0x10, 0x21, 0x03, 0)
+	claims = append(claims, make([]byte, 100)...)
+	for name, b := range map[string][]byte{"a byte longer than its length": long, "claiming 2^28 bytes": claims} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := flow.DecodeRows(b)
+		p, _ := flow.DecodePacked(append([]byte{byte(len(demo.Rows))}, b...))
+		_, release, errPooled := p.UnpackPooled()
+		release()
+		runtime.ReadMemStats(&after)
+		if err == nil || errPooled == nil {
+			t.Errorf("a zstd frame %s: %v, pooled %v; want errors", name, err, errPooled)
+		}
+		if grown := after.TotalAlloc - before.TotalAlloc; grown > 64<<20 {
+			t.Errorf("a zstd frame %s: %d bytes allocated to find out", name, grown)
+		}
 	}
 	m := flow.EncodeMessages(flow.Messages{Messages: []flow.Message{{ID: "m", Data: []byte("{}"), PublishTimeMillis: 7, OrderingKey: "key"}}})
 	for n := 0; n < len(m); n++ {
