@@ -77,7 +77,8 @@ build:
 # DATABASE=name gives it a database of its own (default pubsub_to_clickhouse_demo, dropped and
 # created again at each run; a second demo on a database in use stops at once).
 demo: clickhouse build
-	$(GO) run ./integration_test/demo -binary bin/pubsub-to-clickhouse -messages $${MESSAGES:-100000} -database $${DATABASE:-pubsub_to_clickhouse_demo}
+	$(GO) run ./integration_test/demo -binary bin/pubsub-to-clickhouse -messages $${MESSAGES:-100000} -database $${DATABASE:-pubsub_to_clickhouse_demo} \
+		-pipeline-flags "--batchRowCount=5000 --windowSeconds=5 $${FLAGS:-}"
 
 # Throughput of the whole pipeline: 200,000 demo messages; prints messages per second, the
 # pipeline process's CPU seconds per 100,000 messages and its peak memory, and fails above 512 MiB.

@@ -217,7 +217,7 @@ var processingParameters = []parameter{
 		label: "Compression through the shuffle",
 		help: "How the rows are compressed on their way through the batching step (Streaming Engine's shuffle and state, which a job billed by " +
 			"data processed pays for by the byte): s2 or zstd. zstd carries about a third fewer bytes (about 0.21 of the payload bytes against " +
-			"0.32 on JSON events of 1 KB) for about 7 to 13% more worker CPU. Unset by default: s2.",
+			"0.32 on JSON events of 1 KB) for about 7% more worker CPU. Unset by default: s2.",
 		typ: "ENUM",
 		enum: []EnumOption{
 			{Value: "s2", Label: "S2", Description: "Fast, the default."},
@@ -227,7 +227,7 @@ var processingParameters = []parameter{
 		note:  "s2",
 		doc: "How the rows are compressed through the batch stage's `GroupByKey` and state, which on Dataflow Streaming Engine carries and keeps " +
 			"(and, for a job billed by data processed, bills by the byte): `s2` (the default; about 0.32 of the payload bytes on the demo's " +
-			"events, 0.20 on the Wikipedia edits) or `zstd` (about 0.21 and 0.15), for about 7 to 13% more CPU on the workers. " +
+			"events, 0.20 on the Wikipedia edits) or `zstd` (about 0.21 and 0.15), for about 7% more CPU on the workers (medians; 6 to 13% in single rounds). " +
 			"[operations.md](operations.md#cost-per-message) weighs the two by Dataflow's prices. A job may be updated from one to the other: " +
 			"a worker reads the rows of either whatever its own (a release before this parameter reads only s2, so roll back to one only " +
 			"from s2, after a drain).",

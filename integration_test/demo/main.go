@@ -311,7 +311,7 @@ func scanPipelineOutput(r io.Reader, metricsLine chan<- string) {
 		if strings.Contains(line, "level=DEBUG") {
 			continue
 		}
-		fmt.Println("  | " + text.Cut(line, 240))
+		fmt.Println("  | " + text.Cut(line, 320))
 	}
 }
 
