@@ -233,6 +233,13 @@ func TestDecodeRejectsCorruptBytes(t *testing.T) {
 	// a raw block of 100 bytes (the last) that the header's size does not match.
 	claims = append(claims, 0x28, 0xb5, 0x2f, 0xfd, 0xa0, 0, 0, 0, 0x10, 0x21, 0x03, 0)
 	claims = append(claims, make([]byte, 100)...)
+	// A skippable frame (RFC 8878, section 3.1.2: magic 0x184D2A50, 4 bytes of size, the bytes)
+	// where the group's frame should be is refused before the library reads it (which would
+	// print a line to stderr).
+	skippable := append(append([]byte{2}, binary.AppendUvarint(nil, 4)...), 0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4)
+	if _, err := flow.DecodeRows(skippable); err == nil || !strings.Contains(err.Error(), "magic number") {
+		t.Errorf("a skippable frame for a group: %v, want an error naming zstd's magic number", err)
+	}
 	for name, b := range map[string][]byte{"a byte longer than its length": long, "claiming 2^28 bytes": claims} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -92,6 +93,9 @@ var (
 // allocated before the frame fails to fill it, as S2's decoded length is.
 const maxZstdBytes = 1<<32 - 1
 
+// zstdMagic starts a Zstandard frame (RFC 8878, section 3.1.1: 0xFD2FB528, little-endian).
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
 // appendZstd appends the zstd encoding of body to dst: its length as a uvarint, then one frame.
 func appendZstd(dst, body []byte) []byte {
 	return zstdEncoder().EncodeAll(body, binary.AppendUvarint(dst, uint64(len(body))))
@@ -114,6 +118,10 @@ func decodeZstd(dst, b []byte) ([]byte, error) {
 	n, frame, ok := zstdLen(b)
 	if !ok {
 		return nil, errors.New("the zstd group's length does not read")
+	}
+	if !bytes.HasPrefix(frame, zstdMagic) {
+		// A skippable frame, say, which klauspost/compress (v1.20.3) would also report on stderr.
+		return nil, errors.New("the zstd group's frame does not start with zstd's magic number")
 	}
 	if cap(dst) < n {
 		dst = make([]byte, 0, n)
