@@ -35,7 +35,6 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
@@ -168,8 +167,7 @@ func run(ctx context.Context, o pipeline.Options) error {
 		slog.Info("streaming mode", "mode", streamingMode(), "service options", stringFlag("dataflow_service_options"))
 	}
 	slog.Info("source", "subscription", o.InputSubscription, "source", src.String())
-	compression, _ := flow.ParseCompression(o.ShuffleCompression) // validated with the other parameters
-	slog.Info("window mode", "mode", mode.String(), "numShards", o.Shards(src, intFlag("max_num_workers")), "shuffleCompression", compression.String())
+	slog.Info("window mode", "mode", mode.String(), "numShards", o.Shards(src, intFlag("max_num_workers")), "shuffleCompression", o.Compression().String())
 	if !l.dataflow && mode.Window >= 10*time.Second {
 		// Said once, at start-up: a first local run otherwise looks as if nothing arrives.
 		sooner := ""

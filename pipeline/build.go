@@ -143,6 +143,13 @@ func (o Options) Mode() batch.Mode {
 	return batch.ModeFor(o.WindowSeconds.Value, o.BatchRowCount.Value, int64(o.BatchByteSize))
 }
 
+// Compression returns shuffleCompression as the batch stage takes it (flow.ParseCompression):
+// S2 when unset. Options that Check refused may give S2 for a value it does not know.
+func (o Options) Compression() flow.Compression {
+	c, _ := flow.ParseCompression(o.ShuffleCompression)
+	return c
+}
+
 // InsertSettings returns the ClickHouse insert settings of o.
 func (o Options) InsertSettings() chclient.Settings {
 	return chclient.Settings{
@@ -306,9 +313,7 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 		msgs, udfFailed, udfDropped = udf.Transform(s, cfg, msgs)
 		failed, dropped = append(failed, udfFailed), append(dropped, udfDropped)
 	}
-	// Validated: an unknown value was refused with the other parameters.
-	compression, _ := flow.ParseCompression(o.ShuffleCompression)
-	batches := batch.Config{Mode: mode, Shards: shards, ProcessingTimeTimers: src == DataflowSource, Compression: compression}
+	batches := batch.Config{Mode: mode, Shards: shards, ProcessingTimeTimers: src == DataflowSource, Compression: o.Compression()}
 
 	// One branch per table: parse, window and batch, write. Without routing it is clickHouseTable
 	// alone, under the scopes it always had; with routing each table's branch is in a scope named

@@ -76,6 +76,13 @@ func init() {
 	register.Emitter1[string]()
 }
 
+// assertEachIDOnce asserts that ids (message ids, in the global window) holds total ids, each
+// once.
+func assertEachIDOnce(s beam.Scope, ids beam.PCollection, total int) {
+	passert.Count(s, stats.Count(s, ids), "distinct ids", total)
+	passert.Count(s, ids, "ids", total)
+}
+
 // batchIDs emits the message ids of a batch.
 func batchIDs(b flow.Rows, emit func(string)) {
 	for _, r := range b.Rows {
@@ -95,10 +102,7 @@ func TestRowsCombinedModeEmitsEveryRowOnce(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	in := beam.CreateList(s, groups(sizes...))
 	batches := Rows(s, Config{Mode: Mode{Rows: 10, Window: time.Millisecond}, Shards: 2}, in)
-	ids := beam.ParDo(s, batchIDs, beam.DropKey(s, batches))
-	counted := stats.Count(s, ids)
-	passert.Count(s, counted, "distinct ids", total)
-	passert.Count(s, ids, "ids", total)
+	assertEachIDOnce(s, beam.ParDo(s, batchIDs, beam.DropKey(s, batches)), total)
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
 	}
@@ -129,9 +133,7 @@ func TestRowsSlowBatchesEmitEveryRowOnce(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	in := beam.CreateList(s, groups(sizes...))
 	batches := Rows(s, Config{Mode: Mode{Rows: 40}, Shards: 1}, in)
-	ids := beam.ParDo(s, slowBatchIDs, beam.DropKey(s, batches))
-	passert.Count(s, stats.Count(s, ids), "distinct ids", n)
-	passert.Count(s, ids, "ids", n)
+	assertEachIDOnce(s, beam.ParDo(s, slowBatchIDs, beam.DropKey(s, batches)), n)
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
 	}
@@ -261,9 +263,7 @@ func TestRowsByteBoundEmitsEveryRowOnce(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	in := beam.CreateList(s, sizedGroups(t, sizes...))
 	batches := beam.DropKey(s, Rows(s, Config{Mode: Mode{Rows: 10, Bytes: limit, Window: time.Millisecond}, Shards: 2}, in))
-	ids := beam.ParDo(s, batchIDs, batches)
-	passert.Count(s, stats.Count(s, ids), "distinct ids", total)
-	passert.Count(s, ids, "ids", total)
+	assertEachIDOnce(s, beam.ParDo(s, batchIDs, batches), total)
 	passert.Empty(s, beam.ParDo(s, &oversizedFn{Limit: limit}, batches))
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
@@ -292,9 +292,7 @@ func TestRowsZstdEveryMode(t *testing.T) {
 			}
 			p, s := beam.NewPipelineWithRoot()
 			batches := Rows(s, Config{Mode: mode, Shards: 2, Compression: flow.Zstd}, beam.CreateList(s, in))
-			ids := beam.WindowInto(s, window.NewGlobalWindows(), beam.ParDo(s, payloadIDs, beam.DropKey(s, batches)))
-			passert.Count(s, stats.Count(s, ids), "distinct ids", total)
-			passert.Count(s, ids, "ids", total)
+			assertEachIDOnce(s, beam.WindowInto(s, window.NewGlobalWindows(), beam.ParDo(s, payloadIDs, beam.DropKey(s, batches))), total)
 			if err := ptest.Run(p); err != nil {
 				t.Fatal(err)
 			}

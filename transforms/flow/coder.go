@@ -185,6 +185,39 @@ func DecodeRows(b []byte) (Rows, error) {
 	return decodeRows(b, nil)
 }
 
+// decodedLen returns the length of the rows' uncompressed encoding (the format byte apart), read
+// from the header of b, an encoding of EncodeRows: S2's block format starts with it
+// (github.com/klauspost/compress/s2, DecodedLen), and so does a zstd group (appendZstd); false
+// when it does not read.
+func decodedLen(b []byte) (int, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	switch b[0] {
+	case rowsPlain:
+		return len(b) - 1, true
+	case rowsS2:
+		n, err := s2.DecodedLen(b[1:])
+		return n, err == nil
+	case rowsZstd:
+		n, _, ok := zstdLen(b[1:])
+		return n, ok
+	}
+	return 0, false
+}
+
+// roomFor returns *buf at its capacity, made larger first when it has not room for n bytes (see
+// decodeRows); nil when buf is nil, for the decompressor to make a buffer.
+func roomFor(buf *[]byte, n int) []byte {
+	if buf == nil {
+		return nil
+	}
+	if cap(*buf) < n {
+		*buf = make([]byte, n+n/4)
+	}
+	return (*buf)[:cap(*buf)]
+}
+
 // decodeRows is DecodeRows that decompresses into *buf, made larger first when it is too small
 // (by a quarter more than needed: groups differ in size, and a buffer made just large enough for
 // one would be too small for every larger one after it, so that most decodes in a pipeline
@@ -197,28 +230,13 @@ func decodeRows(b []byte, buf *[]byte) (Rows, error) {
 	switch b[0] {
 	case rowsPlain:
 		b = b[1:]
-	case rowsS2:
-		var dst []byte
-		if buf != nil {
-			if n, err := s2.DecodedLen(b[1:]); err == nil && cap(*buf) < n {
-				*buf = make([]byte, n+n/4)
-			}
-			dst = (*buf)[:cap(*buf)]
+	case rowsS2, rowsZstd:
+		decompress := s2.Decode
+		if b[0] == rowsZstd {
+			decompress = decodeZstd
 		}
-		plain, err := s2.Decode(dst, b[1:])
-		if err != nil {
-			return Rows{}, fmt.Errorf("flow: decoding Rows: %w: %v", errCorrupt, err)
-		}
-		b = plain
-	case rowsZstd:
-		var dst []byte
-		if buf != nil {
-			if n, _, ok := zstdLen(b[1:]); ok && cap(*buf) < n {
-				*buf = make([]byte, n+n/4)
-			}
-			dst = *buf
-		}
-		plain, err := decodeZstd(dst, b[1:])
+		n, _ := decodedLen(b) // when it does not read, decompress fails
+		plain, err := decompress(roomFor(buf, n), b[1:])
 		if err != nil {
 			return Rows{}, fmt.Errorf("flow: decoding Rows: %w: %v", errCorrupt, err)
 		}

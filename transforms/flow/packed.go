@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/klauspost/compress/s2"
 )
 
 // Packed is a Rows element encoded once (EncodeRows), with its row count beside the bytes. The
@@ -114,36 +113,16 @@ func DecodePacked(b []byte) (Packed, error) {
 }
 
 // RowBytes is the size of the rows p holds, in bytes of their uncompressed encoding (EncodeRows):
-// RowBytes of each row, summed. It is read from the encoding's header, without decoding the
-// rows: S2's block format starts with the uncompressed length
-// (github.com/klauspost/compress/s2, DecodedLen), and so does a zstd group (its frame after
-// the length). It returns 0 for the zero Packed, and -1
+// RowBytes of each row, summed. It is read from the encoding's header (decodedLen), without
+// decoding the rows. It returns 0 for the zero Packed, and -1
 // when the header does not read (p was not made by Pack, and its Unpack fails); a group not made
 // by Pack whose header reads gets a size all the same, and fails when it is decoded.
 func (p Packed) RowBytes() int {
 	if p.Rows == 0 && len(p.Data) == 0 {
 		return 0
 	}
-	if len(p.Data) == 0 {
-		return -1
-	}
-	var body int
-	switch p.Data[0] {
-	case rowsPlain:
-		body = len(p.Data) - 1
-	case rowsS2:
-		n, err := s2.DecodedLen(p.Data[1:])
-		if err != nil {
-			return -1
-		}
-		body = n
-	case rowsZstd:
-		n, _, ok := zstdLen(p.Data[1:])
-		if !ok {
-			return -1
-		}
-		body = n
-	default:
+	body, ok := decodedLen(p.Data)
+	if !ok {
 		return -1
 	}
 	if n := body - uvarintLen(uint64(p.Rows)); n >= 0 {

@@ -284,12 +284,18 @@ func BenchmarkUnmarshal(b *testing.B) {
 // fields apart, which Decode drops).
 func FuzzDecode(f *testing.F) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for range 20 {
-		b, err := proto.Marshal(randomMessage(r))
+	fuzzAsProto(f, 20, func() *pb.PubsubMessage { return randomMessage(r) }, Decode)
+}
+
+// fuzzAsProto fuzzes decode against proto.Unmarshal (checkDecodesAsProto), from a corpus of the
+// encodings of n messages that seed makes.
+func fuzzAsProto[M proto.Message](f *testing.F, n int, seed func() M, decode func([]byte) (M, error)) {
+	for range n {
+		b, err := proto.Marshal(seed())
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(b)
 	}
-	f.Fuzz(func(t *testing.T, b []byte) { checkDecodesAsProto(t, b, Decode) })
+	f.Fuzz(func(t *testing.T, b []byte) { checkDecodesAsProto(t, b, decode) })
 }

@@ -161,14 +161,7 @@ func BenchmarkDecodePullResponse(b *testing.B) {
 // same response (unknown fields apart).
 func FuzzDecodePullResponse(f *testing.F) {
 	r := rand.New(rand.NewPCG(7, 8))
-	for range 10 {
-		b, err := proto.Marshal(randomPullResponse(r))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) { checkDecodesAsProto(t, b, decodePullResponse) })
+	fuzzAsProto(f, 10, func() *pb.PullResponse { return randomPullResponse(r) }, decodePullResponse)
 }
 
 // decodePullResponse is DecodePullResponse into a new response, in the shape of Decode.
