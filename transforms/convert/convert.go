@@ -217,8 +217,22 @@ func (c *Converter) Convert(dst []byte, payload []byte) ([]byte, error) {
 // NewWith (nil: their values are absent). An error of such a column names its source
 // (ValueError.Origin).
 func (c *Converter) ConvertMessage(dst []byte, payload []byte, m *Meta) ([]byte, error) {
+	return c.convert(dst, payload, m, false)
+}
+
+// ConvertChecked is ConvertMessage for a payload that a ConvertMessage has taken before (of this
+// converter, or of one of another schema): it leaves out the check that the payload is valid
+// UTF-8 (CheckUTF8), whose outcome does not depend on the schema. The write stage converts again,
+// after the GroupByKey, every payload the parse stage took; its rows are what the parse stage's
+// check let through. A payload no ConvertMessage took may give a row of invalid UTF-8 strings.
+func (c *Converter) ConvertChecked(dst []byte, payload []byte, m *Meta) ([]byte, error) {
+	return c.convert(dst, payload, m, true)
+}
+
+// convert is ConvertMessage, without CheckUTF8 when utf8Checked.
+func (c *Converter) convert(dst []byte, payload []byte, m *Meta, utf8Checked bool) ([]byte, error) {
 	c.meta = m
-	row, done, err := c.scanFields(dst, payload)
+	row, done, err := c.scanFields(dst, payload, utf8Checked)
 	if err != nil {
 		return dst, err
 	}

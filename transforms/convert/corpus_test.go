@@ -322,3 +322,36 @@ func TestConvertFileCPU(t *testing.T) {
 	cpu := cpuSeconds(t) - cpu0
 	fmt.Printf("rows=%d cpu_seconds=%.6f\n", len(msgs), cpu)
 }
+
+// TestConvertCheckedIsConvertMessage: ConvertChecked gives the rows and errors of ConvertMessage
+// for every message of the corpora and for payloads that fail in each way but one, and leaves
+// out only the UTF-8 check, which the write stage's rows have passed in the parse stage.
+func TestConvertCheckedIsConvertMessage(t *testing.T) {
+	for _, name := range []string{"demo", "demo_stringified", "wikipedia_edits"} {
+		c := loadCorpus(t, name)
+		conv, err := convert.New(c.table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := append([][]byte{nil, []byte(""), []byte("[1]"), []byte(`{"a":`), []byte(`{} {}`),
+			[]byte(`{"` + c.table.Columns[0].Name + `":{"x":[1,2]}}`)}, c.msgs...)
+		for i, m := range msgs {
+			want, wantErr := conv.ConvertMessage(nil, m, nil)
+			got, gotErr := conv.ConvertChecked(nil, m, nil)
+			if !bytes.Equal(got, want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Fatalf("%s message %d %q: ConvertChecked gave % x, %v; ConvertMessage % x, %v", name, i, m, got, gotErr, want, wantErr)
+			}
+		}
+	}
+	conv, err := convert.New(loadCorpus(t, "demo").table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := []byte("{\"page\":\"\xff\"}")
+	if _, err := conv.ConvertMessage(nil, bad, nil); err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Errorf("ConvertMessage of invalid UTF-8: %v, want the UTF-8 rule", err)
+	}
+	if _, err := conv.ConvertChecked(nil, bad, nil); err != nil && strings.Contains(err.Error(), "UTF-8") {
+		t.Errorf("ConvertChecked checked UTF-8: %v", err)
+	}
+}

@@ -15,7 +15,7 @@ import (
 // the kind. A column that fails is left to Convert, which encodes it again and records its error,
 // so that the row and the errors are those of encoding every column after the scan. When err is
 // not nil, the bytes of dst's capacity past its length may have been written.
-func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) {
+func (c *Converter) scanFields(dst, b []byte, utf8Checked bool) (row []byte, done int, err error) {
 	clear(c.fields)
 	c.resetGroups()
 	c.untaken = 0
@@ -25,8 +25,10 @@ func (c *Converter) scanFields(dst, b []byte) (row []byte, done int, err error) 
 	if c.unknownCol >= 0 {
 		c.unknown, c.unknownKeys, c.unknownLate = c.unknown[:0], c.unknownKeys[:0], false
 	}
-	if err := CheckUTF8(b); err != nil {
-		return dst, 0, err
+	if !utf8Checked {
+		if err := CheckUTF8(b); err != nil {
+			return dst, 0, err
+		}
 	}
 	i := skipSpace(b, 0)
 	if i >= len(b) {

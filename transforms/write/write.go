@@ -253,14 +253,16 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 			f.arena = arena[:0]
 		}
 	}()
+	// Every row's payload passed the parse stage's conversion, and with it the check that it is
+	// valid UTF-8, which no change of the table can change: ConvertChecked leaves it out.
 	for _, r := range rows {
 		start := len(arena)
 		var err error
 		if len(f.FromMessage.Metadata) > 0 {
 			f.meta = convert.Meta{ID: r.MessageID, PublishTimeMillis: r.PublishTimeMillis, OrderingKey: r.OrderingKey, Attributes: r.Attributes}
-			arena, err = f.conv.ConvertMessage(arena, r.Payload, &f.meta)
+			arena, err = f.conv.ConvertChecked(arena, r.Payload, &f.meta)
 		} else {
-			arena, err = f.conv.Convert(arena, r.Payload)
+			arena, err = f.conv.ConvertChecked(arena, r.Payload, nil)
 		}
 		if err != nil {
 			arena = arena[:start]
