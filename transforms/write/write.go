@@ -12,6 +12,7 @@
 package write
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -177,14 +178,8 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Row
 	if len(batch.Rows) == 0 {
 		return nil
 	}
-	rows, backing := make([]*Row, len(batch.Rows)), make([]Row, len(batch.Rows))
-	for i := range batch.Rows {
-		backing[i].Row = &batch.Rows[i]
-		rows[i] = &backing[i]
-	}
+	rows := inOrder(batch.Rows)
 	f.presumedData = map[int32]bool{}
-	// The same pane retried by the runner yields the same INSERTs, hence the same tokens.
-	slices.SortFunc(rows, func(a, b *Row) int { return strings.Compare(a.MessageID, b.MessageID) })
 	rejected := map[*Row]bool{}
 	reject := func(r *Row, stage string, err error) {
 		rejected[r] = true
@@ -207,6 +202,35 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Row
 		emitStored(ids)
 	}
 	return nil
+}
+
+// inOrder returns the rows of a batch in the order of their message ids, and of their payloads
+// where the ids are the same (rows without one): the same pane retried by the runner, whatever
+// order its rows come in, yields the same INSERTs, hence the same deduplication tokens. The rows
+// are sorted as keys beside their places, which reads no row while the ids differ.
+func inOrder(batch []flow.Row) []*Row {
+	order := make([]rowKey, len(batch))
+	for i := range batch {
+		order[i] = rowKey{id: batch[i].MessageID, at: i}
+	}
+	slices.SortFunc(order, func(a, b rowKey) int {
+		if c := strings.Compare(a.id, b.id); c != 0 {
+			return c
+		}
+		return bytes.Compare(batch[a.at].Payload, batch[b.at].Payload)
+	})
+	rows, backing := make([]*Row, len(batch)), make([]Row, len(batch))
+	for i, k := range order {
+		backing[i].Row = &batch[k.at]
+		rows[i] = &backing[i]
+	}
+	return rows
+}
+
+// rowKey is a row of a batch, by its place, and its message id.
+type rowKey struct {
+	id string
+	at int
 }
 
 // maxKeptArena is the largest RowBinary buffer the write stage keeps between batches: the

@@ -269,3 +269,31 @@ func TestProcessElement(t *testing.T) {
 		})
 	}
 }
+
+// TestInOrder: the rows of a batch, in any order, come out in the order of their message ids,
+// and rows without an id in the order of their payloads, each row once.
+func TestInOrder(t *testing.T) {
+	batch := []flow.Row{
+		{MessageID: "12", Payload: []byte(`{"n":12}`)},
+		{MessageID: "", Payload: []byte(`{"n":"b"}`)},
+		{MessageID: "100", Payload: []byte(`{"n":100}`)},
+		{MessageID: "", Payload: []byte(`{"n":"a"}`)},
+		{MessageID: "9", Payload: []byte(`{"n":9}`)},
+		{MessageID: "", Payload: []byte(`{"n":"c"}`)},
+	}
+	want := []string{`:{"n":"a"}`, `:{"n":"b"}`, `:{"n":"c"}`, `100:{"n":100}`, `12:{"n":12}`, `9:{"n":9}`}
+	for round := range 20 {
+		shuffled := slices.Clone(batch)
+		for i := range shuffled { // a fixed permutation of each round's own
+			j := (i*7 + round*3) % len(shuffled)
+			shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
+		}
+		var got []string
+		for _, r := range inOrder(shuffled) {
+			got = append(got, r.MessageID+":"+string(r.Payload))
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("round %d, from %v (-want +got):\n%s", round, shuffled, diff)
+		}
+	}
+}
