@@ -246,19 +246,11 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 
 // ReadNative has col, the driver's column of n's type, read n's rows (clickhouse-go's
 // column.Interface.Decode, as for a block the server sends); an error when the bytes do not hold
-// exactly n.Rows values of it. A String or Nullable(String) column takes the values as Go strings
-// instead (appendStrings), and a column of String values gets room for them first
-// (reserveStrings).
+// exactly n.Rows values of it. A String column takes the values as Go strings instead
+// (appendStrings), and a column of String values gets room for them first (reserveStrings).
 func ReadNative(col column.Interface, n Native) error {
-	switch c := col.(type) {
-	case *column.String:
-		if len(n.Head) == 0 && SameType(n.Type, "String") {
-			return appendStrings(c, n, nil)
-		}
-	case *column.Nullable:
-		if _, ok := c.Base().(*column.String); ok && len(n.Head) == n.Rows && SameType(n.Type, "Nullable(String)") {
-			return appendStrings(c, n, n.Head)
-		}
+	if s, ok := col.(*column.String); ok && len(n.Head) == 0 && SameType(n.Type, "String") {
+		return appendStrings(s, n)
 	}
 	reserveStrings(col, n.Values)
 	r := nativeReaders.Get().(*nativeReader)
@@ -273,13 +265,12 @@ func ReadNative(col column.Interface, n Native) error {
 	return nil
 }
 
-// appendStrings is ReadNative of a String column, or with nulls (a byte per row, 1 for NULL, as
-// the Native format's null map) of a Nullable(String) one: it appends the values of n.Values
-// (each after its LEB128 length; a NULL's is empty) to col as Go strings, which col copies into
-// its buffer, with room made for them first. That costs less than col's Decode, which reads each
-// length a byte at a time through a bufio.Reader (both copy each value twice: through the
-// bufio.Reader, or once for the room and once into it).
-func appendStrings(col column.Interface, n Native, nulls []byte) error {
+// appendStrings is ReadNative of a String column: it appends the values of n.Values (each after
+// its LEB128 length) to col as Go strings, which col copies into its buffer, with room made for
+// them first. That costs less than col's Decode, which reads each length a byte at a time
+// through a bufio.Reader (both copy each value twice: through the bufio.Reader, or once for the
+// room and once into it).
+func appendStrings(col *column.String, n Native) error {
 	reserveStrings(col, n.Values)
 	values := make([]string, 0, n.Rows)
 	for b := n.Values; len(b) > 0; {
@@ -294,25 +285,7 @@ func appendStrings(col column.Interface, n Native, nulls []byte) error {
 	if len(values) != n.Rows {
 		return fmt.Errorf("%d rows of %s in the Native format hold %d values", n.Rows, n.Type, len(values))
 	}
-	if nulls == nil {
-		_, err := col.Append(values) // copies each value
-		return err
-	}
-	// A nil *string is NULL to the driver's Nullable(String) column (it appends "" and a 1).
-	ptrs := make([]*string, len(values))
-	for i, null := range nulls {
-		switch null {
-		case 0:
-			ptrs[i] = &values[i]
-		case 1:
-			if values[i] != "" {
-				return fmt.Errorf("%d rows of %s in the Native format: value %d is NULL but not empty", n.Rows, n.Type, i)
-			}
-		default:
-			return fmt.Errorf("%d rows of %s in the Native format: the null map's byte %d is %d, not 0 or 1", n.Rows, n.Type, i, null)
-		}
-	}
-	_, err := col.Append(ptrs)
+	_, err := col.Append(values) // copies each value
 	return err
 }
 
