@@ -26,41 +26,31 @@ import (
 // Identity is what an INSERT's insert_deduplication_token is derived from: the Pub/Sub message
 // ids of its rows, in insert order, and for each row the bytes that stand for it (the write
 // stage gives the row's RowBinaryWithDefaults encoding, the dead-letter stage the original
-// payload). Data[i] belongs to the row of IDs[i] and counts only when that row has no message id
-// (see DeduplicationToken); Data may be shorter than IDs, a missing entry counting as empty.
+// payload). IDs and Data are hashed as two lists, so they need not be of the same length.
 type Identity struct {
 	IDs  []string
 	Data [][]byte
 }
 
 // tokenScheme names and versions the hashing of DeduplicationToken; it is hashed first, so
-// that a future scheme cannot produce the tokens of this one. v1 (until 2026-12-04) hashed every
-// row's bytes as well as its message id.
-const tokenScheme = "pubsub-to-clickhouse insert_deduplication_token v2"
+// that a future scheme cannot produce the tokens of this one.
+const tokenScheme = "pubsub-to-clickhouse insert_deduplication_token v1"
 
 // DeduplicationToken returns the insert_deduplication_token of an INSERT naming columns with the
 // rows of id: 64 lowercase hex digits, the SHA-256 of
 //
 //	part(tokenScheme)
 //	count(columns) part(columns[0]) part(columns[1]) ...
-//	count(id.IDs)  row(0) row(1) ...
+//	count(id.IDs)  part(id.IDs[0])  part(id.IDs[1])  ...
+//	count(id.Data) part(id.Data[0]) part(id.Data[1]) ...
 //
-// where row(i) is part(id.IDs[i]) when the row has a message id, and part("") part(id.Data[i])
-// when it has none; count(n) is n as 8 bytes big-endian and part(s) is count(len(s)) followed by
-// the bytes of s. Every part is length-prefixed and every list counted, so the hashed bytes
-// decode back to exactly one input: two inputs that differ in any column name or message id, in
-// the bytes of a row without one, or in their order, or only in where one part ends and the
-// next begins ("ab","c" against "a","bc"), get different tokens. The same INSERT built again
-// from the same rows (a retry, or the runner retrying the bundle) gets the same token, so a
-// server that deduplicates stores it once (ClickHouse 22.2 and newer; see TokenSetting).
-//
-// A row's bytes count only without a message id: Pub/Sub gives each message of a topic an id of
-// its own (and the Dataflow read derives one from the payload, attributes and publish time when
-// a runner gives none), so the ids and the columns already tell two INSERTs apart, and the same
-// message converted again under the same columns is the same row, or one that must not be stored
-// twice. Hashing every row's bytes cost about 0.6 µs a demo row with the CPU's SHA extensions
-// and 2.2 µs without them, as on Intel CPUs before Ice Lake (BenchmarkDeduplicationToken in
-// transforms/write).
+// where count(n) is n as 8 bytes big-endian and part(s) is count(len(s)) followed by the bytes
+// of s. Every part is length-prefixed and every list counted, so the hashed bytes decode back to
+// exactly one input: two inputs that differ in any column name, message id or row bytes, or in
+// their order, or only in where one part ends and the next begins ("ab","c" against "a","bc"),
+// get different tokens. The same INSERT built again from the same rows (a retry, or the runner
+// retrying the bundle) gets the same token, so a server that deduplicates stores it once
+// (ClickHouse 22.2 and newer; see TokenSetting).
 func DeduplicationToken(columns []string, id Identity) string {
 	h := sha256.New()
 	writePart(h, []byte(tokenScheme))
@@ -69,15 +59,12 @@ func DeduplicationToken(columns []string, id Identity) string {
 		writePart(h, []byte(c))
 	}
 	writeCount(h, len(id.IDs))
-	for i, s := range id.IDs {
+	for _, s := range id.IDs {
 		writePart(h, []byte(s))
-		if s == "" {
-			var data []byte
-			if i < len(id.Data) {
-				data = id.Data[i]
-			}
-			writePart(h, data)
-		}
+	}
+	writeCount(h, len(id.Data))
+	for _, d := range id.Data {
+		writePart(h, d)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

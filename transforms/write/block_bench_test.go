@@ -1,7 +1,6 @@
 package write
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -113,26 +112,4 @@ func (d *demoBatch) blocks(b *testing.B) []*Block {
 		b.Fatal(err)
 	}
 	return blocks
-}
-
-// BenchmarkDeduplicationToken measures the insert_deduplication_token of a block of 5,000 demo
-// rows (chclient.DeduplicationToken), which the write stage computes for every INSERT on a
-// server that takes the token (ClickHouse 22.2 and newer; not 18.16). MB/s is payload bytes.
-// crypto/sha256 runs on the CPU's SHA extensions where it has them; GODEBUG=cpu.sha=off measures
-// it as on a CPU without them (Intel before Ice Lake, such as Dataflow's N1 machine types).
-func BenchmarkDeduplicationToken(b *testing.B) {
-	d := newDemoBatch(b, 5000)
-	b.StopTimer()
-	for i := range d.rows {
-		d.rows[i].MessageID = fmt.Sprintf("%017d", 12000000000000000+i)
-	}
-	blocks := d.blocks(b)
-	b.StartTimer()
-	for n := 0; n < b.N; n += len(d.rows) {
-		for _, blk := range blocks {
-			if blk.DeduplicationToken() == "" {
-				b.Fatal("no token")
-			}
-		}
-	}
 }
