@@ -22,6 +22,7 @@ require (
 	github.com/klauspost/compress v1.20.3
 	github.com/paulmach/orb v0.14.0
 	github.com/shopspring/decimal v1.6.0
+	github.com/zeebo/blake3 v0.2.4
 	google.golang.org/api v0.304.0
 	google.golang.org/genproto v0.0.0-20260715232425-e75dac1f907d
 	google.golang.org/grpc v1.84.0
@@ -67,6 +68,7 @@ require (
 	github.com/googleapis/enterprise-certificate-proxy v0.3.23 // indirect
 	github.com/gorilla/handlers v1.5.2 // indirect
 	github.com/gorilla/mux v1.8.1 // indirect
+	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/moby/docker-image-spec v1.3.1 // indirect
 	github.com/moby/moby/api v1.56.1 // indirect
 	github.com/moby/moby/client v0.6.2 // indirect

@@ -19,11 +19,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 )
@@ -329,6 +331,34 @@ func TestModernDeduplicatedRetry(t *testing.T) {
 	}
 	t.Logf("%d INSERTs into events through the proxy, %d distinct tokens, %d answers lost", len(inserts), len(sent), lost)
 	e.checkAllAcked(t, ids)
+}
+
+// TestModernDeduplicationRepeatedIDs: two runs of the built binary, each against an emulator of
+// its own (which numbers its messages from the start again, as after a restart), insert one
+// message each into a deduplicating MergeTree: the messages share their id and differ in their
+// data, and both rows are stored. A token of the columns and ids alone (tried, and taken back in
+// review) made the engine drop the second INSERT without a word.
+func TestModernDeduplicationRepeatedIDs(t *testing.T) {
+	srv := chtest.StartModern(t)
+	first := newE2EOn(t, srv.Server, `CREATE TABLE {table} (id UInt32, s String) ENGINE = MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100`)
+	first.opts.BatchRowCount = pipeline.GivenInt(100)
+	first.opts.WindowSeconds = pipeline.GivenInt(1)
+	ids1 := first.ps.Publish(t, first.topic, &pubsubpb.PubsubMessage{Data: []byte(`{"id":1,"s":"first run"}`)})
+	first.runBinary(t, "")
+
+	second := &e2e{srv: srv.Server, ps: pubsubtest.Start(t), opts: first.opts}
+	second.topic = second.ps.Topic(t, "events")
+	second.opts.InputSubscription = second.ps.Subscription(t, second.topic, "events-sub", 10*time.Second)
+	second.opts.DeadLetterTopic = second.ps.Topic(t, "dead-letters")
+	ids2 := second.ps.Publish(t, second.topic, &pubsubpb.PubsubMessage{Data: []byte(`{"id":2,"s":"second run"}`)})
+	if !slices.Equal(ids1, ids2) {
+		t.Fatalf("the emulators gave the ids %v and %v: the test needs one id twice", ids1, ids2)
+	}
+	second.runBinary(t, "")
+	if got := srv.MustQuery(t, "SELECT groupArray(s) FROM (SELECT s FROM events ORDER BY id)"); got != "['first run','second run']" {
+		t.Errorf("rows %s, want both runs' (message id %v twice); dead letters: %s", got, ids1,
+			srv.MustQuery(t, "SELECT count() FROM dead_letters"))
+	}
 }
 
 // TestModernDeduplicationToken: chclient.Insert sends the same rows with the same identity twice.

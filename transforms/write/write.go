@@ -13,10 +13,12 @@ package write
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -204,10 +206,12 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Row
 	return nil
 }
 
-// inOrder returns the rows of a batch in the order of their message ids, and of their payloads
-// where the ids are the same (rows without one): the same pane retried by the runner, whatever
-// order its rows come in, yields the same INSERTs, hence the same deduplication tokens. The rows
-// are sorted as keys beside their places, which reads no row while the ids differ.
+// inOrder returns the rows of a batch in the order of their message ids, and where the ids are
+// the same (rows without one) in the order of what the rows convert from: payload, publish time,
+// ordering key, attributes, the UDF's input. The same pane retried by the runner, whatever order
+// its rows come in, then yields the same INSERTs, hence the same deduplication tokens (rows that
+// are the same in all of these convert to the same bytes, whichever goes first). The rows are
+// sorted as keys beside their places, which reads no row while the ids differ.
 func inOrder(batch []flow.Row) []*Row {
 	order := make([]rowKey, len(batch))
 	for i := range batch {
@@ -217,7 +221,7 @@ func inOrder(batch []flow.Row) []*Row {
 		if c := strings.Compare(a.id, b.id); c != 0 {
 			return c
 		}
-		return bytes.Compare(batch[a.at].Payload, batch[b.at].Payload)
+		return compareRows(&batch[a.at], &batch[b.at])
 	})
 	rows, backing := make([]*Row, len(batch)), make([]Row, len(batch))
 	for i, k := range order {
@@ -225,6 +229,43 @@ func inOrder(batch []flow.Row) []*Row {
 		rows[i] = &backing[i]
 	}
 	return rows
+}
+
+// compareRows orders two rows of the same message id by what they convert from.
+func compareRows(a, b *flow.Row) int {
+	if c := bytes.Compare(a.Payload, b.Payload); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.PublishTimeMillis, b.PublishTimeMillis); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.OrderingKey, b.OrderingKey); c != 0 {
+		return c
+	}
+	if c := compareAttributes(a.Attributes, b.Attributes); c != 0 {
+		return c
+	}
+	if a.Transformed != b.Transformed {
+		if a.Transformed {
+			return 1
+		}
+		return -1
+	}
+	return bytes.Compare(a.Original, b.Original)
+}
+
+// compareAttributes orders two attribute maps by their pairs in key order.
+func compareAttributes(a, b map[string]string) int {
+	ka, kb := slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b))
+	for i := 0; i < len(ka) && i < len(kb); i++ {
+		if c := strings.Compare(ka[i], kb[i]); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a[ka[i]], b[kb[i]]); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(ka), len(kb))
 }
 
 // rowKey is a row of a batch, by its place, and its message id.

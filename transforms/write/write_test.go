@@ -1,6 +1,7 @@
 package write
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -281,16 +282,38 @@ func TestInOrder(t *testing.T) {
 		{MessageID: "9", Payload: []byte(`{"n":9}`)},
 		{MessageID: "", Payload: []byte(`{"n":"c"}`)},
 	}
-	want := []string{`:{"n":"a"}`, `:{"n":"b"}`, `:{"n":"c"}`, `100:{"n":100}`, `12:{"n":12}`, `9:{"n":9}`}
+	// Rows without an id and the same payload go by what else they convert from.
+	same := []byte(`{"n":"same"}`)
+	batch = append(batch,
+		flow.Row{Payload: same, PublishTimeMillis: 2000},
+		flow.Row{Payload: same, PublishTimeMillis: 1000},
+		flow.Row{Payload: same, PublishTimeMillis: 1000, OrderingKey: "k"},
+		flow.Row{Payload: same, PublishTimeMillis: 1000, OrderingKey: "k", Attributes: map[string]string{"a": "2"}},
+		flow.Row{Payload: same, PublishTimeMillis: 1000, OrderingKey: "k", Attributes: map[string]string{"a": "1", "b": "1"}},
+		flow.Row{Payload: same, PublishTimeMillis: 1000, OrderingKey: "k", Attributes: map[string]string{"a": "1"}},
+		flow.Row{Payload: same, PublishTimeMillis: 1000, OrderingKey: "k", Attributes: map[string]string{"a": "1"}, Transformed: true, Original: []byte("y")},
+		flow.Row{Payload: same, PublishTimeMillis: 1000, OrderingKey: "k", Attributes: map[string]string{"a": "1"}, Transformed: true, Original: []byte("x")},
+	)
+	want := []string{`:{"n":"a"}`, `:{"n":"b"}`, `:{"n":"c"}`,
+		`:{"n":"same"} 1000  map[] `, `:{"n":"same"} 1000 k map[] `, `:{"n":"same"} 1000 k map[a:1] `,
+		`:{"n":"same"} 1000 k map[a:1] x`, `:{"n":"same"} 1000 k map[a:1] y`,
+		`:{"n":"same"} 1000 k map[a:1 b:1] `, `:{"n":"same"} 1000 k map[a:2] `, `:{"n":"same"} 2000  map[] `,
+		`100:{"n":100}`, `12:{"n":12}`, `9:{"n":9}`}
+	describe := func(r *Row) string {
+		if !bytes.Equal(r.Payload, same) {
+			return r.MessageID + ":" + string(r.Payload)
+		}
+		return fmt.Sprintf("%s:%s %d %s %v %s", r.MessageID, r.Payload, r.PublishTimeMillis, r.OrderingKey, r.Attributes, r.Original)
+	}
 	for round := range 20 {
 		shuffled := slices.Clone(batch)
 		for i := range shuffled { // a fixed permutation of each round's own
-			j := (i*7 + round*3) % len(shuffled)
+			j := (i*7 + round*13) % len(shuffled)
 			shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
 		}
 		var got []string
 		for _, r := range inOrder(shuffled) {
-			got = append(got, r.MessageID+":"+string(r.Payload))
+			got = append(got, describe(r))
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("round %d, from %v (-want +got):\n%s", round, shuffled, diff)
