@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"maps"
 	"regexp"
@@ -34,7 +33,7 @@ type Identity struct {
 
 // tokenScheme names and versions the hashing of DeduplicationToken; it is hashed first, so
 // that a future scheme cannot produce the tokens of this one. v1 (until 2026-12-04) hashed the
-// same bytes with SHA-256.
+// same layout with SHA-256.
 const tokenScheme = "pubsub-to-clickhouse insert_deduplication_token v2"
 
 // DeduplicationToken returns the insert_deduplication_token of an INSERT naming columns with the
@@ -56,37 +55,40 @@ const tokenScheme = "pubsub-to-clickhouse insert_deduplication_token v2"
 // The rows' bytes are hashed, not only their ids, because an id does not always tell two rows
 // apart: the Pub/Sub emulator numbers its messages afresh after a restart, ids are unique only
 // within a topic, and the ids the Dataflow read derives for messages without one leave out the
-// ordering key. BLAKE3 rather than SHA-256, because it is a cryptographic hash of the same
-// strength that hashes these bytes about 2 times as fast as SHA-256 on a CPU with SHA extensions
-// and 7 times as fast on one without them (Intel before Ice Lake, as Dataflow's N1 machine
-// types): BenchmarkDeduplicationToken in transforms/write.
+// ordering key. Rows that share their ids and convert to the same bytes still share a token (two
+// messages of one id and one payload, without a metadata column that tells them apart).
+//
+// BLAKE3 rather than SHA-256, because it is a cryptographic hash of the same output size that
+// hashes these bytes, with AVX2, about 2 times as fast as SHA-256 on a CPU with SHA extensions
+// and 7 times as fast on one without them (Intel before Ice Lake); without AVX2 (the library's
+// SSE4.1 code, BLAKE3_DISABLE_AVX2=1) about 2 times as fast as SHA-256 without SHA extensions
+// (BenchmarkDeduplicationToken in transforms/write).
 func DeduplicationToken(columns []string, id Identity) string {
 	h := blake3.New()
-	writePart(h, []byte(tokenScheme))
-	writeCount(h, len(columns))
+	var n [8]byte
+	count := func(c int) {
+		binary.BigEndian.PutUint64(n[:], uint64(c))
+		h.Write(n[:])
+	}
+	part := func(s string) {
+		count(len(s))
+		h.WriteString(s)
+	}
+	part(tokenScheme)
+	count(len(columns))
 	for _, c := range columns {
-		writePart(h, []byte(c))
+		part(c)
 	}
-	writeCount(h, len(id.IDs))
+	count(len(id.IDs))
 	for _, s := range id.IDs {
-		writePart(h, []byte(s))
+		part(s)
 	}
-	writeCount(h, len(id.Data))
+	count(len(id.Data))
 	for _, d := range id.Data {
-		writePart(h, d)
+		count(len(d))
+		h.Write(d)
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-func writeCount(h hash.Hash, n int) {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(n))
-	h.Write(b[:])
-}
-
-func writePart(h hash.Hash, p []byte) {
-	writeCount(h, len(p))
-	h.Write(p)
 }
 
 // QuoteIdent quotes a ClickHouse identifier (a database, table or column name) with backticks,
