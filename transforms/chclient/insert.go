@@ -53,9 +53,9 @@ const tokenScheme = "pubsub-to-clickhouse insert_deduplication_token v2"
 // (ClickHouse 22.2 and newer; see TokenSetting).
 //
 // The rows' bytes are hashed, not only their ids, because an id does not always tell two rows
-// apart: the Pub/Sub emulator numbers its messages afresh after a restart, ids are unique only
-// within a topic, and the ids the Dataflow read derives for messages without one leave out the
-// ordering key. Rows that share their ids and convert to the same bytes still share a token (two
+// apart: the Pub/Sub emulator numbers its messages afresh after a restart, and ids are unique only
+// within a topic (the ids the Dataflow read derives for messages without one left out the
+// ordering key until 2026-12-04). Rows that share their ids and convert to the same bytes still share a token (two
 // messages of one id and one payload, without a metadata column that tells them apart).
 //
 // BLAKE3 rather than SHA-256, because it is a cryptographic hash of the same output size that

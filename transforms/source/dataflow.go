@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -46,7 +47,7 @@ func ReadDataflow(s beam.Scope, cfg Config) beam.PCollection {
 // time); during a backlog, windows close once the watermark catches up instead.
 //
 // A message without a message id (seen from older runners) gets one derived from its payload,
-// attributes and publish time (see DerivedID), counted in the metric messages-without-id and
+// attributes, publish time and ordering key (see DerivedID), counted in the metric messages-without-id and
 // logged once per worker; a message without a publish time takes the element's timestamp,
 // which pubsubio.Read sets to the publish time.
 func FromPubsub(s beam.Scope, col beam.PCollection) beam.PCollection {
@@ -75,7 +76,7 @@ func (fn *fromPubsubFn) ProcessElement(ctx context.Context, et beam.EventTime, m
 		messagesWithoutID.Inc(ctx, 1)
 		if !fn.loggedNoID {
 			fn.loggedNoID = true
-			slog.Warn("source: a message arrived without a message id; it and any other such message get an id derived from payload, attributes and publish time (metric messages-without-id)",
+			slog.Warn("source: a message arrived without a message id; it and any other such message get an id derived from payload, attributes, publish time and ordering key (metric messages-without-id)",
 				"derived id", out.ID)
 		}
 	}
@@ -83,9 +84,11 @@ func (fn *fromPubsubFn) ProcessElement(ctx context.Context, et beam.EventTime, m
 }
 
 // DerivedID returns the id given to a message that has none: "derived-" and the first 16 bytes,
-// in hex, of the SHA-256 of its payload, its attributes (sorted by key) and its publish time, so
-// that a redelivery of the same message gets the same id. Each part is length-prefixed, so
-// that no two different messages share the hashed bytes.
+// in hex, of the SHA-256 of its payload, its attributes (sorted by key) and its publish time,
+// and of its ordering key when it has one, so that a redelivery of the same message gets the
+// same id. Each part is length-prefixed, so that no two different messages share the hashed
+// bytes; a message with an ordering key starts with 8 bytes of 0xFF (no part's length) and the
+// key, so that a message without one keeps the id of the releases before the key counted.
 func DerivedID(m flow.Message) string {
 	h := sha256.New()
 	var n [8]byte
@@ -93,6 +96,11 @@ func DerivedID(m flow.Message) string {
 		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
 		h.Write(n[:])
 		h.Write(b)
+	}
+	if m.OrderingKey != "" {
+		binary.BigEndian.PutUint64(n[:], math.MaxUint64)
+		h.Write(n[:])
+		put([]byte(m.OrderingKey))
 	}
 	put(m.Data)
 	keys := make([]string, 0, len(m.Attributes))

@@ -1003,6 +1003,25 @@ func TestFromPubsubMessageWithoutID(t *testing.T) {
 			t.Errorf("%s changed, the id did not: %q", name, b)
 		}
 	}
+	// The ids were computed apart from this code (Python's hashlib over the bytes DerivedID's
+	// comment lays out): without an ordering key, the id of the releases before the key counted.
+	if want := "derived-dbbe9b9e0731cd3c278543efb2892ebd"; a != want {
+		t.Errorf("derived id %q, want %q", a, want)
+	}
+	keyed := msg(`{"id":1}`, map[string]string{"k": "v", "x": "y"}, pt.UnixMilli())
+	keyed.OrderingKey = "key-1"
+	k1 := id(keyed)
+	if want := "derived-9757c5f85ad3af87568800da2fa904fd"; k1 != want {
+		t.Errorf("derived id with an ordering key %q, want %q", k1, want)
+	}
+	keyed.OrderingKey = "key-2"
+	if k2 := id(keyed); k2 == k1 || k2 == a {
+		t.Errorf("another ordering key got id %q (key-1: %q, none: %q)", k2, k1, a)
+	}
+	keyed.OrderingKey = "key-1"
+	if again := id(keyed); again != k1 {
+		t.Errorf("redelivery with its ordering key got id %q, want %q", again, k1)
+	}
 	// A message with an id keeps it.
 	if b := id(&pb.PubsubMessage{MessageId: "7", Data: []byte("{}")}); b != "7" {
 		t.Errorf("id %q, want 7", b)
