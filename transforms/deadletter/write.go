@@ -325,7 +325,7 @@ func (f *writeFn) ProcessElement(ctx context.Context, _ int, batch flow.DeadLett
 	for i := range batch.Letters {
 		recs[i] = &batch.Letters[i]
 	}
-	slices.SortFunc(recs, func(a, b *flow.DeadLetter) int { return strings.Compare(a.MessageID, b.MessageID) })
+	slices.SortFunc(recs, flow.CompareDeadLetters)
 	if f.conn != nil {
 		// The same batch of records is cut the same way at every attempt of the bundle, so each
 		// INSERT gets the same deduplication token again.

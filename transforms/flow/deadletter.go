@@ -1,8 +1,12 @@
 package flow
 
 import (
+	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -110,4 +114,45 @@ func writeChain(b *strings.Builder, err error, indent string) {
 		prefix = "caused by: "
 		err = errors.Unwrap(err)
 	}
+}
+
+// CompareAttributes orders two attribute maps by their pairs in key order (then the one with
+// fewer pairs first): a total order, for sorting rows and dead letters that nothing else tells
+// apart, whatever order a map's iteration gives.
+func CompareAttributes(a, b map[string]string) int {
+	ka, kb := slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b))
+	for i := 0; i < len(ka) && i < len(kb); i++ {
+		if c := strings.Compare(ka[i], kb[i]); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a[ka[i]], b[kb[i]]); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(ka), len(kb))
+}
+
+// CompareDeadLetters orders two dead letters by message id, then by everything their row and
+// topic message hold (payload, error message, stack trace, time of failure, ordering key,
+// attributes), so that a batch of them sorts the same way whatever order it came in.
+func CompareDeadLetters(a, b *DeadLetter) int {
+	if c := strings.Compare(a.MessageID, b.MessageID); c != 0 {
+		return c
+	}
+	if c := bytes.Compare(a.Payload, b.Payload); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.ErrorMessage, b.ErrorMessage); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.StackTrace, b.StackTrace); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.FailedAtMillis, b.FailedAtMillis); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.OrderingKey, b.OrderingKey); c != 0 {
+		return c
+	}
+	return CompareAttributes(a.Attributes, b.Attributes)
 }

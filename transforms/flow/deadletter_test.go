@@ -3,6 +3,7 @@ package flow
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -35,5 +36,40 @@ func TestStackTraceOneLineAnError(t *testing.T) {
 		`  error: second\npart (*errors.errorString)`
 	if got := StackTrace("parse", "n", err); got != want {
 		t.Errorf("StackTrace:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestCompareDeadLetters: a batch of dead letters sorts into one order whatever order it comes
+// in, by message id and then by what else each holds, so that the dead-letter table's INSERTs
+// (cut by size, each with a token of its ids and payloads) are the same at every attempt.
+func TestCompareDeadLetters(t *testing.T) {
+	want := []DeadLetter{
+		{Payload: []byte("a")},
+		{Payload: []byte("b"), ErrorMessage: "e1"},
+		{Payload: []byte("b"), ErrorMessage: "e2"},
+		{Payload: []byte("b"), ErrorMessage: "e2", StackTrace: "s"},
+		{Payload: []byte("b"), ErrorMessage: "e2", StackTrace: "s", FailedAtMillis: 5},
+		{Payload: []byte("b"), ErrorMessage: "e2", StackTrace: "s", FailedAtMillis: 5, OrderingKey: "k"},
+		{Payload: []byte("b"), ErrorMessage: "e2", StackTrace: "s", FailedAtMillis: 5, OrderingKey: "k", Attributes: map[string]string{"a": "1"}},
+		{Payload: []byte("b"), ErrorMessage: "e2", StackTrace: "s", FailedAtMillis: 5, OrderingKey: "k", Attributes: map[string]string{"a": "1", "b": ""}},
+		{Payload: []byte("b"), ErrorMessage: "e2", StackTrace: "s", FailedAtMillis: 5, OrderingKey: "k", Attributes: map[string]string{"a": "2"}},
+		{Payload: []byte("b"), ErrorMessage: "e2", StackTrace: "s", FailedAtMillis: 5, OrderingKey: "k", Attributes: map[string]string{"b": "0"}},
+		{MessageID: "1", Payload: []byte("z")},
+		{MessageID: "2", Payload: []byte("a")},
+	}
+	for round := range 30 {
+		recs := make([]*DeadLetter, len(want))
+		for i := range want {
+			recs[(i*5+round*7)%len(want)] = &want[i]
+		}
+		if round%2 == 1 {
+			slices.Reverse(recs)
+		}
+		slices.SortFunc(recs, CompareDeadLetters)
+		for i, r := range recs {
+			if r != &want[i] {
+				t.Fatalf("round %d: place %d holds %+v, want %+v", round, i, *r, want[i])
+			}
+		}
 	}
 }

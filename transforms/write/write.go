@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -242,7 +241,7 @@ func compareRows(a, b *flow.Row) int {
 	if c := strings.Compare(a.OrderingKey, b.OrderingKey); c != 0 {
 		return c
 	}
-	if c := compareAttributes(a.Attributes, b.Attributes); c != 0 {
+	if c := flow.CompareAttributes(a.Attributes, b.Attributes); c != 0 {
 		return c
 	}
 	if a.Transformed != b.Transformed {
@@ -252,20 +251,6 @@ func compareRows(a, b *flow.Row) int {
 		return -1
 	}
 	return bytes.Compare(a.Original, b.Original)
-}
-
-// compareAttributes orders two attribute maps by their pairs in key order.
-func compareAttributes(a, b map[string]string) int {
-	ka, kb := slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b))
-	for i := 0; i < len(ka) && i < len(kb); i++ {
-		if c := strings.Compare(ka[i], kb[i]); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a[ka[i]], b[kb[i]]); c != 0 {
-			return c
-		}
-	}
-	return cmp.Compare(len(ka), len(kb))
 }
 
 // rowKey is a row of a batch, by its place, and its message id.
