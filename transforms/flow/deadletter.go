@@ -139,19 +139,9 @@ func CompareDeadLetters(a, b *DeadLetter) int {
 	if c := strings.Compare(a.MessageID, b.MessageID); c != 0 {
 		return c
 	}
-	if c := bytes.Compare(a.Payload, b.Payload); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.ErrorMessage, b.ErrorMessage); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.StackTrace, b.StackTrace); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.FailedAtMillis, b.FailedAtMillis); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.OrderingKey, b.OrderingKey); c != 0 {
+	if c := cmp.Or(bytes.Compare(a.Payload, b.Payload), strings.Compare(a.ErrorMessage, b.ErrorMessage),
+		strings.Compare(a.StackTrace, b.StackTrace), cmp.Compare(a.FailedAtMillis, b.FailedAtMillis),
+		strings.Compare(a.OrderingKey, b.OrderingKey)); c != 0 {
 		return c
 	}
 	return CompareAttributes(a.Attributes, b.Attributes)

@@ -232,16 +232,8 @@ func inOrder(batch []flow.Row) []*Row {
 
 // compareRows orders two rows of the same message id by what they convert from.
 func compareRows(a, b *flow.Row) int {
-	if c := bytes.Compare(a.Payload, b.Payload); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.PublishTimeMillis, b.PublishTimeMillis); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.OrderingKey, b.OrderingKey); c != 0 {
-		return c
-	}
-	if c := flow.CompareAttributes(a.Attributes, b.Attributes); c != 0 {
+	if c := cmp.Or(bytes.Compare(a.Payload, b.Payload), cmp.Compare(a.PublishTimeMillis, b.PublishTimeMillis),
+		strings.Compare(a.OrderingKey, b.OrderingKey), flow.CompareAttributes(a.Attributes, b.Attributes)); c != 0 {
 		return c
 	}
 	if a.Transformed != b.Transformed {
