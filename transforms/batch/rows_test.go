@@ -56,16 +56,17 @@ func TestRowsCountMode(t *testing.T) {
 	in := beam.CreateList(s, groups(2, 5, 1, 3))
 	out := beam.ParDo(s, batchText, Rows(s, Config{Mode: Mode{Rows: 3}, Shards: 1}, in))
 	passert.Equals(s, out, "[m00 m01 m02]", "[m03 m04 m05]", "[m06 m07 m08]", "[m09 m10]")
+	runReleased(t, p)
+}
+
+// runReleased runs p on the direct test runner (ptest.Run), then fails t when the batch stage kept
+// buffers of the groups it decoded (a pool that gets none back spares nothing: every group
+// decodes into a new buffer).
+func runReleased(t *testing.T, p *beam.Pipeline) {
+	t.Helper()
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
 	}
-	checkReleased(t)
-}
-
-// checkReleased fails t when the batch stage kept buffers of the groups it decoded (a pool that
-// gets none back spares nothing: every group decodes into a new buffer).
-func checkReleased(t *testing.T) {
-	t.Helper()
 	if n := flow.Unreleased(); n != 0 {
 		t.Errorf("%d buffers of decoded groups not given back after the pipeline ran", n)
 	}
@@ -103,10 +104,7 @@ func TestRowsCombinedModeEmitsEveryRowOnce(t *testing.T) {
 	in := beam.CreateList(s, groups(sizes...))
 	batches := Rows(s, Config{Mode: Mode{Rows: 10, Window: time.Millisecond}, Shards: 2}, in)
 	assertEachIDOnce(s, beam.ParDo(s, batchIDs, beam.DropKey(s, batches)), total)
-	if err := ptest.Run(p); err != nil {
-		t.Fatal(err)
-	}
-	checkReleased(t)
+	runReleased(t, p)
 }
 
 func init() {
@@ -218,10 +216,7 @@ func TestRowsByteBound(t *testing.T) {
 				want = append(want, w)
 			}
 			passert.Equals(s, out, want...)
-			if err := ptest.Run(p); err != nil {
-				t.Fatal(err)
-			}
-			checkReleased(t)
+			runReleased(t, p)
 		})
 	}
 }
@@ -265,10 +260,7 @@ func TestRowsByteBoundEmitsEveryRowOnce(t *testing.T) {
 	batches := beam.DropKey(s, Rows(s, Config{Mode: Mode{Rows: 10, Bytes: limit, Window: time.Millisecond}, Shards: 2}, in))
 	assertEachIDOnce(s, beam.ParDo(s, batchIDs, batches), total)
 	passert.Empty(s, beam.ParDo(s, &oversizedFn{Limit: limit}, batches))
-	if err := ptest.Run(p); err != nil {
-		t.Fatal(err)
-	}
-	checkReleased(t)
+	runReleased(t, p)
 }
 
 // TestRowsZstdEveryMode: with the rows compressed with zstd through the GroupByKey and the
@@ -293,10 +285,7 @@ func TestRowsZstdEveryMode(t *testing.T) {
 			p, s := beam.NewPipelineWithRoot()
 			batches := Rows(s, Config{Mode: mode, Shards: 2, Compression: flow.Zstd}, beam.CreateList(s, in))
 			assertEachIDOnce(s, beam.WindowInto(s, window.NewGlobalWindows(), beam.ParDo(s, payloadIDs, beam.DropKey(s, batches))), total)
-			if err := ptest.Run(p); err != nil {
-				t.Fatal(err)
-			}
-			checkReleased(t)
+			runReleased(t, p)
 		})
 	}
 }

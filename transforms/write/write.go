@@ -299,13 +299,13 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 	// valid UTF-8, which no change of the table can change: ConvertChecked leaves it out.
 	for _, r := range rows {
 		start := len(arena)
-		var err error
+		var meta *convert.Meta // the metadata columns' values, when the template has such columns
 		if len(f.FromMessage.Metadata) > 0 {
 			f.meta = convert.Meta{ID: r.MessageID, PublishTimeMillis: r.PublishTimeMillis, OrderingKey: r.OrderingKey, Attributes: r.Attributes}
-			arena, err = f.conv.ConvertChecked(arena, r.Payload, &f.meta)
-		} else {
-			arena, err = f.conv.ConvertChecked(arena, r.Payload, nil)
+			meta = &f.meta
 		}
+		var err error
+		arena, err = f.conv.ConvertChecked(arena, r.Payload, meta)
 		if err != nil {
 			arena = arena[:start]
 			// The payload converted in the parse stage: the table changed since.
