@@ -15,6 +15,12 @@
 #
 #   BEFORE=bin/pubsub-to-clickhouse BEFORE_FLAGS=--shuffleCompression=zstd scripts/sdk-vs-runner.sh
 #
+# BASELINE=<messages> (e.g. 5000) also runs the demo with that many messages in each round, and
+# splits the figure into what a run costs once (starting, submitting the job, the idle wait of
+# stopAfterIdle) and what each message costs beyond it: per message, (CPU(MESSAGES) -
+# CPU(BASELINE)) / (MESSAGES - BASELINE), given per 100,000. A Dataflow worker starts once and
+# runs for days, so the per-message figure is the one its bill grows with.
+#
 # Run it on a machine doing nothing else: under load the same binary reads twice as high.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +45,19 @@ $go build -o "$work/demo" ./integration_test/demo
 # ticks <pid>: the process's user + system CPU, in clock ticks.
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
+baseline=${BASELINE:-}
+if [ -n "$baseline" ] && [ "$baseline" -ge "$messages" ]; then
+  echo "BASELINE ($baseline) must be fewer messages than MESSAGES ($messages)" >&2
+  exit 1
+fi
+
+# demo_run <binary> <messages> <extra flags>: runs the demo against prism at $port, prints its output.
+demo_run() {
+  "$work/demo" -binary "$1" -messages "$2" \
+    -pipeline-flags "--batchRowCount=5000 --windowSeconds=5 --runner=universal --endpoint=localhost:$port --environment_type=LOOPBACK $3" 2>&1
+}
+# process_cpu <output of the demo>: the pipeline process's CPU-seconds, as the demo printed them.
+process_cpu() { echo "$1" | sed -n 's/^pipeline process CPU: \([0-9.]*\) s.*/\1/p'; }
 
 results=$work/results
 for ((r = 1; r <= runs; r++)); do
@@ -47,13 +66,24 @@ for ((r = 1; r <= runs; r++)); do
     prism=$!
     sleep 2
     before=$(ticks "$prism")
-    out=$("$work/demo" -binary "${binaries[$i]}" -messages "$messages" \
-      -pipeline-flags "--batchRowCount=5000 --windowSeconds=5 --runner=universal --endpoint=localhost:$port --environment_type=LOOPBACK ${extra[$i]}" 2>&1) || {
+    out=$(demo_run "${binaries[$i]}" "$messages" "${extra[$i]}") || {
       echo "$out" | tail -20 >&2
       kill "$prism"
       exit 1
     }
     after=$(ticks "$prism")
+    if [ -n "$baseline" ]; then
+      small=$(demo_run "${binaries[$i]}" "$baseline" "${extra[$i]}") || {
+        echo "$small" | tail -20 >&2
+        kill "$prism"
+        exit 1
+      }
+      read -r fixed per < <(awk -v a="$(process_cpu "$small")" -v b="$(process_cpu "$out")" -v m="$baseline" -v n="$messages" \
+        'BEGIN { per = (b - a) / (n - m); printf "%.2f %.2f\n", a - per * m, per * 100000 }')
+      echo "round $r ${names[$i]}: per message beyond the first $baseline $per CPU-s per 100,000, once per run $fixed CPU-s"
+      echo "${names[$i]} per $per" >>"$results"
+      echo "${names[$i]} fixed $fixed" >>"$results"
+    fi
     kill "$prism"
     wait "$prism" 2>/dev/null || true
     sdk=$(demo_cpu "$out")
@@ -72,6 +102,14 @@ for n in "${names[@]}"; do
   read -r pmin pmed < <(min_median "$results" "$n" prism)
   printf '  %-7s the binary (SDK harness and pipeline) %s / %s   prism %s / %s\n' "$n" "$bmin" "$bmed" "$pmin" "$pmed"
 done
+if [ -n "$baseline" ]; then
+  echo "The binary's process, split (from the runs of $messages and of $baseline messages), min / median:"
+  for n in "${names[@]}"; do
+    read -r qmin qmed < <(min_median "$results" "$n" per)
+    read -r fmin fmed < <(min_median "$results" "$n" fixed)
+    printf '  %-7s per message %s / %s CPU-s per 100,000   once per run %s / %s CPU-s\n' "$n" "$qmin" "$qmed" "$fmin" "$fmed"
+  done
+fi
 if [ -n "${BEFORE:-}" ]; then
   # The machine's speed drifts between rounds and within a run; the ratio of the two builds in
   # the same round is the figure that compares.
