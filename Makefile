@@ -53,10 +53,14 @@ bench-e2e-clickhouse: clickhouse build
 # a Dataflow worker runs is the binary's process); CPU-seconds per 100,000 demo messages of each,
 # then of wikipedia_edits x5 beside ClickHouse's single-threaded JSONEachRow parse and their
 # ratio; min and median of RUNS rounds (default 3), and with BEFORE=<binary> that build beside it
-# in the same rounds. See scripts/sdk-vs-runner.sh and scripts/pipeline-vs-clickhouse.sh.
+# in the same rounds. Each also runs the first BASELINE messages (default 5,000) alone, and prints
+# beside the whole figure what each message costs beyond them, without what a run costs once
+# (start, job submission, the idle wait). See scripts/sdk-vs-runner.sh and
+# scripts/pipeline-vs-clickhouse.sh.
+BASELINE ?= 5000
 bench-sdk: clickhouse build
-	scripts/sdk-vs-runner.sh
-	OWN_RUNNER=1 scripts/pipeline-vs-clickhouse.sh
+	BASELINE=$(BASELINE) scripts/sdk-vs-runner.sh
+	BASELINE=$(BASELINE) OWN_RUNNER=1 scripts/pipeline-vs-clickhouse.sh
 
 # The SDK side in the shape Dataflow gives it (one element per message, handed over by the runner)
 # beside the local runner's shape (the demo): CPU-seconds per 100,000 demo messages, min and median

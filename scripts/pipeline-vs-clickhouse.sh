@@ -21,8 +21,15 @@
 # alone: the SDK harness and the product's code, what a Dataflow worker runs. BEFORE=<binary>
 # puts another build beside it in the same rounds.
 #
+# ClickHouse's figure leaves out what its command costs once (the same command on one line is
+# subtracted); the pipeline's includes what a run of it costs once (starting, submitting the job,
+# the idle wait of stopAfterIdle). BASELINE=<lines> (e.g. 5000) also runs the pipeline on the
+# corpus's first BASELINE lines in each round and prints, beside the whole figure, the pipeline's
+# cost per message beyond them, (CPU(all) - CPU(BASELINE lines)) / (messages - BASELINE), and its
+# ratio to ClickHouse's: the two figures then leave out the same thing.
+#
 # Usage: scripts/pipeline-vs-clickhouse.sh   (or make bench-e2e-clickhouse)
-# Environment: RUNS (3), CORPUS_REPEAT (5), OWN_RUNNER, PRISM_PORT (8073), BEFORE, CLICKHOUSE_HOST (127.0.0.1), CLICKHOUSE_TCP_PORT
+# Environment: RUNS (3), CORPUS_REPEAT (5), OWN_RUNNER, PRISM_PORT (8073), BEFORE, BASELINE, CLICKHOUSE_HOST (127.0.0.1), CLICKHOUSE_TCP_PORT
 # (9000), CLICKHOUSE_HTTP_PORT (8123), SHARED_DIR (../shared), BINARY (bin/pubsub-to-clickhouse,
 # built by make build), GO (go). Needs a ClickHouse server (scripts/clickhouse.sh start) and
 # clickhouse-client; it creates and drops databases of its own.
@@ -62,6 +69,14 @@ fi
 for _ in $(seq 1 "$repeat"); do cat "$shared/data/wikipedia_edits.jsonl"; done >"$work/corpus.jsonl"
 head -n 1 "$work/corpus.jsonl" >"$work/first.jsonl"
 n=$(wc -l <"$work/corpus.jsonl" | tr -d ' ')
+baseline=${BASELINE:-}
+if [ -n "$baseline" ]; then
+  if [ "$baseline" -ge "$n" ]; then
+    echo "BASELINE ($baseline) must be fewer lines than the corpus ($n)" >&2
+    exit 1
+  fi
+  head -n "$baseline" "$work/corpus.jsonl" >"$work/baseline.jsonl"
+fi
 
 client --query "CREATE DATABASE $db"
 sed -e "s/{table}/$db.wikipedia_edits/" "$shared/data/wikipedia_edits.sql" | grep -v '^--' | client --multiquery
@@ -73,8 +88,9 @@ clickhouse_cpu() {
     --query "INSERT INTO $db.wikipedia_edits_null FORMAT JSONEachRow"
 }
 
-# pipeline_cpu <binary>: CPU seconds of the pipeline process over the corpus (the demo harness
-# checks that every message became a row or a dead letter); with OWN_RUNNER, prism runs beside it.
+# pipeline_cpu <binary> [corpus]: CPU seconds of the pipeline process over the corpus (the demo
+# harness checks that every message became a row or a dead letter); with OWN_RUNNER, prism runs
+# beside it.
 pipeline_cpu() {
   local out prism=
   if [ -n "$runner_flags" ]; then
@@ -82,7 +98,7 @@ pipeline_cpu() {
     prism=$!
     sleep 2
   fi
-  if ! out=$("$work/demo" -binary "$1" -corpus "$work/corpus.jsonl" -ddl "$shared/data/wikipedia_edits.sql" \
+  if ! out=$("$work/demo" -binary "$1" -corpus "${2:-$work/corpus.jsonl}" -ddl "$shared/data/wikipedia_edits.sql" \
     -database "${db}_pipeline" -clickhouse "clickhouse://$host:$port" -clickhouse-http "http://$host:$http_port" \
     -pipeline-flags "--batchRowCount=5000 --windowSeconds=5 $runner_flags" 2>&1); then
     echo "$out" | tail -30 >&2
@@ -109,6 +125,14 @@ for r in $(seq 1 "$runs"); do
       printf "%s %.3f\n%s ratio %.2f\n", name, p, name, p / ch
       printf "round %s: ClickHouse %.3f - %.3f CPU-s (%.3f per 100k); %s %.1f CPU-s (%.2f per 100k); ratio %.1f\n", r, full, base, ch, name, mine, p, p / ch > "/dev/stderr"
     }' >>"$results"
+    if [ -n "$baseline" ]; then
+      small=$(pipeline_cpu "${binaries[$i]}" "$work/baseline.jsonl")
+      awk -v n="$n" -v m="$baseline" -v full="$full" -v base="$base" -v mine="$mine" -v small="$small" -v r="$r/$runs" -v name="${names[$i]}" 'BEGIN {
+        ch = (full - base) * 100000 / (n - 1); per = (mine - small) * 100000 / (n - m)
+        printf "%s per %.3f\n%s per-ratio %.2f\n", name, per, name, per / ch
+        printf "round %s: %s per message beyond the first %d: %.2f per 100k (%.1f CPU-s for them); ratio %.1f\n", r, name, m, per, small, per / ch > "/dev/stderr"
+      }' >>"$results"
+    fi
   done
 done
 
@@ -123,4 +147,8 @@ for name in "${names[@]}"; do
   [ "$name" = pipeline ] || label="  the same, $BEFORE"
   read -r a b <<<"$(stat "$name")"; printf '%-58s %7.2f / %.2f\n' "$label" "$a" "$b"
   read -r a b <<<"$(stat "$name" ratio)"; printf '%-58s %7.1f / %.1f\n' "  ratio to ClickHouse" "$a" "$b"
+  if [ -n "$baseline" ]; then
+    read -r a b <<<"$(stat "$name" per)"; printf '%-58s %7.2f / %.2f\n' "  per message beyond the first $baseline" "$a" "$b"
+    read -r a b <<<"$(stat "$name" per-ratio)"; printf '%-58s %7.1f / %.1f\n' "  its ratio to ClickHouse" "$a" "$b"
+  fi
 done
