@@ -159,7 +159,7 @@ func (b *Block) insert(ctx context.Context, conn driver.Conn, database, table st
 // (chclient.Native, built by convert.NativeColumn by copying the rows' values) when the column's
 // type has one, else decoded into one Go slice (convert.Column) for the driver's columnar Append
 // (chclient.Typed). Each carries the type its rows were converted for, for chclient.Insert to
-// check against the server's.
+// check against the server's. An error names the column and the row's message.
 // release gives the Native columns' memory back once the driver has read them (after the INSERT).
 func (b *Block) values() (values []any, release func(), err error) {
 	var natives []*convert.NativeColumn
@@ -168,42 +168,57 @@ func (b *Block) values() (values []any, release func(), err error) {
 			n.Release()
 		}
 	}
-	values = make([]any, len(b.Columns))
+	cols := make([]interface{ Append([]byte) error }, len(b.Columns))
 	for j, c := range b.Columns {
 		if native, ok := convert.NewNativeColumn(c.Type); ok {
 			natives = append(natives, native)
-			if err := b.fill(j, native); err != nil {
-				return nil, release, err
-			}
-			head, data, rows := native.Native()
-			values[j] = chclient.Native{Head: head, Values: data, Rows: rows, Type: c.TypeName}
+			cols[j] = native
 			continue
 		}
 		col, err := convert.NewColumn(c.Type)
 		if err != nil {
 			return nil, release, fmt.Errorf("column %q: %w", c.Name, err)
 		}
-		if err := b.fill(j, col); err != nil {
-			return nil, release, err
+		cols[j] = col
+	}
+	if err := b.fill(cols); err != nil {
+		return nil, release, err
+	}
+	values = make([]any, len(b.Columns))
+	for j, c := range b.Columns {
+		switch col := cols[j].(type) {
+		case *convert.NativeColumn:
+			head, data, rows := col.Native()
+			values[j] = chclient.Native{Head: head, Values: data, Rows: rows, Type: c.TypeName}
+		case convert.Column:
+			values[j] = chclient.Typed{Values: col.Values(), Type: c.TypeName}
 		}
-		values[j] = chclient.Typed{Values: col.Values(), Type: c.TypeName}
 	}
 	return values, release, nil
 }
 
-// fill appends the block's values of column j to col, with room made first when col takes it
-// (convert.Reserver). An error names the column and the row's message.
-func (b *Block) fill(j int, col interface{ Append([]byte) error }) error {
-	if r, ok := col.(convert.Reserver); ok {
-		size := 0
-		for i := range b.Rows {
-			size += len(b.spans[i][j])
+// fill appends the block's values of column j to cols[j], for every column, with room made first
+// in the columns that take it (convert.Reserver). It goes through the rows in order, each row's
+// values in one pass (their spans lie next to each other), rather than a column at a time across
+// every row (a stride of a whole row's spans for each value): on blocks of 5,000 demo rows that
+// took about a third longer (BenchmarkColumns). An error names the column and the row's message.
+func (b *Block) fill(cols []interface{ Append([]byte) error }) error {
+	sizes := make([]int, len(cols))
+	for _, spans := range b.spans {
+		for j, s := range spans {
+			sizes[j] += len(s)
 		}
-		r.Reserve(len(b.Rows), size)
 	}
-	for i := range b.Rows {
-		if err := col.Append(b.spans[i][j]); err != nil {
-			return fmt.Errorf("column %q of message %q: %w", b.Columns[j].Name, b.Rows[i].MessageID, err)
+	for j, col := range cols {
+		if r, ok := col.(convert.Reserver); ok {
+			r.Reserve(len(b.Rows), sizes[j])
+		}
+	}
+	for i, spans := range b.spans {
+		for j, s := range spans {
+			if err := cols[j].Append(s); err != nil {
+				return fmt.Errorf("column %q of message %q: %w", b.Columns[j].Name, b.Rows[i].MessageID, err)
+			}
 		}
 	}
 	return nil
