@@ -150,6 +150,18 @@ type Native struct {
 	Type string
 }
 
+// Strings is a whole String column of an INSERT as Go strings, one per row, as
+// convert.StringColumn gathers them: Insert has the driver's String column take them with room
+// made first for Bytes bytes (ReadStrings), which copies each once.
+type Strings struct {
+	Values []string
+	// Bytes is the length of Values, summed.
+	Bytes int
+	// Type is the column's type as the rows were converted for it, String; as for a Native,
+	// Insert refuses the values when the server's type is another.
+	Type string
+}
+
 // Typed is a whole column of Go values, one slice with a value per row as batch.Column(i).Append
 // takes it ([]string for String, [][]*uint8 for Array(Nullable(UInt8)), ...), converted for the
 // column type Type. clickhouse-go appends Go values to a column of another type when it can (a
@@ -181,7 +193,8 @@ func (e *TypesChangedError) Error() string {
 
 // Insert sends one INSERT of a block of rows through clickhouse-go's batch API: the statement is
 // InsertStatement(database, table, columns), and values[i] is the whole column columns[i], either
-// in the Native format (a Native), or one slice with a value per row as batch.Column(i).Append
+// in the Native format (a Native), a String column's values as Go strings (a Strings), or one
+// slice with a value per row as batch.Column(i).Append
 // takes it ([]string for String, []time.Time for DateTime, ...), with the type it was converted
 // for (a Typed) or without (then nothing checks that the server's type is still that one). The INSERT carries
 // InsertSettings(settings, withToken, columns, id): the resolved insert settings and, on a server
@@ -191,8 +204,8 @@ func (e *TypesChangedError) Error() string {
 // Insert makes one attempt and never retries: the caller decides what a failure means (see
 // Classify) and retries with Retry. A failure of clickhouse-go to take a column's values, and
 // its HTTP transport's finding that the table no longer has a column the INSERT names, are
-// returned as an *AppendError naming the column (Classify: Schema), as are Native and Typed
-// columns whose type the server names otherwise (a *TypesChangedError listing every one of them,
+// returned as an *AppendError naming the column (Classify: Schema), as are Native, Strings and
+// Typed columns whose type the server names otherwise (a *TypesChangedError listing every one of them,
 // checked before any column is appended); any other failure, of the
 // server (a *clickhouse.Exception) or of the transport, is returned as it is. columns must name
 // at least one column, and values must hold one slice per column; otherwise Insert sends nothing
@@ -229,6 +242,13 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 			if err := ReadNative(driverColumns[i], v); err != nil {
 				return &AppendError{Column: columns[i], Err: err}
 			}
+		case Strings:
+			if driverColumns == nil {
+				driverColumns = batch.Columns()
+			}
+			if err := ReadStrings(driverColumns[i], v); err != nil {
+				return &AppendError{Column: columns[i], Err: err}
+			}
 		case Typed:
 			if err := batch.Column(i).Append(v.Values); err != nil {
 				return &AppendError{Column: columns[i], Err: err}
@@ -262,6 +282,39 @@ func ReadNative(col column.Interface, n Native) error {
 	nativeReaders.Put(r)
 	return nil
 }
+
+// ReadStrings has col, the driver's column of s's type, take s's values: a String column with
+// room made for them first (Append would grow its buffer by doubling, copying what it holds at
+// each step), any other as its Append takes a []string.
+func ReadStrings(col column.Interface, s Strings) error {
+	if c, ok := col.(*column.String); ok {
+		reserveRoom(c, s.Bytes)
+	}
+	_, err := col.Append(s.Values)
+	return err
+}
+
+// reserveRoom gives an empty String column room for n bytes of values, as reserveStrings does,
+// appending n bytes of a pooled buffer whose content does not matter.
+func reserveRoom(col *column.String, n int) {
+	if col.Rows() > 0 || n == 0 {
+		return
+	}
+	p := roomBuffers.Get().(*[]byte)
+	if cap(*p) < n {
+		*p = make([]byte, n)
+	}
+	reserveStrings(col, (*p)[:n])
+	if cap(*p) <= maxRoomBytes {
+		roomBuffers.Put(p)
+	}
+}
+
+// roomBuffers hold the bytes reserveRoom appends, up to maxRoomBytes each (the String columns of
+// the usual batches; a larger one is left to the garbage collector).
+var roomBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxRoomBytes = 8 << 20
 
 // appendStrings is ReadNative of a String column: it appends the values of n.Values (each after
 // its LEB128 length) to col as Go strings, which col copies into its buffer, with room made for
@@ -343,7 +396,7 @@ func reserveStrings(col column.Interface, values []byte) {
 }
 
 // checkTypes returns an *AppendError holding a *TypesChangedError when the server's INSERT header
-// gives a Native or Typed column a type other than its Type.
+// gives a Native, Strings or Typed column a type other than its Type.
 func checkTypes(batch driver.Batch, columns []string, values []any) error {
 	var (
 		changed       []TypeChange
@@ -353,6 +406,8 @@ func checkTypes(batch driver.Batch, columns []string, values []any) error {
 		var converted string
 		switch v := v.(type) {
 		case Native:
+			converted = v.Type
+		case Strings:
 			converted = v.Type
 		case Typed:
 			converted = v.Type

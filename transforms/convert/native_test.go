@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/ClickHouse/ch-go/proto"
@@ -107,22 +108,7 @@ func TestNativeColumnIsTheDriversEncoding(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, p := range payloads {
-					row, err := conv.Convert(nil, []byte(p))
-					if err != nil {
-						t.Fatalf("%s: %v", p, err)
-					}
-					spans, err := convert.Split([]*chtype.Type{ct}, row, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := native.Append(spans[0]); err != nil {
-						t.Fatalf("%s: NativeColumn.Append: %v", p, err)
-					}
-					if err := values.Append(spans[0]); err != nil {
-						t.Fatalf("%s: Column.Append: %v", p, err)
-					}
-				}
+				appendConverted(t, conv, ct, payloads, native, values)
 				if native.Rows() != len(payloads) {
 					t.Errorf("Rows() = %d, want %d", native.Rows(), len(payloads))
 				}
@@ -136,15 +122,29 @@ func TestNativeColumnIsTheDriversEncoding(t *testing.T) {
 				if err := chclient.ReadNative(fromNative, chclient.Native{Head: head, Values: data, Rows: rows, Type: typ}); err != nil {
 					t.Fatalf("the driver's Decode: %v", err)
 				}
-				if diff := cmp.Diff(encoded(fromValues), encoded(fromNative)); diff != "" {
-					t.Errorf("the driver's encoding (-from Go values +from NativeColumn):\n%s", diff)
-				}
-				for i := range payloads {
-					if diff := cmp.Diff(shown(fromValues.Row(i, false)), shown(fromNative.Row(i, false))); diff != "" {
-						t.Errorf("row %d, %s (-from Go values +from NativeColumn):\n%s", i, payloads[i], diff)
-					}
-				}
+				sameDriverColumn(t, payloads, "Go values", fromValues, "NativeColumn", fromNative)
 			})
+		}
+	}
+}
+
+// appendConverted converts each payload (of one column c of type ct) with conv and appends the
+// column's value to each of cols.
+func appendConverted(t *testing.T, conv *convert.Converter, ct *chtype.Type, payloads []string, cols ...interface{ Append([]byte) error }) {
+	t.Helper()
+	for _, p := range payloads {
+		row, err := conv.Convert(nil, []byte(p))
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		spans, err := convert.Split([]*chtype.Type{ct}, row, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, col := range cols {
+			if err := col.Append(spans[0]); err != nil {
+				t.Fatalf("%s: %T.Append: %v", p, col, err)
+			}
 		}
 	}
 }
@@ -254,5 +254,120 @@ func TestNativeColumnReleased(t *testing.T) {
 			t.Fatalf("Array(UInt32) [7] after a released Nullable(String): %d rows, % x; want 1 row, % x", rows, got, want)
 		}
 		d.Release()
+	}
+}
+
+// TestStringColumnIsTheDriversEncoding: the strings a StringColumn gathers from the converter's
+// RowBinary, taken by clickhouse-go's String column as Insert has it take them
+// (chclient.ReadStrings), encode to exactly the bytes the driver writes for the same rows from
+// the Go values' path (NewColumn) and from the Native path (NativeColumn), and hold the same
+// values.
+func TestStringColumnIsTheDriversEncoding(t *testing.T) {
+	ct, err := chtype.Parse("String")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := convert.New(table(t, "c String"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payloads := []string{`{"c":""}`, `{"c":"héllo"}`, `{"c":"a\"b\\c\u0000"}`, `{"c":{"nested":[1,2]}}`, `{"c":12.5}`,
+		`{"c":"` + strings.Repeat("x", 300) + `"}`, `{"c":"Łódź 東京"}`}
+	gathered, ok := convert.NewStringColumn(ct)
+	if !ok {
+		t.Fatal("String has no StringColumn")
+	}
+	defer gathered.Release()
+	native, _ := convert.NewNativeColumn(ct)
+	defer native.Release()
+	values, err := convert.NewColumn(ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendConverted(t, conv, ct, payloads, gathered, native, values)
+	bytes := 0
+	for _, v := range values.Values().([]string) {
+		bytes += len(v)
+	}
+	if got := len(gathered.Values()); got != len(payloads) {
+		t.Fatalf("%d values, want %d", got, len(payloads))
+	}
+	if gathered.Bytes() != bytes {
+		t.Errorf("Bytes() = %d, want %d", gathered.Bytes(), bytes)
+	}
+	fromValues := driverColumn(t, "String")
+	if _, err := fromValues.Append(values.Values()); err != nil {
+		t.Fatal(err)
+	}
+	fromNative := driverColumn(t, "String")
+	head, data, rows := native.Native()
+	if err := chclient.ReadNative(fromNative, chclient.Native{Head: head, Values: data, Rows: rows, Type: "String"}); err != nil {
+		t.Fatal(err)
+	}
+	fromStrings := driverColumn(t, "String")
+	if err := chclient.ReadStrings(fromStrings, chclient.Strings{Values: gathered.Values(), Bytes: gathered.Bytes(), Type: "String"}); err != nil {
+		t.Fatal(err)
+	}
+	sameDriverColumn(t, payloads, "Go values", fromValues, "StringColumn", fromStrings)
+	sameDriverColumn(t, payloads, "NativeColumn", fromNative, "StringColumn", fromStrings)
+}
+
+// sameDriverColumn reports where the driver's column got, which took the payloads' values from
+// gotFrom, encodes to other bytes or holds other values than want, from wantFrom.
+func sameDriverColumn(t *testing.T, payloads []string, wantFrom string, want chcolumn.Interface, gotFrom string, got chcolumn.Interface) {
+	t.Helper()
+	if diff := cmp.Diff(encoded(want), encoded(got)); diff != "" {
+		t.Errorf("the driver's encoding (-from %s +from %s):\n%s", wantFrom, gotFrom, diff)
+	}
+	for i := range payloads {
+		if diff := cmp.Diff(shown(want.Row(i, false)), shown(got.Row(i, false))); diff != "" {
+			t.Errorf("row %d, %s (-from %s +from %s):\n%s", i, payloads[i], wantFrom, gotFrom, diff)
+		}
+	}
+}
+
+// TestStringColumnOnlyForString: only a plain String column has a StringColumn; the others take
+// the Native or the Go values' path.
+func TestStringColumnOnlyForString(t *testing.T) {
+	for _, typ := range []string{"Nullable(String)", "LowCardinality(String)", "FixedString(3)", "Array(String)", "UInt8", "Enum8('a' = 1)"} {
+		ct, err := chtype.Parse(typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := convert.NewStringColumn(ct); ok {
+			c.Release()
+			t.Errorf("%s has a StringColumn", typ)
+		}
+	}
+}
+
+// TestStringColumnRejectsCorruptValues: bytes that are not exactly one String value are
+// ErrCorrupt, and leave the column as it was.
+func TestStringColumnRejectsCorruptValues(t *testing.T) {
+	ct, _ := chtype.Parse("String")
+	for _, b := range [][]byte{{}, {5, 'a'}, {1, 'a', 'b'}, {0x80}, {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}} {
+		col, _ := convert.NewStringColumn(ct)
+		if err := col.Append(b); !errors.Is(err, convert.ErrCorrupt) {
+			t.Errorf("%v: %v, want ErrCorrupt", b, err)
+		}
+		if len(col.Values()) != 0 || col.Bytes() != 0 {
+			t.Errorf("%v: the column holds %d values, %d bytes after the error", b, len(col.Values()), col.Bytes())
+		}
+		col.Release()
+	}
+}
+
+// TestStringColumnReleased: a released column starts empty when it is taken again.
+func TestStringColumnReleased(t *testing.T) {
+	ct, _ := chtype.Parse("String")
+	for range 10 { // sync.Pool may drop what was put; some round reuses it
+		c, _ := convert.NewStringColumn(ct)
+		if len(c.Values()) != 0 || c.Bytes() != 0 {
+			t.Fatalf("a column taken from the pool holds %d values, %d bytes", len(c.Values()), c.Bytes())
+		}
+		if err := c.Append([]byte{2, 'h', 'i'}); err != nil {
+			t.Fatal(err)
+		}
+		c.Release()
 	}
 }

@@ -155,23 +155,30 @@ func (b *Block) insert(ctx context.Context, conn driver.Conn, database, table st
 	return chclient.Insert(ctx, conn, database, table, b.columnNames(), values, settings, withToken, b.identity())
 }
 
-// values gives each of the block's columns as the driver takes it: in the Native format
-// (chclient.Native, built by convert.NativeColumn by copying the rows' values) when the column's
-// type has one, else decoded into one Go slice (convert.Column) for the driver's columnar Append
-// (chclient.Typed). Each carries the type its rows were converted for, for chclient.Insert to
-// check against the server's. An error names the column and the row's message.
-// release gives the Native columns' memory back once the driver has read them (after the INSERT).
+// values gives each of the block's columns as the driver takes it: a String column as Go
+// strings that point into the rows' data (chclient.Strings, gathered by convert.StringColumn);
+// another in the Native format (chclient.Native, built by convert.NativeColumn by copying the
+// rows' values) when the column's type has one; else decoded into one Go slice (convert.Column)
+// for the driver's columnar Append (chclient.Typed). Each carries the type its rows were
+// converted for, for chclient.Insert to check against the server's. An error names the column
+// and the row's message. release gives the columns' memory back once the driver has taken them
+// (after the INSERT); the rows' data must stay as it is until then.
 func (b *Block) values() (values []any, release func(), err error) {
-	var natives []*convert.NativeColumn
+	var pooled []interface{ Release() }
 	release = func() {
-		for _, n := range natives {
-			n.Release()
+		for _, c := range pooled {
+			c.Release()
 		}
 	}
 	cols := make([]interface{ Append([]byte) error }, len(b.Columns))
 	for j, c := range b.Columns {
+		if strings, ok := convert.NewStringColumn(c.Type); ok {
+			pooled = append(pooled, strings)
+			cols[j] = strings
+			continue
+		}
 		if native, ok := convert.NewNativeColumn(c.Type); ok {
-			natives = append(natives, native)
+			pooled = append(pooled, native)
 			cols[j] = native
 			continue
 		}
@@ -187,6 +194,8 @@ func (b *Block) values() (values []any, release func(), err error) {
 	values = make([]any, len(b.Columns))
 	for j, c := range b.Columns {
 		switch col := cols[j].(type) {
+		case *convert.StringColumn:
+			values[j] = chclient.Strings{Values: col.Values(), Bytes: col.Bytes(), Type: c.TypeName}
 		case *convert.NativeColumn:
 			head, data, rows := col.Native()
 			values[j] = chclient.Native{Head: head, Values: data, Rows: rows, Type: c.TypeName}

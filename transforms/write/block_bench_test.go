@@ -97,6 +97,8 @@ func toDriver(b *testing.B, blk *Block, values []any, out *proto.Buffer) {
 		switch v := v.(type) {
 		case chclient.Native:
 			err = chclient.ReadNative(col, v)
+		case chclient.Strings:
+			err = chclient.ReadStrings(col, v)
 		case chclient.Typed:
 			_, err = col.Append(v.Values)
 		}
