@@ -283,26 +283,31 @@ func ReadNative(col column.Interface, n Native) error {
 	return nil
 }
 
-// ReadStrings has col, the driver's column of s's type, take s's values: a String column with
-// room made for them first (Append would grow its buffer by doubling, copying what it holds at
-// each step), any other as its Append takes a []string.
+// ReadStrings has col, the driver's String column, take s's values, with room made for them
+// first (Append would grow its buffer by doubling, copying what it holds at each step). The
+// column copies each value, so s's strings may point into memory that changes once it returns.
+// A column of another type is an error, and takes nothing: its Append could keep the strings
+// themselves (clickhouse-go's LowCardinality keeps them as map keys) or take them as values of
+// another type (a FixedString(1) takes "aa"); Insert refuses such a column before (checkTypes).
 func ReadStrings(col column.Interface, s Strings) error {
-	if c, ok := col.(*column.String); ok {
-		reserveRoom(c, s.Bytes)
+	c, ok := col.(*column.String)
+	if !ok {
+		return fmt.Errorf("%d String values for a column of type %s", len(s.Values), col.Type())
 	}
-	_, err := col.Append(s.Values)
+	reserveRoom(c, s.Bytes)
+	_, err := c.Append(s.Values)
 	return err
 }
 
 // reserveRoom gives an empty String column room for n bytes of values, as reserveStrings does,
 // appending n bytes of a pooled buffer whose content does not matter.
 func reserveRoom(col *column.String, n int) {
-	if col.Rows() > 0 || n == 0 {
+	if col.Rows() > 0 || n <= 0 {
 		return
 	}
 	p := roomBuffers.Get().(*[]byte)
 	if cap(*p) < n {
-		*p = make([]byte, n)
+		*p = make([]byte, n+n/4) // columns differ in size: room for somewhat larger ones after
 	}
 	reserveStrings(col, (*p)[:n])
 	if cap(*p) <= maxRoomBytes {
@@ -310,8 +315,12 @@ func reserveRoom(col *column.String, n int) {
 	}
 }
 
-// roomBuffers hold the bytes reserveRoom appends, up to maxRoomBytes each (the String columns of
-// the usual batches; a larger one is left to the garbage collector).
+// roomBuffers hold the bytes reserveRoom appends, of up to maxRoomBytes each, one for each
+// column being handed to the driver at the same time (one per INSERT under way): the largest
+// String column of the usual batches (a 5,000-row batch of the demo's events: about 1.5 MB).
+// The buffers count as live memory, which the garbage collector lets the heap grow by twice
+// again (GOGC=200), so a larger column's buffer is left to it instead, and its INSERT pays for
+// a fresh one; sync.Pool drops them over two collections once unused.
 var roomBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxRoomBytes = 8 << 20

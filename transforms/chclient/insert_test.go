@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	chcolumn "github.com/ClickHouse/clickhouse-go/v2/lib/column"
@@ -354,6 +355,46 @@ func TestInsertTyped(t *testing.T) {
 			}
 			if conn.batch.sent || len(conn.batch.appended) > 0 {
 				t.Errorf("sent %v, %d columns appended: want neither", conn.batch.sent, len(conn.batch.appended))
+			}
+		})
+	}
+}
+
+// TestInsertStrings: a String column's Go strings reach the driver's String column, which copies
+// them; when the server's INSERT header gives the column another type, Insert refuses them before
+// anything is appended or sent (a Schema error), and ReadStrings itself refuses any column but a
+// String one, which takes nothing.
+func TestInsertStrings(t *testing.T) {
+	ctx := context.Background()
+	src := []byte("hello world")
+	values := []string{unsafe.String(&src[0], 5), "", unsafe.String(&src[6], 5)}
+	t.Run("String", func(t *testing.T) {
+		col := driverColumn(t, "s", "String")
+		conn := &fakeConn{batch: &fakeBatch{columns: []chcolumn.Interface{col}}}
+		err := Insert(ctx, conn, "db", "t", []string{"s"}, []any{Strings{Values: values, Bytes: 10, Type: "String"}}, nil, false, Identity{})
+		if err != nil || !conn.batch.sent {
+			t.Fatalf("error %v, sent %v: want no error, sent", err, conn.batch.sent)
+		}
+		copy(src, "XXXXXXXXXXX") // the column holds copies
+		var got []string
+		for i := range col.Rows() {
+			got = append(got, col.Row(i, false).(string))
+		}
+		if diff := cmp.Diff([]string{"hello", "", "world"}, got); diff != "" {
+			t.Errorf("the driver's column (-want +got):\n%s", diff)
+		}
+	})
+	for _, server := range []string{"LowCardinality(String)", "Nullable(String)", "LowCardinality(Nullable(String))", "FixedString(1)", "Enum8('a' = 1)", "UUID", "Array(String)"} {
+		t.Run(server, func(t *testing.T) {
+			col := driverColumn(t, "s", server)
+			conn := &fakeConn{batch: &fakeBatch{columns: []chcolumn.Interface{col}}}
+			err := Insert(ctx, conn, "db", "t", []string{"s"}, []any{Strings{Values: []string{"a"}, Bytes: 1, Type: "String"}}, nil, false, Identity{})
+			var changed *TypesChangedError
+			if !errors.As(err, &changed) || Classify(err) != Schema || conn.batch.sent || col.Rows() != 0 {
+				t.Errorf("error %v (class %v), sent %v, %d rows: want a *TypesChangedError of class Schema, nothing sent or appended", err, Classify(err), conn.batch.sent, col.Rows())
+			}
+			if err := ReadStrings(col, Strings{Values: []string{"a"}, Bytes: 1, Type: "String"}); err == nil || col.Rows() != 0 {
+				t.Errorf("ReadStrings: error %v, %d rows: want an error, nothing appended", err, col.Rows())
 			}
 		})
 	}

@@ -1,6 +1,8 @@
 // NativeColumn: one column of an INSERT in ClickHouse's Native format, built from the column's
 // RowBinary values (what Layout.Split returned) by copying, for the driver's column to read whole
-// (clickhouse-go's column.Interface.Decode) instead of a Go value per row (Column).
+// (clickhouse-go's column.Interface.Decode) instead of a Go value per row (Column); and
+// StringColumn: a String column's values as Go strings pointing into those RowBinary values,
+// which the driver's column copies once.
 
 package convert
 

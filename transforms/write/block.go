@@ -172,9 +172,9 @@ func (b *Block) values() (values []any, release func(), err error) {
 	}
 	cols := make([]interface{ Append([]byte) error }, len(b.Columns))
 	for j, c := range b.Columns {
-		if strings, ok := convert.NewStringColumn(c.Type); ok {
-			pooled = append(pooled, strings)
-			cols[j] = strings
+		if str, ok := convert.NewStringColumn(c.Type); ok {
+			pooled = append(pooled, str)
+			cols[j] = str
 			continue
 		}
 		if native, ok := convert.NewNativeColumn(c.Type); ok {

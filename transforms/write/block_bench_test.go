@@ -18,7 +18,8 @@ import (
 // BenchmarkBlockValues measures the write stage's work on a batch before the driver takes it,
 // per row of the demo's events (internal/events, 0.3 to 2 KB, 20 columns): converting the payload
 // again, splitting the rows into blocks (Blocks) and building each block's columns as the driver
-// takes them (Block.values: the Native format for the demo's every column). MB/s is payload bytes.
+// takes them (Block.values: Go strings pointing into the rows for its String columns, the Native
+// format for every other column of the demo). MB/s is payload bytes.
 func BenchmarkBlockValues(b *testing.B) {
 	d := newDemoBatch(b, 1000)
 	for n := 0; n < b.N; n += len(d.rows) {
@@ -34,8 +35,8 @@ func BenchmarkBlockValues(b *testing.B) {
 
 // BenchmarkBlockToDriver is BenchmarkBlockValues, on batches of 5,000 rows, and then what
 // clickhouse-go does with the columns before it compresses them: its column of each type reads
-// them (the Native format) or takes them (Go values), and writes the block's columns as it sends
-// them to the server.
+// them (the Native format) or takes them (Go strings, Go values), and writes the block's columns
+// as it sends them to the server.
 func BenchmarkBlockToDriver(b *testing.B) {
 	d := newDemoBatch(b, 5000)
 	var out proto.Buffer

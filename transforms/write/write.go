@@ -288,8 +288,9 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 	if cap(arena) < size {
 		arena = make([]byte, 0, size)
 	}
-	// The blocks copy the rows' values, and nothing reads a row's Data once its blocks are
-	// inserted.
+	// A block's String columns point into its rows' Data until the driver has copied them, inside
+	// the block's INSERT (chclient.Insert); its other columns copy the values; nothing reads a
+	// row's Data once its blocks are inserted, so the arena is kept for the next batch.
 	defer func() {
 		if cap(arena) <= maxKeptArena {
 			f.arena = arena[:0]
