@@ -29,6 +29,13 @@ min_median() {
     awk '{ v[NR] = $1 } END { med = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print v[1], med }'
 }
 
+# min_slash_median <results file> <field 1 value...>: min_median's two figures as "min / median".
+min_slash_median() {
+  local lo mid
+  read -r lo mid < <(min_median "$@")
+  echo "$lo / $mid"
+}
+
 # demo_cpu <output of integration_test/demo>: the pipeline process's CPU-seconds per 100,000
 # messages that the demo harness printed.
 demo_cpu() { echo "$1" | sed -n 's/.*, \([0-9.]*\) CPU-seconds per 100,000 messages.*/\1/p'; }

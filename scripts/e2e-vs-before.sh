@@ -41,8 +41,7 @@ done
 echo
 echo "The whole local run, $messages demo messages, min / median of $runs rounds:"
 for n in "${names[@]}"; do
-  read -r cmin cmed < <(min_median "$results" "$n" cpu)
-  read -r mmin mmed < <(min_median "$results" "$n" rss)
-  printf '  %-7s %s / %s CPU-s per 100,000 messages   peak memory %s / %s MiB\n' "$n" "$cmin" "$cmed" "$mmin" "$mmed"
+  printf '  %-7s %s CPU-s per 100,000 messages   peak memory %s MiB\n' "$n" \
+    "$(min_slash_median "$results" "$n" cpu)" "$(min_slash_median "$results" "$n" rss)"
 done
 ratio_summary "$results" "CPU"

@@ -98,16 +98,14 @@ done
 echo
 echo "CPU-seconds per 100,000 demo messages, min / median of $runs rounds:"
 for n in "${names[@]}"; do
-  read -r bmin bmed < <(min_median "$results" "$n" binary)
-  read -r pmin pmed < <(min_median "$results" "$n" prism)
-  printf '  %-7s the binary (SDK harness and pipeline) %s / %s   prism %s / %s\n' "$n" "$bmin" "$bmed" "$pmin" "$pmed"
+  printf '  %-7s the binary (SDK harness and pipeline) %s   prism %s\n' "$n" \
+    "$(min_slash_median "$results" "$n" binary)" "$(min_slash_median "$results" "$n" prism)"
 done
 if [ -n "$baseline" ]; then
   echo "The binary's process, split (from the runs of $messages and of $baseline messages), min / median:"
   for n in "${names[@]}"; do
-    read -r qmin qmed < <(min_median "$results" "$n" per)
-    read -r fmin fmed < <(min_median "$results" "$n" fixed)
-    printf '  %-7s per message %s / %s CPU-s per 100,000   once per run %s / %s CPU-s\n' "$n" "$qmin" "$qmed" "$fmin" "$fmed"
+    printf '  %-7s per message %s CPU-s per 100,000   once per run %s CPU-s\n' "$n" \
+      "$(min_slash_median "$results" "$n" per)" "$(min_slash_median "$results" "$n" fixed)"
   done
 fi
 if [ -n "${BEFORE:-}" ]; then
