@@ -310,7 +310,8 @@ func TestArraysNullableDefaults(t *testing.T) {
 func TestPayloads(t *testing.T) {
 	run(t, []convCase{
 		{"surrounding white space", []string{"a Int8"}, " \n{ \"a\" : 1 }\r\n ", []any{int8(1)}, ""},
-		{"empty", []string{"a Int8"}, ``, nil, `payload: empty`},
+		{"empty", []string{"a Int8"}, ``, nil, `payload: empty, expected one JSON object`},
+		{"white space only", []string{"a Int8"}, " \n\t\r", nil, `payload: only white space, expected one JSON object`},
 		{"null", []string{"a Int8"}, `null`, nil, `payload: null is not a JSON object`},
 		{"scalar", []string{"a Int8"}, `42`, nil, `payload: 42 is not a JSON object`},
 		{"array", []string{"a Int8"}, `[{"a":1}]`, nil, `payload: [{"a":1}] is not a JSON object`},

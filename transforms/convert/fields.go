@@ -32,7 +32,7 @@ func (c *Converter) scanFields(dst, b []byte, utf8Checked bool) (row []byte, don
 	}
 	i := skipSpace(b, 0)
 	if i >= len(b) {
-		return dst, 0, &PayloadError{Rule: "empty, expected one JSON object"}
+		return dst, 0, &PayloadError{Rule: emptyRule(b)}
 	}
 	if b[i] != '{' {
 		v, _, err := scanValue(b, i, 0)

@@ -65,6 +65,15 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
+// emptyRule is the rule a payload of no value breaks: it is empty, or (b not empty) only JSON's
+// white space.
+func emptyRule(b []byte) string {
+	if len(b) == 0 {
+		return "empty, expected one JSON object"
+	}
+	return "only white space, expected one JSON object"
+}
+
 func describeAt(b []byte, i int) string {
 	if i >= len(b) {
 		return "unexpected end of the payload"

@@ -21,7 +21,7 @@ func walkTopLevel(payload []byte, fn func(name []byte, v value) error) error {
 	}
 	i := skipSpace(payload, 0)
 	if i >= len(payload) {
-		return &PayloadError{Rule: "empty, expected one JSON object"}
+		return &PayloadError{Rule: emptyRule(payload)}
 	}
 	v, end, err := scanValue(payload, i, 0)
 	if err != nil {

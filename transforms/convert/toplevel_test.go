@@ -32,7 +32,8 @@ func TestTopLevelFields(t *testing.T) {
 		t.Errorf("fn's error: %v after %d fields, want stop after 1", err, n)
 	}
 	for _, tc := range []struct{ payload, want string }{
-		{``, "empty"},
+		{``, "empty, expected one JSON object"},
+		{" \n", "only white space, expected one JSON object"},
 		{`[1]`, "is not a JSON object"},
 		{`{"a": 1`, "invalid JSON"},
 		{`{"a": 1} x`, "unexpected text after the JSON object"},
