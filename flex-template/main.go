@@ -328,6 +328,12 @@ func checkTable(ctx context.Context, conn driver.Conn, o pipeline.Options, table
 	slog.Info("table checked", "table", o.ClickHouseDatabase+"."+table, "writable columns", len(t.Writable()), "server time zone", t.ServerTimeZone)
 	columns, sources := conv.Injected()
 	for i, col := range columns {
+		if sources[i] == convert.OptionUnknownFields.String() {
+			// Not a value of the message's: the payload's fields that no column takes.
+			slog.Info(fmt.Sprintf("unknownFieldsColumn: column %q takes the payload's fields that give the row no value, "+
+				"as one JSON object of their text (or one Map entry each); a field %q of the payload is one of them", col, col), "table", table)
+			continue
+		}
 		where := "ignored"
 		if o.UnknownFieldsColumn != "" {
 			where = "kept in unknownFieldsColumn " + strconv.Quote(o.UnknownFieldsColumn)

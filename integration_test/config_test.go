@@ -4,7 +4,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -50,11 +49,7 @@ func checkFailures(t *testing.T, bin string, base map[string]string, failures []
 		t.Run(f.name, func(t *testing.T) {
 			flags := maps.Clone(base)
 			maps.Copy(flags, f.set)
-			args := []string{"--runner=prism"}
-			for _, k := range slices.Sorted(maps.Keys(flags)) {
-				args = append(args, "--"+k+"="+flags[k])
-			}
-			out, err := runLaunch(t, bin, nil, args)
+			out, err := launchOnPrism(t, bin, flags)
 			if err == nil || err.Error() != status {
 				t.Errorf("the launch: %v, want %s; output:\n%s", err, status, out)
 			}

@@ -415,6 +415,17 @@ func startClickHouseWithUser(t *testing.T, user, password string) *chtest.Server
 	return s.Server
 }
 
+// launchOnPrism runs the binary on the local runner (--runner=prism) with flags, each given as
+// --name=value in the order of their names, as runLaunch does.
+func launchOnPrism(t *testing.T, bin string, flags map[string]string) (string, error) {
+	t.Helper()
+	args := []string{"--runner=prism"}
+	for _, k := range slices.Sorted(maps.Keys(flags)) {
+		args = append(args, "--"+k+"="+flags[k])
+	}
+	return runLaunch(t, bin, nil, args)
+}
+
 // runLaunch runs the binary in a temporary directory with the test's environment (less the
 // variables that would change the launch) and env, and returns its combined output. It stops
 // the binary after two minutes: every launch is expected to end within seconds.

@@ -234,24 +234,37 @@ const messageIDNeeds = `message_id is a decimal number of up to 19 digits (Pub/S
 	`which needs String, FixedString(N) with N >= 19, UInt64, Int128, UInt128, Int256, UInt256 or Decimal(P, S) with P - S >= 19`
 
 // TestMetadataColumnsWarning: a launch with metadataColumns says that the payload's field of each
-// such column is not read.
+// such column is not read; one with unknownFieldsColumn says what that column takes, and not
+// that it takes a value of the message's.
 func TestMetadataColumnsWarning(t *testing.T) {
 	bin, _ := launchBinary(t)
-	e := newE2E(t, `CREATE TABLE {table} (id UInt32, msg_id String) ENGINE = MergeTree ORDER BY id`)
-	o := e.opts
-	flags := connectionFlags(o.InputSubscription, o.ClickHouseURL, o.ClickHouseDatabase)
-	flags["metadataColumns"] = "message_id=msg_id"
-	flags["stopAfterIdle"] = strconv.Itoa(1)
-	args := []string{"--runner=prism"}
-	for k, v := range flags {
-		args = append(args, "--"+k+"="+v)
-	}
-	out, err := runLaunch(t, bin, nil, args)
-	if err != nil {
-		t.Fatalf("the launch: %v\n%s", err, out)
-	}
-	if want := `metadataColumns message_id=msg_id: column \"msg_id\" takes its value from the message, not from the payload: a field \"msg_id\" of the payload is ignored`; !strings.Contains(out, want) {
-		t.Errorf("the output does not say %q:\n%s", want, out)
+	for _, tc := range []struct {
+		name, param, value string
+		want, notWant      string
+	}{
+		{"metadataColumns", "metadataColumns", "message_id=msg_id",
+			`level=WARN msg="metadataColumns message_id=msg_id: column \"msg_id\" takes its value from the message, not from the payload: a field \"msg_id\" of the payload is ignored"`, ""},
+		{"unknownFieldsColumn", "unknownFieldsColumn", "msg_id",
+			`level=INFO msg="unknownFieldsColumn: column \"msg_id\" takes the payload's fields that give the row no value, as one JSON object of their text (or one Map entry each); a field \"msg_id\" of the payload is one of them"`,
+			`takes its value from the message`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newE2E(t, `CREATE TABLE {table} (id UInt32, msg_id String) ENGINE = MergeTree ORDER BY id`)
+			o := e.opts
+			flags := connectionFlags(o.InputSubscription, o.ClickHouseURL, o.ClickHouseDatabase)
+			flags[tc.param] = tc.value
+			flags["stopAfterIdle"] = strconv.Itoa(1)
+			out, err := launchOnPrism(t, bin, flags)
+			if err != nil {
+				t.Fatalf("the launch: %v\n%s", err, out)
+			}
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("the output does not say %q:\n%s", tc.want, out)
+			}
+			if tc.notWant != "" && strings.Contains(out, tc.notWant) {
+				t.Errorf("the output says %q:\n%s", tc.notWant, out)
+			}
+		})
 	}
 }
 

@@ -371,11 +371,7 @@ func TestRoutingByAttributeDeadLetterTableWithoutAttributes(t *testing.T) {
 		flags["clickHouseDeadLetterTable"] = tc.deadLetters
 		flags["routeBy"], flags["routeTables"] = "attribute:event_type", "click=clicks"
 		flags["stopAfterIdle"] = strconv.Itoa(1)
-		args := []string{"--runner=prism"}
-		for k, v := range flags {
-			args = append(args, "--"+k+"="+v)
-		}
-		out, err := runLaunch(t, bin, nil, args)
+		out, err := launchOnPrism(t, bin, flags)
 		if err != nil {
 			t.Fatalf("the launch with %s: %v\n%s", tc.deadLetters, err, out)
 		}
