@@ -21,6 +21,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
@@ -165,11 +166,12 @@ func (r *replay) message(data []byte, attrs map[string]string, orderingKey strin
 	return &pubsub.Message{Data: data, Attributes: out, OrderingKey: orderingKey}
 }
 
-// printSample prints one message of a dry run.
+// printSample prints one message of a dry run, each part on its line (line breaks inside the
+// payload, an attribute or the ordering key shown as \n, \r, flow.OneLine).
 func printSample(cio *cmdIO, i int, m *pubsub.Message) {
-	fmt.Fprintf(cio.Out, "  %d. %s\n     attributes: %s\n", i+1, text.Cut(m.Data, 200), formatAttributes(m.Attributes))
+	fmt.Fprintf(cio.Out, "  %d. %s\n     attributes: %s\n", i+1, flow.OneLine(text.Cut(m.Data, 200)), flow.OneLine(formatAttributes(m.Attributes)))
 	if m.OrderingKey != "" {
-		fmt.Fprintf(cio.Out, "     ordering key: %s\n", m.OrderingKey)
+		fmt.Fprintf(cio.Out, "     ordering key: %s\n", flow.OneLine(m.OrderingKey))
 	}
 }
 
