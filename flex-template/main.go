@@ -312,7 +312,8 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 }
 
 // checkTable checks table (clickHouseTable or a table of routeTables) as each worker's parse
-// stage does, and logs the columns that take their value from the message.
+// stage does, and logs the columns that take their value from the message, and what
+// unknownFieldsColumn takes.
 func checkTable(ctx context.Context, conn driver.Conn, o pipeline.Options, table string) error {
 	t, conv, err := parse.CheckWith(ctx, conn, o.ClickHouseDatabase, table, o.FromMessage())
 	if err != nil {
@@ -328,18 +329,16 @@ func checkTable(ctx context.Context, conn driver.Conn, o pipeline.Options, table
 	slog.Info("table checked", "table", o.ClickHouseDatabase+"."+table, "writable columns", len(t.Writable()), "server time zone", t.ServerTimeZone)
 	columns, sources := conv.Injected()
 	for i, col := range columns {
-		if sources[i] == convert.OptionUnknownFields.String() {
-			// Not a value of the message's: the payload's fields that no column takes.
-			slog.Info(fmt.Sprintf("unknownFieldsColumn: column %q takes the payload's fields that give the row no value, "+
-				"as one JSON object of their text (or one Map entry each); a field %q of the payload is one of them", col, col), "table", table)
-			continue
-		}
 		where := "ignored"
 		if o.UnknownFieldsColumn != "" {
 			where = "kept in unknownFieldsColumn " + strconv.Quote(o.UnknownFieldsColumn)
 		}
 		slog.Warn(fmt.Sprintf("%s: column %q takes its value from the message, not from the payload: a field %q of the payload is %s",
 			sources[i], col, col, where), "table", table)
+	}
+	if col := o.UnknownFieldsColumn; col != "" {
+		slog.Info(fmt.Sprintf("unknownFieldsColumn: column %q takes the payload's fields that give the row no value, "+
+			"as one JSON object of their text (or one Map entry each); a field %q of the payload is one of them", col, col), "table", table)
 	}
 	return nil
 }

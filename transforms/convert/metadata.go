@@ -297,15 +297,12 @@ func (c *Converter) applyOptions(t *schema.Table, o Options) error {
 	return nil
 }
 
-// Injected returns the columns filled from the message rather than from the payload (the
-// columns of metadataColumns, then unknownFieldsColumn), each with the source that fills it
-// ("metadataColumns publish_time=ts", "unknownFieldsColumn"), in that order.
+// Injected returns the columns filled from the message's metadata rather than from the payload
+// (the columns of metadataColumns), each with the pair that fills it ("metadataColumns
+// publish_time=ts").
 func (c *Converter) Injected() (columns, sources []string) {
 	for _, in := range c.injected {
 		columns, sources = append(columns, c.columns[in.col].name), append(sources, c.columns[in.col].origin)
-	}
-	if c.unknownCol >= 0 {
-		columns, sources = append(columns, c.columns[c.unknownCol].name), append(sources, c.columns[c.unknownCol].origin)
 	}
 	return columns, sources
 }
