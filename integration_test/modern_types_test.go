@@ -104,7 +104,7 @@ var modernTypeCases = []modernTypeCase{
 	{"Array(JSON)", `[{"a":1},{}]`, `['{"a":1}','{}']`, ""},
 	{"Time", `"-12:34:56"`, "-12:34:56", ""},
 	{"Time64(6)", `3723.1234567`, "01:02:03.123456", ""},
-	{"BFloat16", `0.1`, "0.10009765625", "toString(toFloat64(x))"},
+	{"BFloat16", `0.1`, "0.099609375", "toString(toFloat64(x))"},
 	{"Point", `[1.5,-2]`, "(1.5,-2)", ""},
 	{"Ring", `[[0,0],[1,0],[0,0]]`, "[(0,0),(1,0),(0,0)]", ""},
 	{"Polygon", `[[[0,0],[1,0],[0,0]]]`, "[[(0,0),(1,0),(0,0)]]", ""},
@@ -175,5 +175,48 @@ func insertBothForms(t *testing.T, srv *chtest.ModernServer, conn driver.Conn, t
 	got := srv.MustQuery(t, "SELECT id, "+expr+" FROM "+table+" ORDER BY id FORMAT TabSeparatedRaw")
 	if w := "1\t" + want + "\n2\t" + want; got != w {
 		t.Errorf("read back (id, %s):\n got  %q\n want %q", expr, got, w)
+	}
+}
+
+// TestFloatBitsAsTheEngineParses has the ClickHouse 26 engine store each value twice, once as the
+// pipeline converts it (the parse stage's RowBinary, as insertBothForms sends it) and once as
+// the engine's own JSONEachRow parses the same JSON, and compares the stored bits: the rounding
+// of Float32, the cut of BFloat16 (the upper 16 bits of the nearest Float32), and the NaN that
+// "nan" and "-nan" give (the quiet NaN with no payload, and its sign).
+func TestFloatBitsAsTheEngineParses(t *testing.T) {
+	srv := chtest.StartModern(t)
+	conn := srv.Conn(t)
+	values := []string{`0.1`, `-0.1`, `"0.1"`, `1.5`, `1.00390625`, `1.01171875`, `16777217`, `0.30000000000000004`,
+		`3.39e38`, `3.4e38`, `1e-40`, `-1e-50`, `1e-400`, `"NaN"`, `"-nan"`, `"Infinity"`, `"-Infinity"`}
+	for _, typ := range []string{"Float64", "Float32", "BFloat16"} {
+		table := "float_bits_" + strings.ToLower(typ)
+		srv.MustExec(t, "CREATE TABLE "+table+" (id UInt16, x "+typ+") ENGINE = MergeTree ORDER BY id")
+		_, conv := converterOf(t, conn, srv.Database, table)
+		for i, v := range values {
+			row, err := conv.Convert(nil, []byte(fmt.Sprintf(`{"id":%d,"x":%s}`, i, v)))
+			if err != nil {
+				t.Fatalf("%s %s: %v", typ, v, err)
+			}
+			if _, err := srv.Post("INSERT INTO "+table+" FORMAT RowBinaryWithDefaults", row); err != nil {
+				t.Fatalf("%s %s: the engine refuses the pipeline's row: %v", typ, v, err)
+			}
+			if _, err := srv.Post("INSERT INTO "+table+" FORMAT JSONEachRow", []byte(fmt.Sprintf(`{"id":%d,"x":%s}`, 1000+i, v))); err != nil {
+				t.Fatalf("%s %s: the engine's own JSONEachRow refuses it: %v", typ, v, err)
+			}
+		}
+		got := srv.MustQuery(t, "SELECT a.id, hex(reinterpretAsString(a.x)), hex(reinterpretAsString(b.x)) FROM "+table+" AS a JOIN "+table+
+			" AS b ON b.id = a.id + 1000 WHERE a.id < 1000 ORDER BY a.id FORMAT TabSeparatedRaw")
+		lines := strings.Split(got, "\n")
+		if len(lines) != len(values) {
+			t.Fatalf("%s: %d rows joined, want %d:\n%s", typ, len(lines), len(values), got)
+		}
+		for _, line := range lines {
+			f := strings.Split(line, "\t")
+			var i int
+			fmt.Sscan(f[0], &i)
+			if f[1] != f[2] {
+				t.Errorf("%s %s: the pipeline stores %s, the engine's JSONEachRow %s", typ, values[i], f[1], f[2])
+			}
+		}
 	}
 }

@@ -330,7 +330,7 @@ func TestTypesEncoding(t *testing.T) {
 		{"Array(JSON)", `[{"a":1},{}]`, [][]byte{[]byte(`{"a":1}`), []byte(`{}`)}},
 		{"Time", `"-12:34:56"`, -(12*time.Hour + 34*time.Minute + 56*time.Second)},
 		{"Time64(6)", `3723.1234567`, time.Hour + 2*time.Minute + 3*time.Second + 123456*time.Microsecond},
-		{"BFloat16", `0.1`, float32(0.10009765625)},
+		{"BFloat16", `0.1`, float32(0.099609375)},
 		{"Point", `[1.5,-2]`, orb.Point{1.5, -2}},
 		{"Ring", `[[0,0],[1,0],[0,0]]`, orb.Ring{{0, 0}, {1, 0}, {0, 0}}},
 		{"Polygon", `[[[0,0],[1,0],[0,0]]]`, orb.Polygon{{{0, 0}, {1, 0}, {0, 0}}}},

@@ -9,72 +9,44 @@ import (
 
 // BFloat16 (ClickHouse 24.11 and later).
 //
-// Accepted as for Float32 (float.go): a JSON number, rounded to the nearest BFloat16 value (ties to
-// even), a string holding a number, "NaN", "Infinity", "-Infinity". The number is first read as a
-// float64 and then rounded to BFloat16's 8 significant bits; since float64 has more than twice as
-// many bits plus two, the double rounding gives the correctly rounded result.
-// Errors: a finite value beyond BFloat16's range (about ±3.39e38), as for Float32.
+// Accepted as for Float32 (float.go): a JSON number, a string holding a number, "NaN",
+// "Infinity", "-Infinity". The value becomes what ClickHouse makes of the same text: the nearest
+// Float32 (ties to even), then that Float32's upper 16 bits (ClickHouse's Float32ToBFloat16,
+// base/base/BFloat16.h), which cuts the rest of the significand towards zero: 0.1 is
+// 0.099609375, 1.01171875 is 1.0078125, 3.4e38 is the largest BFloat16, about 3.3895e38. Checked
+// against the ClickHouse 26 engine's own JSONEachRow (integration_test/modern_types_test.go).
+// Errors: a finite literal beyond Float32's range (3.5e38, 1e400) is out of range, never
+// infinity (ClickHouse would store inf).
 //
-// RowBinary: the upper 16 bits of the Float32 of the value, little-endian (RowBinary format docs,
-// "BFloat16").
+// RowBinary: those 16 bits, little-endian (RowBinary format docs, "BFloat16").
 
 type bfloat16Encoder struct{}
 
 func (bfloat16Encoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
-	var f float64
+	var text []byte
 	switch v.kind {
 	case kindNumber:
-		f, _ = strconv.ParseFloat(bytesString(v.raw), 64)
+		text = v.raw
 	case kindString:
 		s, err := c.text(v)
 		if err != nil {
 			return dst, errValue(v, err.Error())
 		}
-		var ok bool
-		if f, ok = specialFloat(s); !ok {
-			if end, ok := numberEnd(s, 0); !ok || end != len(s) || len(s) == 0 {
-				return dst, errValue(v, "is not a number; BFloat16 takes a number or one of \"NaN\", \"Infinity\", \"-Infinity\"")
-			}
-			f, _ = strconv.ParseFloat(bytesString(s), 64)
+		if f, ok := specialFloat(s); ok {
+			return binary.LittleEndian.AppendUint16(dst, uint16(float32Bits(f)>>16)), nil
 		}
+		if end, ok := numberEnd(s, 0); !ok || end != len(s) || len(s) == 0 {
+			return dst, errValue(v, "is not a number; BFloat16 takes a number or one of \"NaN\", \"Infinity\", \"-Infinity\"")
+		}
+		text = s
 	default:
 		return dst, errValue(v, fmt.Sprintf("is %s; BFloat16 takes a number", v.kind))
 	}
-	b, ok := toBFloat16(f)
-	if !ok {
+	f, err := strconv.ParseFloat(bytesString(text), 32)
+	if err != nil && math.IsInf(f, 0) {
 		return dst, errValue(v, "is out of range for BFloat16")
 	}
-	return binary.LittleEndian.AppendUint16(dst, b), nil
-}
-
-// toBFloat16 rounds f to the nearest BFloat16 (ties to even); ok is false when a finite f rounds
-// beyond the largest finite BFloat16.
-func toBFloat16(f float64) (uint16, bool) {
-	if math.IsNaN(f) {
-		return 0x7fc0, true
-	}
-	if math.IsInf(f, 0) {
-		return uint16(math.Float32bits(float32(f)) >> 16), true
-	}
-	// Round f to 8 significant bits in float64 first (exact), then narrow: the result is exact in
-	// float32 and in BFloat16.
-	frac, exp := math.Frexp(f) // f = frac × 2^exp, 0.5 ≤ |frac| < 1
-	if frac == 0 {
-		return uint16(math.Float32bits(float32(f)) >> 16), true
-	}
-	if exp < -133 { // below half the smallest BFloat16 subnormal, 2^-133: rounds to zero
-		return uint16(math.Float32bits(float32(math.Copysign(0, f))) >> 16), true
-	}
-	bits := 8
-	if exp < -125 { // subnormal in float32/BFloat16: fewer significant bits
-		bits -= -125 - exp
-	}
-	scaled := math.RoundToEven(math.Ldexp(frac, bits))
-	r := math.Ldexp(scaled, exp-bits)
-	if math.IsInf(float64(float32(r)), 0) || math.Abs(r) > math.MaxFloat32 {
-		return 0, false
-	}
-	return uint16(math.Float32bits(float32(r)) >> 16), true
+	return binary.LittleEndian.AppendUint16(dst, uint16(float32Bits(f)>>16)), nil
 }
 
 func (bfloat16Encoder) size() int { return 2 }

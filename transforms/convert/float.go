@@ -13,8 +13,10 @@ import (
 //
 // Accepted: a JSON number, rounded to the nearest value of the column's type as IEEE 754 does
 // (0.1 into Float32 is 0.1f; 1e-400 underflows to 0); a string holding a number in JSON's syntax;
-// the strings "NaN", "Infinity", "-Infinity" (also "+Infinity", "inf", "-inf", any letter case),
-// as Java's Double.valueOf and ClickHouse's own text formats read them.
+// the strings "NaN", "Infinity", "-Infinity" (also "+Infinity", "inf", "-inf", "-NaN", any letter
+// case), as Java's Double.valueOf and ClickHouse's own text formats read them. A NaN is stored as
+// ClickHouse stores one it parses: the quiet NaN with no payload, its sign from the text
+// (Float64 0x7FF8000000000000, "-NaN" 0xFFF8000000000000; Float32 0x7FC00000, 0xFFC00000).
 // Errors: a finite literal beyond the type's range (3.5e38 into Float32, 1e400 into Float64) is an
 // error, never infinity; booleans, other strings, arrays and objects.
 
@@ -50,10 +52,24 @@ func (e floatEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 		return dst, errValue(v, fmt.Sprintf("is %s; %s takes a number", v.kind, e.name()))
 	}
 	if e.bits == 32 {
-		return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(f))), nil
+		return binary.LittleEndian.AppendUint32(dst, float32Bits(f)), nil
 	}
 	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
 }
+
+// float32Bits returns the bits of f as a Float32: rounded to the nearest (ties to even), a NaN
+// as the quiet NaN with no payload and f's sign (what specialFloat gives, spelled out rather than
+// left to the CPU's conversion).
+func float32Bits(f float64) uint32 {
+	if math.IsNaN(f) {
+		return 0x7fc00000 | uint32(math.Float64bits(f)>>63)<<31
+	}
+	return math.Float32bits(float32(f))
+}
+
+// quietNaN is the NaN ClickHouse stores for the text "nan": the quiet NaN with no payload
+// (std::numeric_limits<double>::quiet_NaN()), not Go's math.NaN(), whose payload is 1.
+const quietNaN = 0x7ff8000000000000
 
 // specialFloat reads the spelled-out non-finite values.
 func specialFloat(s []byte) (float64, bool) {
@@ -70,7 +86,10 @@ func specialFloat(s []byte) (float64, bool) {
 	}
 	switch t {
 	case "nan":
-		return math.NaN(), true
+		if sign < 0 {
+			return math.Float64frombits(quietNaN | 1<<63), true
+		}
+		return math.Float64frombits(quietNaN), true
 	case "infinity", "inf":
 		return math.Inf(sign), true
 	}

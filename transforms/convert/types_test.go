@@ -247,11 +247,23 @@ func TestTimes(t *testing.T) {
 }
 
 func TestBFloat16(t *testing.T) {
+	// The bits ClickHouse 26.7 stores for the same JSONEachRow (hex(reinterpretAsString(x))): the
+	// nearest Float32, cut to its upper 16 bits.
 	run(t, []convCase{
-		{"rounded to the nearest BFloat16", []string{"a BFloat16", "b BFloat16", "c BFloat16", "d BFloat16", "e BFloat16"}, `{"a":1.5,"b":0.1,"c":"-Infinity","d":3.39e38,"e":1e-50}`,
-			[]any{float32(1.5), math.Float32frombits(0x3dcd0000), float32(math.Inf(-1)), math.Float32frombits(0x7f7f0000), float32(0)}, ""},
-		{"ties to even", []string{"a BFloat16", "b BFloat16"}, `{"a":1.00390625,"b":1.01171875}`, []any{float32(1), float32(1.015625)}, ""},
-		{"overflow", []string{"a BFloat16"}, `{"a":3.4e38}`, nil, `column "a" (BFloat16): 3.4e38 is out of range for BFloat16`},
+		{"cut as ClickHouse cuts", []string{"a BFloat16", "b BFloat16", "c BFloat16", "d BFloat16", "e BFloat16", "f BFloat16", "g BFloat16"},
+			`{"a":1.5,"b":0.1,"c":"-Infinity","d":3.39e38,"e":1e-50,"f":-0.1,"g":"0.1"}`,
+			[]any{float32(1.5), math.Float32frombits(0x3dcc0000), float32(math.Inf(-1)), math.Float32frombits(0x7f7f0000), float32(0),
+				math.Float32frombits(0xbdcc0000), math.Float32frombits(0x3dcc0000)}, ""},
+		{"towards zero, not to the nearest", []string{"a BFloat16", "b BFloat16", "c BFloat16"}, `{"a":1.00390625,"b":1.01171875,"c":3.4e38}`,
+			[]any{float32(1), float32(1.0078125), math.Float32frombits(0x7f7f0000)}, ""},
+		{"subnormal and negative zero", []string{"a BFloat16", "b BFloat16"}, `{"a":1e-40,"b":-1e-50}`,
+			[]any{math.Float32frombits(0x00010000), math.Float32frombits(0x80000000)}, ""},
+		{"NaN with its sign", []string{"a BFloat16", "b BFloat16"}, `{"a":"NaN","b":"-nan"}`,
+			[]any{math.Float32frombits(0x7fc00000), math.Float32frombits(0xffc00000)}, ""},
+		{"overflow", []string{"a BFloat16"}, `{"a":3.5e38}`, nil, `column "a" (BFloat16): 3.5e38 is out of range for BFloat16`},
+		{"beyond Float64", []string{"a BFloat16"}, `{"a":1e400}`, nil, `column "a" (BFloat16): 1e400 is out of range for BFloat16`},
+		{"beyond Float64, negative", []string{"a BFloat16"}, `{"a":-1e400}`, nil, `column "a" (BFloat16): -1e400 is out of range for BFloat16`},
+		{"string beyond Float64", []string{"a BFloat16"}, `{"a":"1e999999999"}`, nil, `column "a" (BFloat16): "1e999999999" is out of range for BFloat16`},
 		{"word", []string{"a BFloat16"}, `{"a":"x"}`, nil, `"x" is not a number; BFloat16 takes a number or one of "NaN", "Infinity", "-Infinity"`},
 	})
 }
@@ -412,6 +424,16 @@ func TestRowBinaryBytes(t *testing.T) {
 		{"Time", `"-00:00:01"`, "ffffffff"},
 		{"Time64(3)", `"00:00:01.5"`, "dc05000000000000"},
 		{"BFloat16", `1`, "803f"},
+		// The bits ClickHouse 26.7 stores for the same text (hex(reinterpretAsString(x))): its
+		// quiet NaN, the sign from the text, and a BFloat16 cut from the nearest Float32.
+		{"BFloat16", `0.1`, "cc3d"},
+		{"BFloat16", `"NaN"`, "c07f"},
+		{"BFloat16", `"-nan"`, "c0ff"},
+		{"Float32", `"nan"`, "0000c07f"},
+		{"Float32", `"-NaN"`, "0000c0ff"},
+		{"Float64", `"NaN"`, "000000000000f87f"},
+		{"Float64", `"-nan"`, "000000000000f8ff"},
+		{"Array(Float64)", `["nan"]`, "01" + "000000000000f87f"},
 		{"Map(String, UInt8)", `{"a":1}`, "01" + "0161" + "01"},
 		{"Tuple(UInt8, String)", `[1,"a"]`, "01" + "0161"},
 		{"Nested(a UInt8)", `[{"a":1},{"a":2}]`, "02" + "01" + "02"},
