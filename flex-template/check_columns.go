@@ -34,33 +34,37 @@ func newNewColumns(c *evolve.Checker, r evolve.Rule) *newColumns {
 	return &newColumns{checker: c, rule: r, first: map[string]newColumn{}, refused: map[string]*evolve.Refusal{}}
 }
 
-// add takes the new fields of a message's payload (conv says which), read at where, and returns
-// their names, the refused ones among them.
-func (n *newColumns) add(conv *convert.Converter, payload []byte, where string) (names []string) {
-	_ = conv.NewFields(payload, func(name string, value []byte) error {
-		k, err := evolve.Infer(value)
-		if err != nil || k == evolve.None {
-			return nil
+// add takes the new fields of a message's payload (conv says which), read at where, by the
+// rules of the parse stage (evolve.Checker.Fields), and returns their names. dead is the
+// message's dead letter in the pipeline: a field given twice, or fields refused while
+// unknownFieldsColumn is unset (keepsUnknown false); such a message adds no column, so none of
+// its fields is counted as one (its refusals are, for the summary).
+func (n *newColumns) add(conv *convert.Converter, payload []byte, where string, keepsUnknown bool) (names []string, dead error) {
+	fresh, refused, err := n.checker.Fields(conv, payload)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range refused {
+		names = append(names, r.Field)
+		if _, ok := n.refused[r.Field]; !ok {
+			n.refused[r.Field] = r
+			n.refOrd = append(n.refOrd, r.Field)
 		}
-		names = append(names, name)
-		if _, ok := n.refused[name]; ok {
-			return nil
-		}
-		if r := n.checker.Check(name, value); r != nil {
-			n.refused[name] = r
-			n.refOrd = append(n.refOrd, name)
-			return nil
-		}
-		c, ok := n.first[name]
+	}
+	if len(refused) > 0 && !keepsUnknown {
+		return nil, evolve.Refusals(refused)
+	}
+	for _, f := range fresh {
+		names = append(names, f.Name)
+		c, ok := n.first[f.Name]
 		if !ok {
-			n.order = append(n.order, name)
-			c = newColumn{kind: k, where: where, more: k}
+			n.order = append(n.order, f.Name)
+			c = newColumn{kind: f.Kind, where: where, more: f.Kind}
 		}
-		c.more = evolve.Merge(c.more, k)
-		n.first[name] = c
-		return nil
-	})
-	return names
+		c.more = evolve.Merge(c.more, f.Kind)
+		n.first[f.Name] = c
+	}
+	return names, nil
 }
 
 // print writes the columns table would get, and the fields refused.

@@ -248,6 +248,14 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 			dl, kinds, hinted = &d, errorKinds(err), hints(m.Data, err)
 		}
 	}
+	var newFields []string // with addNewColumns, the fields no column takes yet
+	if dl == nil && t.adds != nil {
+		var dead error
+		if newFields, dead = t.adds.add(t.conv, m.Data, where, c.fromMessage.UnknownFields != ""); dead != nil {
+			d := parse.NewDeadLetter(m, dead)
+			dl, kinds = &d, errorKinds(dead)
+		}
+	}
 	if dl != nil {
 		s.deadLetter(kinds)
 		fmt.Fprintf(cio.Out, "%s: dead letter: %s\n", where, flow.OneLine(dl.ErrorMessage))
@@ -277,9 +285,9 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 		fmt.Fprintf(cio.Out, "%s: row\n%s", where, lines)
 	}
 	if t.adds != nil {
-		if names := t.adds.add(t.conv, m.Data, where); len(names) > 0 {
+		if len(newFields) > 0 {
 			fmt.Fprintf(cio.Out, "  note: no column takes %s %s yet: addNewColumns would add a column for each (or refuse it: see the end)\n",
-				map[bool]string{true: "the field", false: "the fields"}[len(names) == 1], flow.OneLine(quoteAll(names)))
+				map[bool]string{true: "the field", false: "the fields"}[len(newFields) == 1], flow.OneLine(quoteAll(newFields)))
 		}
 	} else if t.unknown != nil {
 		if keys := t.unknown.keys(m.Data, &meta); len(keys) > 0 {
@@ -329,6 +337,10 @@ func errorKinds(err error) []string {
 	var pe *convert.PayloadError
 	if errors.As(err, &pe) {
 		return []string{"payload is not one JSON object"}
+	}
+	var refused evolve.Refusals
+	if errors.As(err, &refused) {
+		return []string{"addNewColumns: a new field refused"}
 	}
 	return []string{"other"}
 }

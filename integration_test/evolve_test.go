@@ -385,11 +385,12 @@ func TestAddNewColumnsNeedsALTER(t *testing.T) {
 func TestCheckShowsNewColumns(t *testing.T) {
 	ch := chtest.New(t)
 	ch.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
-	file := writeTestFile(t, "in.jsonl", `{"id":1,"a":1,"b":true}`+"\n"+`{"id":2,"a":2.5,"Foo":"x","o":{"k": [1]}}`+"\n"+`{"id":3,"n":null}`+"\n")
+	file := writeTestFile(t, "in.jsonl", `{"id":1,"a":1,"b":true}`+"\n"+`{"id":2,"a":2.5,"o":{"k": [1]}}`+"\n"+`{"id":3,"n":null}`+"\n"+
+		`{"id":4,"Foo":"x","z":1}`+"\n")
 	out, errOut, code := runCommand(t, "", append([]string{"check", "--clickHouseTable=events", "--addNewColumns", "--addNewColumnsPattern=^[a-z]+$", file},
 		chFlags(ch)...)...)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	if code != 1 { // message 4 is a dead letter
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
 	}
 	table := "`" + ch.Database + "`.`events`"
 	for _, want := range []string{
@@ -399,13 +400,17 @@ func TestCheckShowsNewColumns(t *testing.T) {
 		"  ALTER TABLE " + table + " ADD COLUMN `b` Nullable(UInt8)  -- from " + file + ":1\n",
 		"  ALTER TABLE " + table + " ADD COLUMN `o` Nullable(String)  -- from " + file + ":2\n",
 		`  refused: addNewColumnsPattern: field "Foo" (value "x") does not match ^[a-z]+$; its messages would be dead letters`,
+		// As the parse stage: a message with a refused field is a dead letter, and adds no column
+		// for its other fields (z).
+		file + `:4: dead letter: addNewColumnsPattern: field "Foo" (value "x") does not match ^[a-z]+$; the message is a dead letter` + "\n",
+		"4 messages: 3 would be rows, 1 dead letter",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "`n`") {
-		t.Errorf("a field seen only with null is listed:\n%s", out)
+	if strings.Contains(out, "`n`") || strings.Contains(out, "`z`") {
+		t.Errorf("a field seen only with null, or a field of a dead letter, is listed:\n%s", out)
 	}
 	if cols := ch.MustQuery(t, fmt.Sprintf("SELECT name FROM system.columns WHERE database = '%s' AND table = 'events'", ch.Database)); cols != "id" {
 		t.Errorf("check added columns: %q", cols)

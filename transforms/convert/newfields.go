@@ -31,3 +31,25 @@ func (c *Converter) NewFields(payload []byte, fn func(name string, value []byte)
 		return fn(string(name), v.raw)
 	})
 }
+
+// GroupOf returns what a new column named name would fall under, by the part of the name before
+// one of its dots: a column of the table ("n" for n.b beside a column n, the ambiguity rule 1 of
+// docs/conversion.md warns of), or a group whose columns are all arrays (a flattened Nested: "n"
+// for n.b beside n.a Array(UInt8), whose array-of-objects form a column that is not an Array
+// would break for every later message). It returns "" when there is none: a name without a dot,
+// or under a group of other columns, whose object form a new Nullable column joins.
+func (c *Converter) GroupOf(name string) string {
+	for j := 1; j < len(name); j++ {
+		if name[j] != '.' {
+			continue
+		}
+		prefix := name[:j]
+		if c.tableColumns[prefix] {
+			return prefix
+		}
+		if g, ok := c.groupIndex[prefix]; ok && c.groups[g].arrays {
+			return prefix
+		}
+	}
+	return ""
+}

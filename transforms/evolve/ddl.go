@@ -3,6 +3,7 @@ package evolve
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
@@ -23,7 +24,9 @@ func (e *NameError) Error() string {
 // dots and any Unicode are fine: the DDL quotes it), else a *NameError: an empty name (no
 // column may have one), a NUL character, a backtick or a backslash (the schema read refuses such
 // columns: clickhouse-go cannot name them in an INSERT), a parenthesis (clickhouse-go's batch
-// finds an INSERT's column list by its parentheses; the table-name parameters refuse them too).
+// finds an INSERT's column list by its parentheses; the table-name parameters refuse them too),
+// a name too long for the files ClickHouse keeps a column in (fileNameBytes), the name of one of
+// MergeTree's virtual columns (mergeTreeVirtual).
 func CheckName(field string) error {
 	var rule string
 	switch {
@@ -35,11 +38,46 @@ func CheckName(field string) error {
 		rule = "the name contains a backtick or a backslash, which clickhouse-go cannot name in an INSERT"
 	case strings.ContainsAny(field, "()"):
 		rule = "the name contains a parenthesis, which clickhouse-go cannot name in an INSERT"
+	case fileNameBytes(field) > maxFileNameBytes:
+		rule = fmt.Sprintf("the name is %d bytes long as ClickHouse names the column's files (each byte other than A-Z, a-z, 0-9 and _ as %%XX), "+
+			"more than %d: with a suffix such as .null.mrk2 that is more than a file name holds (255 bytes), and every INSERT into the table would then fail",
+			fileNameBytes(field), maxFileNameBytes)
+	case slices.Contains(mergeTreeVirtual, field):
+		rule = "the name is that of a virtual column of MergeTree tables, which ClickHouse (18.16 among others) reads instead of a column of that name"
 	default:
 		return nil
 	}
 	return &NameError{Field: field, Rule: rule}
 }
+
+// maxFileNameBytes is the longest name, as fileNameBytes counts it, that a new column may have:
+// ClickHouse keeps a column of a MergeTree part in files named after it, escaped
+// (escapeForFileName: every byte but A-Z, a-z, 0-9 and _ as %XX), plus a suffix, of which
+// ".null.mrk2" (a Nullable column's null map's marks) is the longest a new column gets, and a
+// Linux file system holds names of up to 255 bytes (NAME_MAX). Servers from 23.10 on may replace
+// long names by a hash (replace_long_file_name_to_hash), older ones fail every INSERT into the
+// table after such an ADD COLUMN (errno 36, File name too long).
+const maxFileNameBytes = 255 - len(".null.mrk2")
+
+// fileNameBytes returns the length of name as ClickHouse's escapeForFileName writes it.
+func fileNameBytes(name string) int {
+	n := 0
+	for i := 0; i < len(name); i++ {
+		switch b := name[i]; {
+		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9', b == '_':
+			n++
+		default:
+			n += 3
+		}
+	}
+	return n
+}
+
+// mergeTreeVirtual are the virtual columns of MergeTree tables (ClickHouse docs, "MergeTree",
+// "Virtual columns"): a column of one of these names is stored, but a SELECT reads the virtual
+// column instead on older servers (ClickHouse 18.16 returns the part's name for _part).
+var mergeTreeVirtual = []string{"_part", "_part_index", "_part_uuid", "_partition_id", "_partition_value", "_sample_factor",
+	"_part_offset", "_part_granule_offset", "_row_exists", "_block_number", "_block_offset", "_part_data_version", "_disk_name"}
 
 // Column is one column of a DDL statement.
 type Column struct {

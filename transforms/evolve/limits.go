@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
@@ -78,9 +80,12 @@ func (c *Checker) Limits() Limits { return c.limits }
 
 // Check returns nil when the field may become a column by its name, else the *Refusal of the
 // first rule that refuses it: the name is in Excluded, the name cannot be a column's (CheckName;
-// Param ParamAdd), the name does not match Pattern. value is the field's JSON text, which the
-// refusal shows.
-func (c *Checker) Check(field string, value []byte) *Refusal {
+// Param ParamAdd), the name falls under group, the name does not match Pattern. value is the
+// field's JSON text, which the refusal shows; group is the column, or the group of array columns
+// (a flattened Nested), that the name falls under by the part before a dot
+// (convert.Converter.GroupOf), "" for none: a new column there would change how that field is
+// read.
+func (c *Checker) Check(field string, value []byte, group string) *Refusal {
 	r := &Refusal{Field: field, Value: text.Cut(value, maxQuoted)}
 	var ne *NameError
 	switch {
@@ -89,12 +94,76 @@ func (c *Checker) Check(field string, value []byte) *Refusal {
 	case CheckName(field) != nil:
 		ne = CheckName(field).(*NameError)
 		r.Param, r.Rule = ParamAdd, "cannot be a column: "+ne.Rule
+	case group != "":
+		r.Param, r.Rule = ParamAdd, fmt.Sprintf("cannot be a column: it falls under %s, a column or a Nested group of the table, whose field a new column there would read differently", quote(group))
 	case c.pattern != nil && !c.pattern.MatchString(field):
 		r.Param, r.Rule = ParamPattern, "does not match "+c.limits.Pattern
 	default:
 		return nil
 	}
 	return r
+}
+
+// Field is a top-level field of a payload that no column of the table takes and that may become
+// a column: its name (escapes resolved), its value's exact text and the value's kind (not None).
+type Field struct {
+	Name  string
+	Value []byte
+	Kind  Kind
+}
+
+// Fields returns the top-level fields of payload that no column of conv's table takes
+// (convert.Converter.NewFields), in the payload's order: those that may become columns (fresh),
+// and the refusals of those the rules of Check refuse. A field whose value is null is neither (no
+// type yet). err makes the message a dead letter: a field given twice (a *convert.PayloadError,
+// since which value is meant is ambiguous), or a value that is not JSON. The parse stage and the
+// check command both decide a message's new fields here.
+func (c *Checker) Fields(conv *convert.Converter, payload []byte) (fresh []Field, refused []*Refusal, err error) {
+	var seen map[string]bool
+	err = conv.NewFields(payload, func(name string, value []byte) error {
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		if seen[name] {
+			return &convert.PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
+		}
+		seen[name] = true
+		k, err := Infer(value)
+		switch {
+		case err != nil:
+			return fmt.Errorf("field %q: %w", name, err)
+		case k == None:
+			return nil // null: no type, no column yet
+		}
+		if r := c.Check(name, value, conv.GroupOf(name)); r != nil {
+			refused = append(refused, r)
+		} else {
+			fresh = append(fresh, Field{name, value, k})
+		}
+		return nil
+	})
+	return fresh, refused, err
+}
+
+// Refusals is the dead-letter error of a message with new fields that do not become columns,
+// while unknownFieldsColumn is unset: each refusal, then "the message is a dead letter".
+type Refusals []*Refusal
+
+func (e Refusals) Error() string {
+	parts := make([]string, len(e))
+	for i, r := range e {
+		parts[i] = r.Error()
+	}
+	return strings.Join(parts, "; ") + "; the message is a dead letter"
+}
+
+// Unwrap returns each refusal, for errors.As.
+func (e Refusals) Unwrap() []error {
+	out := make([]error, len(e))
+	for i, r := range e {
+		out[i] = r
+	}
+	return out
 }
 
 // Beyond returns the refusal of a field beyond Max: the worker has added added columns to the

@@ -13,17 +13,18 @@ func TestChecker(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		field, value, want string
+		field, value, group, want string
 	}{
-		{"event", `1`, ""},
-		{"debug", `true`, `addNewColumnsExcluded: field "debug" (value true) is excluded: it never becomes a column`},
-		{"Trace", `"x"`, `addNewColumnsExcluded: field "Trace" (value "x") is excluded: it never becomes a column`}, // excluded before the pattern
-		{"Foo", `{"a": 1}`, `addNewColumnsPattern: field "Foo" (value {"a": 1}) does not match ^[a-z_]+$`},
-		{"a(b)", `1`, `addNewColumns: field "a(b)" (value 1) cannot be a column: the name contains a parenthesis, which clickhouse-go cannot name in an INSERT`},
-		{"", `1`, `addNewColumns: field "" (value 1) cannot be a column: the name is empty; a column needs a name`},
-		{"long", `"` + strings.Repeat("x", 200) + `"`, ""},
+		{"event", `1`, "", ""},
+		{"debug", `true`, "", `addNewColumnsExcluded: field "debug" (value true) is excluded: it never becomes a column`},
+		{"Trace", `"x"`, "", `addNewColumnsExcluded: field "Trace" (value "x") is excluded: it never becomes a column`}, // excluded before the pattern
+		{"Foo", `{"a": 1}`, "", `addNewColumnsPattern: field "Foo" (value {"a": 1}) does not match ^[a-z_]+$`},
+		{"a(b)", `1`, "", `addNewColumns: field "a(b)" (value 1) cannot be a column: the name contains a parenthesis, which clickhouse-go cannot name in an INSERT`},
+		{"", `1`, "", `addNewColumns: field "" (value 1) cannot be a column: the name is empty; a column needs a name`},
+		{"long", `"` + strings.Repeat("x", 200) + `"`, "", ""},
+		{"n_b", `5`, "n", `addNewColumns: field "n_b" (value 5) cannot be a column: it falls under "n", a column or a Nested group of the table, whose field a new column there would read differently`},
 	} {
-		r := c.Check(tc.field, []byte(tc.value))
+		r := c.Check(tc.field, []byte(tc.value), tc.group)
 		got := ""
 		if r != nil {
 			got = r.Error()
@@ -43,7 +44,7 @@ func TestChecker(t *testing.T) {
 
 	// Without a pattern any name CheckName accepts passes.
 	c, _ = NewChecker(Limits{Max: 1})
-	if r := c.Check("Any Name.x", []byte(`1`)); r != nil {
+	if r := c.Check("Any Name.x", []byte(`1`), ""); r != nil {
 		t.Errorf("without limits: %v", r)
 	}
 	if _, err := NewChecker(Limits{Pattern: "^[a-"}); err == nil || !strings.Contains(err.Error(), `addNewColumnsPattern "^[a-" is not an RE2 regular expression`) {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -87,25 +86,6 @@ type refusedDDL struct {
 	at time.Time
 }
 
-// refusedError is the dead-letter error of a message with fields that do not become columns.
-type refusedError struct{ refusals []*evolve.Refusal }
-
-func (e *refusedError) Error() string {
-	parts := make([]string, len(e.refusals))
-	for i, r := range e.refusals {
-		parts[i] = r.Error()
-	}
-	return strings.Join(parts, "; ") + "; the message is a dead letter"
-}
-
-func (e *refusedError) Unwrap() []error {
-	out := make([]error, len(e.refusals))
-	for i, r := range e.refusals {
-		out[i] = r
-	}
-	return out
-}
-
 // newEvolver returns the evolver of f's configuration, nil when addNewColumns is off.
 func (f *parseFn) newEvolver() (*evolver, error) {
 	if !f.AddNewColumns {
@@ -118,13 +98,6 @@ func (f *parseFn) newEvolver() (*evolver, error) {
 	return &evolver{checker: c, key: f.ClickHouse.URL + "\x00" + f.ClickHouse.Database + "\x00" + f.Table, refused: map[string]refusedDDL{}}, nil
 }
 
-// newField is a field of a message that no column takes.
-type newField struct {
-	name  string
-	value []byte
-	kind  evolve.Kind
-}
-
 // addColumns adds the columns of m's new fields, which conv (the converter m was converted with)
 // says no column takes, and reports whether the table's schema was read again (m must then be
 // converted again, with f.tracker's converter). dead is the reason m is a dead letter: a field
@@ -133,40 +106,22 @@ type newField struct {
 // server could not be reached (after retries), or a column added is not visible in time.
 func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flow.Message) (reread bool, dead, err error) {
 	e := f.evolver
-	var fresh []newField
-	var refused []*evolve.Refusal
-	var seen map[string]bool
-	walk := conv.NewFields(m.Data, func(name string, value []byte) error {
-		if seen == nil {
-			seen = map[string]bool{}
-		}
-		if seen[name] {
-			return &convert.PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
-		}
-		seen[name] = true
-		k, err := evolve.Infer(value)
-		switch {
-		case err != nil:
-			return fmt.Errorf("field %q: %w", name, err)
-		case k == evolve.None:
-			return nil // null: no type, no column yet
-		}
-		if r := e.checker.Check(name, value); r != nil {
-			refused = append(refused, r)
-		} else if d, ok := e.refused[name]; ok && time.Since(d.at) < refusedFor {
+	fresh, refused, walk := e.checker.Fields(conv, m.Data)
+	// A field whose ADD COLUMN the server refused a moment ago is refused again without asking.
+	fresh = slices.DeleteFunc(fresh, func(n evolve.Field) bool {
+		d, ok := e.refused[n.Name]
+		if ok && time.Since(d.at) < refusedFor {
 			r := *d.r
-			r.Value = text.Cut(value, 100)
+			r.Value = text.Cut(n.Value, 100)
 			refused = append(refused, &r)
-		} else {
-			fresh = append(fresh, newField{name, value, k})
 		}
-		return nil
+		return ok && time.Since(d.at) < refusedFor
 	})
 	switch {
 	case walk != nil:
 		return false, walk, nil
 	case len(refused) > 0 && f.FromMessage.UnknownFields == "":
-		return false, &refusedError{refused}, nil
+		return false, evolve.Refusals(refused), nil
 	case len(fresh) == 0:
 		f.logKept(refused)
 		return false, nil, nil
@@ -175,10 +130,10 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 		// No column left to add: no need to ask the server (a column another worker added
 		// meanwhile is taken at the next schema refresh).
 		for _, n := range fresh {
-			refused = append(refused, e.checker.Beyond(n.name, n.value, done, len(fresh)))
+			refused = append(refused, e.checker.Beyond(n.Name, n.Value, done, len(fresh)))
 		}
 		if f.FromMessage.UnknownFields == "" {
-			return false, &refusedError{refused}, nil
+			return false, evolve.Refusals(refused), nil
 		}
 		f.logKept(refused)
 		return false, nil, nil
@@ -194,16 +149,16 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 		return false, nil, err
 	}
 	reread = true
-	missing := slices.DeleteFunc(fresh, func(n newField) bool { return f.hasColumn(n.name) })
+	missing := slices.DeleteFunc(fresh, func(n evolve.Field) bool { return f.hasColumn(n.Name) })
 	// The limit first: a message that is a dead letter adds no column.
 	before, granted := reserve(e.key, len(missing), e.checker.Limits().Max)
 	reserved := missing[:granted]
 	for _, n := range missing[granted:] {
-		refused = append(refused, e.checker.Beyond(n.name, n.value, before, len(missing)))
+		refused = append(refused, e.checker.Beyond(n.Name, n.Value, before, len(missing)))
 	}
 	if len(refused) > 0 && f.FromMessage.UnknownFields == "" {
 		release(e.key, granted)
-		return reread, &refusedError{refused}, nil
+		return reread, evolve.Refusals(refused), nil
 	}
 	var asked []string
 	for i, n := range reserved {
@@ -213,14 +168,14 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 			return reread, nil, err
 		}
 		if r != nil {
-			e.refused[n.name] = refusedDDL{r, time.Now()}
+			e.refused[n.Name] = refusedDDL{r, time.Now()}
 			refused = append(refused, r)
 			continue
 		}
-		asked = append(asked, n.name)
+		asked = append(asked, n.Name)
 	}
 	if len(refused) > 0 && f.FromMessage.UnknownFields == "" {
-		return reread, &refusedError{refused}, nil
+		return reread, evolve.Refusals(refused), nil
 	}
 	f.logKept(refused)
 	if len(asked) == 0 {
@@ -234,31 +189,31 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 // refuses (any other failure), and an error when the server stays unreachable. A column that
 // exists already (another worker added it) is success. The reservation of the column (reserve)
 // is kept only for a column this worker added.
-func (f *parseFn) addColumn(ctx context.Context, c driver.Conn, n newField) (*evolve.Refusal, error) {
+func (f *parseFn) addColumn(ctx context.Context, c driver.Conn, n evolve.Field) (*evolve.Refusal, error) {
 	e := f.evolver
-	def := e.rule.Definition(n.kind)
-	ddl := e.rule.Server.AddColumn(f.ClickHouse.Database, f.Table, n.name, def, e.checker.Limits().OnCluster)
+	def := e.rule.Definition(n.Kind)
+	ddl := e.rule.Server.AddColumn(f.ClickHouse.Database, f.Table, n.Name, def, e.checker.Limits().OnCluster)
 	_, err := chclient.SetupRetry.DoIf(ctx, func() error { return c.Exec(ctx, ddl) },
 		func(err error) bool { return chclient.Classify(err) == chclient.Transient },
 		func(attempt int, err error) {
-			slog.Warn("parse: adding a column failed; retrying", "table", f.Table, "column", n.name, "attempt", attempt, "error", err)
+			slog.Warn("parse: adding a column failed; retrying", "table", f.Table, "column", n.Name, "attempt", attempt, "error", err)
 		})
 	switch {
 	case err == nil:
 		columnsAdded.Inc(ctx, 1)
 		f.byTable.Inc(ctx, "columns-added", 1)
-		slog.Info("parse: added a column for a new field", "table", f.Table, "column", n.name, "type", def, "value", text.Cut(n.value, 100))
+		slog.Info("parse: added a column for a new field", "table", f.Table, "column", n.Name, "type", def, "value", text.Cut(n.Value, 100))
 		return nil, nil
 	case evolve.AlreadyExists(err):
 		release(e.key, 1)
 		return nil, nil
 	case chclient.Classify(err) == chclient.Transient || ctx.Err() != nil:
 		release(e.key, 1)
-		return nil, fmt.Errorf("adding the column %q to %s.%s: %w", n.name, f.ClickHouse.Database, f.Table, err)
+		return nil, fmt.Errorf("adding the column %q to %s.%s: %w", n.Name, f.ClickHouse.Database, f.Table, err)
 	}
 	release(e.key, 1)
-	slog.Warn("parse: the server refused to add a column", "table", f.Table, "column", n.name, "statement", ddl, "error", err)
-	return &evolve.Refusal{Param: evolve.ParamAdd, Field: n.name, Value: text.Cut(n.value, 100),
+	slog.Warn("parse: the server refused to add a column", "table", f.Table, "column", n.Name, "statement", ddl, "error", err)
+	return &evolve.Refusal{Param: evolve.ParamAdd, Field: n.Name, Value: text.Cut(n.Value, 100),
 		Rule: fmt.Sprintf("cannot become a column: the server refused %s: %v", ddl, chclient.ServerError(err)), Err: err}, nil
 }
 
