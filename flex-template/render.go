@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/paulmach/orb"
 	"github.com/shopspring/decimal"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
@@ -97,15 +98,17 @@ func renderScalar(t *chtype.Type, v any, serverZone *time.Location) string {
 	case *big.Int:
 		return x.String()
 	case decimal.Decimal:
-		return x.StringFixed(decimalScale(t))
+		return x.String() // ClickHouse 21.9 and later print no trailing zeros (output_format_decimal_trailing_zeros)
 	case time.Time:
 		return quoteString(formatTime(t, x, serverZone))
 	case time.Duration:
-		return quoteString(formatDuration(x))
+		return quoteString(formatDuration(t, x))
 	case uuid.UUID:
 		return quoteString(x.String())
 	case netip.Addr:
-		return quoteString(x.String())
+		return quoteString(formatIP(x))
+	case orb.Point, orb.Ring, orb.LineString, orb.Polygon, orb.MultiLineString, orb.MultiPolygon:
+		return formatGeo(x)
 	}
 	rv := reflect.ValueOf(v)
 	switch {
@@ -114,14 +117,59 @@ func renderScalar(t *chtype.Type, v any, serverZone *time.Location) string {
 	case rv.CanUint():
 		return strconv.FormatUint(rv.Uint(), 10)
 	}
-	return fmt.Sprint(v) // the geo types: orb's own text
+	return fmt.Sprint(v)
+}
+
+// formatGeo writes a geo value as ClickHouse does: a Point as a tuple (x,y), the others as arrays
+// of what they hold: [(0,0),(1,0)].
+func formatGeo(v any) string {
+	var parts []string
+	switch x := v.(type) {
+	case orb.Point:
+		return "(" + formatFloat(x[0], 64) + "," + formatFloat(x[1], 64) + ")"
+	case orb.Ring:
+		parts = formatEach(x, formatGeo)
+	case orb.LineString:
+		parts = formatEach(x, formatGeo)
+	case orb.Polygon:
+		parts = formatEach(x, formatGeo)
+	case orb.MultiLineString:
+		parts = formatEach(x, formatGeo)
+	case orb.MultiPolygon:
+		parts = formatEach(x, formatGeo)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// formatEach formats each element of s.
+func formatEach[S ~[]E, E any](s S, f func(any) string) []string {
+	out := make([]string, len(s))
+	for i, e := range s {
+		out[i] = f(e)
+	}
+	return out
+}
+
+// formatIP writes an address as ClickHouse's formatIPv6 does, which differs from netip's text in
+// one case: an IPv6 address whose first 96 bits are zero and the 16 after them not (an
+// IPv4-compatible address, ::1.2.3.4) ends in the IPv4 address, dotted, where netip writes
+// ::102:304. (An IPv4-mapped one, ::ffff:1.2.3.4, both write dotted.)
+func formatIP(a netip.Addr) string {
+	if a.Is6() && !a.Is4In6() {
+		b := a.As16()
+		if [12]byte(b[:12]) == [12]byte{} && (b[12] != 0 || b[13] != 0) {
+			return "::" + netip.AddrFrom4([4]byte(b[12:])).String()
+		}
+	}
+	return a.String()
 }
 
 // quoteString quotes s as a ClickHouse string literal.
 func quoteString(s string) string { return chtype.QuoteString(s) }
 
 // formatFloat writes f as ClickHouse does: the shortest text that reads back as the same value,
-// in exponent form only for very large or small magnitudes; inf, -inf, nan.
+// in exponent form only for very large or small magnitudes, the exponent without a sign for a
+// positive one or leading zeros (3.4028235e38, 1e-7); inf, -inf, nan.
 func formatFloat(f float64, bits int) string {
 	switch {
 	case math.IsInf(f, 1):
@@ -132,7 +180,13 @@ func formatFloat(f float64, bits int) string {
 		return "nan"
 	}
 	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		return strconv.FormatFloat(f, 'e', -1, bits)
+		s := strconv.FormatFloat(f, 'e', -1, bits) // 3.4028235e+38, 1e-07
+		mant, exp, _ := strings.Cut(s, "e")
+		sign := ""
+		if exp[0] == '-' {
+			sign = "-"
+		}
+		return mant + "e" + sign + strings.TrimLeft(exp[1:], "0")
 	}
 	return strconv.FormatFloat(f, 'f', -1, bits)
 }
@@ -175,15 +229,16 @@ func formatTime(t *chtype.Type, v time.Time, serverZone *time.Location) string {
 	return v.In(loc).Format(layout)
 }
 
-// formatDuration formats a Time or Time64 value as [-]hhh:mm:ss[.fraction].
-func formatDuration(d time.Duration) string {
+// formatDuration formats a Time or Time64(P) value as ClickHouse does: [-]hh:mm:ss, and for
+// Time64(P) with P > 0 a fraction of P digits (-00:00:01.590 in Time64(3)).
+func formatDuration(t *chtype.Type, d time.Duration) string {
 	sign := ""
 	if d < 0 {
 		sign, d = "-", -d
 	}
 	s := fmt.Sprintf("%s%02d:%02d:%02d", sign, int64(d/time.Hour), int64(d/time.Minute)%60, int64(d/time.Second)%60)
-	if frac := d % time.Second; frac != 0 {
-		s += strings.TrimRight(fmt.Sprintf(".%09d", int64(frac)), "0")
+	if p := decimalScale(t); t.Name == "Time64" && p > 0 {
+		s += "." + fmt.Sprintf("%09d", int64(d%time.Second))[:min(p, 9)]
 	}
 	return s
 }
