@@ -346,14 +346,15 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 			Limits:        limits,
 		}, perTable[i])
 		r, stored := write.Write(ts, write.Config{
-			ClickHouse:  o.ClickHouse(),
-			Table:       table,
-			Settings:    o.InsertSettings(),
-			Retry:       o.Retry(),
-			MaxRows:     mode.Rows,
-			MaxBytes:    mode.Bytes,
-			FromMessage: o.FromMessage(),
-			Routed:      routed,
+			ClickHouse:    o.ClickHouse(),
+			Table:         table,
+			Settings:      o.InsertSettings(),
+			Retry:         o.Retry(),
+			MaxRows:       mode.Rows,
+			MaxBytes:      mode.Bytes,
+			FromMessage:   o.FromMessage(),
+			Routed:        routed,
+			AddNewColumns: o.AddNewColumns,
 		}, batch.Rows(ts, batches, rows))
 		failed = append(failed, deadLetters,
 			// The rejected rows come out of the write stage in its windows; Flatten needs one windowing.

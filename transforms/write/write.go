@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 var (
@@ -70,6 +72,10 @@ type Config struct {
 	// Routed counts this table's metrics also under names of its own (flow.TableCounters):
 	// rows-inserted:<table>, insert-batches:<table>, rows-rejected-by-clickhouse:<table>.
 	Routed bool
+	// AddNewColumns is the template parameter addNewColumns: the parse stage made a column of
+	// each field no column took. A row converted again against a schema that has lost such a
+	// column (dropped, renamed) is then a dead letter (gone), not a row without the field's value.
+	AddNewColumns bool
 }
 
 // Write inserts the batches of batches (a PCollection<KV<int, flow.Rows>> from batch.Rows) into
@@ -258,6 +264,27 @@ const maxKeptArena = 16 << 20
 // maxSchemaRefreshes bounds how often one batch refreshes the schema and starts again.
 const maxSchemaRefreshes = 2
 
+// gone returns the error of a payload, converted again against conv's schema, with a field (not
+// null) that no column of the table takes: with addNewColumns the parse stage took every such
+// field into a column (or dead-lettered the message), so that column has gone since (dropped or
+// renamed), and a row without the field's value would change the message silently. Replaying the
+// dead letter makes the parse stage add the column again. nil when there is no such field.
+func gone(conv *convert.Converter, payload []byte) error {
+	var fields []string
+	_ = conv.NewFields(payload, func(name string, value []byte) error {
+		if string(value) != "null" {
+			fields = append(fields, fmt.Sprintf("field %s (value %s)", strconv.Quote(name), text.Cut(value, 100)))
+		}
+		return nil
+	})
+	if len(fields) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s names no column any more: it had one when the message was parsed (addNewColumns), and the column is gone since "+
+		"(dropped or renamed); the message is a dead letter rather than a row without the value (replaying it adds the column again)",
+		strings.Join(fields, ", "))
+}
+
 // insertRows converts rows with the current schema, splits them into blocks and inserts each.
 func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row, string, error), refreshes int) error {
 	current := f.conv.SchemaHash()
@@ -315,6 +342,13 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 			}
 			reject(r, "write (converting again after the table changed)", err)
 			continue
+		}
+		if r.Schema != current && f.AddNewColumns && f.FromMessage.UnknownFields == "" && f.conv.Untaken() > 0 {
+			if err := gone(f.conv, r.Payload); err != nil {
+				arena = arena[:start]
+				reject(r, "write (converting again after the table changed)", err)
+				continue
+			}
 		}
 		r.Data = arena[start:len(arena):len(arena)]
 		ok = append(ok, r)
