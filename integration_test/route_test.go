@@ -380,3 +380,50 @@ func TestRoutingByAttributeDeadLetterTableWithoutAttributes(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutingFixedWindowOutage: in the fixed-window mode (windowSeconds alone), one routed table
+// detached holds up only its own rows: the other table's rows, and the dead letters of the other
+// table and of the routing, are written while it is down (they went through
+// the rows' event-time windows, whose panes waited for the detached table's write stage, until
+// 2026-12-05), and its own row lands after ATTACH.
+func TestRoutingFixedWindowOutage(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "ta")
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, v UInt8) ENGINE = MergeTree ORDER BY id`, "tb")
+	e.opts.RouteBy = "attribute:r"
+	e.opts.RouteTables = "a=ta,b=tb"
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.MaxRetries = 60
+	e.opts.RetryInitialBackoffMillis = 200
+	e.opts.RetryMaxBackoffMillis = 1000
+	e.opts.StopAfterIdle = pipeline.GivenInt(20)
+	r := e.start(t)
+	time.Sleep(2 * time.Second) // the launch checks every table
+	e.srv.MustExec(t, "DETACH TABLE ta")
+	msg := func(data string, attrs map[string]string) *pubsubpb.PubsubMessage {
+		return &pubsubpb.PubsubMessage{Data: []byte(data), Attributes: attrs}
+	}
+	ids := e.ps.Publish(t, e.topic, msg(`{"id":1}`, map[string]string{"r": "a"}), msg(`{"id":5,"v":1}`, map[string]string{"r": "b"}),
+		msg(`{"id":6,"v":500}`, map[string]string{"r": "b"}), msg(`{"id":7}`, map[string]string{"r": "b"}), msg(`{"id":8,"v":1}`, nil))
+	detached := time.Now()
+	deadline := detached.Add(12 * time.Second)
+	want := "5\t3" // tb's row; the dead letters of 500, of the missing v, of the missing attribute
+	got := ""
+	for time.Now().Before(deadline) {
+		got = e.srv.MustQuery(t, "SELECT (SELECT arrayStringConcat(arrayMap(x -> toString(x), groupArray(id)), ',') FROM tb), (SELECT count() FROM dead_letters)")
+		if got == want {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got != want {
+		t.Fatalf("with ta detached for %v, tb's rows and the dead letters are %q, want %q: ta's outage holds them up", time.Since(detached).Round(time.Millisecond), got, want)
+	}
+	t.Logf("tb's row and the 3 dead letters landed %v after ta was detached", time.Since(detached).Round(time.Millisecond))
+	e.srv.MustExec(t, "ATTACH TABLE ta")
+	r.wait(t, 120*time.Second)
+	if got := e.srv.MustQuery(t, "SELECT groupArray(id) FROM ta"); got != "[1]" {
+		t.Errorf("ta holds %s after ATTACH, want [1]", got)
+	}
+	e.checkAllAcked(t, ids)
+}

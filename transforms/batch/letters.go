@@ -47,8 +47,11 @@ func init() {
 // keeps from filling; in the count mode the pipeline sets no such cap, since nothing would. The
 // dead-letter stage cuts its INSERTs at Mode.Bytes either way.
 //
-// In the fixed-window mode a batch is every record of one window of one shard. It panics at
-// construction when cfg.Shards is not positive or the mode is empty.
+// In the fixed-window mode a batch is every record of one shard that arrives within Mode.Window
+// after its first, by processing time, not the rows' event-time windows: the watermark of the
+// dead letters of several routed tables is the lowest of theirs, and one table whose INSERTs are
+// retrying would hold the others' dead letters. It panics at construction when cfg.Shards is not
+// positive or the mode is empty.
 func DeadLetters(s beam.Scope, cfg Config, letters beam.PCollection) beam.PCollection {
 	s = s.Scope("Batch")
 	mode := cfg.Mode
@@ -65,8 +68,12 @@ func DeadLetters(s beam.Scope, cfg Config, letters beam.PCollection) beam.PColle
 	var windowed beam.PCollection
 	switch {
 	case mode.Rows == 0:
-		windowed = beam.WindowInto(s, window.NewFixedWindows(mode.Window), keyed,
-			beam.Trigger(trigger.AfterEndOfWindow()), beam.PanesDiscard(), beam.AllowedLateness(0))
+		// Not the rows' fixed windows: a window's pane fires when the watermark passes its end,
+		// and the dead letters of every table come through one Flatten whose watermark is the
+		// lowest of its inputs, so one routed table whose INSERTs are retrying (its write stage
+		// holds its rejections' watermark) would hold every other table's dead letters.
+		windowed = beam.WindowInto(s, window.NewGlobalWindows(), keyed,
+			beam.Trigger(trigger.Repeat(trigger.AfterProcessingTime().PlusDelay(mode.Window))), beam.PanesDiscard(), beam.AllowedLateness(0))
 	case mode.Window == 0:
 		// Count triggers are wrapped in trigger.Repeat: prism fires a bare one only once.
 		windowed = beam.WindowInto(s, window.NewGlobalWindows(), keyed,
