@@ -35,7 +35,10 @@ const checkDescription = "Prints, for each message of the files, the row it beco
 	"would carry, then a summary by error kind. It converts exactly as the pipeline's parse stage does, against the table as " +
 	"it is now, after the JavaScript UDF when one is given, and with routeBy in the table the message names (each row says which); " +
 	"nothing is inserted and no Pub/Sub is needed. With --addNewColumns it then lists the columns the messages' new fields would " +
-	"become (the ALTER TABLE of each, by the rule and limits of the pipeline) and the fields the limits refuse; it adds none.\n" +
+	"become (the ALTER TABLE of each, by the rule and limits of the pipeline) and the fields the limits refuse; it adds none. " +
+	"What only the server checks at the INSERT it cannot see: CHECK constraints, a DEFAULT or MATERIALIZED expression that throws " +
+	"(throwIf), the values inside a JSON column's object (shown as the text sent); the pipeline dead-letters such rows after the " +
+	"server refuses them.\n" +
 	"A FILE is read as JSON lines (one message per line; blank lines skipped), or whole with --perFile; a directory holds one " +
 	"message per file; - is standard input.\n" +
 	"Exit status: 0 when every message becomes a row (or is dropped by the UDF), 1 when some message would be dead-lettered, " +
