@@ -336,6 +336,13 @@ func checkTable(ctx context.Context, conn driver.Conn, o pipeline.Options, table
 		slog.Warn(fmt.Sprintf("%s: column %q takes its value from the message, not from the payload: a field %q of the payload is %s",
 			sources[i], col, col, where), "table", table)
 	}
+	for _, col := range t.Columns {
+		if col.DefaultKind == "EPHEMERAL" {
+			slog.Warn(fmt.Sprintf("column %q is EPHEMERAL: the pipeline never writes it, so a field %q of the payload is ignored and the "+
+				"DEFAULT expressions that read the column get its own default (%s), not the field's value, as they would from an "+
+				"INSERT ... FORMAT JSONEachRow", col.Name, col.Name, col.DefaultExpression), "table", table)
+		}
+	}
 	if col := o.UnknownFieldsColumn; col != "" {
 		slog.Info(fmt.Sprintf("unknownFieldsColumn: column %q takes the payload's fields that give the row no value, "+
 			"as one JSON object of their text (or one Map entry each); a field %q of the payload is one of them", col, col), "table", table)
