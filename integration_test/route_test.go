@@ -165,7 +165,7 @@ func TestRouting(t *testing.T) {
 		t.Errorf("%s clicks after the column was added have their ref, want 100", got)
 	}
 	explained := e.srv.MustQuery(t, "SELECT countIf(error_message LIKE 'routeBy field:kind: the payload has no field \"kind\"%' AND stack_trace LIKE 'stage: route%'), "+
-		"countIf(error_message LIKE 'ClickHouse rejected the row%' AND stack_trace LIKE 'stage: write%') FROM dead_letters")
+		"countIf(error_message LIKE 'ClickHouse rejected the row%' AND stack_trace LIKE 'stage: write (the server rejected the row)\\ntable: orders\\n%') FROM dead_letters")
 	unrouted, rejected := 0, 0
 	for _, i := range want["dead_letters"] {
 		if i%50 == 49 {
@@ -420,6 +420,10 @@ func TestRoutingFixedWindowOutage(t *testing.T) {
 		t.Fatalf("with ta detached for %v, tb's rows and the dead letters are %q, want %q: ta's outage holds them up", time.Since(detached).Round(time.Millisecond), got, want)
 	}
 	t.Logf("tb's row and the 3 dead letters landed %v after ta was detached", time.Since(detached).Round(time.Millisecond))
+	// A routed message's dead letter names its table in the stack trace (error_message does not).
+	if got := e.srv.MustQuery(t, "SELECT countIf(stack_trace LIKE 'stage: parse\\ntable: tb\\ncolumn: v\\n%') FROM dead_letters"); got != "2" {
+		t.Errorf("%s dead letters of tb name the table in their stack trace, want 2:\n%s", got, e.srv.MustQuery(t, "SELECT stack_trace FROM dead_letters"))
+	}
 	e.srv.MustExec(t, "ATTACH TABLE ta")
 	r.wait(t, 120*time.Second)
 	if got := e.srv.MustQuery(t, "SELECT groupArray(id) FROM ta"); got != "[1]" {

@@ -69,6 +69,16 @@ func StackTrace(stage, column string, err error) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
+// WithTable returns a StackTrace with the line "table: <table>" after its stage's: the table a
+// routed message's dead letter was bound for (routeBy), which error_message does not name.
+func WithTable(trace, table string) string {
+	stage, rest, _ := strings.Cut(trace, "\n")
+	if rest == "" {
+		return stage + "\ntable: " + OneLine(table)
+	}
+	return stage + "\ntable: " + OneLine(table) + "\n" + rest
+}
+
 // OneLine returns s with its control characters escaped, so that it is one line of text that
 // moves no cursor: \n, \r and \t, and \u00XX or \uXXXX for the other C0 and C1 controls, DEL
 // and the line and paragraph separators U+2028 and U+2029. Nothing else changes (a backslash

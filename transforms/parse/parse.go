@@ -228,7 +228,11 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 		if err != nil {
 			rowsParseFailed.Inc(ctx, 1)
 			f.byTable.Inc(ctx, "rows-parse-failed", 1)
-			emitDeadLetter(NewDeadLetter(m, err))
+			d := NewDeadLetter(m, err)
+			if f.Routed {
+				d.StackTrace = flow.WithTable(d.StackTrace, f.Table)
+			}
+			emitDeadLetter(d)
 			continue
 		}
 		if f.gathered.Rows == nil {

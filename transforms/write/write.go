@@ -192,7 +192,11 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Row
 		rejected[r] = true
 		rowsRejected.Inc(ctx, 1)
 		f.byTable.Inc(ctx, "rows-rejected-by-clickhouse", 1)
-		emitDeadLetter(r.Row.DeadLetter(err.Error(), flow.StackTrace(stage, convert.Columns(err), err), time.Now()))
+		trace := flow.StackTrace(stage, convert.Columns(err), err)
+		if f.Routed {
+			trace = flow.WithTable(trace, f.Table)
+		}
+		emitDeadLetter(r.Row.DeadLetter(err.Error(), trace, time.Now()))
 	}
 	if err := f.insertRows(ctx, rows, reject, 0); err != nil {
 		return err
