@@ -502,21 +502,28 @@ func TestNewFieldsBecomeColumnsOnModern(t *testing.T) {
 	}
 }
 
-// TestEphemeralColumnsOnModern: an EPHEMERAL column is not written (a known gap, docs/
-// conversion.md): a DEFAULT that reads it gets its own default, not the field's value, and the
-// launch warns of it, naming the column. The test holds what the pipeline does today; it fails
-// when that changes, so that the docs are changed with it.
+// TestEphemeralColumnsOnModern: an EPHEMERAL column is written, as ClickHouse's own JSONEachRow
+// writes it: a DEFAULT that reads it gets the field's value (s = upper(e)), and a message without
+// the field gets the column's own default. One of a type without a converter (Dynamic) is not
+// written, its field is ignored, and the launch warns of it, naming the column.
 func TestEphemeralColumnsOnModern(t *testing.T) {
 	srv := chtest.StartModern(t)
-	e := newE2EOn(t, srv.Server, `CREATE TABLE {table} (id UInt32, e String EPHEMERAL, s String DEFAULT upper(e)) ENGINE = MergeTree ORDER BY id`)
+	e := newE2EOn(t, srv.Server, `CREATE TABLE {table} (id UInt32, e String EPHEMERAL, e2 UInt8 EPHEMERAL 7, s String DEFAULT upper(e), `+
+		`n UInt16 DEFAULT e2 * 2, dyn Dynamic EPHEMERAL, d String DEFAULT toString(dyn)) ENGINE = MergeTree ORDER BY id`)
 	e.opts.WindowSeconds = pipeline.GivenInt(1)
-	e.publishJSON(t, `{"id":1,"e":"abc"}`)
+	e.publishJSON(t, `{"id":1,"e":"abc","e2":4,"dyn":5}`, `{"id":2}`, `{"id":3,"e2":300}`)
 	out := e.runBinary(t, "")
-	if got := srv.MustQuery(t, "SELECT id, s FROM events"); got != "1\t" {
-		t.Errorf("row %q, want 1 and an empty s (the EPHEMERAL column is not written)", got)
+	if got, want := srv.MustQuery(t, "SELECT id, s, n, d FROM events ORDER BY id"), "1\tABC\t8\t\n2\t\t14\t"; got != want {
+		t.Errorf("rows:\n%s\nwant\n%s", got, want)
 	}
-	want := `level=WARN msg="column \"e\" is EPHEMERAL: the pipeline never writes it, so a field \"e\" of the payload is ignored and the DEFAULT expressions that read the column get its own default (defaultValueOfTypeName('String')), not the field's value, as they would from an INSERT ... FORMAT JSONEachRow"`
+	if got := srv.MustQuery(t, "SELECT error_message FROM dead_letters"); got != `column "e2" (UInt8): 300 is out of range for UInt8 (0 to 255)` {
+		t.Errorf("dead letters: %q, want the EPHEMERAL column's own error", got)
+	}
+	want := `level=WARN msg="column \"dyn\" is EPHEMERAL, of a type the pipeline cannot convert (Dynamic): it is not written, so a field \"dyn\" of the payload is ignored and the DEFAULT expressions that read the column get its own default (defaultValueOfTypeName('Dynamic'))"`
 	if !strings.Contains(out, want) {
 		t.Errorf("the launch does not warn %s:\n%s", want, out)
+	}
+	if strings.Contains(out, `column \"e\" is EPHEMERAL`) {
+		t.Errorf("the launch warns of a written EPHEMERAL column:\n%s", out)
 	}
 }

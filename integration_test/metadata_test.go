@@ -202,7 +202,7 @@ func TestMetadataStartupFailures(t *testing.T) {
 		{"no such column", map[string]string{"metadataColumns": "message_id=msg_id"},
 			`pubsub-to-clickhouse: metadataColumns: pair "message_id=msg_id": the table events has no column "msg_id"`},
 		{"a MATERIALIZED column", map[string]string{"metadataColumns": "publish_time=m"},
-			`pubsub-to-clickhouse: metadataColumns: pair "publish_time=m": column "m" is MATERIALIZED, which an INSERT never writes; name a column without MATERIALIZED, ALIAS or EPHEMERAL`},
+			`pubsub-to-clickhouse: metadataColumns: pair "publish_time=m": column "m" is MATERIALIZED, which an INSERT never writes; name a column without MATERIALIZED or ALIAS`},
 		{"a type that cannot take the value", map[string]string{"metadataColumns": "publish_time=ts,attribute.tag=tags"},
 			`pubsub-to-clickhouse: metadataColumns: pair "attribute.tag=tags": column "tags" (Array(String)) cannot take the value: attribute.tag is a JSON string, which Array(String) never takes; name a column of a type that takes a string (String, a number, a date, UUID, ...)`},
 		{"publish_time into UInt32", map[string]string{"metadataColumns": "publish_time=id"},

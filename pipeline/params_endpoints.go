@@ -96,7 +96,8 @@ var endpointParameters = []parameter{
 		regex: "^ *[^.` ][^.`]*$",
 		doc: "Table to insert rows into, a bare name such as `events` (not `analytics.events`: a dot is refused, put the database in " +
 			"`clickHouseDatabase`). It must exist; its columns decide how each field is converted, and a column of a type the pipeline cannot " +
-			"convert stops the launch, naming the column. `MATERIALIZED`, `ALIAS` and `EPHEMERAL` columns are never written. Not " +
+			"convert stops the launch, naming the column. `MATERIALIZED` and `ALIAS` columns are never written; an `EPHEMERAL` one takes its field " +
+			"(for the `DEFAULT`s that read it), unless its type has no converter. Not " +
 			"`clickHouseDeadLetterTable` (unless `routeUnlisted=deadLetter` leaves it unwritten): rows there would pass for dead letters.",
 	},
 	{

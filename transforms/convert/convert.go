@@ -134,11 +134,21 @@ func New(t *schema.Table) (*Converter, error) { return NewWith(t, Options{}) }
 // names (metadata.go): o.Metadata's columns take the message's metadata, o.UnknownFields the
 // payload's fields that give the row no value. A pair or column of o that does not fit the
 // table (no such writable column, a type that cannot take the value, a column named twice) is an
-// *OptionError.
+// *OptionError. It marks t's EPHEMERAL columns of types without a converter NotWritten.
 func NewWith(t *schema.Table, o Options) (*Converter, error) {
 	serverLoc, err := loadZone(t.ServerTimeZone)
 	if err != nil {
 		return nil, fmt.Errorf("server time zone: %w", err)
+	}
+	// An EPHEMERAL column is written when its type has a converter; one that has none (a Dynamic
+	// EPHEMERAL column) is not written, and its field is ignored, rather than refusing a table
+	// whose other columns all convert.
+	for i := range t.Columns {
+		if col := &t.Columns[i]; col.DefaultKind == "EPHEMERAL" && !col.NotWritten {
+			if _, err := newEncoder(col.Type, serverLoc); err != nil {
+				col.NotWritten = true
+			}
+		}
 	}
 	c := &Converter{index: map[string]int{}}
 	for _, col := range t.Writable() {

@@ -227,7 +227,7 @@ func (c *Converter) applyOptions(t *schema.Table, o Options) error {
 		}
 		for _, col := range t.Columns {
 			if col.Name == name {
-				return 0, &OptionError{opt, pair, fmt.Sprintf("column %q is %s, which an INSERT never writes; name a column without MATERIALIZED, ALIAS or EPHEMERAL", name, col.DefaultKind)}
+				return 0, &OptionError{opt, pair, fmt.Sprintf("column %q is %s, which an INSERT never writes; name a column without MATERIALIZED or ALIAS", name, col.DefaultKind)}
 			}
 		}
 		return 0, &OptionError{opt, pair, fmt.Sprintf("the table %s has no column %q", t.Name, name)}

@@ -219,7 +219,7 @@ func TestOptionsRefusedAtStartUp(t *testing.T) {
 		{convert.Options{Metadata: []convert.MetadataColumn{{"message_id", "nope"}}},
 			`metadataColumns: pair "message_id=nope": the table t has no column "nope"`},
 		{convert.Options{Metadata: []convert.MetadataColumn{{"message_id", "m"}}},
-			`metadataColumns: pair "message_id=m": column "m" is MATERIALIZED, which an INSERT never writes; name a column without MATERIALIZED, ALIAS or EPHEMERAL`},
+			`metadataColumns: pair "message_id=m": column "m" is MATERIALIZED, which an INSERT never writes; name a column without MATERIALIZED or ALIAS`},
 		{convert.Options{Metadata: []convert.MetadataColumn{{"publish_time", "j"}}},
 			`metadataColumns: pair "publish_time=j": column "j" (Int32) cannot take the value: publish_time goes into DateTime, DateTime64 (milliseconds kept where the precision holds them), Int64 or UInt64 (Unix milliseconds) or String (RFC 3339 with milliseconds)`},
 		{convert.Options{Metadata: []convert.MetadataColumn{{"message_id", "a"}}},

@@ -24,22 +24,29 @@ type Column struct {
 	DefaultKind string
 	// DefaultExpression is the expression text when DefaultKind is not empty.
 	DefaultExpression string
+	// NotWritten marks an EPHEMERAL column of a type the pipeline has no converter for (Dynamic,
+	// say): it is not written, and its field is ignored (convert.NewWith sets it).
+	NotWritten bool
 }
 
-// Writable reports whether an INSERT may name the column. MATERIALIZED and ALIAS columns are
-// computed by the server and EPHEMERAL ones exist only in INSERTs' default expressions; the
-// pipeline never writes any of them (ClickHouse docs: "CREATE TABLE", default values).
+// Writable reports whether an INSERT may name the column: not a MATERIALIZED or ALIAS one, which
+// the server computes, nor an EPHEMERAL one marked NotWritten. An EPHEMERAL column is written: it
+// is stored nowhere, and exists so that an INSERT gives it a value that the DEFAULT expressions
+// of other columns read (ClickHouse docs, "CREATE TABLE", "EPHEMERAL"), as ClickHouse's own
+// JSONEachRow gives it the field of its name.
 func (c Column) Writable() bool {
 	switch c.DefaultKind {
-	case "MATERIALIZED", "ALIAS", "EPHEMERAL":
+	case "MATERIALIZED", "ALIAS":
 		return false
+	case "EPHEMERAL":
+		return !c.NotWritten
 	}
 	return true
 }
 
-// HasDefault reports whether the server computes the column's value when an INSERT omits it
-// (DefaultKind DEFAULT).
-func (c Column) HasDefault() bool { return c.DefaultKind == "DEFAULT" }
+// HasDefault reports whether the server computes the column's value when an INSERT omits it:
+// DefaultKind DEFAULT, and EPHEMERAL (its expression, or its type's default value).
+func (c Column) HasDefault() bool { return c.DefaultKind == "DEFAULT" || c.DefaultKind == "EPHEMERAL" }
 
 // Table is the target table's schema.
 type Table struct {
@@ -113,7 +120,7 @@ func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Tabl
 		return nil, fmt.Errorf("table %s.%s %w (no columns in system.columns): check the database and table names, and that the user may read the table", database, table, ErrNotFound)
 	}
 	if len(t.Writable()) == 0 {
-		return nil, fmt.Errorf("table %s.%s %w (all are MATERIALIZED, ALIAS or EPHEMERAL)", database, table, ErrNoWritableColumn)
+		return nil, fmt.Errorf("table %s.%s %w (all are MATERIALIZED or ALIAS)", database, table, ErrNoWritableColumn)
 	}
 	return t, nil
 }

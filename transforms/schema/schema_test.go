@@ -43,7 +43,7 @@ func TestFetch(t *testing.T) {
 		{"ts", "DateTime('UTC')", "DEFAULT", true, true}, // the kind upper-cased, as older servers spell it in lower case
 		{"day", "Date", "MATERIALIZED", false, false},
 		{"len", "UInt64", "ALIAS", false, false},
-		{"tmp", "String", "EPHEMERAL", false, false},
+		{"tmp", "String", "EPHEMERAL", true, true}, // written, for the DEFAULTs that read it; omitted, its own default
 		{"tags", "Array(Nullable(String))", "", true, false},
 	}
 	if diff := cmp.Diff(want, cols); diff != "" {
@@ -53,8 +53,13 @@ func TestFetch(t *testing.T) {
 	for _, c := range got.Writable() {
 		writable = append(writable, c.Name)
 	}
-	if diff := cmp.Diff([]string{"id", "ts", "tags"}, writable); diff != "" {
+	if diff := cmp.Diff([]string{"id", "ts", "tmp", "tags"}, writable); diff != "" {
 		t.Errorf("Writable (-want +got):\n%s", diff)
+	}
+	// An EPHEMERAL column marked NotWritten (a type without a converter: convert.NewWith) is not.
+	got.Columns[4].NotWritten = true
+	if got.Columns[4].Writable() || len(got.Writable()) != 3 {
+		t.Errorf("an EPHEMERAL column marked NotWritten is writable")
 	}
 }
 
