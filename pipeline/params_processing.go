@@ -393,7 +393,7 @@ var processingParameters = []parameter{
 			"routeBy. Unset by default. For example, click=clicks,order=orders.",
 		regex: "^([^,=]+=[^,=.`]+(,[^,=]+=[^,=.`]+)*)?$",
 		doc: "The table of each value of `routeBy`: comma-separated `VALUE=table` pairs, such as `click=clicks,order=orders`; spaces around a " +
-			"value or table are ignored, several values may share a table, a value is listed once. Every table is in `clickHouseDatabase` and " +
+			"value or table are ignored, several values may share a table, a value is listed once and holds no `,` or `=` (a message whose value has one is unlisted: see `routeUnlisted`). Every table is in `clickHouseDatabase` and " +
 			"is checked at launch as `clickHouseTable` is (each failure names its pair). Each table has its own schema (refreshed on its own, " +
 			"`schemaRefreshSeconds`), its own conversion with `metadataColumns` and `unknownFieldsColumn` (which each table must then have), " +
 			"and its own batches: `batchRowCount`, `windowSeconds` and `maxInsertBlockSize` hold per table, and one table's outage or rejected " +
