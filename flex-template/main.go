@@ -337,10 +337,9 @@ func checkTable(ctx context.Context, conn driver.Conn, o pipeline.Options, table
 			sources[i], col, col, where), "table", table)
 	}
 	for _, col := range t.Columns {
-		if col.DefaultKind == "EPHEMERAL" && col.NotWritten {
-			slog.Warn(fmt.Sprintf("column %q is EPHEMERAL, of a type the pipeline cannot convert (%s): it is not written, so a field %q "+
-				"of the payload is ignored and the DEFAULT expressions that read the column get its own default (%s)",
-				col.Name, col.TypeName, col.Name, col.DefaultExpression), "table", table)
+		if col.DefaultKind == "EPHEMERAL" && col.NotWritten != "" {
+			slog.Warn(fmt.Sprintf("column %q is EPHEMERAL and not written: %s; so a field %q of the payload is ignored, and the DEFAULT "+
+				"expressions that read the column get its own default (%s)", col.Name, col.NotWritten, col.Name, col.DefaultExpression), "table", table)
 		}
 	}
 	if col := o.UnknownFieldsColumn; col != "" {

@@ -130,26 +130,48 @@ type Converter struct {
 // pipeline stops at start-up instead of dead-lettering every message.
 func New(t *schema.Table) (*Converter, error) { return NewWith(t, Options{}) }
 
+// markEphemeral gives each EPHEMERAL column of t that is not to be written its reason
+// (schema.Column.NotWritten): its type has no converter (a Dynamic EPHEMERAL column), which would
+// otherwise refuse a table whose other columns all convert; or its name is also the part before
+// a dot of writable columns, where its field and the group's would be ambiguous (rule 3 of
+// docs/conversion.md, as for a MATERIALIZED column of that name).
+func markEphemeral(t *schema.Table, serverLoc *time.Location) {
+	prefixes := map[string]bool{}
+	for _, col := range t.Columns {
+		if col.DefaultKind == "MATERIALIZED" || col.DefaultKind == "ALIAS" || col.DefaultKind == "EPHEMERAL" {
+			continue
+		}
+		for j := 1; j < len(col.Name); j++ {
+			if col.Name[j] == '.' {
+				prefixes[col.Name[:j]] = true
+			}
+		}
+	}
+	for i := range t.Columns {
+		col := &t.Columns[i]
+		if col.DefaultKind != "EPHEMERAL" || col.NotWritten != "" {
+			continue
+		}
+		if _, err := newEncoder(col.Type, serverLoc); err != nil {
+			col.NotWritten = "its type has no converter: " + err.Error()
+		} else if prefixes[col.Name] {
+			col.NotWritten = fmt.Sprintf("it is also the part before a dot of other columns (%s.…), whose field it would be ambiguous with", col.Name)
+		}
+	}
+}
+
 // NewWith is New with columns filled from the message instead of the payload's fields of their
 // names (metadata.go): o.Metadata's columns take the message's metadata, o.UnknownFields the
 // payload's fields that give the row no value. A pair or column of o that does not fit the
 // table (no such writable column, a type that cannot take the value, a column named twice) is an
-// *OptionError. It marks t's EPHEMERAL columns of types without a converter NotWritten.
+// *OptionError. It gives t's EPHEMERAL columns that are not written their reason (markEphemeral),
+// and fails, wrapping schema.ErrNoWritableColumn, when no column is left to write.
 func NewWith(t *schema.Table, o Options) (*Converter, error) {
 	serverLoc, err := loadZone(t.ServerTimeZone)
 	if err != nil {
 		return nil, fmt.Errorf("server time zone: %w", err)
 	}
-	// An EPHEMERAL column is written when its type has a converter; one that has none (a Dynamic
-	// EPHEMERAL column) is not written, and its field is ignored, rather than refusing a table
-	// whose other columns all convert.
-	for i := range t.Columns {
-		if col := &t.Columns[i]; col.DefaultKind == "EPHEMERAL" && !col.NotWritten {
-			if _, err := newEncoder(col.Type, serverLoc); err != nil {
-				col.NotWritten = true
-			}
-		}
-	}
+	markEphemeral(t, serverLoc)
 	c := &Converter{index: map[string]int{}}
 	for _, col := range t.Writable() {
 		enc, err := newEncoder(col.Type, serverLoc)
@@ -169,6 +191,9 @@ func NewWith(t *schema.Table, o Options) (*Converter, error) {
 			array:      emptyOnNull(base), // Array, Map, Nested, geo arrays: null and missing are empty
 			isString:   enc == stringEncoder{},
 		})
+	}
+	if len(c.columns) == 0 {
+		return nil, fmt.Errorf("table %s.%s %w (all are MATERIALIZED or ALIAS, or EPHEMERAL and not written)", t.Database, t.Name, schema.ErrNoWritableColumn)
 	}
 	c.fields = make([]value, len(c.columns))
 	c.tableColumns = make(map[string]bool, len(t.Columns))

@@ -29,7 +29,7 @@ func table(t testing.TB, specs ...string) *schema.Table {
 		if def != "" {
 			kind = "DEFAULT"
 		}
-		for _, k := range []string{"MATERIALIZED", "ALIAS"} {
+		for _, k := range []string{"MATERIALIZED", "ALIAS", "EPHEMERAL"} {
 			if a, e, ok := strings.Cut(typ, " "+k+" "); ok {
 				typ, kind, def = a, k, e
 			}
@@ -404,5 +404,29 @@ func TestColumns(t *testing.T) {
 	}
 	if got := convert.Columns(errors.New("code: 153, message: Division by zero")); got != "" {
 		t.Errorf("Columns of a server's error = %q, want none", got)
+	}
+}
+
+// TestEphemeral: an EPHEMERAL column is written (its field converted as for any column of its
+// type, the DEFAULT flag when the field is missing); one whose type has no converter, or whose
+// name is also a group of dotted columns, is not, and its field is ignored or ambiguous as a
+// MATERIALIZED column's; a table left with no column to write is refused.
+func TestEphemeral(t *testing.T) {
+	run(t, []convCase{
+		{"written", []string{"id UInt8", "e String EPHEMERAL defaultValueOfTypeName('String')", "s String DEFAULT upper(e)"}, `{"id":1,"e":"abc"}`,
+			[]any{uint8(1), "abc", useDefault{}}, ""},
+		{"missing: its own default", []string{"id UInt8", "e UInt8 EPHEMERAL 7"}, `{"id":1}`, []any{uint8(1), useDefault{}}, ""},
+		{"converted as its type", []string{"id UInt8", "e UInt8 EPHEMERAL 7"}, `{"id":1,"e":300}`, nil, `column "e" (UInt8): 300 is out of range for UInt8 (0 to 255)`},
+		{"a type without a converter: not written", []string{"id UInt8", "d Dynamic EPHEMERAL defaultValueOfTypeName('Dynamic')"}, `{"id":1,"d":5}`,
+			[]any{uint8(1)}, ""},
+		{"also a group: ambiguous, as before", []string{"id UInt8", "n String EPHEMERAL ''", "n.a Array(UInt8)"}, `{"id":1,"n":[{"a":1}]}`, nil,
+			`names both the EPHEMERAL column "n"`},
+	})
+	tb := table(t, "d Dynamic EPHEMERAL defaultValueOfTypeName('Dynamic')", "s String MATERIALIZED toString(d)")
+	if _, err := convert.New(tb); !errors.Is(err, schema.ErrNoWritableColumn) {
+		t.Errorf("a table whose only EPHEMERAL column has no converter: %v, want schema.ErrNoWritableColumn", err)
+	}
+	if tb.Columns[0].NotWritten == "" || tb.Columns[0].Writable() {
+		t.Errorf("the Dynamic EPHEMERAL column is not marked NotWritten: %+v", tb.Columns[0])
 	}
 }

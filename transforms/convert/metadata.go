@@ -226,6 +226,9 @@ func (c *Converter) applyOptions(t *schema.Table, o Options) error {
 			return i, nil
 		}
 		for _, col := range t.Columns {
+			if col.Name == name && col.NotWritten != "" {
+				return 0, &OptionError{opt, pair, fmt.Sprintf("column %q is EPHEMERAL and not written: %s; name another column", name, col.NotWritten)}
+			}
 			if col.Name == name {
 				return 0, &OptionError{opt, pair, fmt.Sprintf("column %q is %s, which an INSERT never writes; name a column without MATERIALIZED or ALIAS", name, col.DefaultKind)}
 			}

@@ -115,7 +115,9 @@ func columnTypes(ctx context.Context, conn driver.Conn, database, table string, 
 	}
 	have := map[string]schema.Column{}
 	for _, c := range t.Writable() {
-		have[c.Name] = c
+		if c.DefaultKind != "EPHEMERAL" { // stored nowhere: a dead letter's bytes would be lost
+			have[c.Name] = c
+		}
 	}
 	base := func(c schema.Column) string {
 		b, _ := c.Type.Unwrap()

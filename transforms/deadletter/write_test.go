@@ -221,6 +221,9 @@ func TestTableHint(t *testing.T) {
 		{"missing", schemafake.Conn{}, "table db.dl does not exist", true},
 		{"a column wrong", schemafake.Conn{Columns: append(good[:3:3], [4]string{"failed_at", "Date", "", ""})}, "column failed_at is Date, not DateTime", true},
 		{"nothing writable", schemafake.Conn{Columns: [][4]string{{"raw_message", "String", "MATERIALIZED", "''"}}}, "has no column an INSERT may write", true},
+		// An EPHEMERAL column is stored nowhere: the dead letter's bytes would be lost.
+		{"an EPHEMERAL column", schemafake.Conn{Columns: append([][4]string{{"raw_message", "String", "EPHEMERAL", "defaultValueOfTypeName('String')"}}, good[1:]...)},
+			"no writable column raw_message String", true},
 		{"unreadable", schemafake.Conn{Fail: errors.New("dial tcp 127.0.0.1:9000: connect: connection refused")}, "connection refused", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,13 +24,15 @@ type Column struct {
 	DefaultKind string
 	// DefaultExpression is the expression text when DefaultKind is not empty.
 	DefaultExpression string
-	// NotWritten marks an EPHEMERAL column of a type the pipeline has no converter for (Dynamic,
-	// say): it is not written, and its field is ignored (convert.NewWith sets it).
-	NotWritten bool
+	// NotWritten says why an EPHEMERAL column is not written, "" when it is: its type has no
+	// converter (Dynamic, say), or its name is also the part before a dot of other columns, whose
+	// group its field would then be ambiguous with. Its field is then ignored, as a MATERIALIZED
+	// column's is (convert.NewWith sets it).
+	NotWritten string
 }
 
 // Writable reports whether an INSERT may name the column: not a MATERIALIZED or ALIAS one, which
-// the server computes, nor an EPHEMERAL one marked NotWritten. An EPHEMERAL column is written: it
+// the server computes, nor an EPHEMERAL one with a NotWritten reason. An EPHEMERAL column is written: it
 // is stored nowhere, and exists so that an INSERT gives it a value that the DEFAULT expressions
 // of other columns read (ClickHouse docs, "CREATE TABLE", "EPHEMERAL"), as ClickHouse's own
 // JSONEachRow gives it the field of its name.
@@ -39,7 +41,7 @@ func (c Column) Writable() bool {
 	case "MATERIALIZED", "ALIAS":
 		return false
 	case "EPHEMERAL":
-		return !c.NotWritten
+		return c.NotWritten == ""
 	}
 	return true
 }

@@ -57,7 +57,7 @@ func TestFetch(t *testing.T) {
 		t.Errorf("Writable (-want +got):\n%s", diff)
 	}
 	// An EPHEMERAL column marked NotWritten (a type without a converter: convert.NewWith) is not.
-	got.Columns[4].NotWritten = true
+	got.Columns[4].NotWritten = "its type has no converter"
 	if got.Columns[4].Writable() || len(got.Writable()) != 3 {
 		t.Errorf("an EPHEMERAL column marked NotWritten is writable")
 	}
