@@ -40,7 +40,9 @@ func newNewColumns(c *evolve.Checker, r evolve.Rule) *newColumns {
 // unknownFieldsColumn is unset (keepsUnknown false); such a message adds no column, so none of
 // its fields is counted as one (its refusals are, for the summary).
 func (n *newColumns) add(conv *convert.Converter, payload []byte, where string, keepsUnknown bool) (names []string, dead error) {
-	fresh, refused, err := n.checker.Fields(conv, payload)
+	// The columns the earlier messages would add count as the table's: the parse stage adds them
+	// before it reads this message.
+	fresh, refused, err := n.checker.Fields(conv, payload, func(name string) bool { _, ok := n.first[name]; return ok })
 	if err != nil {
 		return nil, err
 	}

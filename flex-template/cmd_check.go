@@ -247,7 +247,7 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 	if dl == nil {
 		var err error
 		if c.buf, err = t.conv.ConvertMessage(c.buf[:0], m.Data, &meta); err != nil {
-			d := parse.NewDeadLetter(m, err)
+			d := c.parseDeadLetter(m, err, t)
 			dl, kinds, hinted = &d, errorKinds(err), hints(m.Data, err)
 		}
 	}
@@ -255,7 +255,7 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 	if dl == nil && t.adds != nil {
 		var dead error
 		if newFields, dead = t.adds.add(t.conv, m.Data, where, c.fromMessage.UnknownFields != ""); dead != nil {
-			d := parse.NewDeadLetter(m, dead)
+			d := c.parseDeadLetter(m, dead, t)
 			dl, kinds = &d, errorKinds(dead)
 		}
 	}
@@ -302,6 +302,16 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 	return nil
 }
 
+// parseDeadLetter is the parse stage's dead letter of m in table t, whose stack trace names the
+// table when messages are routed, as the routed table's parse stage writes it.
+func (c *checker) parseDeadLetter(m flow.Message, err error, t *checkTarget) flow.DeadLetter {
+	d := parse.NewDeadLetter(m, err)
+	if c.only == nil {
+		d.StackTrace = flow.WithTable(d.StackTrace, t.name)
+	}
+	return d
+}
+
 // render decodes a row and writes its columns, one "  column = value" line each.
 func (c *checkTarget) render(row []byte) (string, error) {
 	spans, err := c.layout.Split(row, nil)
@@ -321,7 +331,11 @@ func (c *checkTarget) render(row []byte) (string, error) {
 		if err := dec.Append(spans[i]); err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "  %s = %s\n", flow.OneLine(col.Name), renderValue(col.Type, firstValue(dec.Values()), c.zone))
+		note := ""
+		if col.DefaultKind == "EPHEMERAL" {
+			note = "  -- EPHEMERAL: read by the DEFAULTs, not stored"
+		}
+		fmt.Fprintf(&b, "  %s = %s%s\n", flow.OneLine(col.Name), renderValue(col.Type, firstValue(dec.Values()), c.zone), note)
 	}
 	return b.String(), nil
 }

@@ -179,9 +179,11 @@ func formatFloat(f float64, bits int) string {
 	case math.IsNaN(f):
 		return "nan"
 	}
-	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		s := strconv.FormatFloat(f, 'e', -1, bits) // 3.4028235e+38, 1e-07
-		mant, exp, _ := strings.Cut(s, "e")
+	// The exponent of the shortest digits of the value in its own type decides, not the float64's
+	// magnitude: the Float32 0.000001 is 9.99999997e-7 as a float64, and ClickHouse prints 0.000001.
+	e := strconv.FormatFloat(f, 'e', -1, bits) // 3.4028235e+38, 1e-07
+	mant, exp, _ := strings.Cut(e, "e")
+	if n, _ := strconv.Atoi(exp); f != 0 && (n < -6 || n >= 21) {
 		sign := ""
 		if exp[0] == '-' {
 			sign = "-"

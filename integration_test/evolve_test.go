@@ -415,6 +415,14 @@ func TestCheckShowsNewColumns(t *testing.T) {
 	if cols := ch.MustQuery(t, fmt.Sprintf("SELECT name FROM system.columns WHERE database = '%s' AND table = 'events'", ch.Database)); cols != "id" {
 		t.Errorf("check added columns: %q", cols)
 	}
+
+	// A column an earlier message would add counts as the table's, as in the pipeline, which adds
+	// x with message 1 and then refuses x.y, under it.
+	file = writeTestFile(t, "under.jsonl", `{"id":1,"x":1}`+"\n"+`{"id":2,"x.y":2}`+"\n")
+	out, errOut, code = runCommand(t, "", append([]string{"check", "--clickHouseTable=events", "--addNewColumns", file}, chFlags(ch)...)...)
+	if want := file + `:2: dead letter: addNewColumns: field "x.y" (value 2) cannot be a column: it falls under "x"`; code != 1 || !strings.Contains(out, want) {
+		t.Errorf("exit %d, want 1, and the output lacks %q:\n%s%s", code, want, out, errOut)
+	}
 }
 
 // TestNewColumnsRouted: with routeBy, each table's parse stage adds its own columns: a field

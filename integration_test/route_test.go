@@ -349,6 +349,15 @@ func TestCheckRouted(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit code %d, want 1", code)
 	}
+	// With --stackTrace, the stack trace of a routed message's dead letter names its table, as
+	// the pipeline's does; the routing's own does not.
+	out, errOut, _ = runCommand(t, "", append(append([]string{"check", "--stackTrace", "--clickHouseTable=events", "--routeBy=field:kind",
+		"--routeTables=click=clicks"}, chFlags(ch)...), file)...)
+	for _, want := range []string{"    stage: parse\n    table: clicks\n    column: id\n", "    stage: route\n    error: routeBy"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check --stackTrace printed\n%s\nwant it to contain\n%s\nstderr:\n%s", out, want, errOut)
+		}
+	}
 }
 
 // TestRoutingByAttributeDeadLetterTableWithoutAttributes: routing by an attribute into a

@@ -77,7 +77,8 @@ func fileNameBytes(name string) int {
 // "Virtual columns"): a column of one of these names is stored, but a SELECT reads the virtual
 // column instead on older servers (ClickHouse 18.16 returns the part's name for _part).
 var mergeTreeVirtual = []string{"_part", "_part_index", "_part_uuid", "_partition_id", "_partition_value", "_sample_factor",
-	"_part_offset", "_part_granule_offset", "_row_exists", "_block_number", "_block_offset", "_part_data_version", "_disk_name"}
+	"_part_offset", "_part_granule_offset", "_part_starting_offset", "_row_exists", "_block_number", "_block_offset", "_part_data_version",
+	"_disk_name", "_distance", "_table", "_database"}
 
 // Column is one column of a DDL statement.
 type Column struct {

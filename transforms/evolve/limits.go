@@ -114,12 +114,16 @@ type Field struct {
 
 // Fields returns the top-level fields of payload that no column of conv's table takes
 // (convert.Converter.NewFields), in the payload's order: those that may become columns (fresh),
-// and the refusals of those the rules of Check refuse. A field whose value is null is neither (no
-// type yet). err makes the message a dead letter: a field given twice (a *convert.PayloadError,
-// since which value is meant is ambiguous), or a value that is not JSON. The parse stage and the
-// check command both decide a message's new fields here.
-func (c *Checker) Fields(conv *convert.Converter, payload []byte) (fresh []Field, refused []*Refusal, err error) {
+// and the refusals of those the rules of Check refuse. A field falls under a group (Check) by the
+// table's columns (convert.Converter.GroupOf), and also by the message's other new fields (x.y
+// beside a new x: adding both would make the ambiguity GroupOf keeps out) and by the names known
+// says will be columns (nil: none; the check command's columns to be). A field whose value is
+// null is neither (no type yet). err makes the message a dead letter: a field given twice (a
+// *convert.PayloadError, since which value is meant is ambiguous), or a value that is not JSON.
+// The parse stage and the check command both decide a message's new fields here.
+func (c *Checker) Fields(conv *convert.Converter, payload []byte, known func(name string) bool) (fresh []Field, refused []*Refusal, err error) {
 	var seen map[string]bool
+	var candidates []Field
 	err = conv.NewFields(payload, func(name string, value []byte) error {
 		if seen == nil {
 			seen = map[string]bool{}
@@ -135,14 +139,31 @@ func (c *Checker) Fields(conv *convert.Converter, payload []byte) (fresh []Field
 		case k == None:
 			return nil // null: no type, no column yet
 		}
-		if r := c.Check(name, value, conv.GroupOf(name)); r != nil {
-			refused = append(refused, r)
-		} else {
-			fresh = append(fresh, Field{name, value, k})
-		}
+		candidates = append(candidates, Field{name, value, k})
 		return nil
 	})
-	return fresh, refused, err
+	if err != nil {
+		return nil, nil, err
+	}
+	others := make(map[string]bool, len(candidates))
+	for _, f := range candidates {
+		others[f.Name] = true
+	}
+	column := func(name string) bool { return others[name] || known != nil && known(name) }
+	for _, f := range candidates {
+		group := conv.GroupOf(f.Name)
+		for j := 1; group == "" && j < len(f.Name); j++ {
+			if f.Name[j] == '.' && column(f.Name[:j]) {
+				group = f.Name[:j]
+			}
+		}
+		if r := c.Check(f.Name, f.Value, group); r != nil {
+			refused = append(refused, r)
+		} else {
+			fresh = append(fresh, f)
+		}
+	}
+	return fresh, refused, nil
 }
 
 // Refusals is the dead-letter error of a message with new fields that do not become columns,

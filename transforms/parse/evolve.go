@@ -106,16 +106,17 @@ func (f *parseFn) newEvolver() (*evolver, error) {
 // server could not be reached (after retries), or a column added is not visible in time.
 func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flow.Message) (reread bool, dead, err error) {
 	e := f.evolver
-	fresh, refused, walk := e.checker.Fields(conv, m.Data)
+	fresh, refused, walk := e.checker.Fields(conv, m.Data, nil)
 	// A field whose ADD COLUMN the server refused a moment ago is refused again without asking.
 	fresh = slices.DeleteFunc(fresh, func(n evolve.Field) bool {
 		d, ok := e.refused[n.Name]
-		if ok && time.Since(d.at) < refusedFor {
-			r := *d.r
-			r.Value = text.Cut(n.Value, 100)
-			refused = append(refused, &r)
+		if !ok || time.Since(d.at) >= refusedFor {
+			return false
 		}
-		return ok && time.Since(d.at) < refusedFor
+		r := *d.r
+		r.Value = text.Cut(n.Value, 100)
+		refused = append(refused, &r)
+		return true
 	})
 	switch {
 	case walk != nil:

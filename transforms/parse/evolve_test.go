@@ -216,19 +216,24 @@ func TestAddColumnsRefusesNamesThatBreakTheTable(t *testing.T) {
 	long := strings.Repeat("д", 45)
 	got, _, _ := runEvolve(t, Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true, Limits: evolve.Limits{Max: 10}},
 		[]string{`{"id":1,"n.b":5}`, `{"id":2,"s.x":1}`, `{"id":3,"` + long + `":1}`, `{"id":4,"_part":1}`,
-			`{"id":5,"n":[{"a":2}]}`, `{"id":6,"g.y":1,"u.v":2}`, `{"id":7,"g":{"x":1,"y":2}}`})
+			`{"id":5,"n":[{"a":2}]}`, `{"id":6,"g.y":1,"u.v":2}`, `{"id":7,"g":{"x":1,"y":2}}`,
+			`{"id":8,"x":1,"x.y":2}`, `{"id":9,"x":{"y":3}}`, `{"id":10,"p.q":1}`})
 	want := []string{
 		`addNewColumns: field "n.b" (value 5) cannot be a column: it falls under "n", a column or a Nested group of the table, whose field a new column there would read differently; the message is a dead letter`,
 		`addNewColumns: field "s.x" (value 1) cannot be a column: it falls under "s", a column or a Nested group of the table, whose field a new column there would read differently; the message is a dead letter`,
 		`addNewColumns: field "` + long + `" (value 1) cannot be a column: the name is 270 bytes long as ClickHouse names the column's files (each byte other than A-Z, a-z, 0-9 and _ as %XX), more than 245: with a suffix such as .null.mrk2 that is more than a file name holds (255 bytes), and every INSERT into the table would then fail; the message is a dead letter`,
 		`addNewColumns: field "_part" (value 1) cannot be a column: the name is that of a virtual column of MergeTree tables, which ClickHouse (18.16 among others) reads instead of a column of that name; the message is a dead letter`,
 		"row", "row", "row",
+		// x and x.y new in one message: x.y falls under x, which the message adds (before, both were added).
+		`addNewColumns: field "x.y" (value 2) cannot be a column: it falls under "x", a column or a Nested group of the table, whose field a new column there would read differently; the message is a dead letter`,
+		"row", // x alone: added (message 8, a dead letter, added nothing)
+		"row", // under nothing: a new group
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
 	}
 	cols := srv.MustQuery(t, fmt.Sprintf("SELECT name, type FROM system.columns WHERE database = '%s' AND table = 'events'", srv.Database))
-	if want := "id\tUInt32\ns\tString\nn.a\tArray(UInt8)\ng.x\tNullable(UInt8)\ng.y\tNullable(Int64)\nu.v\tNullable(Int64)"; cols != want {
+	if want := "id\tUInt32\ns\tString\nn.a\tArray(UInt8)\ng.x\tNullable(UInt8)\ng.y\tNullable(Int64)\nu.v\tNullable(Int64)\nx\tNullable(String)\np.q\tNullable(Int64)"; cols != want {
 		t.Errorf("columns:\n%s\nwant\n%s", cols, want)
 	}
 }

@@ -70,7 +70,7 @@ func TestColumnGoneWithAddNewColumns(t *testing.T) {
 		f.Teardown()
 		want, wantRows := []string(nil), "1\n2\n3"
 		if add {
-			want = []string{`{"id":1,"bar":2}: field "bar" (value 2) names no column any more: it had one when the message was parsed (addNewColumns), and the column is gone since (dropped or renamed); the message is a dead letter rather than a row without the value (replaying it adds the column again)`}
+			want = []string{`{"id":1,"bar":2}: field "bar" (value 2) names no column any more: with addNewColumns the parse stage gave it one, so the column is gone since (dropped or renamed) or not yet visible on the server this worker writes to; the message is a dead letter rather than a row without the value (replaying it adds the column again)`}
 			wantRows = "2\n3"
 		}
 		if diff := cmp.Diff(want, dead); diff != "" {

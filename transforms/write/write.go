@@ -284,9 +284,9 @@ func gone(conv *convert.Converter, payload []byte) error {
 	if len(fields) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s names no column any more: it had one when the message was parsed (addNewColumns), and the column is gone since "+
-		"(dropped or renamed); the message is a dead letter rather than a row without the value (replaying it adds the column again)",
-		strings.Join(fields, ", "))
+	return fmt.Errorf("%s names no column any more: with addNewColumns the parse stage gave it one, so the column is gone since "+
+		"(dropped or renamed) or not yet visible on the server this worker writes to; the message is a dead letter rather than a row "+
+		"without the value (replaying it adds the column again)", strings.Join(fields, ", "))
 }
 
 // insertRows converts rows with the current schema, splits them into blocks and inserts each.
