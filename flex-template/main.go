@@ -336,7 +336,18 @@ func checkTable(ctx context.Context, conn driver.Conn, o pipeline.Options, table
 		slog.Warn(fmt.Sprintf("%s: column %q takes its value from the message, not from the payload: a field %q of the payload is %s",
 			sources[i], col, col, where), "table", table)
 	}
+	fills := map[string]string{} // the columns filled from the message, by name: which parameter fills them
+	for _, m := range o.FromMessage().Metadata {
+		fills[m.Column] = "metadataColumns"
+	}
+	if col := o.UnknownFieldsColumn; col != "" {
+		fills[col] = "unknownFieldsColumn"
+	}
 	for _, col := range t.Columns {
+		if param, ok := fills[col.Name]; ok && col.DefaultKind == "EPHEMERAL" && col.NotWritten == "" {
+			slog.Warn(fmt.Sprintf("%s: column %q is EPHEMERAL, stored nowhere: what %s puts there is kept only by the DEFAULT expressions "+
+				"that read the column", param, col.Name, param), "table", table)
+		}
 		if col.DefaultKind == "EPHEMERAL" && col.NotWritten != "" {
 			slog.Warn(fmt.Sprintf("column %q is EPHEMERAL and not written: %s; so a field %q of the payload is ignored, and the DEFAULT "+
 				"expressions that read the column get its own default (%s)", col.Name, col.NotWritten, col.Name, col.DefaultExpression), "table", table)

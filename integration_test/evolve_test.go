@@ -516,12 +516,13 @@ func TestNewFieldsBecomeColumnsOnModern(t *testing.T) {
 // written, its field is ignored, and the launch warns of it, naming the column.
 func TestEphemeralColumnsOnModern(t *testing.T) {
 	srv := chtest.StartModern(t)
-	e := newE2EOn(t, srv.Server, `CREATE TABLE {table} (id UInt32, e String EPHEMERAL, e2 UInt8 EPHEMERAL 7, s String DEFAULT upper(e), `+
-		`n UInt16 DEFAULT e2 * 2, dyn Dynamic EPHEMERAL, d String DEFAULT toString(dyn)) ENGINE = MergeTree ORDER BY id`)
+	e := newE2EOn(t, srv.Server, `CREATE TABLE {table} (id UInt32 DEFAULT 9, e String EPHEMERAL, e2 UInt8 EPHEMERAL 7, s String DEFAULT upper(e), `+
+		`n UInt16 DEFAULT e2 * 2, dyn Dynamic EPHEMERAL, d String DEFAULT toString(dyn), mid String EPHEMERAL, m String DEFAULT mid) ENGINE = MergeTree ORDER BY id`)
 	e.opts.WindowSeconds = pipeline.GivenInt(1)
-	e.publishJSON(t, `{"id":1,"e":"abc","e2":4,"dyn":5}`, `{"id":2}`, `{"id":3,"e2":300}`)
-	out := e.runBinary(t, "")
-	if got, want := srv.MustQuery(t, "SELECT id, s, n, d FROM events ORDER BY id"), "1\tABC\t8\t\n2\t\t14\t"; got != want {
+	e.publishJSON(t, `{"id":1,"e":"abc","e2":4,"dyn":5}`, `{"id":2}`, `{"id":3,"e2":300}`, `{}`)
+	// metadataColumns into an EPHEMERAL column: the DEFAULT that reads it keeps the message id.
+	out := e.runBinary(t, "", "--metadataColumns=message_id=mid")
+	if got, want := srv.MustQuery(t, "SELECT id, s, n, d, m != '' FROM events ORDER BY id"), "1\tABC\t8\t\t1\n2\t\t14\t\t1\n9\t\t14\t\t1"; got != want {
 		t.Errorf("rows:\n%s\nwant\n%s", got, want)
 	}
 	if got := srv.MustQuery(t, "SELECT error_message FROM dead_letters"); got != `column "e2" (UInt8): 300 is out of range for UInt8 (0 to 255)` {
@@ -533,7 +534,23 @@ func TestEphemeralColumnsOnModern(t *testing.T) {
 			t.Errorf("the launch does not warn %s:\n%s", want, out)
 		}
 	}
+	if want := `level=WARN msg="metadataColumns: column \"mid\" is EPHEMERAL, stored nowhere: what metadataColumns puts there is kept only by the DEFAULT expressions that read the column"`; !strings.Contains(out, want) {
+		t.Errorf("the launch does not warn %s:\n%s", want, out)
+	}
 	if strings.Contains(out, `column \"e\" is EPHEMERAL`) {
 		t.Errorf("the launch warns of a written EPHEMERAL column:\n%s", out)
+	}
+}
+
+// TestEphemeralOnlyOnModern: a message that gives no column a value, into a table whose only
+// written column is EPHEMERAL, is a row of defaults: the INSERT names the EPHEMERAL column with
+// its own default (write.Block's insertDefaults), as it names a DEFAULT column elsewhere.
+func TestEphemeralOnlyOnModern(t *testing.T) {
+	srv := chtest.StartModern(t)
+	conn := srv.Conn(t)
+	srv.MustExec(t, "CREATE TABLE only_eph (raw String EPHEMERAL 'none', s String MATERIALIZED upper(raw)) ENGINE = MergeTree ORDER BY tuple()")
+	insertThroughWriteStage(t, conn, srv.Database, "only_eph", `{}`, `{"raw":"ab"}`)
+	if got := srv.MustQuery(t, "SELECT s FROM only_eph ORDER BY s"); got != "AB\nNONE" {
+		t.Errorf("rows %q, want AB and NONE (the EPHEMERAL column's own default)", got)
 	}
 }

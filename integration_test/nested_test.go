@@ -9,6 +9,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/write"
 )
@@ -29,26 +30,8 @@ type rowsCase struct {
 // reads each expression back.
 func runRowsCase(t *testing.T, srv *chtest.Server, conn driver.Conn, table string, tc rowsCase) {
 	t.Helper()
-	ctx := context.Background()
 	srv.CreateTable(t, tc.ddl, table)
-	sch, conv := converterOf(t, conn, srv.Database, table)
-	var rows []*write.Row
-	for j, payload := range tc.rows {
-		row, err := conv.Convert(nil, []byte(payload))
-		if err != nil {
-			t.Fatalf("payload %s: %v", payload, err)
-		}
-		rows = append(rows, &write.Row{Row: &flow.Row{MessageID: fmt.Sprint(j)}, Data: row})
-	}
-	blocks, err := write.Blocks(sch.Writable(), rows, 1000, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range blocks {
-		if err := b.Insert(ctx, conn, srv.Database, table, nil); err != nil {
-			t.Fatalf("insert: %v", err)
-		}
-	}
+	conv := insertThroughWriteStage(t, conn, srv.Database, table, tc.rows...)
 	if got, want := srv.MustQuery(t, "SELECT count() FROM "+table), fmt.Sprint(len(tc.rows)); got != want {
 		t.Fatalf("rows in table = %s, want %s", got, want)
 	}
@@ -152,4 +135,30 @@ func TestNestedObjectFormAsTheServerReadsIt(t *testing.T) {
 	if got, want := srv.MustQuery(t, "SELECT n.a, n.b FROM server ORDER BY id FORMAT TabSeparated"), "[3,4]\t['y','z']\n[]\t[]"; got != want {
 		t.Errorf("server: %q, want %q (the object form read, then dropped when unknown fields are skipped)", got, want)
 	}
+}
+
+// insertThroughWriteStage converts each payload against the table's schema and inserts the rows
+// through the write stage's blocks (write.Blocks, Block.Insert), as the pipeline does, and returns
+// the converter; a payload that does not convert, or an INSERT that fails, fails the test.
+func insertThroughWriteStage(t *testing.T, conn driver.Conn, database, table string, payloads ...string) *convert.Converter {
+	t.Helper()
+	sch, conv := converterOf(t, conn, database, table)
+	var rows []*write.Row
+	for j, payload := range payloads {
+		row, err := conv.Convert(nil, []byte(payload))
+		if err != nil {
+			t.Fatalf("payload %s: %v", payload, err)
+		}
+		rows = append(rows, &write.Row{Row: &flow.Row{MessageID: fmt.Sprint(j)}, Data: row})
+	}
+	blocks, err := write.Blocks(sch.Writable(), rows, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blocks {
+		if err := b.Insert(context.Background(), conn, database, table, nil); err != nil {
+			t.Fatalf("insert: %v", err)
+		}
+	}
+	return conv
 }

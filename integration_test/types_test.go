@@ -22,10 +22,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
-
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/write"
 )
 
 // typeCase is one table of the end-to-end type tests: its columns, messages inserted in order,
@@ -45,7 +42,6 @@ type typeCase struct {
 func TestTypesEndToEnd(t *testing.T) {
 	srv := chtest.New(t)
 	conn := srv.Conn(t)
-	ctx := context.Background()
 	for i, tc := range []typeCase{
 		{
 			name:    "Decimal",
@@ -205,24 +201,7 @@ func TestTypesEndToEnd(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			table := fmt.Sprintf("types_%d", i)
 			srv.CreateTable(t, "CREATE TABLE {table} (id UInt32, "+tc.columns+") ENGINE = MergeTree ORDER BY id", table)
-			sch, conv := converterOf(t, conn, srv.Database, table)
-			var rows []*write.Row
-			for j, payload := range tc.rows {
-				row, err := conv.Convert(nil, []byte(payload))
-				if err != nil {
-					t.Fatalf("payload %s: %v", payload, err)
-				}
-				rows = append(rows, &write.Row{Row: &flow.Row{MessageID: fmt.Sprint(j)}, Data: row})
-			}
-			blocks, err := write.Blocks(sch.Writable(), rows, 1000, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, b := range blocks {
-				if err := b.Insert(ctx, conn, srv.Database, table, nil); err != nil {
-					t.Fatalf("insert: %v", err)
-				}
-			}
+			conv := insertThroughWriteStage(t, conn, srv.Database, table, tc.rows...)
 			for expr, want := range tc.want {
 				got := srv.MustQuery(t, fmt.Sprintf("SELECT %s FROM %s ORDER BY id FORMAT TabSeparated", expr, table))
 				if got != want {

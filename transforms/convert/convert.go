@@ -131,10 +131,11 @@ type Converter struct {
 func New(t *schema.Table) (*Converter, error) { return NewWith(t, Options{}) }
 
 // markEphemeral gives each EPHEMERAL column of t that is not to be written its reason
-// (schema.Column.NotWritten): its type has no converter (a Dynamic EPHEMERAL column), which would
-// otherwise refuse a table whose other columns all convert; or its name is also the part before
-// a dot of writable columns, where its field and the group's would be ambiguous (rule 3 of
-// docs/conversion.md, as for a MATERIALIZED column of that name).
+// (schema.Column.NotWritten): its type has no converter (a Dynamic EPHEMERAL column), or its name
+// holds a backtick or a backslash, either of which would otherwise refuse a table whose other
+// columns all convert (as before EPHEMERAL columns were written); or its name is also the part
+// before a dot of writable columns, where its field and the group's would be ambiguous (rule 3
+// of docs/conversion.md, as for a MATERIALIZED column of that name).
 func markEphemeral(t *schema.Table, serverLoc *time.Location) {
 	prefixes := map[string]bool{}
 	for _, col := range t.Columns {
@@ -154,6 +155,8 @@ func markEphemeral(t *schema.Table, serverLoc *time.Location) {
 		}
 		if _, err := newEncoder(col.Type, serverLoc); err != nil {
 			col.NotWritten = "its type has no converter: " + err.Error()
+		} else if strings.ContainsAny(col.Name, "`\\") {
+			col.NotWritten = "its name holds a backtick or a backslash, which clickhouse-go cannot name in an INSERT"
 		} else if prefixes[col.Name] {
 			col.NotWritten = fmt.Sprintf("it is also the part before a dot of other columns (%s.…), whose field it would be ambiguous with", col.Name)
 		}

@@ -419,6 +419,7 @@ func TestEphemeral(t *testing.T) {
 		{"converted as its type", []string{"id UInt8", "e UInt8 EPHEMERAL 7"}, `{"id":1,"e":300}`, nil, `column "e" (UInt8): 300 is out of range for UInt8 (0 to 255)`},
 		{"a type without a converter: not written", []string{"id UInt8", "d Dynamic EPHEMERAL defaultValueOfTypeName('Dynamic')"}, `{"id":1,"d":5}`,
 			[]any{uint8(1)}, ""},
+		{"a name with a backtick: not written", []string{"id UInt8", "b\x60q String EPHEMERAL ''"}, `{"id":1,"b\u0060q":"x"}`, []any{uint8(1)}, ""},
 		{"also a group: ambiguous, as before", []string{"id UInt8", "n String EPHEMERAL ''", "n.a Array(UInt8)"}, `{"id":1,"n":[{"a":1}]}`, nil,
 			`names both the EPHEMERAL column "n"`},
 	})

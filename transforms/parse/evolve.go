@@ -151,6 +151,16 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 	}
 	reread = true
 	missing := slices.DeleteFunc(fresh, func(n evolve.Field) bool { return f.hasColumn(n.Name) })
+	// The group rule again, against the table as it is now: a column another worker or a person
+	// added since this bundle's schema (x, or n.a of a Nested) may put a new field under it.
+	now := f.tracker.Converter()
+	missing = slices.DeleteFunc(missing, func(n evolve.Field) bool {
+		if r := e.checker.Check(n.Name, n.Value, now.GroupOf(n.Name)); r != nil {
+			refused = append(refused, r)
+			return true
+		}
+		return false
+	})
 	// The limit first: a message that is a dead letter adds no column.
 	before, granted := reserve(e.key, len(missing), e.checker.Limits().Max)
 	reserved := missing[:granted]

@@ -28,10 +28,20 @@ type evolveCase struct {
 // for each "row" or its dead letter's error, and the schema hashes of the rows.
 func runEvolve(t *testing.T, cfg Config, payloads []string) (got []string, f *parseFn, rows []flow.Row) {
 	t.Helper()
+	return runEvolveAfter(t, cfg, nil, payloads)
+}
+
+// runEvolveAfter is runEvolve calling after, when not nil, between the DoFn's Setup (which reads
+// the table) and the first message: for a table changed behind the worker's back.
+func runEvolveAfter(t *testing.T, cfg Config, after func(), payloads []string) (got []string, f *parseFn, rows []flow.Row) {
+	t.Helper()
 	ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), "bundle")
 	f = &parseFn{Config: cfg}
 	if err := f.Setup(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if after != nil {
+		after()
 	}
 	for i, p := range payloads {
 		id := fmt.Sprint(i)
@@ -121,29 +131,16 @@ func TestAddColumnsTypeChosenElsewhere(t *testing.T) {
 	srv := chtest.New(t)
 	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
 	cfg := Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true, Limits: evolve.Limits{Max: 5}}
-	ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), "bundle")
-	f := &parseFn{Config: cfg}
-	if err := f.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
 	// Another worker adds s as a String and n as an Int64 after this one read the schema.
-	srv.MustExec(t, "ALTER TABLE events ADD COLUMN s Nullable(String)")
-	srv.MustExec(t, "ALTER TABLE events ADD COLUMN n Nullable(Int64)")
-	var dead []string
-	var rows []flow.Row
-	for i, p := range []string{`{"id":1,"s":5}`, `{"id":2,"n":"x"}`} {
-		err := f.ProcessElement(ctx, 0, flow.Messages{Messages: []flow.Message{{ID: fmt.Sprint(i), Data: []byte(p)}}},
-			func(_ beam.EventTime, rs flow.Rows) { rows = append(rows, rs.Rows...) }, func(d flow.DeadLetter) { dead = append(dead, d.ErrorMessage) })
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	f.FinishBundle(func(_ beam.EventTime, rs flow.Rows) { rows = append(rows, rs.Rows...) }, nil)
-	if len(rows) != 1 || rows[0].MessageID != "0" {
+	got, _, rows := runEvolveAfter(t, cfg, func() {
+		srv.MustExec(t, "ALTER TABLE events ADD COLUMN s Nullable(String)")
+		srv.MustExec(t, "ALTER TABLE events ADD COLUMN n Nullable(Int64)")
+	}, []string{`{"id":1,"s":5}`, `{"id":2,"n":"x"}`})
+	if len(rows) != 1 || rows[0].MessageID != "0" || got[0] != "row" {
 		t.Errorf("rows %v, want the message with s (5 into the String column)", rows)
 	}
-	if len(dead) != 1 || !strings.HasPrefix(dead[0], `column "n" (Nullable(Int64)): "x"`) {
-		t.Errorf("dead letters %q, want the message with n, by the usual rules", dead)
+	if !strings.HasPrefix(got[1], `column "n" (Nullable(Int64)): "x"`) {
+		t.Errorf("outcome %q, want the message with n a dead letter, by the usual rules", got[1])
 	}
 }
 
@@ -235,5 +232,28 @@ func TestAddColumnsRefusesNamesThatBreakTheTable(t *testing.T) {
 	cols := srv.MustQuery(t, fmt.Sprintf("SELECT name, type FROM system.columns WHERE database = '%s' AND table = 'events'", srv.Database))
 	if want := "id\tUInt32\ns\tString\nn.a\tArray(UInt8)\ng.x\tNullable(UInt8)\ng.y\tNullable(Int64)\nu.v\tNullable(Int64)\nx\tNullable(String)\np.q\tNullable(Int64)"; cols != want {
 		t.Errorf("columns:\n%s\nwant\n%s", cols, want)
+	}
+}
+
+// TestAddColumnsGroupRuleOnTheTableAsItIsNow: a column added since the bundle's schema was read
+// (another worker, a person) puts a new field under it: the parse stage reads the table again
+// before adding columns, and refuses x.y beside a new column x, and n.b beside a new n.a Array.
+func TestAddColumnsGroupRuleOnTheTableAsItIsNow(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+	cfg := Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true, Limits: evolve.Limits{Max: 5}}
+	dead, _, _ := runEvolveAfter(t, cfg, func() {
+		srv.MustExec(t, "ALTER TABLE events ADD COLUMN x Nullable(Int64)")
+		srv.MustExec(t, "ALTER TABLE events ADD COLUMN `n.a` Array(UInt8)")
+	}, []string{`{"id":1,"x.y":2}`, `{"id":2,"n.b":5}`})
+	want := []string{
+		`addNewColumns: field "x.y" (value 2) cannot be a column: it falls under "x", a column or a Nested group of the table, whose field a new column there would read differently; the message is a dead letter`,
+		`addNewColumns: field "n.b" (value 5) cannot be a column: it falls under "n", a column or a Nested group of the table, whose field a new column there would read differently; the message is a dead letter`,
+	}
+	if diff := cmp.Diff(want, dead); diff != "" {
+		t.Errorf("dead letters (-want +got):\n%s", diff)
+	}
+	if cols := srv.MustQuery(t, fmt.Sprintf("SELECT name FROM system.columns WHERE database = '%s' AND table = 'events'", srv.Database)); cols != "id\nx\nn.a" {
+		t.Errorf("columns %q, want id, x and n.a alone", cols)
 	}
 }

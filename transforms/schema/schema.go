@@ -114,7 +114,7 @@ func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Tabl
 		return nil, fmt.Errorf("%s.%s is a View, which cannot be inserted into: give the table the view reads from", database, table)
 	}
 	for _, c := range t.Columns {
-		if c.Writable() && strings.ContainsAny(c.Name, "`\\") {
+		if c.Writable() && c.DefaultKind != "EPHEMERAL" && strings.ContainsAny(c.Name, "`\\") { // an EPHEMERAL one is left unwritten (convert.NewWith)
 			return nil, fmt.Errorf("table %s.%s column %q: a name with a backtick or a backslash is not supported (clickhouse-go cannot name it in an INSERT)", database, table, c.Name)
 		}
 	}

@@ -252,7 +252,7 @@ func (b *Block) insertDefaults(ctx context.Context, conn driver.Conn, database, 
 		expr := ""
 		_, nullable := c.Type.Unwrap()
 		switch {
-		case c.DefaultKind == "DEFAULT":
+		case c.HasDefault(): // DEFAULT, and EPHEMERAL: its expression, or its type's default value
 			expr = c.DefaultExpression
 		case c.DefaultKind == "" && nullable:
 			expr = "NULL"
