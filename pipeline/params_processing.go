@@ -6,6 +6,7 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -52,7 +53,7 @@ var processingParameters = []parameter{
 		name: "windowSeconds", group: "Batching", kind: kindOptionalInt,
 		field: func(o *Options) any { return &o.WindowSeconds },
 		usage: "Length of the windows that group messages into inserts, in `seconds`; positive.",
-		rule:  atLeast(1, "must be a positive number of seconds (leave it empty for unset)"),
+		rule:  within(1, maxSeconds, "must be a positive number of seconds (leave it empty for unset)", tooManySeconds),
 		label: "Window length (seconds)",
 		help: "Length of the windows that group rows into INSERTs, in seconds; positive. Set alone: fixed windows, each window's rows are inserted " +
 			"when it closes. Set with batchRowCount: an INSERT at batchRowCount rows or windowSeconds after the first row of the batch, whichever " +
@@ -64,7 +65,7 @@ var processingParameters = []parameter{
 		name: "batchRowCount", group: "Batching", kind: kindOptionalInt,
 		field: func(o *Options) any { return &o.BatchRowCount },
 		usage: "Largest number of rows in one insert, in `rows`; positive.",
-		rule:  atLeast(1, "must be a positive number of rows (leave it empty for unset)"),
+		rule:  within(1, math.MaxInt32, "must be a positive number of rows (leave it empty for unset)", "must be at most %d rows"),
 		label: "Batch size (rows)",
 		help: "Largest number of rows in one INSERT; positive. Set alone: an INSERT every batchRowCount rows, in the global window. Set with " +
 			"windowSeconds: an INSERT at batchRowCount rows or windowSeconds after the first row of the batch, whichever comes first. Neither set: " +
@@ -125,7 +126,7 @@ var processingParameters = []parameter{
 		name: "retryInitialBackoffMillis", group: "Insert tuning", kind: kindInt, def: 5_000,
 		field: func(o *Options) any { return &o.RetryInitialBackoffMillis },
 		usage: "Wait before the first retry of a failed INSERT, in `milliseconds`; doubled at each retry up to retryMaxBackoffMillis, with jitter; positive.",
-		rule:  atLeast(1, "must be a positive number of milliseconds (default %d)"),
+		rule:  within(1, maxSeconds*1000, "must be a positive number of milliseconds (default %d)", "must be at most %d milliseconds (365 days)"),
 		label: "First retry wait (milliseconds)",
 		help: "Wait before the first retry of a failed INSERT, in milliseconds; doubled at each further retry up to retryMaxBackoffMillis, with " +
 			"jitter; positive.",
@@ -139,6 +140,9 @@ var processingParameters = []parameter{
 		rule: func(p parameter, o Options) string {
 			if p.number(o) < o.RetryInitialBackoffMillis {
 				return fmt.Sprintf("must be at least retryInitialBackoffMillis (%d) milliseconds (default %d)", o.RetryInitialBackoffMillis, p.def)
+			}
+			if p.number(o) > maxSeconds*1000 {
+				return fmt.Sprintf("must be at most %d milliseconds (365 days)", maxSeconds*1000)
 			}
 			return ""
 		},
@@ -237,7 +241,7 @@ var processingParameters = []parameter{
 		field: func(o *Options) any { return &o.StopAfterIdle },
 		usage: "Local runner only: end the run once no message has arrived for this many `seconds` and everything pulled has been written.",
 		unset: "the run goes on until stopped",
-		rule:  atLeast(1, "must be a positive number of seconds (leave it empty to run until stopped)"),
+		rule:  within(1, maxSeconds, "must be a positive number of seconds (leave it empty to run until stopped)", tooManySeconds),
 		doc: "For local runs on Beam's prism runner: it ends the run once no message has arrived for that many seconds. On " +
 			"Dataflow the source is Dataflow's own Pub/Sub read and the flag has no effect (drain the job instead), so the template does not offer " +
 			"it and `flex-template/run.sh` refuses it.",
@@ -247,7 +251,7 @@ var processingParameters = []parameter{
 		field: func(o *Options) any { return &o.ProgressSeconds },
 		usage: "Local runner only: how often a progress line is logged (messages read, rows inserted, dead letters, messages not yet acknowledged " +
 			"and the age of the oldest), in `seconds`; 0 = never.",
-		rule: atLeast(0, "must be 0 (never) or more seconds (default %d)"),
+		rule: within(0, maxSeconds, "must be 0 (never) or more seconds (default %d)", tooManySeconds),
 		doc: "For local runs too: every that many seconds the run logs one line, `msg=\"progress: 1200 messages read, 1176 rows " +
 			"inserted, 24 dead letters, 0 unacknowledged\"` (with `, oldest pulled 3.2s ago` while some are unacknowledged, and the messages the " +
 			"JavaScript UDF dropped when there are any); rows inserted and dead letters count the messages whose row or dead letter is stored (and " +
@@ -257,7 +261,7 @@ var processingParameters = []parameter{
 		name: "schemaRefreshSeconds", group: "Target", kind: kindInt, def: 60,
 		field: func(o *Options) any { return &o.SchemaRefreshSeconds },
 		usage: "How often each worker reads the table's schema again, in `seconds`, to pick up added columns; 0 = never.",
-		rule:  atLeast(0, "must be 0 (never) or more seconds (default %d)"),
+		rule:  within(0, maxSeconds, "must be 0 (never) or more seconds (default %d)", tooManySeconds),
 		label: "Schema refresh interval (seconds)",
 		help: "How often each worker reads the target table's columns again, in seconds, so that a column added while the job runs is filled without a " +
 			"restart (the dead-letter table's too); 0 means never (a dropped or changed column is still noticed at the next INSERT that fails because of it).",

@@ -55,6 +55,25 @@ func atLeast(least int, tooSmall string) func(parameter, Options) string {
 	}
 }
 
+// within is atLeast with an upper bound: a value above most is refused with tooLarge, which
+// formats most (a number of seconds beyond what a time.Duration holds wraps around, and a row
+// count beyond an int32 wraps in Beam's count trigger).
+func within(least, most int, tooSmall, tooLarge string) func(parameter, Options) string {
+	small := atLeast(least, tooSmall)
+	return func(p parameter, o Options) string {
+		if p.number(o) > most {
+			return fmt.Sprintf(tooLarge, most)
+		}
+		return small(p, o)
+	}
+}
+
+// maxSeconds bounds the parameters in seconds: 365 days.
+const maxSeconds = 365 * 24 * 3600
+
+// tooManySeconds is the rule text of a number of seconds above maxSeconds.
+const tooManySeconds = "must be at most %d seconds (365 days)"
+
 // plainName is the rule of a ClickHouse database or table name (see tableRule); dot says what
 // a dot means for this parameter.
 func plainName(dot string) func(parameter, Options) string {
