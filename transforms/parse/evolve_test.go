@@ -125,17 +125,29 @@ func TestAddColumns(t *testing.T) {
 	}
 }
 
+// runOnChangedTable runs payloads through a parse DoFn with addNewColumns (at most 5 columns)
+// on a table events (id UInt32) that the statements alters change after the DoFn read it: a
+// table changed behind the worker's back, by another worker or a person. It returns what
+// runEvolve does, and the server.
+func runOnChangedTable(t *testing.T, alters []string, payloads ...string) (got []string, rows []flow.Row, srv *chtest.Server) {
+	t.Helper()
+	srv = chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+	cfg := Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true, Limits: evolve.Limits{Max: 5}}
+	got, _, rows = runEvolveAfter(t, cfg, func() {
+		for _, q := range alters {
+			srv.MustExec(t, q)
+		}
+	}, payloads)
+	return got, rows, srv
+}
+
 // TestAddColumnsTypeChosenElsewhere: a column another worker added first, of another type than
 // this message's value gives, is what the message converts into.
 func TestAddColumnsTypeChosenElsewhere(t *testing.T) {
-	srv := chtest.New(t)
-	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
-	cfg := Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true, Limits: evolve.Limits{Max: 5}}
 	// Another worker adds s as a String and n as an Int64 after this one read the schema.
-	got, _, rows := runEvolveAfter(t, cfg, func() {
-		srv.MustExec(t, "ALTER TABLE events ADD COLUMN s Nullable(String)")
-		srv.MustExec(t, "ALTER TABLE events ADD COLUMN n Nullable(Int64)")
-	}, []string{`{"id":1,"s":5}`, `{"id":2,"n":"x"}`})
+	got, rows, _ := runOnChangedTable(t, []string{"ALTER TABLE events ADD COLUMN s Nullable(String)", "ALTER TABLE events ADD COLUMN n Nullable(Int64)"},
+		`{"id":1,"s":5}`, `{"id":2,"n":"x"}`)
 	if len(rows) != 1 || rows[0].MessageID != "0" || got[0] != "row" {
 		t.Errorf("rows %v, want the message with s (5 into the String column)", rows)
 	}
@@ -239,13 +251,8 @@ func TestAddColumnsRefusesNamesThatBreakTheTable(t *testing.T) {
 // (another worker, a person) puts a new field under it: the parse stage reads the table again
 // before adding columns, and refuses x.y beside a new column x, and n.b beside a new n.a Array.
 func TestAddColumnsGroupRuleOnTheTableAsItIsNow(t *testing.T) {
-	srv := chtest.New(t)
-	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
-	cfg := Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true, Limits: evolve.Limits{Max: 5}}
-	dead, _, _ := runEvolveAfter(t, cfg, func() {
-		srv.MustExec(t, "ALTER TABLE events ADD COLUMN x Nullable(Int64)")
-		srv.MustExec(t, "ALTER TABLE events ADD COLUMN `n.a` Array(UInt8)")
-	}, []string{`{"id":1,"x.y":2}`, `{"id":2,"n.b":5}`})
+	dead, _, srv := runOnChangedTable(t, []string{"ALTER TABLE events ADD COLUMN x Nullable(Int64)", "ALTER TABLE events ADD COLUMN `n.a` Array(UInt8)"},
+		`{"id":1,"x.y":2}`, `{"id":2,"n.b":5}`)
 	want := []string{
 		`addNewColumns: field "x.y" (value 2) cannot be a column: it falls under "x", a column or a Nested group of the table, whose field a new column there would read differently; the message is a dead letter`,
 		`addNewColumns: field "n.b" (value 5) cannot be a column: it falls under "n", a column or a Nested group of the table, whose field a new column there would read differently; the message is a dead letter`,

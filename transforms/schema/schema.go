@@ -25,8 +25,8 @@ type Column struct {
 	// DefaultExpression is the expression text when DefaultKind is not empty.
 	DefaultExpression string
 	// NotWritten says why an EPHEMERAL column is not written, "" when it is: its type has no
-	// converter (Dynamic, say), or its name is also the part before a dot of other columns, whose
-	// group its field would then be ambiguous with. Its field is then ignored, as a MATERIALIZED
+	// converter (Dynamic, say), its name holds a backtick or a backslash, or its name is also the
+	// part before a dot of other columns, whose group its field would then be ambiguous with. Its field is then ignored, as a MATERIALIZED
 	// column's is (convert.NewWith sets it).
 	NotWritten string
 }
