@@ -47,7 +47,7 @@ func (f *inferFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.fromSubscription, "fromSubscription", "", "Pub/Sub `subscription` to take the sample from instead of FILEs, projects/<project>/subscriptions/<name>; nothing is acknowledged")
 	fs.IntVar(&f.samples, "samples", 1000, "with --fromSubscription, the most `messages` to read")
 	fs.StringVar(&f.engine, "engine", "MergeTree", "the table `engine`, as SQL")
-	fs.StringVar(&f.orderBy, "orderBy", "tuple()", "the table's ORDER BY `expression`, as SQL (the inferred columns are Nullable, which a sorting key takes only with allow_nullable_key)")
+	fs.StringVar(&f.orderBy, "orderBy", "", "the table's ORDER BY `expression`, as SQL, for a MergeTree engine (default tuple(); the inferred columns are Nullable, which a sorting key takes only with allow_nullable_key); other engines take none")
 }
 
 // runInfer runs infer.
@@ -60,6 +60,9 @@ func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
 	files, code, done := parseCommand(cio, "infer", fs, args, &o, inferParams)
 	if done {
 		return code
+	}
+	if err := evolve.CheckOrderBy(f.engine, f.orderBy); err != nil {
+		return usageError(cio, "infer", fmt.Errorf("--engine, --orderBy: %w", err))
 	}
 	var msgs []inputMessage
 	var err error

@@ -178,6 +178,21 @@ func TestInferComments(t *testing.T) {
 	if _, errOut, code := infer(t, conn...); code != exitUsage || !strings.Contains(errOut, "no FILE given") {
 		t.Errorf("no FILE: exit %d, stderr %s", code, errOut)
 	}
+
+	// An engine outside the MergeTree family takes no ORDER BY: the table is created on the
+	// server, and an --orderBy beside it is a usage error before anything is read.
+	logConn := append(conn[:len(conn)-1:len(conn)-1], "--clickHouseTable=log")
+	out, errOut, code = infer(t, append(logConn, "--engine=Log", "--execute", file)...)
+	if code != exitOK || !strings.HasSuffix(out, ")\nENGINE = Log;\n") {
+		t.Errorf("--engine=Log: exit %d, printed\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if engine := srv.MustQuery(t, "SELECT engine FROM system.tables WHERE database = currentDatabase() AND name = 'log'"); engine != "Log" {
+		t.Errorf("--engine=Log created engine %q", engine)
+	}
+	if _, errOut, code := infer(t, append(logConn, "--engine=Log", "--orderBy=id", file)...); code != exitUsage ||
+		!strings.Contains(errOut, "--engine, --orderBy: ORDER BY id with engine Log: ORDER BY is a clause of the MergeTree engines alone") {
+		t.Errorf("--engine=Log --orderBy=id: exit %d, stderr %s; want 2", code, errOut)
+	}
 }
 
 // TestInferModern: on the ClickHouse 26 engine (skipped where it is not installed), booleans are

@@ -82,8 +82,8 @@ func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
 				m.Attributes[k] = v
 			}
 		}
-		if size := messageSize(m); size > maxMessageBytes {
-			return usageError(cio, "publish", fmt.Errorf("%s: the message is %d bytes (data and attributes), above Pub/Sub's limit of %d bytes (10 MB); nothing was published", l.Where, size, maxMessageBytes))
+		if err := fitsTopic(m, *topic); err != nil {
+			return usageError(cio, "publish", fmt.Errorf("%s: %w; nothing was published", l.Where, err))
 		}
 		msgs[i] = m
 	}
@@ -107,17 +107,13 @@ func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
 	return exitOK
 }
 
-// maxMessageBytes is the largest message Pub/Sub accepts: 10 MB of data, attributes and ordering
-// key (https://cloud.google.com/pubsub/quotas#resource_limits).
-const maxMessageBytes = 10_000_000
-
-// messageSize is what Pub/Sub counts of m against maxMessageBytes.
-func messageSize(m *pubsub.Message) int {
-	n := len(m.Data) + len(m.OrderingKey)
-	for k, v := range m.Attributes {
-		n += len(k) + len(v)
+// fitsTopic returns an error giving both sizes when m is larger than the Pub/Sub client publishes
+// to topic (psclient.MaxMessageBytes).
+func fitsTopic(m *pubsub.Message, topic string) error {
+	if size, limit := psclient.MessageSize(m), psclient.MaxMessageBytes(topic); size > limit {
+		return fmt.Errorf("the message is %d bytes as Pub/Sub encodes it (data, attributes and ordering key), above the %d bytes a publish request to %s has room for (Pub/Sub's limit is 10 MB a request)", size, limit, topic)
 	}
-	return n
+	return nil
 }
 
 // attributeFlag is the repeated --attribute=key=value.

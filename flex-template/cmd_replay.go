@@ -229,6 +229,17 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	if err != nil {
 		return failure(cio, "replay", fmt.Errorf("--fromTable: %w", err))
 	}
+	if r.delete {
+		// ALTER TABLE ... DELETE is a mutation, which ClickHouse has for the MergeTree engines
+		// alone: learn it before publishing, or every message would be replayed again.
+		var engine string
+		if err := conn.QueryRow(ctx, "SELECT engine FROM system.tables WHERE database = ? AND name = ?", o.ClickHouseDatabase, r.table).Scan(&engine); err != nil {
+			return failure(cio, "replay", fmt.Errorf("--delete: reading the engine of %s: %w; replayed nothing", r.from, err))
+		}
+		if !strings.HasSuffix(engine, "MergeTree") {
+			return failure(cio, "replay", fmt.Errorf("--delete: %s has engine %s, and ClickHouse deletes rows (ALTER TABLE ... DELETE, a mutation) from a MergeTree engine's tables alone; replayed nothing: drop --delete, or move the dead letters to a MergeTree table", r.from, engine))
+		}
+	}
 	table := chclient.QuoteIdent(o.ClickHouseDatabase) + "." + chclient.QuoteIdent(r.table)
 	cond, args := r.condition()
 	// The attributes and the ordering key, where the table keeps them (its optional columns).
@@ -264,9 +275,28 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	if err := rows.Err(); err != nil {
 		return failure(cio, "replay", fmt.Errorf("reading %s: %w", r.from, err))
 	}
+	// A dead letter too large to publish with the replay's attributes stays in the table (and is
+	// not deleted): the others are replayed, and the exit status says some were left.
+	var tooLarge []error
+	kept := 0
+	for i, m := range msgs {
+		if err := fitsTopic(m, r.topic); err != nil {
+			tooLarge = append(tooLarge, fmt.Errorf("a dead letter of %d bytes: %w", len(m.Data), err))
+			continue
+		}
+		msgs[kept], hashes[kept] = m, hashes[i]
+		kept++
+	}
+	msgs, hashes = msgs[:kept], hashes[:kept]
+	code := exitOK
+	if len(tooLarge) > 0 {
+		code = exitFailed
+		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: leaving %s in %s, too large to publish with the replay's attributes (replayed_from, replay_id): %v\n",
+			count(len(tooLarge), "dead letter"), r.from, flow.OneLine(errors.Join(tooLarge...).Error()))
+	}
 	if r.dryRun {
 		r.printDryRun(cio, msgs)
-		return exitOK
+		return code
 	}
 	n, err := r.publish(ctx, cio, msgs)
 	if err != nil {
@@ -274,13 +304,13 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	}
 	fmt.Fprintf(cio.Out, "replayed %s from %s to %s (replay_id=%s)\n", count(n, "dead letter"), r.from, r.topic, r.id)
 	if !r.delete || n == 0 {
-		return exitOK
+		return code
 	}
 	if err := deleteRows(ctx, conn, table, cond, args, hashes); err != nil {
 		return failure(cio, "replay", fmt.Errorf("deleting the replayed rows of %s: %w (they were replayed; delete them by hand, or a replay publishes them again)", r.from, err))
 	}
 	fmt.Fprintf(cio.Out, "deleted %s from %s\n", count(n, "replayed row"), r.from)
-	return exitOK
+	return code
 }
 
 // deleteRows deletes the rows of table that meet cond and whose rowHash is one of hashes, with
@@ -368,6 +398,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	var dry []*pubsub.Message
 	var heldAcks []string // a dry run's messages, released at the end
 	replayed, cut := 0, 0 // cut: messages the dead-letter stage cut to fit the topic
+	tooLarge := 0         // messages too large to publish with the replay's attributes
 	for {
 		pctx, cancel := context.WithTimeout(ctx, pullTimeout)
 		resp, err := subs.Pull(pctx, &pubsubpb.PullRequest{Subscription: r.subscription, MaxMessages: 1000})
@@ -399,6 +430,12 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 				delete(attrs, k)
 			}
 			msg := r.message(m.GetData(), attrs, m.GetOrderingKey())
+			if err := fitsTopic(msg, r.topic); err != nil {
+				tooLarge++
+				heldAcks = append(heldAcks, rm.GetAckId())
+				fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: leaving message %s on %s, unacknowledged: %v\n", m.GetMessageId(), r.subscription, err)
+				continue
+			}
 			if r.dryRun {
 				dry = append(dry, msg)
 				heldAcks = append(heldAcks, rm.GetAckId())
@@ -433,9 +470,14 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 		p.done(replayed)
 		fmt.Fprintf(cio.Out, "replayed %s from %s to %s (replay_id=%s)\n", count(replayed, "dead letter"), r.from, r.topic, r.id)
 	}
+	code := exitOK
 	if cut > 0 {
 		fmt.Fprintf(cio.Out, "left %d messages that the dead-letter stage cut to fit the topic (payloadTruncated=true, or attributesOmitted) on %s, unacknowledged: replay them from the dead-letter table\n", cut, r.subscription)
-		return exitFailed
+		code = exitFailed
 	}
-	return exitOK
+	if tooLarge > 0 {
+		fmt.Fprintf(cio.Out, "left %d messages too large to publish with the replay's attributes (replayed_from, replay_id) on %s, unacknowledged\n", tooLarge, r.subscription)
+		code = exitFailed
+	}
+	return code
 }

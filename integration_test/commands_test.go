@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -24,6 +25,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
 // runCommand runs the binary with args and stdin, and returns its standard output, standard
@@ -356,11 +358,30 @@ func TestPublishCommand(t *testing.T) {
 	// A line above Pub/Sub's 10 MB is refused by its place before anything is published.
 	big := writeTestFile(t, "big.jsonl", `{"id":1}`+"\n"+`{"s":"`+strings.Repeat("x", 10_000_000)+`"}`+"\n")
 	_, errOut, code = runCommand(t, "", "publish", "--topic="+topic, big)
-	if code != 2 || !strings.Contains(errOut, big+`:2: the message is 10000008 bytes (data and attributes), above Pub/Sub's limit of 10000000 bytes (10 MB); nothing was published`) {
+	limit := psclient.MaxMessageBytes(topic)
+	if code != 2 || !strings.Contains(errOut, fmt.Sprintf(big+`:2: the message is 10000013 bytes as Pub/Sub encodes it (data, attributes and ordering key), above the %d bytes a publish request to %s has room for (Pub/Sub's limit is 10 MB a request); nothing was published`, limit, topic)) {
 		t.Errorf("a message over 10 MB: exit %d, want 2\n%s", code, errOut)
 	}
 	if got := pullAll(t, e, sub); len(got) != 0 {
 		t.Errorf("a refused file published %d messages", len(got))
+	}
+	// The limit is the client's to the byte: a message of the largest size it publishes to the
+	// topic is published, one a byte larger refused (data alone: 5 bytes of framing for its tag
+	// and length).
+	atLimit := `"` + strings.Repeat("x", limit-5-2) + `"`
+	if got := psclient.MessageSize(&pubsub.Message{Data: []byte(atLimit)}); got != limit {
+		t.Fatalf("the message at the limit is %d bytes, want %d", got, limit)
+	}
+	_, errOut, code = runCommand(t, atLimit+"\n", "publish", "--topic="+topic, "-")
+	if got := pullAll(t, e, sub); code != 0 || len(got) != 1 || len(got[0].Data) != len(atLimit) {
+		t.Errorf("a message of the largest size: exit %d, %d messages pulled\n%s", code, len(got), errOut)
+	}
+	_, errOut, code = runCommand(t, atLimit+" \n", "publish", "--topic="+topic, "-")
+	if code != 2 || !strings.Contains(errOut, fmt.Sprintf("-:1: the message is %d bytes as Pub/Sub encodes it", limit+1)) {
+		t.Errorf("a message a byte over the limit: exit %d, want 2\n%s", code, errOut)
+	}
+	if got := pullAll(t, e, sub); len(got) != 0 {
+		t.Errorf("a refused message was published")
 	}
 }
 
@@ -429,6 +450,63 @@ func TestReplayFromTable(t *testing.T) {
 	out, errOut, code = runCommand(t, "", append(args, "--since=2026-01-15T13:30:00Z")...)
 	if code != 1 || !strings.Contains(errOut, `the attributes {"n":1} of a row are not a JSON object of strings`) {
 		t.Errorf("replay of a row with bad attributes: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// --delete from a table whose engine has no mutations stops before anything is published.
+	ch.MustExec(t, "CREATE TABLE dl_log (raw_message String, error_message String, stack_trace String, failed_at DateTime) ENGINE = Log")
+	ch.MustExec(t, `INSERT INTO dl_log VALUES ('{"id":6}', 'e', 's', `+at(10)+`)`)
+	logArgs := append([]string{"replay", "--topic=" + topic, "--fromTable=dl_log", "--replayId=r1"}, chFlags(ch)...)
+	out, errOut, code = runCommand(t, "", append(logArgs, "--delete")...)
+	if code != 1 || !strings.Contains(errOut, "--delete: clickhouse://"+ch.Database+".dl_log has engine Log, and ClickHouse deletes rows") ||
+		!strings.Contains(errOut, "replayed nothing") {
+		t.Errorf("replay --delete from a Log table: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := pullAll(t, e, sub); len(got) != 0 {
+		t.Errorf("replay --delete from a Log table published %v", got)
+	}
+}
+
+// TestReplayTooLarge: a dead letter that the replay's own attributes (replayed_from, replay_id)
+// would take past what the Pub/Sub client publishes is left where it is (in the table, not
+// deleted; on the subscription, unacknowledged), named on standard error, and the others are
+// replayed; exit 1.
+func TestReplayTooLarge(t *testing.T) {
+	ch := chtest.New(t)
+	e, input, inputSub, dlTopic, dlSub := replayTopics(t)
+	limit := psclient.MaxMessageBytes(input)
+	huge := strings.Repeat("x", limit-10) // fits alone, not with two attributes
+
+	ch.MustExec(t, deadletter.CreateTable(ch.Database, "dl"))
+	if _, err := ch.Post("INSERT INTO dl (raw_message, error_message, stack_trace, failed_at) FORMAT TabSeparated",
+		[]byte("{\"id\":1}\tbad\tst\t2026-01-15 10:00:00\n"+huge+"\tbad\tst\t2026-01-15 11:00:00\n")); err != nil {
+		t.Fatal(err)
+	}
+	from := "clickhouse://" + ch.Database + ".dl"
+	out, errOut, code := runCommand(t, "", append([]string{"replay", "--topic=" + input, "--fromTable=dl", "--replayId=r4", "--delete"}, chFlags(ch)...)...)
+	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+from) || !strings.Contains(out, "deleted 1 replayed row") ||
+		!strings.Contains(errOut, fmt.Sprintf("leaving 1 dead letter in %s, too large to publish with the replay's attributes (replayed_from, replay_id): a dead letter of %d bytes: the message is ", from, len(huge))) {
+		t.Errorf("replay --fromTable: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	if got := pullAll(t, e, inputSub); len(got) != 1 || got[0].Data != `{"id":1}` {
+		t.Errorf("replayed %d messages, want only {\"id\":1}", len(got))
+	}
+	if got := ch.MustQuery(t, "SELECT length(raw_message) FROM dl"); got != fmt.Sprint(len(huge)) {
+		t.Errorf("the table holds rows of lengths %s, want the large dead letter alone", got)
+	}
+
+	// From the dead-letter topic: a message published there by another hand.
+	e.Publish(t, dlTopic, &pubsubpb.PubsubMessage{Data: []byte(huge)}, &pubsubpb.PubsubMessage{Data: []byte(`{"id":2}`)})
+	out, errOut, code = runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+dlSub, "--replayId=r5")
+	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+dlSub) ||
+		!strings.Contains(out, "left 1 messages too large to publish with the replay's attributes (replayed_from, replay_id) on "+dlSub+", unacknowledged") ||
+		!strings.Contains(errOut, "unacknowledged: the message is ") {
+		t.Errorf("replay --fromSubscription: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	if got := pullAll(t, e, inputSub); len(got) != 1 || got[0].Data != `{"id":2}` {
+		t.Errorf("replayed %d messages, want only {\"id\":2}", len(got))
+	}
+	if got := pullAll(t, e, dlSub); len(got) != 1 || len(got[0].Data) != len(huge) {
+		t.Errorf("the dead-letter subscription delivers %d messages, want the large one", len(got))
 	}
 }
 

@@ -150,10 +150,13 @@ func AlreadyExists(err error) bool {
 //	ENGINE = MergeTree
 //	ORDER BY tuple()
 //
-// engine "" is MergeTree and orderBy "" is tuple() (no sorting key: rows are kept in insertion
-// order within a part, and a Nullable column may not be in a MergeTree's key unless
-// allow_nullable_key is set). engine and orderBy are SQL, written as given. Columns of kind None
-// (no type) cannot be created: they are an error naming them, as is an empty list.
+// engine "" is MergeTree. ORDER BY is a clause of the MergeTree family's engines alone (an engine
+// whose name, before any parenthesis, ends in MergeTree); another engine (Log, Memory, …) gets
+// none, and an orderBy given with one is an error naming both. For a MergeTree engine orderBy ""
+// is tuple() (no sorting key: rows are kept in insertion order within a part, and a Nullable
+// column may not be in a MergeTree's key unless allow_nullable_key is set). engine and orderBy are
+// SQL, written as given. Columns of kind None (no type) cannot be created: they are an error
+// naming them, as is an empty list.
 func CreateTable(database, tableName string, columns []Column, engine, orderBy string) (string, error) {
 	if len(columns) == 0 {
 		return "", errors.New("no column: a table needs at least one")
@@ -161,7 +164,11 @@ func CreateTable(database, tableName string, columns []Column, engine, orderBy s
 	if engine == "" {
 		engine = "MergeTree"
 	}
-	if orderBy == "" {
+	if err := CheckOrderBy(engine, orderBy); err != nil {
+		return "", err
+	}
+	mergeTree := isMergeTree(engine)
+	if mergeTree && orderBy == "" {
 		orderBy = "tuple()"
 	}
 	var b strings.Builder
@@ -176,6 +183,25 @@ func CreateTable(database, tableName string, columns []Column, engine, orderBy s
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString(")\nENGINE = " + engine + "\nORDER BY " + orderBy)
+	b.WriteString(")\nENGINE = " + engine)
+	if mergeTree {
+		b.WriteString("\nORDER BY " + orderBy)
+	}
 	return b.String(), nil
+}
+
+// CheckOrderBy returns an error naming both when orderBy is given (not "") with an engine outside
+// the MergeTree family (engine "" is MergeTree), which takes no ORDER BY clause.
+func CheckOrderBy(engine, orderBy string) error {
+	if orderBy != "" && engine != "" && !isMergeTree(engine) {
+		return fmt.Errorf("ORDER BY %s with engine %s: ORDER BY is a clause of the MergeTree engines alone", orderBy, engine)
+	}
+	return nil
+}
+
+// isMergeTree reports whether engine (SQL, as in ENGINE = …) is of the MergeTree family: its name,
+// before any parenthesis, ends in MergeTree (MergeTree, ReplicatedReplacingMergeTree('/p', 'r'), …).
+func isMergeTree(engine string) bool {
+	name, _, _ := strings.Cut(engine, "(")
+	return strings.HasSuffix(strings.TrimSpace(name), "MergeTree")
 }

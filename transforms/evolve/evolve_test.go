@@ -253,6 +253,22 @@ func TestDDL(t *testing.T) {
 	if err != nil || got != want {
 		t.Errorf("CreateTable with engine and key: %v\n%s", err, cmp.Diff(want, got))
 	}
+	for _, engine := range []string{"Log", "Memory", "TinyLog", "StripeLog", "Buffer(db, t2, 16, 10, 100, 10000, 1000000, 10000000, 100000000)"} {
+		got, err = CreateTable("db", "t", cols[:1], engine, "")
+		want = "CREATE TABLE `db`.`t`\n(\n    `a b` Nullable(Int64)\n)\nENGINE = " + engine
+		if err != nil || got != want {
+			t.Errorf("CreateTable with engine %s: %v\n%s", engine, err, cmp.Diff(want, got))
+		}
+		if _, err := CreateTable("db", "t", cols[:1], engine, "tuple()"); err == nil ||
+			err.Error() != "ORDER BY tuple() with engine "+engine+": ORDER BY is a clause of the MergeTree engines alone" {
+			t.Errorf("CreateTable with engine %s and an ORDER BY: %v", engine, err)
+		}
+	}
+	got, err = CreateTable("db", "t", cols[:1], "ReplicatedReplacingMergeTree('/t/{shard}', '{replica}')", "")
+	want = "CREATE TABLE `db`.`t`\n(\n    `a b` Nullable(Int64)\n)\nENGINE = ReplicatedReplacingMergeTree('/t/{shard}', '{replica}')\nORDER BY tuple()"
+	if err != nil || got != want {
+		t.Errorf("CreateTable with a replicated engine: %v\n%s", err, cmp.Diff(want, got))
+	}
 	if _, err := CreateTable("db", "t", nil, "", ""); err == nil || !strings.Contains(err.Error(), "no column") {
 		t.Errorf("CreateTable of no columns: %v", err)
 	}
