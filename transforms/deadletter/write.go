@@ -571,8 +571,12 @@ const MaxTopicAttributes = 100
 
 // TopicMessage is the dead-letter topic's message for r: the original payload bytes, ordering key
 // and attributes, with the attributes errorMessage (cut to Pub/Sub's 1024-byte limit on a UTF-8
-// boundary) and failedAt (RFC 3339, UTC, milliseconds, e.g. 2026-01-15T10:30:00.123Z) set (an
-// original attribute of either name is replaced).
+// boundary) and failedAt (RFC 3339, UTC, milliseconds, e.g. 2026-01-15T10:30:00.123Z) set.
+//
+// An original attribute named as one of AddedAttributes is left out and counted in
+// attributesOmitted: kept, it would be read as this stage's own (a message that says
+// payloadTruncated=true of itself), or be replaced. The dead-letter table's attributes column
+// keeps it.
 //
 // A message Pub/Sub could not take would fail every publish and hold up the dead letters behind
 // it, so two limits are kept, each marked where it changes the message:
@@ -586,7 +590,15 @@ const MaxTopicAttributes = 100
 //
 // The dead-letter table, when configured, keeps the payload whole (it keeps no attributes).
 func TopicMessage(r flow.DeadLetter) *pubsub.Message {
-	keys := slices.Sorted(maps.Keys(r.Attributes))
+	var keys []string
+	named := 0 // original attributes named as an added one, left out
+	for _, k := range slices.Sorted(maps.Keys(r.Attributes)) {
+		if slices.Contains(AddedAttributes, k) {
+			named++
+			continue
+		}
+		keys = append(keys, k)
+	}
 	kept, truncated := len(keys), false
 	var sum string // of the payload, once it is cut
 	build := func() map[string]string {
@@ -596,8 +608,8 @@ func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 		}
 		attrs[AttrErrorMessage] = text.CutWithin(r.ErrorMessage, maxAttributeValueBytes)
 		attrs[AttrFailedAt] = r.FailedAt().Format(FailedAtLayout)
-		if kept < len(keys) {
-			attrs[AttrAttributesOmitted] = strconv.Itoa(len(keys) - kept)
+		if omitted := len(keys) - kept + named; omitted > 0 {
+			attrs[AttrAttributesOmitted] = strconv.Itoa(omitted)
 		}
 		if truncated {
 			if sum == "" {
