@@ -41,7 +41,7 @@ function reshape(payload, message) {
 // TestUDFReshape runs the whole pipeline with a JavaScript UDF read from Cloud Storage (the
 // stand-in) and messages of five kinds: reshaped into rows, with the attribute source or without
 // it (the column's DEFAULT); dropped by the UDF; failed in the UDF (it throws; the payload is not
-// JSON); and transformed into a row that does not convert. Each reshaped message is a row with
+// JSON; its output would carry an id JSON.parse rounded); and transformed into a row that does not convert. Each reshaped message is a row with
 // the reshaped values; each dropped one is counted and acknowledged, nowhere else; each failed
 // one is a dead letter (table and topic) with the payload as published and the error of the UDF
 // or of the conversion; the metrics equal the counts.
@@ -65,6 +65,10 @@ func TestUDFReshape(t *testing.T) {
 		id := fmt.Sprintf("e-%03d", i)
 		m := &pubsubpb.PubsubMessage{Attributes: map[string]string{"n": fmt.Sprint(i)}}
 		switch i % 10 {
+		case 5:
+			// JSON.parse rounds the user id to the nearest double: 9007199254740992.
+			m.Data = fmt.Appendf(nil, `{"id":%q,"user":{"id":9007199254740993,"geo":{"country":"NO"}},"event":"view"}`, id)
+			wantErrors[string(m.Data)] = "javascript UDF reshape failed: returned 9007199254740992 where the payload holds 9007199254740993: "
 		case 6:
 			m.Data = fmt.Appendf(nil, `{"id":%q,"user":{"id":1,"geo":{"country":"NO"}},"event":"view","test":true}`, id)
 			dropped++
@@ -149,7 +153,7 @@ func TestUDFReshape(t *testing.T) {
 
 	c := counters(res)
 	t.Logf("counters: %v", c)
-	failedInUDF, badOutput := 2*n/10, n/10
+	failedInUDF, badOutput := 3*n/10, n/10
 	transformed := n - dropped - failedInUDF
 	for name, want := range map[string]int64{
 		"udf-transformed": int64(transformed), "udf-dropped": int64(dropped), "udf-failed": int64(failedInUDF),

@@ -227,6 +227,11 @@ func (f *function) Apply(payload string, m messageInfo) (out string, drop bool, 
 						"it would be stored as U+FFFD, so the message is dead-lettered instead", unit, i)}
 			}
 		}
+		if r := roundedIntegers(payload); r != nil {
+			if err := roundedInOutput(r, payload, s); err != nil {
+				return "", false, &Error{Function: f.name, Reason: err.Error()}
+			}
+		}
 		return s, s == "", nil
 	}
 	return "", false, &Error{Function: f.name, Reason: fmt.Sprintf(

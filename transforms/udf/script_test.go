@@ -51,6 +51,8 @@ function withMessage(payload, message) {
 }
 function unicode(payload) { return payload + "→✓"; }
 function pairs(payload) { return payload + String.fromCharCode(0xD83D, 0xDE00) + "\uFFFD"; }
+function roundTrip(payload) { return JSON.stringify(JSON.parse(payload)); }
+function withoutId(payload) { var e = JSON.parse(payload); return JSON.stringify({n: e.n}); }
 `
 	publish := time.Date(2026, 12, 1, 8, 30, 0, 123_000_000, time.UTC)
 	msg := messageInfo{ID: "m-1", Attributes: map[string]string{"source": "web"}, PublishTime: publish}
@@ -71,6 +73,12 @@ function pairs(payload) { return payload + String.fromCharCode(0xD83D, 0xDE00) +
 		{"unicode", "\xffa", msg, "\uFFFDa→✓", false}, // bytes that are not UTF-8 become U+FFFD
 		// A surrogate pair, and a U+FFFD the function wrote itself, are no lone surrogate.
 		{"pairs", "x", msg, "x😀\uFFFD", false},
+		// Integers JavaScript holds and prints exactly (2^53, 2^54), digits in a string, a
+		// fraction's or an exponent's digits: nothing rounded that the output carries.
+		{"roundTrip", `{"a":9007199254740992,"b":-18014398509481984,"s":"12345678901234567890","f":0.5000000000000000001,"e":1e-1234567890123456}`, msg,
+			`{"a":9007199254740992,"b":-18014398509481984,"s":"12345678901234567890","f":0.5,"e":0}`, false},
+		// A rounded integer the output does not carry.
+		{"withoutId", `{"id":9007199254740993,"n":1}`, msg, `{"n":1}`, false},
 	}
 	for _, tt := range tests {
 		fn := load(t, src, tt.fn, time.Second)
@@ -107,6 +115,8 @@ function loops(payload) {
 function recurses(payload) { return recurses(payload); }
 function lone(payload) { return '{"s":"a' + String.fromCharCode(0xD800) + 'b"}'; }
 function loneLow(payload) { return "\uFFFD" + String.fromCharCode(0xD83D, 0xDE00, 0xDC01); }
+function roundTrip(payload) { return JSON.stringify(JSON.parse(payload)); }
+function idAsString(payload) { return JSON.stringify({id: String(JSON.parse(payload).id)}); }
 `
 	tests := []struct {
 		fn, payload string
@@ -126,6 +136,11 @@ function loneLow(payload) { return "\uFFFD" + String.fromCharCode(0xD83D, 0xDE00
 		// JavaScript's string would reach Go with U+FFFD in place of the surrogate.
 		{"lone", `{}`, Error{Function: "lone", Reason: `returned a string holding a lone UTF-16 surrogate (\uD800 at index 7), which has no UTF-8 form: it would be stored as U+FFFD, so the message is dead-lettered instead`}},
 		{"loneLow", `{}`, Error{Function: "loneLow", Reason: `returned a string holding a lone UTF-16 surrogate (\uDC01 at index 3), which has no UTF-8 form: it would be stored as U+FFFD, so the message is dead-lettered instead`}},
+		// JSON.parse rounds an integer beyond 2^53 to the nearest double: the output would carry a
+		// value the message never held.
+		{"roundTrip", `{"id":9007199254740993}`, Error{Function: "roundTrip", Reason: rounded("9007199254740992", "9007199254740993")}},
+		{"roundTrip", `{"s":"a\"b","ids":[1,-18446744073709551615]}`, Error{Function: "roundTrip", Reason: rounded("18446744073709552000", "18446744073709551615")}},
+		{"idAsString", `{"id":12345678901234567891}`, Error{Function: "idAsString", Reason: rounded("12345678901234567000", "12345678901234567891")}},
 	}
 	for _, tt := range tests {
 		timeout := 50 * time.Millisecond
@@ -163,6 +178,39 @@ function loneLow(payload) { return "\uFFFD" + String.fromCharCode(0xD83D, 0xDE00
 		}
 		if _, _, err := fn.Apply(`{"id":1}`, messageInfo{}); tt.fn == "throws" && err != nil {
 			t.Errorf("throws, again, on a good payload after a failure: %v", err)
+		}
+	}
+}
+
+// rounded is the reason of a UDF whose output carries the integer literal of the payload as
+// JSON.parse rounded it.
+func rounded(got, literal string) string {
+	return "returned " + got + " where the payload holds " + literal + ": a JavaScript number is exact only up to 2^53 " +
+		"(9007199254740992), so JSON.parse rounded it; the message is dead-lettered rather than stored changed " +
+		"(have the producer send such a value as a string, or take it from the payload's text, not from JSON.parse)"
+}
+
+// TestRoundedIntegers: the integer literals of a text that JSON.parse rounds, outside its
+// strings, and not a fraction's or an exponent's digits.
+func TestRoundedIntegers(t *testing.T) {
+	for _, tc := range []struct {
+		payload string
+		want    []roundedInteger
+	}{
+		{`{"a":1,"b":9007199254740992}`, nil},
+		{`{"a":9007199254740993}`, []roundedInteger{{"9007199254740993", "9007199254740992"}}},
+		{`[-9007199254740995,18446744073709551615]`, []roundedInteger{{"9007199254740995", "9007199254740996"}, {"18446744073709551615", "18446744073709552000"}}},
+		{`{"s":"9007199254740993","t":"\"9007199254740993\"","u":"\\"}`, nil},
+		{`{"s":"\\","n":9007199254740993}`, []roundedInteger{{"9007199254740993", "9007199254740992"}}},
+		{`[9007199254740993.0,1.9007199254740993,1e9007199254740993,1E+9007199254740993,2e-9007199254740993]`, nil},
+		// 2^60 is a double exactly, but JavaScript prints a number with the fewest digits that
+		// read back as it: 1152921504606847000, another integer. 10^21 and beyond print with an
+		// exponent, and are left out.
+		{`[18014398509481984,1152921504606846976,999999999999999999999,1000000000000000000000]`, []roundedInteger{{"1152921504606846976", "1152921504606847000"}}},
+		{`9007199254740993`, []roundedInteger{{"9007199254740993", "9007199254740992"}}},
+	} {
+		if diff := cmp.Diff(tc.want, roundedIntegers(tc.payload), cmp.AllowUnexported(roundedInteger{})); diff != "" {
+			t.Errorf("roundedIntegers(%s) (-want +got):\n%s", tc.payload, diff)
 		}
 	}
 }
