@@ -583,7 +583,8 @@ var processingParameters = []parameter{
 			"defines function transform(payload) { ... }, the name is transform. Set it together with javascriptTextTransformGcsPath.",
 		regex: `^([A-Za-z_$][A-Za-z0-9_$]*)?$`,
 		doc: "The name of the function to call, a global function of the file (`function transform(payload) {...}`, or `const transform = ...`): " +
-			"letters, digits, `_` and `$`, not starting with a digit.",
+			"letters, digits, `_` and `$`, not starting with a digit. One of JavaScript's own (`String`, `eval`, or `constructor`, which every " +
+			"object inherits) that the file does not define again stops the launch.",
 	},
 	{
 		name: "javascriptTextTransformReloadIntervalMinutes", group: "JavaScript UDF", kind: kindInt, def: 0,

@@ -143,14 +143,20 @@ func newFunction(prg *goja.Program, name string, timeout, loadTimeout time.Durat
 		found   string
 		defined []string
 	)
+	// What the name holds before the file runs: a built-in (String, eval) or one the global
+	// object inherits (constructor, toString). The file must define the function itself.
+	builtin := f.rt.Get(name)
 	_, err := f.guard(func() (goja.Value, error) {
 		if _, err := f.rt.RunProgram(prg); err != nil {
 			return nil, err
 		}
 		v := f.rt.Get(name)
 		var ok bool
-		if call, ok = goja.AssertFunction(v); !ok {
+		switch call, ok = goja.AssertFunction(v); {
+		case !ok:
 			found = typeOf(v)
+		case builtin != nil && v.SameAs(builtin):
+			call, found = nil, "JavaScript's own, not a function of the file"
 		}
 		defined = f.globalFunctions()
 		return nil, nil

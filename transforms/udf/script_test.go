@@ -258,6 +258,11 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{`javascriptTextTransformFunctionName "transform": `, "defines no function transform (transform is undefined; the file's global functions: a, b)"}},
 		{name: "not a function", src: "var transform = 1;", function: "transform",
 			want: []string{`javascriptTextTransformFunctionName "transform"`, "transform is a number"}},
+		// A built-in, or a name the global object inherits, is not the file's function.
+		{name: "a built-in", src: "function f(p) { return p; }", function: "String",
+			want: []string{`javascriptTextTransformFunctionName "String"`, "defines no function String (String is JavaScript's own, not a function of the file; the file's global functions: f)"}},
+		{name: "eval", src: "function f(p) { return p; }", function: "eval", want: []string{"eval is JavaScript's own"}},
+		{name: "inherited", src: "function f(p) { return p; }", function: "constructor", want: []string{"constructor is JavaScript's own"}},
 		{name: "top-level code throws", src: "function f(p) { return p; }\nnotDefined();", function: "f",
 			want: []string{"javascriptTextTransformGcsPath ", "running the file's top-level code failed: threw ReferenceError: notDefined is not defined at line 2"}},
 		{name: "no file", path: filepath.Join(dir, "missing.js"), function: "f",
