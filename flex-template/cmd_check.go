@@ -227,6 +227,9 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 		if m, dropped, dl, err = c.fn.Apply(m); err != nil {
 			return err
 		}
+		if bad := convert.CheckUTF8(m.Data); dl != nil && bad != nil {
+			kinds = errorKinds(bad) // failed before any call, by the parse stage's rule
+		}
 		if dropped {
 			s.dropped++
 			fmt.Fprintf(cio.Out, "%s: dropped by the javascript UDF (acknowledged; neither a row nor a dead letter)\n", where)

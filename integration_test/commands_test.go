@@ -236,7 +236,8 @@ dead letters by error kind (a message with several failing columns counts under 
   return JSON.stringify({id: e.ident, name: e.who, ts: 0, n: 1, kind: "a"});
 }
 `)
-		file := writeTestFile(t, "u.jsonl", `{"ident":5,"who":"u"}`+"\n"+`{"drop":true}`+"\n"+`{"boom":true,"ident":6}`+"\n"+`{"ident":-1,"who":"v"}`+"\n")
+		file := writeTestFile(t, "u.jsonl", `{"ident":5,"who":"u"}`+"\n"+`{"drop":true}`+"\n"+`{"boom":true,"ident":6}`+"\n"+`{"ident":-1,"who":"v"}`+"\n"+
+			"{\"ident\":7,\"who\":\"\xff\"}\n")
 		uargs := append(append([]string{}, args...), "--javascriptTextTransformGcsPath="+js, "--javascriptTextTransformFunctionName=fix", file)
 		out, errOut, code := runCommand(t, "", uargs...)
 		for _, want := range []string{
@@ -244,6 +245,9 @@ dead letters by error kind (a message with several failing columns counts under 
 			file + ":2: dropped by the javascript UDF",
 			file + ":3: dead letter: javascript UDF fix failed: threw Error: boom 6 at line 4",
 			file + `:4: dead letter: converting the output of the javascript UDF: column "id" (UInt32): -1 `,
+			// Not UTF-8: a dead letter before any call, of the parse stage's kind.
+			file + ":5: dead letter: payload: not valid UTF-8 (first bad byte at offset 18)",
+			"       1  javascript UDF\n       1  payload is not one JSON object\n",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("check printed\n%s\nwant it to contain %q\nstderr:\n%s", out, want, errOut)
