@@ -261,4 +261,10 @@ func TestInferFromSubscription(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, `--fromSubscription "my-sub"`) {
 		t.Errorf("a malformed subscription: exit %d, %s", code, errOut)
 	}
+	// A Pull that fails is said, not taken for an empty subscription.
+	missing := "projects/" + pubsubtest.Project + "/subscriptions/no-such-sub"
+	_, errOut, code = infer(t, append(conn, "--fromSubscription="+missing)...)
+	if code != exitFailed || !strings.Contains(errOut, "--fromSubscription: pulling from "+missing+": ") || !strings.Contains(errOut, "NotFound") {
+		t.Errorf("a subscription that does not exist: exit %d, want 1\n%s", code, errOut)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
+	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
@@ -367,6 +368,15 @@ func (r *replay) publish(ctx context.Context, cio *cmdIO, msgs []*pubsub.Message
 	return n, err
 }
 
+// releaseAcks hands the messages of ackIDs back to subscription at once (an ack deadline of 0),
+// at most 1,000 a request; on a failure they come back at their ack deadline.
+func releaseAcks(ctx context.Context, subs *pubsubapi.SubscriptionAdminClient, subscription string, ackIDs []string) {
+	for start := 0; start < len(ackIDs); start += 1000 {
+		ids := ackIDs[start:min(start+1000, len(ackIDs))]
+		subs.ModifyAckDeadline(context.WithoutCancel(ctx), &pubsubpb.ModifyAckDeadlineRequest{Subscription: subscription, AckIds: ids, AckDeadlineSeconds: 0})
+	}
+}
+
 // pullTimeout bounds one Pull: a pull that returns nothing within it ends the replay.
 const pullTimeout = 10 * time.Second
 
@@ -396,14 +406,20 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	}
 	seen := map[string]bool{}
 	var dry []*pubsub.Message
-	var heldAcks []string // a dry run's messages, released at the end
+	// Messages pulled and not acknowledged go back to the subscription at once when the replay
+	// ends, however it ends: a dry run's, those left, and a failed batch's.
+	var heldAcks []string
+	defer func() { releaseAcks(ctx, subs, r.subscription, heldAcks) }()
 	replayed, cut := 0, 0 // cut: messages the dead-letter stage cut to fit the topic
 	tooLarge := 0         // messages too large to publish with the replay's attributes
+	again := 0            // dead letters of messages this run replayed, which failed again
+	start := time.Now()
 	for {
 		pctx, cancel := context.WithTimeout(ctx, pullTimeout)
 		resp, err := subs.Pull(pctx, &pubsubpb.PullRequest{Subscription: r.subscription, MaxMessages: 1000})
+		timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil // nothing to pull within pullTimeout
 		cancel()
-		if err != nil && pctx.Err() == nil {
+		if err != nil && !timedOut {
 			return failure(cio, "replay", fmt.Errorf("pulling from %s: %w (replayed %d)", r.subscription, err, replayed))
 		}
 		var batch []*pubsub.Message
@@ -412,7 +428,25 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 		for _, rm := range resp.GetReceivedMessages() {
 			m := rm.GetMessage()
 			if m.GetAttributes()[AttrReplayID] == r.id {
-				return failure(cio, "replay", fmt.Errorf("--fromSubscription %s delivers this replay's own messages (replay_id=%s): it is on --topic %s, not on the dead-letter topic; stopped after %d", r.subscription, r.id, r.topic, replayed))
+				// A message this replay id published: without the dead-letter stage's attributes it
+				// is one of the replayed messages themselves (the subscription is on --topic); with
+				// them, a dead letter of one. One that failed before this run started was replayed by
+				// an earlier run given the same --replayId, and is replayed again; one that failed
+				// since failed again on this run's replay, and is left, or the two would loop.
+				failedAt, err := time.Parse(deadletter.FailedAtLayout, m.GetAttributes()[deadletter.AttrFailedAt])
+				switch {
+				case m.GetAttributes()[deadletter.AttrErrorMessage] == "" || err != nil:
+					heldAcks = append(heldAcks, rm.GetAckId())
+					return failure(cio, "replay", fmt.Errorf("--fromSubscription %s delivers this replay's own messages (replay_id=%s, without the dead-letter stage's errorMessage and failedAt): it is on --topic %s, not on the dead-letter topic; stopped after %d", r.subscription, r.id, r.topic, replayed))
+				case !failedAt.Before(start.Truncate(time.Millisecond)):
+					if !seen[m.GetMessageId()] {
+						seen[m.GetMessageId()] = true
+						fresh++
+						again++
+					}
+					heldAcks = append(heldAcks, rm.GetAckId())
+					continue
+				}
 			}
 			if seen[m.GetMessageId()] {
 				heldAcks = append(heldAcks, rm.GetAckId()) // redelivered while held
@@ -450,19 +484,17 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 		if len(batch) > 0 {
 			n, err := w.publish(ctx, p, batch)
 			if err != nil {
-				// Nothing of this batch is acknowledged: it is redelivered, and a second run replays
-				// the published ones again.
+				// Nothing of this batch is acknowledged: it is delivered again at once, and a second
+				// run replays the published ones again.
+				heldAcks = append(heldAcks, acks...)
 				return failure(cio, "replay", fmt.Errorf("%w; replayed %d, and %d of this pull's %d again on the next run", err, replayed, n, len(batch)))
 			}
 			if err := subs.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: r.subscription, AckIds: acks}); err != nil {
+				heldAcks = append(heldAcks, acks...)
 				return failure(cio, "replay", fmt.Errorf("acknowledging on %s: %w (their %d messages were published and will be delivered again)", r.subscription, err, len(acks)))
 			}
 			replayed += n
 		}
-	}
-	// What is held unacknowledged goes back to the subscription at once.
-	if len(heldAcks) > 0 {
-		subs.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: r.subscription, AckIds: heldAcks, AckDeadlineSeconds: 0})
 	}
 	if r.dryRun {
 		r.printDryRun(cio, dry)
@@ -477,6 +509,10 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	}
 	if tooLarge > 0 {
 		fmt.Fprintf(cio.Out, "left %d messages too large to publish with the replay's attributes (replayed_from, replay_id) on %s, unacknowledged\n", tooLarge, r.subscription)
+		code = exitFailed
+	}
+	if again > 0 {
+		fmt.Fprintf(cio.Out, "left %d dead letters of messages this run replayed, which failed again (replay_id=%s), on %s, unacknowledged: see their errorMessage, fix the cause, and replay again\n", again, r.id, r.subscription)
 		code = exitFailed
 	}
 	return code

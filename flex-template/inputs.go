@@ -151,17 +151,13 @@ func peekSubscription(ctx context.Context, subscription string, max int) ([]inpu
 	var out []inputMessage
 	var held []string
 	seen := map[string]bool{}
-	defer func() {
-		for start := 0; start < len(held); start += 1000 { // at most 1000 ack ids a request
-			ids := held[start:min(start+1000, len(held))]
-			subs.ModifyAckDeadline(context.WithoutCancel(ctx), &pubsubpb.ModifyAckDeadlineRequest{Subscription: subscription, AckIds: ids, AckDeadlineSeconds: 0})
-		}
-	}()
+	defer func() { releaseAcks(ctx, subs, subscription, held) }()
 	for len(out) < max {
 		pctx, cancel := context.WithTimeout(ctx, peekTimeout)
 		resp, err := subs.Pull(pctx, &pubsubpb.PullRequest{Subscription: subscription, MaxMessages: int32(min(max-len(out), 1000))})
+		timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil // nothing to pull within peekTimeout
 		cancel()
-		if err != nil && pctx.Err() == nil {
+		if err != nil && !timedOut {
 			return nil, fmt.Errorf("pulling from %s: %w", subscription, err)
 		}
 		fresh := 0

@@ -574,6 +574,48 @@ func TestReplayFromTopic(t *testing.T) {
 	}
 }
 
+// TestReplayFromTopicSameReplayID: a dead letter that carries the run's --replayId is a message an
+// earlier run with that id replayed, which failed before this run started (replayed again), or
+// one this run replayed that failed again since (left, so the two cannot loop); a message with
+// the id but without the dead-letter stage's attributes is one of the replayed messages
+// themselves (the subscription is on --topic: refused). A subscription that does not exist is a
+// failure, not an empty subscription.
+func TestReplayFromTopicSameReplayID(t *testing.T) {
+	e, input, inputSub, dlTopic, dlSub := replayTopics(t)
+	dead := func(payload string, failedAt time.Time) *pubsubpb.PubsubMessage {
+		m := deadletter.TopicMessage(flow.DeadLetter{Payload: []byte(payload), ErrorMessage: "bad", FailedAtMillis: failedAt.UnixMilli(),
+			Attributes: map[string]string{"replay_id": "fix1", "replayed_from": dlSub}})
+		return &pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes}
+	}
+	e.Publish(t, dlTopic, dead(`{"id":1}`, time.Now().Add(-time.Hour)), dead(`{"id":2}`, time.Now().Add(time.Hour)))
+	args := []string{"replay", "--topic=" + input, "--fromSubscription=" + dlSub, "--replayId=fix1"}
+	out, errOut, code := runCommand(t, "", args...)
+	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+dlSub) ||
+		!strings.Contains(out, "left 1 dead letters of messages this run replayed, which failed again (replay_id=fix1), on "+dlSub+", unacknowledged") {
+		t.Errorf("replay with a reused --replayId: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	if got := pullAll(t, e, inputSub); len(got) != 1 || got[0].Data != `{"id":1}` || got[0].Attributes["replay_id"] != "fix1" {
+		t.Errorf("replayed %v, want {\"id\":1} alone", got)
+	}
+	// The one left is handed back at once (the subscription's ack deadline is a minute).
+	if got := pullAll(t, e, dlSub); len(got) != 1 || got[0].Data != `{"id":2}` {
+		t.Errorf("the dead-letter subscription delivers %v, want {\"id\":2}", got)
+	}
+
+	// One of the replayed messages themselves, on the dead-letter topic: refused.
+	e.Publish(t, dlTopic, &pubsubpb.PubsubMessage{Data: []byte(`{"id":3}`), Attributes: map[string]string{"replay_id": "fix1"}})
+	out, errOut, code = runCommand(t, "", args...)
+	if code != 1 || !strings.Contains(errOut, "delivers this replay's own messages (replay_id=fix1, without the dead-letter stage's errorMessage and failedAt)") {
+		t.Errorf("a replayed message on the dead-letter topic: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+
+	missing := "projects/" + pubsubtest.Project + "/subscriptions/no-such-sub"
+	out, errOut, code = runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+missing)
+	if code != 1 || !strings.Contains(errOut, "pulling from "+missing+": ") || !strings.Contains(errOut, "NotFound") {
+		t.Errorf("a subscription that does not exist: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+}
+
 // TestReplayFromTopicLeavesCutMessages: a dead letter that left out some of its message's
 // attributes to stay within Pub/Sub's 100 (attributesOmitted) is not an exact copy of the
 // message, so replay leaves it on the subscription, says so and exits 1; the others are replayed.
