@@ -69,6 +69,7 @@ func runReplay(ctx context.Context, cio *cmdIO, args []string) int {
 	fs.StringVar(&r.subscription, "fromSubscription", "", "a `subscription` on the dead-letter topic to replay messages of, projects/<project>/subscriptions/<name>")
 	fs.BoolVar(&r.dryRun, "dry-run", false, "print what would be replayed, and publish, delete and acknowledge nothing")
 	fs.BoolVar(&r.delete, "delete", false, "with --fromTable: delete the replayed rows once every message is published")
+	fs.DurationVar(&r.deleteWait, "deleteWait", 10*time.Minute, "with --delete: how long to wait for the DELETE (a mutation) to finish, a `duration`")
 	fs.IntVar(&r.samples, "samples", 3, "with --dry-run: how many messages to print")
 	fs.StringVar(&r.id, "replayId", "", "the replay_id `attribute` of the messages (default: the run's start, RFC 3339 UTC with milliseconds)")
 	rest, code, done := parseCommand(cio, "replay", fs, args, &o, nil)
@@ -121,6 +122,9 @@ func runReplay(ctx context.Context, cio *cmdIO, args []string) int {
 		if r.delete && r.dryRun {
 			problems = append(problems, errors.New("--delete with --dry-run: a dry run deletes nothing; drop one of them"))
 		}
+		if r.deleteWait <= 0 {
+			problems = append(problems, fmt.Errorf("--deleteWait=%v: must be a positive duration", r.deleteWait))
+		}
 	}
 	if len(problems) > 0 {
 		return usageError(cio, "replay", errors.Join(problems...))
@@ -138,6 +142,7 @@ type replay struct {
 	topic, table, where, subscription string
 	since, until                      time.Time // zero: unbounded
 	dryRun, delete                    bool
+	deleteWait                        time.Duration
 	samples                           int
 	id                                string
 	from                              string // replayed_from
@@ -307,17 +312,46 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	if !r.delete || n == 0 {
 		return code
 	}
-	if err := deleteRows(ctx, conn, table, cond, args, hashes); err != nil {
+	if err := deleteRows(ctx, cio, conn, o.ClickHouseDatabase, r.table, cond, args, hashes, r.deleteWait); err != nil {
 		return failure(cio, "replay", fmt.Errorf("deleting the replayed rows of %s: %w (they were replayed; delete them by hand, or a replay publishes them again)", r.from, err))
 	}
 	fmt.Fprintf(cio.Out, "deleted %s from %s\n", count(n, "replayed row"), r.from)
 	return code
 }
 
-// deleteRows deletes the rows of table that meet cond and whose rowHash is one of hashes, with
-// one mutation per 10,000 hashes (within ClickHouse's default max_query_size of 256 KiB), and
-// waits until the table has no unfinished mutation.
-func deleteRows(ctx context.Context, conn driver.Conn, table, cond string, args []any, hashes []uint64) error {
+// deleteRows deletes the rows of database.table that meet cond and whose rowHash is one of
+// hashes, with one mutation per 10,000 hashes (within ClickHouse's default max_query_size of
+// 256 KiB), and waits up to wait for those mutations to finish, saying on standard error every
+// 30 s what it waits for. ClickHouse runs a table's mutations in order, so a mutation of the
+// table that never finishes (one whose expression throws, on ClickHouse 18.16, stays unfinished
+// for ever) holds up these: after wait the error names it.
+func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, table, cond string, args []any, hashes []uint64, wait time.Duration) error {
+	type mutation struct {
+		ID, Command string
+		Created     time.Time
+		Done        uint8
+	}
+	mutations := func() (map[string]mutation, error) {
+		rows, err := conn.Query(ctx, "SELECT mutation_id, command, create_time, is_done FROM system.mutations WHERE database = ? AND table = ?", database, table)
+		if err != nil {
+			return nil, fmt.Errorf("reading system.mutations: %w", err)
+		}
+		defer rows.Close()
+		out := map[string]mutation{}
+		for rows.Next() {
+			var m mutation
+			if err := rows.Scan(&m.ID, &m.Command, &m.Created, &m.Done); err != nil {
+				return nil, fmt.Errorf("reading system.mutations: %w", err)
+			}
+			out[m.ID] = m
+		}
+		return out, rows.Err()
+	}
+	before, err := mutations()
+	if err != nil {
+		return err
+	}
+	quoted := chclient.QuoteIdent(database) + "." + chclient.QuoteIdent(table)
 	const perMutation = 10_000
 	for start := 0; start < len(hashes); start += perMutation {
 		chunk := hashes[start:min(start+perMutation, len(hashes))]
@@ -325,18 +359,47 @@ func deleteRows(ctx context.Context, conn driver.Conn, table, cond string, args 
 		for i, h := range chunk {
 			list[i] = fmt.Sprint(h)
 		}
-		q := "ALTER TABLE " + table + " DELETE WHERE " + cond + " AND " + rowHash + " IN (" + strings.Join(list, ",") + ")"
+		q := "ALTER TABLE " + quoted + " DELETE WHERE " + cond + " AND " + rowHash + " IN (" + strings.Join(list, ",") + ")"
 		if err := conn.Exec(ctx, q, args...); err != nil {
 			return err
 		}
 	}
-	db, name, _ := strings.Cut(table, ".")
+	deadline := time.Now().Add(wait)
+	nextNote := time.Now().Add(30 * time.Second)
 	for {
-		var pending uint64
-		err := conn.QueryRow(ctx, "SELECT count() FROM system.mutations WHERE database = ? AND table = ? AND is_done = 0",
-			strings.Trim(db, "`"), strings.Trim(name, "`")).Scan(&pending)
-		if err != nil || pending == 0 {
+		now, err := mutations()
+		if err != nil {
 			return err
+		}
+		// Ours are the mutations that were not there before and delete by rowHash; the
+		// unfinished ones older than ours hold them up.
+		var ours, ahead []mutation
+		for id, m := range now {
+			_, old := before[id]
+			switch {
+			case !old && strings.Contains(m.Command, "cityHash64(raw_message") && m.Done == 0:
+				ours = append(ours, m)
+			case old && m.Done == 0:
+				ahead = append(ahead, m)
+			}
+		}
+		if len(ours) == 0 {
+			return nil
+		}
+		slices.SortFunc(ahead, func(a, b mutation) int { return strings.Compare(a.ID, b.ID) })
+		waitingOn := ""
+		if len(ahead) > 0 {
+			m := ahead[0]
+			waitingOn = fmt.Sprintf("; ClickHouse runs a table's mutations in order, and the table's mutation %s of %s (%s) has not finished either",
+				m.ID, m.Created.UTC().Format(time.RFC3339), flow.OneLine(text.Cut([]byte(m.Command), 200)))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the DELETE (mutation %s) has not finished after %v (--deleteWait)%s: the rows are deleted when it finishes, "+
+				"and until then a replay of the same rows publishes them again; see system.mutations (and KILL MUTATION, on a server that has it)", ours[0].ID, wait, waitingOn)
+		}
+		if time.Now().After(nextNote) {
+			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: waiting for the DELETE (mutation %s) to finish%s\n", ours[0].ID, waitingOn)
+			nextNote = time.Now().Add(30 * time.Second)
 		}
 		select {
 		case <-ctx.Done():

@@ -456,6 +456,22 @@ func TestReplayFromTable(t *testing.T) {
 		t.Errorf("replay of a row with bad attributes: exit %d\n%s%s", code, out, errOut)
 	}
 
+	// A mutation of the table that never finishes (its expression throws: 18.16 keeps it
+	// unfinished for ever) holds up the DELETE: replay waits --deleteWait, then says why.
+	ch.MustExec(t, deadletter.CreateTable(ch.Database, "dl_stuck"))
+	ch.MustExec(t, `INSERT INTO dl_stuck (raw_message, error_message, stack_trace, failed_at) VALUES ('{"id":7}', 'e', 's', `+at(10)+`)`)
+	ch.MustExec(t, "ALTER TABLE dl_stuck DELETE WHERE throwIf(length(raw_message) > 0) = 1")
+	stuckArgs := append([]string{"replay", "--topic=" + topic, "--fromTable=dl_stuck", "--replayId=r1", "--delete", "--deleteWait=2s"}, chFlags(ch)...)
+	out, errOut, code = runCommand(t, "", stuckArgs...)
+	if code != 1 || !strings.Contains(out, "replayed 1 dead letter") ||
+		!strings.Contains(errOut, "has not finished after 2s (--deleteWait); ClickHouse runs a table's mutations in order, and the table's mutation mutation_") ||
+		!strings.Contains(errOut, "(DELETE WHERE throwIf(length(raw_message) > 0) = 1) has not finished either") {
+		t.Errorf("replay --delete behind a stuck mutation: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	if got := pullAll(t, e, sub); len(got) != 1 || got[0].Data != `{"id":7}` {
+		t.Errorf("replay --delete behind a stuck mutation published %v", got)
+	}
+
 	// --delete from a table whose engine has no mutations stops before anything is published.
 	ch.MustExec(t, "CREATE TABLE dl_log (raw_message String, error_message String, stack_trace String, failed_at DateTime) ENGINE = Log")
 	ch.MustExec(t, `INSERT INTO dl_log VALUES ('{"id":6}', 'e', 's', `+at(10)+`)`)
