@@ -217,8 +217,10 @@ func (r *replay) condition() (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
-// rowHash is the expression that identifies a row of the dead-letter table for --delete.
-const rowHash = "cityHash64(raw_message, error_message, stack_trace, failed_at)"
+// rowHash is the expression that identifies a row of the dead-letter table for --delete. Its
+// columns may be Nullable (the pipeline writes to one as to its type): assumeNotNull reads a NULL
+// as the type's default, so every row has a hash.
+const rowHash = "cityHash64(assumeNotNull(raw_message), assumeNotNull(error_message), assumeNotNull(stack_trace), assumeNotNull(failed_at))"
 
 // fromDeadLetterTable replays the rows of the dead-letter table.
 func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline.Options) int {
@@ -249,14 +251,15 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	table := chclient.QuoteIdent(o.ClickHouseDatabase) + "." + chclient.QuoteIdent(r.table)
 	cond, args := r.condition()
 	// The attributes and the ordering key, where the table keeps them (its optional columns).
+	// A NULL (the columns may be Nullable) reads as none.
 	attributes, orderingKey := "'{}'", "''"
 	if slices.Contains(columns, "attributes") {
-		attributes = "attributes"
+		attributes = "ifNull(attributes, '{}')"
 	}
 	if slices.Contains(columns, "ordering_key") {
-		orderingKey = "ordering_key"
+		orderingKey = "ifNull(ordering_key, '')"
 	}
-	rows, err := conn.Query(ctx, "SELECT raw_message, "+rowHash+", "+attributes+", "+orderingKey+" FROM "+table+" WHERE "+cond+" ORDER BY failed_at", args...)
+	rows, err := conn.Query(ctx, "SELECT ifNull(raw_message, ''), "+rowHash+", "+attributes+", "+orderingKey+" FROM "+table+" WHERE "+cond+" ORDER BY failed_at", args...)
 	if err != nil {
 		return failure(cio, "replay", fmt.Errorf("reading %s: %w", r.from, err))
 	}
@@ -377,7 +380,7 @@ func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, tab
 		for id, m := range now {
 			_, old := before[id]
 			switch {
-			case !old && strings.Contains(m.Command, "cityHash64(raw_message") && m.Done == 0:
+			case !old && strings.Contains(m.Command, rowHash) && m.Done == 0:
 				ours = append(ours, m)
 			case old && m.Done == 0:
 				ahead = append(ahead, m)

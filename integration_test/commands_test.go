@@ -456,6 +456,24 @@ func TestReplayFromTable(t *testing.T) {
 		t.Errorf("replay of a row with bad attributes: exit %d\n%s%s", code, out, errOut)
 	}
 
+	// Nullable columns (the pipeline writes to them as to their types) holding NULL read as none.
+	ch.MustExec(t, "CREATE TABLE dl_null (raw_message String, error_message Nullable(String), stack_trace String, failed_at DateTime, "+
+		"attributes Nullable(String), ordering_key Nullable(String)) ENGINE = MergeTree ORDER BY failed_at")
+	ch.MustExec(t, `INSERT INTO dl_null VALUES ('{"id":8}', NULL, 's', `+at(10)+`, NULL, NULL), ('{"id":9}', 'e', 's', `+at(11)+`, '{"k":"v"}', 'key')`)
+	nullArgs := append([]string{"replay", "--topic=" + topic, "--fromTable=dl_null", "--replayId=r1", "--delete"}, chFlags(ch)...)
+	out, errOut, code = runCommand(t, "", nullArgs...)
+	if code != 0 || !strings.Contains(out, "replayed 2 dead letters") || !strings.Contains(out, "deleted 2 replayed rows") {
+		t.Errorf("replay --delete from a table of Nullable columns: exit %d\n%s%s", code, out, errOut)
+	}
+	fromNull := map[string]string{"replayed_from": "clickhouse://" + ch.Database + ".dl_null", "replay_id": "r1"}
+	if diff := cmp.Diff([]pulled{{`{"id":8}`, fromNull, ""}, {`{"id":9}`, map[string]string{"replayed_from": fromNull["replayed_from"], "replay_id": "r1", "k": "v"}, "key"}},
+		pullAll(t, e, sub), byData); diff != "" {
+		t.Errorf("replayed from a table of Nullable columns (-want +got):\n%s", diff)
+	}
+	if got := ch.MustQuery(t, "SELECT count() FROM dl_null"); got != "0" {
+		t.Errorf("after --delete the table of Nullable columns holds %s rows", got)
+	}
+
 	// A mutation of the table that never finishes (its expression throws: 18.16 keeps it
 	// unfinished for ever) holds up the DELETE: replay waits --deleteWait, then says why.
 	ch.MustExec(t, deadletter.CreateTable(ch.Database, "dl_stuck"))
