@@ -82,6 +82,9 @@ func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
 				m.Attributes[k] = v
 			}
 		}
+		if len(m.Data) == 0 && len(m.Attributes) == 0 {
+			return usageError(cio, "publish", fmt.Errorf("%s: the message has neither data nor attributes, which Pub/Sub refuses (a message needs one or the other); nothing was published", l.Where))
+		}
 		if err := fitsTopic(m, *topic); err != nil {
 			return usageError(cio, "publish", fmt.Errorf("%s: %w; nothing was published", l.Where, err))
 		}
@@ -334,7 +337,17 @@ func (w *topicWriter) create(ctx context.Context, cio *cmdIO, subscription strin
 	case codes.OK:
 		fmt.Fprintf(cio.Err, "created subscription %s on %s\n", subscription, w.topic)
 	case codes.AlreadyExists:
-		fmt.Fprintf(cio.Err, "subscription %s exists\n", subscription)
+		// One on another topic would not see what is published here: nothing would reach a
+		// pipeline reading it. (Reading it needs pubsub.subscriptions.get; without that, say so.)
+		s, err := w.client.SubscriptionAdminClient.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: subscription})
+		switch {
+		case err != nil:
+			fmt.Fprintf(cio.Err, "subscription %s exists (its topic could not be read: %v)\n", subscription, err)
+		case s.GetTopic() != w.topic:
+			return fmt.Errorf("--subscription %s exists on topic %s, not on %s: it would not receive the messages; give a subscription of %s, or a new name", subscription, s.GetTopic(), w.topic, w.topic)
+		default:
+			fmt.Fprintf(cio.Err, "subscription %s exists\n", subscription)
+		}
 	default:
 		return fmt.Errorf("creating subscription %s: %w", subscription, err)
 	}

@@ -111,8 +111,19 @@ func readLines(name string, r io.Reader) ([]inputMessage, error) {
 	var out []inputMessage
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
+	// A line ends at "\n" or "\r\n", and only the one "\r" before its "\n" goes with it:
+	// bufio.ScanLines also drops a last line's "\r" without "\n".
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			return i + 1, bytes.TrimSuffix(data[:i], []byte("\r")), nil
+		}
+		if atEOF && len(data) > 0 {
+			return len(data), data, nil
+		}
+		return 0, nil, nil
+	})
 	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
+		line := sc.Bytes()
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}

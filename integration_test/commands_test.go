@@ -345,6 +345,22 @@ func TestPublishCommand(t *testing.T) {
 		t.Errorf("a refused file published %v", got)
 	}
 
+	// A message of neither data nor attributes, which Pub/Sub refuses, is refused.
+	_, errOut, code = runCommand(t, `{"data":1}`+"\n"+`{"data":""}`+"\n", "publish", "--topic="+topic, "--envelope", "-")
+	if code != 2 || !strings.Contains(errOut, `-:2: the message has neither data nor attributes, which Pub/Sub refuses`) {
+		t.Errorf("an empty message: exit %d, want 2\n%s", code, errOut)
+	}
+	// --create with a --subscription that exists on another topic: it would not receive them.
+	other := e.Topic(t, "other")
+	otherSub := e.Subscription(t, other, "other-sub", time.Minute)
+	_, errOut, code = runCommand(t, `{"id":1}`+"\n", "publish", "--topic="+topic, "--create", "--subscription="+otherSub, "-")
+	if code != 1 || !strings.Contains(errOut, "--subscription "+otherSub+" exists on topic "+other+", not on "+topic+": it would not receive the messages") {
+		t.Errorf("--create with a subscription of another topic: exit %d, want 1\n%s", code, errOut)
+	}
+	if got := pullAll(t, e, sub); len(got) != 0 {
+		t.Errorf("a refused file published %v", got)
+	}
+
 	// An empty attribute key, which Pub/Sub refuses, is refused in an envelope as from --attribute.
 	const emptyKey = `"=v": the attribute key is empty; Pub/Sub requires a non-empty attribute key`
 	_, errOut, code = runCommand(t, `{"data":1}`+"\n"+`{"data":2,"attributes":{"":"v"}}`+"\n", "publish", "--topic="+topic, "--envelope", "-")

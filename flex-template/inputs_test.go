@@ -1,0 +1,29 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestReadLines: each line is a message of its bytes exactly, without its "\n" or "\r\n"; blank
+// lines are skipped, and a last line needs no "\n".
+func TestReadLines(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []inputMessage
+	}{
+		{"a\r\r\nb\r\n\n \r\nc\n", []inputMessage{{Where: "f:1", Data: []byte("a\r")}, {Where: "f:2", Data: []byte("b")}, {Where: "f:5", Data: []byte("c")}}},
+		{"x\ry\nlast\r", []inputMessage{{Where: "f:1", Data: []byte("x\ry")}, {Where: "f:2", Data: []byte("last\r")}}},
+		{"", nil},
+	} {
+		got, err := readLines("f", strings.NewReader(tc.in))
+		if err != nil {
+			t.Fatalf("readLines(%q): %v", tc.in, err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("readLines(%q) (-want +got):\n%s", tc.in, diff)
+		}
+	}
+}
