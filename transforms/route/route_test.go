@@ -221,3 +221,20 @@ func TestRouteHeartbeats(t *testing.T) {
 		t.Errorf("emitted %q, dead letters %v; want %q, [3]", got, dead, want)
 	}
 }
+
+// TestNewDeadLetterOfUDFOutput: a message the JavaScript UDF transformed says so when the routing
+// read a field of the output, and not when it read an attribute, which is the message's own.
+func TestNewDeadLetterOfUDFOutput(t *testing.T) {
+	m := flow.Message{Data: []byte(`{"kind":1}`), Original: []byte(`{"k":1}`), Transformed: true}
+	field := NewDeadLetter(m, &Error{By: By{Name: "kind"}, Missing: true})
+	if want := "routing the output of the javascript UDF: routeBy field:kind: "; !strings.HasPrefix(field.ErrorMessage, want) {
+		t.Errorf("routed by a field of the output: %q, want it to start %q", field.ErrorMessage, want)
+	}
+	attr := NewDeadLetter(m, &Error{By: By{Attribute: true, Name: "t"}, Missing: true})
+	if want := `routeBy attribute:t: the message has no attribute "t", so it names no table`; attr.ErrorMessage != want {
+		t.Errorf("routed by an attribute: %q, want %q", attr.ErrorMessage, want)
+	}
+	if string(attr.Payload) != `{"k":1}` || string(field.Payload) != `{"k":1}` {
+		t.Errorf("payloads %q, %q; want the message as published", attr.Payload, field.Payload)
+	}
+}

@@ -2,6 +2,7 @@ package route
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -83,10 +84,13 @@ func (f *routeFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 }
 
 // NewDeadLetter builds the dead-letter record of a message that names no table: its payload as
-// published, its attributes and ordering key, and err's text.
+// published, its attributes and ordering key, and err's text, which says that the JavaScript
+// UDF's output is what was routed when the message is its output and the routing read a field of
+// it (an attribute is the message's own, which the UDF does not change).
 func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 	message := err.Error()
-	if m.Transformed {
+	var re *Error
+	if m.Transformed && !(errors.As(err, &re) && re.By.Attribute) {
 		message = "routing the output of the javascript UDF: " + message
 	}
 	return flow.DeadLetter{
