@@ -217,10 +217,20 @@ func (r *replay) condition() (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
-// rowHash is the expression that identifies a row of the dead-letter table for --delete. Its
-// columns may be Nullable (the pipeline writes to one as to its type): assumeNotNull reads a NULL
-// as the type's default, so every row has a hash.
-const rowHash = "cityHash64(assumeNotNull(raw_message), assumeNotNull(error_message), assumeNotNull(stack_trace), assumeNotNull(failed_at))"
+// rowHash returns the expression that identifies a row of the dead-letter table for --delete: a
+// hash of every column of it replay knows (the four required ones, and those of message_id,
+// attributes and ordering_key it has), so that two rows with the same hash are copies of each
+// other. The columns may be Nullable (the pipeline writes to one as to its type): assumeNotNull
+// reads a NULL as the type's default, so every row has a hash.
+func rowHash(columns []string) string {
+	parts := []string{"assumeNotNull(raw_message)", "assumeNotNull(error_message)", "assumeNotNull(stack_trace)", "assumeNotNull(failed_at)"}
+	for _, c := range []string{"message_id", "attributes", "ordering_key"} {
+		if slices.Contains(columns, c) {
+			parts = append(parts, "assumeNotNull("+c+")")
+		}
+	}
+	return "cityHash64(" + strings.Join(parts, ", ") + ")"
+}
 
 // fromDeadLetterTable replays the rows of the dead-letter table.
 func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline.Options) int {
@@ -259,7 +269,8 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	if slices.Contains(columns, "ordering_key") {
 		orderingKey = "ifNull(ordering_key, '')"
 	}
-	rows, err := conn.Query(ctx, "SELECT ifNull(raw_message, ''), "+rowHash+", "+attributes+", "+orderingKey+" FROM "+table+" WHERE "+cond+" ORDER BY failed_at", args...)
+	hash := rowHash(columns)
+	rows, err := conn.Query(ctx, "SELECT ifNull(raw_message, ''), "+hash+", "+attributes+", "+orderingKey+" FROM "+table+" WHERE "+cond+" ORDER BY failed_at", args...)
 	if err != nil {
 		return failure(cio, "replay", fmt.Errorf("reading %s: %w", r.from, err))
 	}
@@ -315,20 +326,26 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	if !r.delete || n == 0 {
 		return code
 	}
-	if err := deleteRows(ctx, cio, conn, o.ClickHouseDatabase, r.table, cond, args, hashes, r.deleteWait); err != nil {
+	deleted, err := deleteRows(ctx, cio, conn, o.ClickHouseDatabase, r.table, hash, hashes, r.deleteWait)
+	if err != nil {
 		return failure(cio, "replay", fmt.Errorf("deleting the replayed rows of %s: %w (they were replayed; delete them by hand, or a replay publishes them again)", r.from, err))
 	}
-	fmt.Fprintf(cio.Out, "deleted %s from %s\n", count(n, "replayed row"), r.from)
+	fmt.Fprintf(cio.Out, "deleted %s from %s\n", count(deleted, "replayed row"), r.from)
+	if deleted != n {
+		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: %d rows were replayed and %d deleted: the table changed while the replay ran (rows deleted by another hand, or copies of replayed rows written since)\n", n, deleted)
+	}
 	return code
 }
 
-// deleteRows deletes the rows of database.table that meet cond and whose rowHash is one of
-// hashes, with one mutation per 10,000 hashes (within ClickHouse's default max_query_size of
+// deleteRows deletes the rows of database.table whose hash (the expression hash, rowHash) is one
+// of hashes, with one mutation per 10,000 hashes (within ClickHouse's default max_query_size of
 // 256 KiB), and waits up to wait for those mutations to finish, saying on standard error every
-// 30 s what it waits for. ClickHouse runs a table's mutations in order, so a mutation of the
-// table that never finishes (one whose expression throws, on ClickHouse 18.16, stays unfinished
-// for ever) holds up these: after wait the error names it.
-func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, table, cond string, args []any, hashes []uint64, wait time.Duration) error {
+// 30 s what it waits for; it returns how many rows went, counted before and after. The rows are
+// found by their hash alone, not by the replay's condition again, which may have changed
+// meaning since (a --where with now() or rand()). ClickHouse runs a table's mutations in order,
+// so a mutation of the table that never finishes (one whose expression throws, on ClickHouse
+// 18.16, stays unfinished for ever) holds up these: after wait the error names it.
+func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, table, hash string, hashes []uint64, wait time.Duration) (int, error) {
 	type mutation struct {
 		ID, Command string
 		Created     time.Time
@@ -350,21 +367,40 @@ func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, tab
 		}
 		return out, rows.Err()
 	}
-	before, err := mutations()
-	if err != nil {
-		return err
-	}
 	quoted := chclient.QuoteIdent(database) + "." + chclient.QuoteIdent(table)
 	const perMutation = 10_000
+	var lists []string
 	for start := 0; start < len(hashes); start += perMutation {
 		chunk := hashes[start:min(start+perMutation, len(hashes))]
 		list := make([]string, len(chunk))
 		for i, h := range chunk {
 			list[i] = fmt.Sprint(h)
 		}
-		q := "ALTER TABLE " + quoted + " DELETE WHERE " + cond + " AND " + rowHash + " IN (" + strings.Join(list, ",") + ")"
-		if err := conn.Exec(ctx, q, args...); err != nil {
-			return err
+		lists = append(lists, hash+" IN ("+strings.Join(list, ",")+")")
+	}
+	// rows counts the table's rows of the hashes.
+	rows := func() (int, error) {
+		total := 0
+		for _, in := range lists {
+			var n uint64
+			if err := conn.QueryRow(ctx, "SELECT count() FROM "+quoted+" WHERE "+in).Scan(&n); err != nil {
+				return 0, fmt.Errorf("counting the replayed rows: %w", err)
+			}
+			total += int(n)
+		}
+		return total, nil
+	}
+	before, err := mutations()
+	if err != nil {
+		return 0, err
+	}
+	had, err := rows()
+	if err != nil {
+		return 0, err
+	}
+	for _, in := range lists {
+		if err := conn.Exec(ctx, "ALTER TABLE "+quoted+" DELETE WHERE "+in); err != nil {
+			return 0, err
 		}
 	}
 	deadline := time.Now().Add(wait)
@@ -372,7 +408,7 @@ func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, tab
 	for {
 		now, err := mutations()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		// Ours are the mutations that were not there before and delete by rowHash; the
 		// unfinished ones older than ours hold them up.
@@ -380,14 +416,15 @@ func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, tab
 		for id, m := range now {
 			_, old := before[id]
 			switch {
-			case !old && strings.Contains(m.Command, rowHash) && m.Done == 0:
+			case !old && strings.Contains(m.Command, hash) && m.Done == 0:
 				ours = append(ours, m)
 			case old && m.Done == 0:
 				ahead = append(ahead, m)
 			}
 		}
 		if len(ours) == 0 {
-			return nil
+			left, err := rows()
+			return had - left, err
 		}
 		slices.SortFunc(ahead, func(a, b mutation) int { return strings.Compare(a.ID, b.ID) })
 		waitingOn := ""
@@ -397,7 +434,7 @@ func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, tab
 				m.ID, m.Created.UTC().Format(time.RFC3339), flow.OneLine(text.Cut([]byte(m.Command), 200)))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the DELETE (mutation %s) has not finished after %v (--deleteWait)%s: the rows are deleted when it finishes, "+
+			return 0, fmt.Errorf("the DELETE (mutation %s) has not finished after %v (--deleteWait)%s: the rows are deleted when it finishes, "+
 				"and until then a replay of the same rows publishes them again; see system.mutations (and KILL MUTATION, on a server that has it)", ours[0].ID, wait, waitingOn)
 		}
 		if time.Now().After(nextNote) {
@@ -406,7 +443,7 @@ func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, tab
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
