@@ -356,7 +356,7 @@ func errorKinds(err error) []string {
 	}
 	var pe *convert.PayloadError
 	if errors.As(err, &pe) {
-		return []string{"payload is not one JSON object"}
+		return []string{"payload: not one JSON object of distinct fields in UTF-8"}
 	}
 	var refused evolve.Refusals
 	if errors.As(err, &refused) {

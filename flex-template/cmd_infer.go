@@ -112,7 +112,7 @@ func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
 	}
 	fmt.Fprintf(cio.Out, "-- inferred from %s", count(sample.Messages(), "message"))
 	if skipped > 0 {
-		fmt.Fprintf(cio.Out, " (%d skipped: not one JSON object)", skipped)
+		fmt.Fprintf(cio.Out, " (%d skipped: not one JSON object of distinct fields)", skipped)
 	}
 	fmt.Fprintln(cio.Out)
 	if pending := sample.Pending(); len(pending) > 0 {

@@ -156,7 +156,7 @@ func TestInferComments(t *testing.T) {
 		// server's error said.
 		t.Errorf("ORDER BY a Nullable column: exit %d, want 1; stderr:\n%s", code, errOut)
 	}
-	want := "-- inferred from 2 messages (1 skipped: not one JSON object)\n" +
+	want := "-- inferred from 2 messages (1 skipped: not one JSON object of distinct fields)\n" +
 		"-- not inferred, only null in the sample (no column until a value comes): \"gone\", \"new\\nline\"\n" +
 		"-- not a column: field \"f(x)\" cannot be a column: the name contains a parenthesis, which clickhouse-go cannot name in an INSERT\n" +
 		"CREATE TABLE `" + srv.Database + "`.`t`\n(\n    `id` Nullable(Int64),\n    `a b` Nullable(String),\n    `obj` Nullable(String)\n)\n" +

@@ -177,7 +177,7 @@ dead letters by error kind (a message with several failing columns counts under 
        2  column "n" (UInt8)
        1  column "id" (UInt32)
        1  column "ts" (DateTime('UTC'))
-       1  payload is not one JSON object
+       1  payload: not one JSON object of distinct fields in UTF-8
 `
 		if !strings.HasSuffix(rest, wantSummary) {
 			t.Errorf("summary (-want +got):\n%s", cmp.Diff(wantSummary, rest[max(0, len(rest)-len(wantSummary)):]))
@@ -247,7 +247,7 @@ dead letters by error kind (a message with several failing columns counts under 
 			file + `:4: dead letter: converting the output of the javascript UDF: column "id" (UInt32): -1 `,
 			// Not UTF-8: a dead letter before any call, of the parse stage's kind.
 			file + ":5: dead letter: payload: not valid UTF-8 (first bad byte at offset 18)",
-			"       1  javascript UDF\n       1  payload is not one JSON object\n",
+			"       1  javascript UDF\n       1  payload: not one JSON object of distinct fields in UTF-8\n",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("check printed\n%s\nwant it to contain %q\nstderr:\n%s", out, want, errOut)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DeadLetter is a message that could not become a row, as the parse and write stages pass it to
@@ -81,16 +82,20 @@ func WithTable(trace, table string) string {
 
 // OneLine returns s with its control characters escaped, so that it is one line of text that
 // moves no cursor: \n, \r and \t, and \u00XX or \uXXXX for the other C0 and C1 controls, DEL
-// and the line and paragraph separators U+2028 and U+2029. Nothing else changes (a backslash
-// stays one). For the lines of a stack trace, and of the check command's output, which quote
-// payloads' raw bytes (a newline between a payload's tokens, say); error_message keeps them.
+// and the line and paragraph separators U+2028 and U+2029; a byte that is not part of valid
+// UTF-8 is \xXX. Nothing else changes (a backslash stays one). For the lines of a stack trace,
+// and of the commands' output, which quote payloads' raw bytes (a newline between a payload's
+// tokens, say); error_message keeps them.
 func OneLine(s string) string {
-	if !strings.ContainsFunc(s, breaksLine) {
+	if !strings.ContainsFunc(s, breaksLine) && utf8.ValidString(s) {
 		return s
 	}
 	var b strings.Builder
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
 		case r == '\n':
 			b.WriteString(`\n`)
 		case r == '\r':
@@ -100,8 +105,9 @@ func OneLine(s string) string {
 		case breaksLine(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
-			b.WriteRune(r)
+			b.WriteString(s[i : i+size])
 		}
+		i += size
 	}
 	return b.String()
 }

@@ -17,6 +17,8 @@ func TestOneLine(t *testing.T) {
 		{"nel \u0085 ls \u2028 ps \u2029", `nel \u0085 ls \u2028 ps \u2029`},
 		{`a JSON escape "\n" stays`, `a JSON escape "\n" stays`},
 		{"é ü 日本 🙂", "é ü 日本 🙂"},
+		{"bad \xff\xfe, cut \xe6\x97 then \n", `bad \xff\xfe, cut \xe6\x97 then \n`},
+		{"\xc0", `\xc0`},
 		{"", ""},
 	} {
 		if got := OneLine(tc.in); got != tc.want {
