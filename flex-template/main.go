@@ -18,10 +18,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -204,6 +206,9 @@ func run(ctx context.Context, o pipeline.Options) error {
 		return err
 	}
 
+	if !l.dataflow {
+		defer giveBackOnInterrupt()()
+	}
 	p, s := beam.NewPipelineWithRoot()
 	pipeline.Build(s, checked, src)
 	res, err := beam.Run(ctx, l.runner, p)
@@ -238,6 +243,36 @@ func releaseUnacknowledged(ctx context.Context) {
 		slog.Warn("giving back the unacknowledged messages failed; they are redelivered once their ack deadline passes", "released", n, "error", err)
 	} else if n > 0 {
 		slog.Info("gave back the messages not acknowledged: Pub/Sub redelivers them at once, to the next run", "messages", n)
+	}
+}
+
+// giveBackOnInterrupt makes an interrupt (Ctrl-C, SIGINT) or a SIGTERM of a local run give back
+// the messages the run pulled and has not acknowledged (releaseUnacknowledged) before the process
+// exits, with status 130 or 143 as a shell reports a process ended by the signal: Pub/Sub
+// redelivers them at once, to the next run, instead of after the ack deadline last extended
+// (60 s). A row whose INSERT committed and whose acknowledgement had not gone out comes again,
+// as after a kill. A second signal ends the process at once. The returned func stops it.
+func giveBackOnInterrupt() (stop func()) {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-signals:
+			signal.Stop(signals) // a second one ends the process as it would without this
+			slog.Warn("interrupted: giving back the messages not acknowledged before exiting", "signal", sig.String())
+			releaseUnacknowledged(context.Background())
+			code := 130
+			if sig == syscall.SIGTERM {
+				code = 143
+			}
+			os.Exit(code)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(signals)
+		close(done)
 	}
 }
 

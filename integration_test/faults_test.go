@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -397,6 +398,72 @@ func TestKilledAndRestarted(t *testing.T) {
 		}
 	}
 	e.checkAllAcked(t, ids)
+}
+
+// TestInterruptGivesBack: a local run interrupted (SIGINT, as Ctrl-C sends) with rows still
+// buffered gives the messages it pulled back to Pub/Sub before it exits (status 130): they are
+// delivered again at once, not after the 60 s ack deadline the run kept extending.
+func TestInterruptGivesBack(t *testing.T) {
+	const n = 100
+	e := newE2E(t, events.DDL)
+	bin, _ := launchBinary(t)
+	o := e.opts
+	cmd := exec.Command(bin, "--runner=prism", "--inputSubscription="+o.InputSubscription, "--clickHouseUrl="+o.ClickHouseURL,
+		"--clickHouseDatabase="+o.ClickHouseDatabase, "--clickHouseTable=events", "--clickHouseUsername=default",
+		"--clickHousePassword=", "--clickHouseDeadLetterTable=dead_letters", "--batchRowCount=100000", "--windowSeconds=600")
+	cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+e.ps.Addr)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	gen := events.NewGenerator(3, time.Now())
+	var msgs []*pubsubpb.PubsubMessage
+	for range n {
+		_, data := gen.Next()
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: data})
+	}
+	e.ps.Publish(t, e.topic, msgs...)
+	// Every message pulled by the run, and held: its rows wait for a batch of 100,000 or 600 s.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		pulled := 0
+		for _, m := range e.ps.Server.Messages() {
+			if m.Deliveries > 0 {
+				pulled++
+			}
+		}
+		if pulled == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the run pulled %d of %d messages in 60 s\n%s", pulled, n, log.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("the interrupted run did not exit in 30 s\n%s", log.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(log.String(), "gave back the messages not acknowledged") {
+		t.Errorf("the interrupted run exited %d, want 130, and logged\n%s", code, log.String())
+	}
+	checkOutput(t, "the binary's log", log.Bytes())
+	if got := len(e.ps.PullAll(t, o.InputSubscription)); got != n {
+		t.Errorf("right after the interrupt the subscription delivered %d of the %d messages, want all", got, n)
+	}
+	if rows := e.srv.MustQuery(t, "SELECT count() FROM events"); rows != "0" {
+		t.Errorf("%s rows inserted by a run whose batches never closed", rows)
+	}
 }
 
 type rowCounts struct{ total, distinct int }
