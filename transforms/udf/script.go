@@ -233,8 +233,8 @@ func (f *function) Apply(payload string, m messageInfo) (out string, drop bool, 
 						"it would be stored as U+FFFD, so the message is dead-lettered instead", unit, i)}
 			}
 		}
-		if r := roundedIntegers(payload); r != nil {
-			if err := roundedInOutput(r, payload, s); err != nil {
+		if r := roundingOf(payload); r != nil {
+			if err := r.check(s); err != nil {
 				return "", false, &Error{Function: f.name, Reason: err.Error()}
 			}
 		}

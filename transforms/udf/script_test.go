@@ -3,6 +3,7 @@ package udf
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,8 +76,8 @@ function withoutId(payload) { var e = JSON.parse(payload); return JSON.stringify
 		{"pairs", "x", msg, "x😀\uFFFD", false},
 		// Integers JavaScript holds and prints exactly (2^53, 2^54), digits in a string, a
 		// fraction's or an exponent's digits: nothing rounded that the output carries.
-		{"roundTrip", `{"a":9007199254740992,"b":-18014398509481984,"s":"12345678901234567890","f":0.5000000000000000001,"e":1e-1234567890123456}`, msg,
-			`{"a":9007199254740992,"b":-18014398509481984,"s":"12345678901234567890","f":0.5,"e":0}`, false},
+		{"roundTrip", `{"a":9007199254740992,"b":-18014398509481984,"s":"12345678901234567890","f":0.5000000000000000001,"e":1e-1234567890123456,"t":1000000000000000000000000}`, msg,
+			`{"a":9007199254740992,"b":-18014398509481984,"s":"12345678901234567890","f":0.5,"e":0,"t":1e+24}`, false},
 		// A rounded integer the output does not carry.
 		{"withoutId", `{"id":9007199254740993,"n":1}`, msg, `{"n":1}`, false},
 	}
@@ -141,6 +142,11 @@ function idAsString(payload) { return JSON.stringify({id: String(JSON.parse(payl
 		{"roundTrip", `{"id":9007199254740993}`, Error{Function: "roundTrip", Reason: rounded("9007199254740992", "9007199254740993")}},
 		{"roundTrip", `{"s":"a\"b","ids":[1,-18446744073709551615]}`, Error{Function: "roundTrip", Reason: rounded("18446744073709552000", "18446744073709551615")}},
 		{"idAsString", `{"id":12345678901234567891}`, Error{Function: "idAsString", Reason: rounded("12345678901234567000", "12345678901234567891")}},
+		// The payload holds the rounded digits too, once: the output's second copy is the other's.
+		{"roundTrip", `{"a":9007199254740992,"b":9007199254740993}`, Error{Function: "roundTrip", Reason: rounded("9007199254740992", "9007199254740993")}},
+		{"roundTrip", `{"x":0.9007199254740992,"b":9007199254740993}`, Error{Function: "roundTrip", Reason: rounded("9007199254740992", "9007199254740993")}},
+		{"roundTrip", `{"e":9.007199254740993e15}`, Error{Function: "roundTrip", Reason: rounded("9007199254740992", "9.007199254740993e15")}},
+		{"roundTrip", `{"big":123456789012345678901234}`, Error{Function: "roundTrip", Reason: rounded("1.2345678901234569e+23", "123456789012345678901234")}},
 	}
 	for _, tt := range tests {
 		timeout := 50 * time.Millisecond
@@ -190,28 +196,57 @@ func rounded(got, literal string) string {
 		"(have the producer send such a value as a string, or take it from the payload's text, not from JSON.parse)"
 }
 
-// TestRoundedIntegers: the integer literals of a text that JSON.parse rounds, outside its
-// strings, and not a fraction's or an exponent's digits.
-func TestRoundedIntegers(t *testing.T) {
+// TestRounding: the numbers of a text that JSON.parse rounds to another integer, outside its
+// strings, by the text JavaScript prints; and those printed so exactly.
+func TestRounding(t *testing.T) {
+	type rounded = map[string]roundedLiteral
 	for _, tc := range []struct {
 		payload string
-		want    []roundedInteger
+		rounded rounded
+		exact   map[string]int
 	}{
-		{`{"a":1,"b":9007199254740992}`, nil},
-		{`{"a":9007199254740993}`, []roundedInteger{{"9007199254740993", "9007199254740992"}}},
-		{`[-9007199254740995,18446744073709551615]`, []roundedInteger{{"9007199254740995", "9007199254740996"}, {"18446744073709551615", "18446744073709552000"}}},
-		{`{"s":"9007199254740993","t":"\"9007199254740993\"","u":"\\"}`, nil},
-		{`{"s":"\\","n":9007199254740993}`, []roundedInteger{{"9007199254740993", "9007199254740992"}}},
-		{`[9007199254740993.0,1.9007199254740993,1e9007199254740993,1E+9007199254740993,2e-9007199254740993]`, nil},
-		// 2^60 is a double exactly, but JavaScript prints a number with the fewest digits that
-		// read back as it: 1152921504606847000, another integer. 10^21 and beyond print with an
-		// exponent, and are left out.
-		{`[18014398509481984,1152921504606846976,999999999999999999999,1000000000000000000000]`, []roundedInteger{{"1152921504606846976", "1152921504606847000"}}},
-		{`9007199254740993`, []roundedInteger{{"9007199254740993", "9007199254740992"}}},
+		{`{"a":1,"b":9007199254740992,"c":0.30000000000000004}`, nil, nil},
+		{`{"a":9007199254740993}`, rounded{"9007199254740992": {"9007199254740993", 1}}, map[string]int{}},
+		{`[-9007199254740995,18446744073709551615,18446744073709551614]`,
+			rounded{"9007199254740996": {"9007199254740995", 1}, "18446744073709552000": {"18446744073709551615", 2}}, map[string]int{}},
+		{`{"s":"9007199254740993","t":"\"9007199254740993\"","u":"\\"}`, nil, nil},
+		{`{"s":"\\","n":9007199254740993,"m":9007199254740992}`, rounded{"9007199254740992": {"9007199254740993", 1}}, map[string]int{"9007199254740992": 1}},
+		// Another form of the same integer; a fraction or an exponent out of range is no integer.
+		{`[9007199254740993.0,9.007199254740993e15,1.9007199254740993,1e9007199254740993]`, rounded{"9007199254740992": {"9007199254740993.0", 2}}, map[string]int{}},
+		// 2^60 is a double exactly but prints as another integer; 10^21 and beyond print with an
+		// exponent, the same value for 10^24, another for 123456789012345678901234.
+		{`[18014398509481984,1152921504606846976,1000000000000000000000000,123456789012345678901234]`,
+			rounded{"1152921504606847000": {"1152921504606846976", 1}, "1.2345678901234569e+23": {"123456789012345678901234", 1}},
+			map[string]int{"18014398509481984": 1, "1e+24": 1}},
 	} {
-		if diff := cmp.Diff(tc.want, roundedIntegers(tc.payload), cmp.AllowUnexported(roundedInteger{})); diff != "" {
-			t.Errorf("roundedIntegers(%s) (-want +got):\n%s", tc.payload, diff)
+		r := roundingOf(tc.payload)
+		var got rounded
+		var exact map[string]int
+		if r != nil {
+			got, exact = r.rounded, r.exact
 		}
+		if diff := cmp.Diff(tc.rounded, got, cmp.AllowUnexported(roundedLiteral{})); diff != "" {
+			t.Errorf("roundingOf(%s).rounded (-want +got):\n%s", tc.payload, diff)
+		}
+		if diff := cmp.Diff(tc.exact, exact); diff != "" {
+			t.Errorf("roundingOf(%s).exact (-want +got):\n%s", tc.payload, diff)
+		}
+	}
+	// A large payload: passed on as it is (its own digits), and as JSON.stringify(JSON.parse(...))
+	// gives it back. Each text is read once, whatever the count of rounded numbers.
+	var in, out strings.Builder
+	for i := range 30_000 {
+		n := uint64(9007199254740993 + 2*i)
+		fmt.Fprintf(&in, ",%d", n)
+		fmt.Fprintf(&out, ",%s", jsText(float64(n)))
+	}
+	payload, parsed := "[1"+in.String()+"]", "[1"+out.String()+"]"
+	r := roundingOf(payload)
+	if err := r.check(payload); err != nil {
+		t.Errorf("30,000 numbers passed on as written: %v", err)
+	}
+	if err := r.check(parsed); err == nil || !strings.HasPrefix(err.Error(), "returned ") {
+		t.Errorf("30,000 numbers as JSON.parse rounds them: %v", err)
 	}
 }
 
