@@ -199,9 +199,16 @@ func CheckOrderBy(engine, orderBy string) error {
 	return nil
 }
 
-// isMergeTree reports whether engine (SQL, as in ENGINE = …) is of the MergeTree family: its name,
-// before any parenthesis, ends in MergeTree (MergeTree, ReplicatedReplacingMergeTree('/p', 'r'), …).
+// isMergeTree reports whether engine (SQL, as in ENGINE = …, with any clauses after the name) is
+// of the MergeTree family: its name, the leading word, ends in MergeTree (MergeTree,
+// ReplicatedReplacingMergeTree('/p', 'r'), MergeTree PARTITION BY toYYYYMM(ts), …).
 func isMergeTree(engine string) bool {
-	name, _, _ := strings.Cut(engine, "(")
-	return strings.HasSuffix(strings.TrimSpace(name), "MergeTree")
+	engine = strings.TrimSpace(engine)
+	end := strings.IndexFunc(engine, func(r rune) bool {
+		return !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	})
+	if end < 0 {
+		end = len(engine)
+	}
+	return strings.HasSuffix(engine[:end], "MergeTree")
 }

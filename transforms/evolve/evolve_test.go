@@ -264,6 +264,11 @@ func TestDDL(t *testing.T) {
 			t.Errorf("CreateTable with engine %s and an ORDER BY: %v", engine, err)
 		}
 	}
+	got, err = CreateTable("db", "t", cols[:1], "MergeTree PARTITION BY toYYYYMM(ts)", "(`a b`)")
+	want = "CREATE TABLE `db`.`t`\n(\n    `a b` Nullable(Int64)\n)\nENGINE = MergeTree PARTITION BY toYYYYMM(ts)\nORDER BY (`a b`)"
+	if err != nil || got != want {
+		t.Errorf("CreateTable with an engine and its clauses: %v\n%s", err, cmp.Diff(want, got))
+	}
 	got, err = CreateTable("db", "t", cols[:1], "ReplicatedReplacingMergeTree('/t/{shard}', '{replica}')", "")
 	want = "CREATE TABLE `db`.`t`\n(\n    `a b` Nullable(Int64)\n)\nENGINE = ReplicatedReplacingMergeTree('/t/{shard}', '{replica}')\nORDER BY tuple()"
 	if err != nil || got != want {
