@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -266,5 +267,18 @@ func TestInferFromSubscription(t *testing.T) {
 	_, errOut, code = infer(t, append(conn, "--fromSubscription="+missing)...)
 	if code != exitFailed || !strings.Contains(errOut, "--fromSubscription: pulling from "+missing+": ") || !strings.Contains(errOut, "NotFound") {
 		t.Errorf("a subscription that does not exist: exit %d, want 1\n%s", code, errOut)
+	}
+	// An emulator that does not answer: the client retries Unavailable until the Pull's 5 s are
+	// up, and the failure it retried is said, not an empty subscription.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	t.Setenv("PUBSUB_EMULATOR_HOST", dead)
+	_, errOut, code = infer(t, append(conn, "--fromSubscription="+sub)...)
+	if code != exitFailed || !strings.Contains(errOut, "--fromSubscription: pulling from "+sub+": no answer within 5s: ") || !strings.Contains(errOut, "Unavailable") {
+		t.Errorf("an emulator that does not answer: exit %d, want 1\n%s", code, errOut)
 	}
 }

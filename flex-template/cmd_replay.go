@@ -496,7 +496,10 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	// A subscription on the topic replay publishes to would deliver the replay's own messages
 	// again, without end. (Reading the subscription needs pubsub.subscriptions.get, which a
 	// subscriber may lack: then only the replay_id check below guards.)
-	if s, err := subs.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: r.subscription}); err == nil && s.GetTopic() == r.topic {
+	gctx, cancel := context.WithTimeout(ctx, pullTimeout) // an unreachable Pub/Sub is said by the Pull below
+	s, err := subs.GetSubscription(gctx, &pubsubpb.GetSubscriptionRequest{Subscription: r.subscription})
+	cancel()
+	if err == nil && s.GetTopic() == r.topic {
 		return usageError(cio, "replay", fmt.Errorf("--fromSubscription %s is on --topic %s: it would deliver the replayed messages again; give a subscription on the dead-letter topic", r.subscription, r.topic))
 	}
 	var w *topicWriter
@@ -518,12 +521,9 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	again := 0            // dead letters of messages this run replayed, which failed again
 	start := time.Now()
 	for {
-		pctx, cancel := context.WithTimeout(ctx, pullTimeout)
-		resp, err := subs.Pull(pctx, &pubsubpb.PullRequest{Subscription: r.subscription, MaxMessages: 1000})
-		timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil // nothing to pull within pullTimeout
-		cancel()
-		if err != nil && !timedOut {
-			return failure(cio, "replay", fmt.Errorf("pulling from %s: %w (replayed %d)", r.subscription, err, replayed))
+		resp, err := pullWithin(ctx, subs, &pubsubpb.PullRequest{Subscription: r.subscription, MaxMessages: 1000}, pullTimeout)
+		if err != nil {
+			return failure(cio, "replay", fmt.Errorf("%w (replayed %d)", err, replayed))
 		}
 		var batch []*pubsub.Message
 		var acks []string

@@ -15,7 +15,10 @@ import (
 	"sort"
 	"time"
 
+	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/googleapis/gax-go/v2"
+	"google.golang.org/grpc/codes"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
@@ -138,6 +141,44 @@ func readLines(name string, r io.Reader) ([]inputMessage, error) {
 	return out, nil
 }
 
+// pullWithin pulls once from req's subscription, for at most timeout. A Pull that returns nothing
+// within it (Pub/Sub holds a Pull open until messages come) is an empty response, no error; a
+// Pull that fails is an error naming the subscription, the failure the client retried until the
+// timeout (Unavailable: an unreachable Pub/Sub or emulator) included, which the client itself
+// would hand back as the timeout alone.
+func pullWithin(ctx context.Context, subs *pubsubapi.SubscriptionAdminClient, req *pubsubpb.PullRequest, timeout time.Duration) (*pubsubpb.PullResponse, error) {
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error // the last failure the client retried
+	retry := gax.WithRetry(func() gax.Retryer {
+		return &recordingRetryer{last: &last, Retryer: gax.OnCodes(
+			[]codes.Code{codes.Unavailable, codes.Unknown, codes.Aborted, codes.Internal, codes.ResourceExhausted},
+			gax.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 1.3})}
+	})
+	resp, err := subs.Pull(pctx, req, retry)
+	switch {
+	case err == nil:
+		return resp, nil
+	case errors.Is(pctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && last == nil:
+		return &pubsubpb.PullResponse{}, nil // nothing to pull within timeout
+	case last != nil:
+		return nil, fmt.Errorf("pulling from %s: no answer within %v: %w", req.Subscription, timeout, last)
+	default:
+		return nil, fmt.Errorf("pulling from %s: %w", req.Subscription, err)
+	}
+}
+
+// recordingRetryer is a gax.Retryer that keeps the last error it was asked to retry.
+type recordingRetryer struct {
+	gax.Retryer
+	last *error
+}
+
+func (r *recordingRetryer) Retry(err error) (time.Duration, bool) {
+	*r.last = err
+	return r.Retryer.Retry(err)
+}
+
 // peekTimeout bounds one Pull of peekSubscription: a pull that brings nothing new within it ends
 // the sample.
 const peekTimeout = 5 * time.Second
@@ -164,12 +205,9 @@ func peekSubscription(ctx context.Context, subscription string, max int) ([]inpu
 	seen := map[string]bool{}
 	defer func() { releaseAcks(ctx, subs, subscription, held) }()
 	for len(out) < max {
-		pctx, cancel := context.WithTimeout(ctx, peekTimeout)
-		resp, err := subs.Pull(pctx, &pubsubpb.PullRequest{Subscription: subscription, MaxMessages: int32(min(max-len(out), 1000))})
-		timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil // nothing to pull within peekTimeout
-		cancel()
-		if err != nil && !timedOut {
-			return nil, fmt.Errorf("pulling from %s: %w", subscription, err)
+		resp, err := pullWithin(ctx, subs, &pubsubpb.PullRequest{Subscription: subscription, MaxMessages: int32(min(max-len(out), 1000))}, peekTimeout)
+		if err != nil {
+			return nil, err
 		}
 		fresh := 0
 		for _, rm := range resp.GetReceivedMessages() {
