@@ -5,9 +5,11 @@ package main
 // dead-letter table (a WHERE filter, a time range) or a subscription on the dead-letter topic.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"maps"
 	"slices"
@@ -107,7 +109,9 @@ func runReplay(ctx context.Context, cio *cmdIO, args []string) int {
 		if _, err := psclient.ParseSubscription(r.subscription); err != nil {
 			problems = append(problems, fmt.Errorf("--fromSubscription %q: %w", r.subscription, err))
 		}
-		for name, set := range map[string]bool{"--where": r.where != "", "--since": *since != "", "--until": *until != "", "--delete": r.delete} {
+		deleteWaitSet := false
+		fs.Visit(func(f *flag.Flag) { deleteWaitSet = deleteWaitSet || f.Name == "deleteWait" })
+		for name, set := range map[string]bool{"--where": r.where != "", "--since": *since != "", "--until": *until != "", "--delete": r.delete, "--deleteWait": deleteWaitSet} {
 			if set {
 				problems = append(problems, fmt.Errorf("%s is for --fromTable; a subscription delivers all it holds", name))
 			}
@@ -405,40 +409,52 @@ func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, tab
 	}
 	deadline := time.Now().Add(wait)
 	nextNote := time.Now().Add(30 * time.Second)
+	seen := map[string]bool{} // our mutations, once system.mutations shows them
 	for {
 		now, err := mutations()
 		if err != nil {
 			return 0, err
 		}
-		// Ours are the mutations that were not there before and delete by rowHash; the
-		// unfinished ones older than ours hold them up.
+		// Ours are the mutations that were not there before and delete by a row hash (a
+		// replicated table shows them once it has read them from ZooKeeper or Keeper, so they
+		// are waited for until each has been seen); the unfinished ones older than ours hold
+		// them up.
 		var ours, ahead []mutation
 		for id, m := range now {
 			_, old := before[id]
 			switch {
-			case !old && strings.Contains(m.Command, hash) && m.Done == 0:
-				ours = append(ours, m)
+			case !old && strings.Contains(m.Command, "cityHash64("):
+				seen[id] = true
+				if m.Done == 0 {
+					ours = append(ours, m)
+				}
 			case old && m.Done == 0:
 				ahead = append(ahead, m)
 			}
 		}
-		if len(ours) == 0 {
+		if len(ours) == 0 && len(seen) >= len(lists) {
 			left, err := rows()
-			return had - left, err
+			return max(0, had-left), err
 		}
-		slices.SortFunc(ahead, func(a, b mutation) int { return strings.Compare(a.ID, b.ID) })
+		slices.SortFunc(ahead, func(a, b mutation) int {
+			return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.ID, b.ID))
+		})
 		waitingOn := ""
 		if len(ahead) > 0 {
 			m := ahead[0]
 			waitingOn = fmt.Sprintf("; ClickHouse runs a table's mutations in order, and the table's mutation %s of %s (%s) has not finished either",
 				m.ID, m.Created.UTC().Format(time.RFC3339), flow.OneLine(text.Cut([]byte(m.Command), 200)))
 		}
+		what := "the DELETE (its mutation not yet in system.mutations)"
+		if len(ours) > 0 {
+			what = "the DELETE (mutation " + ours[0].ID + ")"
+		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("the DELETE (mutation %s) has not finished after %v (--deleteWait)%s: the rows are deleted when it finishes, "+
-				"and until then a replay of the same rows publishes them again; see system.mutations (and KILL MUTATION, on a server that has it)", ours[0].ID, wait, waitingOn)
+			return 0, fmt.Errorf("%s has not finished after %v (--deleteWait)%s: the rows are deleted when it finishes, "+
+				"and until then a replay of the same rows publishes them again; see system.mutations (and KILL MUTATION, on a server that has it)", what, wait, waitingOn)
 		}
 		if time.Now().After(nextNote) {
-			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: waiting for the DELETE (mutation %s) to finish%s\n", ours[0].ID, waitingOn)
+			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: waiting for %s to finish%s\n", what, waitingOn)
 			nextNote = time.Now().Add(30 * time.Second)
 		}
 		select {
@@ -479,6 +495,11 @@ func releaseAcks(ctx context.Context, subs *pubsubapi.SubscriptionAdminClient, s
 		subs.ModifyAckDeadline(context.WithoutCancel(ctx), &pubsubpb.ModifyAckDeadlineRequest{Subscription: subscription, AckIds: ids, AckDeadlineSeconds: 0})
 	}
 }
+
+// clockMargin is how much earlier than the replay's start a dead letter carrying its --replayId
+// may have failed and still count as one of this run's own replay that failed again: failedAt is
+// a worker's clock, and the start this machine's.
+const clockMargin = time.Minute
 
 // pullTimeout bounds one Pull: a pull that returns nothing within it ends the replay.
 const pullTimeout = 10 * time.Second
@@ -541,7 +562,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 				case m.GetAttributes()[deadletter.AttrErrorMessage] == "" || err != nil:
 					heldAcks = append(heldAcks, rm.GetAckId())
 					return failure(cio, "replay", fmt.Errorf("--fromSubscription %s delivers this replay's own messages (replay_id=%s, without the dead-letter stage's errorMessage and failedAt): it is on --topic %s, not on the dead-letter topic; stopped after %d", r.subscription, r.id, r.topic, replayed))
-				case !failedAt.Before(start.Truncate(time.Millisecond)):
+				case !failedAt.Before(start.Add(-clockMargin)):
 					if !seen[m.GetMessageId()] {
 						seen[m.GetMessageId()] = true
 						fresh++

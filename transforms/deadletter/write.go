@@ -558,7 +558,8 @@ const (
 )
 
 // AttrAttributesOmitted is the attribute of a dead letter that left out some of the original
-// message's attributes to stay within MaxTopicAttributes: how many it left out, in decimal.
+// message's attributes, to stay within MaxTopicAttributes or because they are named as one of
+// AddedAttributes: how many it left out, in decimal.
 const AttrAttributesOmitted = "attributesOmitted"
 
 // AddedAttributes are the names of every attribute TopicMessage may add to the original ones: a
@@ -585,10 +586,12 @@ const MaxTopicAttributes = 100
 //     (the original length) and payloadSha256 (of the original bytes) say so.
 //   - Over MaxTopicAttributes (an input message with 99 or 100 attributes, 96 or more when the
 //     payload is cut), original attributes are left out, the last in key order first, until the
-//     message fits (at most 6), and attributesOmitted says how many. They are left out before the
-//     payload is cut, and the size is checked with attributesOmitted in it.
+//     message fits (at most 6 of them, beside those named as an added one), and attributesOmitted
+//     says how many in all. They are left out before the payload is cut, and the size is checked
+//     with attributesOmitted in it.
 //
-// The dead-letter table, when configured, keeps the payload whole (it keeps no attributes).
+// The dead-letter table, when configured, keeps the payload whole, and the attributes in its
+// optional attributes column.
 func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 	var keys []string
 	named := 0 // original attributes named as an added one, left out
