@@ -488,8 +488,9 @@ func (r *replay) publish(ctx context.Context, cio *cmdIO, msgs []*pubsub.Message
 }
 
 // releaseAcks hands the messages of ackIDs back to subscription at once (an ack deadline of 0),
-// at most 1,000 a request; on a failure they come back at their ack deadline.
+// each once, at most 1,000 a request; on a failure they come back at their ack deadline.
 func releaseAcks(ctx context.Context, subs *pubsubapi.SubscriptionAdminClient, subscription string, ackIDs []string) {
+	ackIDs = slices.Compact(slices.Sorted(slices.Values(ackIDs))) // each once
 	for start := 0; start < len(ackIDs); start += 1000 {
 		ids := ackIDs[start:min(start+1000, len(ackIDs))]
 		subs.ModifyAckDeadline(context.WithoutCancel(ctx), &pubsubpb.ModifyAckDeadlineRequest{Subscription: subscription, AckIds: ids, AckDeadlineSeconds: 0})
@@ -560,7 +561,9 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 				failedAt, err := time.Parse(deadletter.FailedAtLayout, m.GetAttributes()[deadletter.AttrFailedAt])
 				switch {
 				case m.GetAttributes()[deadletter.AttrErrorMessage] == "" || err != nil:
-					heldAcks = append(heldAcks, rm.GetAckId())
+					for _, other := range resp.GetReceivedMessages() { // none of this pull is published
+						heldAcks = append(heldAcks, other.GetAckId())
+					}
 					return failure(cio, "replay", fmt.Errorf("--fromSubscription %s delivers this replay's own messages (replay_id=%s, without the dead-letter stage's errorMessage and failedAt): it is on --topic %s, not on the dead-letter topic; stopped after %d", r.subscription, r.id, r.topic, replayed))
 				case !failedAt.Before(start.Add(-clockMargin)):
 					if !seen[m.GetMessageId()] {
