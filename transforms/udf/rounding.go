@@ -17,17 +17,17 @@ import (
 // 9.007199254740993e15 as 9007199254740992 and 123456789012345678901234 as
 // 1.2345678901234568e+23: other integers, which a row would store as if the message held them.
 
-// rounding is what JSON.parse would round in one payload: by the text JavaScript prints for it,
-// the first literal that prints so and how many do (rounded), and how many of the payload's
-// numbers print so exactly (exact).
+// rounding is what JSON.parse would round in one payload: by the text JavaScript prints for it
+// (without a sign), the first literal that prints so (rounded), and the payload's numbers written
+// otherwise that print so exactly (exactElsewhere: 9.007199254740992e15 prints as
+// 9007199254740992).
 type rounding struct {
-	rounded map[string]roundedLiteral
-	exact   map[string]int
+	rounded        map[string]roundedLiteral
+	exactElsewhere map[string]int
 }
 
 type roundedLiteral struct {
-	literal string // the first of the payload's literals that prints as the key
-	n       int
+	literal, printed string // the first of the payload's literals that prints so, and that print, with their sign
 }
 
 // minRoundingDigits is the fewest significant digits a number's text has when JSON.parse can
@@ -35,14 +35,15 @@ type roundedLiteral struct {
 // reads back from its double as it was written.
 const minRoundingDigits = 16
 
-// roundingOf reads the JSON text payload's numbers (outside its strings) and returns what
-// JSON.parse would round: a number whose text has 16 significant digits or more and whose
-// double prints as an integer of another value. It reads any text: what is not JSON gives
-// nothing or a few needless entries, never an error. nil when nothing would be rounded (the
-// payload is read once, byte by byte, and a number of fewer digits is not read further).
+// roundingOf reads the JSON text payload's numbers, in its strings too (a string may hold JSON
+// that the function parses), and returns what JSON.parse would round: a number whose text has
+// 16 significant digits or more and whose double prints as an integer of another value. It reads
+// any text: what is not JSON gives nothing or a few needless entries, never an error. nil when
+// nothing would be rounded (the payload is read once, byte by byte, and a number of fewer digits
+// is not read further).
 func roundingOf(payload string) *rounding {
 	var r *rounding
-	numbers(payload, false, func(tok string) {
+	numbers(payload, func(tok string) {
 		if significantDigits(tok) < minRoundingDigits {
 			return
 		}
@@ -52,8 +53,9 @@ func roundingOf(payload string) *rounding {
 		}
 		// Exact when the printed text is the literal's value, whether or not the double is: the
 		// converter reads the text (1e24 prints as 1e+24, the same value, though no double is it).
+		unsigned := strings.TrimPrefix(tok, "-")
 		printed := jsText(math.Abs(f))
-		lit, ok1 := new(big.Rat).SetString(strings.TrimPrefix(tok, "-"))
+		lit, ok1 := new(big.Rat).SetString(unsigned)
 		back, ok2 := new(big.Rat).SetString(printed)
 		if !ok1 || !ok2 {
 			return
@@ -63,18 +65,20 @@ func roundingOf(payload string) *rounding {
 			return // a fraction rounded to a fraction: a float, as a Float column rounds it
 		}
 		if r == nil {
-			r = &rounding{rounded: map[string]roundedLiteral{}, exact: map[string]int{}}
+			r = &rounding{rounded: map[string]roundedLiteral{}, exactElsewhere: map[string]int{}}
 		}
-		if exact {
-			r.exact[printed]++
-			return
+		switch {
+		case exact && unsigned != printed:
+			r.exactElsewhere[printed]++
+		case !exact:
+			if _, ok := r.rounded[printed]; !ok {
+				sign := ""
+				if f < 0 {
+					sign = "-"
+				}
+				r.rounded[printed] = roundedLiteral{literal: tok, printed: sign + printed}
+			}
 		}
-		e := r.rounded[printed]
-		if e.n == 0 {
-			e.literal = strings.TrimPrefix(tok, "-")
-		}
-		e.n++
-		r.rounded[printed] = e
 	})
 	if r != nil && len(r.rounded) == 0 {
 		return nil
@@ -83,64 +87,82 @@ func roundingOf(payload string) *rounding {
 }
 
 // check returns an error naming a rounded literal when output (the UDF's result) holds its
-// printed text, as a whole run of a number's characters (digits, '.', 'e', 'E', '+'), more
-// often than the payload's numbers print so exactly: the output carries a number JSON.parse
-// changed (in a number, or a string made of one). nil otherwise.
-func (r *rounding) check(output string) error {
-	seen := map[string]int{}
-	numbers(output, true, func(tok string) {
-		tok = strings.TrimPrefix(tok, "-")
-		if _, ok := r.rounded[tok]; ok {
-			seen[tok]++
-		}
-	})
-	for printed, n := range seen {
-		if n > r.exact[printed] {
+// printed text more often than the payload does (as text, or as another number's print): the
+// output carries a number JSON.parse changed, in a number or in a string made of one
+// ("type" + e.id). A text is counted where no digit stands right before or after it. nil
+// otherwise.
+func (r *rounding) check(output string, payload string) error {
+	in, out := r.count(payload), r.count(output)
+	for printed, n := range out {
+		if n > in[printed]+r.exactElsewhere[printed] {
+			lit := r.rounded[printed]
 			return fmt.Errorf("returned %s where the payload holds %s: a JavaScript number is exact only up to 2^53 "+
 				"(9007199254740992), so JSON.parse rounded it; the message is dead-lettered rather than stored changed "+
 				"(have the producer send such a value as a string, or take it from the payload's text, not from JSON.parse)",
-				printed, r.rounded[printed].literal)
+				lit.printed, lit.literal)
 		}
 	}
 	return nil
 }
 
-// numbers calls fn with each maximal run of a number's characters in s (a digit or '-', then
-// digits, '.', 'e', 'E', '+' and '-'), outside JSON strings, or, with inStrings, inside them too.
-func numbers(s string, inStrings bool, fn func(string)) {
-	inString, escaped := false, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-				continue
-			case c == '\\':
-				escaped = true
-				continue
-			case c == '"':
-				inString = false
-				continue
-			case !inStrings:
-				continue
-			}
-		} else if c == '"' {
-			inString = true
+// count returns how many times s holds each rounded print, in one pass: each maximal run of
+// digits (a print below 10^21), and each maximal run of a number's characters from its first
+// digit (one with an exponent, 1.2345678901234569e+23).
+func (r *rounding) count(s string) map[string]int {
+	counts := map[string]int{}
+	for i := 0; i < len(s); {
+		if !isDigit(s[i]) {
+			i++
 			continue
 		}
-		if c == '-' || c >= '0' && c <= '9' {
-			// A run starts here unless the byte before continues one (a letter 'e' of a word).
-			if i > 0 && isNumberByte(s[i-1]) {
-				continue
-			}
-			j := i + 1
-			for j < len(s) && isNumberByte(s[j]) {
-				j++
-			}
-			fn(s[i:j])
-			i = j - 1
+		j := i
+		for j < len(s) && isDigit(s[j]) {
+			j++
 		}
+		if _, ok := r.rounded[s[i:j]]; ok {
+			counts[s[i:j]]++
+		}
+		if j < len(s) && (s[j] == '.' || s[j] == 'e' || s[j] == 'E') && (i == 0 || !isDigit(s[i-1])) {
+			k := j
+			for k < len(s) && isNumberByte(s[k]) {
+				k++
+			}
+			if _, ok := r.rounded[s[i:k]]; ok {
+				counts[s[i:k]]++
+			}
+		}
+		i = j
+	}
+	return counts
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// numbers calls fn with each maximal run of a number's characters in s that starts with a digit
+// or a '-' (digits, '.', 'e', 'E', '+' and '-'), in its JSON strings too: a string's escape
+// (\" or \u0041) is skipped whole, so a number of JSON held in a string is read as the function
+// that parses the string reads it.
+func numbers(s string, fn func(string)) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s):
+			i++ // the escaped byte
+			if s[i] == 'u' {
+				i += 4
+			}
+			continue
+		case c != '-' && !isDigit(c):
+			continue
+		case i > 0 && isNumberByte(s[i-1]) && s[i-1] != '-':
+			continue // within a run that started at a letter e or a dot: not a number
+		}
+		j := i + 1
+		for j < len(s) && isNumberByte(s[j]) {
+			j++
+		}
+		fn(s[i:j])
+		i = j - 1
 	}
 }
 

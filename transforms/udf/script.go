@@ -234,7 +234,7 @@ func (f *function) Apply(payload string, m messageInfo) (out string, drop bool, 
 			}
 		}
 		if r := roundingOf(payload); r != nil {
-			if err := r.check(s); err != nil {
+			if err := r.check(s, payload); err != nil {
 				return "", false, &Error{Function: f.name, Reason: err.Error()}
 			}
 		}

@@ -54,6 +54,7 @@ function unicode(payload) { return payload + "→✓"; }
 function pairs(payload) { return payload + String.fromCharCode(0xD83D, 0xDE00) + "\uFFFD"; }
 function roundTrip(payload) { return JSON.stringify(JSON.parse(payload)); }
 function withoutId(payload) { var e = JSON.parse(payload); return JSON.stringify({n: e.n}); }
+function keepRef(payload) { var e = JSON.parse(payload); return JSON.stringify({id: 1, ref: e.ref}); }
 `
 	publish := time.Date(2026, 12, 1, 8, 30, 0, 123_000_000, time.UTC)
 	msg := messageInfo{ID: "m-1", Attributes: map[string]string{"source": "web"}, PublishTime: publish}
@@ -80,6 +81,8 @@ function withoutId(payload) { var e = JSON.parse(payload); return JSON.stringify
 			`{"a":9007199254740992,"b":-18014398509481984,"s":"12345678901234567890","f":0.5,"e":0,"t":1e+24}`, false},
 		// A rounded integer the output does not carry.
 		{"withoutId", `{"id":9007199254740993,"n":1}`, msg, `{"n":1}`, false},
+		// The rounded digits are the payload's own, in a string passed on.
+		{"keepRef", `{"id":9007199254740993,"ref":"9007199254740992"}`, msg, `{"id":1,"ref":"9007199254740992"}`, false},
 	}
 	for _, tt := range tests {
 		fn := load(t, src, tt.fn, time.Second)
@@ -118,6 +121,8 @@ function lone(payload) { return '{"s":"a' + String.fromCharCode(0xD800) + 'b"}';
 function loneLow(payload) { return "\uFFFD" + String.fromCharCode(0xD83D, 0xDE00, 0xDC01); }
 function roundTrip(payload) { return JSON.stringify(JSON.parse(payload)); }
 function idAsString(payload) { return JSON.stringify({id: String(JSON.parse(payload).id)}); }
+function prefixed(payload) { var id = JSON.parse(payload).id; return JSON.stringify({a: "type" + id, b: "v1." + id}); }
+function inner(payload) { return JSON.stringify({id: JSON.parse(JSON.parse(payload).inner).id}); }
 `
 	tests := []struct {
 		fn, payload string
@@ -140,13 +145,18 @@ function idAsString(payload) { return JSON.stringify({id: String(JSON.parse(payl
 		// JSON.parse rounds an integer beyond 2^53 to the nearest double: the output would carry a
 		// value the message never held.
 		{"roundTrip", `{"id":9007199254740993}`, Error{Function: "roundTrip", Reason: rounded("9007199254740992", "9007199254740993")}},
-		{"roundTrip", `{"s":"a\"b","ids":[1,-18446744073709551615]}`, Error{Function: "roundTrip", Reason: rounded("18446744073709552000", "18446744073709551615")}},
+		{"roundTrip", `{"s":"a\"b","ids":[1,-18446744073709551615]}`, Error{Function: "roundTrip", Reason: rounded("-18446744073709552000", "-18446744073709551615")}},
 		{"idAsString", `{"id":12345678901234567891}`, Error{Function: "idAsString", Reason: rounded("12345678901234567000", "12345678901234567891")}},
 		// The payload holds the rounded digits too, once: the output's second copy is the other's.
 		{"roundTrip", `{"a":9007199254740992,"b":9007199254740993}`, Error{Function: "roundTrip", Reason: rounded("9007199254740992", "9007199254740993")}},
 		{"roundTrip", `{"x":0.9007199254740992,"b":9007199254740993}`, Error{Function: "roundTrip", Reason: rounded("9007199254740992", "9007199254740993")}},
 		{"roundTrip", `{"e":9.007199254740993e15}`, Error{Function: "roundTrip", Reason: rounded("9007199254740992", "9.007199254740993e15")}},
 		{"roundTrip", `{"big":123456789012345678901234}`, Error{Function: "roundTrip", Reason: rounded("1.2345678901234569e+23", "123456789012345678901234")}},
+		{"roundTrip", `{"id":-9007199254740995}`, Error{Function: "roundTrip", Reason: rounded("-9007199254740996", "-9007199254740995")}},
+		// In a string made of the number, after letters that are a number's too; in JSON held in
+		// a string.
+		{"prefixed", `{"id":9007199254740993}`, Error{Function: "prefixed", Reason: rounded("9007199254740992", "9007199254740993")}},
+		{"inner", `{"inner":"{\"id\":9007199254740993}"}`, Error{Function: "inner", Reason: rounded("9007199254740992", "9007199254740993")}},
 	}
 	for _, tt := range tests {
 		timeout := 50 * time.Millisecond
@@ -196,8 +206,8 @@ func rounded(got, literal string) string {
 		"(have the producer send such a value as a string, or take it from the payload's text, not from JSON.parse)"
 }
 
-// TestRounding: the numbers of a text that JSON.parse rounds to another integer, outside its
-// strings, by the text JavaScript prints; and those printed so exactly.
+// TestRounding: the numbers of a text that JSON.parse rounds to another integer, in its strings
+// too, by the text JavaScript prints; and those written otherwise that print so exactly.
 func TestRounding(t *testing.T) {
 	type rounded = map[string]roundedLiteral
 	for _, tc := range []struct {
@@ -205,31 +215,32 @@ func TestRounding(t *testing.T) {
 		rounded rounded
 		exact   map[string]int
 	}{
-		{`{"a":1,"b":9007199254740992,"c":0.30000000000000004}`, nil, nil},
-		{`{"a":9007199254740993}`, rounded{"9007199254740992": {"9007199254740993", 1}}, map[string]int{}},
+		{`{"a":1,"b":9007199254740992,"c":0.30000000000000004,"s":"type9007199254740993"}`, nil, nil},
+		{`{"a":9007199254740993}`, rounded{"9007199254740992": {"9007199254740993", "9007199254740992"}}, map[string]int{}},
 		{`[-9007199254740995,18446744073709551615,18446744073709551614]`,
-			rounded{"9007199254740996": {"9007199254740995", 1}, "18446744073709552000": {"18446744073709551615", 2}}, map[string]int{}},
-		{`{"s":"9007199254740993","t":"\"9007199254740993\"","u":"\\"}`, nil, nil},
-		{`{"s":"\\","n":9007199254740993,"m":9007199254740992}`, rounded{"9007199254740992": {"9007199254740993", 1}}, map[string]int{"9007199254740992": 1}},
+			rounded{"9007199254740996": {"-9007199254740995", "-9007199254740996"}, "18446744073709552000": {"18446744073709551615", "18446744073709552000"}}, map[string]int{}},
+		// JSON in a string, its quotes escaped, is read as the function that parses it reads it.
+		{`{"inner":"{\"id\":9007199254740993}","u":"\u0039007199254740993"}`, rounded{"9007199254740992": {"9007199254740993", "9007199254740992"}}, map[string]int{}},
 		// Another form of the same integer; a fraction or an exponent out of range is no integer.
-		{`[9007199254740993.0,9.007199254740993e15,1.9007199254740993,1e9007199254740993]`, rounded{"9007199254740992": {"9007199254740993.0", 2}}, map[string]int{}},
+		{`[9007199254740993.0,9.007199254740993e15,1.9007199254740993,1e9007199254740993,9.007199254740992e15]`,
+			rounded{"9007199254740992": {"9007199254740993.0", "9007199254740992"}}, map[string]int{"9007199254740992": 1}},
 		// 2^60 is a double exactly but prints as another integer; 10^21 and beyond print with an
 		// exponent, the same value for 10^24, another for 123456789012345678901234.
 		{`[18014398509481984,1152921504606846976,1000000000000000000000000,123456789012345678901234]`,
-			rounded{"1152921504606847000": {"1152921504606846976", 1}, "1.2345678901234569e+23": {"123456789012345678901234", 1}},
-			map[string]int{"18014398509481984": 1, "1e+24": 1}},
+			rounded{"1152921504606847000": {"1152921504606846976", "1152921504606847000"}, "1.2345678901234569e+23": {"123456789012345678901234", "1.2345678901234569e+23"}},
+			map[string]int{"1e+24": 1}},
 	} {
 		r := roundingOf(tc.payload)
 		var got rounded
 		var exact map[string]int
 		if r != nil {
-			got, exact = r.rounded, r.exact
+			got, exact = r.rounded, r.exactElsewhere
 		}
 		if diff := cmp.Diff(tc.rounded, got, cmp.AllowUnexported(roundedLiteral{})); diff != "" {
 			t.Errorf("roundingOf(%s).rounded (-want +got):\n%s", tc.payload, diff)
 		}
 		if diff := cmp.Diff(tc.exact, exact); diff != "" {
-			t.Errorf("roundingOf(%s).exact (-want +got):\n%s", tc.payload, diff)
+			t.Errorf("roundingOf(%s).exactElsewhere (-want +got):\n%s", tc.payload, diff)
 		}
 	}
 	// A large payload: passed on as it is (its own digits), and as JSON.stringify(JSON.parse(...))
@@ -242,10 +253,10 @@ func TestRounding(t *testing.T) {
 	}
 	payload, parsed := "[1"+in.String()+"]", "[1"+out.String()+"]"
 	r := roundingOf(payload)
-	if err := r.check(payload); err != nil {
+	if err := r.check(payload, payload); err != nil {
 		t.Errorf("30,000 numbers passed on as written: %v", err)
 	}
-	if err := r.check(parsed); err == nil || !strings.HasPrefix(err.Error(), "returned ") {
+	if err := r.check(parsed, payload); err == nil || !strings.HasPrefix(err.Error(), "returned ") {
 		t.Errorf("30,000 numbers as JSON.parse rounds them: %v", err)
 	}
 }
