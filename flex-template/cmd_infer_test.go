@@ -190,6 +190,11 @@ func TestInferComments(t *testing.T) {
 	if engine := srv.MustQuery(t, "SELECT engine FROM system.tables WHERE database = currentDatabase() AND name = 'log'"); engine != "Log" {
 		t.Errorf("--engine=Log created engine %q", engine)
 	}
+	// An engine with SETTINGS: the key goes before them, as the server takes it.
+	stConn := append(conn[:len(conn)-1:len(conn)-1], "--clickHouseTable=st")
+	if out, errOut, code := infer(t, append(stConn, "--engine=MergeTree SETTINGS index_granularity = 8192", "--execute", file)...); code != exitOK {
+		t.Errorf("--engine with SETTINGS: exit %d, printed\n%s\nstderr:\n%s", code, out, errOut)
+	}
 	if _, errOut, code := infer(t, append(logConn, "--engine=Log", "--orderBy=id", file)...); code != exitUsage ||
 		!strings.Contains(errOut, "--engine, --orderBy: ORDER BY id with engine Log: ORDER BY is a clause of the MergeTree engines alone") {
 		t.Errorf("--engine=Log --orderBy=id: exit %d, stderr %s; want 2", code, errOut)

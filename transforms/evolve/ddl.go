@@ -167,9 +167,15 @@ func CreateTable(database, tableName string, columns []Column, engine, orderBy s
 	if err := CheckOrderBy(engine, orderBy); err != nil {
 		return "", err
 	}
-	mergeTree := isMergeTree(engine)
+	// An engine's own ORDER BY is kept; otherwise the key goes before its SETTINGS, which
+	// ClickHouse takes last (18.16 refuses an ORDER BY after them).
+	mergeTree := isMergeTree(engine) && clauseAt(engine, "ORDER BY") < 0
 	if mergeTree && orderBy == "" {
 		orderBy = "tuple()"
+	}
+	if i := clauseAt(engine, "SETTINGS"); mergeTree && i >= 0 {
+		engine = strings.TrimSpace(engine[:i]) + "\nORDER BY " + orderBy + "\n" + engine[i:]
+		mergeTree = false // written
 	}
 	var b strings.Builder
 	b.WriteString("CREATE TABLE " + table(database, tableName) + "\n(\n")
@@ -191,13 +197,75 @@ func CreateTable(database, tableName string, columns []Column, engine, orderBy s
 }
 
 // CheckOrderBy returns an error naming both when orderBy is given (not "") with an engine outside
-// the MergeTree family (engine "" is MergeTree), which takes no ORDER BY clause.
+// the MergeTree family (engine "" is MergeTree), which takes no ORDER BY clause, or with an
+// engine that has its own ORDER BY.
 func CheckOrderBy(engine, orderBy string) error {
-	if orderBy != "" && engine != "" && !isMergeTree(engine) {
+	switch {
+	case orderBy != "" && engine != "" && !isMergeTree(engine):
 		return fmt.Errorf("ORDER BY %s with engine %s: ORDER BY is a clause of the MergeTree engines alone", orderBy, engine)
+	case orderBy != "" && clauseAt(engine, "ORDER BY") >= 0:
+		return fmt.Errorf("ORDER BY %s with engine %s: the engine has its ORDER BY already; give it in one place", orderBy, engine)
 	}
 	return nil
 }
+
+// clauseAt returns where engine (SQL) holds the clause keyword (words separated by one space,
+// such as "ORDER BY"), in any letter case and outside quotes and parentheses, with white space of
+// any kind between its words and around it; -1 when it does not.
+func clauseAt(engine, keyword string) int {
+	words := strings.Fields(strings.ToUpper(keyword))
+	depth, quote := 0, byte(0)
+	for i := 0; i < len(engine); i++ {
+		c := engine[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+			continue
+		case c == '\'' || c == '"' || c == '`':
+			quote = c
+			continue
+		case c == '(':
+			depth++
+			continue
+		case c == ')':
+			depth--
+			continue
+		}
+		if depth != 0 || i > 0 && !isSpace(engine[i-1]) {
+			continue
+		}
+		j := i
+		matched := true
+		for w, word := range words {
+			if w > 0 {
+				k := j
+				for k < len(engine) && isSpace(engine[k]) {
+					k++
+				}
+				if k == j {
+					matched = false
+					break
+				}
+				j = k
+			}
+			if len(engine)-j < len(word) || strings.ToUpper(engine[j:j+len(word)]) != word {
+				matched = false
+				break
+			}
+			j += len(word)
+		}
+		if matched && (j == len(engine) || isSpace(engine[j]) || engine[j] == '(') {
+			return i
+		}
+	}
+	return -1
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // isMergeTree reports whether engine (SQL, as in ENGINE = …, with any clauses after the name) is
 // of the MergeTree family: its name, the leading word, ends in MergeTree (MergeTree,

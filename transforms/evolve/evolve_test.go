@@ -269,6 +269,20 @@ func TestDDL(t *testing.T) {
 	if err != nil || got != want {
 		t.Errorf("CreateTable with an engine and its clauses: %v\n%s", err, cmp.Diff(want, got))
 	}
+	// The engine's own ORDER BY is kept, and the key goes before its SETTINGS.
+	got, err = CreateTable("db", "t", cols[:1], "MergeTree ORDER BY (`a b`) SETTINGS index_granularity = 8192", "")
+	want = "CREATE TABLE `db`.`t`\n(\n    `a b` Nullable(Int64)\n)\nENGINE = MergeTree ORDER BY (`a b`) SETTINGS index_granularity = 8192"
+	if err != nil || got != want {
+		t.Errorf("CreateTable with an engine's ORDER BY: %v\n%s", err, cmp.Diff(want, got))
+	}
+	if _, err := CreateTable("db", "t", cols[:1], "MergeTree order  by x", "y"); err == nil || !strings.Contains(err.Error(), "the engine has its ORDER BY already") {
+		t.Errorf("CreateTable with two ORDER BY: %v", err)
+	}
+	got, err = CreateTable("db", "t", cols[:1], "MergeTree PARTITION BY f('SETTINGS') settings index_granularity = 8192", "")
+	want = "CREATE TABLE `db`.`t`\n(\n    `a b` Nullable(Int64)\n)\nENGINE = MergeTree PARTITION BY f('SETTINGS')\nORDER BY tuple()\nsettings index_granularity = 8192"
+	if err != nil || got != want {
+		t.Errorf("CreateTable with an engine's SETTINGS: %v\n%s", err, cmp.Diff(want, got))
+	}
 	got, err = CreateTable("db", "t", cols[:1], "ReplicatedReplacingMergeTree('/t/{shard}', '{replica}')", "")
 	want = "CREATE TABLE `db`.`t`\n(\n    `a b` Nullable(Int64)\n)\nENGINE = ReplicatedReplacingMergeTree('/t/{shard}', '{replica}')\nORDER BY tuple()"
 	if err != nil || got != want {
