@@ -270,7 +270,7 @@ func TestInferFromSubscription(t *testing.T) {
 	// A Pull that fails is said, not taken for an empty subscription.
 	missing := "projects/" + pubsubtest.Project + "/subscriptions/no-such-sub"
 	_, errOut, code = infer(t, append(conn, "--fromSubscription="+missing)...)
-	if code != exitFailed || !strings.Contains(errOut, "--fromSubscription: pulling from "+missing+": ") || !strings.Contains(errOut, "NotFound") {
+	if code != exitFailed || !strings.Contains(errOut, "--fromSubscription: pulling from "+missing+": ") || !strings.Contains(errOut, "NotFound") || strings.Contains(errOut, "no answer") {
 		t.Errorf("a subscription that does not exist: exit %d, want 1\n%s", code, errOut)
 	}
 	// An emulator that does not answer: the client retries Unavailable until the Pull's 5 s are

@@ -312,6 +312,25 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 		kept++
 	}
 	msgs, hashes = msgs[:kept], hashes[:kept]
+	if r.delete {
+		// The DELETE finds rows by their hash, so it takes every exact copy of a replayed row (the
+		// same in every column replay knows), chosen by the condition or not (a --where with
+		// rand()): those it would take are replayed too, or they would go unreplayed.
+		copies, err := copiesNotSelected(ctx, conn, table, hash, hashes)
+		if err != nil {
+			return failure(cio, "replay", fmt.Errorf("reading %s: %w; replayed nothing", r.from, err))
+		}
+		added := 0
+		for i, n := 0, len(msgs); i < n; i++ {
+			for ; copies[hashes[i]] > 0; copies[hashes[i]]-- {
+				msgs, hashes = append(msgs, msgs[i]), append(hashes, hashes[i])
+				added++
+			}
+		}
+		if added > 0 {
+			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: replaying %s more, exact copies of rows the condition chose, which the DELETE cannot tell apart from them\n", count(added, "dead letter"))
+		}
+	}
 	code := exitOK
 	if len(tooLarge) > 0 {
 		code = exitFailed
@@ -339,6 +358,43 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: %d rows were replayed and %d deleted: the table changed while the replay ran (rows deleted by another hand, or copies of replayed rows written since)\n", n, deleted)
 	}
 	return code
+}
+
+// copiesNotSelected returns, for each of hashes (the expression hash, rowHash, of rows of table),
+// how many more rows of that hash table holds than hashes lists.
+func copiesNotSelected(ctx context.Context, conn driver.Conn, table, hash string, hashes []uint64) (map[uint64]int, error) {
+	selected := map[uint64]int{}
+	for _, h := range hashes {
+		selected[h]++
+	}
+	more := map[uint64]int{}
+	const perQuery = 10_000
+	distinct := slices.Collect(maps.Keys(selected))
+	for start := 0; start < len(distinct); start += perQuery {
+		list := make([]string, 0, perQuery)
+		for _, h := range distinct[start:min(start+perQuery, len(distinct))] {
+			list = append(list, fmt.Sprint(h))
+		}
+		rows, err := conn.Query(ctx, "SELECT "+hash+" AS h, count() FROM "+table+" WHERE h IN ("+strings.Join(list, ",")+") GROUP BY h")
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var h, n uint64
+			if err := rows.Scan(&h, &n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if extra := int(n) - selected[h]; extra > 0 {
+				more[h] = extra
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return more, nil
 }
 
 // deleteRows deletes the rows of database.table whose hash (the expression hash, rowHash) is one
@@ -518,9 +574,14 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	// A subscription on the topic replay publishes to would deliver the replay's own messages
 	// again, without end. (Reading the subscription needs pubsub.subscriptions.get, which a
 	// subscriber may lack: then only the replay_id check below guards.)
-	gctx, cancel := context.WithTimeout(ctx, pullTimeout) // an unreachable Pub/Sub is said by the Pull below
-	s, err := subs.GetSubscription(gctx, &pubsubpb.GetSubscriptionRequest{Subscription: r.subscription})
+	gctx, cancel := context.WithTimeout(ctx, pullTimeout)
+	retry, retried := recordRetries()
+	s, err := subs.GetSubscription(gctx, &pubsubpb.GetSubscriptionRequest{Subscription: r.subscription}, retry)
+	noAnswer := errors.Is(gctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
+	if err != nil && noAnswer {
+		return failure(cio, "replay", fmt.Errorf("--fromSubscription %s: no answer from Pub/Sub within %v: %v", r.subscription, pullTimeout, cmp.Or(retried(), err)))
+	}
 	if err == nil && s.GetTopic() == r.topic {
 		return usageError(cio, "replay", fmt.Errorf("--fromSubscription %s is on --topic %s: it would deliver the replayed messages again; give a subscription on the dead-letter topic", r.subscription, r.topic))
 	}
@@ -541,6 +602,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	replayed, cut := 0, 0 // cut: messages the dead-letter stage cut to fit the topic
 	tooLarge := 0         // messages too large to publish with the replay's attributes
 	again := 0            // dead letters of messages this run replayed, which failed again
+	unreadable := 0       // dead letters with this run's replay id whose failedAt is not the stage's
 	start := time.Now()
 	for {
 		resp, err := pullWithin(ctx, subs, &pubsubpb.PullRequest{Subscription: r.subscription, MaxMessages: 1000}, pullTimeout)
@@ -560,11 +622,19 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 				// since failed again on this run's replay, and is left, or the two would loop.
 				failedAt, err := time.Parse(deadletter.FailedAtLayout, m.GetAttributes()[deadletter.AttrFailedAt])
 				switch {
-				case m.GetAttributes()[deadletter.AttrErrorMessage] == "" || err != nil:
+				case m.GetAttributes()[deadletter.AttrErrorMessage] == "" && m.GetAttributes()[deadletter.AttrFailedAt] == "":
 					for _, other := range resp.GetReceivedMessages() { // none of this pull is published
 						heldAcks = append(heldAcks, other.GetAckId())
 					}
 					return failure(cio, "replay", fmt.Errorf("--fromSubscription %s delivers this replay's own messages (replay_id=%s, without the dead-letter stage's errorMessage and failedAt): it is on --topic %s, not on the dead-letter topic; stopped after %d", r.subscription, r.id, r.topic, replayed))
+				case err != nil: // not the stage's time: when it failed cannot be told
+					if !seen[m.GetMessageId()] {
+						seen[m.GetMessageId()] = true
+						fresh++
+						unreadable++
+					}
+					heldAcks = append(heldAcks, rm.GetAckId())
+					continue
 				case !failedAt.Before(start.Add(-clockMargin)):
 					if !seen[m.GetMessageId()] {
 						seen[m.GetMessageId()] = true
@@ -636,6 +706,11 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	}
 	if tooLarge > 0 {
 		fmt.Fprintf(cio.Out, "left %d messages too large to publish with the replay's attributes (replayed_from, replay_id) on %s, unacknowledged\n", tooLarge, r.subscription)
+		code = exitFailed
+	}
+	if unreadable > 0 {
+		fmt.Fprintf(cio.Out, "left %d messages with this run's replay_id=%s whose failedAt is not the dead-letter stage's (%s), so when they failed cannot be told, on %s, unacknowledged: replay them with another --replayId\n",
+			unreadable, r.id, deadletter.FailedAtLayout, r.subscription)
 		code = exitFailed
 	}
 	if again > 0 {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"time"
 
 	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
@@ -149,33 +150,44 @@ func readLines(name string, r io.Reader) ([]inputMessage, error) {
 func pullWithin(ctx context.Context, subs *pubsubapi.SubscriptionAdminClient, req *pubsubpb.PullRequest, timeout time.Duration) (*pubsubpb.PullResponse, error) {
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var last error // the last failure the client retried
-	retry := gax.WithRetry(func() gax.Retryer {
-		return &recordingRetryer{last: &last, Retryer: gax.OnCodes(
-			[]codes.Code{codes.Unavailable, codes.Unknown, codes.Aborted, codes.Internal, codes.ResourceExhausted},
-			gax.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 1.3})}
-	})
+	retry, retried := recordRetries()
 	resp, err := subs.Pull(pctx, req, retry)
+	timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	switch {
 	case err == nil:
 		return resp, nil
-	case errors.Is(pctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && last == nil:
+	case timedOut && retried() == nil:
 		return &pubsubpb.PullResponse{}, nil // nothing to pull within timeout
-	case last != nil:
-		return nil, fmt.Errorf("pulling from %s: no answer within %v: %w", req.Subscription, timeout, last)
+	case timedOut:
+		return nil, fmt.Errorf("pulling from %s: no answer within %v: %w", req.Subscription, timeout, retried())
 	default:
 		return nil, fmt.Errorf("pulling from %s: %w", req.Subscription, err)
 	}
 }
 
-// recordingRetryer is a gax.Retryer that keeps the last error it was asked to retry.
+// recordRetries returns a call option that retries what the client retries by default
+// (Unavailable, Unknown, Aborted, Internal; ResourceExhausted too), backing off from 100 ms to
+// 2 s, and a func that returns the last failure it retried: a call that ends at its deadline
+// while retrying returns the deadline alone, and the failure says why.
+func recordRetries() (gax.CallOption, func() error) {
+	var mu sync.Mutex
+	var last error
+	retry := gax.WithRetry(func() gax.Retryer {
+		return &recordingRetryer{record: func(err error) { mu.Lock(); last = err; mu.Unlock() }, Retryer: gax.OnCodes(
+			[]codes.Code{codes.Unavailable, codes.Unknown, codes.Aborted, codes.Internal, codes.ResourceExhausted},
+			gax.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 1.3})}
+	})
+	return retry, func() error { mu.Lock(); defer mu.Unlock(); return last }
+}
+
+// recordingRetryer is a gax.Retryer that records each error it is asked to retry.
 type recordingRetryer struct {
 	gax.Retryer
-	last *error
+	record func(error)
 }
 
 func (r *recordingRetryer) Retry(err error) (time.Duration, bool) {
-	*r.last = err
+	r.record(err)
 	return r.Retryer.Retry(err)
 }
 

@@ -514,6 +514,20 @@ func TestReplayFromTable(t *testing.T) {
 		}
 	}
 
+	// Exact copies (the same in every column replay knows) that the condition did not choose are
+	// replayed too, since the DELETE takes them: nothing goes unreplayed.
+	ch.MustExec(t, deadletter.CreateTable(ch.Database, "dl_copies"))
+	ch.MustExec(t, `INSERT INTO dl_copies (raw_message, error_message, stack_trace, failed_at) SELECT '{"id":11}', 'e', 's', `+at(10)+` FROM system.numbers LIMIT 8`)
+	copiesArgs := append([]string{"replay", "--topic=" + topic, "--fromTable=dl_copies", "--replayId=r1", "--delete", "--where=rowNumberInAllBlocks() = 0"}, chFlags(ch)...)
+	out, errOut, code = runCommand(t, "", copiesArgs...)
+	if code != 0 || !strings.Contains(out, "replayed 8 dead letters") || !strings.Contains(out, "deleted 8 replayed rows") ||
+		!strings.Contains(errOut, "replaying 7 dead letters more, exact copies of rows the condition chose") {
+		t.Errorf("replay --delete of one of 8 exact copies: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := pullAll(t, e, sub); len(got) != 8 {
+		t.Errorf("replay --delete of one of 8 exact copies published %d messages, want 8", len(got))
+	}
+
 	// A mutation of the table that never finishes (its expression throws: 18.16 keeps it
 	// unfinished for ever) holds up the DELETE: replay waits --deleteWait, then says why.
 	ch.MustExec(t, deadletter.CreateTable(ch.Database, "dl_stuck"))
@@ -676,6 +690,22 @@ func TestReplayFromTopicSameReplayID(t *testing.T) {
 		t.Errorf("the dead-letter subscription delivers %v, want {\"id\":2}", got)
 	}
 
+	// A message with the run's replay_id and a failedAt that is not the stage's: when it failed
+	// cannot be told, so it is left; the others are replayed.
+	e.Publish(t, dlTopic, &pubsubpb.PubsubMessage{Data: []byte(`{"id":4}`), Attributes: map[string]string{"replay_id": "fix1", "errorMessage": "x", "failedAt": "2026-12-05 07:00:00"}},
+		dead(`{"id":5}`, time.Now().Add(-time.Hour)))
+	out, errOut, code = runCommand(t, "", args...)
+	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+dlSub) ||
+		!strings.Contains(out, "left 1 messages with this run's replay_id=fix1 whose failedAt is not the dead-letter stage's") {
+		t.Errorf("a dead letter with an unreadable failedAt: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	if got := pullAll(t, e, inputSub); len(got) != 1 || got[0].Data != `{"id":5}` {
+		t.Errorf("replayed %v, want {\"id\":5} alone", got)
+	}
+	if got := pullAll(t, e, dlSub); len(got) != 1 || got[0].Data != `{"id":4}` {
+		t.Errorf("the dead-letter subscription delivers %v, want {\"id\":4}", got)
+	}
+
 	// One of the replayed messages themselves, on the dead-letter topic: refused.
 	e.Publish(t, dlTopic, &pubsubpb.PubsubMessage{Data: []byte(`{"id":3}`), Attributes: map[string]string{"replay_id": "fix1"}})
 	out, errOut, code = runCommand(t, "", args...)
@@ -685,7 +715,7 @@ func TestReplayFromTopicSameReplayID(t *testing.T) {
 
 	missing := "projects/" + pubsubtest.Project + "/subscriptions/no-such-sub"
 	out, errOut, code = runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+missing)
-	if code != 1 || !strings.Contains(errOut, "pulling from "+missing+": ") || !strings.Contains(errOut, "NotFound") {
+	if code != 1 || !strings.Contains(errOut, "pulling from "+missing+": ") || !strings.Contains(errOut, "NotFound") || strings.Contains(errOut, "no answer") {
 		t.Errorf("a subscription that does not exist: exit %d, want 1\n%s%s", code, out, errOut)
 	}
 }
