@@ -714,7 +714,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 		code = exitFailed
 	}
 	if again > 0 {
-		fmt.Fprintf(cio.Out, "left %d dead letters of messages this run replayed, which failed again (replay_id=%s), on %s, unacknowledged: see their errorMessage, fix the cause, and replay again\n", again, r.id, r.subscription)
+		fmt.Fprintf(cio.Out, "left %d dead letters with this run's replay_id=%s that failed since it started (or within a minute before), taken for messages it replayed that failed again, on %s, unacknowledged: see their errorMessage, fix the cause, and replay again\n", again, r.id, r.subscription)
 		code = exitFailed
 	}
 	return code

@@ -679,7 +679,7 @@ func TestReplayFromTopicSameReplayID(t *testing.T) {
 	args := []string{"replay", "--topic=" + input, "--fromSubscription=" + dlSub, "--replayId=fix1"}
 	out, errOut, code := runCommand(t, "", args...)
 	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+dlSub) ||
-		!strings.Contains(out, "left 1 dead letters of messages this run replayed, which failed again (replay_id=fix1), on "+dlSub+", unacknowledged") {
+		!strings.Contains(out, "left 1 dead letters with this run's replay_id=fix1 that failed since it started (or within a minute before), taken for messages it replayed that failed again, on "+dlSub+", unacknowledged") {
 		t.Errorf("replay with a reused --replayId: exit %d, want 1\n%s%s", code, out, errOut)
 	}
 	if got := pullAll(t, e, inputSub); len(got) != 1 || got[0].Data != `{"id":1}` || got[0].Attributes["replay_id"] != "fix1" {
