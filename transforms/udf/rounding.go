@@ -15,7 +15,7 @@ import (
 // after them, from 10^21 on with an exponent. So 9007199254740993 comes back 9007199254740992,
 // 18446744073709551615 as 18446744073709552000, 2^60 (a double exactly) as 1152921504606847000,
 // 9.007199254740993e15 as 9007199254740992 and 123456789012345678901234 as
-// 1.2345678901234568e+23: other integers, which a row would store as if the message held them.
+// 1.2345678901234569e+23: other integers, which a row would store as if the message held them.
 
 // rounding is what JSON.parse would round in one payload: by the text JavaScript prints for it
 // (without a sign), the first literal that prints so (rounded), and the payload's numbers written
@@ -35,6 +35,11 @@ type roundedLiteral struct {
 // reads back from its double as it was written.
 const minRoundingDigits = 16
 
+// maxNumberText bounds the numbers read as exact fractions (math/big), whose cost grows faster
+// than their length: a number's text longer than this is left alone (an integer of more than
+// 309 digits is beyond a double's range, and prints as no integer).
+const maxNumberText = 800
+
 // roundingOf reads the JSON text payload's numbers, in its strings too (a string may hold JSON
 // that the function parses), and returns what JSON.parse would round: a number whose text has
 // 16 significant digits or more and whose double prints as an integer of another value. It reads
@@ -44,12 +49,12 @@ const minRoundingDigits = 16
 func roundingOf(payload string) *rounding {
 	var r *rounding
 	numbers(payload, func(tok string) {
-		if significantDigits(tok) < minRoundingDigits {
+		if significantDigits(tok) < minRoundingDigits || len(tok) > maxNumberText {
 			return
 		}
 		f, err := strconv.ParseFloat(tok, 64) // the nearest double, ties to even, as JSON.parse
-		if err != nil || math.IsInf(f, 0) {
-			return
+		if err != nil || math.IsInf(f, 0) || f == 0 {
+			return // beyond a double's range, or below it: no integer is printed but 0
 		}
 		// Exact when the printed text is the literal's value, whether or not the double is: the
 		// converter reads the text (1e24 prints as 1e+24, the same value, though no double is it).
