@@ -614,45 +614,39 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 		fresh := 0
 		for _, rm := range resp.GetReceivedMessages() {
 			m := rm.GetMessage()
-			if m.GetAttributes()[AttrReplayID] == r.id {
-				// A message this replay id published: without the dead-letter stage's attributes it
-				// is one of the replayed messages themselves (the subscription is on --topic); with
-				// them, a dead letter of one. One that failed before this run started was replayed by
-				// an earlier run given the same --replayId, and is replayed again; one that failed
-				// since failed again on this run's replay, and is left, or the two would loop.
-				failedAt, err := time.Parse(deadletter.FailedAtLayout, m.GetAttributes()[deadletter.AttrFailedAt])
-				switch {
-				case m.GetAttributes()[deadletter.AttrErrorMessage] == "" && m.GetAttributes()[deadletter.AttrFailedAt] == "":
-					for _, other := range resp.GetReceivedMessages() { // none of this pull is published
-						heldAcks = append(heldAcks, other.GetAckId())
-					}
-					return failure(cio, "replay", fmt.Errorf("--fromSubscription %s delivers this replay's own messages (replay_id=%s, without the dead-letter stage's errorMessage and failedAt): it is on --topic %s, not on the dead-letter topic; stopped after %d", r.subscription, r.id, r.topic, replayed))
-				case err != nil: // not the stage's time: when it failed cannot be told
-					if !seen[m.GetMessageId()] {
-						seen[m.GetMessageId()] = true
-						fresh++
-						unreadable++
-					}
-					heldAcks = append(heldAcks, rm.GetAckId())
-					continue
-				case !failedAt.Before(start.Add(-clockMargin)):
-					if !seen[m.GetMessageId()] {
-						seen[m.GetMessageId()] = true
-						fresh++
-						again++
-					}
-					heldAcks = append(heldAcks, rm.GetAckId())
-					continue
-				}
-			}
 			if seen[m.GetMessageId()] {
 				heldAcks = append(heldAcks, rm.GetAckId()) // redelivered while held
 				continue
 			}
 			seen[m.GetMessageId()] = true
 			fresh++
-			if a := m.GetAttributes(); a[deadletter.AttrPayloadTruncated] == "true" || a[deadletter.AttrAttributesOmitted] != "" {
-				cut++
+			// left is the count of the kind of message left unacknowledged that m is, if it is one.
+			var left *int
+			a := m.GetAttributes()
+			if a[AttrReplayID] == r.id {
+				// A message this replay id published: without the dead-letter stage's attributes it
+				// is one of the replayed messages themselves (the subscription is on --topic); with
+				// them, a dead letter of one. One that failed before this run started was replayed by
+				// an earlier run given the same --replayId, and is replayed again; one that failed
+				// since failed again on this run's replay, and is left, or the two would loop.
+				failedAt, err := time.Parse(deadletter.FailedAtLayout, a[deadletter.AttrFailedAt])
+				switch {
+				case a[deadletter.AttrErrorMessage] == "" && a[deadletter.AttrFailedAt] == "":
+					for _, other := range resp.GetReceivedMessages() { // none of this pull is published
+						heldAcks = append(heldAcks, other.GetAckId())
+					}
+					return failure(cio, "replay", fmt.Errorf("--fromSubscription %s delivers this replay's own messages (replay_id=%s, without the dead-letter stage's errorMessage and failedAt): it is on --topic %s, not on the dead-letter topic; stopped after %d", r.subscription, r.id, r.topic, replayed))
+				case err != nil: // not the stage's time: when it failed cannot be told
+					left = &unreadable
+				case !failedAt.Before(start.Add(-clockMargin)):
+					left = &again
+				}
+			}
+			if left == nil && (a[deadletter.AttrPayloadTruncated] == "true" || a[deadletter.AttrAttributesOmitted] != "") {
+				left = &cut
+			}
+			if left != nil {
+				*left++
 				heldAcks = append(heldAcks, rm.GetAckId())
 				continue
 			}
