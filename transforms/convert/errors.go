@@ -108,6 +108,12 @@ type PayloadError struct {
 
 func (e *PayloadError) Error() string { return "payload: " + e.Rule }
 
+// FieldTwice is the *PayloadError of a payload that gives the field name twice: which of its
+// values is meant is ambiguous, so the message is a dead letter.
+func FieldTwice[T ~string | ~[]byte](name T) *PayloadError {
+	return &PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
+}
+
 // UnsupportedTypeError is returned by New for a column whose type has no converter.
 type UnsupportedTypeError struct {
 	Column string

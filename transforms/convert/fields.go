@@ -109,7 +109,7 @@ func (c *Converter) scanFields(dst, b []byte, utf8Checked bool) (row []byte, don
 			}
 			if ok {
 				if c.fields[col].kind != kindNone {
-					return dst, 0, &PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
+					return dst, 0, FieldTwice(name)
 				}
 				c.fields[col] = v
 				next = col + 1

@@ -192,7 +192,7 @@ func (c *Converter) otherField(name []byte, v value, at int) (taken bool, err er
 	if g, ok := c.groupIndex[string(name)]; ok {
 		gr := &c.groups[g]
 		if c.groupVals[g].kind != kindNone {
-			return true, &PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
+			return true, FieldTwice(name)
 		}
 		c.groupVals[g], c.groupAt[g] = v, at
 		c.groupsGiven = true

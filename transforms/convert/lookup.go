@@ -15,7 +15,7 @@ func TopLevel(payload []byte, name string) (text string, found bool, err error) 
 			return nil
 		}
 		if got != nil {
-			return &PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
+			return FieldTwice(name)
 		}
 		got = &v
 		return nil

@@ -129,7 +129,7 @@ func (c *Checker) Fields(conv *convert.Converter, payload []byte, known func(nam
 			seen = map[string]bool{}
 		}
 		if seen[name] {
-			return &convert.PayloadError{Rule: fmt.Sprintf("field %q appears twice; which value is meant is ambiguous", name)}
+			return convert.FieldTwice(name)
 		}
 		seen[name] = true
 		k, err := Infer(value)
