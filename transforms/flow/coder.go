@@ -119,12 +119,13 @@ func putBuffer(pool *sync.Pool, b *[]byte) {
 // appendRows appends rs, uncompressed, to b.
 func appendRows(b []byte, rs Rows) []byte {
 	b = binary.AppendUvarint(b, uint64(len(rs.Rows)))
+	var attrs attributesWriter
 	for i := range rs.Rows {
 		r := &rs.Rows[i]
 		b = appendString(b, r.MessageID)
 		b = appendString(b, r.AckID)
 		b = binary.LittleEndian.AppendUint64(b, r.Schema)
-		b = appendAttributes(b, r.Attributes)
+		b = attrs.append(b, r.Attributes)
 		b = appendBytes(b, r.Payload)
 		b = appendOriginal(b, r.Transformed, r.Original)
 		if r.PublishTimeMillis == 0 && r.OrderingKey == "" {
@@ -140,9 +141,10 @@ func appendRows(b []byte, rs Rows) []byte {
 // little more: EncodeRows's length before compression.
 func EncodedRowsSize(rs Rows) int {
 	n := 1 + binary.MaxVarintLen64
+	var attrs attributesWriter
 	for i := range rs.Rows {
 		r := &rs.Rows[i]
-		n += 7*binary.MaxVarintLen32 + 8 + binary.MaxVarintLen64 + len(r.MessageID) + len(r.AckID) + len(r.Payload) + len(r.Original) + len(r.OrderingKey) + attributesSize(r.Attributes)
+		n += 7*binary.MaxVarintLen32 + 8 + binary.MaxVarintLen64 + len(r.MessageID) + len(r.AckID) + len(r.Payload) + len(r.Original) + len(r.OrderingKey) + attrs.size(r.Attributes)
 	}
 	return n
 }
@@ -284,17 +286,19 @@ func decodeRows(b []byte, buf *[]byte) (Rows, error) {
 // EncodeMessages encodes ms in the format above.
 func EncodeMessages(ms Messages) []byte {
 	n := binary.MaxVarintLen64
+	var attrs attributesWriter
 	for i := range ms.Messages {
 		m := &ms.Messages[i]
-		n += 5*binary.MaxVarintLen32 + binary.MaxVarintLen64 + len(m.ID) + len(m.AckID) + len(m.Data) + len(m.Original) + len(m.OrderingKey) + attributesSize(m.Attributes)
+		n += 5*binary.MaxVarintLen32 + binary.MaxVarintLen64 + len(m.ID) + len(m.AckID) + len(m.Data) + len(m.Original) + len(m.OrderingKey) + attrs.size(m.Attributes)
 	}
 	b := binary.AppendUvarint(make([]byte, 0, n), uint64(len(ms.Messages)))
+	attrs = attributesWriter{}
 	for i := range ms.Messages {
 		m := &ms.Messages[i]
 		b = appendString(b, m.ID)
 		b = appendString(b, m.AckID)
 		b = binary.AppendVarint(b, m.PublishTimeMillis)
-		b = appendAttributes(b, m.Attributes)
+		b = attrs.append(b, m.Attributes)
 		b = appendBytes(b, m.Data)
 		b = appendOriginal(b, m.Transformed, m.Original)
 		b = appendString(b, m.OrderingKey)
@@ -341,7 +345,8 @@ func appendAttributes(b []byte, attrs map[string]string) []byte {
 	if len(attrs) == 0 {
 		return b
 	}
-	keys := make([]string, 0, len(attrs))
+	var small [8]string // the keys of most messages' attributes, without an allocation
+	keys := small[:0]
 	for k := range attrs {
 		keys = append(keys, k)
 	}
@@ -358,6 +363,42 @@ func attributesSize(attrs map[string]string) int {
 		n += 2*binary.MaxVarintLen32 + len(k) + len(v)
 	}
 	return n
+}
+
+// attributesWriter writes the attributes of the rows or messages of one element: when one's map
+// is the same map as the one before it (not merely equal), its encoding and size are the ones
+// before it, taken again. The messages of one Pull response that carry the same attributes share
+// one map (pubsubio.DecodePullResponse), as do the rows of one group (decoder.attributes).
+type attributesWriter struct {
+	last       map[string]string
+	start, end int               // the last map's encoding, in the buffer being written
+	sized      map[string]string // the last map given to size, and its attributesSize
+	sizedBytes int
+}
+
+// append appends attrs's encoding (appendAttributes) to b, the buffer every earlier call of
+// append was given, as it grows.
+func (w *attributesWriter) append(b []byte, attrs map[string]string) []byte {
+	if len(attrs) > 0 && sameMap(attrs, w.last) {
+		return append(b, b[w.start:w.end]...)
+	}
+	w.start = len(b)
+	b = appendAttributes(b, attrs)
+	w.end, w.last = len(b), attrs
+	return b
+}
+
+// size returns attributesSize(attrs).
+func (w *attributesWriter) size(attrs map[string]string) int {
+	if len(attrs) == 0 || !sameMap(attrs, w.sized) {
+		w.sizedBytes, w.sized = attributesSize(attrs), attrs
+	}
+	return w.sizedBytes
+}
+
+// sameMap reports whether a and b are one map (not maps of equal contents); false when a is nil.
+func sameMap(a, b map[string]string) bool {
+	return a != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 var errCorrupt = errors.New("corrupt element")

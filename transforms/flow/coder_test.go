@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,6 +158,40 @@ func TestRowsShareEqualAttributes(t *testing.T) {
 	}
 	if same(1, 2) || same(2, 4) || same(4, 5) {
 		t.Error("rows with other attributes share a map")
+	}
+}
+
+// Rows and messages that share one map of attributes encode as they do with maps of their own:
+// the encoder takes a shared map's encoding again, and only a shared map's, whatever comes
+// between (another map, none, an empty one, a map of the same contents).
+func TestEncodeSharedAttributes(t *testing.T) {
+	a := map[string]string{"source": "demo", "v": "1"}
+	b := map[string]string{"source": "demo", "v": "2"}
+	shared := []map[string]string{a, a, a, b, a, nil, a, {}, a, maps.Clone(a), b, b}
+	var rows, own flow.Rows
+	var messages, ownMessages flow.Messages
+	for i, m := range shared {
+		id := strconv.Itoa(i)
+		rows.Rows = append(rows.Rows, flow.Row{MessageID: id, Payload: []byte("{}"), Attributes: m})
+		own.Rows = append(own.Rows, flow.Row{MessageID: id, Payload: []byte("{}"), Attributes: maps.Clone(m)})
+		messages.Messages = append(messages.Messages, flow.Message{ID: id, Attributes: m})
+		ownMessages.Messages = append(ownMessages.Messages, flow.Message{ID: id, Attributes: maps.Clone(m)})
+	}
+	if got, want := flow.EncodeRows(rows), flow.EncodeRows(own); !bytes.Equal(got, want) {
+		t.Errorf("rows sharing maps encode as\n%q\nwith maps of their own as\n%q", got, want)
+	}
+	if got, want := flow.EncodedRowsSize(rows), flow.EncodedRowsSize(own); got != want {
+		t.Errorf("EncodedRowsSize: %d sharing maps, %d with maps of their own", got, want)
+	}
+	if got, want := flow.EncodeMessages(messages), flow.EncodeMessages(ownMessages); !bytes.Equal(got, want) {
+		t.Errorf("messages sharing maps encode as\n%q\nwith maps of their own as\n%q", got, want)
+	}
+	back, err := flow.DecodeRows(flow.EncodeRows(rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(own, back, emptyIsNil); diff != "" {
+		t.Errorf("(-in +decoded):\n%s", diff)
 	}
 }
 

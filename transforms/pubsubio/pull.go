@@ -24,6 +24,7 @@ const (
 // long and copies every payload out of b (BenchmarkDecodePullResponse). It returns an error when
 // b is not the wire format; resp then holds the messages decoded before it.
 func DecodePullResponse(b []byte, resp *pb.PullResponse) error {
+	var last sharedAttributes
 	for len(b) > 0 {
 		num, typ, v, _, rest, err := nextField(b)
 		if err != nil {
@@ -34,7 +35,7 @@ func DecodePullResponse(b []byte, resp *pb.PullResponse) error {
 			continue
 		}
 		rm := new(pb.ReceivedMessage)
-		if err := decodeReceived(v, rm); err != nil {
+		if err := decodeReceived(v, rm, &last); err != nil {
 			return pullError(err)
 		}
 		resp.ReceivedMessages = append(resp.ReceivedMessages, rm)
@@ -43,7 +44,7 @@ func DecodePullResponse(b []byte, resp *pb.PullResponse) error {
 }
 
 // decodeReceived decodes a google.pubsub.v1.ReceivedMessage into rm.
-func decodeReceived(b []byte, rm *pb.ReceivedMessage) error {
+func decodeReceived(b []byte, rm *pb.ReceivedMessage, last *sharedAttributes) error {
 	for len(b) > 0 {
 		num, typ, v, x, rest, err := nextField(b)
 		if err != nil {
@@ -57,7 +58,7 @@ func decodeReceived(b []byte, rm *pb.ReceivedMessage) error {
 			if rm.Message == nil {
 				rm.Message = new(pb.PubsubMessage)
 			}
-			if err := decodeInto(v, rm.Message); err != nil {
+			if err := decodeInto(v, rm.Message, last); err != nil {
 				return err
 			}
 		case num == fieldDeliveryAttempt && typ == protowire.VarintType:

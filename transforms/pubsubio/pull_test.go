@@ -2,7 +2,9 @@ package pubsubio
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -28,6 +30,13 @@ func randomPullResponse(r *rand.Rand) *pb.PullResponse {
 		}
 		if r.IntN(5) > 0 {
 			rm.Message = randomMessage(r)
+			if n := len(resp.ReceivedMessages); n > 0 && r.IntN(2) == 0 && rm.Message.Attributes != nil {
+				// Often the attributes of the message before (marshalled with the same bytes
+				// when there is one, which DecodePullResponse's maps then share).
+				if before := resp.ReceivedMessages[n-1].GetMessage().GetAttributes(); len(before) == 1 {
+					rm.Message.Attributes = maps.Clone(before)
+				}
+			}
 		}
 		if r.IntN(3) == 0 {
 			rm.DeliveryAttempt = r.Int32N(100)
@@ -118,6 +127,85 @@ func TestDecodePullResponseWireCases(t *testing.T) {
 		}
 	}
 	t.Error("the payload was copied out of the response's bytes")
+}
+
+// Messages of one response with the same attribute fields share one map, and only they: a
+// message whose attributes differ, or whose attribute fields lie apart, gets its own; a message
+// given in two parts merges into a map of its own, leaving the map it shared as it was.
+func TestDecodePullResponseSharedAttributes(t *testing.T) {
+	message := func(m *pb.PubsubMessage) []byte {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	received := func(parts ...[]byte) []byte {
+		var rm []byte
+		for _, p := range parts {
+			rm = protowire.AppendTag(rm, fieldMessage, protowire.BytesType)
+			rm = protowire.AppendBytes(rm, p)
+		}
+		return rm
+	}
+	attribute := func(b []byte, k, v string) []byte {
+		var e []byte
+		e = protowire.AppendTag(e, fieldKey, protowire.BytesType)
+		e = protowire.AppendString(e, k)
+		e = protowire.AppendTag(e, fieldValue, protowire.BytesType)
+		e = protowire.AppendString(e, v)
+		b = protowire.AppendTag(b, fieldAttributes, protowire.BytesType)
+		return protowire.AppendBytes(b, e)
+	}
+	// Attribute fields apart: one, the data, then another.
+	var apart []byte
+	apart = attribute(apart, "source", "demo")
+	apart = protowire.AppendTag(apart, fieldData, protowire.BytesType)
+	apart = protowire.AppendString(apart, "x")
+	apart = attribute(apart, "k", "2")
+	demo := map[string]string{"source": "demo"}
+	parts := [][]byte{
+		received(message(&pb.PubsubMessage{Data: []byte("1"), Attributes: demo})),
+		received(message(&pb.PubsubMessage{Data: []byte("2"), Attributes: demo, MessageId: "m2"})),
+		received(message(&pb.PubsubMessage{Data: []byte("3"), Attributes: map[string]string{"source": "other"}})),
+		received(message(&pb.PubsubMessage{Data: []byte("4"), Attributes: map[string]string{"source": "other"}})),
+		received(message(&pb.PubsubMessage{Data: []byte("5")})),
+		received(apart),
+		received(apart),
+		received(message(&pb.PubsubMessage{Data: []byte("8"), Attributes: map[string]string{"source": "other"}}),
+			message(&pb.PubsubMessage{Attributes: map[string]string{"part": "2"}})),
+		received(message(&pb.PubsubMessage{Data: []byte("9"), Attributes: map[string]string{"source": "other"}})),
+	}
+	var b []byte
+	for _, p := range parts {
+		b = protowire.AppendTag(b, fieldReceivedMessages, protowire.BytesType)
+		b = protowire.AppendBytes(b, p)
+	}
+	var got, viaProto pb.PullResponse
+	if err := DecodePullResponse(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := proto.Unmarshal(b, &viaProto); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&viaProto, &got, protocmp.Transform()); diff != "" {
+		t.Fatalf("(-proto.Unmarshal +DecodePullResponse):\n%s", diff)
+	}
+	attrs := func(i int) map[string]string { return got.ReceivedMessages[i].GetMessage().GetAttributes() }
+	same := func(i, j int) bool {
+		return attrs(i) != nil && reflect.ValueOf(attrs(i)).UnsafePointer() == reflect.ValueOf(attrs(j)).UnsafePointer()
+	}
+	for _, c := range []struct {
+		i, j int
+		want bool
+	}{{0, 1, true}, {1, 2, false}, {2, 3, true}, {5, 6, false}, {3, 7, false}, {7, 8, false}, {3, 8, true}} {
+		if got := same(c.i, c.j); got != c.want {
+			t.Errorf("messages %d and %d share a map: %v, want %v", c.i, c.j, got, c.want)
+		}
+	}
+	if want := map[string]string{"source": "other"}; !maps.Equal(attrs(3), want) {
+		t.Errorf("message 3's attributes are %v after message 7's second part merged, want %v", attrs(3), want)
+	}
 }
 
 // BenchmarkDecodePullResponse decodes a Pull response of 1,000 demo messages, each with an
