@@ -104,8 +104,7 @@ type Acker struct {
 
 	mu       sync.Mutex
 	tracked  map[string]entry
-	bytes    int64          // the sizes of the tracked entries, added up
-	acking   map[string]int // the ids of Ack calls under way (Release gives none of them back)
+	bytes    int64 // the sizes of the tracked entries, added up
 	closed   bool
 	lastWarn time.Time
 
@@ -119,6 +118,9 @@ type entry struct {
 	pulled time.Time // when Track was called
 	next   time.Time // when the deadline is to be extended next
 	size   int64     // the message's size in bytes, as TrackSized was given it; 0 with Track
+	// acking counts the Ack calls under way with the id (Release gives none of them back);
+	// the entry goes when the first of them ends.
+	acking int32
 }
 
 var _ Manager = (*Acker)(nil)
@@ -144,7 +146,6 @@ func NewAcker(ctx context.Context, subscription string, settings AckSettings) (*
 		cancel:   cancel,
 		done:     make(chan struct{}),
 		tracked:  map[string]entry{},
-		acking:   map[string]int{},
 	}
 	go a.loop()
 	return a, nil
@@ -220,22 +221,16 @@ func (a *Acker) Ack(ctx context.Context, ackIDs []string) error {
 	closed := a.closed
 	if !closed {
 		for _, id := range ids {
-			a.acking[id]++ // Release leaves them alone
+			if e, ok := a.tracked[id]; ok {
+				e.acking++ // Release leaves it alone
+				a.tracked[id] = e
+			}
 		}
 	}
 	a.mu.Unlock()
 	if closed {
 		return fmt.Errorf("ack: subscription %s: acknowledging %d messages: the manager is closed", a.sub, len(ids))
 	}
-	defer func() {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		for _, id := range ids {
-			if a.acking[id]--; a.acking[id] <= 0 {
-				delete(a.acking, id)
-			}
-		}
-	}()
 	var errs []error
 	for _, chunk := range chunks(ids, a.settings.MaxIDsPerRequest) {
 		if err := a.ackChunk(ctx, chunk); err != nil {
@@ -405,8 +400,8 @@ func (a *Acker) Release(ctx context.Context) (int, error) {
 	<-a.done
 	a.mu.Lock()
 	ids := make([]string, 0, len(a.tracked))
-	for id := range a.tracked {
-		if a.acking[id] == 0 {
+	for id, e := range a.tracked {
+		if e.acking == 0 {
 			ids = append(ids, id)
 			a.forget(id)
 		}

@@ -398,20 +398,26 @@ func TestReleaseLeavesAcksUnderWay(t *testing.T) {
 	f.publishAndPull(t, 2, func(got, d []string) { ids, data = append(ids, got...), append(data, d...) })
 	a.Track(ids...)
 	a.mu.Lock()
-	a.acking[ids[0]] = 1
+	e := a.tracked[ids[0]]
+	e.acking = 1
+	a.tracked[ids[0]] = e
 	a.mu.Unlock()
 	n, err := a.Release(context.Background())
 	if err != nil || n != 1 {
 		t.Fatalf("Release = %d, %v; want 1 (the id not being acknowledged), nil", n, err)
 	}
+	if got := a.Outstanding(); got != 1 {
+		t.Fatalf("after the release, %d ids are tracked, want 1 (the id being acknowledged)", got)
+	}
 	a.mu.Lock()
-	delete(a.acking, ids[0])
+	e.acking = 0 // the Ack under way ended
+	a.tracked[ids[0]] = e
 	a.mu.Unlock()
 	if err := a.Ack(context.Background(), ids[:1]); err != nil {
 		t.Fatal(err)
 	}
-	if len(a.acking) != 0 {
-		t.Errorf("after Ack, %d ids are still marked as being acknowledged", len(a.acking))
+	if got := a.Outstanding(); got != 0 {
+		t.Errorf("after Ack, %d ids are still tracked", got)
 	}
 	var got []string
 	for deadline := time.Now().Add(5 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
