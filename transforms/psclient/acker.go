@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"sync"
@@ -114,14 +115,24 @@ type Acker struct {
 	outcomes                                 outcomes // by Outcome, from Stored
 }
 
+// entry is a tracked id's state. Its times are monotonic nanoseconds since epoch (mono): 8 bytes
+// where a time.Time takes 24, so that the map of tracked ids, which each message's Track and Ack
+// read, takes less of the CPU's caches.
 type entry struct {
-	pulled time.Time // when Track was called
-	next   time.Time // when the deadline is to be extended next
-	size   int64     // the message's size in bytes, as TrackSized was given it; 0 with Track
+	pulled int64 // when Track was called
+	next   int64 // when the deadline is to be extended next
+	size   int64 // the message's size in bytes, as TrackSized was given it; 0 with Track
 	// acking counts the Ack calls under way with the id (Release gives none of them back);
 	// the entry goes when the first of them ends.
 	acking int32
 }
+
+// epoch is when the package was loaded, from which mono counts.
+var epoch = time.Now()
+
+// mono returns t as nanoseconds since epoch, by the monotonic clock when t has its reading (as
+// time.Now's do): a step of the wall clock moves no deadline.
+func mono(t time.Time) int64 { return int64(t.Sub(epoch)) }
 
 var _ Manager = (*Acker)(nil)
 
@@ -162,7 +173,7 @@ func (a *Acker) Track(ackIDs ...string) { a.TrackSized(ackIDs, nil) }
 // shorter slice: 0 for the rest), which OutstandingBytes adds up until each is acknowledged.
 func (a *Acker) TrackSized(ackIDs []string, sizes []int) {
 	now := time.Now()
-	next := now.Add(a.settings.FirstExtendAfter)
+	pulled, next := mono(now), mono(now.Add(a.settings.FirstExtendAfter))
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for i, id := range ackIDs {
@@ -170,7 +181,7 @@ func (a *Acker) TrackSized(ackIDs []string, sizes []int) {
 			continue
 		}
 		if _, ok := a.tracked[id]; !ok {
-			e := entry{pulled: now, next: next}
+			e := entry{pulled: pulled, next: next}
 			if i < len(sizes) {
 				e.size = int64(sizes[i])
 			}
@@ -330,12 +341,13 @@ func (a *Acker) loop() {
 
 // extendDue extends the deadline of every tracked id whose extension is due.
 func (a *Acker) extendDue(now time.Time) {
+	at, next := mono(now), mono(now.Add(a.settings.ExtendEvery))
 	a.mu.Lock()
 	var due []string
 	for id, e := range a.tracked {
-		if !e.next.After(now) {
+		if e.next <= at {
 			due = append(due, id)
-			e.next = now.Add(a.settings.ExtendEvery)
+			e.next = next
 			a.tracked[id] = e
 		}
 	}
@@ -375,7 +387,7 @@ func (a *Acker) extendDue(now time.Time) {
 	defer a.mu.Unlock()
 	for _, id := range failed {
 		if e, ok := a.tracked[id]; ok {
-			e.next = time.Time{}
+			e.next = math.MinInt64 // due at the next tick
 			a.tracked[id] = e
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -483,5 +484,22 @@ func TestOutstandingBytes(t *testing.T) {
 	}
 	if got := a.OutstandingBytes(); got != 0 {
 		t.Errorf("OutstandingBytes after Release = %d, want 0", got)
+	}
+}
+
+// BenchmarkTrackAndForget measures the Acker's bookkeeping of one message, without the calls to
+// Pub/Sub: TrackSized of a Pull response's 1,000 ack ids and the untracking of 1,000 acknowledged
+// ones, with 10,000 outstanding, as the local source keeps them (ns/op is per 1,000 messages).
+func BenchmarkTrackAndForget(b *testing.B) {
+	a := &Acker{tracked: map[string]entry{}}
+	ids := make([]string, 200_000)
+	for i := range ids {
+		ids[i] = "projects/bench/subscriptions/events-sub:" + strconv.Itoa(1_000_000+i)
+	}
+	for n := 0; b.Loop(); n++ {
+		i := n % 200 * 1000
+		a.TrackSized(ids[i:i+1000], nil)
+		j := (n + 190) % 200 * 1000 // tracked ten responses earlier
+		a.untrack(ids[j : j+1000])
 	}
 }

@@ -48,8 +48,9 @@ func (a *Acker) Progress() Progress {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	p.Unacked = len(a.tracked)
+	at := mono(now)
 	for _, e := range a.tracked {
-		p.Oldest = max(p.Oldest, now.Sub(e.pulled))
+		p.Oldest = max(p.Oldest, time.Duration(at-e.pulled))
 	}
 	return p
 }
