@@ -9,8 +9,9 @@ type Message struct {
 	ID string
 	// Data is the payload bytes, unchanged, or the JavaScript UDF's output when Transformed.
 	Data []byte
-	// Attributes are the message's attributes; nil when it has none. Read only: messages
-	// decoded from one element (DecodeMessages) with the same attributes share the map.
+	// Attributes are the message's attributes; nil when it has none. Read only: messages with
+	// the same attributes may share the map (those of one Pull response of the local source,
+	// pubsubio.DecodePullResponse, and those decoded from one element, DecodeMessages).
 	Attributes map[string]string
 	// PublishTimeMillis is the publish time in Unix milliseconds (UTC).
 	PublishTimeMillis int64

@@ -103,9 +103,13 @@ type Acker struct {
 	cancel   context.CancelFunc
 	done     chan struct{} // closed when the extension loop has returned
 
-	mu       sync.Mutex
-	tracked  map[string]entry
-	bytes    int64 // the sizes of the tracked entries, added up
+	mu      sync.Mutex
+	tracked map[string]entry
+	bytes   int64 // the sizes of the tracked entries, added up
+	// early counts the Ack calls under way with an id that was not tracked when they began; an
+	// entry TrackSized makes for the id meanwhile takes the count (Release leaves it alone).
+	// Empty unless an id is acknowledged before it is tracked.
+	early    map[string]int32
 	closed   bool
 	lastWarn time.Time
 
@@ -123,7 +127,7 @@ type entry struct {
 	next   int64 // when the deadline is to be extended next
 	size   int64 // the message's size in bytes, as TrackSized was given it; 0 with Track
 	// acking counts the Ack calls under way with the id (Release gives none of them back);
-	// the entry goes when the first of them ends.
+	// the entry goes when the first of them ends, whatever its outcome.
 	acking int32
 }
 
@@ -157,6 +161,7 @@ func NewAcker(ctx context.Context, subscription string, settings AckSettings) (*
 		cancel:   cancel,
 		done:     make(chan struct{}),
 		tracked:  map[string]entry{},
+		early:    map[string]int32{},
 	}
 	go a.loop()
 	return a, nil
@@ -182,6 +187,9 @@ func (a *Acker) TrackSized(ackIDs []string, sizes []int) {
 		}
 		if _, ok := a.tracked[id]; !ok {
 			e := entry{pulled: pulled, next: next}
+			if len(a.early) > 0 {
+				e.acking = a.early[id]
+			}
 			if i < len(sizes) {
 				e.size = int64(sizes[i])
 			}
@@ -228,6 +236,7 @@ func (a *Acker) Ack(ctx context.Context, ackIDs []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	var early []string // the ids not tracked when this Ack began (Acker.early)
 	a.mu.Lock()
 	closed := a.closed
 	if !closed {
@@ -235,6 +244,9 @@ func (a *Acker) Ack(ctx context.Context, ackIDs []string) error {
 			if e, ok := a.tracked[id]; ok {
 				e.acking++ // Release leaves it alone
 				a.tracked[id] = e
+			} else {
+				a.early[id]++
+				early = append(early, id)
 			}
 		}
 	}
@@ -242,6 +254,7 @@ func (a *Acker) Ack(ctx context.Context, ackIDs []string) error {
 	if closed {
 		return fmt.Errorf("ack: subscription %s: acknowledging %d messages: the manager is closed", a.sub, len(ids))
 	}
+	defer a.untrack(ids, early)
 	var errs []error
 	for _, chunk := range chunks(ids, a.settings.MaxIDsPerRequest) {
 		if err := a.ackChunk(ctx, chunk); err != nil {
@@ -251,7 +264,6 @@ func (a *Acker) Ack(ctx context.Context, ackIDs []string) error {
 			a.acked.Add(int64(len(chunk)))
 		}
 	}
-	a.untrack(ids)
 	if len(errs) > 0 {
 		return fmt.Errorf("ack: subscription %s: acknowledging %d messages: %w", a.sub, len(ids), errors.Join(errs...))
 	}
@@ -284,11 +296,18 @@ func (a *Acker) ackChunk(ctx context.Context, chunk []string) error {
 	}
 }
 
-func (a *Acker) untrack(ids []string) {
+// untrack ends an Ack of ids, whatever its outcome: it stops tracking them, and unmarks early,
+// the ones it found untracked.
+func (a *Acker) untrack(ids, early []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, id := range ids {
 		a.forget(id)
+	}
+	for _, id := range early {
+		if a.early[id]--; a.early[id] <= 0 {
+			delete(a.early, id)
+		}
 	}
 }
 

@@ -21,8 +21,10 @@ const (
 // as Decode decodes one: its Data shares b, unknown fields are dropped and strings (the ack id
 // among them) are taken as they are. A message field given twice in a ReceivedMessage is merged,
 // as proto.Unmarshal merges it. proto.Unmarshal of the same response takes about three times as
-// long and copies every payload out of b (BenchmarkDecodePullResponse). It returns an error when
-// b is not the wire format; resp then holds the messages decoded before it.
+// long and copies every payload out of b (BenchmarkDecodePullResponse). Messages whose attribute
+// fields are the same bytes share one map (sharedAttributes), which is therefore read only: a
+// caller that changes a message's attributes changes the others'. It returns an error when b is
+// not the wire format; resp then holds the messages decoded before it.
 func DecodePullResponse(b []byte, resp *pb.PullResponse) error {
 	var last sharedAttributes
 	for len(b) > 0 {
