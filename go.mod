@@ -20,6 +20,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/googleapis/gax-go/v2 v2.26.2
 	github.com/klauspost/compress v1.20.3
+	github.com/minio/minlz v1.2.4
 	github.com/paulmach/orb v0.14.0
 	github.com/shopspring/decimal v1.6.0
 	github.com/zeebo/blake3 v0.2.4

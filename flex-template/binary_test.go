@@ -360,7 +360,7 @@ func TestBinary(t *testing.T) {
 			{
 				name:  "table dead letters, default batching",
 				args:  []string{"--clickHouseDeadLetterTable=events_dead_letter"},
-				wants: []string{"beam:window_fn:global_windows:v1", `table=events_dead_letter topic=(none)`, "combined trigger", "shuffleCompression=s2"},
+				wants: []string{"beam:window_fn:global_windows:v1", `table=events_dead_letter topic=(none)`, "combined trigger", "shuffleCompression=minlz"},
 			},
 			{
 				name: "topic dead letters, fixed windows",

@@ -570,8 +570,8 @@ var regexExamples = map[string]regexExample{
 		reject: []string{"-2", "two", "08"},
 	},
 	"shuffleCompression": {
-		accept: []string{"", "s2", "zstd"},
-		reject: []string{"S2", "snappy", "lz4", "none", " zstd", "zstd "},
+		accept: []string{"", "minlz", "s2", "zstd"},
+		reject: []string{"S2", "MinLZ", "snappy", "lz4", "none", " zstd", "zstd ", "minlz "},
 	},
 	"batchByteSize": {
 		accept: []string{"", "16777216", "1048576", "1"},

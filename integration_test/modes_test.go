@@ -101,7 +101,8 @@ func firstAt(samples []sample, atLeast int) time.Time {
 
 // TestFixedWindowMode: with windowSeconds only, no row is visible before its window closes, and
 // the window's rows all arrive together when it does. The rows go through the GroupByKey
-// compressed with zstd (shuffleCompression=zstd; every other test has the default, s2).
+// compressed with zstd (shuffleCompression=zstd; TestEndToEnd has s2, every other test the
+// default, minlz).
 func TestFixedWindowMode(t *testing.T) {
 	const window = 4 * time.Second
 	e := newE2E(t, events.DDL)

@@ -210,31 +210,34 @@ var processingParameters = []parameter{
 		name: "shuffleCompression", group: "Batching", kind: kindString,
 		field: func(o *Options) any { return &o.ShuffleCompression },
 		usage: "How the rows are compressed through the batch stage's GroupByKey and state (on Dataflow, what Streaming Engine carries and, " +
-			"billed by data processed, bills): `s2` or zstd (about a third fewer bytes, for more CPU).",
-		unset: "s2",
+			"billed by data processed, bills): `minlz`, s2 (what releases before minlz wrote) or zstd (fewer bytes, for more CPU).",
+		unset: "minlz",
 		rule: func(p parameter, o Options) string {
 			if _, err := flow.ParseCompression(p.str(o)); err != nil {
-				return "must be s2 (fast, the default) or zstd (fewer bytes, more CPU)"
+				return "must be minlz (fast, the default), s2 (as fast, more bytes; what releases before minlz wrote) or zstd (fewer bytes, more CPU)"
 			}
 			return ""
 		},
 		label: "Compression through the shuffle",
 		help: "How the rows are compressed on their way through the batching step (Streaming Engine's shuffle and state, which a job billed by " +
-			"data processed pays for by the byte): s2 or zstd. zstd carries about a third fewer bytes (about 0.21 of the payload bytes against " +
-			"0.32 on JSON events of 1 KB) for about 7% more worker CPU. Unset by default: s2.",
+			"data processed pays for by the byte): minlz, s2 or zstd. minlz carries about 0.29 of the payload bytes on JSON events of 1 KB; s2, " +
+			"the default of earlier releases, about 0.32 for about as much CPU; zstd about 0.21, for more worker CPU (about 7% more than s2). " +
+			"Unset by default: minlz.",
 		typ: "ENUM",
 		enum: []EnumOption{
-			{Value: "s2", Label: "S2", Description: "Fast, the default."},
-			{Value: "zstd", Label: "Zstandard", Description: "About a third fewer bytes through the shuffle, for more CPU."},
+			{Value: "minlz", Label: "MinLZ", Description: "Fast, the default."},
+			{Value: "s2", Label: "S2", Description: "As fast, a tenth more bytes; what releases before minlz wrote."},
+			{Value: "zstd", Label: "Zstandard", Description: "About a quarter fewer bytes through the shuffle, for more CPU."},
 		},
-		regex: `^(s2|zstd)?$`,
-		note:  "s2",
+		regex: `^(minlz|s2|zstd)?$`,
+		note:  "minlz",
 		doc: "How the rows are compressed through the batch stage's `GroupByKey` and state, which on Dataflow Streaming Engine carries and keeps " +
-			"(and, for a job billed by data processed, bills by the byte): `s2` (the default; about 0.32 of the payload bytes on the demo's " +
-			"events, 0.20 on the Wikipedia edits) or `zstd` (about 0.21 and 0.15), for about 7% more CPU on the workers (medians; 6 to 13% in single rounds). " +
-			"[operations.md](operations.md#cost-per-message) weighs the two by Dataflow's prices. A job may be updated from one to the other: " +
-			"a worker reads the rows of either whatever its own (a release before this parameter reads only s2, so roll back to one only " +
-			"from s2, after a drain).",
+			"(and, for a job billed by data processed, bills by the byte): `minlz` (the default since 2026-12-05; about 0.29 of the payload " +
+			"bytes on the demo's events, 0.19 on the Wikipedia edits, at 1,000 rows a group), `s2` (the default before; about 0.32 and 0.20, " +
+			"for about as much CPU) or `zstd` (about 0.21 and 0.15), for about 7% more CPU on the workers than s2 (medians; 6 to 13% in " +
+			"single rounds). [operations.md](operations.md#cost-per-message) weighs them by Dataflow's prices. A job may be updated from one " +
+			"to another: a worker reads the rows of each whatever its own. A release reads only what it knows (those before this parameter " +
+			"read only s2, those before minlz s2 and zstd), so roll back to one only from a compression it reads, after a drain.",
 	},
 	{
 		name: "stopAfterIdle", kind: kindOptionalInt, // local runner only: no template parameter

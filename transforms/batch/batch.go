@@ -93,7 +93,7 @@ type Config struct {
 	ProcessingTimeTimers bool
 	// Compression is how the rows are compressed through the GroupByKey and the batcher's
 	// state (shuffleCompression): the coder of the groups it keys, and of those it buffers, uses
-	// it. The zero value is S2.
+	// it. The zero value is MinLZ, the default.
 	Compression flow.Compression
 }
 

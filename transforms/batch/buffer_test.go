@@ -144,8 +144,8 @@ func TestBufferMatchesModel(t *testing.T) {
 			windowMillis = 1000
 		}
 		// The buffer's compression, and each group's, at random: a job updated from one
-		// shuffleCompression to the other finds groups of both in its state.
-		b := buffer{tally: testTally(rows, maxBytes, windowMillis), bag: state.MakeBagState[flow.Packed]("buffer"), compression: flow.Compression(rng.IntN(2))}
+		// shuffleCompression to another finds groups of each in its state.
+		b := buffer{tally: testTally(rows, maxBytes, windowMillis), bag: state.MakeBagState[flow.Packed]("buffer"), compression: flow.Compression(rng.IntN(len(flow.CompressionNames())))}
 		fs := newFakeState(t)
 		var elems [][]propRow
 		var due []bool
@@ -383,6 +383,9 @@ func TestBufferPacksWithItsCompression(t *testing.T) {
 		{flow.S2, flow.Zstd, 1},
 		{flow.Zstd, flow.S2, 2},
 		{flow.Zstd, flow.Zstd, 2},
+		{flow.MinLZ, flow.S2, 3},
+		{flow.S2, flow.MinLZ, 1},
+		{flow.MinLZ, flow.MinLZ, 3},
 	} {
 		b := buffer{tally: testTally(5, 0, 0), bag: state.MakeBagState[flow.Packed]("buffer"), compression: tc.buffer}
 		fs := newFakeState(t)
@@ -396,7 +399,7 @@ func TestBufferPacksWithItsCompression(t *testing.T) {
 			t.Errorf("buffer %v, group %v: the rows left are kept in format %d, want %d", tc.buffer, tc.incoming, got, tc.format)
 		}
 	}
-	for c, format := range map[flow.Compression]byte{flow.S2: 1, flow.Zstd: 2} {
+	for c, format := range map[flow.Compression]byte{flow.MinLZ: 3, flow.S2: 1, flow.Zstd: 2} {
 		var keyed []flow.Packed
 		(&shardKeyFn{NumShards: 2, Compression: c}).ProcessElement(context.Background(), group(3, flow.S2), func(_ string, p flow.Packed) { keyed = append(keyed, p) })
 		if len(keyed) != 1 || keyed[0].Data[0] != format {

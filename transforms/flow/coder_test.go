@@ -37,7 +37,7 @@ func TestRowsRoundTrip(t *testing.T) {
 			{Payload: []byte(`{}`), MessageID: "m8", OrderingKey: "k", Transformed: true, Original: []byte("o")},
 		}},
 	} {
-		for _, c := range []flow.Compression{flow.S2, flow.Zstd} {
+		for _, c := range []flow.Compression{flow.MinLZ, flow.S2, flow.Zstd} {
 			in.Compression = c
 			got, err := flow.DecodeRows(flow.EncodeRows(in))
 			if err != nil {
@@ -54,23 +54,30 @@ func TestRowsRoundTrip(t *testing.T) {
 var ignoreCompression = cmpopts.IgnoreFields(flow.Rows{}, "Compression")
 
 // TestCompressionFormats: a group worth compressing is written in the format its Compression
-// names (the format byte 1 for S2, 2 for zstd), one that compression does not shrink is written
-// plain (0), and a pipeline decodes every format whatever its own Compression: the groups an
-// updated job finds in its state were written by the job before.
+// names (the format byte 3 for MinLZ, 1 for S2, 2 for zstd), one that compression does not shrink
+// is written plain (0), a group larger than a MinLZ block (8 MiB) is written with S2, and a
+// pipeline decodes every format whatever its own Compression: the groups an updated job finds in
+// its state were written by the job before.
 func TestCompressionFormats(t *testing.T) {
 	demo, _ := demoRows(200, true)
 	random := make([]byte, 500)
 	rand.NewChaCha8([32]byte{2}).Read(random)
 	incompressible := flow.Rows{Rows: []flow.Row{{Payload: random, MessageID: "m"}}}
+	// Just over MinLZ's largest block (minlz.MaxBlockSize, 8 MiB) with its framing, and
+	// compressible.
+	large := flow.Rows{Rows: []flow.Row{{Payload: bytes.Repeat([]byte(`{"a":"bcdefg"},`), 8<<20/15), MessageID: "big"}}}
 	for _, tc := range []struct {
 		rows   flow.Rows
 		c      flow.Compression
 		format byte
 	}{
+		{demo, flow.MinLZ, 3},
 		{demo, flow.S2, 1},
 		{demo, flow.Zstd, 2},
+		{incompressible, flow.MinLZ, 0},
 		{incompressible, flow.S2, 0},
 		{incompressible, flow.Zstd, 0},
+		{large, flow.MinLZ, 1},
 	} {
 		tc.rows.Compression = tc.c
 		b := flow.EncodeRows(tc.rows)
@@ -81,7 +88,7 @@ func TestCompressionFormats(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d rows, %v: %v", len(tc.rows.Rows), tc.c, err)
 		}
-		if !cmp.Equal(got.Rows, tc.rows.Rows, emptyIsNil) {
+		if !cmp.Equal(got.Rows, tc.rows.Rows, emptyIsNil, byteSlices) {
 			t.Errorf("%d rows, %v: the decoded rows differ", len(tc.rows.Rows), tc.c)
 		}
 		p := flow.Pack(tc.rows)
@@ -100,7 +107,7 @@ func TestCompressionFormats(t *testing.T) {
 			} else {
 				rs, err = q.Unpack()
 			}
-			if err != nil || !cmp.Equal(rs.Rows, tc.rows.Rows, emptyIsNil) {
+			if err != nil || !cmp.Equal(rs.Rows, tc.rows.Rows, emptyIsNil, byteSlices) {
 				t.Errorf("Pack of %d rows, %v, unpacked (pooled %v): %v, or the rows differ", len(tc.rows.Rows), tc.c, pooled, err)
 			}
 			release()
@@ -108,21 +115,25 @@ func TestCompressionFormats(t *testing.T) {
 	}
 }
 
+// byteSlices compares byte slices whole (cmp compares them byte by byte otherwise: a minute for a
+// payload of megabytes); two empty ones are emptyIsNil's.
+var byteSlices = cmp.FilterValues(func(a, b []byte) bool { return len(a) > 0 || len(b) > 0 }, cmp.Comparer(bytes.Equal))
+
 func TestParseCompression(t *testing.T) {
-	for in, want := range map[string]flow.Compression{"": flow.S2, "s2": flow.S2, "zstd": flow.Zstd} {
+	for in, want := range map[string]flow.Compression{"": flow.MinLZ, "minlz": flow.MinLZ, "s2": flow.S2, "zstd": flow.Zstd} {
 		if got, err := flow.ParseCompression(in); err != nil || got != want {
 			t.Errorf("ParseCompression(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"S2", "zstd ", "lz4", "none", "snappy"} {
-		if _, err := flow.ParseCompression(in); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", in)) || !strings.Contains(err.Error(), "s2 or zstd") {
+	for _, in := range []string{"S2", "MinLZ", "zstd ", "lz4", "none", "snappy"} {
+		if _, err := flow.ParseCompression(in); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", in)) || !strings.Contains(err.Error(), "minlz, s2 or zstd") {
 			t.Errorf("ParseCompression(%q): %v, want an error naming the value and the values taken", in, err)
 		}
 	}
-	if got := strings.Join(flow.CompressionNames(), ","); got != "s2,zstd" {
+	if got := strings.Join(flow.CompressionNames(), ","); got != "minlz,s2,zstd" {
 		t.Errorf("CompressionNames = %s", got)
 	}
-	for _, c := range []flow.Compression{flow.S2, flow.Zstd} {
+	for _, c := range []flow.Compression{flow.MinLZ, flow.S2, flow.Zstd} {
 		if back, err := flow.ParseCompression(c.String()); err != nil || back != c {
 			t.Errorf("%v does not parse back: %v, %v", c, back, err)
 		}
@@ -232,7 +243,7 @@ func TestDecodeRejectsCorruptBytes(t *testing.T) {
 	// A compressed group cut short, or with a byte more, is an error too, in each format; so is
 	// a zstd frame whose header claims more than any group holds.
 	demo, _ := demoRows(20, false)
-	for _, c := range []flow.Compression{flow.S2, flow.Zstd} {
+	for _, c := range []flow.Compression{flow.MinLZ, flow.S2, flow.Zstd} {
 		demo.Compression = c
 		b := flow.EncodeRows(demo)
 		for n := 0; n < len(b); n++ {
@@ -359,7 +370,7 @@ func BenchmarkEncodeRows(b *testing.B) {
 		{"dataflow/wikipedia/1-row", 1, false, true},
 		{"local/demo/1000-rows", 1000, true, false},
 	} {
-		for _, c := range []flow.Compression{flow.S2, flow.Zstd} {
+		for _, c := range []flow.Compression{flow.MinLZ, flow.S2, flow.Zstd} {
 			b.Run(c.String()+"/"+tc.name, func(b *testing.B) {
 				rows, payload := demoRows(tc.rows, tc.ackID)
 				if tc.wiki {
@@ -457,11 +468,18 @@ func TestUnpackPooled(t *testing.T) {
 	} else {
 		release()
 	}
-	corrupt := flow.Packed{Rows: 3, Data: append([]byte{1}, bytes.Repeat([]byte{0xff}, 20)...)}
-	if _, release, err := corrupt.UnpackPooled(); err == nil || release == nil {
-		t.Errorf("corrupt S2 data: %v, want an error and a release", err)
-	} else {
-		release()
+	for format, name := range map[byte]string{1: "S2", 3: "MinLZ"} {
+		corrupt := flow.Packed{Rows: 3, Data: append([]byte{format}, bytes.Repeat([]byte{0xff}, 20)...)}
+		if _, release, err := corrupt.UnpackPooled(); err == nil || release == nil {
+			t.Errorf("corrupt %s data: %v, want an error and a release", name, err)
+		} else {
+			release()
+		}
+	}
+	// An S2 block after MinLZ's format byte: minlz.Decode would take it, the coder does not.
+	s2Group := flow.EncodeRows(flow.Rows{Rows: large.Rows, Compression: flow.S2})
+	if _, err := flow.DecodeRows(append([]byte{3}, s2Group[1:]...)); err == nil {
+		t.Error("an S2 block under MinLZ's format byte decoded, want an error")
 	}
 }
 
@@ -470,7 +488,7 @@ func TestUnpackPooled(t *testing.T) {
 // each Compression.
 func BenchmarkUnpack(b *testing.B) {
 	rows, payload := demoRows(1000, false)
-	for _, c := range []flow.Compression{flow.S2, flow.Zstd} {
+	for _, c := range []flow.Compression{flow.MinLZ, flow.S2, flow.Zstd} {
 		rows.Compression = c
 		p := flow.Pack(rows)
 		b.Run(c.String()+"/new", func(b *testing.B) {
@@ -548,7 +566,7 @@ func TestRowBytes(t *testing.T) {
 	for i := range demo.Rows {
 		sum += flow.RowBytes(&demo.Rows[i])
 	}
-	for c, format := range map[flow.Compression]byte{flow.S2: 1, flow.Zstd: 2} {
+	for c, format := range map[flow.Compression]byte{flow.MinLZ: 3, flow.S2: 1, flow.Zstd: 2} {
 		demo.Compression = c
 		p := flow.Pack(demo)
 		if p.Data[0] != format {
@@ -561,7 +579,7 @@ func TestRowBytes(t *testing.T) {
 	if got := (flow.Packed{}).RowBytes(); got != 0 {
 		t.Errorf("the zero Packed: RowBytes = %d, want 0", got)
 	}
-	for _, bad := range []flow.Packed{{Rows: 1}, {Rows: 1, Data: []byte{9, 1}}, {Rows: 1, Data: []byte{1, 0xff}}, {Rows: 1, Data: []byte{2, 0xff}}} {
+	for _, bad := range []flow.Packed{{Rows: 1}, {Rows: 1, Data: []byte{9, 1}}, {Rows: 1, Data: []byte{1, 0xff}}, {Rows: 1, Data: []byte{2, 0xff}}, {Rows: 1, Data: []byte{3, 0xff}}} {
 		if got := bad.RowBytes(); got != -1 {
 			t.Errorf("RowBytes of %v = %d, want -1", bad.Data, got)
 		}

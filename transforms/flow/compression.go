@@ -14,31 +14,41 @@ import (
 // of rows: the template's shuffleCompression parameter. It is what Dataflow's Streaming Engine
 // carries through the batch stage's GroupByKey and keeps in its state, billed by the byte when
 // the job is billed by data processed (docs/operations.md, "Cost per message"). Decoding needs no
-// Compression: the encoding's format byte says which it is, so a pipeline reads groups of either,
-// whatever its own (a job updated from one Compression to the other reads the groups its state
+// Compression: the encoding's format byte says which it is, so a pipeline reads groups of any,
+// whatever its own (a job updated from one Compression to another reads the groups its state
 // holds from before).
 type Compression uint8
 
 const (
+	// MinLZ compresses with MinLZ (github.com/minio/minlz, block format, at its default level,
+	// LevelFastest), S2's successor by the same author: about 0.29 of the demo's payload bytes
+	// and 0.19 of the Wikipedia edits' at 1,000 rows a group, where S2 gives 0.32 and 0.20 (0.63
+	// and 0.87 for a lone row, against 0.65 and 0.85), in about S2's time to compress and a
+	// little less to decompress (BenchmarkEncodeRows, BenchmarkUnpack). Its faster level,
+	// LevelSuperFast, compresses a quarter faster, to more bytes than S2 below 1,000 rows (0.46
+	// of the demo's at 10 rows, 0.82 for a lone row), which cost more on Dataflow's bill than
+	// the CPU it saves. A group larger than MinLZ's largest block (minlz.MaxBlockSize, 8 MiB)
+	// is compressed with S2 instead. The zero value, and the default.
+	MinLZ Compression = iota
 	// S2 compresses with S2 (github.com/klauspost/compress/s2, block format, its default and
-	// fastest mode): about 0.32 of the demo's payload bytes and 0.20 of the Wikipedia edits' at
-	// 1,000 rows a group (BenchmarkEncodeRows). The zero value, and the default.
-	S2 Compression = iota
+	// fastest mode), the default before MinLZ; a release that reads no MinLZ reads it.
+	S2
 	// Zstd compresses with Zstandard (RFC 8878; github.com/klauspost/compress/zstd at its fastest
 	// level, zstd.SpeedFastest, one frame a group without a checksum, after the uncompressed
-	// length as a uvarint, since the frame header does not always give it): about 0.21 and 0.15, for 2 to 2.5 times the CPU of S2 to compress a group of
-	// 1,000 rows (5 to 10 times for a lone row: about 4 to 7 µs a group more) and about 1.2
-	// times to unpack one (BenchmarkEncodeRows, BenchmarkUnpack).
+	// length as a uvarint, since the frame header does not always give it): about 0.21 and
+	// 0.15, for 2 to 2.5 times the CPU of S2 to compress a group of 1,000 rows (5 to 10 times
+	// for a lone row: about 4 to 7 µs a group more) and about 1.2 times to unpack one
+	// (BenchmarkEncodeRows, BenchmarkUnpack).
 	Zstd
 )
 
 // compressionNames are the parameter's values, by Compression.
-var compressionNames = [...]string{S2: "s2", Zstd: "zstd"}
+var compressionNames = [...]string{MinLZ: "minlz", S2: "s2", Zstd: "zstd"}
 
 // CompressionNames returns the values ParseCompression takes, the default first.
 func CompressionNames() []string { return compressionNames[:] }
 
-// String returns c as the shuffleCompression parameter gives it: "s2" or "zstd".
+// String returns c as the shuffleCompression parameter gives it: "minlz", "s2" or "zstd".
 func (c Compression) String() string {
 	if int(c) < len(compressionNames) {
 		return compressionNames[c]
@@ -46,19 +56,19 @@ func (c Compression) String() string {
 	return fmt.Sprintf("Compression(%d)", uint8(c))
 }
 
-// ParseCompression returns the Compression a shuffleCompression value names: "s2" or "zstd"
-// (exactly, lower case), or "" for the default, S2. Any other value is an error naming it and
-// the values taken.
+// ParseCompression returns the Compression a shuffleCompression value names: "minlz", "s2" or
+// "zstd" (exactly, lower case), or "" for the default, MinLZ. Any other value is an error naming
+// it and the values taken.
 func ParseCompression(s string) (Compression, error) {
 	if s == "" {
-		return S2, nil
+		return MinLZ, nil
 	}
 	for c, name := range compressionNames {
 		if s == name {
 			return Compression(c), nil
 		}
 	}
-	return S2, fmt.Errorf("%q is not a compression of the rows through the shuffle: give s2 or zstd", s)
+	return MinLZ, fmt.Errorf("%q is not a compression of the rows through the shuffle: give minlz, s2 or zstd", s)
 }
 
 // zstdEncoder and zstdDecoder are made on first use and shared: EncodeAll and DecodeAll may be

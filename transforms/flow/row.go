@@ -78,7 +78,7 @@ type Rows struct {
 	Rows []Row
 	// Compression is how the coder compresses the element (EncodeRows, Pack): the
 	// shuffleCompression parameter, which the batch stage sets on what it sends through its
-	// GroupByKey and state. Decoding does not set it (the zero value, S2).
+	// GroupByKey and state. Decoding does not set it (the zero value, MinLZ).
 	Compression Compression
 }
 
