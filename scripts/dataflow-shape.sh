@@ -14,7 +14,7 @@
 # and prints all - raw (the stages after the handover, what a Dataflow worker's SDK process runs
 # for each message) beside local, per 100,000 messages, min and median.
 #
-# SHUFFLE_COMPRESSION=zstd runs both shapes with --shuffleCompression=zstd (default: s2).
+# SHUFFLE_COMPRESSION=zstd runs both shapes with --shuffleCompression=zstd (default: minlz).
 #
 # Run it on a machine doing nothing else: under load the same binary reads twice as high.
 set -euo pipefail
@@ -30,7 +30,7 @@ $go build -o bin/prism github.com/apache/beam/sdks/v2/go/cmd/prism
 $go build -o "$work/shape" ./integration_test/dataflowshape
 $go build -o "$work/demo" ./integration_test/demo
 beamflags="--runner=universal --endpoint=localhost:$jobport --environment_type=LOOPBACK"
-shuffle=${SHUFFLE_COMPRESSION:-s2}
+shuffle=${SHUFFLE_COMPRESSION:-minlz}
 
 # with_prism <command...>: runs the command with a fresh prism on $jobport, printing its output.
 with_prism() {

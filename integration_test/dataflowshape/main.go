@@ -66,7 +66,7 @@ var (
 	rows       = flag.Int("batch-row-count", 5000, "batchRowCount")
 	window     = flag.Int("window-seconds", 5, "windowSeconds; 0: unset (the count mode)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the pipeline's run to this file")
-	shuffle    = flag.String("shuffle-compression", "", "shuffleCompression: s2 (the default) or zstd")
+	shuffle    = flag.String("shuffle-compression", "", "shuffleCompression: minlz (the default), s2 or zstd")
 )
 
 const project = "shape-project"

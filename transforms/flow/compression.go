@@ -23,8 +23,8 @@ const (
 	// MinLZ compresses with MinLZ (github.com/minio/minlz, block format, at its default level,
 	// LevelFastest), S2's successor by the same author: about 0.29 of the demo's payload bytes
 	// and 0.19 of the Wikipedia edits' at 1,000 rows a group, where S2 gives 0.32 and 0.20 (0.63
-	// and 0.87 for a lone row, against 0.65 and 0.85), in about S2's time to compress and a
-	// little less to decompress (BenchmarkEncodeRows, BenchmarkUnpack). Its faster level,
+	// and 0.87 for a lone row, against 0.65 and 0.85), in about S2's time to compress and five
+	// sixths of it to decompress (BenchmarkEncodeRows, BenchmarkUnpack). Its faster level,
 	// LevelSuperFast, compresses a quarter faster, to more bytes than S2 below 1,000 rows (0.46
 	// of the demo's at 10 rows, 0.82 for a lone row), which cost more on Dataflow's bill than
 	// the CPU it saves. A group larger than MinLZ's largest block (minlz.MaxBlockSize, 8 MiB)
