@@ -144,7 +144,7 @@ func (o Options) Mode() batch.Mode {
 }
 
 // Compression returns shuffleCompression as the batch stage takes it (flow.ParseCompression):
-// S2 when unset. Options that Check refused may give S2 for a value it does not know.
+// MinLZ when unset. Options that Check refused may give MinLZ for a value it does not know.
 func (o Options) Compression() flow.Compression {
 	c, _ := flow.ParseCompression(o.ShuffleCompression)
 	return c

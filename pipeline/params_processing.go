@@ -236,8 +236,9 @@ var processingParameters = []parameter{
 			"bytes on the demo's events, 0.19 on the Wikipedia edits, at 1,000 rows a group), `s2` (the default before; about 0.32 and 0.20, " +
 			"for about as much CPU) or `zstd` (about 0.21 and 0.15), for about 7% more CPU on the workers than s2 (medians; 6 to 13% in " +
 			"single rounds). [operations.md](operations.md#cost-per-message) weighs them by Dataflow's prices. A job may be updated from one " +
-			"to another: a worker reads the rows of each whatever its own. A release reads only what it knows (those before this parameter " +
-			"read only s2, those before minlz s2 and zstd), so roll back to one only from a compression it reads, after a drain.",
+			"to another: a worker reads the rows of each whatever its own. A release reads only the formats it knows (those before this " +
+			"parameter only s2, those before minlz s2 and zstd), and a job's state may hold groups of every compression it has run with, so " +
+			"go back to an older release by draining the job and launching the older one as a new job, not by an update.",
 	},
 	{
 		name: "stopAfterIdle", kind: kindOptionalInt, // local runner only: no template parameter

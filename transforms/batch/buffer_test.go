@@ -127,7 +127,7 @@ func modelBatches(elems [][]propRow, due []bool, rows, maxBytes int64) [][]strin
 }
 
 // TestBufferMatchesModel: random groups (heartbeats, rows of 0 to 5,000 bytes, compressible or
-// not, with attributes, UDF input and publish time, compressed with S2 or zstd), bounds and due
+// not, with attributes, UDF input and publish time, compressed with MinLZ, S2 or zstd), bounds and due
 // times, and the buffer's own compression at random; the batches are the
 // model's, and between calls the state holds fewer rows and bytes than a batch, its count and
 // size those of the bag, its start time exactly when rows are buffered.
@@ -195,7 +195,7 @@ func TestBufferMatchesModel(t *testing.T) {
 			}
 			// The element as it crosses the shuffle: encoded and decoded.
 			var p flow.Packed
-			g.Compression = flow.Compression(rng.IntN(2))
+			g.Compression = flow.Compression(rng.IntN(len(flow.CompressionNames())))
 			if k > 0 {
 				var err error
 				p, err = flow.DecodePacked(append([]byte(nil), flow.EncodePacked(flow.Pack(g))...))

@@ -206,8 +206,9 @@ func DecodeRows(b []byte) (Rows, error) {
 
 // decodedLen returns the length of the rows' uncompressed encoding (the format byte apart), read
 // from the header of b, an encoding of EncodeRows: MinLZ's and S2's block formats start with it
-// (minlz.DecodedLen, at most 8 MiB; s2.DecodedLen), and so does a zstd group (appendZstd); false
-// when it does not read.
+// (minlz.IsMinLZ, at most 8 MiB, and only for a MinLZ block: minlz.DecodedLen would also read an
+// S2 header, of up to 4 GiB; s2.DecodedLen), and so does a zstd group (appendZstd); false when it
+// does not read.
 func decodedLen(b []byte) (int, bool) {
 	if len(b) == 0 {
 		return 0, false
@@ -222,8 +223,9 @@ func decodedLen(b []byte) (int, bool) {
 		n, _, ok := zstdLen(b[1:])
 		return n, ok
 	case rowsMinLZ:
-		n, err := minlz.DecodedLen(b[1:])
-		return n, err == nil
+		if ok, n, err := minlz.IsMinLZ(b[1:]); ok && err == nil {
+			return n, true
+		}
 	}
 	return 0, false
 }

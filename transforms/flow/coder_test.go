@@ -352,7 +352,8 @@ func rowsOf(n int, ackID bool, next func() []byte) (flow.Rows, int) {
 // coder), in encoded bytes per payload byte, as the metric bytes/payload-byte, on the demo events
 // and on the Wikipedia edits, for elements of 1,000, 100 and 10 rows (the parse stage gathers the
 // rows of a bundle into one element) and of one row (a stream of one message per bundle, where
-// no element of many rows forms), with each Compression (shuffleCompression): s2/..., zstd/....
+// no element of many rows forms), with each Compression (shuffleCompression): minlz/..., s2/...,
+// zstd/....
 func BenchmarkEncodeRows(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
@@ -480,6 +481,23 @@ func TestUnpackPooled(t *testing.T) {
 	s2Group := flow.EncodeRows(flow.Rows{Rows: large.Rows, Compression: flow.S2})
 	if _, err := flow.DecodeRows(append([]byte{3}, s2Group[1:]...)); err == nil {
 		t.Error("an S2 block under MinLZ's format byte decoded, want an error")
+	}
+	// Nor is an S2 header under it a length: one claiming 512 MiB gives no size (RowBytes -1,
+	// which the batcher takes as a group it cannot count) and no buffer of that size.
+	claim := flow.Packed{Rows: 1, Data: append(binary.AppendUvarint([]byte{3}, 512<<20), 0)}
+	if got := claim.RowBytes(); got != -1 {
+		t.Errorf("RowBytes of an S2 header claiming 512 MiB under MinLZ's format byte = %d, want -1", got)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, release, err := claim.UnpackPooled(); err == nil {
+		t.Error("an S2 header under MinLZ's format byte unpacked, want an error")
+	} else {
+		release()
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Errorf("unpacking a 7-byte group allocated %d MiB", grew>>20)
 	}
 }
 
