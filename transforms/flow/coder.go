@@ -260,9 +260,15 @@ func decodeRows(b []byte, buf *[]byte) (Rows, error) {
 		case rowsZstd:
 			decompress = decodeZstd
 		case rowsMinLZ:
-			decompress = decodeMinLZ
+			// decodedLen took the header for a MinLZ block's, which minlz.Decode then decodes
+			// as one (it would also take a Snappy or S2 block, which no encoder here writes
+			// after rowsMinLZ).
+			decompress = minlz.Decode
 		}
-		n, _ := decodedLen(b) // when it does not read, decompress fails
+		n, ok := decodedLen(b)
+		if !ok {
+			return Rows{}, fmt.Errorf("flow: decoding Rows: %w: the length of the compressed rows does not read", errCorrupt)
+		}
 		plain, err := decompress(roomFor(buf, n), b[1:])
 		if err != nil {
 			return Rows{}, fmt.Errorf("flow: decoding Rows: %w: %v", errCorrupt, err)
@@ -545,14 +551,4 @@ func (d *decoder) done(what string) error {
 		return fmt.Errorf("flow: decoding %s: %w", what, d.err)
 	}
 	return nil
-}
-
-// decodeMinLZ decodes a MinLZ block into dst (a new buffer when it has not the room). Only a
-// MinLZ block: minlz.Decode would also take a Snappy or S2 block, which no encoder here writes
-// after rowsMinLZ.
-func decodeMinLZ(dst, b []byte) ([]byte, error) {
-	if ok, _, err := minlz.IsMinLZ(b); err != nil || !ok {
-		return nil, errors.New("the MinLZ group is not a MinLZ block")
-	}
-	return minlz.Decode(dst, b)
 }
