@@ -171,6 +171,7 @@ func TestNewColumnsLimits(t *testing.T) {
 				`{"id":5,"debug":true}`, // excluded
 				`{"id":6,"a(b)":6}`,     // no column may have the name
 				`{"id":7,"a":7,"b":"seven"}`,
+				`{"id":8,"x SETTINGS max_threads=1":8}`, // clickhouse-go would take the name for a SETTINGS clause
 			)
 			c := counters(r.wait(t, 2*time.Minute))
 			t.Logf("counters: %v", c)
@@ -183,17 +184,17 @@ func TestNewColumnsLimits(t *testing.T) {
 				t.Errorf("columns-added = %d, want 2", c["columns-added"])
 			}
 			if overflow {
-				e.checkAccounted(t, 7, "id")
+				e.checkAccounted(t, 8, "id")
 				got := e.srv.MustQuery(t, "SELECT id, unknown FROM events ORDER BY id")
-				want := "1\t{}\n2\t{}\n3\t{\"c\":3}\n4\t{\"Foo\":4}\n5\t{\"debug\":true}\n6\t{\"a(b)\":6}\n7\t{}"
+				want := "1\t{}\n2\t{}\n3\t{\"c\":3}\n4\t{\"Foo\":4}\n5\t{\"debug\":true}\n6\t{\"a(b)\":6}\n7\t{}\n8\t{\"x SETTINGS max_threads=1\":8}"
 				if got != want {
 					t.Errorf("rows:\n%s\nwant\n%s", got, want)
 				}
 				return
 			}
-			rows, dead := e.checkAccounted(t, 7, "id")
-			if rows != 3 || dead != 4 {
-				t.Errorf("%d rows and %d dead letters, want 3 and 4", rows, dead)
+			rows, dead := e.checkAccounted(t, 8, "id")
+			if rows != 3 || dead != 5 {
+				t.Errorf("%d rows and %d dead letters, want 3 and 5", rows, dead)
 			}
 			got := e.srv.MustQuery(t, "SELECT error_message FROM dead_letters ORDER BY raw_message")
 			want := strings.Join([]string{
@@ -201,6 +202,8 @@ func TestNewColumnsLimits(t *testing.T) {
 				`addNewColumnsPattern: field "Foo" (value 4) does not match ^[a-z_]+$; the message is a dead letter`,
 				`addNewColumnsExcluded: field "debug" (value true) is excluded: it never becomes a column; the message is a dead letter`,
 				`addNewColumns: field "a(b)" (value 6) cannot be a column: the name contains a parenthesis, which clickhouse-go cannot name in an INSERT; the message is a dead letter`,
+				`addNewColumns: field "x SETTINGS max_threads=1" (value 8) cannot be a column: the name holds "SETTINGS max_threads=" after a white space, a semicolon or a closing parenthesis, ` +
+					`which clickhouse-go takes for the SETTINGS clause of the INSERT (it does not skip quoted names), so that the server would refuse every INSERT; the message is a dead letter`,
 			}, "\n")
 			if got != want {
 				t.Errorf("dead letters:\n%s\nwant\n%s", got, want)

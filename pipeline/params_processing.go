@@ -494,7 +494,7 @@ var processingParameters = []parameter{
 			"become a column, as Go's `regexp.MatchString` matches it: anywhere in the name unless anchored (`^[a-z_][a-z0-9_]*$`). A field that " +
 			"does not match is refused: the message is a dead letter (`addNewColumnsPattern: field \"Foo\" (value 1) does not match " +
 			"^[a-z_]+$; the message is a dead letter`), or the field goes to `unknownFieldsColumn`. Unset: any name a column may have (not " +
-			"empty, no NUL, backtick, backslash or parenthesis, which the rule refuses whatever the pattern).",
+			"empty, no NUL, backtick, backslash or parenthesis, no `SETTINGS a=` after a space, which the rule refuses whatever the pattern).",
 	},
 	{
 		name: "addNewColumnsExcluded", group: "Target", kind: kindString,

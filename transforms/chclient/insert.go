@@ -100,6 +100,37 @@ func QuoteIdent(s string) string {
 
 var identEscaper = strings.NewReplacer(`\`, `\\`, "`", "\\`")
 
+// InsertNameFault says what in name, a database, table or column name, clickhouse-go v2.51.0's
+// batch cannot name in the INSERT that InsertStatement writes, as a phrase that follows "the
+// name holds"; "" when nothing. Every INSERT naming it would fail, so the launch refuses such a
+// table or column and addNewColumns refuses such a field:
+//
+//   - a backtick or a backslash: the batch reads the column names back from the statement and
+//     removes every backtick from them (batch.go, extractInsertQueryComponents), so it looks for
+//     a column the server does not have;
+//   - "SETTINGS", in any letter case, after a white space, ';' or ')' and before a setting's name
+//     and "=" (`x SETTINGS max_threads=1`): the batch looks for a trailing SETTINGS clause with a
+//     pattern that does not skip quoted names (extractInsertSettingsMatch), takes everything from
+//     there for the clause and cuts the statement before it, and the server refuses the INSERT
+//     (code 62, a syntax error). SETTINGS at the start of a name follows the opening backtick,
+//     which the batch does not take for a boundary.
+func InsertNameFault(name string) string {
+	if strings.ContainsAny(name, "`\\") {
+		return "a backtick or a backslash, which clickhouse-go cannot name in an INSERT"
+	}
+	for _, m := range settingsInName.FindAllStringIndex(name, -1) {
+		if m[0] > 0 && strings.IndexByte(" \t\r\n\v\f;)", name[m[0]-1]) >= 0 && strings.EqualFold(name[m[0]:m[0]+len("SETTINGS")], "SETTINGS") {
+			return fmt.Sprintf("%q after a white space, a semicolon or a closing parenthesis, which clickhouse-go takes for "+
+				"the SETTINGS clause of the INSERT (it does not skip quoted names), so that the server would refuse every INSERT", name[m[0]:m[1]])
+		}
+	}
+	return ""
+}
+
+// settingsInName is the start of the SETTINGS clause that clickhouse-go v2.51.0's batch looks
+// for in an INSERT (batch.go, extractInsertSettingsMatch: `(?is)\s*\b(SETTINGS\s+\w+\s*=.+?)[\s;]*$`).
+var settingsInName = regexp.MustCompile(`(?i)\bSETTINGS\s+\w+\s*=`)
+
 // InsertStatement returns "INSERT INTO `database`.`table` (`a`, `b`)" for the columns a, b, each
 // name quoted by QuoteIdent. Naming the columns lets the server compute the DEFAULT of every
 // other column, and lets clickhouse-go's native batch work with ClickHouse 18.16.

@@ -49,6 +49,7 @@ import (
 	"time"
 	_ "time/tzdata" // DateTime('Zone') must resolve in minimal containers, e.g. the template's image.
 
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
@@ -132,7 +133,8 @@ func New(t *schema.Table) (*Converter, error) { return NewWith(t, Options{}) }
 
 // markEphemeral gives each EPHEMERAL column of t that is not to be written its reason
 // (schema.Column.NotWritten): its type has no converter (a Dynamic EPHEMERAL column), or its name
-// holds a backtick or a backslash, either of which would otherwise refuse a table whose other
+// holds what clickhouse-go cannot name in an INSERT (chclient.InsertNameFault), either of
+// which would otherwise refuse a table whose other
 // columns all convert (as before EPHEMERAL columns were written); or its name is also the part
 // before a dot of writable columns, where its field and the group's would be ambiguous (rule 3
 // of docs/conversion.md, as for a MATERIALIZED column of that name).
@@ -155,8 +157,8 @@ func markEphemeral(t *schema.Table, serverLoc *time.Location) {
 		}
 		if _, err := newEncoder(col.Type, serverLoc); err != nil {
 			col.NotWritten = "its type has no converter: " + err.Error()
-		} else if strings.ContainsAny(col.Name, "`\\") {
-			col.NotWritten = "its name holds a backtick or a backslash, which clickhouse-go cannot name in an INSERT"
+		} else if fault := chclient.InsertNameFault(col.Name); fault != "" {
+			col.NotWritten = "its name holds " + fault
 		} else if prefixes[col.Name] {
 			col.NotWritten = fmt.Sprintf("it is also the part before a dot of other columns (%s.…), whose field it would be ambiguous with", col.Name)
 		}

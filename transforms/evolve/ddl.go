@@ -22,8 +22,9 @@ func (e *NameError) Error() string {
 
 // CheckName returns nil when the field name may be a column's name as it is (spaces, quotes,
 // dots and any Unicode are fine: the DDL quotes it), else a *NameError: an empty name (no
-// column may have one), a NUL character, a backtick or a backslash (the schema read refuses such
-// columns: clickhouse-go cannot name them in an INSERT), a parenthesis (clickhouse-go's batch
+// column may have one), a NUL character, what clickhouse-go cannot name in an INSERT
+// (chclient.InsertNameFault: a backtick, a backslash, or "x SETTINGS a=1"; the schema read
+// refuses such columns), a parenthesis (clickhouse-go's batch
 // finds an INSERT's column list by its parentheses; the table-name parameters refuse them too),
 // a name too long for the files ClickHouse keeps a column in (fileNameBytes), the name of one of
 // MergeTree's virtual columns (mergeTreeVirtual).
@@ -34,8 +35,8 @@ func CheckName(field string) error {
 		rule = "the name is empty; a column needs a name"
 	case strings.ContainsRune(field, 0):
 		rule = "the name contains a NUL character"
-	case strings.ContainsAny(field, "`\\"):
-		rule = "the name contains a backtick or a backslash, which clickhouse-go cannot name in an INSERT"
+	case chclient.InsertNameFault(field) != "":
+		rule = "the name holds " + chclient.InsertNameFault(field)
 	case strings.ContainsAny(field, "()"):
 		rule = "the name contains a parenthesis, which clickhouse-go cannot name in an INSERT"
 	case fileNameBytes(field) > maxFileNameBytes:

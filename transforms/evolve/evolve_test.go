@@ -192,7 +192,7 @@ func TestServerOf(t *testing.T) {
 // and the rule.
 func TestCheckName(t *testing.T) {
 	for _, ok := range []string{"a", "a b", `q"x`, "it's", "ü名", "a.b", " lead", "x,y", "select", "_part2", "part",
-		strings.Repeat("z", 245), strings.Repeat("д", 40)} {
+		"SETTINGS x=1", "a VALUES b", "c FORMAT JSON", "a settings", strings.Repeat("z", 245), strings.Repeat("д", 40)} {
 		if err := CheckName(ok); err != nil {
 			t.Errorf("CheckName(%q): %v", ok, err)
 		}
@@ -200,8 +200,10 @@ func TestCheckName(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"", `field "" cannot be a column: the name is empty; a column needs a name`},
 		{"a\x00b", `field "a\x00b" cannot be a column: the name contains a NUL character`},
-		{"a`b", "field \"a`b\" cannot be a column: the name contains a backtick or a backslash, which clickhouse-go cannot name in an INSERT"},
-		{`a\b`, `field "a\\b" cannot be a column: the name contains a backtick or a backslash, which clickhouse-go cannot name in an INSERT`},
+		{"a`b", "field \"a`b\" cannot be a column: the name holds a backtick or a backslash, which clickhouse-go cannot name in an INSERT"},
+		{`a\b`, `field "a\\b" cannot be a column: the name holds a backtick or a backslash, which clickhouse-go cannot name in an INSERT`},
+		{"x SETTINGS max_threads=1", `field "x SETTINGS max_threads=1" cannot be a column: the name holds "SETTINGS max_threads=" after a white space, a semicolon or a closing parenthesis, ` +
+			`which clickhouse-go takes for the SETTINGS clause of the INSERT (it does not skip quoted names), so that the server would refuse every INSERT`},
 		{"f(x)", `field "f(x)" cannot be a column: the name contains a parenthesis, which clickhouse-go cannot name in an INSERT`},
 		{")", `field ")" cannot be a column: the name contains a parenthesis, which clickhouse-go cannot name in an INSERT`},
 		// 246 bytes, or 45 Cyrillic letters (90 bytes of UTF-8, each %XX): with ".null.mrk2" more than

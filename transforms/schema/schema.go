@@ -10,6 +10,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
 
@@ -25,7 +26,8 @@ type Column struct {
 	// DefaultExpression is the expression text when DefaultKind is not empty.
 	DefaultExpression string
 	// NotWritten says why an EPHEMERAL column is not written, "" when it is: its type has no
-	// converter (Dynamic, say), its name holds a backtick or a backslash, or its name is also the
+	// converter (Dynamic, say), its name holds what clickhouse-go cannot name in an INSERT
+	// (chclient.InsertNameFault), or its name is also the
 	// part before a dot of other columns, whose group its field would then be ambiguous with. Its field is then ignored, as a MATERIALIZED
 	// column's is (convert.NewWith sets it).
 	NotWritten string
@@ -114,8 +116,11 @@ func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Tabl
 		return nil, fmt.Errorf("%s.%s is a View, which cannot be inserted into: give the table the view reads from", database, table)
 	}
 	for _, c := range t.Columns {
-		if c.Writable() && c.DefaultKind != "EPHEMERAL" && strings.ContainsAny(c.Name, "`\\") { // an EPHEMERAL one is left unwritten (convert.NewWith)
-			return nil, fmt.Errorf("table %s.%s column %q: a name with a backtick or a backslash is not supported (clickhouse-go cannot name it in an INSERT)", database, table, c.Name)
+		if !c.Writable() || c.DefaultKind == "EPHEMERAL" { // an EPHEMERAL one is left unwritten (convert.NewWith)
+			continue
+		}
+		if fault := chclient.InsertNameFault(c.Name); fault != "" {
+			return nil, fmt.Errorf("table %s.%s column %q: the name holds %s; rename the column", database, table, c.Name, fault)
 		}
 	}
 	if len(t.Columns) == 0 {
