@@ -1,8 +1,8 @@
 package main
 
 // check's hints: what a dead letter's error does not say but the message shows (a field that
-// differs from a column only in letter case, a DateTime number that reads as milliseconds), and
-// the fields of a row that no column takes.
+// differs from a column only in letter case), and the fields of a row that no column takes. (A
+// DateTime number that reads as milliseconds is said in the error itself, since 2026-12-06.)
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
@@ -21,12 +20,8 @@ import (
 // missingFieldRule starts the rule of a column whose field the payload lacks (convert).
 const missingFieldRule = "the field is missing"
 
-// maxDateTime is the largest number of seconds a DateTime holds (2106-02-07 06:28:15 UTC).
-const maxDateTime = 1<<32 - 1
-
 // hints returns the hints for the conversion error err of payload, one line each: for a column
-// whose field is missing, a field of the payload of the same name in another letter case; for a
-// DateTime number out of range, the instant it reads as in milliseconds.
+// whose field is missing, a field of the payload of the same name in another letter case.
 func hints(payload []byte, err error) []string {
 	var re *convert.RowError
 	if !errors.As(err, &re) {
@@ -35,36 +30,19 @@ func hints(payload []byte, err error) []string {
 	var out []string
 	var keys []string // the payload's top-level keys, read on first need
 	for _, ve := range re.Errs {
-		switch {
-		case ve.Origin == "" && strings.HasPrefix(ve.Rule, missingFieldRule):
-			if keys == nil {
-				keys = topLevelKeys(payload)
-			}
-			for _, k := range keys {
-				if k != ve.Column && strings.EqualFold(k, ve.Column) {
-					out = append(out, fmt.Sprintf("the payload has the field %q, and field names are case-sensitive: did you mean %q, the column's name?", k, ve.Column))
-				}
-			}
-		case isDateTime(ve.Type) && strings.Contains(ve.Rule, "out of range"):
-			if n, err := strconv.ParseUint(strings.Trim(ve.Value, `"`), 10, 64); err == nil && n > maxDateTime && n/1000 <= maxDateTime {
-				at := time.UnixMilli(int64(n)).UTC()
-				out = append(out, fmt.Sprintf("column %q: %d reads as Unix milliseconds (%s UTC), but %s takes whole seconds: send %d, "+
-					"or divide by 1000 in a JavaScript UDF (javascriptTextTransformGcsPath)", ve.Column, n, at.Format("2006-01-02 15:04:05.000"), ve.Type, n/1000))
+		if ve.Origin != "" || !strings.HasPrefix(ve.Rule, missingFieldRule) {
+			continue
+		}
+		if keys == nil {
+			keys = topLevelKeys(payload)
+		}
+		for _, k := range keys {
+			if k != ve.Column && strings.EqualFold(k, ve.Column) {
+				out = append(out, fmt.Sprintf("the payload has the field %q, and field names are case-sensitive: did you mean %q, the column's name?", k, ve.Column))
 			}
 		}
 	}
 	return out
-}
-
-// isDateTime reports whether the type name is DateTime, possibly with a zone, under Nullable or
-// LowCardinality (not DateTime64, which takes fractions).
-func isDateTime(typeName string) bool {
-	t, err := chtype.Parse(typeName)
-	if err != nil {
-		return false
-	}
-	base, _ := t.Unwrap()
-	return base.Name == "DateTime"
 }
 
 // topLevelKeys returns the keys of the JSON object payload, in order; nil when it is not one.

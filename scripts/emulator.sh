@@ -15,12 +15,21 @@ log=$dir/emulator-$port.log
 
 running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
 
+# stop_command is the command that stops this emulator: make emulator-stop, with the port and the
+# directory when they are not the defaults (without them it would look for another pid file).
+stop_command() {
+  local vars=
+  [ "$port" = 8085 ] || vars+="PUBSUB_EMULATOR_PORT=$port "
+  [ "$dir" = /tmp/pubsub-to-clickhouse-emulator ] || vars+="EMULATOR_DIR=$dir "
+  echo "${vars}make emulator-stop"
+}
+
 # listening tells whether something accepts connections on the port, with bash's own /dev/tcp.
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
 
 start() {
   if running; then
-    echo "emulator: already running on 127.0.0.1:$port (pid $(cat "$pidfile")); stop it with make emulator-stop"
+    echo "emulator: already running on 127.0.0.1:$port (pid $(cat "$pidfile")); stop it with $(stop_command)"
     echo "export PUBSUB_EMULATOR_HOST=127.0.0.1:$port"
     return 0
   fi
@@ -36,7 +45,7 @@ start() {
   echo $! >"$pidfile"
   for _ in $(seq 1 100); do
     if grep -q '^PUBSUB_EMULATOR_HOST=' "$log"; then
-      echo "emulator: running on 127.0.0.1:$port (pid $(cat "$pidfile"), log $log); stop it with make emulator-stop"
+      echo "emulator: running on 127.0.0.1:$port (pid $(cat "$pidfile"), log $log); stop it with $(stop_command)"
       echo "export PUBSUB_EMULATOR_HOST=127.0.0.1:$port"
       return 0
     fi
@@ -51,7 +60,7 @@ start() {
 
 stop() {
   if ! [ -f "$pidfile" ]; then
-    echo "emulator: none started on port $port (no $pidfile)"
+    echo "emulator: none started on port $port (no $pidfile; for an emulator started with PUBSUB_EMULATOR_PORT or EMULATOR_DIR, give the same here)"
     return 0
   fi
   stop_pidfile "$pidfile" 5

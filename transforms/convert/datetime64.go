@@ -197,9 +197,26 @@ func encodeEpochDateTime(dst []byte, v value, num []byte) ([]byte, error) {
 	case !whole:
 		return dst, errValue(v, "is not a whole number; a number into DateTime is a count of seconds since 1970-01-01 00:00:00 UTC")
 	case !inRange || secs < 0 || secs > maxDateTimeUnix:
-		return dst, errValue(v, "is out of range for DateTime (0 to 4294967295 seconds: 1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC)")
+		return dst, errValue(v, dateTimeRange+asMilliseconds(secs, inRange))
 	}
 	return binary.LittleEndian.AppendUint32(dst, uint32(secs)), nil
+}
+
+// dateTimeRange is the rule of a number of seconds that a DateTime cannot hold.
+const dateTimeRange = "is out of range for DateTime (0 to 4294967295 seconds: 1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC)"
+
+// asMilliseconds says, of a number of seconds too large for a DateTime that reads as an instant
+// of this century or the next in milliseconds (1000000000000, 2001-09-09, to 4294967295999, the
+// last millisecond a DateTime holds), what it reads as and the seconds to send instead: "; as
+// Unix milliseconds it reads 2024-01-01 00:00:00.000 UTC: send 1704067200, or divide by 1000 in a
+// JavaScript UDF (milliseconds are never guessed)". "" for other numbers, such as 4294967296,
+// which is one second too many rather than milliseconds of 1970.
+func asMilliseconds(n int64, inRange bool) string {
+	if !inRange || n < 1e12 || n/1000 > maxDateTimeUnix {
+		return ""
+	}
+	return fmt.Sprintf("; as Unix milliseconds it reads %s UTC: send %d, or divide by 1000 in a JavaScript UDF (milliseconds are never guessed)",
+		time.UnixMilli(n).UTC().Format("2006-01-02 15:04:05.000"), n/1000)
 }
 
 type date32Encoder struct{}

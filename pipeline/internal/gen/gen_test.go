@@ -68,3 +68,38 @@ func TestReferenceMarkers(t *testing.T) {
 		t.Error("a text with a line break: no error")
 	}
 }
+
+// TestReadmeParameters: the README's short table of parameters (the first table under "##
+// Template parameters") names parameters of the table, each with its default as the reference
+// shows it ("optional, " before an optional one's), so that a renamed parameter or a changed
+// default cannot leave the README behind.
+func TestReadmeParameters(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := map[string]string{}
+	for _, p := range pipeline.Parameters() {
+		shown[p.Name] = p.Shown
+	}
+	_, section, _ := strings.Cut(string(readme), "\n## Template parameters\n")
+	_, table, _ := strings.Cut(section, "\n| Parameter | Required / default | Meaning |\n| --- | --- | --- |\n")
+	table, _, _ = strings.Cut(table, "\n\n")
+	rows := strings.Split(table, "\n")
+	if table == "" {
+		t.Fatal("README.md has no table of parameters under ## Template parameters")
+	}
+	for _, row := range rows {
+		cells := strings.SplitN(row, " | ", 3)
+		name := strings.Trim(cells[0], "| `")
+		want, ok := shown[name]
+		switch {
+		case len(cells) < 3:
+			t.Errorf("README.md: %q is not a row of three cells", row)
+		case !ok:
+			t.Errorf("README.md names %q, which is not a parameter", name)
+		case cells[1] != want && cells[1] != "optional, "+want:
+			t.Errorf("README.md gives %s as %q, the reference as %q", name, cells[1], want)
+		}
+	}
+}
