@@ -425,6 +425,9 @@ func deadLetterKinds() map[string]int {
 			if i := strings.Index(kind, " is not a JSON object"); i >= 0 {
 				kind = "not a JSON object"
 			}
+			if i := strings.Index(kind, " (first bad byte at offset "); i >= 0 {
+				kind = kind[:i] // one kind, whatever the offset
+			}
 			kinds["payload: "+kind]++
 		default:
 			if m := columnRule.FindStringSubmatch(first); m != nil {

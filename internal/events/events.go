@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DDL is the target table for the events on ClickHouse 18.16 and newer; {table} stands for the
@@ -179,7 +180,12 @@ func (g *Generator) Malformed() (kind string, msg []byte) {
 	s := string(good)
 	switch g.rng.IntN(6) {
 	case 0:
-		return "invalid JSON", []byte(s[:len(s)/2])
+		// Cut at a character's start, so that the half is still UTF-8 and only its JSON is bad.
+		cut := len(s) / 2
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		return "invalid JSON", []byte(s[:cut])
 	case 1:
 		return "user_id out of range", []byte(replaceField(s, "user_id", "-1"))
 	case 2:

@@ -35,8 +35,13 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 		if t.rest.StartMillis == 0 {
 			t.rest.StartMillis = now.UnixMilli()
 			t.rest.LastMillis = t.rest.StartMillis
+			capBytes := "none (a cap only in the combined mode: windowSeconds with batchRowCount)"
+			if fn.MaxOutstandingBytes > 0 {
+				capBytes = fmt.Sprint(fn.MaxOutstandingBytes)
+			}
 			slog.Info("source: reader started", "subscription", fn.Subscription,
-				"stopAfterIdle", fn.StopAfterIdle, "maxOutstanding", fn.MaxOutstanding, "maxOutstandingBytes", fn.MaxOutstandingBytes, "pullBatch", fn.PullBatch)
+				"stopAfterIdle", fn.StopAfterIdle, "maxOutstanding", fn.MaxOutstanding, "maxOutstandingBytes", capBytes,
+				"messages per Pull", fmt.Sprintf("%d at first, doubled while responses stay small, up to %d", min(cmp.Or(fn.FirstPull, fitPullMessages), fn.maxBatch()), fn.maxBatch()))
 		}
 		rest = t.rest
 	}); err != nil {
@@ -119,9 +124,19 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 			if outstanding == 0 || fn.StopWithOutstanding {
 				rt.TryClaim(int64(endPosition))
 				ran := now.Sub(time.UnixMilli(rest.StartMillis))
-				slog.Info("source: reader stopped: idle", "subscription", fn.Subscription,
-					"messages", rest.Next, "outstanding", outstanding, "ran", ran.Round(time.Millisecond), "idle", idle.Round(time.Millisecond),
-					"activeRatePerSec", psclient.Rate(rest.Next, time.UnixMilli(rest.LastMillis).Sub(time.UnixMilli(rest.StartMillis))))
+				stopped := "source: reader stopped: idle"
+				if outstanding > 0 {
+					// StopWithOutstanding: the batcher holding them flushes when the input ends.
+					stopped += "; the messages still unacknowledged are written and acknowledged as the pipeline drains"
+				}
+				attrs := []any{"subscription", fn.Subscription,
+					"messages", rest.Next, "outstanding", outstanding, "ran", ran.Round(time.Millisecond), "idle", idle.Round(time.Millisecond)}
+				// The rate while messages came, from the first Pull to the last arrival; not over
+				// less than a second, where one message more or less would make it any number.
+				if active := time.UnixMilli(rest.LastMillis).Sub(time.UnixMilli(rest.StartMillis)); active >= time.Second {
+					attrs = append(attrs, "activeRatePerSec", psclient.Rate(rest.Next, active))
+				}
+				slog.Info(stopped, attrs...)
 				return sdf.StopProcessing(), nil
 			}
 			fn.logf(now, "source: idle, waiting for outstanding messages to be acknowledged before stopping",
