@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -103,7 +104,7 @@ func TestEndToEnd(t *testing.T) {
 	var msgs []*pubsubpb.PubsubMessage
 	good := map[string]events.Event{}
 	var bad []string
-	totalBytes := 0
+	totalBytes, withDebug := 0, 0
 	for i := range n {
 		var data []byte
 		if i%50 == 7 {
@@ -113,6 +114,13 @@ func TestEndToEnd(t *testing.T) {
 			var ev events.Event
 			ev, data = gen.Next()
 			good[ev.EventID] = ev
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(data, &fields); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := fields["debug"]; ok { // the one field of the events without a column
+				withDebug++
+			}
 		}
 		totalBytes += len(data)
 		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: data, Attributes: map[string]string{"n": strconv.Itoa(i)}})
@@ -180,7 +188,7 @@ func TestEndToEnd(t *testing.T) {
 	for name, want := range map[string]int64{
 		"messages-received": n, "rows-parsed-ok": int64(len(good)), "rows-parse-failed": int64(len(bad)),
 		"rows-inserted": int64(len(good)), "dead-letter-rows-clickhouse": int64(len(bad)), "dead-letter-rows-pubsub": int64(len(bad)),
-		"insert-failures": 0,
+		"insert-failures": 0, "rows-with-dropped-fields": int64(withDebug),
 	} {
 		if c[name] != want {
 			t.Errorf("counter %s = %d, want %d", name, c[name], want)

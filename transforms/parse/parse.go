@@ -29,10 +29,14 @@ import (
 )
 
 var (
-	messagesReceived    = beam.NewCounter(flow.Namespace, "messages-received")
-	rowsParsedOK        = beam.NewCounter(flow.Namespace, "rows-parsed-ok")
-	rowsParseFailed     = beam.NewCounter(flow.Namespace, "rows-parse-failed")
-	messagePayloadBytes = beam.NewDistribution(flow.Namespace, "message-payload-bytes")
+	messagesReceived = beam.NewCounter(flow.Namespace, "messages-received")
+	rowsParsedOK     = beam.NewCounter(flow.Namespace, "rows-parsed-ok")
+	rowsParseFailed  = beam.NewCounter(flow.Namespace, "rows-parse-failed")
+	// rowsWithDroppedFields counts the rows whose payload had top-level fields that no column
+	// took (and no unknownFieldsColumn kept): the fields are left out of the row, as ClickHouse's
+	// input_format_skip_unknown_fields does, and this says how often.
+	rowsWithDroppedFields = beam.NewCounter(flow.Namespace, "rows-with-dropped-fields")
+	messagePayloadBytes   = beam.NewDistribution(flow.Namespace, "message-payload-bytes")
 )
 
 func init() {
@@ -114,7 +118,7 @@ type parseFn struct {
 // read.
 func (f *parseFn) Setup(ctx context.Context) error {
 	f.byTable = flow.NewTableCounters(f.Routed, f.Table, "messages-received", "rows-parsed-ok", "rows-parse-failed",
-		"columns-added", "messages-waited-for-column")
+		"rows-with-dropped-fields", "columns-added", "messages-waited-for-column")
 	f.tracker = &convert.Tracker{Stage: "parse", Database: f.ClickHouse.Database, Table: f.Table, Options: f.FromMessage}
 	var err error
 	if f.evolver, err = f.newEvolver(); err != nil {
@@ -205,7 +209,7 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 	if et > f.latest || len(f.gathered.Rows) == 0 {
 		f.latest = et
 	}
-	ok := 0
+	ok, dropped := 0, 0
 	for _, m := range ms.Messages {
 		messagePayloadBytes.Update(ctx, int64(len(m.Data)))
 		err := f.convert(conv, m)
@@ -235,6 +239,9 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 			emitDeadLetter(d)
 			continue
 		}
+		if conv.Untaken() > 0 && f.FromMessage.UnknownFields == "" {
+			dropped++
+		}
 		if f.gathered.Rows == nil {
 			f.gathered.Rows = make([]flow.Row, 0, min(max(len(ms.Messages), 16), MaxGatherRows))
 		}
@@ -251,6 +258,10 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 	}
 	rowsParsedOK.Inc(ctx, int64(ok))
 	f.byTable.Inc(ctx, "rows-parsed-ok", int64(ok))
+	if dropped > 0 {
+		rowsWithDroppedFields.Inc(ctx, int64(dropped))
+		f.byTable.Inc(ctx, "rows-with-dropped-fields", int64(dropped))
+	}
 	return nil
 }
 
