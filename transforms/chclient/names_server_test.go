@@ -25,9 +25,11 @@ func TestInsertNameFaultOnServer(t *testing.T) {
 		"xSETTINGS a=1",                               // no word boundary before it
 		"a,SETTINGS b=1",                              // a comma is not a boundary of clickhouse-go's
 		"a SETTINGS b", "a settings", "a SETTINGS =1", // no setting's name and "="
+		"a(b)", "f(x, y)", "a( b )", "(a)", "a(b)c(d)", "a\v(b)", "a(SETTINGS x=1)", // pairs side by side
 		// Names it cannot.
 		"x SETTINGS max_threads=1", "j settings k=1", "o' SETTINGS p = 2", "t\tSETTINGS s=1", "n\nSETTINGS v=1",
 		"a;SETTINGS b=1", "a`b", `a\b`,
+		"(", "a(b", "a)", ")a", ")(", "((a))", "a(b(c))", "a (b)", "a\t(b)", "a (id, b)",
 	} {
 		t.Run(fmt.Sprintf("%d", i), func(t *testing.T) {
 			table := fmt.Sprintf("names_%d", i)

@@ -239,10 +239,12 @@ func TestCheckRefusesWhatCannotBeInserted(t *testing.T) {
 	srv.MustExec(t, "CREATE VIEW v AS SELECT a FROM base")
 	srv.CreateTable(t, "CREATE TABLE {table} (`back``tick` UInt8) ENGINE = MergeTree ORDER BY tuple()", "odd")
 	srv.CreateTable(t, "CREATE TABLE {table} (id UInt8, `note settings max_threads=2` String DEFAULT '') ENGINE = MergeTree ORDER BY id", "settings")
+	srv.CreateTable(t, "CREATE TABLE {table} (id UInt8, `sum (x)` UInt64 DEFAULT 0) ENGINE = MergeTree ORDER BY id", "parens")
 	for table, want := range map[string]string{
 		"v":        "is a View, which cannot be inserted into",
 		"odd":      "column \"back`tick\": the name holds a backtick or a backslash, which clickhouse-go cannot name in an INSERT",
 		"settings": "column \"note settings max_threads=2\": the name holds \"settings max_threads=\" after a white space",
+		"parens":   "column \"sum (x)\": the name holds a white space before a '(', which clickhouse-go cannot read around",
 	} {
 		if err := check(context.Background(), srv.Config(), table); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Check(%s): %v, want an error containing %q", table, err, want)

@@ -76,6 +76,8 @@ func TestFetchRefuses(t *testing.T) {
 			"db.events is a View, which cannot be inserted into"},
 		{"a backtick in a writable column's name", schemafake.Conn{Columns: [][4]string{{"a`b", "UInt8", "", ""}}},
 			"table db.events column \"a`b\": the name holds a backtick or a backslash, which clickhouse-go cannot name in an INSERT; rename the column"},
+		{"a white space before a parenthesis in a writable column's name", schemafake.Conn{Columns: [][4]string{{"id", "UInt8", "", ""}, {"sum (x)", "UInt64", "", ""}}},
+			"table db.events column \"sum (x)\": the name holds a white space before a '(', which clickhouse-go cannot read around"},
 		{"a SETTINGS clause in a writable column's name", schemafake.Conn{Columns: [][4]string{{"id", "UInt8", "", ""}, {"note settings max_threads=2", "String", "DEFAULT", "''"}}},
 			"table db.events column \"note settings max_threads=2\": the name holds \"settings max_threads=\" after a white space, a semicolon or a closing parenthesis"},
 		{"a type that does not parse", schemafake.Conn{Columns: [][4]string{{"a", "Array(UInt8", "", ""}}},
