@@ -40,6 +40,15 @@ min_slash_median() {
 # messages that the demo harness printed.
 demo_cpu() { echo "$1" | sed -n 's/.*, \([0-9.]*\) CPU-seconds per 100,000 messages.*/\1/p'; }
 
+# round_order <round> <builds>: the order in which a round runs the builds, by their index: with
+# two builds, this build first in odd rounds and the before build first in even ones. Measured on
+# 2026-12-06 (sdk-vs-runner.sh, two builds, five rounds in one order and four in the other) the
+# second run of a round read about 2% more CPU than the first, whichever build it was, so a fixed
+# order moved every ratio by that much; alternating cancels it over an even number of rounds.
+round_order() {
+  if [ "$2" = 2 ] && (($1 % 2 == 0)); then echo 1 0; else seq 0 $(($2 - 1)); fi
+}
+
 # ratio_in_round <results file> <round> <what> <this> <before>: prints and records this / before,
 # the ratio of two builds measured in the same round (the figure that compares when the machine's
 # speed drifts); ratio_summary <results file> <what> prints their min and median.

@@ -24,7 +24,8 @@ $go build -o "$work/demo" ./integration_test/demo
 
 results=$work/results
 for ((r = 1; r <= runs; r++)); do
-  for i in "${!binaries[@]}"; do
+  of=()
+  for i in $(round_order "$r" "${#binaries[@]}"); do
     out=$("$work/demo" -binary "${binaries[$i]}" -messages "$messages" -max-rss-mib 512 2>&1) || {
       echo "$out" | tail -20 >&2
       exit 1
@@ -34,9 +35,9 @@ for ((r = 1; r <= runs; r++)); do
     echo "round $r ${names[$i]}: $cpu CPU-s per 100,000 messages, peak memory $rss MiB"
     echo "${names[$i]} cpu $cpu" >>"$results"
     echo "${names[$i]} rss $rss" >>"$results"
-    if [ "$i" = 1 ]; then ratio_in_round "$results" "$r" "CPU" "$this" "$cpu"; fi
-    this=$cpu
+    of[$i]=$cpu
   done
+  ratio_in_round "$results" "$r" "CPU" "${of[0]}" "${of[1]}"
 done
 echo
 echo "The whole local run, $messages demo messages, min / median of $runs rounds:"

@@ -116,7 +116,7 @@ results=$work/results
 for r in $(seq 1 "$runs"); do
   full=$(clickhouse_cpu "$work/corpus.jsonl")
   base=$(clickhouse_cpu "$work/first.jsonl")
-  for i in "${!binaries[@]}"; do
+  for i in $(round_order "$r" "${#binaries[@]}"); do
     mine=$(pipeline_cpu "${binaries[$i]}")
     awk -v n="$n" -v full="$full" -v base="$base" -v mine="$mine" -v r="$r/$runs" -v name="${names[$i]}" 'BEGIN {
       if (full <= base || mine <= 0) { printf "round %s: no CPU time to compare (%s - %s s, %s s)\n", r, full, base, mine > "/dev/stderr"; exit 1 }

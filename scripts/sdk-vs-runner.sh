@@ -61,7 +61,8 @@ process_cpu() { echo "$1" | sed -n 's/^pipeline process CPU: \([0-9.]*\) s.*/\1/
 
 results=$work/results
 for ((r = 1; r <= runs; r++)); do
-  for i in "${!binaries[@]}"; do
+  of=()
+  for i in $(round_order "$r" "${#binaries[@]}"); do
     bin/prism -job_port "$port" -serve_http=false >"$work/prism.log" 2>&1 &
     prism=$!
     sleep 2
@@ -91,9 +92,9 @@ for ((r = 1; r <= runs; r++)); do
     echo "round $r ${names[$i]}: binary $sdk, prism $runner CPU-s per 100,000 messages"
     echo "${names[$i]} binary $sdk" >>"$results"
     echo "${names[$i]} prism $runner" >>"$results"
-    if [ "$i" = 1 ]; then ratio_in_round "$results" "$r" "the binary's process" "$this" "$sdk"; fi
-    this=$sdk
+    of[$i]=$sdk
   done
+  if [ "${#binaries[@]}" = 2 ]; then ratio_in_round "$results" "$r" "the binary's process" "${of[0]}" "${of[1]}"; fi
 done
 echo
 echo "CPU-seconds per 100,000 demo messages, min / median of $runs rounds:"
