@@ -115,10 +115,10 @@ func TestCheckCommand(t *testing.T) {
 				`  hint: the payload has the field "Id", and field names are case-sensitive: did you mean "id", the column's name?` + "\n",
 			// The error itself says what a DateTime number reads as in milliseconds (as the dead letter's does).
 			file + `:2: dead letter: column "ts" (DateTime('UTC')): 1710072002000 is out of range for DateTime (0 to 4294967295 seconds: ` +
-				`1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC); as Unix milliseconds it reads 2024-03-10 12:00:02.000 UTC: send 1710072002, ` +
-				"or divide by 1000 in a JavaScript UDF (milliseconds are never guessed)\n",
+				`1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC), and as Unix milliseconds it reads 2024-03-10 12:00:02.000 UTC: send 1710072002, ` +
+				"or divide it by 1000 in a JavaScript UDF, javascriptTextTransformGcsPath (milliseconds are never guessed)\n",
 			file + `:3: dead letter: column "ts" (DateTime('UTC')): "1710072003000" is out of range for DateTime (0 to 4294967295 seconds: ` +
-				`1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC); as Unix milliseconds it reads 2024-03-10 12:00:03.000 UTC: send 1710072003, `,
+				`1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC), and as Unix milliseconds it reads 2024-03-10 12:00:03.000 UTC: send 1710072003, `,
 			// A message without an ordering key gives '' to a String column.
 			file + ":4: row\n  id = 4\n  name = 'd'\n  ts = '2024-03-10 12:00:04'\n  ok = ''\n" +
 				`  note: no column takes the fields "extra", "more", "ok": dropped (unknownFieldsColumn would keep them in a String column)` + "\n" +

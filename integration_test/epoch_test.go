@@ -39,7 +39,7 @@ func TestEpochStringsEndToEnd(t *testing.T) {
 			`{"id":9,"d":"-1"}`:         `column "d" (Date): "-1" is out of range for Date (0 to 65535 days: 1970-01-01 to 2149-06-06)`,
 			`{"id":9,"d":"019782"}`:     `column "d" (Date): "019782" is not an ISO-8601 date (YYYY-MM-DD)`,
 			`{"id":9,"t":"1704067200000"}`: `column "t" (DateTime('UTC')): "1704067200000" is out of range for DateTime (0 to 4294967295 seconds: 1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC)` +
-				`; as Unix milliseconds it reads 2024-01-01 00:00:00.000 UTC: send 1704067200, or divide by 1000 in a JavaScript UDF (milliseconds are never guessed)`,
+				`, and as Unix milliseconds it reads 2024-01-01 00:00:00.000 UTC: send 1704067200, or divide it by 1000 in a JavaScript UDF, javascriptTextTransformGcsPath (milliseconds are never guessed)`,
 			`{"id":9,"t":"1704067200.5"}`: `column "t" (DateTime('UTC')): "1704067200.5" ` + iso,
 			`{"id":9,"t":" 1704067200"}`:  `column "t" (DateTime('UTC')): " 1704067200" ` + iso,
 			`{"id":9,"at":["1e9"]}`:       `column "at" (Array(DateTime('UTC'))): element [0]: "1e9" ` + iso,

@@ -183,6 +183,11 @@ func TestNewColumnsLimits(t *testing.T) {
 			if c["columns-added"] != 2 {
 				t.Errorf("columns-added = %d, want 2", c["columns-added"])
 			}
+			// Each message with a field no column took is a dead letter or, with
+			// unknownFieldsColumn, keeps its fields there: no row left one out.
+			if c["rows-with-dropped-fields"] != 0 {
+				t.Errorf("rows-with-dropped-fields = %d, want 0", c["rows-with-dropped-fields"])
+			}
 			if overflow {
 				e.checkAccounted(t, 8, "id")
 				got := e.srv.MustQuery(t, "SELECT id, unknown FROM events ORDER BY id")
@@ -202,13 +207,52 @@ func TestNewColumnsLimits(t *testing.T) {
 				`addNewColumnsPattern: field "Foo" (value 4) does not match ^[a-z_]+$; the message is a dead letter`,
 				`addNewColumnsExcluded: field "debug" (value true) is excluded: it never becomes a column; the message is a dead letter`,
 				`addNewColumns: field "a(b)" (value 6) cannot be a column: the name contains a parenthesis, which clickhouse-go cannot name in an INSERT; the message is a dead letter`,
-				`addNewColumns: field "x SETTINGS max_threads=1" (value 8) cannot be a column: the name holds "SETTINGS max_threads=" after a white space, a semicolon or a closing parenthesis, ` +
+				`addNewColumns: field "x SETTINGS max_threads=1" (value 8) cannot be a column: the name holds "SETTINGS max_threads=" after whitespace, a semicolon or a closing parenthesis, ` +
 					`which clickhouse-go takes for the SETTINGS clause of the INSERT (it does not skip quoted names), so that the server would refuse every INSERT; the message is a dead letter`,
 			}, "\n")
 			if got != want {
 				t.Errorf("dead letters:\n%s\nwant\n%s", got, want)
 			}
 		})
+	}
+}
+
+// TestColumnClickHouseGoCannotNameAddedWhileRunning: a column whose name clickhouse-go cannot
+// put in an INSERT (chclient.InsertNameFault), added by hand while the job runs, is left to its
+// DEFAULT by every stage that reads the schema again, and nothing stops: messages that then give
+// new fields still add their columns (the schema read after the ALTER used to fail, and the parse
+// stage's bundle with it, for as long as the job ran), the rest land, and the field of the
+// column's name is counted as left out.
+func TestColumnClickHouseGoCannotNameAddedWhileRunning(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, name String) ENGINE = MergeTree ORDER BY id`)
+	e.opts.AddNewColumns = true
+	e.opts.BatchRowCount = pipeline.GivenInt(50)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.SchemaRefreshSeconds = 1
+	e.opts.StopAfterIdle = pipeline.GivenInt(8) // longer than the pause after the ALTER
+	r := e.start(t)
+	var first, second []string
+	for i := range 100 {
+		first = append(first, fmt.Sprintf(`{"id":%d,"name":"n%d"}`, i, i))
+		second = append(second, fmt.Sprintf(`{"id":%d,"name":"n%d","city":"c%d","note SETTINGS max_threads=1":"v%d"}`, 100+i, 100+i, 100+i, 100+i))
+	}
+	e.publishJSON(t, first...)
+	e.watch(t, 100, 60*time.Second)
+	e.srv.MustExec(t, "ALTER TABLE events ADD COLUMN `note SETTINGS max_threads=1` String DEFAULT 'dflt'")
+	time.Sleep(2500 * time.Millisecond) // longer than schemaRefreshSeconds
+	e.publishJSON(t, second...)
+	e.watch(t, 200, 60*time.Second)
+	c := counters(r.wait(t, 60*time.Second))
+	t.Logf("counters: %v", c)
+	if rows, dead := e.checkAccounted(t, 200, "id"); rows != 200 || dead != 0 {
+		t.Errorf("%d rows and %d dead letters, want 200 and 0", rows, dead)
+	}
+	got := e.srv.MustQuery(t, "SELECT count(), countIf(city = concat('c', toString(id))), countIf(`note SETTINGS max_threads=1` = 'dflt') FROM events WHERE id >= 100")
+	if got != "100\t100\t100" {
+		t.Errorf("rows of the second wave, with their city, with the column's DEFAULT = %q, want 100, 100, 100", got)
+	}
+	if c["rows-with-dropped-fields"] != 100 {
+		t.Errorf("rows-with-dropped-fields = %d, want 100 (the field of the column not written)", c["rows-with-dropped-fields"])
 	}
 }
 

@@ -631,7 +631,7 @@ func TestValidateRules(t *testing.T) {
 		{"table with parentheses", func(o *Options) { o.ClickHouseTable = "a(b)" },
 			"clickHouseTable", "a(b)", "must not contain a backtick, a backslash or a parenthesis"},
 		{"table with a SETTINGS clause", func(o *Options) { o.ClickHouseTable = "events settings max_threads=1" },
-			"clickHouseTable", "events settings max_threads=1", `must not hold "settings max_threads=" after a white space`},
+			"clickHouseTable", "events settings max_threads=1", `must not hold "settings max_threads=" after whitespace`},
 		{"table with NUL", func(o *Options) { o.ClickHouseTable = "ev\x00ents" },
 			"clickHouseTable", "ev\x00ents", "must not contain a NUL character"},
 		{"dead-letter table with dot", func(o *Options) { o.ClickHouseDeadLetterTable = "analytics.dead" },

@@ -20,7 +20,7 @@ running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
 stop_command() {
   local vars=
   [ "$port" = 8085 ] || vars+="PUBSUB_EMULATOR_PORT=$port "
-  [ "$dir" = /tmp/pubsub-to-clickhouse-emulator ] || vars+="EMULATOR_DIR=$dir "
+  [ "$dir" = /tmp/pubsub-to-clickhouse-emulator ] || vars+="EMULATOR_DIR=$(printf %q "$dir") "
   echo "${vars}make emulator-stop"
 }
 

@@ -108,7 +108,7 @@ var identEscaper = strings.NewReplacer(`\`, `\\`, "`", "\\`")
 //   - a backtick or a backslash: the batch reads the column names back from the statement and
 //     removes every backtick from them (batch.go, extractInsertQueryComponents), so it looks for
 //     a column the server does not have;
-//   - "SETTINGS", in any letter case, after a white space, ';' or ')' and before a setting's name
+//   - "SETTINGS", in any letter case, after whitespace, ';' or ')' and before a setting's name
 //     and "=" (`x SETTINGS max_threads=1`): the batch looks for a trailing SETTINGS clause with a
 //     pattern that does not skip quoted names (extractInsertSettingsMatch), takes everything from
 //     there for the clause and cuts the statement before it, and the server refuses the INSERT
@@ -133,7 +133,7 @@ func InsertNameFault(name string) string {
 	}
 	for _, m := range settingsInName.FindAllStringIndex(name, -1) {
 		if m[0] > 0 && strings.IndexByte(" \t\r\n\v\f;)", name[m[0]-1]) >= 0 && strings.EqualFold(name[m[0]:m[0]+len("SETTINGS")], "SETTINGS") {
-			return fmt.Sprintf("%q after a white space, a semicolon or a closing parenthesis, which clickhouse-go takes for "+
+			return fmt.Sprintf("%q after whitespace, a semicolon or a closing parenthesis, which clickhouse-go takes for "+
 				"the SETTINGS clause of the INSERT (it does not skip quoted names), so that the server would refuse every INSERT", name[m[0]:m[1]])
 		}
 	}
@@ -141,7 +141,7 @@ func InsertNameFault(name string) string {
 }
 
 // parenthesesFault says what of name's parentheses clickhouse-go's batch cannot read around (see
-// InsertNameFault), "" when they are pairs side by side, none after a white space (of Go's
+// InsertNameFault), "" when they are pairs side by side, none after whitespace (of Go's
 // regexp \s: space, tab, newline, form feed, carriage return).
 func parenthesesFault(name string) string {
 	open := false
@@ -152,7 +152,7 @@ func parenthesesFault(name string) string {
 			case open:
 				return "a parenthesis inside another"
 			case i > 0 && strings.IndexByte(" \t\n\f\r", name[i-1]) >= 0:
-				return "a white space before a '('"
+				return "whitespace before a '('"
 			}
 			open = true
 		case ')':

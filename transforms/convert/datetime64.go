@@ -207,15 +207,16 @@ const dateTimeRange = "is out of range for DateTime (0 to 4294967295 seconds: 19
 
 // asMilliseconds says, of a number of seconds too large for a DateTime that reads as an instant
 // of this century or the next in milliseconds (1000000000000, 2001-09-09, to 4294967295999, the
-// last millisecond a DateTime holds), what it reads as and the seconds to send instead: "; as
-// Unix milliseconds it reads 2024-01-01 00:00:00.000 UTC: send 1704067200, or divide by 1000 in a
-// JavaScript UDF (milliseconds are never guessed)". "" for other numbers, such as 4294967296,
-// which is one second too many rather than milliseconds of 1970.
+// last millisecond a DateTime holds), what it reads as and the seconds to send instead: ", and as
+// Unix milliseconds it reads 2024-01-01 00:00:00.000 UTC: send 1704067200, or divide it by 1000
+// in a JavaScript UDF, javascriptTextTransformGcsPath (milliseconds are never guessed)". Not
+// after "; ", which separates a row's errors (RowError). "" for other numbers, such as
+// 4294967296, which is one second too many rather than milliseconds of 1970.
 func asMilliseconds(n int64, inRange bool) string {
 	if !inRange || n < 1e12 || n/1000 > maxDateTimeUnix {
 		return ""
 	}
-	return fmt.Sprintf("; as Unix milliseconds it reads %s UTC: send %d, or divide by 1000 in a JavaScript UDF (milliseconds are never guessed)",
+	return fmt.Sprintf(", and as Unix milliseconds it reads %s UTC: send %d, or divide it by 1000 in a JavaScript UDF, javascriptTextTransformGcsPath (milliseconds are never guessed)",
 		time.UnixMilli(n).UTC().Format("2006-01-02 15:04:05.000"), n/1000)
 }
 

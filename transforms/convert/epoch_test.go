@@ -47,7 +47,7 @@ const (
 	dateTimeRange   = `is out of range for DateTime (0 to 4294967295 seconds: 1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC)`
 	// asMillis is what follows dateTimeRange for a number that fits a DateTime as milliseconds,
 	// after "it reads " and the instant.
-	asMillis = ` UTC: send %d, or divide by 1000 in a JavaScript UDF (milliseconds are never guessed)`
+	asMillis = ` UTC: send %d, or divide it by 1000 in a JavaScript UDF, javascriptTextTransformGcsPath (milliseconds are never guessed)`
 )
 
 // TestEpochStrings: a JSON string that holds exactly the text of a JSON integer (for DateTime64
@@ -86,10 +86,10 @@ func TestEpochStrings(t *testing.T) {
 		{"Date32: before 1900", []string{"a Date32"}, `{"a":"-25568"}`, nil, `column "a" (Date32): "-25568" is out of range for Date32 (1900-01-01 to 2299-12-31)`},
 		{"Date32: beyond int64", []string{"a Date32"}, `{"a":"-99999999999999999999"}`, nil, `column "a" (Date32): "-99999999999999999999" is out of range for Date32 (1900-01-01 to 2299-12-31)`},
 		{"DateTime: milliseconds are not guessed", []string{"a DateTime('UTC')"}, `{"a":"1704067200000"}`, nil, `column "a" (DateTime('UTC')): "1704067200000" ` + dateTimeRange +
-			`; as Unix milliseconds it reads 2024-01-01 00:00:00.000` + fmt.Sprintf(asMillis, 1704067200)},
+			`, and as Unix milliseconds it reads 2024-01-01 00:00:00.000` + fmt.Sprintf(asMillis, 1704067200)},
 		// The hint's edges: the last millisecond a DateTime holds, and one beyond it.
 		{"DateTime: the last millisecond", []string{"a DateTime('UTC')"}, `{"a":4294967295999}`, nil, `column "a" (DateTime('UTC')): 4294967295999 ` + dateTimeRange +
-			`; as Unix milliseconds it reads 2106-02-07 06:28:15.999` + fmt.Sprintf(asMillis, 4294967295)},
+			`, and as Unix milliseconds it reads 2106-02-07 06:28:15.999` + fmt.Sprintf(asMillis, 4294967295)},
 		{"DateTime: beyond it as milliseconds too", []string{"a DateTime('UTC')"}, `{"a":4294967296000}`, nil, `column "a" (DateTime('UTC')): 4294967296000 ` + dateTimeRange},
 		{"DateTime: beyond 2106", []string{"a DateTime('UTC')"}, `{"a":"4294967296"}`, nil, `column "a" (DateTime('UTC')): "4294967296" ` + dateTimeRange},
 		{"DateTime: before 1970", []string{"a DateTime('UTC')"}, `{"a":"-1"}`, nil, `column "a" (DateTime('UTC')): "-1" ` + dateTimeRange},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,9 @@ type Tracker struct {
 	table *schema.Table
 	conv  *Converter
 	read  time.Time
+	// leftOut names the columns of the last schema that are not written for their names
+	// (schema.Column.NotWritten, not EPHEMERAL), as the warning last gave them.
+	leftOut string
 }
 
 // Refresh reads the table's schema through conn and builds its converter. A column type
@@ -53,6 +57,19 @@ func (t *Tracker) Set(tab *schema.Table) error {
 	if t.conv != nil && conv.SchemaHash() != t.conv.SchemaHash() {
 		slog.Info(t.Stage+": the table's schema changed", "table", t.Table, "columns", strings.Join(conv.Columns(), ", "))
 	}
+	var leftOut []string
+	for _, c := range tab.Columns {
+		if c.NotWritten != "" && c.DefaultKind != "EPHEMERAL" {
+			leftOut = append(leftOut, c.Name)
+			if !slices.Contains(strings.Split(t.leftOut, "\x00"), c.Name) {
+				// Only a column added while the job runs gets here: the launch refuses a table
+				// that has one (schema.Table.NameFault).
+				slog.Warn(t.Stage+": a column is not written: the server fills it with its default, and a field of its name is left out of the row",
+					"table", t.Table, "column", c.Name, "why", c.NotWritten, "fix", "rename the column")
+			}
+		}
+	}
+	t.leftOut = strings.Join(leftOut, "\x00")
 	t.table, t.conv, t.read = tab, conv, time.Now()
 	return nil
 }

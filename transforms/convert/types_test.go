@@ -184,7 +184,7 @@ func TestDatesFromNumbers(t *testing.T) {
 		{"Date: boolean", []string{"a Date"}, `{"a":false}`, nil, `false is a boolean; Date takes an ISO-8601 date string (YYYY-MM-DD) or a number of days since 1970-01-01`},
 		{"DateTime: milliseconds are not guessed", []string{"a DateTime('UTC')"}, `{"a":1704067200000}`, nil,
 			`column "a" (DateTime('UTC')): 1704067200000 is out of range for DateTime (0 to 4294967295 seconds: 1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC)` +
-				`; as Unix milliseconds it reads 2024-01-01 00:00:00.000 UTC: send 1704067200, or divide by 1000 in a JavaScript UDF (milliseconds are never guessed)`},
+				`, and as Unix milliseconds it reads 2024-01-01 00:00:00.000 UTC: send 1704067200, or divide it by 1000 in a JavaScript UDF, javascriptTextTransformGcsPath (milliseconds are never guessed)`},
 		{"DateTime: beyond 2106", []string{"a DateTime('UTC')"}, `{"a":4294967296}`, nil, `4294967296 is out of range for DateTime`},
 		{"DateTime: before 1970", []string{"a DateTime('UTC')"}, `{"a":-1}`, nil, `-1 is out of range for DateTime`},
 		{"DateTime: fraction", []string{"a DateTime('UTC')"}, `{"a":1704067200.5}`, nil, `1704067200.5 is not a whole number; a number into DateTime is a count of seconds since 1970-01-01 00:00:00 UTC`},

@@ -202,7 +202,7 @@ func TestCheckName(t *testing.T) {
 		{"a\x00b", `field "a\x00b" cannot be a column: the name contains a NUL character`},
 		{"a`b", "field \"a`b\" cannot be a column: the name holds a backtick or a backslash, which clickhouse-go cannot name in an INSERT"},
 		{`a\b`, `field "a\\b" cannot be a column: the name holds a backtick or a backslash, which clickhouse-go cannot name in an INSERT`},
-		{"x SETTINGS max_threads=1", `field "x SETTINGS max_threads=1" cannot be a column: the name holds "SETTINGS max_threads=" after a white space, a semicolon or a closing parenthesis, ` +
+		{"x SETTINGS max_threads=1", `field "x SETTINGS max_threads=1" cannot be a column: the name holds "SETTINGS max_threads=" after whitespace, a semicolon or a closing parenthesis, ` +
 			`which clickhouse-go takes for the SETTINGS clause of the INSERT (it does not skip quoted names), so that the server would refuse every INSERT`},
 		{"f(x)", `field "f(x)" cannot be a column: the name contains a parenthesis, which clickhouse-go cannot name in an INSERT`},
 		{")", `field ")" cannot be a column: the name contains a parenthesis, which clickhouse-go cannot name in an INSERT`},

@@ -186,6 +186,9 @@ func CheckWith(ctx context.Context, conn driver.Conn, database, table string, o 
 	if err := t.Refresh(ctx, conn); err != nil {
 		return nil, nil, err
 	}
+	if err := t.Schema().NameFault(); err != nil { // workers leave such a column out; a launch stops
+		return nil, nil, err
+	}
 	return t.Schema(), t.Converter(), nil
 }
 

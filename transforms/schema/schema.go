@@ -25,11 +25,14 @@ type Column struct {
 	DefaultKind string
 	// DefaultExpression is the expression text when DefaultKind is not empty.
 	DefaultExpression string
-	// NotWritten says why an EPHEMERAL column is not written, "" when it is: its type has no
-	// converter (Dynamic, say), its name holds what clickhouse-go cannot name in an INSERT
-	// (chclient.InsertNameFault), or its name is also the
-	// part before a dot of other columns, whose group its field would then be ambiguous with. Its field is then ignored, as a MATERIALIZED
-	// column's is (convert.NewWith sets it).
+	// NotWritten says why a column that an INSERT could name is not written, "" when it is. Of an
+	// EPHEMERAL column: its type has no converter (Dynamic, say), its name holds what clickhouse-go
+	// cannot name in an INSERT (chclient.InsertNameFault), or its name is also the part before a
+	// dot of other columns, whose group its field would then be ambiguous with (convert.NewWith
+	// sets it). Of any other column: its name holds what clickhouse-go cannot name (Fetch sets it;
+	// the launch refuses such a table, NameFault, and a worker that reads one added while the job
+	// runs leaves it to its DEFAULT rather than fail every INSERT). Its field is then ignored, as
+	// a MATERIALIZED column's is.
 	NotWritten string
 }
 
@@ -42,10 +45,8 @@ func (c Column) Writable() bool {
 	switch c.DefaultKind {
 	case "MATERIALIZED", "ALIAS":
 		return false
-	case "EPHEMERAL":
-		return c.NotWritten == ""
 	}
-	return true
+	return c.NotWritten == ""
 }
 
 // HasDefault reports whether the server computes the column's value when an INSERT omits it:
@@ -61,6 +62,19 @@ type Table struct {
 	// ServerTimeZone is the server's time zone (SELECT timezone()), e.g. "Etc/UTC". DateTime
 	// columns without a time zone of their own use it.
 	ServerTimeZone string
+}
+
+// NameFault returns, for the first column of t that is not written because of its name (one
+// neither EPHEMERAL nor computed whose Column.NotWritten Fetch set), an error naming the column
+// and the rule: the launch and the check command refuse such a table, since every message's
+// value for that column would be left out. nil when there is none.
+func (t *Table) NameFault() error {
+	for _, c := range t.Columns {
+		if c.NotWritten != "" && c.DefaultKind != "EPHEMERAL" { // Fetch marks no computed column
+			return fmt.Errorf("table %s.%s column %q: the %s; rename the column", t.Database, t.Name, c.Name, strings.TrimPrefix(c.NotWritten, "its "))
+		}
+	}
+	return nil
 }
 
 // Writable returns the columns an INSERT may name, in table order.
@@ -115,18 +129,21 @@ func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Tabl
 	if err := conn.QueryRow(ctx, "SELECT engine FROM system.tables WHERE database = ? AND name = ?", database, table).Scan(&engine); err == nil && engine == "View" {
 		return nil, fmt.Errorf("%s.%s is a View, which cannot be inserted into: give the table the view reads from", database, table)
 	}
-	for _, c := range t.Columns {
+	for i, c := range t.Columns {
 		if !c.Writable() || c.DefaultKind == "EPHEMERAL" { // an EPHEMERAL one is left unwritten (convert.NewWith)
 			continue
 		}
 		if fault := chclient.InsertNameFault(c.Name); fault != "" {
-			return nil, fmt.Errorf("table %s.%s column %q: the name holds %s; rename the column", database, table, c.Name, fault)
+			t.Columns[i].NotWritten = "its name holds " + fault
 		}
 	}
 	if len(t.Columns) == 0 {
 		return nil, fmt.Errorf("table %s.%s %w (no columns in system.columns): check the database and table names, and that the user may read the table", database, table, ErrNotFound)
 	}
 	if len(t.Writable()) == 0 {
+		if err := t.NameFault(); err != nil {
+			return nil, fmt.Errorf("%w; the table %w besides", err, ErrNoWritableColumn)
+		}
 		return nil, fmt.Errorf("table %s.%s %w (all are MATERIALIZED or ALIAS)", database, table, ErrNoWritableColumn)
 	}
 	return t, nil

@@ -35,13 +35,13 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 		if t.rest.StartMillis == 0 {
 			t.rest.StartMillis = now.UnixMilli()
 			t.rest.LastMillis = t.rest.StartMillis
-			capBytes := "none (a cap only in the combined mode: windowSeconds with batchRowCount)"
+			capBytes := "none (a cap only in the combined mode, windowSeconds with batchRowCount, and with batchByteSize above 0)"
 			if fn.MaxOutstandingBytes > 0 {
 				capBytes = fmt.Sprint(fn.MaxOutstandingBytes)
 			}
 			slog.Info("source: reader started", "subscription", fn.Subscription,
 				"stopAfterIdle", fn.StopAfterIdle, "maxOutstanding", fn.MaxOutstanding, "maxOutstandingBytes", capBytes,
-				"messages per Pull", fmt.Sprintf("%d at first, doubled while responses stay small, up to %d", min(cmp.Or(fn.FirstPull, fitPullMessages), fn.maxBatch()), fn.maxBatch()))
+				"messagesPerPull", fmt.Sprintf("%d at first, doubled while responses stay small, up to %d", min(cmp.Or(fn.FirstPull, fitPullMessages), fn.maxBatch()), fn.maxBatch()))
 		}
 		rest = t.rest
 	}); err != nil {
