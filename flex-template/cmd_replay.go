@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -349,15 +350,74 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	if !r.delete || n == 0 {
 		return code
 	}
-	deleted, err := deleteRows(ctx, cio, conn, o.ClickHouseDatabase, r.table, hash, hashes, r.deleteWait)
+	// An exact copy of a replayed row written since the rows were read (the pipeline writing the
+	// same dead letter again, or one of the same bytes at the same second) would go with it, not
+	// replayed: the rows of a hash that now outnumber the replayed ones are all kept. A copy
+	// written between this count and the DELETE's submission still goes (a mutation takes the
+	// parts that exist when it is submitted): a window of a query's time, not the replay's.
+	grown, err := copiesNotSelected(ctx, conn, table, hash, hashes)
+	if err != nil {
+		return failure(cio, "replay", fmt.Errorf("reading %s: %w; replayed %d rows, deleted none (they were replayed; delete them by hand, or a replay publishes them again)", r.from, err, n))
+	}
+	toDelete := withoutGrown(hashes, grown)
+	if len(toDelete) < len(hashes) {
+		code = exitFailed
+		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: keeping %s in %s: exact copies of them were written while the replay ran, which the DELETE cannot tell apart; "+
+			"they were replayed, and a later replay publishes them again\n", count(len(hashes)-len(toDelete), "replayed row"), r.from)
+	}
+	if len(toDelete) == 0 {
+		return code
+	}
+	deleted, err := deleteRows(ctx, cio, conn, o.ClickHouseDatabase, r.table, hash, toDelete, r.deleteWait)
 	if err != nil {
 		return failure(cio, "replay", fmt.Errorf("deleting the replayed rows of %s: %w (they were replayed; delete them by hand, or a replay publishes them again)", r.from, err))
 	}
 	fmt.Fprintf(cio.Out, "deleted %s from %s\n", count(deleted, "replayed row"), r.from)
-	if deleted != n {
-		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: %d rows were replayed and %d deleted: the table changed while the replay ran (rows deleted by another hand, or copies of replayed rows written since)\n", n, deleted)
+	if deleted != len(toDelete) {
+		code = exitFailed
+		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: %d rows were to be deleted and %d were: the table changed while the replay ran (rows deleted by another hand, or copies of replayed rows written as the DELETE began)\n", len(toDelete), deleted)
 	}
 	return code
+}
+
+// orderingKeys are distinct ordering keys, in the order added; "" is none and not added.
+type orderingKeys []string
+
+func (k *orderingKeys) add(key string) {
+	if key != "" && !slices.Contains(*k, key) {
+		*k = append(*k, key)
+	}
+}
+
+// String lists the keys, quoted, the first 5 and how many more.
+func (k orderingKeys) String() string {
+	var b strings.Builder
+	for i, key := range k {
+		if i == 5 {
+			fmt.Fprintf(&b, " and %d more", len(k)-5)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(key))
+	}
+	return b.String()
+}
+
+// withoutGrown returns hashes less every hash of grown (copiesNotSelected's: the hashes of which
+// the table now holds more rows than hashes lists), in their order; hashes itself when none is.
+func withoutGrown(hashes []uint64, grown map[uint64]int) []uint64 {
+	if len(grown) == 0 {
+		return hashes
+	}
+	out := make([]uint64, 0, len(hashes))
+	for _, h := range hashes {
+		if grown[h] == 0 {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // copiesNotSelected returns, for each of hashes (the expression hash, rowHash, of rows of table),
@@ -604,6 +664,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	again := 0            // dead letters of messages this run replayed, which failed again
 	unreadable := 0       // dead letters with this run's replay id whose failedAt is not the stage's
 	start := time.Now()
+	var heldKeys orderingKeys // of the messages left unacknowledged
 	for {
 		resp, err := pullWithin(ctx, subs, &pubsubpb.PullRequest{Subscription: r.subscription, MaxMessages: 1000}, pullTimeout)
 		if err != nil {
@@ -648,6 +709,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			if left != nil {
 				*left++
 				heldAcks = append(heldAcks, rm.GetAckId())
+				heldKeys.add(m.GetOrderingKey())
 				continue
 			}
 			attrs := maps.Clone(m.GetAttributes())
@@ -658,6 +720,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			if err := fitsTopic(msg, r.topic); err != nil {
 				tooLarge++
 				heldAcks = append(heldAcks, rm.GetAckId())
+				heldKeys.add(m.GetOrderingKey())
 				fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: leaving message %s on %s, unacknowledged: %v\n", m.GetMessageId(), r.subscription, err)
 				continue
 			}
@@ -694,6 +757,12 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 		fmt.Fprintf(cio.Out, "replayed %s from %s to %s (replay_id=%s)\n", count(replayed, "dead letter"), r.from, r.topic, r.id)
 	}
 	code := exitOK
+	if len(heldKeys) > 0 {
+		// With message ordering, Pub/Sub delivers no later message of a key while an earlier one
+		// is unacknowledged: those behind the ones left were not delivered, and no count has them.
+		fmt.Fprintf(cio.Out, "the messages left unacknowledged (below) have ordering keys (%s): on a subscription with message ordering, Pub/Sub delivers no later message of those keys "+
+			"until they are acknowledged, so the dead letters behind them were not delivered to this replay; deal with the ones left as said, then replay again\n", heldKeys)
+	}
 	if cut > 0 {
 		fmt.Fprintf(cio.Out, "left %d messages that the dead-letter stage cut to fit the topic (payloadTruncated=true, or attributesOmitted) on %s, unacknowledged: replay them from the dead-letter table\n", cut, r.subscription)
 		code = exitFailed

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,5 +24,21 @@ func TestPrintSampleOneLinePerPart(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "\n"); n != 3 {
 		t.Errorf("%d lines, want 3", n)
+	}
+}
+
+// TestWithoutGrown: the replayed rows of a hash that the table now holds more of than were
+// replayed (a copy written while the replay ran) are all kept out of the DELETE, copies and all;
+// the others go, in their order.
+func TestWithoutGrown(t *testing.T) {
+	hashes := []uint64{1, 2, 2, 3, 4, 2}
+	if got := withoutGrown(hashes, nil); !slices.Equal(got, hashes) {
+		t.Errorf("withoutGrown with nothing grown = %v, want %v", got, hashes)
+	}
+	if got, want := withoutGrown(hashes, map[uint64]int{2: 1, 4: 3}), []uint64{1, 3}; !slices.Equal(got, want) {
+		t.Errorf("withoutGrown = %v, want %v", got, want)
+	}
+	if got := withoutGrown([]uint64{5}, map[uint64]int{5: 1}); len(got) != 0 {
+		t.Errorf("withoutGrown of a grown hash alone = %v, want none", got)
 	}
 }

@@ -734,10 +734,10 @@ func TestReplayFromTopicLeavesCutMessages(t *testing.T) {
 	var msgs []*pubsubpb.PubsubMessage
 	for _, dl := range []flow.DeadLetter{
 		{Payload: []byte(`{"id":1}`), ErrorMessage: "bad", FailedAtMillis: 1, Attributes: map[string]string{"source": "a"}},
-		{Payload: []byte(`{"id":2}`), ErrorMessage: "bad", FailedAtMillis: 2, Attributes: many},
+		{Payload: []byte(`{"id":2}`), ErrorMessage: "bad", FailedAtMillis: 2, Attributes: many, OrderingKey: "k1"},
 	} {
 		m := deadletter.TopicMessage(dl)
-		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes})
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes, OrderingKey: m.OrderingKey})
 	}
 	if msgs[1].Attributes[deadletter.AttrAttributesOmitted] != "3" {
 		t.Fatalf("the dead letter of a message with 100 attributes: %v", msgs[1].Attributes)
@@ -746,6 +746,11 @@ func TestReplayFromTopicLeavesCutMessages(t *testing.T) {
 	out, errOut, code := runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+dlSub, "--replayId=r3")
 	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+dlSub) || !strings.Contains(out, "left 1 messages that the dead-letter stage cut to fit the topic") {
 		t.Errorf("replay: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	// The cut message has an ordering key: with message ordering, the dead letters of that key
+	// behind it are not delivered until it is acknowledged, which replay says.
+	if !strings.Contains(out, `the messages left unacknowledged (below) have ordering keys ("k1"): on a subscription with message ordering, Pub/Sub delivers no later message of those keys`) {
+		t.Errorf("replay does not say which ordering keys the messages left hold up:\n%s", out)
 	}
 	if got := pullAll(t, e, inputSub); len(got) != 1 || got[0].Data != `{"id":1}` {
 		t.Errorf("replayed %v, want only {\"id\":1}", got)

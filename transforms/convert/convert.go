@@ -117,9 +117,12 @@ type Converter struct {
 	unknownLate bool           // some of them are keys under a group field (notRead), out of order
 	unknownKeys []byte         // the keys of those
 	unknownBuf  []byte         // their JSON object
-	metaBuf     []byte         // the metadata values as JSON text
-	metaSpans   []metaSpan     // scratch of setMeta
-	attrKeys    []string       // scratch of appendAttributes
+	// unknownNullText: the unknown fields go into a Map whose values are not Nullable, which
+	// takes a null field as the text null (as a String column keeps it) rather than refuse it.
+	unknownNullText bool
+	metaBuf         []byte     // the metadata values as JSON text
+	metaSpans       []metaSpan // scratch of setMeta
+	attrKeys        []string   // scratch of appendAttributes
 
 	// For schema evolution (newfields.go).
 	tableColumns map[string]bool // the name of every column of the table, written or not

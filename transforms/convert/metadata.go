@@ -291,6 +291,10 @@ func (c *Converter) applyOptions(t *schema.Table, o Options) error {
 		}
 		col.origin = OptionUnknownFields.String()
 		c.unknownCol = i
+		if base, _ := unwrapColumn(col.typ); base.Name == "Map" && len(base.Elems) == 2 {
+			_, nullable := unwrapColumn(base.Elems[1])
+			c.unknownNullText = !nullable
+		}
 	}
 	for i := range c.columns {
 		if c.columns[i].origin != "" {
@@ -447,7 +451,12 @@ func (c *Converter) setUnknown() {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(append(append(buf, f.key...), ':'), f.val...)
+		buf = append(append(buf, f.key...), ':')
+		if c.unknownNullText && string(f.val) == "null" {
+			buf = append(buf, `"null"`...) // a Map's String value: the field's text, as other values give theirs
+		} else {
+			buf = append(buf, f.val...)
+		}
 	}
 	buf = append(buf, '}')
 	c.unknownBuf = buf
