@@ -261,6 +261,26 @@ func parseEnvelope(line []byte) (*pubsub.Message, error) {
 	return m, nil
 }
 
+// parseAttributes reads text, a JSON object of strings (a dead-letter table's attributes
+// column), as strictly as an --envelope line's attributes (decodeAttributes): no key twice, no
+// key Pub/Sub refuses, every value a string, no lone UTF-16 surrogate in an escape (which Go's
+// decoder would turn into U+FFFD), nothing after the object; so that replay publishes exactly the
+// attributes the row holds, or refuses it.
+func parseAttributes(text string) (map[string]string, error) {
+	if hasLoneSurrogate([]byte(text)) {
+		return nil, errors.New("a \\u escape is half of a UTF-16 surrogate pair, which no text can hold")
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	attrs := map[string]string{}
+	if err := decodeAttributes(dec, attrs); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("text after the object")
+	}
+	return attrs, nil
+}
+
 // decodeAttributes reads a JSON object of strings from dec into attrs, refusing a key given twice.
 func decodeAttributes(dec *json.Decoder, attrs map[string]string) error {
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {

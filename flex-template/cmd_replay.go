@@ -7,7 +7,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -288,8 +287,8 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 			rows.Close()
 			return failure(cio, "replay", fmt.Errorf("reading %s: %w", r.from, err))
 		}
-		var attrs map[string]string
-		if err := json.Unmarshal([]byte(attrsJSON), &attrs); err != nil {
+		attrs, err := parseAttributes(attrsJSON)
+		if err != nil {
 			rows.Close()
 			return failure(cio, "replay", fmt.Errorf("reading %s: the attributes %s of a row are not a JSON object of strings (%v); replayed nothing", r.from, text.Cut([]byte(attrsJSON), 200), err))
 		}

@@ -473,6 +473,19 @@ func TestReplayFromTable(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, `the attributes {"n":1} of a row are not a JSON object of strings`) {
 		t.Errorf("replay of a row with bad attributes: exit %d\n%s%s", code, out, errOut)
 	}
+	// So do attributes that a lax decoder would take, changed: a key given twice (one value
+	// would go), a lone surrogate (it would become U+FFFD), an empty key (Pub/Sub refuses it).
+	for i, tc := range []struct{ attrs, want string }{
+		{`{"a":"1","a":"2"}`, `the attribute "a" is given twice`},
+		{`{"a":"\ud800"}`, `half of a UTF-16 surrogate pair`},
+		{`{"":"v"}`, `the attribute key is empty`},
+	} {
+		ch.MustExec(t, fmt.Sprintf(`INSERT INTO dl VALUES ('{"id":%d}', 'e', 's', %s, '8', '%s', '')`, 50+i, at(15+i), strings.ReplaceAll(tc.attrs, `\`, `\\`)))
+		out, errOut, code = runCommand(t, "", append(args, fmt.Sprintf("--since=2026-01-15T%d:30:00Z", 14+i))...)
+		if code != 1 || !strings.Contains(errOut, "of a row are not a JSON object of strings") || !strings.Contains(errOut, tc.want) || strings.Contains(out, "replayed") {
+			t.Errorf("replay of a row with the attributes %s: exit %d, want 1 and an error saying %q\n%s%s", tc.attrs, code, tc.want, out, errOut)
+		}
+	}
 
 	// Nullable columns (the pipeline writes to them as to their types) holding NULL read as none.
 	ch.MustExec(t, "CREATE TABLE dl_null (raw_message String, error_message Nullable(String), stack_trace String, failed_at DateTime, "+
