@@ -84,13 +84,13 @@ func plainName(dot string) func(parameter, Options) string {
 // a NUL, a backtick, backslash or parenthesis, what else clickhouse-go cannot name in an INSERT
 // (chclient.InsertNameFault), or a dot, which dot explains.
 func tableRule(v, dot string) string {
-	switch {
+	switch fault := chclient.InsertNameFault(v); {
 	case strings.ContainsRune(v, 0):
 		return "must not contain a NUL character"
 	case strings.ContainsAny(v, "`\\()"):
 		return "must not contain a backtick, a backslash or a parenthesis: clickhouse-go cannot name such a table in an INSERT"
-	case chclient.InsertNameFault(v) != "":
-		return "must not hold " + chclient.InsertNameFault(v)
+	case fault != "":
+		return "must not hold " + fault
 	case strings.ContainsRune(v, '.'):
 		return dot
 	}

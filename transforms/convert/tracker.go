@@ -28,8 +28,8 @@ type Tracker struct {
 	conv  *Converter
 	read  time.Time
 	// leftOut names the columns of the last schema that are not written for their names
-	// (schema.Column.NotWritten, not EPHEMERAL), as the warning last gave them.
-	leftOut string
+	// (schema.Column.NotWritten, not EPHEMERAL), which a warning has named.
+	leftOut []string
 }
 
 // Refresh reads the table's schema through conn and builds its converter. A column type
@@ -61,7 +61,7 @@ func (t *Tracker) Set(tab *schema.Table) error {
 	for _, c := range tab.Columns {
 		if c.NotWritten != "" && c.DefaultKind != "EPHEMERAL" {
 			leftOut = append(leftOut, c.Name)
-			if !slices.Contains(strings.Split(t.leftOut, "\x00"), c.Name) {
+			if !slices.Contains(t.leftOut, c.Name) {
 				// Only a column added while the job runs gets here: the launch refuses a table
 				// that has one (schema.Table.NameFault).
 				slog.Warn(t.Stage+": a column is not written: the server fills it with its default, and a field of its name is left out of the row",
@@ -69,7 +69,7 @@ func (t *Tracker) Set(tab *schema.Table) error {
 			}
 		}
 	}
-	t.leftOut = strings.Join(leftOut, "\x00")
+	t.leftOut = leftOut
 	t.table, t.conv, t.read = tab, conv, time.Now()
 	return nil
 }

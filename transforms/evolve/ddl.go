@@ -30,15 +30,15 @@ func (e *NameError) Error() string {
 // MergeTree's virtual columns (mergeTreeVirtual).
 func CheckName(field string) error {
 	var rule string
-	switch {
+	switch fault := chclient.InsertNameFault(field); {
 	case field == "":
 		rule = "the name is empty; a column needs a name"
 	case strings.ContainsRune(field, 0):
 		rule = "the name contains a NUL character"
 	case strings.ContainsAny(field, "()"): // all of them, where the schema read refuses only some (chclient.InsertNameFault)
 		rule = "the name contains a parenthesis, which clickhouse-go cannot name in an INSERT"
-	case chclient.InsertNameFault(field) != "":
-		rule = "the name holds " + chclient.InsertNameFault(field)
+	case fault != "":
+		rule = "the name holds " + fault
 	case fileNameBytes(field) > maxFileNameBytes:
 		rule = fmt.Sprintf("the name is %d bytes long as ClickHouse names the column's files (each byte other than A-Z, a-z, 0-9 and _ as %%XX), "+
 			"more than %d: with a suffix such as .null.mrk2 that is more than a file name holds (255 bytes), and every INSERT into the table would then fail",
