@@ -128,7 +128,7 @@ func readLines(name string, r io.Reader) ([]inputMessage, error) {
 	})
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
+		if jsonBlank(line) {
 			continue
 		}
 		out = append(out, inputMessage{Where: fmt.Sprintf("%s:%d", name, n), Data: bytes.Clone(line)})
@@ -140,6 +140,19 @@ func readLines(name string, r io.Reader) ([]inputMessage, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return out, nil
+}
+
+// jsonBlank reports whether line holds nothing but JSON's whitespace: space, tab and carriage
+// return (RFC 8259, section 2, with line feed, which ends the line). A line of other space, such
+// as a form feed, a vertical tab or U+00A0, is not blank: it is a message, which no column can
+// take as JSON, rather than a line left out without a word.
+func jsonBlank(line []byte) bool {
+	for _, c := range line {
+		if c != ' ' && c != '\t' && c != '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 // pullWithin pulls once from req's subscription, for at most timeout. A Pull that returns nothing

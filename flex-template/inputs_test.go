@@ -8,7 +8,8 @@ import (
 )
 
 // TestReadLines: each line is a message of its bytes exactly, without its "\n" or "\r\n"; blank
-// lines are skipped, and a last line needs no "\n".
+// lines (JSON's whitespace only) are skipped, and a last line needs no "\n"; a line of other
+// space (form feed, vertical tab, U+00A0, U+2028) is a message.
 func TestReadLines(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
@@ -17,6 +18,7 @@ func TestReadLines(t *testing.T) {
 		{"a\r\r\nb\r\n\n \r\nc\n", []inputMessage{{Where: "f:1", Data: []byte("a\r")}, {Where: "f:2", Data: []byte("b")}, {Where: "f:5", Data: []byte("c")}}},
 		{"x\ry\nlast\r", []inputMessage{{Where: "f:1", Data: []byte("x\ry")}, {Where: "f:2", Data: []byte("last\r")}}},
 		{"", nil},
+		{" \t\r\n\f\n\v\n\u00a0\n\u2028\n", []inputMessage{{Where: "f:2", Data: []byte("\f")}, {Where: "f:3", Data: []byte("\v")}, {Where: "f:4", Data: []byte("\u00a0")}, {Where: "f:5", Data: []byte("\u2028")}}},
 	} {
 		got, err := readLines("f", strings.NewReader(tc.in))
 		if err != nil {
