@@ -41,8 +41,9 @@ function reshape(payload, message) {
 // TestUDFReshape runs the whole pipeline with a JavaScript UDF read from Cloud Storage (the
 // stand-in) and messages of five kinds: reshaped into rows, with the attribute source or without
 // it (the column's DEFAULT); dropped by the UDF; failed in the UDF (it throws; the payload is not
-// JSON; its output would carry an id JSON.parse rounded); and transformed into a row that does not convert. Each reshaped message is a row with
-// the reshaped values; each dropped one is counted and acknowledged, nowhere else; each failed
+// JSON; its output would carry an id JSON.parse rounded, or one of two values of a field); and
+// transformed into a row that does not convert. Each reshaped message is a row with the reshaped
+// values; each dropped one is counted and acknowledged, nowhere else; each failed
 // one is a dead letter (table and topic) with the payload as published and the error of the UDF
 // or of the conversion; the metrics equal the counts.
 func TestUDFReshape(t *testing.T) {
@@ -66,6 +67,12 @@ func TestUDFReshape(t *testing.T) {
 		m := &pubsubpb.PubsubMessage{Attributes: map[string]string{"n": fmt.Sprint(i)}}
 		switch i % 10 {
 		case 5:
+			if i%20 == 15 {
+				// JSON.parse keeps the second event, which the output carries renamed.
+				m.Data = fmt.Appendf(nil, `{"id":%q,"user":{"id":3,"geo":{"country":"NO"}},"event":"view","event":"buy"}`, id)
+				wantErrors[string(m.Data)] = `javascript UDF reshape failed: JSON.parse read an object that holds the field "event" twice, and keeps only the last value`
+				break
+			}
 			// JSON.parse rounds the user id to the nearest double: 9007199254740992.
 			m.Data = fmt.Appendf(nil, `{"id":%q,"user":{"id":9007199254740993,"geo":{"country":"NO"}},"event":"view"}`, id)
 			wantErrors[string(m.Data)] = "javascript UDF reshape failed: returned 9007199254740992 where the payload holds 9007199254740993: "

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"cloud.google.com/go/storage"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 	"github.com/dop251/goja"
 )
@@ -119,6 +120,9 @@ type function struct {
 	rt        *goja.Runtime
 	call      goja.Callable
 	defined   []string // the global functions, as the top-level code left them
+	// repeated is the first name that an object of a text JSON.parse read during the running
+	// call holds twice (watchJSONParse), or nil.
+	repeated *repeatedName
 
 	mu       sync.Mutex // guards deadline and the interrupt, between a call and the timer
 	deadline time.Time  // when the running call is stopped; zero when none runs
@@ -136,6 +140,9 @@ func newFunction(prg *goja.Program, name string, timeout, loadTimeout time.Durat
 	// runs again in each new process.
 	f := &function{name: name, timeout: loadTimeout, rt: goja.New()}
 	f.rt.SetMaxCallStackSize(maxCallDepth)
+	if err := f.watchJSONParse(); err != nil {
+		return nil, err
+	}
 	f.timer = time.AfterFunc(time.Hour, f.interrupt)
 	f.timer.Stop()
 	var (
@@ -204,12 +211,23 @@ type messageInfo struct {
 // that is not a string or is longer than maxOutput, a call longer than the timeout or a call
 // stack deeper than maxCallDepth is a *Error.
 func (f *function) Apply(payload string, m messageInfo) (out string, drop bool, err error) {
+	f.repeated = nil
 	v, err := f.guard(func() (goja.Value, error) {
 		// Built under the guard: the script may have changed Object.prototype.
 		return f.call(goja.Undefined(), f.rt.ToValue(payload), f.messageArg(m))
 	})
 	if err != nil {
 		return "", false, f.describe(err, "")
+	}
+	if r := f.repeated; r != nil {
+		// Whatever the function made of it, a row or a drop, it read one of the two values.
+		where := ""
+		if r.at != "" {
+			where = " at " + r.at
+		}
+		return "", false, &Error{Function: f.name, Reason: fmt.Sprintf("JSON.parse read an object%s that holds the field %q twice, and "+
+			"keeps only the last value, so which one is meant is ambiguous; the message is dead-lettered rather than stored "+
+			"with one of them, as it is without a function (have the producer send each field once)", where, r.name)}
 	}
 	switch {
 	case v == nil || goja.IsUndefined(v) || goja.IsNull(v):
@@ -242,6 +260,47 @@ func (f *function) Apply(payload string, m messageInfo) (out string, drop bool, 
 	}
 	return "", false, &Error{Function: f.name, Reason: fmt.Sprintf(
 		"returned %s, not a string: return the JSON text to convert (JSON.stringify(...)), or null or undefined to drop the message", typeOf(v))}
+}
+
+// repeatedName is a name that an object of a text JSON.parse read holds twice, and where that
+// object is in the text (convert.RepeatedKey).
+type repeatedName struct{ name, at string }
+
+// watchJSONParse puts in JSON.parse's place, before the file runs, a function that notes in
+// f.repeated the first name an object of the text holds twice, then parses as JSON.parse does
+// (a reviver too): JSON.parse keeps the last of the two values (ECMA-262, JSON.parse), so a
+// function that parses the payload would pass one of them on as if the message held no other,
+// where the same message without a function is a dead letter (convert.FieldTwice). What
+// JSON.parse throws, and a timeout within it, go on to the function as they would.
+func (f *function) watchJSONParse() error {
+	json := f.rt.Get("JSON").ToObject(f.rt)
+	parse, ok := goja.AssertFunction(json.Get("parse"))
+	if !ok {
+		return errors.New("javascript UDF: the runtime's JSON.parse is not a function")
+	}
+	watched := func(call goja.FunctionCall) goja.Value {
+		if f.repeated == nil && len(call.Arguments) > 0 {
+			if text, ok := call.Arguments[0].Export().(string); ok {
+				if name, at, found := convert.RepeatedKey([]byte(text)); found {
+					f.repeated = &repeatedName{name: name, at: at}
+				}
+			}
+		}
+		v, err := parse(call.This, call.Arguments...)
+		if err != nil {
+			panic(err) // thrown on: a *goja.Exception to the function's catch, a timeout to the call's end
+		}
+		return v
+	}
+	fn := f.rt.ToValue(watched).ToObject(f.rt)
+	// JSON.parse's own name and length (ECMA-262): a stack trace reads "at parse (native)".
+	if err := fn.DefineDataProperty("name", f.rt.ToValue("parse"), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
+		return err
+	}
+	if err := fn.DefineDataProperty("length", f.rt.ToValue(2), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
+		return err
+	}
+	return json.DefineDataProperty("parse", fn, goja.FLAG_TRUE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 }
 
 // loneSurrogate returns the index and value of the first UTF-16 unit of s that is a surrogate

@@ -83,6 +83,11 @@ function keepRef(payload) { var e = JSON.parse(payload); return JSON.stringify({
 		{"withoutId", `{"id":9007199254740993,"n":1}`, msg, `{"n":1}`, false},
 		// The rounded digits are the payload's own, in a string passed on.
 		{"keepRef", `{"id":9007199254740993,"ref":"9007199254740992"}`, msg, `{"id":1,"ref":"9007199254740992"}`, false},
+		// One name in two objects; a name given twice in a string's text, which JSON.parse did
+		// not read as JSON; one in a payload the function did not parse.
+		{"roundTrip", `{"a":{"x":1},"b":{"x":2}}`, msg, `{"a":{"x":1},"b":{"x":2}}`, false},
+		{"roundTrip", `{"s":"{\"a\":1,\"a\":2}"}`, msg, `{"s":"{\"a\":1,\"a\":2}"}`, false},
+		{"unicode", `{"a":1,"a":2}`, msg, `{"a":1,"a":2}→✓`, false},
 	}
 	for _, tt := range tests {
 		fn := load(t, src, tt.fn, time.Second)
@@ -122,7 +127,15 @@ function loneLow(payload) { return "\uFFFD" + String.fromCharCode(0xD83D, 0xDE00
 function roundTrip(payload) { return JSON.stringify(JSON.parse(payload)); }
 function idAsString(payload) { return JSON.stringify({id: String(JSON.parse(payload).id)}); }
 function prefixed(payload) { var id = JSON.parse(payload).id; return JSON.stringify({a: "type" + id, b: "v1." + id}); }
+function withoutN(payload) { return JSON.stringify({id: JSON.parse(payload).id}); }
+function dropTest(payload) { return JSON.parse(payload).test ? null : payload; }
+function revived(payload) { return JSON.stringify(JSON.parse(payload, function (k, v) { return v; })); }
+function caught(payload) { try { return JSON.stringify(JSON.parse(payload)); } catch (e) { return "{}"; } }
+function pretty(payload) { return JSON.stringify(JSON.parse(payload), null, 2); }
 function inner(payload) { return JSON.stringify({id: JSON.parse(JSON.parse(payload).inner).id}); }
+function reviverLoops(payload) {
+  return JSON.stringify(JSON.parse(payload, function (k, v) { while (true) {} }));
+}
 `
 	tests := []struct {
 		fn, payload string
@@ -157,6 +170,22 @@ function inner(payload) { return JSON.stringify({id: JSON.parse(JSON.parse(paylo
 		// a string.
 		{"prefixed", `{"id":9007199254740993}`, Error{Function: "prefixed", Reason: rounded("9007199254740992", "9007199254740993")}},
 		{"inner", `{"inner":"{\"id\":9007199254740993}"}`, Error{Function: "inner", Reason: rounded("9007199254740992", "9007199254740993")}},
+		// JSON.parse keeps the last of a name's two values, where a message without a function
+		// is a dead letter: the output would carry one of them without a word.
+		// Whatever the function makes of it: a row without the field, a renamed one, a drop; in
+		// JSON a string of the payload holds, read with a reviver, or under a try.
+		{"roundTrip", `{"id":20,"s":"a","s":"b"}`, Error{Function: "roundTrip", Reason: twice("", "s")}},
+		{"roundTrip", `{"id":21,"s":"a","\u0073":"b"}`, Error{Function: "roundTrip", Reason: twice("", "s")}},
+		{"roundTrip", `{"u":{"tags":[{"k":1},{"k":1,"k":2}]}}`, Error{Function: "roundTrip", Reason: twice(" at .u.tags[1]", "k")}},
+		{"pretty", `{"n":5, "n":6}`, Error{Function: "pretty", Reason: twice("", "n")}},
+		{"idAsString", `{"id":1,"id":2}`, Error{Function: "idAsString", Reason: twice("", "id")}},
+		{"withoutN", `{"id":1,"n":1,"n":2}`, Error{Function: "withoutN", Reason: twice("", "n")}},
+		{"dropTest", `{"test":true,"test":false}`, Error{Function: "dropTest", Reason: twice("", "test")}},
+		{"inner", `{"inner":"{\"id\":1,\"id\":2}"}`, Error{Function: "inner", Reason: twice("", "id")}},
+		{"revived", `{"a":{"b":1,"b":2}}`, Error{Function: "revived", Reason: twice(" at .a", "b")}},
+		{"caught", `{"a":1,"a":2}`, Error{Function: "caught", Reason: twice("", "a")}},
+		// A timeout in a reviver ends the call, through the JSON.parse that watches for names.
+		{"reviverLoops", `{"a":1}`, Error{Function: "reviverLoops", Reason: "ran longer than 50ms on this message and was stopped", Line: 32}},
 	}
 	for _, tt := range tests {
 		timeout := 50 * time.Millisecond
@@ -204,6 +233,13 @@ func rounded(got, literal string) string {
 	return "returned " + got + " where the payload holds " + literal + ": a JavaScript number is exact only up to 2^53 " +
 		"(9007199254740992), so JSON.parse rounded it; the message is dead-lettered rather than stored changed " +
 		"(have the producer send such a value as a string, or take it from the payload's text, not from JSON.parse)"
+}
+
+// twice is the reason of a UDF that parsed an object (at where) holding a name twice.
+func twice(where, name string) string {
+	return fmt.Sprintf("JSON.parse read an object%s that holds the field %q twice, and keeps only the last value, so which one is "+
+		"meant is ambiguous; the message is dead-lettered rather than stored with one of them, as it is without a function "+
+		"(have the producer send each field once)", where, name)
 }
 
 // TestRounding: the numbers of a text that JSON.parse rounds to another integer, in its strings
