@@ -131,6 +131,49 @@ func TestServerRejectsSomeRows(t *testing.T) {
 	}
 }
 
+// TestServerRejectsRowsOfTheLastBatch: in the count mode the stream's rows make no full batch, so
+// the batcher's end-of-window timer sends them when the source stops (the combined mode's time
+// bound sends them before that), and the server rejects some of them. Their dead
+// letters are written and their messages acknowledged, as any others: the timer holds the
+// watermark until it fires, so what the write stage emits then is no late data to the dead
+// letters' GroupByKey. Before, with the timer setting no output timestamp, every such dead letter
+// was dropped as late, its message given back unacknowledged, and the run ended with status 0:
+// at each run again, for as long as the stream stayed short of a batch.
+func TestServerRejectsRowsOfTheLastBatch(t *testing.T) {
+	const n = 90
+	for _, shards := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d shards", shards), func(t *testing.T) {
+			e := newE2E(t, `CREATE TABLE {table} (id UInt32, amount Decimal(10, 2), chk UInt8 MATERIALIZED throwIf(amount > 50))
+				ENGINE = MergeTree ORDER BY id`)
+			e.opts.BatchRowCount = pipeline.GivenInt(1000)
+			e.opts.NumShards = shards
+			var msgs []*pubsubpb.PubsubMessage
+			bad := 0
+			for i := range n {
+				amount := i % 60
+				if amount > 50 {
+					bad++
+				}
+				msgs = append(msgs, &pubsubpb.PubsubMessage{Data: fmt.Appendf(nil, `{"id":%d,"amount":"%d.00"}`, i, amount)})
+			}
+			ids := e.ps.Publish(t, e.topic, msgs...)
+			res := e.run(t)
+			rows, dls := e.checkAccounted(t, n, "id")
+			if rows != n-bad || dls != bad {
+				t.Errorf("%d rows and %d dead letters in the table, want %d and %d", rows, dls, n-bad, bad)
+			}
+			if got := len(e.ps.PullAll(t, e.dlqCheck)); got != bad {
+				t.Errorf("%d dead letters on the topic, want %d", got, bad)
+			}
+			c := counters(res)
+			if c["rows-rejected-by-clickhouse"] != int64(bad) || c["dead-letter-rows-clickhouse"] != int64(bad) || c["dead-letter-rows-pubsub"] != int64(bad) {
+				t.Errorf("counters %v, want %d rejected and dead-lettered", c, bad)
+			}
+			e.checkAllAcked(t, ids)
+		})
+	}
+}
+
 // TestServerRejectsEveryRow: a DEFAULT that fails for every row whatever its values
 // (splitByChar with a separator of two bytes, code 36): each row is dead-lettered with the
 // server's error, and the job goes on and ends; nothing is retried forever.

@@ -110,8 +110,9 @@ func statefulLetters(s beam.Scope, cfg Config, letters beam.PCollection) beam.PC
 // lettersFn is the dead letters' stateful batcher of the count mode on Dataflow (and of tests on
 // prism), per shard (the key), as countFn is the rows': a batch is emitted when it is full, with
 // a time bound also when a group arrives WindowMillis after its first record, and what is buffered
-// when the input ends (an event-time timer at the end of the global window). lettersTimeFn adds a
-// processing-time timer for the time bound.
+// when the input ends (an event-time timer at the end of the global window, which holds the
+// output watermark until it fires, as countFn's does). lettersTimeFn adds a processing-time timer
+// for the time bound.
 type lettersFn struct {
 	Rows         int64 // records per batch, positive
 	MaxBytes     int64 // bytes per batch (flow.DeadLetter.Bytes); 0: no bound
@@ -126,7 +127,7 @@ type lettersFn struct {
 
 func (fn *lettersFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, group flow.DeadLetters, emit func(int, flow.DeadLetters)) {
 	if fn.buffer().add(sp, key, group, emit) {
-		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime(), timers.WithNoOutputTimestamp())
+		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime())
 	}
 }
 
@@ -156,7 +157,7 @@ type lettersTimeFn struct {
 
 func (fn *lettersTimeFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, group flow.DeadLetters, emit func(int, flow.DeadLetters)) {
 	if fn.buffer().add(sp, key, group, emit) {
-		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime(), timers.WithNoOutputTimestamp())
+		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime())
 		fn.PaneTimeout.Set(tp, time.Now().Add(time.Duration(fn.WindowMillis)*time.Millisecond))
 	}
 }

@@ -86,7 +86,11 @@ func (concatFn) ProcessElement(shard int, groups func(*flow.Rows) bool, emit fun
 // batch, checked whenever an element arrives (the local source's heartbeats arrive every
 // 200 ms); and whatever is buffered when the input ends (an event-time timer at the end of the
 // global window, which fires once the watermark passes it: on a drain, or when a local run's
-// source stops).
+// source stops). The timer holds the output watermark at its own time (Beam's default output
+// timestamp) until it fires, so that what the batch becomes downstream (the write stage's dead
+// letters, on their way to their GroupByKey or batcher) is not late data there; with no output
+// timestamp the runner dropped it as late, and the messages of the rows the server rejected in
+// that last batch were given back unacknowledged (TestServerRejectsRowsOfTheLastBatch).
 //
 // It has no processing-time timer, because prism (Beam 2.77.0) does not fire those of a stateful
 // DoFn, and never finishes a bounded input while a DoFn declares one that is not set; on
@@ -106,7 +110,7 @@ type countFn struct {
 
 func (fn *countFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, rows flow.Packed, emit func(int, flow.Rows)) {
 	if fn.buffer().add(sp, key, rows, emit) {
-		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime(), timers.WithNoOutputTimestamp())
+		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime())
 	}
 }
 
@@ -140,7 +144,7 @@ type countTimeFn struct {
 
 func (fn *countTimeFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, rows flow.Packed, emit func(int, flow.Rows)) {
 	if fn.buffer().add(sp, key, rows, emit) {
-		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime(), timers.WithNoOutputTimestamp())
+		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime())
 		fn.PaneTimeout.Set(tp, time.Now().Add(time.Duration(fn.WindowMillis)*time.Millisecond))
 	}
 }
