@@ -440,3 +440,37 @@ func TestRoutingFixedWindowOutage(t *testing.T) {
 	}
 	e.checkAllAcked(t, ids)
 }
+
+// TestRoutingCountModeRoomForEveryTable: the count mode with three routed tables, and more
+// messages than the local source's smallest cap (10,000), spread so that no table reaches
+// batchRowCount. Every message is read before the source stops, and each table's rows land at
+// the end, every message acknowledged. With a cap of one table's room (twice batchRowCount per
+// shard) the source held 10,000 messages, no batch could fill, and the run never ended.
+func TestRoutingCountModeRoomForEveryTable(t *testing.T) {
+	const n, rows = 10_500, 4000
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, kind String) ENGINE = MergeTree ORDER BY id`)
+	for _, table := range []string{"clicks", "orders"} {
+		e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, kind String) ENGINE = MergeTree ORDER BY id`, table)
+	}
+	e.opts.RouteBy = "field:kind"
+	e.opts.RouteTables = "click=clicks,order=orders"
+	e.opts.BatchRowCount = pipeline.GivenInt(rows)
+	e.opts.NumShards = 1
+	kinds := []string{"click", "order", "signup"}
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range n {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: fmt.Appendf(nil, `{"id":%d,"kind":%q}`, i, kinds[i%3])})
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	r := e.start(t)
+	c := counters(r.wait(t, 2*time.Minute))
+	for _, table := range []string{"clicks", "orders", "events"} {
+		if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(id) FROM "+table); got != fmt.Sprintf("%d\t%d", n/3, n/3) {
+			t.Errorf("%s holds %s rows (count, distinct ids), want %d", table, got, n/3)
+		}
+	}
+	if c["rows-inserted"] != n {
+		t.Errorf("counter rows-inserted = %d, want %d", c["rows-inserted"], n)
+	}
+	e.checkAllAcked(t, ids)
+}

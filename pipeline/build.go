@@ -205,12 +205,30 @@ func (o Options) maxOutstandingBytes(src Source) int64 {
 	if mode.Bytes <= 0 || mode.Rows == 0 || mode.Window == 0 {
 		return 0
 	}
+	return max(minOutstandingBytes, 2*int64(o.batchers(src))*(mode.Bytes+10_000_000))
+}
+
+// minOutstanding is the local source's smallest cap on the messages it holds unacknowledged.
+const minOutstanding = 10_000
+
+// maxOutstanding is the local source's cap on the messages it holds unacknowledged
+// (source.Config.MaxOutstanding): twice what every batcher holds when its batch is one row short
+// of full (batchRowCount), at least 10,000, so that a batch can always fill by count. Each routed
+// table has a batcher per shard, and so do the dead letters (the local runner's count trigger):
+// with a cap of one table's room, three routed tables each a few rows short of batchRowCount
+// held the cap, and in the count mode nothing was inserted or acknowledged again.
+func (o Options) maxOutstanding(src Source) int {
+	return max(minOutstanding, 2*o.batchers(src)*o.Mode().Rows)
+}
+
+// batchers is how many batchers of rows and of dead letters the pipeline has: one per shard of
+// each table it writes (the routed tables, or clickHouseTable) and of the dead letters.
+func (o Options) batchers(src Source) int {
 	tables := 1
 	if spec, routed := o.Routing(); routed {
 		tables = len(spec.Tables)
 	}
-	batchers := int64((tables + 1) * o.Shards(src, 0))
-	return max(minOutstandingBytes, 2*batchers*(mode.Bytes+10_000_000))
+	return (tables + 1) * o.Shards(src, 0)
 }
 
 // maxNumWorkers returns the Dataflow runner's --max_num_workers, 0 when it is not given or
@@ -278,8 +296,8 @@ func Build(s beam.Scope, c Checked, src Source) {
 		// In count mode a last partial batch is inserted only when the input ends, so the
 		// reader must stop while those messages are still outstanding.
 		StopWithOutstanding: mode.Window == 0,
-		// Room for every shard to fill a batch, so that a batch can always fill by count.
-		MaxOutstanding: max(10_000, 2*o.Shards(src, 0)*mode.Rows),
+		// Room for every batcher to fill a batch, so that a batch can always fill by count.
+		MaxOutstanding: o.maxOutstanding(src),
 		// In the combined mode, room for every rows' batcher to fill a batch by bytes, twice over;
 		// a burst of large messages is then held this much at a time, not MaxOutstanding of them
 		// (with messages of 10 MB, 100 GB).
