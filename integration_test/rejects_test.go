@@ -174,6 +174,39 @@ func TestServerRejectsRowsOfTheLastBatch(t *testing.T) {
 	}
 }
 
+// TestDeadLetterInsertsHoldMaxInsertBlockSize: maxInsertBlockSize bounds the dead-letter table's
+// INSERTs as it bounds the rows' (parameters.md: no INSERT holds more rows), in the fixed-window
+// mode, where a window's dead letters are one batch. Before, a window's 23 dead letters went in
+// one INSERT of 23 rows.
+func TestDeadLetterInsertsHoldMaxInsertBlockSize(t *testing.T) {
+	const n, bad, most = 40, 23, 5
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	e.opts.WindowSeconds = pipeline.GivenInt(2)
+	e.opts.MaxInsertBlockSize = most
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range n {
+		data := fmt.Sprintf(`{"id":%d}`, i)
+		if i < bad {
+			data = fmt.Sprintf(`{"id":"x%d"}`, i)
+		}
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(data)})
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	e.run(t)
+	if rows, dls := e.checkAccounted(t, n, "id"); rows != n-bad || dls != bad {
+		t.Errorf("%d rows and %d dead letters, want %d and %d", rows, dls, n-bad, bad)
+	}
+	for _, table := range []string{"events", "dead_letters"} {
+		got := e.srv.MustQuery(t, fmt.Sprintf("SELECT count(), max(rows) FROM system.parts WHERE database = '%s' AND table = '%s' AND level = 0", e.srv.Database, table))
+		var parts, largest int
+		fmt.Sscanf(got, "%d\t%d", &parts, &largest)
+		if parts == 0 || largest > most {
+			t.Errorf("%s: %d INSERTs, the largest of %d rows; want INSERTs of at most maxInsertBlockSize = %d rows", table, parts, largest, most)
+		}
+	}
+	e.checkAllAcked(t, ids)
+}
+
 // TestServerRejectsEveryRow: a DEFAULT that fails for every row whatever its values
 // (splitByChar with a separator of two bytes, code 36): each row is dead-lettered with the
 // server's error, and the job goes on and ends; nothing is retried forever.

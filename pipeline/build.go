@@ -388,6 +388,7 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 		Settings:      o.InsertSettings(),
 		SchemaRefresh: time.Duration(o.SchemaRefreshSeconds) * time.Second,
 		MaxBytes:      mode.Bytes,
+		MaxRows:       mode.Rows,
 	}, batch.DeadLetters(s.Scope("DeadLetters"), batches, beam.Flatten(s, failed...)))
 
 	// The edge back to the source: what was stored is acknowledged (local runner only; on

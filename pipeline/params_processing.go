@@ -109,7 +109,7 @@ var processingParameters = []parameter{
 		help:  "ClickHouse setting max_insert_block_size for the INSERTs, in rows; no INSERT holds more rows than this; positive.",
 		regex: `^([1-9][0-9]*)?$`,
 		doc: "ClickHouse setting `max_insert_block_size`, in rows, sent with each INSERT; the pipeline also never sends more rows than this in one " +
-			"INSERT. Positive.",
+			"INSERT, into a table or the dead-letter table. Positive.",
 	},
 	{
 		name: "maxRetries", group: "Insert tuning", kind: kindInt, def: 5,

@@ -194,8 +194,12 @@ type Config struct {
 	SchemaRefresh time.Duration
 	// MaxBytes caps the bytes of one INSERT into the table (batchByteSize), as flow.DeadLetter.Bytes counts
 	// them: a batch of records above it goes in several INSERTs, cut in message id order, a
-	// record larger than it alone. 0: one INSERT a batch.
+	// record larger than it alone. 0: no bound.
 	MaxBytes int64
+	// MaxRows caps the records of one INSERT into the table below Settings.MaxInsertBlockSize,
+	// as the rows' INSERTs are (write.Config.MaxRows): batchRowCount when given, else 0. A batch
+	// of more goes in several INSERTs, as one of more bytes does.
+	MaxRows int
 }
 
 func init() {
@@ -331,7 +335,11 @@ func (f *writeFn) ProcessElement(ctx context.Context, _ int, batch flow.DeadLett
 	if f.conn != nil {
 		// The same batch of records is cut the same way at every attempt of the bundle, so each
 		// INSERT gets the same deduplication token again.
-		for _, part := range cut(recs, f.MaxBytes) {
+		maxRows := f.Settings.MaxInsertBlockSize
+		if f.MaxRows > 0 && (maxRows <= 0 || f.MaxRows < maxRows) {
+			maxRows = f.MaxRows
+		}
+		for _, part := range cut(recs, maxRows, f.MaxBytes) {
 			if err := f.insert(ctx, part); err != nil {
 				return err
 			}
@@ -356,20 +364,21 @@ func (f *writeFn) ProcessElement(ctx context.Context, _ int, batch flow.DeadLett
 	return nil
 }
 
-// cut returns recs in consecutive parts of at most maxBytes (flow.DeadLetter.Bytes), a record larger than
-// maxBytes a part alone; recs whole when maxBytes is 0 or more than they hold.
-func cut(recs []*flow.DeadLetter, maxBytes int64) [][]*flow.DeadLetter {
-	if maxBytes <= 0 {
-		return [][]*flow.DeadLetter{recs}
-	}
+// cut returns recs in consecutive parts of at most maxRows records and maxBytes bytes
+// (flow.DeadLetter.Bytes), a record larger than maxBytes a part alone; a bound of 0 or less is
+// none, and recs is one part when it is within both.
+func cut(recs []*flow.DeadLetter, maxRows int, maxBytes int64) [][]*flow.DeadLetter {
 	var (
 		parts [][]*flow.DeadLetter
 		start int
 		size  int64
 	)
 	for i, r := range recs {
-		n := r.Bytes()
-		if i > start && size+n > maxBytes {
+		n := int64(0)
+		if maxBytes > 0 {
+			n = r.Bytes()
+		}
+		if i > start && (maxBytes > 0 && size+n > maxBytes || maxRows > 0 && i-start >= maxRows) {
 			parts, start, size = append(parts, recs[start:i]), i, 0
 		}
 		size += n

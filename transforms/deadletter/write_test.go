@@ -343,3 +343,47 @@ func TestLeaveOutWarnsOnce(t *testing.T) {
 		t.Errorf("%d warnings, want 2 (UInt64 once, then Int64):\n%s", n, logs.String())
 	}
 }
+
+// TestCut: a batch of records goes in parts of at most maxRows records and maxBytes bytes, in
+// order, a record larger than maxBytes alone; a bound of 0 is none.
+func TestCut(t *testing.T) {
+	recs := make([]*flow.DeadLetter, 7)
+	for i := range recs {
+		recs[i] = &flow.DeadLetter{MessageID: fmt.Sprint(i), Payload: make([]byte, 100)}
+	}
+	recs[4].Payload = make([]byte, 1000)
+	one := recs[0].Bytes()
+	sizes := func(parts [][]*flow.DeadLetter) []int {
+		var out []int
+		for _, p := range parts {
+			out = append(out, len(p))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		maxRows  int
+		maxBytes int64
+		want     []int
+	}{
+		{"no bound", 0, 0, []int{7}},
+		{"rows", 3, 0, []int{3, 3, 1}},
+		{"rows, exactly", 7, 0, []int{7}},
+		{"bytes: three small, the large one alone", 0, 3 * one, []int{3, 1, 1, 2}},
+		{"rows and bytes", 2, 3 * one, []int{2, 2, 1, 2}},
+	} {
+		parts := cut(recs, tc.maxRows, tc.maxBytes)
+		if diff := cmp.Diff(tc.want, sizes(parts)); diff != "" {
+			t.Errorf("%s: part sizes (-want +got):\n%s", tc.name, diff)
+		}
+		var ids []string
+		for _, p := range parts {
+			for _, r := range p {
+				ids = append(ids, r.MessageID)
+			}
+		}
+		if diff := cmp.Diff([]string{"0", "1", "2", "3", "4", "5", "6"}, ids); diff != "" {
+			t.Errorf("%s: records in order (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
