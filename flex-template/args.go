@@ -364,8 +364,8 @@ func toSnake(s string) string {
 // and any flag whose name says password, secret or token) is secret.Mask, whether it follows "=" or
 // comes as the next argument (whatever that starts with, as fs's flag package takes it), and so
 // is a stray argument after a secret flag given with an empty "="; the name of a Secret Manager
-// secret version, which is no secret, shows as it is; an argument holding PEM text (a key
-// pasted in place of its name) is secret.Mask; a password in a URL's userinfo or query is hidden
+// secret version, which is no secret, shows as it is; an argument holding PEM text or its
+// base64 body alone (a key pasted in place of its name: secret.KeyText) is secret.Mask; a password in a URL's userinfo or query is hidden
 // (see chclient.RedactURL) in any value that may hold one; and password, wherever else it
 // appears, is secret.Mask too.
 func redactArgs(fs *flag.FlagSet, args []string, password secret.String) []string {
@@ -386,7 +386,7 @@ func redactArgs(fs *flag.FlagSet, args []string, password secret.String) []strin
 		}
 		name, value, hasValue, ok := splitFlag(arg)
 		switch {
-		case strings.Contains(arg, "-----BEGIN"):
+		case strings.Contains(arg, "-----BEGIN") || ok && hasValue && secret.KeyText(value) || !ok && secret.KeyText(arg):
 			arg = secret.Mask
 			if ok && hasValue {
 				arg = "--" + name + "=" + secret.Mask

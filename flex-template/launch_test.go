@@ -289,6 +289,12 @@ func TestRedactArgs(t *testing.T) {
 	if want := "--clickHousePassword=" + version + " --clickHousePassword " + version + " --clickHouseClientKey=xxxxx --clickHouseClientKey xxxxx"; got != want {
 		t.Errorf("redacted arguments %q, want %q", got, want)
 	}
+	// Nor does its base64 body pasted without the PEM lines.
+	const body = "MIIEvAIBADANBgkqhkiG9w0BAQEFAASCBKYwggSiAgEAAoIBAQC7VJTUt9Us8cKjMzEfYyjiWA4R4"
+	got = strings.Join(redactArgs(newFlagSet(), []string{"--clickHouseClientKey=" + body, "--clickHouseClientKey", body, "--clickHouseCaCertificate=/etc/ssl/ca.pem"}, ""), " ")
+	if want := "--clickHouseClientKey=xxxxx --clickHouseClientKey xxxxx --clickHouseCaCertificate=/etc/ssl/ca.pem"; got != want {
+		t.Errorf("redacted arguments %q, want %q", got, want)
+	}
 }
 
 // TestModelFilter: with the password as text, a log message holding the serialized DoFns (the

@@ -161,7 +161,8 @@ var endpointParameters = []parameter{
 			"file path is refused, since each worker reads it and workers do not have the launcher's files). Unset: the server is verified against " +
 			"the system's roots, as for ClickHouse Cloud. Given: against these certificates only. The server's certificate is always verified, and " +
 			"its name checked against each host of `clickHouseUrl` (or `tls_server_name`); there is no way to turn this off (`skip_verify` is " +
-			"refused). PEM text itself in place of a name is refused.",
+			"refused). PEM text itself in place of a name is refused, and so is its base64 body alone (64 characters or more of base64, " +
+			"capitals, small letters and digits among them), which is shown as `xxxxx`.",
 	},
 	{
 		name: "clickHouseClientCertificate", group: "Target", kind: kindRef,

@@ -110,11 +110,15 @@ const notVersion = "looks like a Secret Manager name but is not a secret version
 
 // RefRule returns what is wrong with a name for Read, "" when nothing: a Secret Manager name
 // must be a secret version's, a gs:// name needs a bucket and an object, and the value must
-// not be the PEM text itself (which the job graph would then hold).
+// not be the PEM text itself, nor its base64 body alone (KeyText), which the job graph would
+// then hold.
 func RefRule(ref string) string {
 	switch {
 	case strings.Contains(ref, "-----BEGIN"):
 		return "holds PEM text; give the file path, gs:// object or Secret Manager secret version (" + VersionForm + ") that holds it"
+	case KeyText(ref):
+		return "holds what looks like a key's or a certificate's base64 text (a PEM body without its lines); give the file path, " +
+			"gs:// object or Secret Manager secret version (" + VersionForm + ") that holds it"
 	case strings.TrimSpace(ref) != ref:
 		return "must not begin or end with spaces"
 	case looksLikeSecretManager(ref) && !IsVersion(ref):

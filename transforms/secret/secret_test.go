@@ -109,6 +109,13 @@ func TestRules(t *testing.T) {
 		{"/etc/ssl/ca.pem", false, secret.File, "", ""},
 		{"-----BEGIN CERTIFICATE-----\nMIIB...", false, secret.File, "", "holds PEM text"},
 		{" /etc/ca.pem", false, secret.File, "", "spaces"},
+		// A PEM body without its lines, on one line or several: the key itself.
+		{base64Key, false, secret.File, "", "base64 text"},
+		{base64Key[:64] + "\n" + base64Key[64:], false, secret.File, "", "base64 text"},
+		// Names as long, of the same letters.
+		{"projects/myproject123/secrets/ClickHouseClientKeyForProduction/versions/latest", true, secret.Version, "", ""},
+		{"keys/clickhouse/production/client/key/for/the/ingestion/pipeline/v2", false, secret.File, "", ""},
+		{"/etc/ssl/private/ClickHouseClientKeyForTheIngestionPipeline2026v2", false, secret.File, "", ""},
 	} {
 		if got := secret.IsVersion(tc.value); got != tc.version {
 			t.Errorf("IsVersion(%q) = %v", tc.value, got)
@@ -126,3 +133,7 @@ func TestRules(t *testing.T) {
 		}
 	}
 }
+
+// base64Key is the start of a private key's PEM body (PKCS #8, RSA), as pasted without its
+// BEGIN and END lines.
+const base64Key = "MIIEvAIBADANBgkqhkiG9w0BAQEFAASCBKYwggSiAgEAAoIBAQC7VJTUt9Us8cKjMzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvuNMoSfm76oqFvAp8Gy0iz5sxjZmSnXyCdPEovGhLa0VzMaQ8s+CLOyS56YyCFGeJZ"

@@ -90,11 +90,46 @@ func (s String) Hide(text string) string {
 }
 
 // ShownRef returns the name of a certificate or key (a file, a gs:// object or a secret version)
-// as it may be shown: as it is, or Mask when it holds PEM text (a key, perhaps) given in place
-// of a name.
+// as it may be shown: as it is, or Mask when it holds what may be a key given in place of a
+// name: PEM text, or the base64 body of one without its lines (KeyText).
 func ShownRef(ref string) string {
-	if strings.Contains(ref, "-----BEGIN") {
+	if KeyText(ref) {
 		return Mask
 	}
 	return ref
+}
+
+// minKeyText is the shortest run of base64 that KeyText takes for a key's text: a PEM body's
+// line is 64 characters (RFC 7468), and an Ed25519 private key, the shortest, is 64 in base64.
+const minKeyText = 64
+
+// KeyText reports whether ref holds a certificate's or a key's text rather than a name: PEM
+// text (a "-----BEGIN" line), or at least 64 characters of nothing but base64 (RFC 4648:
+// letters, digits, +, / and =) and white space, with capitals, small letters and digits all
+// present, which is a PEM body pasted without its lines (MIIEvAIBADANBgkqhkiG9w0...). A path that
+// long is almost never without a dot, a dash or an underscore, nor of mixed case and digits; a
+// Secret Manager name (projects/...) or one that starts with / is a name.
+func KeyText(ref string) bool {
+	if strings.Contains(ref, "-----BEGIN") {
+		return true
+	}
+	body := strings.TrimSpace(ref)
+	if len(body) < minKeyText || strings.HasPrefix(body, "/") || strings.HasPrefix(body, "projects/") {
+		return false
+	}
+	upper, lower, digit := false, false, false
+	for _, c := range []byte(body) {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		case c >= 'a' && c <= 'z':
+			lower = true
+		case c >= '0' && c <= '9':
+			digit = true
+		case c == '+', c == '/', c == '=', c == ' ', c == '\t', c == '\n', c == '\r':
+		default:
+			return false
+		}
+	}
+	return upper && lower && digit
 }

@@ -64,4 +64,10 @@ func TestStringCannotPrintItself(t *testing.T) {
 	if got := secret.ShownRef("-----BEGIN PRIVATE KEY-----\nMIIE"); got != secret.Mask {
 		t.Errorf("ShownRef of PEM text = %q", got)
 	}
+	if got := secret.ShownRef(base64Key); got != secret.Mask {
+		t.Errorf("ShownRef of a PEM body without its lines = %q", got)
+	}
+	if got := secret.ShownRef("/etc/ssl/private/client.key"); got != "/etc/ssl/private/client.key" {
+		t.Errorf("ShownRef of a path = %q", got)
+	}
 }
