@@ -1,11 +1,18 @@
 package integration_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
 // startupFailure is a launch that must stop at start-up: the template parameters it changes and
@@ -102,4 +109,54 @@ func TestConfigurationErrors(t *testing.T) {
 	checkUsageFailures(t, bin, base, []startupFailure{
 		{"invalid parameters", map[string]string{"inputSubscription": "my-sub", "windowSeconds": "0"}, `inputSubscription "my-sub"`},
 	})
+}
+
+// TestDatabaseTheUserMayNotUse: ClickHouse 18.16 closes the connection, without an error, when a
+// user limited by allow_databases (as docs/deploy.md sets one up) asks for another database, one
+// that exists or not. The pipeline says the database is the matter, as it does for the user
+// default and a database that does not exist, not that the port may be wrong; and a user given
+// no password is told to set one.
+func TestDatabaseTheUserMayNotUse(t *testing.T) {
+	const user, password = "limited", "Limited-pw-7f3e"
+	srv := chtest.StartOwn(t)
+	srv.AddUser(t, user, password, srv.Database)
+	srv.MustExec(t, "CREATE DATABASE elsewhere")
+	for _, db := range []string{"elsewhere", "no_such_db"} {
+		cfg := chclient.Config{URL: srv.URL, Database: db, Username: user, Password: secret.String(password)}
+		r, err := cfg.Resolve(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Open(context.Background())
+		var ce *chclient.ConfigError
+		if !errors.As(err, &ce) || ce.Field != chclient.FieldDatabase || !strings.Contains(err.Error(), fmt.Sprintf("database %q", db)) ||
+			!strings.Contains(err.Error(), "may not use") {
+			t.Errorf("database %s: %v, want a ConfigError of the database, saying the user may not use it", db, err)
+		}
+		if strings.Contains(err.Error(), password) {
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+	// No password for a user that has one: the password is the matter.
+	cfg := chclient.Config{URL: srv.URL, Database: srv.Database, Username: user}
+	r, err := cfg.Resolve(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Open(context.Background())
+	var ce *chclient.ConfigError
+	if !errors.As(err, &ce) || ce.Field != chclient.FieldPassword || !strings.Contains(err.Error(), "requires a password") {
+		t.Errorf("no password: %v, want a ConfigError of the password", err)
+	}
+	// The database the user may use opens.
+	cfg.Password = secret.String(password)
+	r, err = cfg.Resolve(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := r.Open(context.Background())
+	if err != nil {
+		t.Fatalf("the user's own database: %v", err)
+	}
+	conn.Close()
 }

@@ -237,10 +237,44 @@ func (r *Resolved) Open(ctx context.Context) (driver.Conn, error) {
 		if errors.As(err, &ce) {
 			return nil, err
 		}
+		if refused := r.databaseRefused(ctx, err, o); refused != nil {
+			return nil, refused
+		}
 		asked = r.askedForCert != nil && r.askedForCert.Load()
 		return nil, explain(fmt.Errorf("clickhouse %s as user %q: %w", RedactURL(c.URL), c.Username, err), c, asked)
 	}
 	return conn, nil
+}
+
+// databaseRefused tells a database the user may not use from a wrong port, after a Ping over
+// the native protocol failed in the handshake: ClickHouse 18.16 closes the connection without an
+// error when a user limited by allow_databases asks for another database (code 291 in the
+// server's log), as a TLS port does to a plain handshake. When the same user gets in asking for
+// database system (which 18.16 leaves open to every user), the database is the matter: a
+// *ConfigError of FieldDatabase. nil otherwise, and when the probe fails too.
+func (r *Resolved) databaseRefused(ctx context.Context, pingErr error, o *clickhouse.Options) error {
+	c := r.cfg
+	scheme, _, _ := strings.Cut(strings.ToLower(c.URL), "://")
+	if scheme != "clickhouse" || c.Database == "" || c.Database == "system" || !strings.Contains(pingErr.Error(), "handshake") {
+		return nil
+	}
+	probe := *o
+	probe.Auth.Database = "system"
+	conn, err := clickhouse.Open(&probe)
+	if err != nil {
+		return nil
+	}
+	defer conn.Close()
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if conn.Ping(pctx) != nil {
+		return nil
+	}
+	url := RedactURL(c.URL)
+	return &ConfigError{FieldDatabase, Hintf("the server at %s closed the connection when user %q asked for database %q, and let the same user "+
+		"in to database system: the database does not exist, or the user may not use it (allow_databases in the user's settings; "+
+		"ClickHouse 18.16 closes the connection rather than say which): check %s", url, c.Username, c.Database, FieldDatabase),
+		fmt.Errorf("clickhouse %s as user %q: %w", url, c.Username, pingErr)}
 }
 
 // httpProbeAfter is how long a Ping over the native protocol may take before Open asks whether

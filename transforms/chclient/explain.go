@@ -110,6 +110,8 @@ func explain(err error, c Config, askedForCert bool) error {
 	switch {
 	case errors.As(err, &ex) && (ex.Code == 193 || ex.Code == 516):
 		return &ConfigError{FieldPassword, Hintf("ClickHouse refused the password of user %q at %s: check %s and %s", c.Username, url, FieldUsername, FieldPassword), err}
+	case errors.As(err, &ex) && ex.Code == 194:
+		return &ConfigError{FieldPassword, Hintf("ClickHouse at %s requires a password of user %q, and none was given: set %s", url, c.Username, FieldPassword), err}
 	case errors.As(err, &ex) && ex.Code == 192:
 		return &ConfigError{FieldUsername, Hintf("ClickHouse at %s has no user %q: check %s", url, c.Username, FieldUsername), err}
 	case errors.As(err, &ex) && ex.Code == 81:
