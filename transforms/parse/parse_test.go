@@ -231,17 +231,19 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// TestCheckRefusesWhatCannotBeInserted: a View, and column names clickhouse-go cannot put in an
+// TestCheckRefusesWhatCannotBeInserted: a View, a Merge table, and column names clickhouse-go cannot put in an
 // INSERT, stop the launch instead of failing every INSERT.
 func TestCheckRefusesWhatCannotBeInserted(t *testing.T) {
 	srv := chtest.New(t)
 	srv.CreateTable(t, "CREATE TABLE {table} (a UInt8) ENGINE = MergeTree ORDER BY a", "base")
 	srv.MustExec(t, "CREATE VIEW v AS SELECT a FROM base")
+	srv.MustExec(t, "CREATE TABLE m AS base ENGINE = Merge(currentDatabase(), '^base$')")
 	srv.CreateTable(t, "CREATE TABLE {table} (`back``tick` UInt8) ENGINE = MergeTree ORDER BY tuple()", "odd")
 	srv.CreateTable(t, "CREATE TABLE {table} (id UInt8, `note settings max_threads=2` String DEFAULT '') ENGINE = MergeTree ORDER BY id", "settings")
 	srv.CreateTable(t, "CREATE TABLE {table} (id UInt8, `sum (x)` UInt64 DEFAULT 0) ENGINE = MergeTree ORDER BY id", "parens")
 	for table, want := range map[string]string{
 		"v":        "is a View, which cannot be inserted into",
+		"m":        "has the engine Merge, which cannot be inserted into",
 		"odd":      "column \"back`tick\": the name holds a backtick or a backslash, which clickhouse-go cannot name in an INSERT",
 		"settings": "column \"note settings max_threads=2\": the name holds \"settings max_threads=\" after whitespace",
 		"parens":   "column \"sum (x)\": the name holds whitespace before a '(', which clickhouse-go cannot read around",

@@ -96,6 +96,12 @@ var ErrNotFound = errors.New("does not exist")
 // may write none of them.
 var ErrNoWritableColumn = errors.New("has no column an INSERT may write")
 
+// readOnlyEngines are the table engines besides View that take no INSERT ("Method write is not
+// supported by storage ...", code 48, on 18.16 and 26.7): a Merge table reads the tables it
+// matches, a Dictionary table its dictionary, a LiveView its query. The system tables' engines
+// (System...) take none either.
+var readOnlyEngines = map[string]bool{"Merge": true, "Dictionary": true, "LiveView": true}
+
 // Fetch reads the schema of database.table. It fails when the table does not exist (ErrNotFound)
 // or has no writable column, and when a column type does not parse; each error names the table.
 // A failure to read system.columns (the connection, a privilege) is returned as it came, wrapped.
@@ -126,8 +132,14 @@ func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Tabl
 		return nil, fmt.Errorf("reading the columns of table %s.%s: %w", database, table, err)
 	}
 	var engine string
-	if err := conn.QueryRow(ctx, "SELECT engine FROM system.tables WHERE database = ? AND name = ?", database, table).Scan(&engine); err == nil && engine == "View" {
-		return nil, fmt.Errorf("%s.%s is a View, which cannot be inserted into: give the table the view reads from", database, table)
+	if err := conn.QueryRow(ctx, "SELECT engine FROM system.tables WHERE database = ? AND name = ?", database, table).Scan(&engine); err == nil {
+		switch {
+		case engine == "View":
+			return nil, fmt.Errorf("%s.%s is a View, which cannot be inserted into: give the table the view reads from", database, table)
+		case readOnlyEngines[engine] || strings.HasPrefix(engine, "System"):
+			return nil, fmt.Errorf("%s.%s has the engine %s, which cannot be inserted into (the server refuses every INSERT, code 48): "+
+				"give a table it reads from", database, table, engine)
+		}
 	}
 	for i, c := range t.Columns {
 		if !c.Writable() || c.DefaultKind == "EPHEMERAL" { // an EPHEMERAL one is left unwritten (convert.NewWith)
