@@ -212,13 +212,14 @@ func (o Options) maxOutstandingBytes(src Source) int64 {
 const minOutstanding = 10_000
 
 // maxOutstanding is the local source's cap on the messages it holds unacknowledged
-// (source.Config.MaxOutstanding): twice what every batcher holds when its batch is one row short
-// of full (batchRowCount), at least 10,000, so that a batch can always fill by count. Each routed
-// table has a batcher per shard, and so do the dead letters (the local runner's count trigger):
-// with a cap of one table's room, three routed tables each a few rows short of batchRowCount
-// held the cap, and in the count mode nothing was inserted or acknowledged again.
+// (source.Config.MaxOutstanding): a full batch (batchRowCount) for every batcher, at least
+// 10,000, so that some batch can always fill by count: when every batcher holds one row short of
+// full, the source may still read. Each routed table has a batcher per shard, and so do the dead
+// letters (the local runner's count trigger): with room for one table's batchers and the dead
+// letters', three routed tables each a few rows short of batchRowCount held the cap, and in the
+// count mode nothing was inserted or acknowledged again. With one table the cap is what it was.
 func (o Options) maxOutstanding(src Source) int {
-	return max(minOutstanding, 2*o.batchers(src)*o.Mode().Rows)
+	return max(minOutstanding, o.batchers(src)*o.Mode().Rows)
 }
 
 // batchers is how many batchers of rows and of dead letters the pipeline has: one per shard of

@@ -133,7 +133,7 @@ func TestMaxOutstandingBytes(t *testing.T) {
 	}
 }
 
-// The local source's cap on unacknowledged messages: at least 10,000; twice a full batch of every
+// The local source's cap on unacknowledged messages: at least 10,000; a full batch of every
 // batcher (each shard of each table, and of the dead letters), so that some batch can always fill
 // by count however the rows fall among them.
 func TestMaxOutstanding(t *testing.T) {
@@ -145,11 +145,11 @@ func TestMaxOutstanding(t *testing.T) {
 		want          int
 	}{
 		{"the default mode", OptionalInt{}, OptionalInt{}, 0, "", "", 10_000},
-		{"count mode, 2 shards", OptionalInt{}, GivenInt(4000), 2, "", "", 2 * 2 * 2 * 4000},
+		{"count mode, 2 shards", OptionalInt{}, GivenInt(4000), 2, "", "", 2 * 2 * 4000},
 		// Three routed tables and the dead letters, each a few rows short of 4,000: 10,000 held
 		// them all, and nothing was inserted again.
-		{"count mode, 3 routed tables", OptionalInt{}, GivenInt(4000), 1, "field:kind", "click=clicks,order=orders", 2 * 4 * 4000},
-		{"combined mode, 3 shards", GivenInt(5), GivenInt(1000), 3, "", "", 12_000},
+		{"count mode, 3 routed tables", OptionalInt{}, GivenInt(4000), 1, "field:kind", "click=clicks,order=orders", 4 * 4000},
+		{"combined mode, 3 shards", GivenInt(5), GivenInt(3000), 3, "", "", 2 * 3 * 3000},
 		{"fixed windows", GivenInt(10), OptionalInt{}, 3, "field:kind", "click=clicks", 10_000},
 	} {
 		o := graphOptions("dead_letters", "", "", tc.window, tc.rows)
