@@ -39,7 +39,7 @@ const checkDescription = "Prints, for each message of the files, the row it beco
 	"What only the server checks at the INSERT it cannot see: CHECK constraints, a DEFAULT or MATERIALIZED expression that throws " +
 	"(throwIf), the values inside a JSON column's object (shown as the text sent); the pipeline dead-letters such rows after the " +
 	"server refuses them.\n" +
-	"A FILE is read as JSON lines (one message per line; lines of only spaces and tabs skipped), or whole with --perFile; a directory holds one " +
+	"A FILE is read as JSON lines (one message per line; lines of only spaces, tabs and carriage returns skipped), or whole with --perFile; a directory holds one " +
 	"message per file; - is standard input.\n" +
 	"Exit status: 0 when every message becomes a row (or is dropped by the UDF), 1 when some message would be dead-lettered, " +
 	"2 on a usage error, 3 when the check could not run (ClickHouse, the table or the UDF's file)."

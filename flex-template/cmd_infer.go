@@ -22,7 +22,7 @@ const inferDescription = "Reads the messages of the files and prints the CREATE 
 	"is asked its version, so that the types are ones it has (Bool from ClickHouse 21.12, JSON from 25.3); with --execute " +
 	"the statement is run there. Fields seen only with null get no column and are listed in a comment, as are fields " +
 	"whose names cannot be columns; a message that is not one JSON object is skipped, with a line on standard error.\n" +
-	"A FILE is read as JSON lines (one message per line; lines of only spaces and tabs skipped), or whole with --perFile; a directory holds one " +
+	"A FILE is read as JSON lines (one message per line; lines of only spaces, tabs and carriage returns skipped), or whole with --perFile; a directory holds one " +
 	"message per file; - is standard input. With --fromSubscription the sample is up to --samples messages pulled from a " +
 	"subscription and acknowledged by none: each is released at once when the sample is read, so it is delivered again, one " +
 	"delivery attempt more (which a dead-letter policy of the subscription counts).\n" +

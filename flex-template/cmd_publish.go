@@ -23,7 +23,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
-const publishDescription = "Publishes each line of FILE (JSON lines; - is standard input; lines of only spaces and tabs skipped) as one message " +
+const publishDescription = "Publishes each line of FILE (JSON lines; - is standard input; lines of only spaces, tabs and carriage returns skipped) as one message " +
 	"to --topic, its bytes exactly as on the line. The client honours PUBSUB_EMULATOR_HOST. Progress (messages, messages per " +
 	"second) goes to standard error, updated in place on a terminal, else a line every 10 s; the last line gives the count and " +
 	"the rate.\n" +

@@ -137,9 +137,18 @@ func TestDatabaseTheUserMayNotUse(t *testing.T) {
 			t.Errorf("the error shows the password: %v", err)
 		}
 	}
-	// No password for a user that has one: the password is the matter.
-	cfg := chclient.Config{URL: srv.URL, Database: srv.Database, Username: user}
+	// The database given in the URL's path, not clickHouseDatabase.
+	cfg := chclient.Config{URL: srv.URL + "/elsewhere", Username: user, Password: secret.String(password)}
 	r, err := cfg.Resolve(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = r.Open(context.Background()); err == nil || !strings.Contains(err.Error(), `database "elsewhere"`) || !strings.Contains(err.Error(), "may not use") {
+		t.Errorf("database elsewhere in the URL: %v, want it named as the matter", err)
+	}
+	// No password for a user that has one: the password is the matter.
+	cfg = chclient.Config{URL: srv.URL, Database: srv.Database, Username: user}
+	r, err = cfg.Resolve(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -254,28 +254,36 @@ func (r *Resolved) Open(ctx context.Context) (driver.Conn, error) {
 // *ConfigError of FieldDatabase. nil otherwise, and when the probe fails too.
 func (r *Resolved) databaseRefused(ctx context.Context, pingErr error, o *clickhouse.Options) error {
 	c := r.cfg
+	db := o.Auth.Database // clickHouseDatabase, or the URL's path
 	scheme, _, _ := strings.Cut(strings.ToLower(c.URL), "://")
-	if scheme != "clickhouse" || c.Database == "" || c.Database == "system" || !strings.Contains(pingErr.Error(), "handshake") {
+	if scheme != "clickhouse" || db == "" || db == "system" || !handshakeFailed(pingErr) {
 		return nil
 	}
-	probe := *o
-	probe.Auth.Database = "system"
-	conn, err := clickhouse.Open(&probe)
-	if err != nil {
-		return nil
+	in := func(database string) error {
+		probe := *o
+		probe.Auth.Database = database
+		conn, err := clickhouse.Open(&probe)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return conn.Ping(pctx)
 	}
-	defer conn.Close()
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if conn.Ping(pctx) != nil {
+	// The database once more: a connection cut once (a server restarting) is no refusal.
+	if in("system") != nil || !handshakeFailed(in(db)) {
 		return nil
 	}
 	url := RedactURL(c.URL)
 	return &ConfigError{FieldDatabase, Hintf("the server at %s closed the connection when user %q asked for database %q, and let the same user "+
 		"in to database system: the database does not exist, or the user may not use it (allow_databases in the user's settings; "+
-		"ClickHouse 18.16 closes the connection rather than say which): check %s", url, c.Username, c.Database, FieldDatabase),
+		"ClickHouse 18.16 closes the connection rather than say which): check %s", url, c.Username, db, FieldDatabase),
 		fmt.Errorf("clickhouse %s as user %q: %w", url, c.Username, pingErr)}
 }
+
+// handshakeFailed reports whether err is a failure of the native protocol's handshake.
+func handshakeFailed(err error) bool { return err != nil && strings.Contains(err.Error(), "handshake") }
 
 // httpProbeAfter is how long a Ping over the native protocol may take before Open asks whether
 // the port is ClickHouse's HTTP interface.

@@ -114,6 +114,8 @@ func explain(err error, c Config, askedForCert bool) error {
 		return &ConfigError{FieldPassword, Hintf("ClickHouse at %s requires a password of user %q, and none was given: set %s", url, c.Username, FieldPassword), err}
 	case errors.As(err, &ex) && ex.Code == 192:
 		return &ConfigError{FieldUsername, Hintf("ClickHouse at %s has no user %q: check %s", url, c.Username, FieldUsername), err}
+	case errors.As(err, &ex) && (ex.Code == 291 || ex.Code == 497) && c.Database != "":
+		return &ConfigError{FieldDatabase, Hintf("ClickHouse at %s refused user %q the database %q: check %s, and the user's grants on it", url, c.Username, c.Database, FieldDatabase), err}
 	case errors.As(err, &ex) && ex.Code == 81:
 		return &ConfigError{FieldDatabase, Hintf("database %q does not exist on %s: check %s", c.Database, url, FieldDatabase), err}
 	case errors.As(err, &dns):

@@ -97,10 +97,11 @@ var ErrNotFound = errors.New("does not exist")
 var ErrNoWritableColumn = errors.New("has no column an INSERT may write")
 
 // readOnlyEngines are the table engines besides View that take no INSERT ("Method write is not
-// supported by storage ...", code 48, on 18.16 and 26.7): a Merge table reads the tables it
-// matches, a Dictionary table its dictionary, a LiveView its query. The system tables' engines
-// (System...) take none either.
-var readOnlyEngines = map[string]bool{"Merge": true, "Dictionary": true, "LiveView": true}
+// supported by storage ...", code 48), among them: a Merge table reads the tables it matches, a
+// Dictionary table its dictionary, a LiveView its query, GenerateRandom and Executable make
+// their rows. The system tables' engines (System...) take none either. Another such engine
+// passes the launch, and its first INSERT fails.
+var readOnlyEngines = map[string]bool{"Merge": true, "Dictionary": true, "LiveView": true, "GenerateRandom": true, "Executable": true, "ExecutablePool": true}
 
 // Fetch reads the schema of database.table. It fails when the table does not exist (ErrNotFound)
 // or has no writable column, and when a column type does not parse; each error names the table.
@@ -138,7 +139,7 @@ func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Tabl
 			return nil, fmt.Errorf("%s.%s is a View, which cannot be inserted into: give the table the view reads from", database, table)
 		case readOnlyEngines[engine] || strings.HasPrefix(engine, "System"):
 			return nil, fmt.Errorf("%s.%s has the engine %s, which cannot be inserted into (the server refuses every INSERT, code 48): "+
-				"give a table it reads from", database, table, engine)
+				"give a table of an engine that stores what is inserted (MergeTree, or a Distributed table over one)", database, table, engine)
 		}
 	}
 	for i, c := range t.Columns {

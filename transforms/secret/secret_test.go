@@ -116,6 +116,9 @@ func TestRules(t *testing.T) {
 		{"projects/myproject123/secrets/ClickHouseClientKeyForProduction/versions/latest", true, secret.Version, "", ""},
 		{"keys/clickhouse/production/client/key/for/the/ingestion/pipeline/v2", false, secret.File, "", ""},
 		{"/etc/ssl/private/ClickHouseClientKeyForTheIngestionPipeline2026v2", false, secret.File, "", ""},
+		{"keys/ClickHouse/Production2026/ClientKeyForTheIngestionPipelineTeam", false, secret.File, "", ""},
+		{"MyKeys/ClickHouse/Production2026/ClientKeyForTheIngestionPipelineTeam", false, secret.File, "", "base64 text"}, // as a key's body begins
+		{base64Key[:64] + `\n` + base64Key[64:], false, secret.File, "", "base64 text"},
 	} {
 		if got := secret.IsVersion(tc.value); got != tc.version {
 			t.Errorf("IsVersion(%q) = %v", tc.value, got)

@@ -105,16 +105,18 @@ const minKeyText = 64
 
 // KeyText reports whether ref holds a certificate's or a key's text rather than a name: PEM
 // text (a "-----BEGIN" line), or at least 64 characters of nothing but base64 (RFC 4648:
-// letters, digits, +, / and =) and white space, with capitals, small letters and digits all
-// present, which is a PEM body pasted without its lines (MIIEvAIBADANBgkqhkiG9w0...). A path that
-// long is almost never without a dot, a dash or an underscore, nor of mixed case and digits; a
-// Secret Manager name (projects/...) or one that starts with / is a name.
+// letters, digits, +, / and =) and white space (or \n written out), starting with M (a DER
+// certificate or key is an ASN.1 SEQUENCE, byte 0x30, which base64 writes as M) and with
+// capitals, small letters and digits all present: a PEM body pasted without its lines
+// (MIIEvAIBADANBgkqhkiG9w0...). A path that long is almost never without a dot, a dash or an
+// underscore, nor of mixed case and digits starting with M; a Secret Manager name (projects/...)
+// or one that starts with / is a name.
 func KeyText(ref string) bool {
 	if strings.Contains(ref, "-----BEGIN") {
 		return true
 	}
-	body := strings.TrimSpace(ref)
-	if len(body) < minKeyText || strings.HasPrefix(body, "/") || strings.HasPrefix(body, "projects/") {
+	body := strings.TrimSpace(strings.ReplaceAll(ref, `\n`, "\n")) // a body pasted with \n for its line breaks
+	if len(body) < minKeyText || body[0] != 'M' || strings.HasPrefix(body, "/") || strings.HasPrefix(body, "projects/") {
 		return false
 	}
 	upper, lower, digit := false, false, false

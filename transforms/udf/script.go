@@ -280,8 +280,8 @@ func (f *function) watchJSONParse() error {
 	}
 	watched := func(call goja.FunctionCall) goja.Value {
 		if f.repeated == nil && len(call.Arguments) > 0 {
-			if text, ok := call.Arguments[0].Export().(string); ok {
-				if name, at, found := convert.RepeatedKey([]byte(text)); found {
+			if text, ok := call.Arguments[0].(goja.String); ok { // not an object's toString: JSON.parse calls that itself
+				if name, at, found := convert.RepeatedKey([]byte(text.String())); found {
 					f.repeated = &repeatedName{name: name, at: at}
 				}
 			}
