@@ -12,7 +12,8 @@ import (
 // Names are compared with their escapes resolved ("s" and "\u0073" are one name), as
 // JSON.parse compares them (ECMA-262, JSON.parse: a later member of the same name replaces the
 // earlier one). ok is false when no object repeats a name, and when payload is not one valid JSON
-// value (RFC 8259): it says nothing then, as JSON.parse would throw. Convert refuses a repeated
+// value (RFC 8259) nested at most 1000 levels (the converter's bound): it says nothing then, and
+// JSON.parse would throw on what is not JSON. Convert refuses a repeated
 // name where it reads one (FieldTwice); this is for text another reader parses first, such as
 // the input of the JavaScript UDF.
 func RepeatedKey(payload []byte) (name, path string, ok bool) {
