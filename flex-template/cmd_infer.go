@@ -8,8 +8,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
@@ -124,6 +130,9 @@ func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
 	if len(sample.Columns()) == 0 {
 		return failure(cio, "infer", fmt.Errorf("no column inferred: no field of the %s had a value other than null", count(sample.Messages(), "message")))
 	}
+	for _, note := range roundedInFloat(sample.Columns(), msgs) {
+		fmt.Fprintf(cio.Out, "-- %s\n", note)
+	}
 	ddl, err := evolve.CreateTable(o.ClickHouseDatabase, o.ClickHouseTable, sample.Columns(), f.engine, f.orderBy)
 	if err != nil {
 		return failure(cio, "infer", err)
@@ -137,4 +146,52 @@ func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
 	}
 	fmt.Fprintf(cio.Err, "pubsub-to-clickhouse infer: created table %s.%s with %s\n", o.ClickHouseDatabase, o.ClickHouseTable, count(len(sample.Columns()), "column"))
 	return exitOK
+}
+
+// roundedInFloat returns, for each Float64 column of columns, a note on the first integer of the
+// sample (msgs) that the column would not store as it is: an integer a double does not hold
+// exactly (beyond 2^53, most of them), which the server stores as the nearest double. A column
+// of integers and fractions is Float64 (evolve's rule), and the note says so before the table
+// is made.
+func roundedInFloat(columns []evolve.Column, msgs []inputMessage) []string {
+	var notes []string
+	for _, c := range columns {
+		if !strings.Contains(c.Type, "Float64") {
+			continue
+		}
+		for _, m := range msgs {
+			text, found, err := convert.TopLevel(m.Data, c.Name)
+			if err != nil || !found {
+				continue
+			}
+			if stored, rounded := doubleOfInteger(text); rounded {
+				notes = append(notes, fmt.Sprintf("column %s is %s, which stores the integer %s (%s) as %s: declare it Int64, UInt64 or "+
+					"Decimal by hand to keep such values", chclient.QuoteIdent(c.Name), c.Type, text, flow.OneLine(m.Where), stored))
+				break
+			}
+		}
+	}
+	return notes
+}
+
+// doubleOfInteger returns, for text that is a JSON integer (digits, perhaps after a minus sign)
+// that no double holds exactly, the nearest double's value written out, with rounded true.
+func doubleOfInteger(text string) (stored string, rounded bool) {
+	digits := strings.TrimPrefix(text, "-")
+	if len(digits) < 16 || strings.Trim(digits, "0123456789") != "" {
+		return "", false // 15 digits or fewer: every such integer is a double
+	}
+	exact, ok := new(big.Int).SetString(text, 10)
+	f, err := strconv.ParseFloat(text, 64)
+	if !ok || err != nil && !errors.Is(err, strconv.ErrRange) {
+		return "", false
+	}
+	if math.IsInf(f, 0) {
+		return "infinity", true
+	}
+	back, _ := new(big.Float).SetFloat64(f).Int(nil)
+	if back.Cmp(exact) == 0 {
+		return "", false
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64), true
 }

@@ -287,3 +287,27 @@ func TestInferFromSubscription(t *testing.T) {
 		t.Errorf("an emulator that does not answer: exit %d, want 1\n%s", code, errOut)
 	}
 }
+
+// TestRoundedInFloat: a Float64 column inferred from integers and fractions gets a note for the
+// first integer of the sample that a double does not hold exactly, with the value it would
+// store (a string of digits too, which such a column takes as a number); integers a double holds
+// (2^53, 2^60) and other columns get none.
+func TestRoundedInFloat(t *testing.T) {
+	columns := []evolve.Column{{Name: "id", Type: "Nullable(Int64)"}, {Name: "v", Type: "Nullable(Float64)"}, {Name: "w", Type: "Nullable(Float64)"}}
+	msgs := []inputMessage{
+		{Where: "f:1", Data: []byte(`{"id":9007199254740993,"v":1.5,"w":9007199254740992}`)},
+		{Where: "f:2", Data: []byte(`{"id":1,"v":-9007199254740993,"w":1152921504606846976}`)},
+		{Where: "f:3", Data: []byte(`{"id":1,"v":18446744073709551615,"w":"9007199254740993"}`)},
+	}
+	want := []string{"column `v` is Nullable(Float64), which stores the integer -9007199254740993 (f:2) as -9007199254740992: declare it Int64, UInt64 or Decimal by hand to keep such values",
+		// A string of digits converts into a Float64 column as the number it writes.
+		"column `w` is Nullable(Float64), which stores the integer 9007199254740993 (f:3) as 9007199254740992: declare it Int64, UInt64 or Decimal by hand to keep such values"}
+	if diff := cmp.Diff(want, roundedInFloat(columns, msgs)); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
+	}
+	for text, want := range map[string]string{"18446744073709551615": "18446744073709552000", "123456789012345678": "123456789012345680", "1e400": ""} {
+		if got, _ := doubleOfInteger(text); got != want {
+			t.Errorf("doubleOfInteger(%s) = %q, want %q", text, got, want)
+		}
+	}
+}
