@@ -213,7 +213,7 @@ func run(ctx context.Context, o pipeline.Options) error {
 	pipeline.Build(s, checked, src)
 	res, err := beam.Run(ctx, l.runner, p)
 	if !l.dataflow {
-		releaseUnacknowledged(ctx)
+		releaseUnacknowledged(ctx, err == nil)
 	}
 	if err != nil {
 		return err
@@ -232,8 +232,11 @@ const releaseTimeout = 10 * time.Second
 // releaseUnacknowledged gives back, at the end of a local run, the messages the source pulled that
 // were not acknowledged (a run that failed, or was stopped with rows still buffered): Pub/Sub
 // redelivers them at once, so that a restart receives them, instead of after the ack deadline
-// the source last extended (60 s) during which a restart would see nothing.
-func releaseUnacknowledged(ctx context.Context) {
+// the source last extended (60 s) during which a restart would see nothing. After a run that
+// ended by itself (ended: stopAfterIdle, the pipeline drained) every message read is a row, a
+// dead letter or a drop of the UDF, and acknowledged: one given back then is a fault, and the
+// line says so as a warning.
+func releaseUnacknowledged(ctx context.Context, ended bool) {
 	// Best effort, and bounded: an unreachable Pub/Sub must not hold up the end of the run (the
 	// client retries Unavailable until the deadline).
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
@@ -241,6 +244,10 @@ func releaseUnacknowledged(ctx context.Context) {
 	n, err := psclient.ReleaseAll(ctx)
 	if err != nil {
 		slog.Warn("giving back the unacknowledged messages failed; they are redelivered once their ack deadline passes", "released", n, "error", err)
+	} else if n > 0 && ended {
+		slog.Warn("the pipeline ended without an error, yet messages it read were neither inserted, dead-lettered nor dropped by the "+
+			"javascript UDF, so none was acknowledged: they are given back, and Pub/Sub redelivers them to the next run; this is a "+
+			"fault of the pipeline, please report it with this log", "messages", n)
 	} else if n > 0 {
 		slog.Info("gave back the messages not acknowledged: Pub/Sub redelivers them at once, to the next run", "messages", n)
 	}
@@ -261,7 +268,7 @@ func giveBackOnInterrupt() (stop func()) {
 		case sig := <-signals:
 			signal.Stop(signals) // a second one ends the process as it would without this
 			slog.Warn("interrupted: giving back the messages not acknowledged before exiting", "signal", sig.String())
-			releaseUnacknowledged(context.Background())
+			releaseUnacknowledged(context.Background(), false)
 			code := 130
 			if sig == syscall.SIGTERM {
 				code = 143

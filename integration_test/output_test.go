@@ -59,13 +59,14 @@ func TestLocalRunOutput(t *testing.T) {
 	}
 }
 
-// TestFailedRunGivesBackMessages: a local run that fails (the table refuses every INSERT, code
-// 48) gives back the messages it had not acknowledged, so that they can be pulled at once; before,
-// they stayed leased for the 60 s ack deadline the source last extended, and a restart in that
-// time received nothing and ended idle.
+// TestFailedRunGivesBackMessages: a local run that fails (the server refuses every INSERT: the
+// connection is read-only, readonly=2 in the URL, code 164) gives back the messages it had not
+// acknowledged, so that they can be pulled at once; before, they stayed leased for the 60 s ack
+// deadline the source last extended, and a restart in that time received nothing and ended idle.
 func TestFailedRunGivesBackMessages(t *testing.T) {
 	const n = 20
-	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = Merge(currentDatabase(), '^nothing$')`)
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	e.opts.ClickHouseURL = readOnly(t, e.opts.ClickHouseURL)
 	e.opts.WindowSeconds = pipeline.GivenInt(1)
 	e.opts.StopAfterIdle = pipeline.GivenInt(30)
 	var msgs []*pubsubpb.PubsubMessage
@@ -89,4 +90,15 @@ func TestFailedRunGivesBackMessages(t *testing.T) {
 	if len(got) != n {
 		t.Errorf("%d of the %d messages could be pulled within 5 s of the failed run, want all", len(got), n)
 	}
+}
+
+// readOnly returns the ClickHouse URL with the setting readonly=2: queries and settings pass,
+// every INSERT is refused (code 164, READONLY), so the pipeline launches and every INSERT fails
+// whatever the rows, the table's engine being one that takes them.
+func readOnly(t *testing.T, url string) string {
+	t.Helper()
+	if strings.Contains(url, "?") {
+		t.Fatalf("the URL %s has options already", url)
+	}
+	return url + "?readonly=2"
 }

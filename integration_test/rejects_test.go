@@ -245,13 +245,15 @@ func atoi(s string) int {
 	return n
 }
 
-// TestServerRefusesTheTable: the server refuses every INSERT into the table whatever the rows
-// (a Merge table: "Method write is not supported", code 48). No split can fix that: the write
-// stage retries, then fails loudly, naming the cause; it dead-letters nothing and acknowledges
-// nothing, so the messages stay in the subscription until the table is fixed.
+// TestServerRefusesTheTable: the server refuses every INSERT into the table whatever the rows (a
+// read-only connection, readonly=2: "Cannot insert into table in readonly mode", code 164; a Merge
+// table, code 48, is now refused at the start). No split can fix that: the write stage retries,
+// then fails loudly, naming the cause; it dead-letters nothing and acknowledges nothing, so the
+// messages stay in the subscription until the table is fixed.
 func TestServerRefusesTheTable(t *testing.T) {
 	const n = 50
-	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = Merge(currentDatabase(), '^nothing$')`)
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	e.opts.ClickHouseURL = readOnly(t, e.opts.ClickHouseURL)
 	e.opts.WindowSeconds = pipeline.GivenInt(1)
 	e.opts.BatchRowCount = pipeline.GivenInt(1000)
 	e.opts.MaxRetries = 2
@@ -289,8 +291,8 @@ func TestServerRefusesTheTable(t *testing.T) {
 		t.Logf("the job's error is not the failed bundle's (%.120s...); looking in the log", told)
 		told = logged.String()
 	}
-	for _, want := range []string{"ClickHouse refuses every INSERT into " + e.srv.Database + ".events", "code 48 NOT_IMPLEMENTED",
-		"Method write is not supported", "nothing was dead-lettered"} {
+	for _, want := range []string{"ClickHouse refuses every INSERT into " + e.srv.Database + ".events", "code 164 READONLY",
+		"Cannot insert into table in readonly mode", "nothing was dead-lettered"} {
 		if !strings.Contains(told, want) {
 			t.Errorf("neither the error nor the log says %q: %q", want, told)
 		}
