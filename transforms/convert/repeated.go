@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bytes"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,99 +10,187 @@ import (
 
 // RepeatedKey returns the first name that one object of payload holds twice, at any depth, and
 // where that object is (a path such as .user.tags[2], "" for the top-level object), with ok true.
-// Names are compared with their escapes resolved ("s" and "\u0073" are one name), as
-// JSON.parse compares them (ECMA-262, JSON.parse: a later member of the same name replaces the
-// earlier one). ok is false when no object repeats a name, and when payload is not one valid JSON
-// value (RFC 8259) nested at most 1000 levels (the converter's bound): it says nothing then, and
-// JSON.parse would throw on what is not JSON. Convert refuses a repeated
-// name where it reads one (FieldTwice); this is for text another reader parses first, such as
-// the input of the JavaScript UDF.
+// Names are compared as JSON.parse compares them (ECMA-262, JSON.parse: a later member of the
+// same name replaces the earlier one): escapes resolved ("s" and "\u0073" are one name), and a
+// \u escape of a lone UTF-16 surrogate read as U+FFFD, as goja reads it ("\ud800", "\udbff" and
+// "\ufffd" are one name). ok is false when no object repeats a name, and when payload is not one
+// well-formed JSON value (RFC 8259; numbers and literals are not checked): JSON.parse would throw
+// on it. The payload is read once, without a bound on its nesting, in time linear in its length.
+// Convert refuses a repeated name where it reads one (FieldTwice); this is for text another
+// reader parses first, such as the input of the JavaScript UDF.
 func RepeatedKey(payload []byte) (name, path string, ok bool) {
 	if CheckUTF8(payload) != nil {
 		return "", "", false
 	}
-	i := skipSpace(payload, 0)
-	if i >= len(payload) {
-		return "", "", false
-	}
-	v, end, err := scanValue(payload, i, 0)
-	if err != nil || skipSpace(payload, end) < len(payload) {
-		return "", "", false
-	}
 	var r repeatedKeys
-	if r.walk(v) {
-		slices.Reverse(r.path)
-		return r.name, strings.Join(r.path, ""), true
+	if !r.read(payload) || r.name == nil {
+		return "", "", false
 	}
-	return "", "", false
+	return string(r.name), r.path, true
 }
 
 // maxListedNames is the most names of one object compared one by one; an object of more is
 // read with a map, so that a hostile one of many names costs no more than its length.
 const maxListedNames = 32
 
-// repeatedKeys holds RepeatedKey's walk: the names of the objects being read, and once found,
-// the repeated name and the path of its object from the inside out (".tags", "[2]", ".user").
+// repeatedKeys holds RepeatedKey's reading: the objects and arrays open (outermost first), the
+// names read in the open objects, and the first repeated name and its object's path.
 type repeatedKeys struct {
-	listed [][]byte // the names of the objects being read, each one's after its outer one's
-	name   string
-	path   []string
+	open  []openValue
+	names [][]byte
+	name  []byte
+	path  string
 }
 
-// walk reads v and reports whether one of its objects repeats a name.
-func (r *repeatedKeys) walk(v value) bool {
-	switch v.kind {
-	case kindArray:
-		for it, n := newElements(v.raw), 0; ; n++ {
-			e, ok := it.next()
-			if !ok {
-				return false
-			}
-			if r.walk(e) {
-				r.path = append(r.path, "["+strconv.Itoa(n)+"]")
-				return true
-			}
+// openValue is an object or array being read.
+type openValue struct {
+	object bool
+	first  int             // an object's first name in names
+	seen   map[string]bool // an object's names once it has more than maxListedNames
+	key    []byte          // an object's name being read
+	index  int             // an array's element being read
+}
+
+// read reads payload, a JSON value, iteratively (no recursion, whatever the nesting), noting the
+// first repeated name; it reports whether the payload is well formed.
+func (r *repeatedKeys) read(p []byte) bool {
+	i := skipSpace(p, 0)
+	for {
+		// A value at i.
+		if i >= len(p) {
+			return false
 		}
-	case kindObject:
-		first := len(r.listed)
-		defer func() { r.listed = r.listed[:first] }()
-		var seen map[string]bool
-		for it := newMembers(v.raw); ; {
-			key, val, ok := it.next()
-			if !ok {
+		switch p[i] {
+		case '{', '[':
+			object := p[i] == '{'
+			i = skipSpace(p, i+1)
+			if i >= len(p) {
 				return false
 			}
-			name := key.raw[1 : len(key.raw)-1]
-			if key.escaped {
-				if text, err := stringContent(key, nil); err == nil {
-					name = text
-				} // else a lone surrogate's escape: the name as written
+			if object && p[i] == '}' || !object && p[i] == ']' {
+				i++
+				break // an empty object or array: a value read
 			}
-			repeated := false
-			switch {
-			case seen != nil:
-				repeated = seen[string(name)]
-				seen[string(name)] = true
-			case len(r.listed)-first < maxListedNames:
-				repeated = slices.ContainsFunc(r.listed[first:], func(n []byte) bool { return bytes.Equal(n, name) })
-				r.listed = append(r.listed, name)
-			default:
-				seen = make(map[string]bool, 2*maxListedNames)
-				for _, n := range r.listed[first:] {
-					seen[string(n)] = true
+			r.open = append(r.open, openValue{object: object, first: len(r.names)})
+			if object {
+				var ok bool
+				if i, ok = r.key(p, i); !ok {
+					return false
 				}
-				repeated = seen[string(name)]
-				seen[string(name)] = true
 			}
-			if repeated {
-				r.name = string(name)
-				return true
+			continue // the first member's value, or the first element
+		case '"':
+			end, _, err := scanString(p, i)
+			if err != nil {
+				return false
 			}
-			if r.walk(val) {
-				r.path = append(r.path, "."+string(name))
-				return true
+			i = end
+		default:
+			j := i
+			for j < len(p) && !isSpace(p[j]) && p[j] != ',' && p[j] != ']' && p[j] != '}' && p[j] != ':' {
+				j++
 			}
+			if j == i {
+				return false
+			}
+			i = j
+		}
+		// After a value: the next member or element, or the end of what is open.
+		for {
+			i = skipSpace(p, i)
+			if len(r.open) == 0 {
+				return i == len(p)
+			}
+			if i >= len(p) {
+				return false
+			}
+			top := &r.open[len(r.open)-1]
+			switch {
+			case p[i] == ',' && top.object:
+				var ok bool
+				if i, ok = r.key(p, skipSpace(p, i+1)); !ok {
+					return false
+				}
+			case p[i] == ',':
+				top.index++
+				i = skipSpace(p, i+1)
+			case p[i] == '}' && top.object, p[i] == ']' && !top.object:
+				r.names = r.names[:top.first]
+				r.open = r.open[:len(r.open)-1]
+				i++
+				continue
+			default:
+				return false
+			}
+			break
 		}
 	}
-	return false
+}
+
+// key reads the name of an object's member at i and the colon after it, notes it, and returns
+// the index of the member's value.
+func (r *repeatedKeys) key(p []byte, i int) (int, bool) {
+	if i >= len(p) || p[i] != '"' {
+		return i, false
+	}
+	end, escaped, err := scanString(p, i)
+	if err != nil {
+		return i, false
+	}
+	name := p[i+1 : end-1]
+	if escaped {
+		if text, err := stringContent(value{raw: p[i:end], kind: kindString, escaped: true}, nil); err == nil {
+			name = text
+		} else {
+			// A lone surrogate's escape: read as encoding/json (and goja) read it, U+FFFD.
+			var s string
+			if json.Unmarshal(p[i:end], &s) != nil {
+				return i, false
+			}
+			name = []byte(s)
+		}
+	}
+	top := &r.open[len(r.open)-1]
+	if r.name == nil && r.noted(top, name) {
+		r.name = slices.Clone(name)
+		r.path = r.pathOf()
+	}
+	top.key = name
+	i = skipSpace(p, end)
+	if i >= len(p) || p[i] != ':' {
+		return i, false
+	}
+	return skipSpace(p, i+1), true
+}
+
+// noted adds name to top's names and reports whether top held it already.
+func (r *repeatedKeys) noted(top *openValue, name []byte) bool {
+	if top.seen == nil && len(r.names)-top.first >= maxListedNames {
+		top.seen = make(map[string]bool, 2*maxListedNames)
+		for _, n := range r.names[top.first:] {
+			top.seen[string(n)] = true
+		}
+	}
+	if top.seen != nil {
+		repeated := top.seen[string(name)]
+		top.seen[string(name)] = true
+		return repeated
+	}
+	repeated := slices.ContainsFunc(r.names[top.first:], func(n []byte) bool { return bytes.Equal(n, name) })
+	r.names = append(r.names, name)
+	return repeated
+}
+
+// pathOf is the path of the innermost open object: each open object's name being read, and
+// each open array's index, from the outermost.
+func (r *repeatedKeys) pathOf() string {
+	var b strings.Builder
+	for _, o := range r.open[:len(r.open)-1] {
+		if o.object {
+			b.WriteString("." + string(o.key))
+		} else {
+			b.WriteString("[" + strconv.Itoa(o.index) + "]")
+		}
+	}
+	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRepeatedKey: the first name an object holds twice, at any depth, escapes resolved, with
@@ -37,12 +38,44 @@ func TestRepeatedKey(t *testing.T) {
 		{many(40, "k3"), "k3", "", true}, // past the names compared one by one
 		{many(40, "k40"), "", "", false},
 		{many(3, "k1"), "k1", "", true},
+		// Empty objects and arrays, white space everywhere, literals.
+		{` { "e" : { } , "l" : [ ] , "t" : true , "n" : null , "a" : [ {} , [ ] , { "x" : 1 , "x" : 2 } ] } `, "x", ".a[2]", true},
+		{`{"e":{},"l":[],"o":{"p":{}},"e2":[[],{}]}`, "", "", false},
+		{`{"a":[1,2,{"b":{"c":[{"d":1},{"d":2,"d":3}]}}]}`, "d", ".a[2].b.c[1]", true},
+		// A lone surrogate's escape reads as U+FFFD, as goja reads it.
+		{`{"\ud800":1,"\udbff":2}`, "\ufffd", "", true},
+		{`{"\ud800":1,"\ufffd":2}`, "\ufffd", "", true},
+		// Deeper than the converter's 1000 levels, and a repeated name before it.
+		{`{"a":"x","a":"y","pad":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`, "a", "", true},
+		{`{"pad":` + strings.Repeat(`{"k":`, 5000) + `1` + strings.Repeat("}", 5000) + `,"pad":2}`, "pad", "", true},
+		// Not well formed: nothing said.
+		{`{"a":1,"a":2,}`, "", "", false},
+		{`{"a":1,"a":2]`, "", "", false},
+		{`{"a" 1,"a":2}`, "", "", false},
+		{`[1,2`, "", "", false},
+		{`{"a":1,"a":2}}`, "", "", false},
+		{`{`, "", "", false},
+		{`{"a":`, "", "", false},
 	} {
 		name, path, ok := RepeatedKey([]byte(tc.payload))
 		if name != tc.name || path != tc.path || ok != tc.ok {
 			t.Errorf("RepeatedKey(%.60q) = %q, %q, %v; want %q, %q, %v", tc.payload, name, path, ok, tc.name, tc.path, tc.ok)
 		}
 	}
+}
+
+// TestRepeatedKeyLinear: a large string nested deep costs one reading, not one per level: 9 MB
+// under 998 arrays is read in well under the UDF's timeout (it took 3 s and more when each
+// level read its contents again).
+func TestRepeatedKeyLinear(t *testing.T) {
+	const depth = 998
+	payload := []byte(`{"a":"x","n":1,"pad":` + strings.Repeat("[", depth) + `"` + strings.Repeat("x", 9_000_000) + `"` + strings.Repeat("]", depth) + `}`)
+	start := time.Now()
+	_, _, ok := RepeatedKey(payload)
+	if ok {
+		t.Errorf("RepeatedKey found a repeated name in a payload without one")
+	}
+	t.Logf("read %d MB under %d arrays in %v", len(payload)>>20, depth, time.Since(start))
 }
 
 // BenchmarkRepeatedKey reads a demo-like event of a few nested objects.

@@ -119,6 +119,9 @@ func TestRules(t *testing.T) {
 		{"keys/ClickHouse/Production2026/ClientKeyForTheIngestionPipelineTeam", false, secret.File, "", ""},
 		{"MyKeys/ClickHouse/Production2026/ClientKeyForTheIngestionPipelineTeam", false, secret.File, "", "base64 text"}, // as a key's body begins
 		{base64Key[:64] + `\n` + base64Key[64:], false, secret.File, "", "base64 text"},
+		{base64Key[:64] + `\r\n` + base64Key[64:] + `\r\n`, false, secret.File, "", "base64 text"},
+		{`"` + base64Key + `"`, false, secret.File, "", "base64 text"},
+		{`'` + base64Key + `'`, false, secret.File, "", "base64 text"},
 	} {
 		if got := secret.IsVersion(tc.value); got != tc.version {
 			t.Errorf("IsVersion(%q) = %v", tc.value, got)

@@ -105,7 +105,7 @@ const minKeyText = 64
 
 // KeyText reports whether ref holds a certificate's or a key's text rather than a name: PEM
 // text (a "-----BEGIN" line), or at least 64 characters of nothing but base64 (RFC 4648:
-// letters, digits, +, / and =) and white space (or \n written out), starting with M (a DER
+// letters, digits, +, / and =) and white space (or \n and \r written out; in quotes or not), starting with M (a DER
 // certificate or key is an ASN.1 SEQUENCE, byte 0x30, which base64 writes as M) and with
 // capitals, small letters and digits all present: a PEM body pasted without its lines
 // (MIIEvAIBADANBgkqhkiG9w0...). A path that long is almost never without a dot, a dash or an
@@ -115,7 +115,11 @@ func KeyText(ref string) bool {
 	if strings.Contains(ref, "-----BEGIN") {
 		return true
 	}
-	body := strings.TrimSpace(strings.ReplaceAll(ref, `\n`, "\n")) // a body pasted with \n for its line breaks
+	// A body pasted with its line breaks written out (\n, \r\n, as JSON writes them), or in quotes.
+	body := strings.TrimSpace(strings.NewReplacer(`\r`, "\r", `\n`, "\n").Replace(ref))
+	if len(body) >= 2 && (body[0] == '"' || body[0] == '\'') && body[len(body)-1] == body[0] {
+		body = strings.TrimSpace(body[1 : len(body)-1])
+	}
 	if len(body) < minKeyText || body[0] != 'M' || strings.HasPrefix(body, "/") || strings.HasPrefix(body, "projects/") {
 		return false
 	}

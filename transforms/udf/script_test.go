@@ -184,6 +184,10 @@ function reviverLoops(payload) {
 		{"inner", `{"inner":"{\"id\":1,\"id\":2}"}`, Error{Function: "inner", Reason: twice("", "id")}},
 		{"revived", `{"a":{"b":1,"b":2}}`, Error{Function: "revived", Reason: twice(" at .a", "b")}},
 		{"caught", `{"a":1,"a":2}`, Error{Function: "caught", Reason: twice("", "a")}},
+		// Deeper than the converter reads, and escapes of lone surrogates, which JSON.parse reads
+		// as one name (U+FFFD).
+		{"withoutN", `{"id":1,"n":1,"n":2,"pad":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`, Error{Function: "withoutN", Reason: twice("", "n")}},
+		{"roundTrip", `{"\ud800":1,"\udbff":2}`, Error{Function: "roundTrip", Reason: twice("", "\ufffd")}},
 		// A timeout in a reviver ends the call, through the JSON.parse that watches for names.
 		{"reviverLoops", `{"a":1}`, Error{Function: "reviverLoops", Reason: "ran longer than 50ms on this message and was stopped", Line: 32}},
 	}
