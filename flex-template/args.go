@@ -386,7 +386,7 @@ func redactArgs(fs *flag.FlagSet, args []string, password secret.String) []strin
 		}
 		name, value, hasValue, ok := splitFlag(arg)
 		switch {
-		case strings.Contains(arg, "-----BEGIN") || ok && hasValue && secret.KeyText(value) || !ok && secret.KeyText(arg):
+		case strings.Contains(arg, "-----BEGIN") || ok && hasValue && holdsKeyOrCertificate(name) && secret.KeyText(value) || !ok && secret.KeyText(arg):
 			arg = secret.Mask
 			if ok && hasValue {
 				arg = "--" + name + "=" + secret.Mask
@@ -416,6 +416,15 @@ func redactArgs(fs *flag.FlagSet, args []string, password secret.String) []strin
 		out = append(out, arg)
 	}
 	return out
+}
+
+// holdsKeyOrCertificate reports whether the flag name is one of a key or a certificate
+// (clickHouseClientKey, clickHouseCaCertificate, ...), whose value redactArgs hides when it looks
+// like a key's base64 body (secret.KeyText): another flag's long value of mixed case and digits
+// (a table name) is shown.
+func holdsKeyOrCertificate(name string) bool {
+	n := strings.ToLower(name)
+	return strings.Contains(n, "key") || strings.Contains(n, "certificate") || strings.Contains(n, "cert")
 }
 
 // secretPair matches name=value inside an argument, up to the next separator: the value of a

@@ -291,8 +291,10 @@ func TestRedactArgs(t *testing.T) {
 	}
 	// Nor does its base64 body pasted without the PEM lines.
 	const body = "MIIEvAIBADANBgkqhkiG9w0BAQEFAASCBKYwggSiAgEAAoIBAQC7VJTUt9Us8cKjMzEfYyjiWA4R4"
-	got = strings.Join(redactArgs(newFlagSet(), []string{"--clickHouseClientKey=" + body, "--clickHouseClientKey", body, "--clickHouseCaCertificate=/etc/ssl/ca.pem"}, ""), " ")
-	if want := "--clickHouseClientKey=xxxxx --clickHouseClientKey xxxxx --clickHouseCaCertificate=/etc/ssl/ca.pem"; got != want {
+	const table = "MobileAppEventsAggregatedHourly2026ByRegionAndPlatformForDashboards" // as long, shown
+	got = strings.Join(redactArgs(newFlagSet(), []string{"--clickHouseClientKey=" + body, "--clickHouseClientKey", body, "--clickHouseCaCertificate=/etc/ssl/ca.pem",
+		"--clickHouseTable=" + table}, ""), " ")
+	if want := "--clickHouseClientKey=xxxxx --clickHouseClientKey xxxxx --clickHouseCaCertificate=/etc/ssl/ca.pem --clickHouseTable=" + table; got != want {
 		t.Errorf("redacted arguments %q, want %q", got, want)
 	}
 }
