@@ -267,10 +267,12 @@ func TestTwoPipelinesAddTheSameColumns(t *testing.T) {
 	e.opts.AddNewColumns = true
 	e.opts.BatchRowCount = pipeline.GivenInt(100)
 	e.opts.WindowSeconds = pipeline.GivenInt(1)
-	e.opts.StopAfterIdle = pipeline.GivenInt(5)
+	// Idle for longer than the wait before the first wave: with 5 s of each, a pipeline that
+	// started first could stop idle before any message came (one CI run saw 0 and 2000).
+	e.opts.StopAfterIdle = pipeline.GivenInt(10)
 	waves, has := columnWaves(n)
 	r1, r2 := e.start(t), e.start(t)
-	time.Sleep(5 * time.Second) // both pulling
+	time.Sleep(4 * time.Second) // both pulling
 	for _, w := range waves {
 		e.publishJSON(t, w...)
 		time.Sleep(300 * time.Millisecond)
