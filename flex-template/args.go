@@ -424,7 +424,7 @@ func redactArgs(fs *flag.FlagSet, args []string, password secret.String) []strin
 // (a table name) is shown.
 func holdsKeyOrCertificate(name string) bool {
 	n := strings.ToLower(name)
-	return strings.Contains(n, "key") || strings.Contains(n, "certificate") || strings.Contains(n, "cert")
+	return strings.Contains(n, "key") || strings.Contains(n, "cert") // certificate too
 }
 
 // secretPair matches name=value inside an argument, up to the next separator: the value of a
