@@ -426,14 +426,17 @@ func TestBinary(t *testing.T) {
 		// The password as text: the launch warns, and the model, whose DoFns would hold the
 		// password, is not printed (the job's pipeline options show it as xxxxx).
 		t.Run("password as text", func(t *testing.T) {
-			args := append(slices.Clone(common), "--clickHouseDeadLetterTable=dl")
+			// The password also appears in another value, here a routing value: command checks
+			// that no line shows it.
+			args := append(slices.Clone(common), "--clickHouseDeadLetterTable=dl", "--routeBy=attribute:k",
+				"--routeTables=click=clicks,"+dryRunPassword+"=orders")
 			args = slices.DeleteFunc(args, func(a string) bool { return strings.HasPrefix(a, "--clickHousePassword=") })
 			out, err := command(t, dir, env, bin, append(args, "--clickHousePassword="+dryRunPassword)...)
 			if err != nil {
 				t.Fatalf("dry run: %v\n%s", err, out)
 			}
 			for _, want := range []string{"Dry-run: not submitting job!", modelNotLogged, `\"clickHousePassword\": \"xxxxx\"`,
-				"the ClickHouse password is given as text"} {
+				"the ClickHouse password is given as text", `msg=routing routeBy=attribute:k routeTables="click=clicks,xxxxx=orders"`} {
 				if !strings.Contains(out, want) {
 					t.Errorf("the output lacks %s:\n%s", want, out)
 				}

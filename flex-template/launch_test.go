@@ -300,15 +300,18 @@ func TestRedactArgs(t *testing.T) {
 }
 
 // TestModelFilter: with the password as text, a log message holding the serialized DoFns (the
-// Dataflow runner's log of the model) is replaced by a note; every other message passes.
+// Dataflow runner's log of the model) is replaced by a note; every other message passes, with
+// the password hidden wherever it holds it.
 func TestModelFilter(t *testing.T) {
 	var out strings.Builder
-	l := slog.New(modelFilter{slog.NewTextHandler(&out, nil)}).With("k", "v")
+	l := slog.New(modelFilter{slog.NewTextHandler(&out, nil), "pw-9c1"}).With("k", "v")
 	l.Info(`components:{transforms:{key:"e4" value:{spec:{urn:"beam:transform:pardo:v1" payload:"\n\x19beam:go:transform:dofn:v1\x1aQ2xpY2tIb3VzZQ=="}}}}`)
 	l.Info("table checked", "table", "db.events")
+	l.Info(`{"routeTables": "a=pw-9c1x"}`, "routeTables", "pw-9c1=t", "n", 3)
 	got := out.String()
-	if strings.Contains(got, "Q2xpY2tIb3VzZQ") || !strings.Contains(got, modelNotLogged) ||
-		!strings.Contains(got, `msg="table checked" k=v table=db.events`) {
+	if strings.Contains(got, "Q2xpY2tIb3VzZQ") || strings.Contains(got, "pw-9c1") || !strings.Contains(got, modelNotLogged) ||
+		!strings.Contains(got, `msg="table checked" k=v table=db.events`) ||
+		!strings.Contains(got, `msg="{\"routeTables\": \"a=xxxxxx\"}" k=v routeTables="xxxxx=t" n=3`) {
 		t.Errorf("filtered log:\n%s", got)
 	}
 }

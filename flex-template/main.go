@@ -87,7 +87,7 @@ func main() {
 	slog.SetDefault(slog.New(runnerFilter{slog.Default().Handler()}))
 	if o.ClickHouse().PasswordAsText() {
 		// The Dataflow runner logs the pipeline model, whose DoFns then hold the password.
-		slog.SetDefault(slog.New(modelFilter{slog.Default().Handler()}))
+		slog.SetDefault(slog.New(modelFilter{slog.Default().Handler(), o.ClickHousePassword}))
 	}
 	if path := os.Getenv("PUBSUB_TO_CLICKHOUSE_CPUPROFILE"); path != "" {
 		// For profiling a local run: go tool pprof <binary> <path>.
@@ -168,7 +168,10 @@ func run(ctx context.Context, o pipeline.Options) error {
 	if l.dataflow {
 		slog.Info("streaming mode", "mode", streamingMode(), "service options", stringFlag("dataflow_service_options"))
 	}
-	slog.Info("source", "subscription", o.InputSubscription, "source", src.String())
+	// The lines below show the parameters' values as given, less what may be secret (a password
+	// that also appears in another value, PEM text): from the redacted copy, never from o.
+	shown := o.Redacted()
+	slog.Info("source", "subscription", shown.InputSubscription, "source", src.String())
 	slog.Info("window mode", "mode", mode.String(), "numShards", o.Shards(src, intFlag("max_num_workers")), "shuffleCompression", o.Compression().String())
 	if !l.dataflow && mode.Window >= 10*time.Second {
 		// Said once, at start-up: a first local run otherwise looks as if nothing arrives.
@@ -179,16 +182,16 @@ func run(ctx context.Context, o pipeline.Options) error {
 		slog.Info(fmt.Sprintf("rows reach the table in batches, up to %v after their messages arrive%s: "+
 			"for a quicker look at a local run give a shorter --windowSeconds, e.g. --windowSeconds=2", mode.Window, sooner))
 	}
-	slog.Info("dead-letter destinations", "table", orNone(o.ClickHouseDeadLetterTable), "topic", orNone(o.DeadLetterTopic))
-	slog.Info("target", "clickHouseUrl", o.RedactedURL(), "table", o.ClickHouseDatabase+"."+o.ClickHouseTable, "user", o.ClickHouseUsername)
-	if spec, ok := o.Routing(); ok {
+	slog.Info("dead-letter destinations", "table", orNone(shown.ClickHouseDeadLetterTable), "topic", orNone(shown.DeadLetterTopic))
+	slog.Info("target", "clickHouseUrl", o.RedactedURL(), "table", shown.ClickHouseDatabase+"."+shown.ClickHouseTable, "user", shown.ClickHouseUsername)
+	if spec, ok := o.Routing(); ok { // not shown's: a value with the password hidden may not parse
 		unlisted := "dead letters (routeUnlisted=deadLetter)"
-		if spec.Unlisted != "" {
-			unlisted = o.ClickHouseDatabase + "." + spec.Unlisted
+		if spec.Unlisted != "" { // clickHouseTable
+			unlisted = shown.ClickHouseDatabase + "." + shown.ClickHouseTable
 		}
-		slog.Info("routing", "routeBy", spec.By.String(), "routeTables", o.RouteTables, "unlisted values", unlisted)
+		slog.Info("routing", "routeBy", shown.RouteBy, "routeTables", shown.RouteTables, "unlisted values", unlisted)
 	}
-	if cfg, ok := o.UDF(); ok {
+	if cfg, ok := shown.UDF(); ok {
 		slog.Info("javascript UDF", "path", cfg.Path, "function", cfg.Function, "reload", orNever(cfg.Reload), "timeout per message", udf.DefaultTimeout)
 	}
 

@@ -61,6 +61,11 @@ func (o Options) Format(f fmt.State, verb rune) {
 	_, _ = fmt.Fprintf(f, fmt.FormatString(f, verb), o.String())
 }
 
+// Redacted returns a copy of o whose values may be shown one by one, as in a log line's fields:
+// hidden as [Options.String] hides them (among them clickHousePassword wherever it appears in
+// another parameter). It is for showing only: a pipeline built from it would not connect.
+func (o Options) Redacted() Options { return o.redact() }
+
 // redact returns a copy of o fit to print: the password "xxxxx" when
 // non-empty (a Secret Manager secret version's name as it is), PEM text in
 // place of a certificate's or key's name "xxxxx", and every other string as

@@ -67,8 +67,8 @@ func (e Entry) String() string { return e.Value + "=" + e.Table }
 // ParseTables parses routeTables' value: comma-separated value=table pairs, such as
 // "click=clicks,order=orders". Spaces around a value or a table are kept out (" click = clicks"
 // is click=clicks). checkTable returns what is wrong with a table name, "" if nothing. The error
-// names the pair: a pair without "=", an empty value or table, a value listed twice, or a table
-// checkTable refuses. Several values may share a table.
+// names the pair: a pair without "=" or with more than one, an empty value or table, a value
+// listed twice, or a table checkTable refuses. Several values may share a table.
 func ParseTables(s string, checkTable func(string) string) ([]Entry, error) {
 	var out []Entry
 	for _, pair := range strings.Split(s, ",") {
@@ -81,6 +81,9 @@ func ParseTables(s string, checkTable func(string) string) ([]Entry, error) {
 			return nil, fmt.Errorf("the pair %q has no value before '='", pair)
 		case table == "":
 			return nil, fmt.Errorf("the pair %q has no table after '='", pair)
+		case strings.Contains(table, "="):
+			// a==clicks would route a to the table "=clicks": a value holds no '=' (see routeBy).
+			return nil, fmt.Errorf("the pair %q has more than one '=': each pair is value=table, and neither holds '='", pair)
 		case slices.ContainsFunc(out, func(e Entry) bool { return e.Value == value }):
 			return nil, fmt.Errorf("the value %q is listed twice; a value goes to one table", value)
 		}

@@ -76,6 +76,8 @@ func TestParseTables(t *testing.T) {
 		"=clicks":                 `the pair "=clicks" has no value before '='`,
 		"click=":                  `the pair "click=" has no table after '='`,
 		"click=a,click=b":         `the value "click" is listed twice`,
+		"a==clicks":               `the pair "a==clicks" has more than one '='`,
+		"a=b=c":                   `the pair "a=b=c" has more than one '='`,
 		"click=a,":                `the pair "" has no '='`,
 		"click=db.clicks":         `the pair "click=db.clicks": the table "db.clicks" must be a bare table name`,
 		"order=orders,click=a.b ": `the table "a.b" must be a bare table name`,
