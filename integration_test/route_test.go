@@ -137,7 +137,8 @@ func TestRouting(t *testing.T) {
 	t.Logf("views detached for %v", time.Since(detached).Round(time.Millisecond))
 	all := publish(1200, 1200, true)
 	e.watchRouted(t, all, "", 90*time.Second)
-	c := counters(r.wait(t, 120*time.Second))
+	res := r.wait(t, 120*time.Second)
+	c, dists := counters(res), distributions(res)
 	t.Logf("counters: %v", c)
 
 	// Every message exactly once, in its table.
@@ -153,6 +154,20 @@ func TestRouting(t *testing.T) {
 		if n := int64(len(want[table])); c["rows-inserted:"+table] != n {
 			t.Errorf("counter rows-inserted:%s = %d, want %d", table, c["rows-inserted:"+table], n)
 		}
+		// The table's distributions: its INSERTs (at most batchRowCount rows each) and its
+		// messages alone.
+		if d := dists["insert-batch-rows:"+table]; d.Count != c["insert-batches:"+table] || d.Sum != c["rows-inserted:"+table] || d.Max > 50 || d.Count == 0 {
+			t.Errorf("insert-batch-rows:%s = %+v; want %d INSERTs of %d rows in all, each of at most 50", table, d, c["insert-batches:"+table], c["rows-inserted:"+table])
+		}
+		if d := dists["insert-latency-ms:"+table]; d.Count != c["insert-batches:"+table] {
+			t.Errorf("insert-latency-ms:%s counts %d INSERTs, want %d", table, d.Count, c["insert-batches:"+table])
+		}
+		if d := dists["message-payload-bytes:"+table]; d.Count != c["messages-received:"+table] || d.Count == 0 {
+			t.Errorf("message-payload-bytes:%s counts %d messages, want messages-received:%[1]s = %d", table, d.Count, c["messages-received:"+table])
+		}
+	}
+	if d, n := dists["insert-batch-rows"], c["insert-batches"]; d.Count != n {
+		t.Errorf("insert-batch-rows counts %d INSERTs, want insert-batches = %d", d.Count, n)
 	}
 	var dlIDs []string
 	for _, i := range want["dead_letters"] {

@@ -29,6 +29,29 @@ func counters(res beam.PipelineResult) map[string]int64 {
 	return out
 }
 
+// distribution is a distribution of the PubSubToClickHouse namespace, merged over steps.
+type distribution struct{ Count, Sum, Min, Max int64 }
+
+// distributions returns the pipeline's distributions of the PubSubToClickHouse namespace,
+// merged over steps.
+func distributions(res beam.PipelineResult) map[string]distribution {
+	out := map[string]distribution{}
+	for _, d := range res.Metrics().AllMetrics().Distributions() {
+		if d.Key.Namespace != flow.Namespace || d.Committed.Count == 0 {
+			continue
+		}
+		v, seen := out[d.Key.Name]
+		if !seen {
+			v = distribution{Min: d.Committed.Min, Max: d.Committed.Max}
+		}
+		v.Count += d.Committed.Count
+		v.Sum += d.Committed.Sum
+		v.Min, v.Max = min(v.Min, d.Committed.Min), max(v.Max, d.Committed.Max)
+		out[d.Key.Name] = v
+	}
+	return out
+}
+
 // insertsInto counts the INSERTs into a MergeTree table: each makes one level-0 part, which
 // system.parts lists (active or merged away) for 8 minutes.
 func insertsInto(t *testing.T, srv *chtest.Server, table string) string {

@@ -77,7 +77,8 @@ type Config struct {
 	FromMessage convert.Options
 	// Routed counts this table's metrics also under names of its own (flow.TableCounters):
 	// messages-received:<table>, rows-parsed-ok:<table>, rows-parse-failed:<table>,
-	// columns-added:<table>, messages-waited-for-column:<table>. The routing stage counts
+	// columns-added:<table>, messages-waited-for-column:<table>, and the distribution
+	// message-payload-bytes:<table> (flow.TableDistributions). The routing stage counts
 	// messages-received then (every message, routed or not), not this one.
 	Routed bool
 	// AddNewColumns turns schema evolution on (template parameter addNewColumns; evolve.go): a
@@ -98,13 +99,14 @@ const (
 type parseFn struct {
 	Config
 
-	ch        *chclient.Resolved // ClickHouse with its secrets read, once, in Setup
-	tracker   *convert.Tracker
-	evolver   *evolver  // nil without AddNewColumns
-	attempted time.Time // the last refresh attempt, failed or not
-	buf       []byte
-	meta      convert.Meta // the current message's metadata, for the metadata columns
-	byTable   flow.TableCounters
+	ch           *chclient.Resolved // ClickHouse with its secrets read, once, in Setup
+	tracker      *convert.Tracker
+	evolver      *evolver  // nil without AddNewColumns
+	attempted    time.Time // the last refresh attempt, failed or not
+	buf          []byte
+	meta         convert.Meta // the current message's metadata, for the metadata columns
+	byTable      flow.TableCounters
+	byTableDists flow.TableDistributions
 
 	// The rows of the bundle not yet emitted, their payload bytes, and the latest timestamp of
 	// the elements they came in.
@@ -119,6 +121,7 @@ type parseFn struct {
 func (f *parseFn) Setup(ctx context.Context) error {
 	f.byTable = flow.NewTableCounters(f.Routed, f.Table, "messages-received", "rows-parsed-ok", "rows-parse-failed",
 		"rows-with-dropped-fields", "columns-added", "messages-waited-for-column")
+	f.byTableDists = flow.NewTableDistributions(f.Routed, f.Table, "message-payload-bytes")
 	f.tracker = &convert.Tracker{Stage: "parse", Database: f.ClickHouse.Database, Table: f.Table, Options: f.FromMessage}
 	var err error
 	if f.evolver, err = f.newEvolver(); err != nil {
@@ -215,6 +218,7 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 	ok, dropped := 0, 0
 	for _, m := range ms.Messages {
 		messagePayloadBytes.Update(ctx, int64(len(m.Data)))
+		f.byTableDists.Update(ctx, "message-payload-bytes", int64(len(m.Data)))
 		err := f.convert(conv, m)
 		if err == nil && f.evolver != nil && conv.Untaken() > 0 {
 			reread, dead, fatal := f.addColumns(ctx, conv, m)

@@ -70,7 +70,9 @@ type Config struct {
 	// unknownFieldsColumn), as the parse stage has them: each row carries its metadata.
 	FromMessage convert.Options
 	// Routed counts this table's metrics also under names of its own (flow.TableCounters):
-	// rows-inserted:<table>, insert-batches:<table>, rows-rejected-by-clickhouse:<table>.
+	// rows-inserted:<table>, insert-batches:<table>, rows-rejected-by-clickhouse:<table>, and
+	// the distributions insert-batch-rows:<table> and insert-latency-ms:<table>
+	// (flow.TableDistributions).
 	Routed bool
 	// AddNewColumns is the template parameter addNewColumns: the parse stage made a column of
 	// each field no column took. A row converted again against a schema that has lost such a
@@ -108,6 +110,7 @@ type insertFn struct {
 	presumedData map[int32]bool
 	meta         convert.Meta // the metadata of the row being converted
 	byTable      flow.TableCounters
+	byTableDists flow.TableDistributions
 	// arena is the rows' RowBinary buffer of the last batch, kept for the next one when it
 	// holds at most maxKeptArena bytes (a fixed window's batch can be far larger): a new
 	// buffer of a batch's size each time cost the first writes to fresh memory. nil while a
@@ -121,6 +124,7 @@ type insertFn struct {
 // briefly unreachable is waited for (chclient.SetupRetry).
 func (f *insertFn) Setup(ctx context.Context) error {
 	f.byTable = flow.NewTableCounters(f.Routed, f.Table, "rows-inserted", "insert-batches", "rows-rejected-by-clickhouse")
+	f.byTableDists = flow.NewTableDistributions(f.Routed, f.Table, "insert-batch-rows", "insert-latency-ms")
 	_, err := chclient.SetupRetry.Do(ctx, func() error { return f.setup(ctx) }, func(n int, err error) {
 		slog.Warn("write: connecting to ClickHouse failed; retrying", "table", f.Table, "attempt", n, "error", err)
 	})
@@ -407,7 +411,10 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 		f.byTable.Inc(ctx, "rows-inserted", int64(len(b.Rows)))
 		f.byTable.Inc(ctx, "insert-batches", 1)
 		insertBatchRows.Update(ctx, int64(len(b.Rows)))
-		insertLatencyMS.Update(ctx, time.Since(start).Milliseconds())
+		f.byTableDists.Update(ctx, "insert-batch-rows", int64(len(b.Rows)))
+		latency := time.Since(start).Milliseconds()
+		insertLatencyMS.Update(ctx, latency)
+		f.byTableDists.Update(ctx, "insert-latency-ms", latency)
 		return nil
 	}
 	class := chclient.Classify(err)
