@@ -85,7 +85,7 @@ func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
 		if len(m.Data) == 0 && len(m.Attributes) == 0 {
 			return usageError(cio, "publish", fmt.Errorf("%s: the message has neither data nor attributes, which Pub/Sub refuses (a message needs one or the other); nothing was published", l.Where))
 		}
-		if err := fitsTopic(m, *topic); err != nil {
+		if err := psclient.CheckMessage(m, *topic); err != nil {
 			return usageError(cio, "publish", fmt.Errorf("%s: %w; nothing was published", l.Where, err))
 		}
 		msgs[i] = m
@@ -108,15 +108,6 @@ func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
 		return failure(cio, "publish", fmt.Errorf("%w (%d of %d messages published)", err, n, len(msgs)))
 	}
 	return exitOK
-}
-
-// fitsTopic returns an error giving both sizes when m is larger than the Pub/Sub client publishes
-// to topic (psclient.MaxMessageBytes).
-func fitsTopic(m *pubsub.Message, topic string) error {
-	if size, limit := psclient.MessageSize(m), psclient.MaxMessageBytes(topic); size > limit {
-		return fmt.Errorf("the message is %d bytes as Pub/Sub encodes it (data, attributes and ordering key), above the %d bytes a publish request to %s has room for (Pub/Sub's limit is 10 MB a request)", size, limit, topic)
-	}
-	return nil
 }
 
 // attributeFlag is the repeated --attribute=key=value.
@@ -263,10 +254,14 @@ func parseEnvelope(line []byte) (*pubsub.Message, error) {
 
 // parseAttributes reads text, a JSON object of strings (a dead-letter table's attributes
 // column), as strictly as an --envelope line's attributes (decodeAttributes): no key twice, no
-// key Pub/Sub refuses, every value a string, no lone UTF-16 surrogate in an escape (which Go's
+// key Pub/Sub refuses, every value a string, valid UTF-8, no lone UTF-16 surrogate in an escape (which Go's
 // decoder would turn into U+FFFD), nothing after the object; so that replay publishes exactly the
 // attributes the row holds, or refuses it.
 func parseAttributes(text string) (map[string]string, error) {
+	if !utf8.ValidString(text) {
+		// Go's decoder would turn each such byte into U+FFFD.
+		return nil, errors.New("the text is not valid UTF-8, which Pub/Sub requires of attributes")
+	}
 	if hasLoneSurrogate([]byte(text)) {
 		return nil, errors.New("a \\u escape is half of a UTF-16 surrogate pair, which no text can hold")
 	}

@@ -299,13 +299,16 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	if err := rows.Err(); err != nil {
 		return failure(cio, "replay", fmt.Errorf("reading %s: %w", r.from, err))
 	}
-	// A dead letter too large to publish with the replay's attributes stays in the table (and is
-	// not deleted): the others are replayed, and the exit status says some were left.
-	var tooLarge []error
+	// A dead letter Pub/Sub would refuse with the replay's attributes (too large, more than 100
+	// attributes, text that is not UTF-8 in its attributes or ordering key, which only a hand can
+	// have written into the table) stays in the table, and is not deleted: checked before any is
+	// published, so that one such row holds up none of the others. The exit status says some
+	// were left.
+	var refused []error
 	kept := 0
 	for i, m := range msgs {
-		if err := fitsTopic(m, r.topic); err != nil {
-			tooLarge = append(tooLarge, fmt.Errorf("a dead letter of %d bytes: %w", len(m.Data), err))
+		if err := psclient.CheckMessage(m, r.topic); err != nil {
+			refused = append(refused, fmt.Errorf("a dead letter of %d bytes: %w", len(m.Data), err))
 			continue
 		}
 		msgs[kept], hashes[kept] = m, hashes[i]
@@ -332,10 +335,10 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 		}
 	}
 	code := exitOK
-	if len(tooLarge) > 0 {
+	if len(refused) > 0 {
 		code = exitFailed
-		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: leaving %s in %s, too large to publish with the replay's attributes (replayed_from, replay_id): %v\n",
-			count(len(tooLarge), "dead letter"), r.from, flow.OneLine(errors.Join(tooLarge...).Error()))
+		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: leaving %s in %s, which Pub/Sub would refuse with the replay's attributes (replayed_from, replay_id): %v\n",
+			count(len(refused), "dead letter"), r.from, flow.OneLine(errors.Join(refused...).Error()))
 	}
 	if r.dryRun {
 		r.printDryRun(cio, msgs)
@@ -659,7 +662,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	var heldAcks []string
 	defer func() { releaseAcks(ctx, subs, r.subscription, heldAcks) }()
 	replayed, cut := 0, 0 // cut: messages the dead-letter stage cut to fit the topic
-	tooLarge := 0         // messages too large to publish with the replay's attributes
+	tooLarge := 0         // messages Pub/Sub would refuse with the replay's attributes (psclient.CheckMessage)
 	again := 0            // dead letters of messages this run replayed, which failed again
 	unreadable := 0       // dead letters with this run's replay id whose failedAt is not the stage's
 	start := time.Now()
@@ -716,7 +719,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 				delete(attrs, k)
 			}
 			msg := r.message(m.GetData(), attrs, m.GetOrderingKey())
-			if err := fitsTopic(msg, r.topic); err != nil {
+			if err := psclient.CheckMessage(msg, r.topic); err != nil {
 				tooLarge++
 				heldAcks = append(heldAcks, rm.GetAckId())
 				heldKeys.add(m.GetOrderingKey())
@@ -767,7 +770,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 		code = exitFailed
 	}
 	if tooLarge > 0 {
-		fmt.Fprintf(cio.Out, "left %d messages too large to publish with the replay's attributes (replayed_from, replay_id) on %s, unacknowledged\n", tooLarge, r.subscription)
+		fmt.Fprintf(cio.Out, "left %d messages that Pub/Sub would refuse with the replay's attributes (replayed_from, replay_id) on %s, unacknowledged\n", tooLarge, r.subscription)
 		code = exitFailed
 	}
 	if unreadable > 0 {

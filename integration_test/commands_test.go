@@ -474,11 +474,13 @@ func TestReplayFromTable(t *testing.T) {
 		t.Errorf("replay of a row with bad attributes: exit %d\n%s%s", code, out, errOut)
 	}
 	// So do attributes that a lax decoder would take, changed: a key given twice (one value
-	// would go), a lone surrogate (it would become U+FFFD), an empty key (Pub/Sub refuses it).
+	// would go), a lone surrogate or a byte that is not UTF-8 (either would become U+FFFD), an
+	// empty key (Pub/Sub refuses it).
 	for i, tc := range []struct{ attrs, want string }{
 		{`{"a":"1","a":"2"}`, `the attribute "a" is given twice`},
 		{`{"a":"\ud800"}`, `half of a UTF-16 surrogate pair`},
 		{`{"":"v"}`, `the attribute key is empty`},
+		{`{"a":"` + "\xff" + `"}`, `the text is not valid UTF-8`},
 	} {
 		ch.MustExec(t, fmt.Sprintf(`INSERT INTO dl VALUES ('{"id":%d}', 'e', 's', %s, '8', '%s', '')`, 50+i, at(15+i), strings.ReplaceAll(tc.attrs, `\`, `\\`)))
 		out, errOut, code = runCommand(t, "", append(args, fmt.Sprintf("--since=2026-01-15T%d:30:00Z", 14+i))...)
@@ -574,7 +576,8 @@ func TestReplayFromTable(t *testing.T) {
 }
 
 // TestReplayTooLarge: a dead letter that the replay's own attributes (replayed_from, replay_id)
-// would take past what the Pub/Sub client publishes is left where it is (in the table, not
+// would take past what the Pub/Sub client publishes, or that Pub/Sub would refuse for another
+// reason (psclient.CheckMessage), is left where it is (in the table, not
 // deleted; on the subscription, unacknowledged), named on standard error, and the others are
 // replayed; exit 1.
 func TestReplayTooLarge(t *testing.T) {
@@ -591,7 +594,7 @@ func TestReplayTooLarge(t *testing.T) {
 	from := "clickhouse://" + ch.Database + ".dl"
 	out, errOut, code := runCommand(t, "", append([]string{"replay", "--topic=" + input, "--fromTable=dl", "--replayId=r4", "--delete"}, chFlags(ch)...)...)
 	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+from) || !strings.Contains(out, "deleted 1 replayed row") ||
-		!strings.Contains(errOut, fmt.Sprintf("leaving 1 dead letter in %s, too large to publish with the replay's attributes (replayed_from, replay_id): a dead letter of %d bytes: the message is ", from, len(huge))) {
+		!strings.Contains(errOut, fmt.Sprintf("leaving 1 dead letter in %s, which Pub/Sub would refuse with the replay's attributes (replayed_from, replay_id): a dead letter of %d bytes: the message is ", from, len(huge))) {
 		t.Errorf("replay --fromTable: exit %d, want 1\n%s%s", code, out, errOut)
 	}
 	if got := pullAll(t, e, inputSub); len(got) != 1 || got[0].Data != `{"id":1}` {
@@ -601,11 +604,39 @@ func TestReplayTooLarge(t *testing.T) {
 		t.Errorf("the table holds rows of lengths %s, want the large dead letter alone", got)
 	}
 
+	// Rows Pub/Sub would refuse for another reason stay too, checked before any is published, so
+	// that the others are replayed and deleted: 100 attributes (102 with the replay's; the
+	// dead-letter topic's copy had 3 left out), an ordering key that is not UTF-8 (only a hand
+	// writes one into the table).
+	ch.MustExec(t, deadletter.CreateTable(ch.Database, "dl_refused"))
+	var hundred []string
+	for i := range 100 {
+		hundred = append(hundred, fmt.Sprintf(`"k%03d":"v"`, i))
+	}
+	ch.MustExec(t, `INSERT INTO dl_refused (raw_message, error_message, stack_trace, failed_at, attributes, ordering_key) VALUES `+
+		`('{"id":3}', 'e', 's', '2026-01-15 10:00:00', '{`+strings.Join(hundred, ",")+`}', ''), `+
+		`('{"id":4}', 'e', 's', '2026-01-15 10:00:01', '{}', 'k\xFF'), `+
+		`('{"id":5}', 'e', 's', '2026-01-15 10:00:02', '{}', '')`)
+	refusedFrom := "clickhouse://" + ch.Database + ".dl_refused"
+	out, errOut, code = runCommand(t, "", append([]string{"replay", "--topic=" + input, "--fromTable=dl_refused", "--replayId=r6", "--delete"}, chFlags(ch)...)...)
+	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+refusedFrom) || !strings.Contains(out, "deleted 1 replayed row") ||
+		!strings.Contains(errOut, "leaving 2 dead letters in "+refusedFrom+", which Pub/Sub would refuse with the replay's attributes (replayed_from, replay_id): ") ||
+		!strings.Contains(errOut, "the message has 102 attributes, over Pub/Sub's 100 a message") ||
+		!strings.Contains(errOut, `the ordering key "k\xff" is not valid UTF-8`) {
+		t.Errorf("replay --fromTable of rows Pub/Sub refuses: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	if got := pullAll(t, e, inputSub); len(got) != 1 || got[0].Data != `{"id":5}` {
+		t.Errorf("replayed %v, want only {\"id\":5}", got)
+	}
+	if got := ch.MustQuery(t, "SELECT arrayStringConcat(groupArray(raw_message), ' ') FROM (SELECT raw_message FROM dl_refused ORDER BY failed_at)"); got != `{"id":3} {"id":4}` {
+		t.Errorf("dl_refused holds %s, want the two rows Pub/Sub would refuse", got)
+	}
+
 	// From the dead-letter topic: a message published there by another hand.
 	e.Publish(t, dlTopic, &pubsubpb.PubsubMessage{Data: []byte(huge)}, &pubsubpb.PubsubMessage{Data: []byte(`{"id":2}`)})
 	out, errOut, code = runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+dlSub, "--replayId=r5")
 	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+dlSub) ||
-		!strings.Contains(out, "left 1 messages too large to publish with the replay's attributes (replayed_from, replay_id) on "+dlSub+", unacknowledged") ||
+		!strings.Contains(out, "left 1 messages that Pub/Sub would refuse with the replay's attributes (replayed_from, replay_id) on "+dlSub+", unacknowledged") ||
 		!strings.Contains(errOut, "unacknowledged: the message is ") {
 		t.Errorf("replay --fromSubscription: exit %d, want 1\n%s%s", code, out, errOut)
 	}

@@ -37,7 +37,7 @@ var (
 
 // Pub/Sub limits (https://cloud.google.com/pubsub/quotas#resource_limits).
 const (
-	maxAttributeValueBytes = 1024
+	maxAttributeValueBytes = psclient.MaxAttributeValueBytes
 	// FailedAtLayout is the failedAt attribute: RFC 3339, UTC, milliseconds.
 	FailedAtLayout = "2006-01-02T15:04:05.000Z"
 )
@@ -577,7 +577,7 @@ var AddedAttributes = []string{AttrErrorMessage, AttrFailedAt, AttrPayloadTrunca
 
 // MaxTopicAttributes is the most attributes a Pub/Sub message may have
 // (https://cloud.google.com/pubsub/quotas#resource_limits).
-const MaxTopicAttributes = 100
+const MaxTopicAttributes = psclient.MaxAttributes
 
 // TopicMessage is the dead-letter topic's message for r: the original payload bytes, ordering key
 // and attributes, with the attributes errorMessage (cut to Pub/Sub's 1024-byte limit on a UTF-8

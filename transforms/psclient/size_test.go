@@ -3,6 +3,7 @@ package psclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -42,5 +43,49 @@ func TestMaxMessageBytes(t *testing.T) {
 			t.Errorf("topic %s: a message of MaxMessageBytes+1 (%d): %v, want %v", id, limit+1, err, pubsub.ErrOversizedMessage)
 		}
 		publisher.Stop()
+	}
+}
+
+// TestCheckMessage: CheckMessage names what Pub/Sub refuses of a message: its size, more than 100
+// attributes, a key, value or ordering key over its limit or not UTF-8; and passes the largest
+// message of each limit.
+func TestCheckMessage(t *testing.T) {
+	const topic = "projects/p/topics/t"
+	attrs := func(n int) map[string]string {
+		m := map[string]string{}
+		for i := range n {
+			m[fmt.Sprintf("k%03d", i)] = "v"
+		}
+		return m
+	}
+	for _, c := range []struct {
+		m    pubsub.Message
+		want string // "" when fit
+	}{
+		{m: pubsub.Message{Data: []byte("{}"), Attributes: attrs(100), OrderingKey: strings.Repeat("o", 1024)}},
+		{m: pubsub.Message{Attributes: map[string]string{strings.Repeat("k", 256): strings.Repeat("v", 1024)}}},
+		{m: pubsub.Message{Data: make([]byte, MaxMessageBytes(topic))}, want: "above the"},
+		{m: pubsub.Message{Attributes: attrs(101)}, want: "the message has 101 attributes, over Pub/Sub's 100 a message"},
+		{m: pubsub.Message{Attributes: map[string]string{strings.Repeat("k", 257): ""}}, want: "is 257 bytes, over Pub/Sub's 256"},
+		{m: pubsub.Message{Attributes: map[string]string{"a": strings.Repeat("v", 1025)}}, want: `the value of the attribute "a" is 1025 bytes, over Pub/Sub's 1024`},
+		{m: pubsub.Message{Attributes: map[string]string{"a\xff": "v"}}, want: `the attribute key "a\xff" is not valid UTF-8`},
+		{m: pubsub.Message{Attributes: map[string]string{"b": "v\xff", "a": "\xfe"}}, want: `the value of the attribute "a" is not valid UTF-8`},
+		{m: pubsub.Message{Data: []byte("x"), OrderingKey: "k\xff"}, want: `the ordering key "k\xff" is not valid UTF-8`},
+		{m: pubsub.Message{Data: []byte("x"), OrderingKey: strings.Repeat("o", 1025)}, want: "the ordering key is 1025 bytes, over Pub/Sub's 1024"},
+	} {
+		err := CheckMessage(&c.m, topic)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("CheckMessage(%d bytes, %d attributes, ordering key of %d) = %v, want %q", len(c.m.Data), len(c.m.Attributes), len(c.m.OrderingKey), err, c.want)
+		}
+	}
+	// The client itself refuses text that is not UTF-8 (the emulator keeps none of the other
+	// limits, so they are Pub/Sub's documented ones).
+	e := pubsubtest.Start(t)
+	publisher := e.Client.Publisher(e.Topic(t, "utf8"))
+	publisher.EnableMessageOrdering = true
+	defer publisher.Stop()
+	ctx := context.Background()
+	if _, err := publisher.Publish(ctx, &pubsub.Message{Data: []byte("x"), OrderingKey: "k\xff"}).Get(ctx); err == nil {
+		t.Error("the client published an ordering key that is not UTF-8")
 	}
 }
