@@ -9,7 +9,8 @@ import (
 )
 
 // RepeatedKey returns the first name that one object of payload holds twice, at any depth, and
-// where that object is (a path such as .user.tags[2], "" for the top-level object), with ok true.
+// where that object is (a path such as .user.tags[2] or .user["a.b"], "" for the top-level
+// object), with ok true.
 // Names are compared as JSON.parse compares them (ECMA-262, JSON.parse: a later member of the
 // same name replaces the earlier one): escapes resolved ("s" and "\u0073" are one name), and a
 // \u escape of a lone UTF-16 surrogate read as U+FFFD, as goja reads it ("\ud800", "\udbff" and
@@ -182,15 +183,30 @@ func (r *repeatedKeys) noted(top *openValue, name []byte) bool {
 }
 
 // pathOf is the path of the innermost open object: each open object's name being read, and
-// each open array's index, from the outermost.
+// each open array's index, from the outermost (.a.b[1]["c.d"], as jq writes one).
 func (r *repeatedKeys) pathOf() string {
 	var b strings.Builder
 	for _, o := range r.open[:len(r.open)-1] {
 		if o.object {
-			b.WriteString("." + string(o.key))
+			b.WriteString(pathStep(string(o.key)))
 		} else {
 			b.WriteString("[" + strconv.Itoa(o.index) + "]")
 		}
 	}
 	return b.String()
+}
+
+// pathStep is the step of a path into the field name: .name for a name of ASCII letters, digits
+// and _ that does not start with a digit, else the name quoted in brackets (["a.b"], [""]), so
+// that a name holding '.', '[' or '"' cannot read as several steps.
+func pathStep(name string) string {
+	plain := name != "" && (name[0] < '0' || name[0] > '9')
+	for i := 0; plain && i < len(name); i++ {
+		c := name[i]
+		plain = c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+	if plain {
+		return "." + name
+	}
+	return "[" + strconv.Quote(name) + "]"
 }

@@ -27,6 +27,8 @@ func TestRepeatedKey(t *testing.T) {
 		{`{"id":20,"s":"a","s":"b"}`, "s", "", true},
 		{`{"id":21,"s":"a","\u0073":"b"}`, "s", "", true},
 		{`{"a":{"b":[1,{"x":1,"y":{"z":1,"z":2}}]}}`, "z", ".a.b[1].y", true},
+		// A name that is no identifier is quoted, so that its '.' or '[' reads as no step.
+		{`{"a.b":{"c[0]":{"":{"_x9":{"9":{"é":{"z":1,"z":2}}}}}}}`, "z", `["a.b"]["c[0]"][""]._x9["9"]["é"]`, true},
 		{`[{"a":1},{"a":1,"b":2,"a":3}]`, "a", "[1]", true},
 		{`{"a":{"x":1},"b":{"x":1}}`, "", "", false}, // one name in two objects
 		{`{"a":"\"a\":1,\"a\":2"}`, "", "", false},   // names in a string are text
