@@ -174,23 +174,26 @@ func roundedInFloat(columns []evolve.Column, msgs []inputMessage) []string {
 	return notes
 }
 
-// doubleOfInteger returns, for text that is a JSON integer (digits, perhaps after a minus sign)
-// that no double holds exactly, the nearest double's value written out, with rounded true.
+// doubleOfInteger returns, for text that is a JSON number of an integer value (digits, perhaps
+// after a minus sign, or written with a fraction or an exponent: 12345678901234567.0,
+// 1.2345678901234567e16) that no double holds exactly, the nearest double's value written out,
+// with rounded true; "infinity" for digits beyond the largest double.
 func doubleOfInteger(text string) (stored string, rounded bool) {
-	digits := strings.TrimPrefix(text, "-")
-	if len(digits) < 16 || strings.Trim(digits, "0123456789") != "" {
-		return "", false // 15 digits or fewer: every such integer is a double
+	if text == "" || strings.ContainsAny(text, "xXpP_iInN") {
+		return "", false // JSON writes no hexadecimal, separator, Inf or NaN
 	}
-	exact, ok := new(big.Int).SetString(text, 10)
 	f, err := strconv.ParseFloat(text, 64)
-	if !ok || err != nil && !errors.Is(err, strconv.ErrRange) {
+	switch {
+	case errors.Is(err, strconv.ErrRange) && math.IsInf(f, 0):
+		if strings.Trim(strings.TrimPrefix(text, "-"), "0123456789") == "" {
+			return "infinity", true
+		}
 		return "", false
+	case err != nil, math.Abs(f) < 1<<53:
+		return "", false // every integer below 2^53 is a double, the nearest to its text
 	}
-	if math.IsInf(f, 0) {
-		return "infinity", true
-	}
-	back, _ := new(big.Float).SetFloat64(f).Int(nil)
-	if back.Cmp(exact) == 0 {
+	exact, ok := new(big.Rat).SetString(text)
+	if !ok || !exact.IsInt() || new(big.Rat).SetFloat64(f).Cmp(exact) == 0 {
 		return "", false
 	}
 	return strconv.FormatFloat(f, 'f', -1, 64), true

@@ -293,19 +293,25 @@ func TestInferFromSubscription(t *testing.T) {
 // store (a string of digits too, which such a column takes as a number); integers a double holds
 // (2^53, 2^60) and other columns get none.
 func TestRoundedInFloat(t *testing.T) {
-	columns := []evolve.Column{{Name: "id", Type: "Nullable(Int64)"}, {Name: "v", Type: "Nullable(Float64)"}, {Name: "w", Type: "Nullable(Float64)"}}
+	columns := []evolve.Column{{Name: "id", Type: "Nullable(Int64)"}, {Name: "v", Type: "Nullable(Float64)"}, {Name: "w", Type: "Nullable(Float64)"},
+		{Name: "x", Type: "Nullable(Float64)"}}
 	msgs := []inputMessage{
 		{Where: "f:1", Data: []byte(`{"id":9007199254740993,"v":1.5,"w":9007199254740992}`)},
 		{Where: "f:2", Data: []byte(`{"id":1,"v":-9007199254740993,"w":1152921504606846976}`)},
-		{Where: "f:3", Data: []byte(`{"id":1,"v":18446744073709551615,"w":"9007199254740993"}`)},
+		{Where: "f:3", Data: []byte(`{"id":1,"v":18446744073709551615,"w":"9007199254740993","x":1.5}`)},
+		{Where: "f:4", Data: []byte(`{"id":1,"x":12345678901234567.0}`)},
 	}
 	want := []string{"column `v` is Nullable(Float64), which stores the integer -9007199254740993 (f:2) as -9007199254740992: declare it Int64, UInt64 or Decimal by hand to keep such values",
 		// A string of digits converts into a Float64 column as the number it writes.
-		"column `w` is Nullable(Float64), which stores the integer 9007199254740993 (f:3) as 9007199254740992: declare it Int64, UInt64 or Decimal by hand to keep such values"}
+		"column `w` is Nullable(Float64), which stores the integer 9007199254740993 (f:3) as 9007199254740992: declare it Int64, UInt64 or Decimal by hand to keep such values",
+		"column `x` is Nullable(Float64), which stores the integer 12345678901234567.0 (f:4) as 12345678901234568: declare it Int64, UInt64 or Decimal by hand to keep such values"}
 	if diff := cmp.Diff(want, roundedInFloat(columns, msgs)); diff != "" {
 		t.Errorf("notes (-want +got):\n%s", diff)
 	}
-	for text, want := range map[string]string{"18446744073709551615": "18446744073709552000", "123456789012345678": "123456789012345680", "1e400": ""} {
+	for text, want := range map[string]string{"18446744073709551615": "18446744073709552000", "123456789012345678": "123456789012345680", "1e400": "",
+		// An integer written with a fraction or an exponent is an integer too.
+		"12345678901234567.0": "12345678901234568", "1.2345678901234567e16": "12345678901234568", "-123456789012345678E0": "-123456789012345680",
+		"9007199254740993.5": "", "1e20": "", "9007199254740992.0": "", "1" + strings.Repeat("0", 400): "infinity", "0.5": "", "-0.0": "", "0x20000000000001p0": ""} {
 		if got, _ := doubleOfInteger(text); got != want {
 			t.Errorf("doubleOfInteger(%s) = %q, want %q", text, got, want)
 		}
