@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"cloud.google.com/go/pubsub/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
@@ -21,6 +22,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/route"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/udf"
@@ -41,7 +43,8 @@ const checkDescription = "Prints, for each message of the files, the row it beco
 	"server refuses them.\n" +
 	"A FILE is read as JSON lines (one message per line; lines of only spaces, tabs and carriage returns skipped), or whole with --perFile; a directory holds one " +
 	"message per file; - is standard input.\n" +
-	"Exit status: 0 when every message becomes a row (or is dropped by the UDF), 1 when some message would be dead-lettered, " +
+	"A message Pub/Sub refuses to publish (over 10 MB, ...) is said to be one; the pipeline never reads it.\n" +
+	"Exit status: 0 when every message becomes a row (or is dropped by the UDF), 1 when some message would be dead-lettered or Pub/Sub refuses it, " +
 	"2 on a usage error, 3 when the check could not run (ClickHouse, the table or the UDF's file)."
 
 // checkParams are the template parameters check takes.
@@ -102,7 +105,7 @@ func runCheck(ctx context.Context, cio *cmdIO, args []string) int {
 			a.print(cio, o.ClickHouseDatabase, table)
 		}
 	}
-	if s.deadLetters > 0 {
+	if s.deadLetters > 0 || s.unpublishable > 0 {
 		return exitFailed
 	}
 	return exitOK
@@ -219,6 +222,12 @@ func (c *checker) close() {
 func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace bool, s *checkSummary) error {
 	s.messages++
 	where = flow.OneLine(where)
+	if err := psclient.CheckMessage(&pubsub.Message{Data: m.Data, Attributes: m.Attributes, OrderingKey: m.OrderingKey}, ""); err != nil {
+		// publish refuses it too: the pipeline never sees such a message.
+		s.unpublishable++
+		fmt.Fprintf(cio.Out, "%s: not a message Pub/Sub takes: %v\n", where, err)
+		return nil
+	}
 	var dl *flow.DeadLetter
 	kinds := []string{"javascript UDF"}
 	if c.fn != nil {
@@ -368,6 +377,7 @@ func errorKinds(err error) []string {
 // checkSummary counts what check found.
 type checkSummary struct {
 	messages, rows, dropped, deadLetters int
+	unpublishable                        int // messages Pub/Sub refuses (psclient.CheckMessage)
 	dropsFields                          int // rows with fields that no column takes
 	byKind                               map[string]int
 }
@@ -387,6 +397,9 @@ func (s *checkSummary) print(cio *cmdIO) {
 	fmt.Fprintf(cio.Out, "\n%s: %d would be %s, %s", count(s.messages, "message"), s.rows, map[bool]string{true: "a row", false: "rows"}[s.rows == 1], count(s.deadLetters, "dead letter"))
 	if s.dropped > 0 {
 		fmt.Fprintf(cio.Out, ", %d dropped by the javascript UDF", s.dropped)
+	}
+	if s.unpublishable > 0 {
+		fmt.Fprintf(cio.Out, ", %d that Pub/Sub refuses to publish", s.unpublishable)
 	}
 	fmt.Fprintln(cio.Out)
 	if s.dropsFields > 0 {

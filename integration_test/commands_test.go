@@ -26,6 +26,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // runCommand runs the binary with args and stdin, and returns its standard output, standard
@@ -186,6 +187,36 @@ dead letters by error kind (a message with several failing columns counts under 
 		}
 		if code != 1 {
 			t.Errorf("exit code %d, want 1 (some message would be dead-lettered)\n%s", code, errOut)
+		}
+	})
+
+	// A message Pub/Sub refuses (publish refuses it too) never reaches the pipeline: check says
+	// so, apart from rows and dead letters, and exits 1.
+	t.Run("messages Pub/Sub refuses", func(t *testing.T) {
+		var hundred []string
+		for i := range 101 {
+			hundred = append(hundred, fmt.Sprintf(`"k%03d":"v"`, i))
+		}
+		ok := `{"id":1,"name":"a","ts":0,"n":0,"kind":"a"}`
+		file := writeTestFile(t, "big.jsonl", strings.Join([]string{
+			`{"data":` + ok + `}`,
+			`{"data":{"id":2,"name":"` + strings.Repeat("x", 10_500_000) + `","ts":0,"n":0,"kind":"a"}}`,
+			`{"data":` + ok + `,"attributes":{` + strings.Join(hundred, ",") + `}}`,
+		}, "\n")+"\n")
+		out, errOut, code := runCommand(t, "", append(args, "--envelope", file)...)
+		for _, want := range []string{
+			file + ":1: row\n",
+			file + ":2: not a message Pub/Sub takes: the message is 10500",
+			"bytes a publish request has room for (Pub/Sub's limit is 10 MB a request)\n",
+			file + ":3: not a message Pub/Sub takes: the message has 101 attributes, over Pub/Sub's 100 a message\n",
+			"3 messages: 1 would be a row, 0 dead letters, 2 that Pub/Sub refuses to publish\n",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("check printed\n%s\nwant it to contain\n%s\nstderr:\n%s", text.Cut([]byte(out), 2000), want, errOut)
+			}
+		}
+		if code != 1 {
+			t.Errorf("exit code %d, want 1", code)
 		}
 	})
 

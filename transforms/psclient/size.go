@@ -39,12 +39,16 @@ const (
 )
 
 // CheckMessage returns why Pub/Sub would refuse m published to topic, nil if nothing: larger
-// than MaxMessageBytes(topic), more than MaxAttributes attributes, an attribute's key or value or
+// than MaxMessageBytes(topic) (topic "" for any topic, the bound of the shortest name), more than MaxAttributes attributes, an attribute's key or value or
 // the ordering key longer than its limit, or one of them not valid UTF-8 (protobuf's string
 // fields, which the client refuses to encode). The error names the attribute and the limit.
 func CheckMessage(m *pubsub.Message, topic string) error {
 	if size, limit := MessageSize(m), MaxMessageBytes(topic); size > limit {
-		return fmt.Errorf("the message is %d bytes as Pub/Sub encodes it (data, attributes and ordering key), above the %d bytes a publish request to %s has room for (Pub/Sub's limit is 10 MB a request)", size, limit, topic)
+		to := " to " + topic
+		if topic == "" {
+			to = ""
+		}
+		return fmt.Errorf("the message is %d bytes as Pub/Sub encodes it (data, attributes and ordering key), above the %d bytes a publish request%s has room for (Pub/Sub's limit is 10 MB a request)", size, limit, to)
 	}
 	if n := len(m.Attributes); n > MaxAttributes {
 		return fmt.Errorf("the message has %d attributes, over Pub/Sub's %d a message", n, MaxAttributes)
