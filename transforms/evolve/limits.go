@@ -86,6 +86,18 @@ func (c *Checker) Limits() Limits { return c.limits }
 // (convert.Converter.GroupOf), "" for none: a new column there would change how that field is
 // read.
 func (c *Checker) Check(field string, value []byte, group string) *Refusal {
+	return c.check(field, value, group, tableGroup)
+}
+
+// What a group of Check is, in its refusal's words.
+const (
+	tableGroup   = "a column or a Nested group of the table"
+	messageGroup = "another new field of the message, which it would make a column"
+	knownGroup   = "a column that earlier messages would add"
+)
+
+// check is Check, with what the group is (tableGroup, messageGroup, knownGroup).
+func (c *Checker) check(field string, value []byte, group, what string) *Refusal {
 	r := &Refusal{Field: field, Value: text.Cut(value, maxQuoted)}
 	var ne *NameError
 	switch {
@@ -95,7 +107,7 @@ func (c *Checker) Check(field string, value []byte, group string) *Refusal {
 		ne = CheckName(field).(*NameError)
 		r.Param, r.Rule = ParamAdd, "cannot be a column: "+ne.Rule
 	case group != "":
-		r.Param, r.Rule = ParamAdd, fmt.Sprintf("cannot be a column: it falls under %s, a column or a Nested group of the table, whose field a new column there would read differently", quote(group))
+		r.Param, r.Rule = ParamAdd, fmt.Sprintf("cannot be a column: it falls under %s, %s, whose field a new column there would read differently", quote(group), what)
 	case c.pattern != nil && !c.pattern.MatchString(field):
 		r.Param, r.Rule = ParamPattern, "does not match "+c.limits.Pattern
 	default:
@@ -149,15 +161,18 @@ func (c *Checker) Fields(conv *convert.Converter, payload []byte, known func(nam
 	for _, f := range candidates {
 		others[f.Name] = true
 	}
-	column := func(name string) bool { return others[name] || known != nil && known(name) }
 	for _, f := range candidates {
-		group := conv.GroupOf(f.Name)
+		group, what := conv.GroupOf(f.Name), tableGroup
 		for j := 1; group == "" && j < len(f.Name); j++ {
-			if f.Name[j] == '.' && column(f.Name[:j]) {
-				group = f.Name[:j]
+			switch prefix := f.Name[:j]; {
+			case f.Name[j] != '.':
+			case others[prefix]:
+				group, what = prefix, messageGroup
+			case known != nil && known(prefix):
+				group, what = prefix, knownGroup
 			}
 		}
-		if r := c.Check(f.Name, f.Value, group); r != nil {
+		if r := c.check(f.Name, f.Value, group, what); r != nil {
 			refused = append(refused, r)
 		} else {
 			fresh = append(fresh, f)

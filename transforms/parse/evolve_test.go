@@ -234,7 +234,7 @@ func TestAddColumnsRefusesNamesThatBreakTheTable(t *testing.T) {
 		`addNewColumns: field "_part" (value 1) cannot be a column: the name is that of a virtual column of MergeTree tables, which ClickHouse (18.16 among others) reads instead of a column of that name; the message is a dead letter`,
 		"row", "row", "row",
 		// x and x.y new in one message: x.y falls under x, which the message adds (before, both were added).
-		`addNewColumns: field "x.y" (value 2) cannot be a column: it falls under "x", a column or a Nested group of the table, whose field a new column there would read differently; the message is a dead letter`,
+		`addNewColumns: field "x.y" (value 2) cannot be a column: it falls under "x", another new field of the message, which it would make a column, whose field a new column there would read differently; the message is a dead letter`,
 		"row", // x alone: added (message 8, a dead letter, added nothing)
 		"row", // under nothing: a new group
 	}
