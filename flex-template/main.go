@@ -333,7 +333,8 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 	if token {
 		send[chclient.TokenSetting] = "(per INSERT)"
 	}
-	slog.Info("insert settings", "sent", fmt.Sprint(send), "left out (unknown to the server)", strings.Join(leftOut, ", "))
+	slog.Info("insert settings", "sent", fmt.Sprint(send))
+	chclient.LogLeftOut(leftOut) // a local run's write stage, in this process, does not say it again
 	if o.ClickHouseDeadLetterTable != "" {
 		columns, err := deadletter.Columns(ctx, conn, o.ClickHouseDatabase, o.ClickHouseDeadLetterTable)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -83,6 +84,14 @@ func LogOnce(msg string, args ...any) {
 	key := fmt.Sprint(append([]any{msg}, args...)...)
 	if _, dup := logged.LoadOrStore(key, true); !dup {
 		slog.Info(msg, args...)
+	}
+}
+
+// LogLeftOut logs, once per process (LogOnce), the insert settings ResolveSettings left out,
+// if any: the launch and, in the same process or on each worker, the write stage say it once.
+func LogLeftOut(leftOut []string) {
+	if len(leftOut) > 0 {
+		LogOnce("insert settings left out: the server does not know them", "settings", strings.Join(leftOut, ", "))
 	}
 }
 

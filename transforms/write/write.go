@@ -151,9 +151,7 @@ func (f *insertFn) setup(ctx context.Context) error {
 	if f.settings, f.withToken, leftOut, err = chclient.ResolveSettings(ctx, f.conn, f.Settings); err != nil {
 		return err
 	}
-	if len(leftOut) > 0 {
-		chclient.LogOnce("insert settings left out: the server does not know them", "settings", strings.Join(leftOut, ", "))
-	}
+	chclient.LogLeftOut(leftOut)
 	return nil
 }
 
