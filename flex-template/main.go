@@ -353,6 +353,9 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 		if err := psclient.Check(ctx, topic); err != nil {
 			return pipeline.Labelled(err, "")
 		}
+		if err := psclient.CheckNotInput(ctx, o.Subscription(), topic); err != nil {
+			return pipeline.Labelled(err, "")
+		}
 	}
 	return nil
 }

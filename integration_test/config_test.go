@@ -93,6 +93,8 @@ func TestConfigurationErrors(t *testing.T) {
 		{"the host does not resolve", map[string]string{"clickHouseUrl": "clickhouse://no-such-host.invalid:9000"}, "clickHouseUrl: the host of clickhouse://no-such-host.invalid:9000 does not resolve"},
 		{"native protocol to the HTTP port", map[string]string{"clickHouseUrl": "clickhouse://127.0.0.1:8123"}, "clickHouseUrl: clickhouse://127.0.0.1:8123 uses the native protocol (clickhouse://), but 127.0.0.1:8123 is ClickHouse's HTTP interface (it answers GET /ping): use http://127.0.0.1:8123, or the native port (9000) with clickhouse://"},
 		{"https to a plain port", map[string]string{"clickHouseUrl": "https://127.0.0.1:8123"}, "clickHouseUrl: https://127.0.0.1:8123 uses https://, but the server answers plain HTTP"},
+		{"https to the native port", map[string]string{"clickHouseUrl": "https://127.0.0.1:9000"}, "clickHouseUrl: https://127.0.0.1:9000 uses https://, but that port speaks ClickHouse's native protocol without TLS: use clickhouse://"},
+		{"dead-letter topic the input reads", map[string]string{"deadLetterTopic": e.topic}, "deadLetterTopic " + e.topic + " is the topic of the input subscription " + o.InputSubscription + ": every dead letter published there would come back"},
 		{"http to a TLS port", map[string]string{"clickHouseUrl": "http://" + tlsHost}, "uses http://, but the server expects TLS on that port: use https://"},
 		{"http to the native port", map[string]string{"clickHouseUrl": "http://127.0.0.1:9000"}, "that port speaks ClickHouse's native protocol: use clickhouse://"},
 		{"http to a server too old for it", map[string]string{"clickHouseUrl": "http://127.0.0.1:8123"}, "too old for clickhouse-go's HTTP protocol: use the native protocol, clickhouse://host:9000"},

@@ -136,6 +136,11 @@ func explain(err error, c Config, askedForCert bool) error {
 	return err
 }
 
+// nativeException is the first byte of the native protocol's exception packet (ServerCodes
+// Exception = 2, ClickHouse's src/Core/Protocol.h), which a native port sends in answer to a
+// TLS client's hello.
+const nativeException = 2
+
 // explainTLS explains a failure of the TLS handshake as a *ConfigError naming the field to
 // fix, or returns nil when err is not one. The server's certificate is verified by Go's TLS
 // client (x509's errors); the client certificate by the server, whose refusal arrives as a TLS
@@ -151,6 +156,9 @@ func explainTLS(err error, c Config, url, scheme string, askedForCert bool) erro
 	// A connection the server closed right after the handshake (see above).
 	closed := askedForCert && (strings.Contains(msg, "connection reset") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe"))
 	switch {
+	case scheme == "https" && errors.As(err, &record) && record.RecordHeader[0] == nativeException:
+		// The native protocol's server answers a TLS hello with an exception packet.
+		return &ConfigError{FieldURL, Hintf("%s uses https://, but that port speaks ClickHouse's native protocol without TLS: use clickhouse:// with it, or the HTTPS port (8443)", url), err}
 	case strings.Contains(msg, "server gave HTTP response to HTTPS client") || (scheme == "https" && errors.As(err, &record)):
 		return &ConfigError{FieldURL, Hintf("%s uses https://, but the server answers plain HTTP on that port: use http://, or the server's HTTPS port (8443 on ClickHouse Cloud)", url), err}
 	case errors.As(err, &record):

@@ -85,6 +85,28 @@ func CheckTopic(ctx context.Context, client *pubsub.Client, n Name) error {
 		}, client.TopicAdminClient.TestIamPermissions)
 }
 
+// CheckNotInput checks that the dead-letter topic is not the topic the input subscription sub
+// reads: every dead letter published there would come back as input, fail again and be
+// published again, without end. It asks Pub/Sub for the subscription (GetSubscription, which
+// needs pubsub.subscriptions.get: roles/pubsub.subscriber lacks it); when that is denied or
+// fails, the check cannot tell, and passes (CheckSubscription has said whether the subscription
+// can be read). Its error is a *CheckError of topic.
+func CheckNotInput(ctx context.Context, sub, topic Name) error {
+	client, err := NewClient(ctx, sub.Project)
+	if err != nil {
+		return nil // CheckSubscription made the same client and said so
+	}
+	defer client.Close()
+	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	s, err := client.SubscriptionAdminClient.GetSubscription(cctx, &pubsubpb.GetSubscriptionRequest{Subscription: sub.String()})
+	if err == nil && s.GetTopic() == topic.String() {
+		return &CheckError{topic, fmt.Errorf("%s is the topic of the input subscription %s: every dead letter published there would come back "+
+			"as input, fail again and be published again, without end; give a topic of its own for dead letters", topic, sub)}
+	}
+	return nil
+}
+
 // check asks for the resource with get and, when that is denied (the role the job needs lacks
 // the .get permission), asks testIAM whether the caller holds perm on it.
 func check(ctx context.Context, n Name, perm, role string, get func(context.Context) error,
