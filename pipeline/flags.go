@@ -5,6 +5,7 @@ package pipeline
 
 import (
 	"errors"
+	"math"
 	"flag"
 	"fmt"
 	"strconv"
@@ -83,8 +84,8 @@ type OptionalInt struct {
 // GivenInt returns the OptionalInt holding v.
 func GivenInt(v int) OptionalInt { return OptionalInt{Value: v, Given: true} }
 
-// Set parses s like [flag.Int] (decimal, or with a 0x, 0o or 0b prefix,
-// surrounding spaces ignored) and marks the value given. An empty or blank s
+// Set parses s in decimal (parseInt: surrounding spaces ignored, no 0x, 0o or
+// 0b prefix, no _) and marks the value given. An empty or blank s
 // makes the value unset, as the Dataflow console may pass --name= for a
 // parameter left empty.
 func (p *OptionalInt) Set(s string) error {
@@ -100,14 +101,16 @@ func (p *OptionalInt) Set(s string) error {
 	return nil
 }
 
-// parseInt parses an integer flag value as flag.Int does, spaces trimmed.
+// parseInt parses an integer flag value in decimal, spaces trimmed: unlike flag.Int, which
+// reads 010 as 8, 0x10 as 16 and 1_000 as 1000, the value means what the template's form
+// (metadata.json) and a reader of the command take it to mean; a leading 0 is a decimal 0.
 func parseInt(s string) (int, error) {
-	v, err := strconv.ParseInt(strings.TrimSpace(s), 0, strconv.IntSize)
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, strconv.IntSize)
 	if err != nil {
 		if errors.Is(err, strconv.ErrRange) {
-			return 0, errors.New("out of range")
+			return 0, fmt.Errorf("out of range: a whole number from %d to %d", math.MinInt, math.MaxInt)
 		}
-		return 0, errors.New("not a whole number")
+		return 0, errors.New("not a whole number in decimal digits")
 	}
 	return int(v), nil
 }

@@ -287,10 +287,10 @@ func TestParseFlags(t *testing.T) {
 		{"empty optional ints are unset", []string{"--windowSeconds=", "--batchRowCount=", "--insertQuorum="}, Defaults()},
 		{"blank optional int is unset", []string{"--windowSeconds= "}, Defaults()},
 		{"empty after a value unsets", []string{"--windowSeconds=5", "--windowSeconds="}, Defaults()},
-		{"ints like flag.Int", []string{"--batchRowCount=0x10", "--maxInsertBlockSize=1_000", "--insertQuorum=+3"},
+		{"ints in decimal, a leading 0 too (flag.Int reads 010 as 8)", []string{"--batchRowCount=010", "--maxInsertBlockSize=0100", "--insertQuorum=+3"},
 			with(func(o *Options) {
-				o.BatchRowCount = GivenInt(16)
-				o.MaxInsertBlockSize = 1000
+				o.BatchRowCount = GivenInt(10)
+				o.MaxInsertBlockSize = 100
 				o.InsertQuorum = GivenInt(3)
 			})},
 		{"empty defaulted int is the default", []string{"--maxInsertBlockSize=", "--maxRetries="}, Defaults()},
@@ -355,8 +355,11 @@ func TestOptionalInt(t *testing.T) {
 		{"0", GivenInt(0), false},
 		{"-3", GivenInt(-3), false},
 		{" 42 ", GivenInt(42), false},
-		{"0x10", GivenInt(16), false},
-		{"1_000", GivenInt(1000), false},
+		{"010", GivenInt(10), false},
+		{"0x10", OptionalInt{}, true},
+		{"0b11", OptionalInt{}, true},
+		{"0o17", OptionalInt{}, true},
+		{"1_000", OptionalInt{}, true},
 		{"abc", OptionalInt{}, true},
 		{"1.5", OptionalInt{}, true},
 		{"99999999999999999999", OptionalInt{}, true},
