@@ -5,9 +5,9 @@ package pipeline
 
 import (
 	"errors"
-	"math"
 	"flag"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
