@@ -443,17 +443,11 @@ func valuePart(arg string) string {
 	return v
 }
 
+// isSecretName reports whether the value of the flag name may be a secret: clickHousePassword,
+// and any flag whose name says so (secret.SecretName: a misspelt --clickHousePass is no flag of
+// the binary, and its value would be logged as given).
 func isSecretName(name string) bool {
-	if secretFlags[name] {
-		return true
-	}
-	l := strings.ToLower(name)
-	for _, w := range []string{"password", "secret", "token"} {
-		if strings.Contains(l, w) {
-			return true
-		}
-	}
-	return false
+	return secretFlags[name] || secret.SecretName(name)
 }
 
 // String formats a note for the log.

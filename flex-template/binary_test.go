@@ -280,7 +280,7 @@ func TestBinary(t *testing.T) {
 			lines int // when not 0, the output has exactly that many lines
 		}{
 			{"a flag's value that is not a number", append([]string{"--windowSeconds=2s"}, params...), 2,
-				`pubsub-to-clickhouse: --windowSeconds "2s": not a whole number (leave it empty for unset) (--help lists the flags)`, nil, 1},
+				`pubsub-to-clickhouse: --windowSeconds "2s": not a whole number in decimal digits (leave it empty for unset) (--help lists the flags)`, nil, 1},
 			{"a boolean flag's value that is not a boolean", append([]string{"--insertDeduplicate=yes please"}, params...), 2,
 				`pubsub-to-clickhouse: --insertDeduplicate "yes please": not true or false (leave it empty for the default, true) (--help lists the flags)`, nil, 1},
 			{"a template parameter that breaks its rule", append([]string{"--windowSeconds=0"}, params...), 2,

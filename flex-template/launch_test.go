@@ -241,13 +241,16 @@ func TestRedactArgs(t *testing.T) {
 		"--apiToken=abc",
 		"--inputSubscription=projects/p/subscriptions/" + pw,
 		"--clickHousePassword=",
+		// Misspelt flags, which the binary ignores or refuses, with a password as their value.
+		"--clickHousePass=abc1", "--pwd=abc2", "--clickHouseAuth=abc3", "--credentials", "abc4",
 	}
 	got := strings.Join(redactArgs(newFlagSet(), in, pw), " ")
 	if strings.Contains(got, pw) || strings.Contains(got, "abc") {
 		t.Errorf("redacted arguments show a secret: %s", got)
 	}
 	for _, want := range []string{"--clickHousePassword=xxxxx", "--clickHousePassword xxxxx", "https://user:xxxxx@host:8443/?password=xxxxx",
-		"--clickHouseUsername=default", "--apiToken=xxxxx", "--clickHousePassword="} {
+		"--clickHouseUsername=default", "--apiToken=xxxxx", "--clickHousePassword=", "--clickHousePass=xxxxx", "--pwd=xxxxx",
+		"--clickHouseAuth=xxxxx", "--credentials xxxxx"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("redacted arguments %q lack %q", got, want)
 		}

@@ -101,11 +101,15 @@ func (p *OptionalInt) Set(s string) error {
 	return nil
 }
 
-// parseInt parses an integer flag value in decimal, spaces trimmed: unlike flag.Int, which
-// reads 010 as 8, 0x10 as 16 and 1_000 as 1000, the value means what the template's form
-// (metadata.json) and a reader of the command take it to mean; a leading 0 is a decimal 0.
+// parseInt parses an integer flag value in decimal digits, spaces trimmed, and refuses a
+// leading 0, as the template's form does (metadata.json): flag.Int reads 010 as 8, 0x10 as 16
+// and 1_000 as 1000, which neither the form nor a reader of the command takes them for.
 func parseInt(s string) (int, error) {
-	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, strconv.IntSize)
+	s = strings.TrimSpace(s)
+	if digits := strings.TrimLeft(s, "+-"); len(digits) > 1 && digits[0] == '0' {
+		return 0, errors.New("has a leading 0: give the number in decimal digits without it")
+	}
+	v, err := strconv.ParseInt(s, 10, strconv.IntSize)
 	if err != nil {
 		if errors.Is(err, strconv.ErrRange) {
 			return 0, fmt.Errorf("out of range: a whole number from %d to %d", math.MinInt, math.MaxInt)

@@ -287,7 +287,7 @@ func TestParseFlags(t *testing.T) {
 		{"empty optional ints are unset", []string{"--windowSeconds=", "--batchRowCount=", "--insertQuorum="}, Defaults()},
 		{"blank optional int is unset", []string{"--windowSeconds= "}, Defaults()},
 		{"empty after a value unsets", []string{"--windowSeconds=5", "--windowSeconds="}, Defaults()},
-		{"ints in decimal, a leading 0 too (flag.Int reads 010 as 8)", []string{"--batchRowCount=010", "--maxInsertBlockSize=0100", "--insertQuorum=+3"},
+		{"ints in decimal", []string{"--batchRowCount=10", "--maxInsertBlockSize=100", "--insertQuorum=+3"},
 			with(func(o *Options) {
 				o.BatchRowCount = GivenInt(10)
 				o.MaxInsertBlockSize = 100
@@ -355,7 +355,9 @@ func TestOptionalInt(t *testing.T) {
 		{"0", GivenInt(0), false},
 		{"-3", GivenInt(-3), false},
 		{" 42 ", GivenInt(42), false},
-		{"010", GivenInt(10), false},
+		{"010", OptionalInt{}, true}, // flag.Int's 8
+		{"-07", OptionalInt{}, true},
+		{"+0", GivenInt(0), false},
 		{"0x10", OptionalInt{}, true},
 		{"0b11", OptionalInt{}, true},
 		{"0o17", OptionalInt{}, true},

@@ -52,6 +52,8 @@ func TestRedact(t *testing.T) {
 		"https://u@h:8443":                                 "https://u@h:8443",
 		"clickhouse://h:9000":                              "clickhouse://h:9000",
 		"clickhouse://h:9000?password=s3cr3t&compress=lz4": "clickhouse://h:9000?password=xxxxx&compress=lz4",
+		// Options that are none of clickhouse-go's, whose names say they hold a secret.
+		"clickhouse://h:9000?token=s3cr3t&Pass=s3cr3t&x_secret=s3cr3t&pwd=s3cr3t&secure=true": "clickhouse://h:9000?token=xxxxx&Pass=xxxxx&x_secret=xxxxx&pwd=xxxxx&secure=true",
 	} {
 		if got := RedactURL(in); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)

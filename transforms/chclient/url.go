@@ -381,8 +381,9 @@ func isSchemeName(s string) bool {
 }
 
 // RedactURL returns raw with its passwords replaced by "xxxxx": the password of the userinfo
-// (user:password@), the value of a "password" query parameter and the password in an
-// "http_proxy" query parameter (both of which clickhouse-go reads). It reads the URL as text so
+// (user:password@), the value of a "password" query parameter (or of another whose name says it
+// holds a secret, such as token) and the password in an "http_proxy" query parameter (both of
+// which clickhouse-go reads). It reads the URL as text so
 // as to work on malformed URLs too; when in doubt it hides too much rather than too little (for
 // example, everything from the first ":" after the scheme up to an "@" found later in the
 // path). It is the one redactor of ClickHouse URLs: the template parameters, the errors and the
@@ -408,8 +409,9 @@ func RedactURL(raw string) string {
 	return s
 }
 
-// redactQuery hides the value of "password" parameters and the password in
-// "http_proxy" parameters of a raw query. Keys are compared unescaped and
+// redactQuery hides the value of "password" parameters (and of any other whose name says it
+// may be a secret, secret.SecretName: token, pass, ...) and the password in "http_proxy"
+// parameters of a raw query. Keys are compared unescaped and
 // without regard to case.
 func redactQuery(query string) string {
 	segments := strings.Split(query, "&")
@@ -422,7 +424,7 @@ func redactQuery(query string) string {
 			key = k
 		}
 		switch key = strings.ToLower(key); {
-		case hasValue && key == "password":
+		case hasValue && secret.SecretName(key): // password, and ?token=, ?pass=, ...
 			seg, inPassword = rawKey+"="+secret.Mask, true
 		case hasValue && key == "http_proxy":
 			if proxy, err := url.QueryUnescape(value); err == nil {

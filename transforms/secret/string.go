@@ -139,3 +139,20 @@ func KeyText(ref string) bool {
 	}
 	return upper && lower && digit
 }
+
+// secretWords are the words of a name whose value may be a secret: a password (or pass, passwd,
+// pwd), a secret, a token, an auth, a credential.
+var secretWords = []string{"pass", "pwd", "secret", "token", "auth", "credential"}
+
+// SecretName reports whether a name (a flag's, a URL query parameter's, a name=value pair's)
+// says its value may be a secret, by secretWords, in any letter case: what the logs and errors
+// hide whatever the name, known or misspelt (--clickHousePass, ?token=).
+func SecretName(name string) bool {
+	l := strings.ToLower(name)
+	for _, w := range secretWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
