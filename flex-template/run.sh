@@ -140,11 +140,25 @@ for d in "," "~" "|" ";" "#" "!" "@@"; do
   if ((!clash)); then delimiter=$d; break; fi
 done
 [[ -n $delimiter ]] || die "every candidate delimiter appears in a parameter value; pass --parameters to gcloud yourself"
+# The command as printed hides what the binary's own logs hide: the password, in its parameter
+# and wherever else it appears (unless it is a Secret Manager version's name), the password of a
+# URL's user:password@, and the value of a URL option whose name says it holds a secret.
+password=""
+for p in "${params[@]}"; do
+  [[ $p != clickHousePassword=* ]] || password=${p#clickHousePassword=}
+done
+[[ $password != projects/*/secrets/*/versions/* ]] || password=""
 joined=""
 shown=""
 for p in "${params[@]}"; do
   show=$p
-  [[ $p != clickHousePassword=?* ]] || show="clickHousePassword=xxxxx"
+  if [[ $p == clickHousePassword=?* ]]; then
+    show="clickHousePassword=xxxxx"
+  else
+    [[ -z $password ]] || show=${show//"$password"/xxxxx}
+    show=$(sed -E -e 's#^([^=]*=[A-Za-z][A-Za-z0-9+.-]*://[^:/?@]*:).*@#\1xxxxx@#' \
+      -e 's#([?&][^=&]*([Pp][Aa][Ss][Ss]|[Pp][Ww][Dd]|[Ss][Ee][Cc][Rr][Ee][Tt]|[Tt][Oo][Kk][Ee][Nn]|[Aa][Uu][Tt][Hh]|[Cc][Rr][Ee][Dd][Ee][Nn][Tt][Ii][Aa][Ll])[^=&]*=)[^&]*#\1xxxxx#g' <<<"$show")
+  fi
   joined+=${joined:+$delimiter}$p
   shown+=${shown:+$delimiter}$show
 done

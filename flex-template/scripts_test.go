@@ -93,6 +93,26 @@ func TestScripts(t *testing.T) {
 			t.Errorf("run.sh --dry-run shows the password:\n%s", out)
 		}
 
+		// A URL's password and secret options, and the password in another value, are hidden
+		// as the binary's logs hide them.
+		out, err = command(t, ".", nil, bash, "run.sh", "--project", "p", "--region", "r", "--bucket", "b", "--dry-run", "--",
+			"clickHouseUrl=clickhouse://ingest:Zq9@SECRET@ch1:9000,ch2:9000/db?Token=T0k3n&secure=true&pass=P4ss",
+			"clickHousePassword=pw-Given-42", "clickHouseTable=t_pw-Given-42", "inputSubscription=projects/p/subscriptions/s")
+		if err != nil {
+			t.Fatalf("run.sh: %v\n%s", err, out)
+		}
+		for _, want := range []string{`clickHouseUrl=clickhouse://ingest:xxxxx@ch1:9000\,ch2:9000/db\?Token=xxxxx\&secure=true\&pass=xxxxx`,
+			"clickHousePassword=xxxxx", "clickHouseTable=t_xxxxx"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("run.sh --dry-run does not print %s:\n%s", want, out)
+			}
+		}
+		for _, secret := range []string{"Zq9", "SECRET", "T0k3n", "P4ss", "pw-Given-42"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("run.sh --dry-run shows %s:\n%s", secret, out)
+			}
+		}
+
 		out, err = command(t, ".", nil, bash, "run.sh", "--project", "p", "--region", "r", "--bucket", "b",
 			"--dry-run", "stopAfterIdle=5")
 		var exit *exec.ExitError
