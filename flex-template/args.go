@@ -65,6 +65,31 @@ var secretFlags = map[string]bool{"clickHousePassword": true}
 type argNote struct {
 	Flag string // the flag as given, without dashes
 	What string // "renamed to --x", "ignored: why"
+	// Unknown is true for a flag that is neither a template parameter nor a flag of the Beam Go
+	// SDK, nor an other SDK's flag ignored on purpose (ignored): see refuseUnknown.
+	Unknown bool
+}
+
+// refuseUnknown returns the error of the unknown flags among notes (argNote.Unknown) on a
+// command line typed by hand: one that is neither the Flex Template launcher's
+// (FLEX_TEMPLATE_GO_BINARY set), whose own flags this binary cannot list, nor a Dataflow worker's
+// (--worker), which Beam's container starts. Ignored, a misspelt or another template's parameter
+// (--batchSize, --deadLetterTable) would run the job without it.
+func refuseUnknown(notes []argNote, args []string, launcher bool) error {
+	if launcher || slices.ContainsFunc(args, func(a string) bool { name, _, _, ok := splitFlag(a); return ok && name == "worker" }) {
+		return nil
+	}
+	var unknown []string
+	for _, n := range notes {
+		if n.Unknown {
+			unknown = append(unknown, "--"+n.Flag)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: neither a template parameter nor a flag of the Beam Go SDK (--help lists them); nothing was started",
+		strings.Join(unknown, ", "))
 }
 
 // normalizeArgs rewrites the command line so that fs (the program's flag set: the template
@@ -124,7 +149,7 @@ func normalizeArgs(fs *flag.FlagSet, params []string, args []string) (out []stri
 		switch {
 		case slices.Contains(listFlags, target):
 			if name != target || len(lists[target]) > 0 {
-				notes = append(notes, argNote{name, "merged into --" + target})
+				notes = append(notes, argNote{Flag: name, What: "merged into --" + target})
 			}
 			for _, e := range strings.Split(value, ",") {
 				if e = strings.TrimSpace(e); e != "" && !slices.Contains(lists[target], e) {
@@ -133,7 +158,7 @@ func normalizeArgs(fs *flag.FlagSet, params []string, args []string) (out []stri
 			}
 		case slices.Contains(mapFlags, target):
 			if name != target || mapValues[target] != nil {
-				notes = append(notes, argNote{name, "merged into --" + target})
+				notes = append(notes, argNote{Flag: name, What: "merged into --" + target})
 			}
 			if mapValues[target] == nil {
 				mapValues[target] = map[string]string{}
@@ -142,10 +167,11 @@ func normalizeArgs(fs *flag.FlagSet, params []string, args []string) (out []stri
 				return nil, nil, err
 			}
 		case target == "":
-			notes = append(notes, argNote{name, "ignored: " + why})
+			_, known := ignored[name]
+			notes = append(notes, argNote{name, "ignored: " + why, !known})
 		default:
 			if target != name {
-				notes = append(notes, argNote{name, "renamed to --" + target})
+				notes = append(notes, argNote{Flag: name, What: "renamed to --" + target})
 			}
 			if hasValue {
 				out = append(out, "--"+target+"="+value)

@@ -294,6 +294,9 @@ func TestBinary(t *testing.T) {
 				"are not flags: give each flag as --name=value (a boolean flag takes --name=false", nil, 1},
 			{"a misspelt template parameter", append([]string{"--batchRowcount=5000"}, params...), 2,
 				"did you mean the template parameter --batchRowCount?", nil, 1},
+			// Another template's parameters: ignored, the job would run without them.
+			{"flags of no kind", append([]string{"--batchSize=500", "--deadLetterTable=dl", "--streaming"}, params...), 2,
+				"pubsub-to-clickhouse: --batchSize, --deadLetterTable: neither a template parameter nor a flag of the Beam Go SDK (--help lists them); nothing was started", nil, 1},
 			{"a dry run on prism", append([]string{"--runner=prism", "--dry_run"}, params...), 2,
 				"--dry_run is for the Dataflow runner", nil, 0},
 			{"the direct runner", append([]string{"--runner=direct"}, params...), 2,

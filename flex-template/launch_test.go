@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -157,6 +158,18 @@ func TestNormalizeArgs(t *testing.T) {
 		if !strings.HasPrefix(noted[flag], what) {
 			t.Errorf("note for --%s is %q, want %q...", flag, noted[flag], what)
 		}
+	}
+	// Typed by hand, the flags of no kind stop the run (not --streaming, ignored on purpose);
+	// from the Flex Template launcher or on a worker, they are ignored.
+	const unknown = "--someJavaOnlyOption, --setup_file: neither a template parameter nor a flag of the Beam Go SDK (--help lists them); nothing was started"
+	if err := refuseUnknown(notes, in, false); err == nil || err.Error() != unknown {
+		t.Errorf("typed by hand: %v, want %q", err, unknown)
+	}
+	if err := refuseUnknown(notes, in, true); err != nil {
+		t.Errorf("from the launcher: %v", err)
+	}
+	if err := refuseUnknown(notes, append(slices.Clone(in), "--worker=true"), false); err != nil {
+		t.Errorf("on a worker: %v", err)
 	}
 }
 

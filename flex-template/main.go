@@ -59,6 +59,9 @@ func main() {
 	flag.CommandLine.Usage = func() { printHelp(flag.CommandLine.Output(), flag.CommandLine) }
 	params := templateParams()
 	args, notes, err := normalizeArgs(flag.CommandLine, params, os.Args[1:])
+	if err == nil {
+		err = refuseUnknown(notes, os.Args[1:], os.Getenv("FLEX_TEMPLATE_GO_BINARY") != "")
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pubsub-to-clickhouse:", err)
 		os.Exit(2)

@@ -47,7 +47,9 @@ var processingParameters = []parameter{
 		regex: `^(projects/([1-9][0-9]{0,18}|([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+:)?[a-z][-a-z0-9]{4,28}[a-z0-9])/topics/([a-fh-zA-Z][-a-zA-Z0-9_.~+%]{2,254}|g([-a-np-zA-Z0-9_.~+%][-a-zA-Z0-9_.~+%]{1,253}|o([-a-np-zA-Z0-9_.~+%][-a-zA-Z0-9_.~+%]{0,252}|o([-a-fh-zA-Z0-9_.~+%][-a-zA-Z0-9_.~+%]{0,251})?))))?$`,
 		doc: "Pub/Sub topic for dead letters, `projects/<project>/topics/<name>`. Each dead letter is published with the original message bytes as " +
 			"data, the original attributes and ordering key ([delivery.md](delivery.md#ordering-keys-in-the-dead-letter-topic)), and the attributes " +
-			"`errorMessage` and `failedAt`. Checked at launch and by each worker (it must exist).",
+			"`errorMessage` and `failedAt`. Checked at launch and by each worker (it must exist); the launch refuses the topic of " +
+			"`inputSubscription` (every dead letter would come back as input, without end), when the job may read the subscription " +
+			"(`pubsub.subscriptions.get`).",
 	},
 	{
 		name: "windowSeconds", group: "Batching", kind: kindOptionalInt,
@@ -246,7 +248,9 @@ var processingParameters = []parameter{
 		usage: "Local runner only: end the run once no message has arrived for this many `seconds` and everything pulled has been written.",
 		unset: "the run goes on until stopped",
 		rule:  within(1, maxSeconds, "must be a positive number of seconds (leave it empty to run until stopped)", tooManySeconds),
-		doc: "For local runs on Beam's prism runner: it ends the run once no message has arrived for that many seconds. On " +
+		doc: "For local runs on Beam's prism runner: it ends the run once no message has arrived for that many seconds and the messages " +
+			"read are written and acknowledged (with fixed windows, once their window has closed: up to `windowSeconds` more; the log says " +
+			"`idle, waiting for outstanding messages` meanwhile). On " +
 			"Dataflow the source is Dataflow's own Pub/Sub read and the flag has no effect (drain the job instead), so the template does not offer " +
 			"it and `flex-template/run.sh` refuses it.",
 	},
