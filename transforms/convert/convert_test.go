@@ -315,6 +315,9 @@ func TestPayloads(t *testing.T) {
 		{"null", []string{"a Int8"}, `null`, nil, `payload: null is not a JSON object`},
 		{"scalar", []string{"a Int8"}, `42`, nil, `payload: 42 is not a JSON object`},
 		{"array", []string{"a Int8"}, `[{"a":1}]`, nil, `payload: [{"a":1}] is not a JSON object`},
+		// A line of a pretty-printed object, and a byte order mark: what is there, not a token.
+		{"a value and more", []string{"a Int8"}, `"a": 1,`, nil, `payload: the payload is "a" followed by : 1, at byte 3, not a JSON object; a message must hold exactly one JSON object`},
+		{"byte order mark", []string{"a Int8"}, "\xef\xbb\xbf{\"a\":1}", nil, `payload: the payload starts with a UTF-8 byte order mark (EF BB BF), which JSON text may not (RFC 8259, section 8.1): the publisher should leave it out`},
 		{"two objects", []string{"a Int8"}, `{"a":1}{"a":2}`, nil, `payload: unexpected text after the JSON object at byte 7`},
 		{"invalid UTF-8", []string{"a Nullable(String)"}, "{\"a\":\"\xff\xfe\"}", nil, `payload: not valid UTF-8 (first bad byte at offset 6)`},
 		{"unterminated", []string{"a Int8"}, `{"a":1`, nil, `payload: invalid JSON at byte 6`},

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 )
@@ -35,11 +36,14 @@ func (c *Converter) scanFields(dst, b []byte, utf8Checked bool) (row []byte, don
 		return dst, 0, &PayloadError{Rule: emptyRule(b)}
 	}
 	if b[i] != '{' {
-		v, _, err := scanValue(b, i, 0)
+		if bytes.HasPrefix(b, []byte(byteOrderMark)) {
+			return dst, 0, &PayloadError{Rule: bomRule}
+		}
+		v, end, err := scanValue(b, i, 0)
 		if err != nil {
 			return dst, 0, &PayloadError{Rule: err.Error()}
 		}
-		return dst, 0, &PayloadError{Rule: fmt.Sprintf("%s is not a JSON object; a message must hold exactly one JSON object", quote(v.raw))}
+		return dst, 0, notOneObject(b, v, end)
 	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {

@@ -74,6 +74,25 @@ func emptyRule(b []byte) string {
 	return "only white space, expected one JSON object"
 }
 
+// notOneObject is the error of a payload b whose first value, v (ending at end), is not a
+// JSON object: the value, and the text after it when there is some (a line of a pretty-printed
+// object, "name": "a",).
+func notOneObject(b []byte, v value, end int) *PayloadError {
+	if j := skipSpace(b, end); j < len(b) {
+		return &PayloadError{Rule: fmt.Sprintf("the payload is %s followed by %s at byte %d, not a JSON object; a message must hold exactly one JSON object",
+			quote(v.raw), quote(b[j:]), j)}
+	}
+	return &PayloadError{Rule: fmt.Sprintf("%s is not a JSON object; a message must hold exactly one JSON object", quote(v.raw))}
+}
+
+// byteOrderMark is UTF-8's byte order mark, which JSON text may not begin with (RFC 8259,
+// section 8.1: implementations must not add one).
+const byteOrderMark = "\xef\xbb\xbf"
+
+// bomRule is the rule a payload that starts with byteOrderMark breaks.
+const bomRule = "the payload starts with a UTF-8 byte order mark (EF BB BF), which JSON text may not (RFC 8259, section 8.1): " +
+	"the publisher should leave it out"
+
 func describeAt(b []byte, i int) string {
 	if i >= len(b) {
 		return "unexpected end of the payload"

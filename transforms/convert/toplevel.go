@@ -1,6 +1,9 @@
 package convert
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+)
 
 // TopLevelFields calls fn for each field of payload's one JSON object, in the payload's order,
 // with the field's name (escapes resolved) and the exact text of its value (for a string,
@@ -23,12 +26,15 @@ func walkTopLevel(payload []byte, fn func(name []byte, v value) error) error {
 	if i >= len(payload) {
 		return &PayloadError{Rule: emptyRule(payload)}
 	}
+	if bytes.HasPrefix(payload, []byte(byteOrderMark)) {
+		return &PayloadError{Rule: bomRule}
+	}
 	v, end, err := scanValue(payload, i, 0)
 	if err != nil {
 		return &PayloadError{Rule: err.Error()}
 	}
 	if v.kind != kindObject {
-		return &PayloadError{Rule: fmt.Sprintf("%s is not a JSON object; a message must hold exactly one JSON object", quote(v.raw))}
+		return notOneObject(payload, v, end)
 	}
 	if j := skipSpace(payload, end); j < len(payload) {
 		return &PayloadError{Rule: fmt.Sprintf("unexpected text after the JSON object at byte %d: %s; a message must hold exactly one JSON object", j, quote(payload[j:]))}

@@ -35,6 +35,8 @@ func TestTopLevelFields(t *testing.T) {
 		{``, "empty, expected one JSON object"},
 		{" \n", "only white space, expected one JSON object"},
 		{`[1]`, "is not a JSON object"},
+		{`"name": "a", "ts": 1}`, `the payload is "name" followed by : "a", "ts": 1} at byte 6, not a JSON object`},
+		{"\xef\xbb\xbf{\"a\": 1}", "the payload starts with a UTF-8 byte order mark (EF BB BF)"},
 		{`{"a": 1`, "invalid JSON"},
 		{`{"a": 1} x`, "unexpected text after the JSON object"},
 		{"{\"a\": \"\xff\"}", "UTF-8"},
