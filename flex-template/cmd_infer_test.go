@@ -273,8 +273,7 @@ func TestInferFromSubscription(t *testing.T) {
 	if code != exitFailed || !strings.Contains(errOut, "--fromSubscription: pulling from "+missing+": ") || !strings.Contains(errOut, "NotFound") || strings.Contains(errOut, "no answer") {
 		t.Errorf("a subscription that does not exist: exit %d, want 1\n%s", code, errOut)
 	}
-	// An emulator that does not answer: the client retries Unavailable until the Pull's 5 s are
-	// up, and the failure it retried is said, not an empty subscription.
+	// Nothing listens at PUBSUB_EMULATOR_HOST: said at once.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -282,6 +281,15 @@ func TestInferFromSubscription(t *testing.T) {
 	dead := l.Addr().String()
 	l.Close()
 	t.Setenv("PUBSUB_EMULATOR_HOST", dead)
+	_, errOut, code = infer(t, append(conn, "--fromSubscription="+sub)...)
+	if code != exitFailed || !strings.Contains(errOut, "PUBSUB_EMULATOR_HOST="+dead+": nothing listens there: start the emulator") {
+		t.Errorf("an emulator that is not there: exit %d, want 1\n%s", code, errOut)
+	}
+	// An emulator that does not answer (it takes the connection, and closes it): the client
+	// retries Unavailable until the Pull's 5 s are up, and the failure it retried is said, not an
+	// empty subscription.
+	mute, _ := listen(t)
+	t.Setenv("PUBSUB_EMULATOR_HOST", mute)
 	_, errOut, code = infer(t, append(conn, "--fromSubscription="+sub)...)
 	if code != exitFailed || !strings.Contains(errOut, "--fromSubscription: pulling from "+sub+": no answer within 5s: ") || !strings.Contains(errOut, "Unavailable") {
 		t.Errorf("an emulator that does not answer: exit %d, want 1\n%s", code, errOut)

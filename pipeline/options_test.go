@@ -571,6 +571,8 @@ func TestValidateRules(t *testing.T) {
 			"clickHouseUrl", "http://ch.example.com:80a", "has an invalid port"},
 		{"URL port 0", func(o *Options) { o.ClickHouseURL = "http://ch.example.com:0" },
 			"clickHouseUrl", "http://ch.example.com:0", "has an invalid port"},
+		{"URL port beyond 65535", func(o *Options) { o.ClickHouseURL = "clickhouse://ch.example.com:90000" },
+			"clickHouseUrl", "clickhouse://ch.example.com:90000", "has an invalid port (give a number from 1 to 65535 after the host's \":\")"},
 		{"URL leading space", func(o *Options) { o.ClickHouseURL = " http://ch.example.com:8123" },
 			"clickHouseUrl", " http://ch.example.com:8123", "must not begin or end with spaces"},
 		{"URL tcp with password", func(o *Options) { o.ClickHouseURL = "tcp://default:" + testPassword + "@ch.example.com:9000" },

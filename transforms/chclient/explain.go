@@ -121,7 +121,7 @@ func explain(err error, c Config, askedForCert bool) error {
 	case errors.As(err, &dns):
 		return &ConfigError{FieldURL, Hintf("the host of %s does not resolve: check the host name", url), err}
 	case strings.Contains(msg, "connection refused"):
-		return &ConfigError{FieldURL, Hintf("nothing listens at %s: check the host and the port (native protocol 9000; HTTP 8123; HTTPS 8443) and that the server runs", url), err}
+		return &ConfigError{FieldURL, Hintf("nothing listens at %s: check the host and the port (native protocol 9000, or 9440 with TLS and ?secure=true; HTTP 8123; HTTPS 8443) and that the server runs", url), err}
 	case strings.Contains(msg, "HTTP request to an HTTPS server") || strings.Contains(msg, "plain HTTP request was sent to HTTPS"):
 		return &ConfigError{FieldURL, Hintf("%s uses http://, but the server expects TLS on that port: use https://", url), err}
 	case strings.Contains(msg, "is for clickhouse-client program"):

@@ -330,7 +330,7 @@ func syntaxRule(raw string) string {
 			return "has an empty host; " + acceptedURLForms
 		}
 		if hasPort && !isPort(port) {
-			rule := "has an invalid port (give digits after the host's \":\")"
+			rule := "has an invalid port (give a number from 1 to 65535 after the host's \":\")"
 			if strings.Contains(raw, "@") {
 				rule += `; a "/", "?", "#" or "@" in the user name or password must be percent-encoded`
 			}

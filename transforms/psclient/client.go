@@ -2,9 +2,13 @@ package psclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
+	"syscall"
+	"time"
 
 	"cloud.google.com/go/pubsub/v2"
 )
@@ -19,10 +23,42 @@ const CredentialsHint = "no credentials for Pub/Sub: a local run against the emu
 // PUBSUB_EMULATOR_HOST). When it finds no credentials (PUBSUB_EMULATOR_HOST unset and no
 // Application Default Credentials), the error starts with CredentialsHint and quotes the
 // client's own after it.
+//
+// With PUBSUB_EMULATOR_HOST set, it first checks the value's form (host:port, no scheme, which
+// the client would take for a host name) and that something listens there, so that a typo or
+// an emulator not started is said at once rather than as a call's deadline 30 s later.
 func NewClient(ctx context.Context, project string) (*pubsub.Client, error) {
+	if host := os.Getenv("PUBSUB_EMULATOR_HOST"); host != "" {
+		if err := checkEmulator(ctx, host); err != nil {
+			return nil, err
+		}
+	}
 	c, err := pubsub.NewClient(ctx, project)
 	if err != nil && os.Getenv("PUBSUB_EMULATOR_HOST") == "" && strings.Contains(err.Error(), "could not find default credentials") {
 		return nil, fmt.Errorf("%s (%w)", CredentialsHint, err)
 	}
 	return c, err
+}
+
+// checkEmulator returns what is wrong with PUBSUB_EMULATOR_HOST=host: a scheme or a path, no
+// port, or nothing listening at host:port (connection refused within 2 s).
+func checkEmulator(ctx context.Context, host string) error {
+	if strings.Contains(host, "/") {
+		return fmt.Errorf("PUBSUB_EMULATOR_HOST=%s: give the emulator's host:port alone, without a scheme or path (e.g. 127.0.0.1:8085)", host)
+	}
+	if _, port, err := net.SplitHostPort(host); err != nil || port == "" {
+		return fmt.Errorf("PUBSUB_EMULATOR_HOST=%s: give the emulator's host:port, with the port it prints (e.g. 127.0.0.1:8085)", host)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", host)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("PUBSUB_EMULATOR_HOST=%s: nothing listens there: start the emulator (make emulator) or give the host:port it prints; "+
+				"unset PUBSUB_EMULATOR_HOST to use Pub/Sub itself", host)
+		}
+		return nil // a slow network or a name that does not resolve yet: the calls say what they meet
+	}
+	conn.Close()
+	return nil
 }

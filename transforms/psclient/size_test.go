@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 
@@ -87,5 +88,28 @@ func TestCheckMessage(t *testing.T) {
 	ctx := context.Background()
 	if _, err := publisher.Publish(ctx, &pubsub.Message{Data: []byte("x"), OrderingKey: "k\xff"}).Get(ctx); err == nil {
 		t.Error("the client published an ordering key that is not UTF-8")
+	}
+}
+
+// TestCheckEmulator: a PUBSUB_EMULATOR_HOST with a scheme, without a port, or where nothing
+// listens is said at once; one that listens passes.
+func TestCheckEmulator(t *testing.T) {
+	e := pubsubtest.Start(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	for host, want := range map[string]string{
+		"http://127.0.0.1:8085": "without a scheme or path",
+		"127.0.0.1":             "give the emulator's host:port, with the port it prints",
+		dead:                    "nothing listens there: start the emulator",
+		e.Addr:                  "",
+	} {
+		err := checkEmulator(context.Background(), host)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("checkEmulator(%q) = %v, want %q", host, err, want)
+		}
 	}
 }
