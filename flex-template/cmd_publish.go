@@ -318,7 +318,7 @@ func openTopicWriter(ctx context.Context, topic string) (*topicWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--topic %q: %w", topic, err)
 	}
-	client, err := psclient.NewClient(ctx, name.Project)
+	client, err := psclient.NewCheckedClient(ctx, name.Project)
 	if err != nil {
 		return nil, fmt.Errorf("--topic %s: creating the Pub/Sub client: %w", topic, err)
 	}

@@ -627,7 +627,7 @@ const pullTimeout = 10 * time.Second
 // acknowledge, batch by batch, until a pull returns nothing.
 func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	name, _ := psclient.ParseSubscription(r.subscription)
-	client, err := psclient.NewClient(ctx, name.Project)
+	client, err := psclient.NewCheckedClient(ctx, name.Project)
 	if err != nil {
 		return failure(cio, "replay", fmt.Errorf("--fromSubscription %s: creating the Pub/Sub client: %w", r.subscription, err))
 	}

@@ -219,7 +219,7 @@ func peekSubscription(ctx context.Context, subscription string, max int) ([]inpu
 	if err != nil {
 		return nil, err
 	}
-	client, err := psclient.NewClient(ctx, name.Project)
+	client, err := psclient.NewCheckedClient(ctx, name.Project)
 	if err != nil {
 		return nil, fmt.Errorf("%s: creating the Pub/Sub client: %w", subscription, err)
 	}

@@ -52,7 +52,7 @@ func (e *CheckError) Unwrap() error { return e.Err }
 // Check creates a Pub/Sub client of n's project, checks n with CheckSubscription or CheckTopic
 // and closes the client: the start-up check of a launch. Its errors are *CheckError.
 func Check(ctx context.Context, n Name) error {
-	client, err := NewClient(ctx, n.Project)
+	client, err := NewCheckedClient(ctx, n.Project)
 	if err != nil {
 		return &CheckError{n, fmt.Errorf("%s: creating the Pub/Sub client: %w", n, err)}
 	}
@@ -92,7 +92,7 @@ func CheckTopic(ctx context.Context, client *pubsub.Client, n Name) error {
 // fails, the check cannot tell, and passes (CheckSubscription has said whether the subscription
 // can be read). Its error is a *CheckError of topic.
 func CheckNotInput(ctx context.Context, sub, topic Name) error {
-	client, err := NewClient(ctx, sub.Project)
+	client, err := NewCheckedClient(ctx, sub.Project)
 	if err != nil {
 		return nil // CheckSubscription made the same client and said so
 	}

@@ -22,22 +22,27 @@ const CredentialsHint = "no credentials for Pub/Sub: a local run against the emu
 // NewClient creates the Pub/Sub client of project, as pubsub.NewClient does (it honours
 // PUBSUB_EMULATOR_HOST). When it finds no credentials (PUBSUB_EMULATOR_HOST unset and no
 // Application Default Credentials), the error starts with CredentialsHint and quotes the
-// client's own after it.
-//
-// With PUBSUB_EMULATOR_HOST set, it first checks the value's form (host:port, no scheme, which
-// the client would take for a host name) and that something listens there, so that a typo or
-// an emulator not started is said at once rather than as a call's deadline 30 s later.
+// client's own after it. A worker's stages use it: their calls retry an emulator that is
+// briefly away.
 func NewClient(ctx context.Context, project string) (*pubsub.Client, error) {
-	if host := os.Getenv("PUBSUB_EMULATOR_HOST"); host != "" {
-		if err := checkEmulator(ctx, host); err != nil {
-			return nil, err
-		}
-	}
 	c, err := pubsub.NewClient(ctx, project)
 	if err != nil && os.Getenv("PUBSUB_EMULATOR_HOST") == "" && strings.Contains(err.Error(), "could not find default credentials") {
 		return nil, fmt.Errorf("%s (%w)", CredentialsHint, err)
 	}
 	return c, err
+}
+
+// NewCheckedClient is NewClient for the launch's checks and the commands, which run once: with
+// PUBSUB_EMULATOR_HOST set, it first checks the value's form (host:port, no scheme, which the
+// client would take for a host name) and that something listens there, so that a typo or an
+// emulator not started is said at once rather than as a call's deadline 30 s later.
+func NewCheckedClient(ctx context.Context, project string) (*pubsub.Client, error) {
+	if host := os.Getenv("PUBSUB_EMULATOR_HOST"); host != "" {
+		if err := checkEmulator(ctx, host); err != nil {
+			return nil, err
+		}
+	}
+	return NewClient(ctx, project)
 }
 
 // checkEmulator returns what is wrong with PUBSUB_EMULATOR_HOST=host: a scheme or a path, no
