@@ -105,6 +105,9 @@ func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
 	n, err := w.publish(ctx, p, msgs)
 	p.done(n)
 	if err != nil {
+		if status.Code(err) == codes.NotFound && !*create {
+			err = fmt.Errorf("the topic %s does not exist: create it (--create does, for the emulator) or check its name: %w", *topic, err)
+		}
 		return failure(cio, "publish", fmt.Errorf("%w (%d of %d messages published)", err, n, len(msgs)))
 	}
 	return exitOK

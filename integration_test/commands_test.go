@@ -369,6 +369,13 @@ func TestPublishCommand(t *testing.T) {
 		t.Errorf("pulled (-want +got):\n%s", diff)
 	}
 
+	// A topic that does not exist: said, with what to do.
+	missing := "projects/" + pubsubtest.Project + "/topics/no-such-topic"
+	_, errOut, code = runCommand(t, `{"id":9}`+"\n", "publish", "--topic="+missing, "-")
+	if code != 1 || !strings.Contains(errOut, "the topic "+missing+" does not exist: create it (--create does, for the emulator) or check its name") {
+		t.Errorf("publish to a topic that does not exist: exit %d, want 1\n%s", code, errOut)
+	}
+
 	// A bad envelope is a usage error naming the line; nothing is published.
 	_, errOut, code = runCommand(t, `{"data":1}`+"\n"+`{"payload":1}`+"\n", "publish", "--topic="+topic, "--envelope", "-")
 	if code != 2 || !strings.Contains(errOut, `-:2: not an envelope`) || !strings.Contains(errOut, `unknown field "payload"`) {
