@@ -104,6 +104,8 @@ func TestConfigurationErrors(t *testing.T) {
 		{"unknown user", map[string]string{"clickHouseUsername": "nobody"}, `clickHouseUsername: ClickHouse at`},
 		{"missing database", map[string]string{"clickHouseDatabase": "no_such_db"}, `clickHouseDatabase: database "no_such_db" does not exist`},
 		{"missing table", map[string]string{"clickHouseTable": "nope"}, "clickHouseTable: table " + o.ClickHouseDatabase + ".nope does not exist"},
+		{"a table in another letter case", map[string]string{"clickHouseTable": " " + strings.ToUpper(o.ClickHouseTable)},
+			fmt.Sprintf("check the database and table names, and that the user may read the table; the database has the table %q: names are compared byte for byte", o.ClickHouseTable)},
 		{"missing dead-letter table", map[string]string{"clickHouseDeadLetterTable": "nope"}, "clickHouseDeadLetterTable: table " + o.ClickHouseDatabase + ".nope does not exist (no columns in system.columns): check the database and table names, and that the user may read the table; create it with: CREATE TABLE `" + o.ClickHouseDatabase + "`.`nope` (raw_message String"},
 		{"missing dead-letter topic", map[string]string{"deadLetterTopic": "projects/test-project/topics/nope"}, "deadLetterTopic projects/test-project/topics/nope does not exist"},
 		{"missing subscription", map[string]string{"inputSubscription": "projects/test-project/subscriptions/nope"}, "inputSubscription projects/test-project/subscriptions/nope does not exist"},

@@ -103,6 +103,25 @@ var ErrNoWritableColumn = errors.New("has no column an INSERT may write")
 // passes the launch, and its first INSERT fails.
 var readOnlyEngines = map[string]bool{"Merge": true, "Dictionary": true, "LiveView": true, "GenerateRandom": true, "Executable": true, "ExecutablePool": true}
 
+// nearTable returns a hint naming the table of database that table was likely meant for, the
+// same name in another letter case or with spaces around it (ClickHouse compares names byte for
+// byte), or "" when there is none or the tables cannot be listed.
+func nearTable(ctx context.Context, conn driver.Conn, database, table string) string {
+	rows, err := conn.Query(ctx, "SELECT name FROM system.tables WHERE database = ?", database)
+	if err != nil {
+		return ""
+	}
+	defer rows.Close()
+	want := strings.ToLower(strings.TrimSpace(table))
+	for rows.Next() {
+		var name string
+		if rows.Scan(&name) == nil && name != table && strings.ToLower(strings.TrimSpace(name)) == want {
+			return fmt.Sprintf("; the database has the table %q: names are compared byte for byte, letter case and spaces included", name)
+		}
+	}
+	return ""
+}
+
 // Fetch reads the schema of database.table. It fails when the table does not exist (ErrNotFound)
 // or has no writable column, and when a column type does not parse; each error names the table.
 // A failure to read system.columns (the connection, a privilege) is returned as it came, wrapped.
@@ -151,7 +170,8 @@ func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Tabl
 		}
 	}
 	if len(t.Columns) == 0 {
-		return nil, fmt.Errorf("table %s.%s %w (no columns in system.columns): check the database and table names, and that the user may read the table", database, table, ErrNotFound)
+		return nil, fmt.Errorf("table %s.%s %w (no columns in system.columns): check the database and table names, and that the user may read the table%s",
+			database, table, ErrNotFound, nearTable(ctx, conn, database, table))
 	}
 	if len(t.Writable()) == 0 {
 		if err := t.NameFault(); err != nil {
