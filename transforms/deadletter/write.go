@@ -145,6 +145,14 @@ func columnTypes(ctx context.Context, conn driver.Conn, database, table string, 
 			types = append(types, got.TypeName)
 		}
 	}
+	if slices.IndexFunc(tableColumns, func(c struct{ name, typ string }) bool { _, ok := have[c.name]; return ok }) < 0 {
+		// None of them: another table given for the dead-letter table (the target, say).
+		names := make([]string, len(tableColumns))
+		for i, c := range tableColumns {
+			names[i] = c.name
+		}
+		problems = []string{fmt.Sprintf("has none of the columns of a dead-letter table (%s): is it one?", strings.Join(names, ", "))}
+	}
 	if len(problems) > 0 {
 		return nil, nil, &tableError{err: fmt.Errorf("table %s.%s: %s", database, table, strings.Join(problems, "; ")),
 			hint: "a dead-letter table has the columns of: " + CreateTable(database, table)}

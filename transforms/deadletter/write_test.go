@@ -224,6 +224,9 @@ func TestTableHint(t *testing.T) {
 		// An EPHEMERAL column is stored nowhere: the dead letter's bytes would be lost.
 		{"an EPHEMERAL column", schemafake.Conn{Columns: append([][4]string{{"raw_message", "String", "EPHEMERAL", "defaultValueOfTypeName('String')"}}, good[1:]...)},
 			"no writable column raw_message String", true},
+		// Another table given for it: the target table, say.
+		{"none of its columns", schemafake.Conn{Columns: [][4]string{{"id", "UInt32", "", ""}, {"name", "String", "", ""}}},
+			"table db.dl: has none of the columns of a dead-letter table (raw_message, error_message, stack_trace, failed_at): is it one?", true},
 		{"unreadable", schemafake.Conn{Fail: errors.New("dial tcp 127.0.0.1:9000: connect: connection refused")}, "connection refused", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
