@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
@@ -178,9 +179,10 @@ func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, er
 	// The flag package prints the whole usage on --help and after a parse error; here the usage
 	// goes once, to stdout, on --help, and a parse error is followed by one line that says where
 	// the flags are listed.
-	usage := fs.Usage
+	usage, out := fs.Usage, fs.Output()
 	fs.Usage = func() {}
-	defer func() { fs.Usage = usage }()
+	fs.SetOutput(io.Discard) // the problem is said below, in words of its own
+	defer func() { fs.Usage = usage; fs.SetOutput(out) }()
 	for {
 		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
@@ -189,7 +191,7 @@ func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, er
 			return nil, errHelp
 		}
 		if err != nil {
-			fmt.Fprintf(cio.Err, "(pubsub-to-clickhouse help %s lists the flags)\n", fs.Name())
+			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse %s: %s\n(pubsub-to-clickhouse help %[1]s lists the flags)\n", fs.Name(), commandFlagProblem(fs, err))
 			return nil, err
 		}
 		args = fs.Args()
@@ -202,6 +204,25 @@ func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, er
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
+}
+
+// commandFlagProblem is the problem of a subcommand's flags in words: a flag fs does not define
+// gets the flag it resembles (nearParam's rule over fs's flags), or is said to be a parameter of
+// the pipeline that the command does not take; a value a flag refuses is flagProblem's.
+func commandFlagProblem(fs *flag.FlagSet, err error) string {
+	name, undefined := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !undefined {
+		return flagProblem(err)
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if near := nearParam(name, names); near != "" {
+		return fmt.Sprintf("flag --%s is not defined: did you mean --%s? (names are case-sensitive)", name, near)
+	}
+	if slices.Contains(templateParams(), name) {
+		return fmt.Sprintf("flag --%s is a parameter of the pipeline, which %s does not take", name, fs.Name())
+	}
+	return fmt.Sprintf("flag --%s is not defined", name)
 }
 
 // usageError prints a usage error of command name and returns exitUsage.

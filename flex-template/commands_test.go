@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestCommandFlagProblems: a subcommand's flag it does not define is said in words, with the
+// flag it resembles or as a parameter of the pipeline; a value a flag refuses names the flag,
+// the value and the rule; exit status 2 each time, the problem said once.
+func TestCommandFlagProblems(t *testing.T) {
+	for _, tc := range []struct {
+		run  func(context.Context, *cmdIO, []string) int
+		args []string
+		want string
+	}{
+		{runCheck, []string{"--clickhouseUrl=x", "f"}, "pubsub-to-clickhouse check: flag --clickhouseUrl is not defined: did you mean --clickHouseUrl? (names are case-sensitive)\n" +
+			"(pubsub-to-clickhouse help check lists the flags)\n"},
+		{runCheck, []string{"--windowSeconds=2", "f"}, "pubsub-to-clickhouse check: flag --windowSeconds is a parameter of the pipeline, which check does not take\n"},
+		{runCheck, []string{"--nothingLikeIt=1", "f"}, "pubsub-to-clickhouse check: flag --nothingLikeIt is not defined\n"},
+		{runPublish, []string{"--topic=projects/p/topics/t", "--envelope=yes", "-"}, "pubsub-to-clickhouse publish: --envelope \"yes\": not true or false\n"},
+	} {
+		var out, errOut strings.Builder
+		code := tc.run(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), tc.args)
+		if code != exitUsage || !strings.Contains(errOut.String(), tc.want) || strings.Count(errOut.String(), "lists the flags") != 1 || strings.Contains(errOut.String(), "provided but not defined") {
+			t.Errorf("%v: exit %d, want %d, and standard error\n%s\nwant it to hold\n%s", tc.args, code, exitUsage, errOut.String(), tc.want)
+		}
+	}
+}
