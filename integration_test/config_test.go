@@ -99,6 +99,8 @@ func TestConfigurationErrors(t *testing.T) {
 		{"http to the native port", map[string]string{"clickHouseUrl": "http://127.0.0.1:9000"}, "that port speaks ClickHouse's native protocol: use clickhouse://"},
 		{"http to a server too old for it", map[string]string{"clickHouseUrl": "http://127.0.0.1:8123"}, "too old for clickhouse-go's HTTP protocol: use the native protocol, clickhouse://host:9000"},
 		{"a URL option that is no setting", map[string]string{"clickHouseUrl": "clickhouse://127.0.0.1:9000?no_such_setting=1"}, "clickHouseUrl: the server has no setting of that name"},
+		{"a URL option of text that is none of the driver's", map[string]string{"clickHouseUrl": "clickhouse://127.0.0.1:9000?pas=x"},
+			"clickHouseUrl: an option of the URL is none of clickhouse-go's, which sends it to the server as a setting, and a setting of text it cannot send; check its spelling"},
 		{"wrong password", map[string]string{"clickHousePassword": configPassword}, `clickHousePassword: ClickHouse refused the password of user "default"`},
 		{"password in the URL", map[string]string{"clickHouseUrl": "clickhouse://default:" + configPassword + "@127.0.0.1:1"}, "clickHouseUrl: nothing listens at clickhouse://default:xxxxx@127.0.0.1:1"},
 		{"unknown user", map[string]string{"clickHouseUsername": "nobody"}, `clickHouseUsername: ClickHouse at`},

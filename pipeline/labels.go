@@ -27,8 +27,9 @@ import (
 //   - a *convert.OptionError names its parameter already (convert.Option) and is returned as
 //     it is, unwrapped from the table's context, so that the parameter comes first
 //     (`metadataColumns: pair "message_id=msg_id": the table events has no column ...`);
-//   - a ClickHouse exception 115 (UNKNOWN_SETTING, on the first query) comes from an option of
-//     clickHouseUrl that is not one of clickhouse-go's, which the driver sends as a setting;
+//   - a ClickHouse exception 115 (UNKNOWN_SETTING, on the first query), or clickhouse-go's
+//     "unsupported data type" of a setting, comes from an option of clickHouseUrl that is not one
+//     of clickhouse-go's, which the driver sends as a setting;
 //   - any other error is labelled param: `clickHouseTable: ...`.
 func Labelled(err error, param string) error {
 	var ce *chclient.ConfigError
@@ -44,6 +45,10 @@ func Labelled(err error, param string) error {
 		return oe // it names its parameter (metadataColumns, unknownFieldsColumn), which the table's context would only push back
 	case errors.As(err, &pe):
 		return fmt.Errorf("%s %w", pubsubParam[pe.Name.Collection], err)
+	case strings.Contains(err.Error(), "query setting ") && strings.Contains(err.Error(), "has unsupported data type"):
+		// clickhouse-go sends an option it does not know as a setting, and cannot send a text one.
+		return fmt.Errorf("%s: an option of the URL is none of clickhouse-go's, which sends it to the server as a setting, and a setting "+
+			"of text it cannot send; check its spelling (%w)", ClickHouseParam(chclient.FieldURL), err)
 	case errors.As(err, &ex) && ex.Code == 115:
 		return fmt.Errorf("%s: the server has no setting of that name: an option of the URL that is not one of clickhouse-go's "+
 			"is sent to the server as a setting; check its spelling (%w)", ClickHouseParam(chclient.FieldURL), err)
