@@ -85,6 +85,14 @@ func parseURL(c Config) (*clickhouse.Options, error) {
 	if scheme == "https" && !q.Has("secure") {
 		dsn = withQuery(dsn, "secure=true") // the driver's https needs it said
 	}
+	// The driver takes ?password= over user:password@ (and ?username= over user@) without a word.
+	user, pw, hasPW := userinfoOf(rest)
+	switch {
+	case hasPW && q.Has("password") && q.Get("password") != pw:
+		return nil, urlRefused("holds two passwords that differ, in user:password@ and in ?password=: give the password once (in %s)", FieldPassword)
+	case user != "" && q.Has("username") && q.Get("username") != user:
+		return nil, urlRefused("names two users, %q in user@ and %q in ?username=: give the user once (in %s)", user, q.Get("username"), FieldUsername)
+	}
 	for _, refused := range []struct{ key, why string }{
 		{"skip_verify", "turns certificate verification off, which the template never does; give the server's certificate authority instead"},
 		{"debug", "prints the driver's protocol traces, rows included, to the log; it is not supported"},
@@ -442,4 +450,23 @@ func redactQuery(query string) string {
 		out = append(out, seg)
 	}
 	return strings.Join(out, "&")
+}
+
+// userinfoOf returns the user and password of the userinfo of rest (what follows "://"),
+// percent-decoded (as the driver decodes them): the text before the last "@" of the authority.
+func userinfoOf(rest string) (user, password string, hasPassword bool) {
+	authority, _, _ := strings.Cut(rest, "?")
+	authority, _, _ = strings.Cut(authority, "/")
+	at := strings.LastIndexByte(authority, '@')
+	if at < 0 {
+		return "", "", false
+	}
+	user, password, hasPassword = strings.Cut(authority[:at], ":")
+	if u, err := url.PathUnescape(user); err == nil {
+		user = u
+	}
+	if p, err := url.PathUnescape(password); err == nil {
+		password = p
+	}
+	return user, password, hasPassword
 }

@@ -106,6 +106,9 @@ func TestURLOptionsRefused(t *testing.T) {
 		{"clickhouse://h?http_path=/x", Config{Username: "u"}, "the native protocol (clickhouse://) ignores it"},
 		{"clickhouse://h#frag", Config{Username: "u"}, "has a fragment"},
 		{"clickhouse://h?compress=gzip", Config{Username: "u"}, `option "compress" gzip is for http:// and https:// URLs`},
+		// Two of one credential in the URL, which the driver would resolve without a word.
+		{"clickhouse://u:other@h:9000?password=" + pw, Config{}, "holds two passwords that differ, in user:password@ and in ?password=: give the password once"},
+		{"clickhouse://u@h:9000?username=v", Config{}, `names two users, "u" in user@ and "v" in ?username=: give the user once`},
 	} {
 		c := tc.c
 		c.URL = tc.url
