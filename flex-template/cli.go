@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
@@ -109,7 +110,7 @@ func parseMainFlags(fs *flag.FlagSet, args []string) error {
 		printHelp(os.Stdout, fs)
 		return err
 	case err != nil:
-		return fmt.Errorf("%s (--help lists the flags)", flagProblem(err))
+		return fmt.Errorf("%s (--help lists the flags)", flagProblem(fs, err))
 	}
 	return nil
 }
@@ -117,9 +118,10 @@ func parseMainFlags(fs *flag.FlagSet, args []string) error {
 // flagValueError matches the flag package's error for a value that a flag's Set refused.
 var flagValueError = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-([^:]+): (.*)$`)
 
-// flagProblem rewrites the flag package's parse error as --name "value": rule (the value hidden
-// for a secret flag).
-func flagProblem(err error) string {
+// flagProblem rewrites the flag package's parse error of fs as --name "value": rule (the value
+// hidden for a secret flag). The flag package's own Set of a bool, an integer or a duration
+// says only "parse error": the rule is then said by the flag's kind.
+func flagProblem(fs *flag.FlagSet, err error) string {
 	m := flagValueError.FindStringSubmatch(err.Error())
 	if m == nil {
 		return err.Error()
@@ -128,8 +130,24 @@ func flagProblem(err error) string {
 	if isSecretName(name) {
 		value = secret.Mask
 	}
-	if strings.HasPrefix(rule, "parse error") { // flag.Bool's own Set
-		rule = "not true or false"
+	if strings.HasPrefix(rule, "parse error") || strings.HasPrefix(rule, "value out of range") {
+		rule = "not a value of this flag"
+		if f := fs.Lookup(name); f != nil {
+			switch g, _ := f.Value.(flag.Getter); {
+			case isBool(fs, name):
+				rule = "not true or false"
+			case g == nil:
+			default:
+				switch g.Get().(type) {
+				case time.Duration:
+					rule = "not a duration: a number with its unit, such as 30s, 10m or 1h"
+				case int, int64, uint, uint64:
+					rule = "not a whole number, or out of range"
+				case float64:
+					rule = "not a number"
+				}
+			}
+		}
 	}
 	return fmt.Sprintf("--%s %q: %s", name, value, rule)
 }

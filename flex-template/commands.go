@@ -212,7 +212,7 @@ func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, er
 func commandFlagProblem(fs *flag.FlagSet, err error) string {
 	name, undefined := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
 	if !undefined {
-		return flagProblem(err)
+		return flagProblem(fs, err)
 	}
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })

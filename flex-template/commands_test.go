@@ -20,6 +20,10 @@ func TestCommandFlagProblems(t *testing.T) {
 		{runCheck, []string{"--windowSeconds=2", "f"}, "pubsub-to-clickhouse check: flag --windowSeconds is a parameter of the pipeline, which check does not take\n"},
 		{runCheck, []string{"--nothingLikeIt=1", "f"}, "pubsub-to-clickhouse check: flag --nothingLikeIt is not defined\n"},
 		{runPublish, []string{"--topic=projects/p/topics/t", "--envelope=yes", "-"}, "pubsub-to-clickhouse publish: --envelope \"yes\": not true or false\n"},
+		// The flag package's "parse error", said by the flag's kind.
+		{runInfer, []string{"--samples=abc", "f"}, "pubsub-to-clickhouse infer: --samples \"abc\": not a whole number, or out of range\n"},
+		{runReplay, []string{"--deleteWait=10", "--topic=projects/p/topics/t", "--fromTable=dl"},
+			"pubsub-to-clickhouse replay: --deleteWait \"10\": not a duration: a number with its unit, such as 30s, 10m or 1h\n"},
 	} {
 		var out, errOut strings.Builder
 		code := tc.run(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), tc.args)
