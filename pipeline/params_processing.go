@@ -49,7 +49,8 @@ var processingParameters = []parameter{
 			"data, the original attributes and ordering key ([delivery.md](delivery.md#ordering-keys-in-the-dead-letter-topic)), and the attributes " +
 			"`errorMessage` and `failedAt`. Checked at launch and by each worker (it must exist); the launch refuses the topic of " +
 			"`inputSubscription` (every dead letter would come back as input, without end), when the job may read the subscription " +
-			"(`pubsub.subscriptions.get`).",
+			"(`pubsub.subscriptions.get`) and it has no filter; with a filter it warns: the filter must keep the dead letters out " +
+			"(`NOT attributes:errorMessage`).",
 	},
 	{
 		name: "windowSeconds", group: "Batching", kind: kindOptionalInt,

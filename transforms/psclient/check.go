@@ -13,6 +13,7 @@ package psclient
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"time"
@@ -87,7 +88,8 @@ func CheckTopic(ctx context.Context, client *pubsub.Client, n Name) error {
 
 // CheckNotInput checks that the dead-letter topic is not the topic the input subscription sub
 // reads: every dead letter published there would come back as input, fail again and be
-// published again, without end. It asks Pub/Sub for the subscription (GetSubscription, which
+// published again, without end. A subscription with a filter passes, with a warning: its filter
+// may keep the dead letters out (they carry the attribute errorMessage). It asks Pub/Sub for the subscription (GetSubscription, which
 // needs pubsub.subscriptions.get: roles/pubsub.subscriber lacks it); when that is denied or
 // fails, the check cannot tell, and passes (CheckSubscription has said whether the subscription
 // can be read). Its error is a *CheckError of topic.
@@ -100,9 +102,18 @@ func CheckNotInput(ctx context.Context, sub, topic Name) error {
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	s, err := client.SubscriptionAdminClient.GetSubscription(cctx, &pubsubpb.GetSubscriptionRequest{Subscription: sub.String()})
-	if err == nil && s.GetTopic() == topic.String() {
+	switch {
+	case err != nil || s.GetTopic() != topic.String():
+	case s.GetFilter() != "":
+		// A filter may keep the dead letters out (NOT attributes:errorMessage): whether it does
+		// is Pub/Sub's filter syntax to read, not this check's.
+		slog.Warn("deadLetterTopic is the topic of the input subscription, which has a filter: it must keep the dead letters out "+
+			"(they carry the attribute errorMessage: NOT attributes:errorMessage), or each comes back as input and fails again, without end",
+			"topic", topic.String(), "subscription", sub.String(), "filter", s.GetFilter())
+	default:
 		return &CheckError{topic, fmt.Errorf("%s is the topic of the input subscription %s: every dead letter published there would come back "+
-			"as input, fail again and be published again, without end; give a topic of its own for dead letters", topic, sub)}
+			"as input, fail again and be published again, without end; give a topic of its own for dead letters (or a subscription "+
+			"whose filter keeps them out: NOT attributes:errorMessage)", topic, sub)}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/iam/apiv1/iampb"
 	"cloud.google.com/go/pubsub/v2"
@@ -13,6 +14,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
 )
 
 // iamStandIn answers TestIamPermissions as Pub/Sub does for a caller holding the given
@@ -126,5 +129,41 @@ func TestChecks(t *testing.T) {
 			check("Check of the subscription", Check(ctx, subName), tc.subErr)
 			check("Check of the topic", Check(ctx, topName), tc.topErr)
 		})
+	}
+}
+
+// TestCheckNotInput: the dead-letter topic that the input subscription reads is refused; with a
+// filter on the subscription (which may keep the dead letters out), and with another topic, it
+// passes.
+func TestCheckNotInput(t *testing.T) {
+	e := pubsubtest.Start(t)
+	t.Setenv("PUBSUB_EMULATOR_HOST", e.Addr)
+	in, other := e.Topic(t, "input"), e.Topic(t, "dead-letters")
+	plain := e.Subscription(t, in, "plain", 10*time.Second)
+	filtered := "projects/" + pubsubtest.Project + "/subscriptions/filtered"
+	if _, err := e.Client.SubscriptionAdminClient.CreateSubscription(context.Background(), &pubsubpb.Subscription{
+		Name: filtered, Topic: in, Filter: "NOT attributes:errorMessage"}); err != nil {
+		t.Fatal(err)
+	}
+	name := func(s string) Name {
+		n, err := ParseSubscription(s)
+		if err != nil {
+			n, err = ParseTopic(s)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	ctx := context.Background()
+	err := CheckNotInput(ctx, name(plain), name(in))
+	if err == nil || !strings.Contains(err.Error(), in+" is the topic of the input subscription "+plain+": every dead letter published there would come back") {
+		t.Errorf("the input's own topic: %v", err)
+	}
+	if err := CheckNotInput(ctx, name(filtered), name(in)); err != nil {
+		t.Errorf("the input's topic, through a filtered subscription: %v", err)
+	}
+	if err := CheckNotInput(ctx, name(plain), name(other)); err != nil {
+		t.Errorf("another topic: %v", err)
 	}
 }
