@@ -423,7 +423,10 @@ func redactArgs(fs *flag.FlagSet, args []string, password secret.String) []strin
 			// (one that is not a flag).
 			hideNext, hideStray = value == "", value == ""
 		case ok && isSecretName(name):
-			hideNext = true
+			// A defined flag that takes a value takes the next argument, whatever it starts
+			// with; another (a bool, a flag fs does not define) only one that is not a flag.
+			defined := fs.Lookup(name) != nil && !isBool(fs, name)
+			hideNext, hideStray = true, !defined
 		case ok && hasValue && mayHoldURLPassword(value):
 			arg = arg[:len(arg)-len(valuePart(arg))] + chclient.RedactURL(value)
 		case !ok && mayHoldURLPassword(arg):
@@ -455,7 +458,7 @@ func holdsKeyOrCertificate(name string) bool {
 
 // secretPair matches name=value inside an argument, up to the next separator: the value of a
 // secret name is hidden wherever the pair appears.
-var secretPair = regexp.MustCompile(`[-A-Za-z0-9_.]*(?i:password|secret|token)[-A-Za-z0-9_.]*=[^,;&\s]*`)
+var secretPair = regexp.MustCompile(`[-A-Za-z0-9_.]*` + secret.SecretWordsPattern + `[-A-Za-z0-9_.]*=[^,;&\s]*`)
 
 // mayHoldURLPassword reports whether s may be a URL with a password: it has "://", an "@", or
 // the word password.

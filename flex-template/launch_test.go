@@ -256,6 +256,10 @@ func TestRedactArgs(t *testing.T) {
 		"--clickHousePassword=",
 		// Misspelt flags, which the binary ignores or refuses, with a password as their value.
 		"--clickHousePass=abc1", "--pwd=abc2", "--clickHouseAuth=abc3", "--credentials", "abc4",
+		// A bool or unknown flag of such a name before another flag: that flag is shown.
+		"--no_auth", "--clickHouseTable=events",
+		// Such names inside a value (gcloud's --parameters).
+		"--parameters=clickHousePass=abc5,clickhouse_pwd=abc6,authKey=abc7,x=1",
 	}
 	got := strings.Join(redactArgs(newFlagSet(), in, pw), " ")
 	if strings.Contains(got, pw) || strings.Contains(got, "abc") {
@@ -263,7 +267,8 @@ func TestRedactArgs(t *testing.T) {
 	}
 	for _, want := range []string{"--clickHousePassword=xxxxx", "--clickHousePassword xxxxx", "https://user:xxxxx@host:8443/?password=xxxxx",
 		"--clickHouseUsername=default", "--apiToken=xxxxx", "--clickHousePassword=", "--clickHousePass=xxxxx", "--pwd=xxxxx",
-		"--clickHouseAuth=xxxxx", "--credentials xxxxx"} {
+		"--clickHouseAuth=xxxxx", "--credentials xxxxx", "--no_auth --clickHouseTable=events",
+		"--parameters=clickHousePass=xxxxx,clickhouse_pwd=xxxxx,authKey=xxxxx,x=1"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("redacted arguments %q lack %q", got, want)
 		}

@@ -144,6 +144,10 @@ func KeyText(ref string) bool {
 // pwd), a secret, a token, an auth, a credential.
 var secretWords = []string{"pass", "pwd", "secret", "token", "auth", "credential"}
 
+// SecretWordsPattern is secretWords as a regular expression's alternation, in any letter case
+// ((?i:pass|pwd|...)), for finding name=value pairs of a secret inside a longer text.
+var SecretWordsPattern = "(?i:" + strings.Join(secretWords, "|") + ")"
+
 // SecretName reports whether a name (a flag's, a URL query parameter's, a name=value pair's)
 // says its value may be a secret, by secretWords, in any letter case: what the logs and errors
 // hide whatever the name, known or misspelt (--clickHousePass, ?token=).
