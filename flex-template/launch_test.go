@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"log/slog"
 	"slices"
@@ -329,7 +330,14 @@ func TestModelFilter(t *testing.T) {
 	l.Info(`components:{transforms:{key:"e4" value:{spec:{urn:"beam:transform:pardo:v1" payload:"\n\x19beam:go:transform:dofn:v1\x1aQ2xpY2tIb3VzZQ=="}}}}`)
 	l.Info("table checked", "table", "db.events")
 	l.Info(`{"routeTables": "a=pw-9c1x"}`, "routeTables", "pw-9c1=t", "n", 3)
+	// Attributes of other kinds, bound with With, in groups; a password JSON escapes.
+	l.With("pre", "pw-9c1").Info("other kinds", "error", errors.New("dial u:pw-9c1@h"), "list", []string{"pw-9c1"}, slog.Group("g", "k", "pw-9c1"))
+	var escaped strings.Builder
+	slog.New(modelFilter{slog.NewTextHandler(&escaped, nil), "a&b<pw"}).Info(`{"clickHousePassword": "a\u0026b\u003cpw"}`)
 	got := out.String()
+	if strings.Contains(escaped.String(), "u0026b") {
+		t.Errorf("a JSON-escaped password shows:\n%s", escaped.String())
+	}
 	if strings.Contains(got, "Q2xpY2tIb3VzZQ") || strings.Contains(got, "pw-9c1") || !strings.Contains(got, modelNotLogged) ||
 		!strings.Contains(got, `msg="table checked" k=v table=db.events`) ||
 		!strings.Contains(got, `msg="{\"routeTables\": \"a=xxxxxx\"}" k=v routeTables="xxxxx=t" n=3`) {
