@@ -6,6 +6,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -45,10 +46,13 @@ func Labelled(err error, param string) error {
 		return oe // it names its parameter (metadataColumns, unknownFieldsColumn), which the table's context would only push back
 	case errors.As(err, &pe):
 		return fmt.Errorf("%s %w", pubsubParam[pe.Name.Collection], err)
-	case strings.Contains(err.Error(), "query setting ") && strings.Contains(err.Error(), "has unsupported data type"):
-		// clickhouse-go sends an option it does not know as a setting, and cannot send a text one.
-		return fmt.Errorf("%s: an option of the URL is none of clickhouse-go's, which sends it to the server as a setting, and a setting "+
-			"of text it cannot send; check its spelling (%w)", ClickHouseParam(chclient.FieldURL), err)
+	case textSetting.MatchString(err.Error()):
+		// clickhouse-go sends an option it does not know as a setting, and cannot send a text
+		// one over the native protocol.
+		return fmt.Errorf("%s: the option %s of the URL is none of clickhouse-go's, so it is sent to the server as a setting, and "+
+			"clickhouse-go sends no setting of text over the native protocol: set it in the user's profile on the server, or use "+
+			"http:// or https://; or, if it is no setting, check its spelling (%w)",
+			ClickHouseParam(chclient.FieldURL), textSetting.FindStringSubmatch(err.Error())[1], err)
 	case errors.As(err, &ex) && ex.Code == 115:
 		return fmt.Errorf("%s: the server has no setting of that name: an option of the URL that is not one of clickhouse-go's "+
 			"is sent to the server as a setting; check its spelling (%w)", ClickHouseParam(chclient.FieldURL), err)
@@ -57,6 +61,10 @@ func Labelled(err error, param string) error {
 	}
 	return err
 }
+
+// textSetting matches clickhouse-go's error for a setting of text on the native protocol, and
+// names the setting.
+var textSetting = regexp.MustCompile(`query setting (\S+) has unsupported data type`)
 
 // labelled is an error with the text Labelled gives it.
 type labelled struct {
