@@ -58,6 +58,20 @@ var ignored = map[string]string{
 	"enableStreamingEngine":   "the Go SDK's Dataflow runner turns Streaming Engine on for every streaming job",
 }
 
+// ignoredFlag returns why the flag name is one of ignored, in any of the spellings resolve
+// takes for a flag (gcloud's hyphens, another letter case: --enable-streaming-engine).
+func ignoredFlag(name string) (why string, ok bool) {
+	if why, ok := ignored[name]; ok {
+		return why, true
+	}
+	for k, why := range ignored {
+		if looseName(k) == looseName(name) {
+			return why, true
+		}
+	}
+	return "", false
+}
+
 // secretFlags are the flags whose values are never logged.
 var secretFlags = map[string]bool{"clickHousePassword": true}
 
@@ -167,7 +181,7 @@ func normalizeArgs(fs *flag.FlagSet, params []string, args []string) (out []stri
 				return nil, nil, err
 			}
 		case target == "":
-			_, known := ignored[name]
+			_, known := ignoredFlag(name)
 			notes = append(notes, argNote{name, "ignored: " + why, !known})
 		default:
 			if target != name {
@@ -278,7 +292,8 @@ func nearParam(name string, params []string) string {
 // name is one or two edits from, when name is long enough for that to mean a misspelling (8
 // bytes or more; --dryrun for --dry_run, --max_num_worker, --lables), or differs from only in
 // letter case; "" when none is. Flags of other SDKs that have no Go equivalent are far from
-// every Go flag (--save_main_session, --setup_file), and stay ignored.
+// every Go flag (--save_main_session, --setup_file): not misspellings, but flags of no kind
+// (refuseUnknown).
 func nearFlag(fs *flag.FlagSet, name string) string {
 	lower, found := strings.ToLower(name), ""
 	fs.VisitAll(func(f *flag.Flag) {
@@ -335,7 +350,7 @@ func resolve(fs *flag.FlagSet, name string) (target, why string) {
 	if t, ok := aliases[name]; ok {
 		return t, ""
 	}
-	if why, ok := ignored[name]; ok {
+	if why, ok := ignoredFlag(name); ok {
 		return "", why
 	}
 	if snake := toSnake(name); fs.Lookup(snake) != nil {

@@ -172,6 +172,11 @@ func TestNormalizeArgs(t *testing.T) {
 	if err := refuseUnknown(notes, append(slices.Clone(in), "--worker=true"), false); err != nil {
 		t.Errorf("on a worker: %v", err)
 	}
+	// A flag ignored on purpose, in gcloud's spelling: ignored, not refused.
+	if _, notes, err := normalizeArgs(fs, templateParams(), []string{"--enable-streaming-engine"}); err != nil || len(notes) != 1 ||
+		notes[0].Unknown || refuseUnknown(notes, nil, false) != nil {
+		t.Errorf("--enable-streaming-engine: %+v, %v", notes, err)
+	}
 }
 
 // TestNormalizeArgsListsAndMaps: repeated list flags keep every value; map flags take JSON and

@@ -23,8 +23,8 @@ import (
 // package adds "(default …)" to the help of the flags with a default, which
 // is also each flag's DefValue.
 //
-// Integers are parsed like [flag.Int] (decimal, or with a 0x, 0o or 0b
-// prefix; surrounding spaces ignored). windowSeconds, batchRowCount and
+// Integers are parsed in decimal digits (no 0x, 0o or 0b prefix, no _, no
+// leading 0, as the template's form takes them; surrounding spaces ignored). windowSeconds, batchRowCount and
 // insertQuorum are [OptionalInt]: an empty value (--windowSeconds=, as the
 // Dataflow console may pass for a parameter left empty) leaves them unset,
 // while any number, 0 included, is a given value. For the same reason an
