@@ -142,7 +142,7 @@ func TestCheckNotInput(t *testing.T) {
 	plain := e.Subscription(t, in, "plain", 10*time.Second)
 	filtered := "projects/" + pubsubtest.Project + "/subscriptions/filtered"
 	if _, err := e.Client.SubscriptionAdminClient.CreateSubscription(context.Background(), &pubsubpb.Subscription{
-		Name: filtered, Topic: in, Filter: "NOT attributes:errorMessage"}); err != nil {
+		Name: filtered, Topic: in, Filter: "NOT attributes:errorMessage", AckDeadlineSeconds: 10}); err != nil {
 		t.Fatal(err)
 	}
 	name := func(s string) Name {
