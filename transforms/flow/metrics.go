@@ -6,51 +6,42 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 )
 
-// TableCounters are the counters of one table of a routed pipeline (routeBy): counter name of
-// the stage is also counted as "<name>:<table>" in Namespace, so that each table's rows,
-// batches and dead letters read apart (rows-inserted:clicks). A nil TableCounters counts
-// nothing: a pipeline with one table has the stage's counters alone.
-type TableCounters map[string]beam.Counter
-
-// NewTableCounters returns the counters "<name>:<table>" of names when routed, else nil.
-func NewTableCounters(routed bool, table string, names ...string) TableCounters {
-	return byTable(routed, table, beam.NewCounter, names)
+// TableMetrics are the metrics of one table of a routed pipeline (routeBy): a counter or a
+// distribution name of the stage is also counted as "<name>:<table>" in Namespace, so that each
+// table's rows, batches, dead letters and sizes read apart (rows-inserted:clicks,
+// insert-batch-rows:clicks). A nil *TableMetrics counts nothing: a pipeline with one table has
+// the stage's metrics alone.
+type TableMetrics struct {
+	counters      map[string]beam.Counter
+	distributions map[string]beam.Distribution
 }
 
-// Inc adds n to the table's counter name; nothing when c is nil.
-func (c TableCounters) Inc(ctx context.Context, name string, n int64) {
-	if c != nil {
-		c[name].Inc(ctx, n)
-	}
-}
-
-// TableDistributions are the distributions of one table of a routed pipeline, named as
-// TableCounters name its counters (insert-batch-rows:clicks). A nil TableDistributions updates
-// nothing.
-type TableDistributions map[string]beam.Distribution
-
-// NewTableDistributions returns the distributions "<name>:<table>" of names when routed, else
-// nil.
-func NewTableDistributions(routed bool, table string, names ...string) TableDistributions {
-	return byTable(routed, table, beam.NewDistribution, names)
-}
-
-// Update adds v to the table's distribution name; nothing when d is nil.
-func (d TableDistributions) Update(ctx context.Context, name string, v int64) {
-	if d != nil {
-		d[name].Update(ctx, v)
-	}
-}
-
-// byTable returns the metrics "<name>:<table>" of names in Namespace, made by newMetric, when
-// routed; else nil.
-func byTable[M any](routed bool, table string, newMetric func(namespace, name string) M, names []string) map[string]M {
+// NewTableMetrics returns the counters and distributions "<name>:<table>" of the names given
+// when routed, else nil.
+func NewTableMetrics(routed bool, table string, counters, distributions []string) *TableMetrics {
 	if !routed {
 		return nil
 	}
-	m := make(map[string]M, len(names))
-	for _, n := range names {
-		m[n] = newMetric(Namespace, n+":"+table)
+	m := &TableMetrics{counters: make(map[string]beam.Counter, len(counters)), distributions: make(map[string]beam.Distribution, len(distributions))}
+	for _, n := range counters {
+		m.counters[n] = beam.NewCounter(Namespace, n+":"+table)
+	}
+	for _, n := range distributions {
+		m.distributions[n] = beam.NewDistribution(Namespace, n+":"+table)
 	}
 	return m
+}
+
+// Inc adds n to the table's counter name; nothing when m is nil.
+func (m *TableMetrics) Inc(ctx context.Context, name string, n int64) {
+	if m != nil {
+		m.counters[name].Inc(ctx, n)
+	}
+}
+
+// Update adds v to the table's distribution name; nothing when m is nil.
+func (m *TableMetrics) Update(ctx context.Context, name string, v int64) {
+	if m != nil {
+		m.distributions[name].Update(ctx, v)
+	}
 }

@@ -75,10 +75,10 @@ type Config struct {
 	// FromMessage are the columns filled from the message instead of the payload
 	// (metadataColumns, unknownFieldsColumn; see convert.NewWith); zero for none.
 	FromMessage convert.Options
-	// Routed counts this table's metrics also under names of its own (flow.TableCounters):
+	// Routed counts this table's metrics also under names of its own (flow.TableMetrics):
 	// messages-received:<table>, rows-parsed-ok:<table>, rows-parse-failed:<table>,
 	// columns-added:<table>, messages-waited-for-column:<table>, and the distribution
-	// message-payload-bytes:<table> (flow.TableDistributions). The routing stage counts
+	// message-payload-bytes:<table>. The routing stage counts
 	// messages-received then (every message, routed or not), not this one.
 	Routed bool
 	// AddNewColumns turns schema evolution on (template parameter addNewColumns; evolve.go): a
@@ -99,14 +99,13 @@ const (
 type parseFn struct {
 	Config
 
-	ch           *chclient.Resolved // ClickHouse with its secrets read, once, in Setup
-	tracker      *convert.Tracker
-	evolver      *evolver  // nil without AddNewColumns
-	attempted    time.Time // the last refresh attempt, failed or not
-	buf          []byte
-	meta         convert.Meta // the current message's metadata, for the metadata columns
-	byTable      flow.TableCounters
-	byTableDists flow.TableDistributions
+	ch        *chclient.Resolved // ClickHouse with its secrets read, once, in Setup
+	tracker   *convert.Tracker
+	evolver   *evolver  // nil without AddNewColumns
+	attempted time.Time // the last refresh attempt, failed or not
+	buf       []byte
+	meta      convert.Meta // the current message's metadata, for the metadata columns
+	byTable   *flow.TableMetrics
 
 	// The rows of the bundle not yet emitted, their payload bytes, and the latest timestamp of
 	// the elements they came in.
@@ -119,9 +118,8 @@ type parseFn struct {
 // schema and builds the converter. An unsupported column type fails here, before any message is
 // read.
 func (f *parseFn) Setup(ctx context.Context) error {
-	f.byTable = flow.NewTableCounters(f.Routed, f.Table, "messages-received", "rows-parsed-ok", "rows-parse-failed",
-		"rows-with-dropped-fields", "columns-added", "messages-waited-for-column")
-	f.byTableDists = flow.NewTableDistributions(f.Routed, f.Table, "message-payload-bytes")
+	f.byTable = flow.NewTableMetrics(f.Routed, f.Table, []string{"messages-received", "rows-parsed-ok", "rows-parse-failed",
+		"rows-with-dropped-fields", "columns-added", "messages-waited-for-column"}, []string{"message-payload-bytes"})
 	f.tracker = &convert.Tracker{Stage: "parse", Database: f.ClickHouse.Database, Table: f.Table, Options: f.FromMessage}
 	var err error
 	if f.evolver, err = f.newEvolver(); err != nil {
@@ -218,7 +216,7 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 	ok, dropped := 0, 0
 	for _, m := range ms.Messages {
 		messagePayloadBytes.Update(ctx, int64(len(m.Data)))
-		f.byTableDists.Update(ctx, "message-payload-bytes", int64(len(m.Data)))
+		f.byTable.Update(ctx, "message-payload-bytes", int64(len(m.Data)))
 		err := f.convert(conv, m)
 		if err == nil && f.evolver != nil && conv.Untaken() > 0 {
 			reread, dead, fatal := f.addColumns(ctx, conv, m)

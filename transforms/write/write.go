@@ -69,10 +69,9 @@ type Config struct {
 	// FromMessage are the columns filled from the message (metadataColumns,
 	// unknownFieldsColumn), as the parse stage has them: each row carries its metadata.
 	FromMessage convert.Options
-	// Routed counts this table's metrics also under names of its own (flow.TableCounters):
+	// Routed counts this table's metrics also under names of its own (flow.TableMetrics):
 	// rows-inserted:<table>, insert-batches:<table>, rows-rejected-by-clickhouse:<table>, and
-	// the distributions insert-batch-rows:<table> and insert-latency-ms:<table>
-	// (flow.TableDistributions).
+	// the distributions insert-batch-rows:<table> and insert-latency-ms:<table>.
 	Routed bool
 	// AddNewColumns is the template parameter addNewColumns: the parse stage made a column of
 	// each field no column took. A row converted again against a schema that has lost such a
@@ -109,8 +108,7 @@ type insertFn struct {
 	// which are then handled as data errors without further retries.
 	presumedData map[int32]bool
 	meta         convert.Meta // the metadata of the row being converted
-	byTable      flow.TableCounters
-	byTableDists flow.TableDistributions
+	byTable      *flow.TableMetrics
 	// arena is the rows' RowBinary buffer of the last batch, kept for the next one when it
 	// holds at most maxKeptArena bytes (a fixed window's batch can be far larger): a new
 	// buffer of a batch's size each time cost the first writes to fresh memory. nil while a
@@ -123,8 +121,8 @@ type insertFn struct {
 // connection pool, reads the table's schema and which insert settings the server knows. A server
 // briefly unreachable is waited for (chclient.SetupRetry).
 func (f *insertFn) Setup(ctx context.Context) error {
-	f.byTable = flow.NewTableCounters(f.Routed, f.Table, "rows-inserted", "insert-batches", "rows-rejected-by-clickhouse")
-	f.byTableDists = flow.NewTableDistributions(f.Routed, f.Table, "insert-batch-rows", "insert-latency-ms")
+	f.byTable = flow.NewTableMetrics(f.Routed, f.Table, []string{"rows-inserted", "insert-batches", "rows-rejected-by-clickhouse"},
+		[]string{"insert-batch-rows", "insert-latency-ms"})
 	_, err := chclient.SetupRetry.Do(ctx, func() error { return f.setup(ctx) }, func(n int, err error) {
 		slog.Warn("write: connecting to ClickHouse failed; retrying", "table", f.Table, "attempt", n, "error", err)
 	})
@@ -409,10 +407,10 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 		f.byTable.Inc(ctx, "rows-inserted", int64(len(b.Rows)))
 		f.byTable.Inc(ctx, "insert-batches", 1)
 		insertBatchRows.Update(ctx, int64(len(b.Rows)))
-		f.byTableDists.Update(ctx, "insert-batch-rows", int64(len(b.Rows)))
+		f.byTable.Update(ctx, "insert-batch-rows", int64(len(b.Rows)))
 		latency := time.Since(start).Milliseconds()
 		insertLatencyMS.Update(ctx, latency)
-		f.byTableDists.Update(ctx, "insert-latency-ms", latency)
+		f.byTable.Update(ctx, "insert-latency-ms", latency)
 		return nil
 	}
 	class := chclient.Classify(err)
