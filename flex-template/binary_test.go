@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -325,7 +326,7 @@ func TestBinary(t *testing.T) {
 				}
 				// The warning is for a job graph that leaves the process (Dataflow): a local run's does not
 				// ("no credentials: the pipeline" is a local run that gets past the start-up log).
-				if !slices.Contains(tc.args, "--runner=dataflow") && strings.Contains(out, "the ClickHouse password is given as text") {
+				if !slices.Contains(tc.args, "--runner=dataflow") && strings.Contains(out, "a password is given as text") {
 					t.Errorf("a local run warns about the password given as text:\n%s", out)
 				}
 				if n := strings.Count(strings.TrimSuffix(out, "\n"), "\n") + 1; tc.lines != 0 && n != tc.lines {
@@ -439,13 +440,27 @@ func TestBinary(t *testing.T) {
 				t.Fatalf("dry run: %v\n%s", err, out)
 			}
 			for _, want := range []string{"Dry-run: not submitting job!", modelNotLogged, `\"clickHousePassword\": \"xxxxx\"`,
-				"the ClickHouse password is given as text", `msg=routing routeBy=attribute:k routeTables="click=clicks,xxxxx=orders"`} {
+				"a password is given as text", `msg=routing routeBy=attribute:k routeTables="click=clicks,xxxxx=orders"`} {
 				if !strings.Contains(out, want) {
 					t.Errorf("the output lacks %s:\n%s", want, out)
 				}
 			}
 			if strings.Contains(out, serializedDoFn) {
 				t.Errorf("the output holds the serialized DoFns:\n%s", out)
+			}
+		})
+		// A proxy's password in clickHouseUrl is in the DoFns too: the same warning, and no model.
+		t.Run("proxy password in the URL", func(t *testing.T) {
+			args := slices.DeleteFunc(slices.Clone(common), func(a string) bool { return strings.HasPrefix(a, "--clickHouseUrl=") })
+			proxy := url.QueryEscape("http://pu:" + proxyPassword + "@proxy:3128")
+			out, err := command(t, dir, env, bin, append(args, "--clickHouseDeadLetterTable=dl", "--clickHouseUrl=http://"+ch+"?http_proxy="+proxy)...)
+			if err != nil {
+				t.Fatalf("dry run: %v\n%s", err, out)
+			}
+			for _, want := range []string{"Dry-run: not submitting job!", modelNotLogged, "a password is given as text"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the output lacks %s:\n%s", want, out)
+				}
 			}
 		})
 		if n := chConns.Load(); n != 0 {
@@ -485,6 +500,7 @@ const (
 	refusalPassword = "refusal-s3cr3t"
 	dryRunPassword  = "dry-run-s3cr3t-pw"
 	dryRunSecret    = "projects/p/secrets/ch-password/versions/latest"
+	proxyPassword   = "proxy-s3cr3t-91"
 )
 
 // command runs name with args in dir, with env added to the environment, and returns its
@@ -506,6 +522,6 @@ func command(t *testing.T, dir string, env []string, name string, args ...string
 	if ctx.Err() != nil {
 		err = ctx.Err()
 	}
-	leak.Check(t, name+"'s output", out.Bytes(), refusalPassword, dryRunPassword)
+	leak.Check(t, name+"'s output", out.Bytes(), refusalPassword, dryRunPassword, proxyPassword)
 	return out.String(), err
 }

@@ -160,14 +160,16 @@ fi
 
 # The HTTP interface: one host, no credentials in the URL (they would be printed), no path.
 ch_url=${ch_url%/}
+# The URL as errors show it: a userinfo and a query, which may hold a password, hidden.
+shown_url=$(sed -E -e 's#^([^:/]*://)[^/?]*@#\1xxxxx@#' -e 's#[?].*$#?xxxxx#' <<<"$ch_url")
 case "$ch_url" in
-  clickhouse://* | tcp://*) die "--clickhouse-url takes ClickHouse's HTTP interface, http(s)://HOST:PORT (8443 or 8123), not the native protocol: $ch_url" ;;
+  clickhouse://* | tcp://*) die "--clickhouse-url takes ClickHouse's HTTP interface, http(s)://HOST:PORT (8443 or 8123), not the native protocol: $shown_url" ;;
 esac
-[[ $ch_url =~ ^[hH][tT][tT][pP][sS]?:// ]] || die "--clickhouse-url must start with http:// or https://: $ch_url"
+[[ $ch_url =~ ^[hH][tT][tT][pP][sS]?:// ]] || die "--clickhouse-url must start with http:// or https://: $shown_url"
 hostport=${ch_url#*://}
 [[ $hostport != *@* ]] || die "--clickhouse-url must not hold a user or password: use --clickhouse-user and CLICKHOUSE_PASSWORD"
-[[ $hostport != *,* ]] || die "--clickhouse-url takes one host (the job's clickHouseUrl may list several): $ch_url"
-[[ -n $hostport && $hostport != */* && $hostport != *[?#\ ]* ]] || die "--clickhouse-url must be http(s)://HOST[:PORT], without a path: $ch_url"
+[[ $hostport != *,* ]] || die "--clickhouse-url takes one host (the job's clickHouseUrl may list several): $shown_url"
+[[ -n $hostport && $hostport != */* && $hostport != *[?#\ ]* ]] || die "--clickhouse-url must be http(s)://HOST[:PORT], without a path: $shown_url"
 
 # A database or table name is quoted with backticks; like the pipeline, refuse dots and backticks.
 check_name() { # OPTION VALUE

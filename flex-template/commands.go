@@ -194,6 +194,7 @@ func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, er
 			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse %s: %s\n(pubsub-to-clickhouse help %[1]s lists the flags)\n", fs.Name(), commandFlagProblem(fs, err))
 			return nil, err
 		}
+		consumed := args[:len(args)-len(fs.Args())]
 		args = fs.Args()
 		if len(args) == 0 {
 			return positional, nil
@@ -201,9 +202,28 @@ func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, er
 		if args[0] == "--" {
 			return append(positional, args[1:]...), nil
 		}
+		if len(consumed) > 0 {
+			if problem := emptySecretFlag(consumed[len(consumed)-1]); problem != "" {
+				fmt.Fprintf(cio.Err, "pubsub-to-clickhouse %s: %s\n", fs.Name(), problem)
+				return nil, errors.New(problem)
+			}
+		}
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
+}
+
+// emptySecretFlag returns the problem of arg when it is a secret flag or a key's or certificate's
+// given empty, as --clickHousePassword=, and an argument that is not a flag follows it: that
+// argument is likely the value, split off by a space, and would be read as a file (and named in
+// the error). "" for any other arg. The problem does not show the argument.
+func emptySecretFlag(arg string) string {
+	name, value, hasValue, ok := splitFlag(arg)
+	if !ok || !hasValue || value != "" || !isSecretName(name) && !holdsKeyOrCertificate(name) {
+		return ""
+	}
+	return fmt.Sprintf("--%s= is empty, and the argument after it is not a flag (not shown: it may be the value, split off by a space); "+
+		"give it as --%[1]s=VALUE, or put -- before the arguments that are files", name)
 }
 
 // commandFlagProblem is the problem of a subcommand's flags in words: a flag fs does not define

@@ -32,3 +32,24 @@ func TestCommandFlagProblems(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptySecretFlag: a secret flag given empty, with its value split off by a space, stops
+// every command without showing the value (it was read as a file, and named in the error).
+func TestEmptySecretFlag(t *testing.T) {
+	const pw = "S3cret-Pw-stray"
+	for _, tc := range []struct {
+		run  func(context.Context, *cmdIO, []string) int
+		args []string
+	}{
+		{runCheck, []string{"--clickHouseUrl=clickhouse://127.0.0.1:1", "--clickHouseTable=t", "--clickHousePassword=", pw, "m.jsonl"}},
+		{runInfer, []string{"--clickHouseTable=t", "--clickHousePassword=", pw, "m.jsonl"}},
+		{runReplay, []string{"--topic=projects/p/topics/t", "--fromTable=dl", "--clickHousePassword=", pw, "--dry-run"}},
+		{runCheck, []string{"--clickHouseTable=t", "--clickHouseClientKey=", "MIGHAgEAMBMG" + pw, "m.jsonl"}},
+	} {
+		var out, errOut strings.Builder
+		code := tc.run(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), tc.args)
+		if code != exitUsage || !strings.Contains(errOut.String(), "is empty, and the argument after it is not a flag") || strings.Contains(out.String()+errOut.String(), pw) {
+			t.Errorf("%v: exit %d, want %d, and standard error\n%s", tc.args[len(tc.args)-3:], code, exitUsage, errOut.String())
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 )
 
 // asyncResult is what the Dataflow runner returns for an asynchronous submission: a job id and
@@ -331,14 +333,22 @@ func TestRedactArgs(t *testing.T) {
 // the password hidden wherever it holds it.
 func TestModelFilter(t *testing.T) {
 	var out strings.Builder
-	l := slog.New(modelFilter{slog.NewTextHandler(&out, nil), "pw-9c1"}).With("k", "v")
+	l := slog.New(modelFilter{slog.NewTextHandler(&out, nil), []string{"pw-9c1"}}).With("k", "v")
 	l.Info(`components:{transforms:{key:"e4" value:{spec:{urn:"beam:transform:pardo:v1" payload:"\n\x19beam:go:transform:dofn:v1\x1aQ2xpY2tIb3VzZQ=="}}}}`)
 	l.Info("table checked", "table", "db.events")
 	l.Info(`{"routeTables": "a=pw-9c1x"}`, "routeTables", "pw-9c1=t", "n", 3)
 	// Attributes of other kinds, bound with With, in groups; a password JSON escapes.
 	l.With("pre", "pw-9c1").Info("other kinds", "error", errors.New("dial u:pw-9c1@h"), "list", []string{"pw-9c1"}, slog.Group("g", "k", "pw-9c1"))
 	var escaped strings.Builder
-	slog.New(modelFilter{slog.NewTextHandler(&escaped, nil), "a&b<pw"}).Info(`{"clickHousePassword": "a\u0026b\u003cpw"}`)
+	slog.New(modelFilter{slog.NewTextHandler(&escaped, nil), []string{"a&b<pw"}}).Info(`{"clickHousePassword": "a\u0026b\u003cpw"}`)
+	// A proxy's password, as the URL's query escapes it (once within the proxy's URL, again as
+	// the query's value) and as it is.
+	var proxy strings.Builder
+	proxyURL := "http://ch:8123?http_proxy=" + url.QueryEscape("http://u:"+url.QueryEscape("p@ss:w")+"@proxy:3128")
+	slog.New(modelFilter{slog.NewTextHandler(&proxy, nil), chclient.Config{URL: proxyURL}.TextSecrets()}).Info("target", "url", proxyURL, "plain", "p@ss:w")
+	if strings.Contains(proxy.String(), "ss") {
+		t.Errorf("the proxy's password shows:\n%s", proxy.String())
+	}
 	got := out.String()
 	if strings.Contains(escaped.String(), "u0026b") {
 		t.Errorf("a JSON-escaped password shows:\n%s", escaped.String())

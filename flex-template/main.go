@@ -88,9 +88,9 @@ func main() {
 	}
 	beam.Init()
 	slog.SetDefault(slog.New(runnerFilter{slog.Default().Handler()}))
-	if o.ClickHouse().PasswordAsText() {
+	if secrets := o.ClickHouse().TextSecrets(); len(secrets) > 0 {
 		// The Dataflow runner logs the pipeline model, whose DoFns then hold the password.
-		slog.SetDefault(slog.New(modelFilter{slog.Default().Handler(), o.ClickHousePassword}))
+		slog.SetDefault(slog.New(modelFilter{slog.Default().Handler(), secrets}))
 	}
 	if path := os.Getenv("PUBSUB_TO_CLICKHOUSE_CPUPROFILE"); path != "" {
 		// For profiling a local run: go tool pprof <binary> <path>.
@@ -127,9 +127,9 @@ func run(ctx context.Context, o pipeline.Options) error {
 	}
 	if l.dataflow && o.ClickHouse().PasswordAsText() {
 		// On a local run the job graph stays in this process: nobody else reads it.
-		slog.Warn("the ClickHouse password is given as text (clickHousePassword, or in clickHouseUrl): it travels with the job graph, " +
-			"where readers of the job and of its staging location can read it; keep it in Secret Manager and give its secret version, " +
-			secret.VersionForm + ", as clickHousePassword (docs/deploy.md)")
+		slog.Warn("a password is given as text (clickHousePassword, or in clickHouseUrl: its own, an option such as ?password=, or its http_proxy's): " +
+			"it travels with the job graph, where readers of the job and of its staging location can read it; keep ClickHouse's password in Secret Manager " +
+			"and give its secret version, " + secret.VersionForm + ", as clickHousePassword (docs/deploy.md); a proxy's password has no such form")
 	}
 	src := pipeline.LocalSource
 	if l.dataflow {

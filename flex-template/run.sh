@@ -142,7 +142,9 @@ done
 [[ -n $delimiter ]] || die "every candidate delimiter appears in a parameter value; pass --parameters to gcloud yourself"
 # The command as printed hides what the binary's own logs hide: the password, in its parameter
 # and wherever else it appears (unless it is a Secret Manager version's name), the password of a
-# URL's user:password@, and the value of a URL option whose name says it holds a secret.
+# URL's user:password@, the value of a URL option whose name says it holds a secret, the
+# userinfo of an http_proxy option's proxy, and a certificate's or key's text given in place of
+# its name (PEM, or 64 or more characters of base64 starting with M).
 password=""
 for p in "${params[@]}"; do
   [[ $p != clickHousePassword=* ]] || password=${p#clickHousePassword=}
@@ -154,9 +156,12 @@ for p in "${params[@]}"; do
   show=$p
   if [[ $p == clickHousePassword=?* ]]; then
     show="clickHousePassword=xxxxx"
+  elif [[ $p =~ ^(clickHouseClientKey|clickHouseClientCertificate|clickHouseCaCertificate)=(.*-----BEGIN.*|[\"\']?M[A-Za-z0-9+/=[:space:]\"\']{63,})$ ]]; then
+    show="${p%%=*}=xxxxx"
   else
     [[ -z $password ]] || show=${show//"$password"/xxxxx}
     show=$(sed -E -e 's#^([^=]*=[A-Za-z][A-Za-z0-9+.-]*://[^:/?@]*:).*@#\1xxxxx@#' \
+      -e 's#([?&][Hh][Tt][Tt][Pp]_[Pp][Rr][Oo][Xx][Yy]=)[^&]*(@|%40)#\1xxxxx\2#g' \
       -e 's#([?&][^=&]*([Pp][Aa][Ss][Ss]|[Pp][Ww][Dd]|[Ss][Ee][Cc][Rr][Ee][Tt]|[Tt][Oo][Kk][Ee][Nn]|[Aa][Uu][Tt][Hh]|[Cc][Rr][Ee][Dd][Ee][Nn][Tt][Ii][Aa][Ll])[^=&]*=)[^&]*#\1xxxxx#g' <<<"$show")
   fi
   joined+=${joined:+$delimiter}$p

@@ -113,6 +113,25 @@ func TestScripts(t *testing.T) {
 			}
 		}
 
+		// A proxy's password in an http_proxy option, and a key's text given in place of its name.
+		key := "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgKeyBody0123456789abcdefghijklmnop"
+		out, err = command(t, ".", nil, bash, "run.sh", "--project", "p", "--region", "r", "--bucket", "b", "--dry-run", "--",
+			"clickHouseUrl=https://ch1:8443?http_proxy=http%3A%2F%2Fpu%3AProxy-S3cret%40proxy%3A3128&max_open_conns=2",
+			"clickHouseClientKey="+key, "clickHouseCaCertificate=gs://b/ca.pem", "inputSubscription=projects/p/subscriptions/s")
+		if err != nil {
+			t.Fatalf("run.sh: %v\n%s", err, out)
+		}
+		for _, want := range []string{`http_proxy=xxxxx%40proxy%3A3128\&max_open_conns=2`, `clickHouseClientKey=xxxxx`, `clickHouseCaCertificate=gs://b/ca.pem`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("run.sh --dry-run does not print %s:\n%s", want, out)
+			}
+		}
+		for _, secret := range []string{"Proxy-S3cret", "KeyBody0123"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("run.sh --dry-run shows %s:\n%s", secret, out)
+			}
+		}
+
 		out, err = command(t, ".", nil, bash, "run.sh", "--project", "p", "--region", "r", "--bucket", "b",
 			"--dry-run", "stopAfterIdle=5")
 		var exit *exec.ExitError
@@ -517,6 +536,9 @@ printf '%s\n' "$answer"
 			{[]string{"--bogus"}, "unknown argument: --bogus"},
 			{[]string{"--clickhouse-url", "clickhouse://ch:9000"}, "not the native protocol"},
 			{[]string{"--clickhouse-url", "https://u:p@ch:8443"}, "must not hold a user or password"},
+			// A password in a URL refused for another reason is not shown.
+			{[]string{"--clickhouse-url", "https://ch:8443?password=Canary-S3cret"}, "without a path: https://ch:8443?xxxxx"},
+			{[]string{"--clickhouse-url", "clickhouse://u:Canary-S3cret@ch:9000"}, "not the native protocol: clickhouse://xxxxx@ch:9000"},
 			{[]string{"--table", "analytics.events"}, "--table must be a bare name"},
 			{[]string{"--messages", "0"}, "--messages must be a number from 1 to 10000"},
 			{[]string{"--extra-json", `{"id":1}`}, "--extra-json must be a JSON object without the fields id"},
@@ -525,6 +547,9 @@ printf '%s\n' "$answer"
 			out, status, c := run(t, "0\t0", "0", "JOB_STATE_RUNNING", tc.args...)
 			if status != 2 || !strings.Contains(out, tc.want) || len(c.curl)+len(c.gcloud) != 0 {
 				t.Errorf("%q: exit %d, %d calls, want 2, none, and %q:\n%s", tc.args, status, len(c.curl)+len(c.gcloud), tc.want, out)
+			}
+			if strings.Contains(out, "Canary-S3cret") {
+				t.Errorf("%q: the output shows the password:\n%s", tc.args, out)
 			}
 		}
 	})

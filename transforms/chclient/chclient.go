@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -77,15 +78,27 @@ func quotedIfEmpty(s string) string {
 	return s
 }
 
-// PasswordAsText reports whether the password is in c itself, and so in the DoFns and the job
-// graph: clickHousePassword given as text rather than as a Secret Manager secret version, or a
-// password in clickHouseUrl.
-func (c Config) PasswordAsText() bool {
-	if c.Password.Text() != "" {
-		return true
+// PasswordAsText reports whether c holds a secret itself, and so the DoFns and the job graph
+// do: TextSecrets is not empty.
+func (c Config) PasswordAsText() bool { return len(c.TextSecrets()) > 0 }
+
+// TextSecrets returns the secrets c holds as text, each as the driver reads it (percent-decoded):
+// clickHousePassword given as text rather than as a Secret Manager secret version, and from
+// clickHouseUrl the password of its userinfo (user:password@), the values of query options whose
+// names say they hold a secret (password, token, ...: secret.SecretName), and the password of an
+// http_proxy option's userinfo (http://user:password@proxy:3128, which clickhouse-go sends to the
+// proxy). nil when c names its password in Secret Manager and the URL holds none of these.
+func (c Config) TextSecrets() []string {
+	var out []string
+	if p := c.Password.Text(); p != "" {
+		out = append(out, p)
 	}
-	o, err := parseURL(Config{URL: c.URL})
-	return err == nil && o.Auth.Password != ""
+	for _, s := range urlSecrets(c.URL) {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Options translates c into clickhouse-go options without any I/O: c.URL read by clickhouse-go's

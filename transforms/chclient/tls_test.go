@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +154,31 @@ func TestResolve(t *testing.T) {
 	}
 	if !(Config{URL: "clickhouse://ingest:" + password + "@h:9000"}).PasswordAsText() || !(Config{URL: "clickhouse://h", Password: password}).PasswordAsText() {
 		t.Error("PasswordAsText() = false for a password in the URL or in clickHousePassword")
+	}
+}
+
+// TestTextSecrets: every secret a Config holds as text, decoded and as written, whatever part of
+// the URL holds it; none for a secret version.
+func TestTextSecrets(t *testing.T) {
+	for _, tc := range []struct {
+		c    Config
+		want []string
+	}{
+		{Config{URL: "clickhouse://h:9000", Password: "projects/p/secrets/s/versions/1"}, nil},
+		{Config{URL: "clickhouse://h:9000", Password: "pw"}, []string{"pw"}},
+		{Config{URL: "clickhouse://u:p%40w@h:9000"}, []string{"p@w", "p%40w"}},
+		{Config{URL: "http://h:8123?password=a%26b&x=1"}, []string{"a&b", "a%26b"}},
+		{Config{URL: "http://h:8123?Token=t1&max_open_conns=2"}, []string{"t1"}},
+		{Config{URL: "http://h:8123?http_proxy=" + url.QueryEscape("http://pu:Proxy-pw@proxy:3128")}, []string{"Proxy-pw"}},
+		{Config{URL: "http://h:8123?http_proxy=http%3A%2F%2Fproxy%3A3128"}, nil},
+		{Config{URL: "clickhouse://u:same@h", Password: "same"}, []string{"same"}},
+	} {
+		if got := tc.c.TextSecrets(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: TextSecrets() = %q, want %q", tc.c.URL, got, tc.want)
+		}
+		if got := tc.c.PasswordAsText(); got != (len(tc.want) > 0) {
+			t.Errorf("%s: PasswordAsText() = %v", tc.c.URL, got)
+		}
 	}
 }
 

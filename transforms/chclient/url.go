@@ -452,6 +452,53 @@ func redactQuery(query string) string {
 	return strings.Join(out, "&")
 }
 
+// urlSecrets returns the secrets raw holds, each as the driver reads it (percent-decoded) and,
+// where raw escapes it, also as written: the userinfo's password, the values of query options
+// whose names say they hold a secret (password, token, ...: secret.SecretName) and the password
+// of an http_proxy option's userinfo. It reads the URL as text, as RedactURL does, so as to work
+// on malformed URLs too.
+func urlSecrets(raw string) []string {
+	var out []string
+	rest := raw
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+len("://"):]
+	}
+	if _, password, ok := userinfoOf(rest); ok && password != "" {
+		out = append(out, password)
+		authority, _, _ := strings.Cut(rest, "?")
+		authority, _, _ = strings.Cut(authority, "/")
+		userinfo := authority[:strings.LastIndexByte(authority, '@')]
+		if _, written, _ := strings.Cut(userinfo, ":"); written != password {
+			out = append(out, written)
+		}
+	}
+	_, query, _ := strings.Cut(raw, "?")
+	query, _, _ = strings.Cut(query, "#")
+	for _, seg := range strings.Split(query, "&") {
+		rawKey, value, hasValue := strings.Cut(seg, "=")
+		if !hasValue || value == "" {
+			continue
+		}
+		key, val := rawKey, value
+		if k, err := url.QueryUnescape(rawKey); err == nil {
+			key = k
+		}
+		if v, err := url.QueryUnescape(value); err == nil {
+			val = v
+		}
+		switch key = strings.ToLower(key); {
+		case secret.SecretName(key):
+			out = append(out, val)
+			if val != value {
+				out = append(out, value)
+			}
+		case key == "http_proxy":
+			out = append(out, urlSecrets(val)...)
+		}
+	}
+	return out
+}
+
 // userinfoOf returns the user and password of the userinfo of rest (what follows "://"),
 // percent-decoded (as the driver decodes them): the text before the last "@" of the authority.
 func userinfoOf(rest string) (user, password string, hasPassword bool) {
