@@ -373,9 +373,11 @@ func TestBinary(t *testing.T) {
 					"beam:transform:group_by_key:v1", "Batch/CoGBK", "DeadLetters/Batch/CoGBK"},
 			},
 			{
-				name:  "both dead letters, count batching",
-				args:  []string{"--clickHouseDeadLetterTable=dlq", "--deadLetterTopic=projects/my-project/topics/dlq", "--batchRowCount=500"},
-				wants: []string{"beam:window_fn:global_windows:v1", `table=dlq topic=projects/my-project/topics/dlq`},
+				name: "both dead letters, count batching",
+				args: []string{"--clickHouseDeadLetterTable=dlq", "--deadLetterTopic=projects/my-project/topics/dlq", "--batchRowCount=500",
+					"--update", "--job_name=running-job"},
+				wants: []string{"beam:window_fn:global_windows:v1", `table=dlq topic=projects/my-project/topics/dlq`,
+					`msg="dry run: the running job that --update replaces is not looked up; the launch looks it up" job_name=running-job`},
 			},
 			{
 				name: "routed to two tables",

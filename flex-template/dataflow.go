@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"cloud.google.com/go/storage"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/dataflow/dataflowlib"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/util/gcsx"
+	df "google.golang.org/api/dataflow/v1b3"
+	"google.golang.org/api/googleapi"
 )
 
 // AtLeastOnce is the Dataflow service option (or experiment) of at-least-once streaming mode, as
@@ -39,11 +42,12 @@ func checkMachineType() error {
 	return nil
 }
 
-// checkLocations refuses a --staging_location or --temp_location that is not a Cloud Storage
-// path, gs://<bucket>[/<path>]: the Beam runner panics on one (gcsx.ParseObject) after the
-// start-up checks, and the workers could not read it.
+// checkLocations refuses a --staging_location, --temp_location or --template_location that is not
+// a Cloud Storage path, gs://<bucket>[/<path>]: the Beam runner panics on the first two
+// (gcsx.ParseObject) after the start-up checks, and the workers could not read them; it refuses
+// the third after staging the worker binary, naming the staging location.
 func checkLocations() error {
-	for _, name := range []string{"staging_location", "temp_location"} {
+	for _, name := range []string{"staging_location", "temp_location", "template_location"} {
 		v := stringFlag(name)
 		if v == "" {
 			continue
@@ -69,6 +73,23 @@ func streamingMode() string {
 	return "exactly-once"
 }
 
+// checkUpdateFlags refuses, before anything is read or staged, the update flags that cannot work
+// together: --update without --job_name (the running job is found by its name), and
+// --transform_name_mapping without --update (the Beam runner refuses it after the start-up
+// checks: the mapping is only for an update).
+func checkUpdateFlags() error {
+	update := stringFlag("update") == "true"
+	if update && stringFlag("job_name") == "" {
+		return fmt.Errorf("--update replaces the running job of the same name, but no --job_name is given: " +
+			"give the running job's name (gcloud dataflow jobs list --status=active)")
+	}
+	if m := stringFlag("transform_name_mapping"); !update && m != "" && m != "{}" {
+		return fmt.Errorf("--transform_name_mapping is given without --update: the mapping renames the steps of a running job " +
+			"that the launch replaces, so give --update and the job's --job_name too, or leave the mapping out")
+	}
+	return nil
+}
+
 // update is a launch that replaces a running job (--update): the running job of the same name,
 // found before the launch; "" fields when the launch is not an update.
 type update struct {
@@ -82,18 +103,25 @@ type update struct {
 // the job; under --template_location it writes the job without replaceJobId
 // (runners/dataflow/dataflowlib, Execute and Submit), so the launch would collide with the running
 // job's name. It returns a zero update when --update is not set.
+//
+// A direct launch without --update and with a --job_name that a running job has is refused: the
+// service would refuse the job (409), and the Go SDK's runner, asynchronous here, then returns the
+// running job as if it had just been submitted (dataflowlib.Execute). When the jobs cannot be
+// listed, that launch goes on with a warning.
 func findRunningJob(ctx context.Context, l launch) (update, error) {
+	name := stringFlag("job_name")
 	if stringFlag("update") != "true" {
+		if l.submits() && name != "" {
+			return update{}, noRunningJob(l, name)
+		}
 		return update{}, nil
 	}
-	name := stringFlag("job_name")
-	if name == "" {
-		return update{}, fmt.Errorf("--update replaces the running job of the same name, but no --job_name is given: " +
-			"give the running job's name (gcloud dataflow jobs list --status=active)")
+	if l.dryRun {
+		slog.Info("dry run: the running job that --update replaces is not looked up; the launch looks it up", "job_name", name)
+		return update{jobName: name}, nil
 	}
-	if !l.dataflow || l.dryRun || l.template == "" {
-		// A direct launch: the runner finds the job itself (dataflowlib.Submit). A dry run
-		// submits nothing.
+	if !l.dataflow || l.template == "" {
+		// A direct launch: the runner finds the job itself (dataflowlib.Submit).
 		return update{jobName: name}, nil
 	}
 	client, err := dataflowlib.NewClient(ctx, stringFlag("dataflow_endpoint"))
@@ -108,6 +136,28 @@ func findRunningJob(ctx context.Context, l launch) (update, error) {
 			"and launch the new job without --update", name, l.project, l.region, err, l.region)
 	}
 	return update{jobName: name, jobID: job.Id}, nil
+}
+
+// noRunningJob returns an error when a running job of the project and region is named name
+// (see findRunningJob); nil when none is, or, with a warning, when the jobs cannot be listed.
+func noRunningJob(l launch, name string) error {
+	client, err := dataflowlib.NewClient(context.Background(), stringFlag("dataflow_endpoint"))
+	if err == nil {
+		var job *df.Job
+		job, err = dataflowlib.GetRunningJobByName(client, l.project, l.region, name)
+		if err == nil {
+			return fmt.Errorf("--job_name=%s: a job of that name is already running in projects/%s/locations/%s (id %s), and Dataflow runs one "+
+				"active job of a name: give --update to replace it (docs/deploy.md), another --job_name, or drain it first "+
+				"(gcloud dataflow jobs drain %s --region=%s --project=%s)", name, l.project, l.region, job.Id, job.Id, l.region, l.project)
+		}
+		var gerr *googleapi.Error
+		if !errors.As(err, &gerr) {
+			return nil // none of that name runs (dataflowlib's "Unable to find running job")
+		}
+	}
+	slog.Warn("cannot tell whether a job of the same name is already running (listing the jobs needs dataflow.jobs.list); "+
+		"if one is, the service refuses this one and the launch fails", "job_name", name, "error", err)
+	return nil
 }
 
 // markReplacement writes replaceJobId into the job that the runner wrote to the template

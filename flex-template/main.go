@@ -162,6 +162,9 @@ func run(ctx context.Context, o pipeline.Options) error {
 			return badArgs(err)
 		}
 	}
+	if err := checkUpdateFlags(); err != nil {
+		return badArgs(err)
+	}
 	if cfg, ok := o.UDF(); ok && l.dataflow && !udf.IsGCS(cfg.Path) {
 		return badArgs(fmt.Errorf("javascriptTextTransformGcsPath %q: on Dataflow the file must be in Cloud Storage, gs://<bucket>/<object>: "+
 			"the workers cannot read a file of this machine", cfg.Path))

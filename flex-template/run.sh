@@ -13,11 +13,11 @@ Launches a streaming Dataflow job from the template staged by build.sh, with
       --template-file-gcs-location gs://BUCKET/templates/pubsub-to-clickhouse.json \
       --region REGION --parameters NAME=VALUE,...
 
-Each NAME=VALUE argument is a template parameter (docs/parameters.md lists them). The six required
-ones are inputSubscription, clickHouseUrl, clickHouseDatabase, clickHouseTable,
-clickHouseUsername and clickHousePassword, plus clickHouseDeadLetterTable or deadLetterTopic (or
-both). When no clickHousePassword=... argument is given, the password is taken from the
-environment variable CLICKHOUSE_PASSWORD, if it is set. Values may hold commas (several hosts in
+Each NAME=VALUE argument is a template parameter (docs/parameters.md lists them). The five required
+ones are inputSubscription, clickHouseUrl, clickHouseDatabase, clickHouseTable and
+clickHouseUsername, plus clickHouseDeadLetterTable or deadLetterTopic (or both);
+clickHousePassword is optional (unset: no password). When no clickHousePassword=... argument is
+given, the password is taken from the environment variable CLICKHOUSE_PASSWORD, if it is set. Values may hold commas (several hosts in
 clickHouseUrl): the script picks a --parameters delimiter that no value holds.
 
 Required:

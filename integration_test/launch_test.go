@@ -119,6 +119,9 @@ func TestLaunch(t *testing.T) {
 		password string
 		// fails is what the output says when the launch must fail; "" for a launch that succeeds.
 		fails string
+		// usage: the launch fails as a usage error (exit 2), before the Secret Manager's password
+		// is read.
+		usage bool
 		// udf: a JavaScript UDF in Cloud Storage, which the launcher reads and checks.
 		udf bool
 		// running: the Dataflow stand-in has a running job named launchJobName before the launch.
@@ -215,6 +218,35 @@ func TestLaunch(t *testing.T) {
 				"(roles/dataflow.viewer) to replace a job. Or replace it by hand: drain it (gcloud dataflow jobs drain JOB_ID --region=us-central1)",
 		},
 		{
+			// Without --update, a running job of the same name: the service would refuse the
+			// job, and the runner would return the running one as if submitted.
+			name: "direct launch, a job of the same name running",
+			args: []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
+				"--staging_location=gs://" + launchBucket + "/staging", "--job_name=" + launchJobName},
+			running: true,
+			fails:   "pubsub-to-clickhouse: --job_name=" + launchJobName + ": a job of that name is already running in projects/p/locations/us-central1 (id ",
+		},
+		{
+			name: "direct launch, --update without --job_name",
+			args: []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
+				"--staging_location=gs://" + launchBucket + "/staging", "--update"},
+			running: true, usage: true,
+			fails: "pubsub-to-clickhouse: --update replaces the running job of the same name, but no --job_name is given",
+		},
+		{
+			name:     "flex launcher, a transform name mapping without --update",
+			args:     append(append([]string{"--runner=dataflow"}, flexArgs...), "--transformNameMappings=OldParse=Parse"),
+			template: templateURL, usage: true,
+			fails: "pubsub-to-clickhouse: --transform_name_mapping is given without --update",
+		},
+		{
+			name: "flex launcher, a template location not in Cloud Storage",
+			args: []string{"--runner=dataflow", "--template_location=/tmp/job.json", "--project=" + launchProject, "--region=" + launchRegion,
+				"--staging_location=gs://" + launchBucket + "/staging"},
+			template: "/tmp/job.json", usage: true,
+			fails: "pubsub-to-clickhouse: --template_location=/tmp/job.json: not a Cloud Storage path",
+		},
+		{
 			name:     "flex launcher, an Arm machine type",
 			args:     append(append([]string{"--runner=dataflow"}, flexArgs...), "--workerMachineType=t2a-standard-4"),
 			template: templateURL,
@@ -292,6 +324,9 @@ func TestLaunch(t *testing.T) {
 				if objects := gcs.Objects(t, launchBucket, ""); len(objects) != 0 || len(dataflow.Jobs()) != 0 {
 					t.Errorf("a failed launch staged %q and submitted %d jobs", objects, len(dataflow.Jobs()))
 				}
+				if tc.usage && (err == nil || err.Error() != "exit status 2" || len(sm.Accesses()) != accessesBefore) {
+					t.Errorf("a usage error: %v, and %d reads of Secret Manager, want exit status 2 and none", err, len(sm.Accesses())-accessesBefore)
+				}
 				return
 			}
 			// The emulator stands in for Pub/Sub here, as one left over from a local run would.
@@ -303,7 +338,7 @@ func TestLaunch(t *testing.T) {
 			} else if elapsed > time.Minute {
 				t.Errorf("the launch took %v, want seconds", elapsed.Round(time.Second))
 			}
-			warned := strings.Contains(out, "the ClickHouse password is given as text")
+			warned := strings.Contains(out, "a password is given as text")
 			if fromSecret := password == launchSecret; fromSecret {
 				if warned {
 					t.Error("the launch warns about a password as text, but the password is in Secret Manager")

@@ -96,7 +96,7 @@ func TestSecureEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the pipeline: %v\n%s", err, out)
 	}
-	if strings.Contains(out, "the ClickHouse password is given as text") {
+	if strings.Contains(out, "a password is given as text") {
 		t.Error("the run warns about a password given as text, but it is in Secret Manager")
 	}
 
