@@ -666,6 +666,8 @@ func TestValidateRules(t *testing.T) {
 			"schemaRefreshSeconds", "31536001", "must be at most 31536000 seconds (365 days)"},
 		{"retryMaxBackoffMillis beyond a year", func(o *Options) { o.RetryMaxBackoffMillis = 9300000000000000 },
 			"retryMaxBackoffMillis", "9300000000000000", "must be at most 31536000000 milliseconds (365 days)"},
+		{"javascriptTextTransformReloadIntervalMinutes beyond a year", func(o *Options) { o.JavascriptTextTransformReloadIntervalMinutes = 307445735 },
+			"javascriptTextTransformReloadIntervalMinutes", "307445735", "must be at most 525600 minutes (365 days)"},
 		{"batchByteSize 0", func(o *Options) { o.BatchByteSize = 0 },
 			"batchByteSize", "0", "must be a positive number of bytes (default 16777216)"},
 		{"maxInsertBlockSize 0", func(o *Options) { o.MaxInsertBlockSize = 0 },

@@ -174,12 +174,16 @@ func (l *loader) build(src []byte) (*sandbox, error) {
 type udfFn struct {
 	Config
 
-	loader  loader
-	fn      *sandbox
-	src     []byte    // the source fn was built from
-	readAt  time.Time // the last reading of the file, failed or not
-	dropped int64     // messages dropped since the last log line
-	logged  time.Time // when the drops were last logged
+	loader loader
+	fn     *sandbox
+	src    []byte    // the source fn was built from
+	readAt time.Time // the last reading of the file, failed or not
+	// reloading receives the outcome of the reload under way, built off the messages' path;
+	// nil when none is.
+	reloading chan reloaded
+	failedSrc []byte    // the last source that did not load: not built again until it changes
+	dropped   int64     // messages dropped since the last log line
+	logged    time.Time // when the drops were last logged
 }
 
 // Setup reads the file and builds the function. A file that cannot be read, does not compile or
@@ -197,30 +201,66 @@ func (f *udfFn) Setup(ctx context.Context) error {
 	return nil
 }
 
-// reload reads the file again when Reload has passed and, when it changed, builds its function.
-// A failure keeps the current function.
+// reloaded is the outcome of a reload: the function built from src, or err; unchanged when the
+// file is the current function's or the last one that failed.
+type reloaded struct {
+	fn        *sandbox
+	src       []byte
+	err       error
+	readErr   bool
+	unchanged bool
+}
+
+// reload reads the file again when Reload has passed and, when it changed, builds its function,
+// in a goroutine of its own: a file that is slow to load (its top-level code may run for up to
+// loadTimeout, 30 s) holds up no message, which the current function goes on transforming. The
+// next call after the build takes the new function; a failure keeps the current one, and the
+// same failing source is not built again until the file changes.
 func (f *udfFn) reload(ctx context.Context) {
+	if f.reloading != nil {
+		select {
+		case r := <-f.reloading:
+			f.reloading = nil
+			f.reloaded(ctx, r)
+		default:
+			return // still under way
+		}
+	}
 	if f.Reload <= 0 || time.Since(f.readAt) < f.Reload {
 		return
 	}
 	f.readAt = time.Now()
-	src, err := readFile(ctx, f.loader.client, f.Path)
-	if err != nil {
-		slog.Warn("javascript UDF: reading the file again failed; keeping the current function", "path", f.Path, "function", f.Function, "error", err)
-		return
+	f.reloading = make(chan reloaded, 1)
+	go func(ctx context.Context, out chan<- reloaded, current, failed []byte) {
+		src, err := readFile(ctx, f.loader.client, f.Path)
+		switch {
+		case err != nil:
+			out <- reloaded{err: err, readErr: true}
+		case string(src) == string(current) || string(src) == string(failed):
+			out <- reloaded{unchanged: true}
+		default:
+			fn, err := f.loader.build(src)
+			out <- reloaded{fn: fn, src: src, err: err}
+		}
+	}(context.WithoutCancel(ctx), f.reloading, f.src, f.failedSrc)
+}
+
+// reloaded takes the outcome of a reload.
+func (f *udfFn) reloaded(ctx context.Context, r reloaded) {
+	switch {
+	case r.unchanged:
+	case r.readErr:
+		slog.Warn("javascript UDF: reading the file again failed; keeping the current function", "path", f.Path, "function", f.Function, "error", r.err)
+	case r.err != nil:
+		f.failedSrc = r.src
+		slog.Warn("javascript UDF: the file changed but does not load; keeping the current function (this version is not tried again)",
+			"path", f.Path, "function", f.Function, "error", r.err)
+	default:
+		f.fn.close()
+		f.fn, f.src, f.failedSrc = r.fn, r.src, nil
+		udfReloads.Inc(ctx, 1)
+		slog.Info("javascript UDF: the file changed; using the new function", "path", f.Path, "function", f.Function)
 	}
-	if string(src) == string(f.src) {
-		return
-	}
-	fn, err := f.loader.build(src)
-	if err != nil {
-		slog.Warn("javascript UDF: the file changed but does not load; keeping the current function", "path", f.Path, "function", f.Function, "error", err)
-		return
-	}
-	f.fn.close()
-	f.fn, f.src = fn, src
-	udfReloads.Inc(ctx, 1)
-	slog.Info("javascript UDF: the file changed; using the new function", "path", f.Path, "function", f.Function)
 }
 
 // ProcessElement applies the function to the messages of one source element and emits the
@@ -370,6 +410,18 @@ func (f *udfFn) Teardown() error {
 	f.logDrops()
 	if f.fn != nil {
 		f.fn.close()
+	}
+	if f.reloading != nil {
+		// The reload under way ends within loadTimeout; its function, if any, is closed then,
+		// and the loader's client after it.
+		go func(in <-chan reloaded, l loader) {
+			if r := <-in; r.fn != nil {
+				r.fn.close()
+			}
+			l.close()
+		}(f.reloading, f.loader)
+		f.reloading = nil
+		return nil
 	}
 	f.loader.close()
 	return nil

@@ -2,6 +2,7 @@ package udf
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -126,16 +127,82 @@ func checkReload(t *testing.T, path string, write func(string), v2, broken strin
 		t.Errorf("right after the change, before the interval: %s, want v1", v)
 	}
 	time.Sleep(interval + 10*time.Millisecond)
-	if v := got(f); v != "v2" {
+	// The new function is built off the messages' path: a later message takes it.
+	if v := eventually(t, func() string { return got(f) }, "v2"); v != "v2" {
 		t.Errorf("after the interval: %s, want v2", v)
 	}
 	write(broken)
-	time.Sleep(interval + 10*time.Millisecond)
-	if v := got(f); v != "v2" {
-		t.Errorf("after a change that does not compile: %s, want v2 (the current function kept)", v)
+	for range 5 {
+		time.Sleep(interval + 10*time.Millisecond)
+		if v := got(f); v != "v2" {
+			t.Errorf("after a change that does not compile: %s, want v2 (the current function kept)", v)
+		}
 	}
 	if v := got(never); v != "v1" {
 		t.Errorf("without a reload interval: %s, want v1", v)
+	}
+}
+
+// eventually calls get until it returns want, for up to 10 s, and returns its last value.
+func eventually(t *testing.T, get func() string, want string) string {
+	t.Helper()
+	v := get()
+	for deadline := time.Now().Add(10 * time.Second); v != want && time.Now().Before(deadline); v = get() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return v
+}
+
+// TestReloadNeverLoads: a new version whose top-level code never ends (it would run for the 30 s
+// of loadTimeout) holds up no message: the current function goes on transforming them while the
+// reload runs aside, and keeps doing so after it failed; a version after it is taken.
+func TestReloadNeverLoads(t *testing.T) {
+	const interval = 50 * time.Millisecond
+	path := writeUDF(t, `function f(p) { return "v1"; }`)
+	f := &udfFn{Config: Config{Path: path, Function: "f", Reload: interval}}
+	if err := f.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Teardown()
+	got := func() string {
+		done := make(chan string, 1)
+		go func() {
+			var o outputs
+			o.process(t, f, flow.Message{ID: "m", Data: []byte("{}")})
+			if len(o.msgs) != 1 {
+				done <- fmt.Sprintf("%d messages out", len(o.msgs))
+				return
+			}
+			done <- string(o.msgs[0].Data)
+		}()
+		select {
+		case v := <-done:
+			return v
+		case <-time.After(10 * time.Second):
+			t.Fatal("a message waited 10 s: the reload of a file that never loads holds up the messages")
+			return ""
+		}
+	}
+	if err := os.WriteFile(path, []byte("while (true) {}\nfunction f(p) { return \"v2\"; }"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		time.Sleep(interval + 10*time.Millisecond)
+		if v := got(); v != "v1" {
+			t.Fatalf("while a version that never loads is tried: %s, want v1", v)
+		}
+	}
+	if err := os.WriteFile(path, []byte(`function f(p) { return "v3"; }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The first reload ends within loadTimeout; the next one takes v3.
+	deadline := time.Now().Add(loadTimeout + 20*time.Second)
+	v := got()
+	for ; v != "v3" && time.Now().Before(deadline); v = got() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if v != "v3" {
+		t.Errorf("after a version that loads: %s, want v3", v)
 	}
 }
 
