@@ -456,6 +456,57 @@ func TestRoutingFixedWindowOutage(t *testing.T) {
 	e.checkAllAcked(t, ids)
 }
 
+// TestRoutingFixedWindowLongOutage: the fixed-window mode with one routed table detached while
+// messages for both arrive over more windows than prism runs bundles at once (8). The other
+// table's rows all land while it is down, and the detached table's after ATTACH. Each window of
+// the detached table took a bundle of its own, retrying its INSERT, until the 8 were taken and
+// nothing else ran (the write stage is now stateful on the local runner: one bundle a shard).
+func TestRoutingFixedWindowLongOutage(t *testing.T) {
+	const windows = 14
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "ta")
+	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "tb")
+	e.opts.RouteBy = "attribute:r"
+	e.opts.RouteTables = "a=ta,b=tb"
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.MaxRetries = 200
+	e.opts.RetryInitialBackoffMillis = 200
+	e.opts.RetryMaxBackoffMillis = 1000
+	e.opts.StopAfterIdle = pipeline.GivenInt(20)
+	r := e.start(t)
+	time.Sleep(2 * time.Second) // the launch checks every table
+	e.srv.MustExec(t, "DETACH TABLE ta")
+	var ids []string
+	for w := range windows {
+		var msgs []*pubsubpb.PubsubMessage
+		for i := range 4 {
+			n, table := w*4+i, "a"
+			if i%2 == 1 {
+				table = "b"
+			}
+			msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d}`, n)), Attributes: map[string]string{"r": table}})
+		}
+		ids = append(ids, e.ps.Publish(t, e.topic, msgs...)...)
+		time.Sleep(1200 * time.Millisecond)
+	}
+	want := fmt.Sprint(windows * 2)
+	got := ""
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if got = e.srv.MustQuery(t, "SELECT count() FROM tb"); got == want {
+			break
+		}
+	}
+	if got != want {
+		t.Fatalf("with ta detached over %d windows, tb holds %s rows, want %s: ta's windows hold the other table up", windows, got, want)
+	}
+	e.srv.MustExec(t, "ATTACH TABLE ta")
+	r.wait(t, 180*time.Second)
+	if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(id) FROM ta"); got != want+"\t"+want {
+		t.Errorf("ta holds %s rows (count, distinct ids) after ATTACH, want %s of each", got, want)
+	}
+	e.checkAllAcked(t, ids)
+}
+
 // TestRoutingCountModeRoomForEveryTable: the count mode with three routed tables, and more
 // messages than the local source's smallest cap (10,000), spread so that no table reaches
 // batchRowCount. Every message is read before the source stops, and each table's rows land at

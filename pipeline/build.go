@@ -374,6 +374,8 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 			FromMessage:   o.FromMessage(),
 			Routed:        routed,
 			AddNewColumns: o.AddNewColumns,
+			// The fixed-window mode on the local runner (write.Config.OneBundlePerShard).
+			OneBundlePerShard: src != DataflowSource && mode.Rows == 0,
 		}, batch.Rows(ts, batches, rows))
 		failed = append(failed, deadLetters,
 			// The rejected rows come out of the write stage in its windows; Flatten needs one windowing.

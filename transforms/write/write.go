@@ -26,6 +26,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
@@ -48,6 +49,7 @@ var (
 
 func init() {
 	register.DoFn5x1[context.Context, int, flow.Rows, func(flow.DeadLetter), func([]string), error](&insertFn{})
+	register.DoFn6x1[context.Context, state.Provider, int, flow.Rows, func(flow.DeadLetter), func([]string), error](&shardInsertFn{})
 	register.Emitter1[flow.DeadLetter]()
 	register.Emitter1[[]string]()
 }
@@ -77,6 +79,14 @@ type Config struct {
 	// each field no column took. A row converted again against a schema that has lost such a
 	// column (dropped, renamed) is then a dead letter (gone), not a row without the field's value.
 	AddNewColumns bool
+	// OneBundlePerShard makes the stage a stateful one (shardInsertFn), which a runner runs one
+	// bundle of a shard at a time. For the local runner's fixed-window mode: prism runs the
+	// stage after a GroupByKey with as many bundles at once as windows arrive, and at most 8
+	// bundles in all (runners/prism/internal/execute.go, errgroup.SetLimit(8)), so the windows of
+	// a table that is down, each retrying its INSERT, took every bundle in turn and held up the
+	// other tables, the dead letters and the read. Dataflow runs a key's work one item at a time
+	// anyway, and its graph keeps the plain stage.
+	OneBundlePerShard bool
 }
 
 // Write inserts the batches of batches (a PCollection<KV<int, flow.Rows>> from batch.Rows) into
@@ -89,7 +99,24 @@ func Write(s beam.Scope, cfg Config, batches beam.PCollection) (rejected, stored
 	if cfg.Table == "" || cfg.ClickHouse.URL == "" || cfg.Settings.MaxInsertBlockSize <= 0 {
 		panic(fmt.Sprintf("write.Write: incomplete configuration %v", cfg.ClickHouse))
 	}
+	if cfg.OneBundlePerShard {
+		return beam.ParDo2(s, &shardInsertFn{insertFn: insertFn{Config: cfg}, Shard: state.MakeValueState[bool]("shard")}, batches)
+	}
 	return beam.ParDo2(s, &insertFn{Config: cfg}, batches)
+}
+
+// shardInsertFn is insertFn as a stateful DoFn (Config.OneBundlePerShard): its state, never read
+// or written, makes the runner hand it one bundle of a shard at a time (Beam's model: a key's
+// state is used by one bundle at once), so a shard's batches wait in the runner, not in bundles
+// of their own.
+type shardInsertFn struct {
+	insertFn
+	Shard state.Value[bool]
+}
+
+// ProcessElement is insertFn's.
+func (f *shardInsertFn) ProcessElement(ctx context.Context, _ state.Provider, shard int, batch flow.Rows, emitDeadLetter func(flow.DeadLetter), emitStored func([]string)) error {
+	return f.insertFn.ProcessElement(ctx, shard, batch, emitDeadLetter, emitStored)
 }
 
 // insertFn inserts one batch per call.
