@@ -97,6 +97,8 @@ func TestConfigurationErrors(t *testing.T) {
 		{"dead-letter topic the input reads", map[string]string{"deadLetterTopic": e.topic}, "deadLetterTopic " + e.topic + " is the topic of the input subscription " + o.InputSubscription + ": every dead letter published there would come back"},
 		{"http to a TLS port", map[string]string{"clickHouseUrl": "http://" + tlsHost}, "uses http://, but the server expects TLS on that port: use https://"},
 		{"http to the native port", map[string]string{"clickHouseUrl": "http://127.0.0.1:9000"}, "that port speaks ClickHouse's native protocol: use clickhouse://"},
+		{"a proxy that does not answer", map[string]string{"clickHouseUrl": "http://127.0.0.1:8123?http_proxy=http%3A%2F%2F127.0.0.1%3A1"},
+			"clickHouseUrl: the proxy of http://127.0.0.1:8123?http_proxy=http%3A%2F%2F127.0.0.1%3A1 (its http_proxy option) could not be reached, so ClickHouse was not tried"},
 		{"http to a server too old for it", map[string]string{"clickHouseUrl": "http://127.0.0.1:8123"}, "too old for clickhouse-go's HTTP protocol: use the native protocol, clickhouse://host:9000"},
 		{"a URL option that is no setting", map[string]string{"clickHouseUrl": "clickhouse://127.0.0.1:9000?no_such_setting=1"}, "clickHouseUrl: the server has no setting of that name"},
 		{"a URL option of text that is none of the driver's", map[string]string{"clickHouseUrl": "clickhouse://127.0.0.1:9000?load_balancing=random"},

@@ -158,6 +158,14 @@ func TestTLS(t *testing.T) {
 					` is not valid for the host "127.0.0.1"`},
 			{"https, an expired certificate", map[string]string{"clickHouseUrl": https(f.stale, "localhost")},
 				"pubsub-to-clickhouse: clickHouseUrl: the certificate of the server at " + https(f.stale, "localhost") + ", or of an authority that signed it, has expired"},
+			// The wrong scheme for a TLS port.
+			{"https to the native protocol's TLS port", map[string]string{"clickHouseUrl": fmt.Sprintf("https://localhost:%d", f.plain.SecurePort)},
+				fmt.Sprintf("pubsub-to-clickhouse: clickHouseUrl: https://localhost:%d uses https://, but that port speaks ClickHouse's native protocol with TLS: "+
+					"use clickhouse://...?secure=true with it", f.plain.SecurePort)},
+			{"http to the HTTPS port", map[string]string{"clickHouseUrl": fmt.Sprintf("http://localhost:%d", f.plain.HTTPSPort), "clickHouseCaCertificate": ""},
+				fmt.Sprintf("pubsub-to-clickhouse: clickHouseUrl: the server at http://localhost:%d closed the connection on a plain HTTP request: is this a TLS port?", f.plain.HTTPSPort)},
+			{"http to the native protocol's TLS port", map[string]string{"clickHouseUrl": fmt.Sprintf("http://localhost:%d", f.plain.SecurePort), "clickHouseCaCertificate": ""},
+				fmt.Sprintf("pubsub-to-clickhouse: clickHouseUrl: the server at http://localhost:%d closed the connection on a plain HTTP request: is this a TLS port?", f.plain.SecurePort)},
 		})
 		checkUsageFailures(t, bin, base, []startupFailure{
 			{"verification off", map[string]string{"clickHouseUrl": nativeTLS(f.plain, "localhost") + "&skip_verify=true"},

@@ -120,10 +120,18 @@ func explain(err error, c Config, askedForCert bool) error {
 		return &ConfigError{FieldDatabase, Hintf("database %q does not exist on %s: check %s", c.Database, url, FieldDatabase), err}
 	case errors.As(err, &dns):
 		return &ConfigError{FieldURL, Hintf("the host of %s does not resolve: check the host name", url), err}
+	case strings.Contains(msg, "proxyconnect"):
+		// net/http's error for the proxy of http_proxy, before ClickHouse is reached.
+		return &ConfigError{FieldURL, Hintf("the proxy of %s (its http_proxy option) could not be reached, so ClickHouse was not tried: check the proxy's host and port, and that it runs", url), err}
+	case scheme == "http" && (strings.Contains(msg, "connection reset") || strings.HasSuffix(msg, "EOF")):
+		return &ConfigError{FieldURL, Hintf("the server at %s closed the connection on a plain HTTP request: is this a TLS port? Use https:// for the HTTPS port (8443), "+
+			"or clickhouse://...?secure=true for the native protocol's TLS port (9440); else check the port (HTTP 8123)", url), err}
 	case strings.Contains(msg, "connection refused"):
 		return &ConfigError{FieldURL, Hintf("nothing listens at %s: check the host and the port (native protocol 9000, or 9440 with TLS and ?secure=true; HTTP 8123; HTTPS 8443) and that the server runs", url), err}
 	case strings.Contains(msg, "HTTP request to an HTTPS server") || strings.Contains(msg, "plain HTTP request was sent to HTTPS"):
 		return &ConfigError{FieldURL, Hintf("%s uses http://, but the server expects TLS on that port: use https://", url), err}
+	case strings.Contains(msg, "is for clickhouse-client program") && scheme == "https":
+		return &ConfigError{FieldURL, Hintf("%s uses https://, but that port speaks ClickHouse's native protocol with TLS: use clickhouse://...?secure=true with it, or the HTTPS port (8443)", url), err}
 	case strings.Contains(msg, "is for clickhouse-client program"):
 		return &ConfigError{FieldURL, Hintf("%s uses http://, but that port speaks ClickHouse's native protocol: use clickhouse:// with it, or the HTTP port (8123, 8443 with TLS)", url), err}
 	case strings.Contains(msg, "Unknown setting client_protocol_version"):

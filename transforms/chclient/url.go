@@ -243,6 +243,15 @@ func queryRule(scheme, rest string) string {
 		}
 		val := values[0]
 		switch name {
+		case "secure":
+			// The driver refuses both with a phrase of its own ("http with TLS specify").
+			on, err := strconv.ParseBool(val)
+			switch {
+			case err == nil && on && scheme == "http":
+				return "option secure=true asks for TLS, which http:// does not speak: use https:// (port 8443) for TLS over HTTP, or drop the option"
+			case err == nil && !on && scheme == "https":
+				return "option secure=false turns TLS off, which https:// always uses: use http:// (port 8123) for plain HTTP, or drop the option"
+			}
 		case "compress":
 			if !compressValues[val] {
 				return fmt.Sprintf("option \"compress\" takes lz4, zstd, gzip, deflate, br, none, true or false, not %q", val)
