@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -208,7 +209,11 @@ func newClient(ctx context.Context) (*secretmanager.Client, error) {
 func accessError(name string, err error) error {
 	grant := fmt.Sprintf("the caller (on Dataflow, the job's service account) needs the permission %s on it: grant it %s on the secret", AccessPermission, AccessRole)
 	var reason string
-	switch status.Code(err) {
+	code := status.Code(err)
+	if errors.Is(err, context.DeadlineExceeded) {
+		code = codes.DeadlineExceeded // the client library gives the context's error as it is
+	}
+	switch code {
 	case codes.PermissionDenied:
 		reason = fmt.Sprintf("cannot read the Secret Manager secret version %s: the permission %s is denied (or the secret does not exist); %s", name, AccessPermission, grant)
 	case codes.NotFound:
@@ -217,10 +222,30 @@ func accessError(name string, err error) error {
 		reason = fmt.Sprintf("the Secret Manager secret version %s is disabled or destroyed: enable it, or give another version; %s", name, grant)
 	case codes.Unauthenticated:
 		reason = fmt.Sprintf("cannot read the Secret Manager secret version %s: the request has no valid credentials (Application Default Credentials; on Dataflow, the job's service account, which needs %s)", name, AccessPermission)
+	case codes.Unavailable, codes.DeadlineExceeded:
+		reason = fmt.Sprintf("cannot reach Secret Manager to read the secret version %s (%s): check this machine's (on Dataflow, the workers') network route "+
+			"to secretmanager.googleapis.com, such as Private Google Access on a subnetwork without external addresses, or a firewall", name, unreachable(err))
 	default:
 		reason = fmt.Sprintf("cannot read the Secret Manager secret version %s; %s", name, grant)
 	}
 	return &Error{name, reason, err}
+}
+
+// unreachable says what kept a request from its service: the deadline of a minute, or the network.
+func unreachable(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
+		return "no answer within a minute"
+	}
+	return "the service did not answer"
+}
+
+// isNetError reports whether err is a failure of the network (a dial, a reset, a name that does
+// not resolve) rather than an answer of the service.
+func isNetError(err error) bool {
+	var ne net.Error
+	var op *net.OpError
+	var dns *net.DNSError
+	return errors.As(err, &ne) || errors.As(err, &op) || errors.As(err, &dns)
 }
 
 // readObject reads gs://<bucket>/<object>.
@@ -251,6 +276,9 @@ func objectError(ref string, err error) error {
 		return &Error{ref, fmt.Sprintf("%s does not exist: check the bucket and the object name; %s", ref, grant), err}
 	case errors.As(err, &gerr) && (gerr.Code == http.StatusForbidden || gerr.Code == http.StatusUnauthorized):
 		return &Error{ref, fmt.Sprintf("cannot read %s: the permission storage.objects.get is denied; %s", ref, grant), err}
+	case !errors.As(err, &gerr) && (errors.Is(err, context.DeadlineExceeded) || isNetError(err)):
+		return &Error{ref, fmt.Sprintf("cannot reach Cloud Storage to read %s (%s): check this machine's (on Dataflow, the workers') network route "+
+			"to storage.googleapis.com, such as Private Google Access on a subnetwork without external addresses, or a firewall", ref, unreachable(err)), err}
 	}
 	return &Error{ref, fmt.Sprintf("cannot read %s; %s", ref, grant), err}
 }

@@ -3,11 +3,13 @@ package secret_test
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/gcptest"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
@@ -51,6 +53,30 @@ func TestAccess(t *testing.T) {
 	// The map above is read in any order.
 	if got, want := strings.Join(slices.Sorted(slices.Values(sm.Accesses())), " "), strings.Join(slices.Sorted(slices.Values([]string{version, denied, missing})), " "); got != want {
 		t.Errorf("the stand-in saw %s, want %s", got, want)
+	}
+}
+
+// TestUnreachable: a Secret Manager or Cloud Storage that does not answer (nothing listens where
+// the client is pointed) is said to be out of reach, not a permission to grant.
+func TestUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	t.Setenv(secret.EmulatorEnv, addr)
+	t.Setenv("STORAGE_EMULATOR_HOST", addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for ref, want := range map[string]string{
+		version:            "cannot reach Secret Manager to read the secret version " + version,
+		"gs://certs/a.pem": "cannot reach Cloud Storage to read gs://certs/a.pem",
+	} {
+		_, err := secret.Read(ctx, ref)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "grant it") {
+			t.Errorf("Read(%s): %v, want %q and no grant", ref, err, want)
+		}
 	}
 }
 
