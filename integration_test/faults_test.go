@@ -136,6 +136,11 @@ func TestColumnTypeChangedAfterTheWriteStageReadIt(t *testing.T) {
 		// Array(UInt8) column took the [null, 1] converted for Array(Nullable(UInt8)) as [0, 1].
 		{"nullable elements dropped", `CREATE TABLE {table} (id UInt32, a Array(Nullable(UInt8))) ENGINE = MergeTree ORDER BY id`, "MODIFY COLUMN a Array(UInt8)",
 			`{"id":0,"a":[1]}`, []string{`{"id":1,"a":[null,1]}`, `{"id":2,"a":[2]}`}, "0\t[1]\n2\t[2]", `{"id":1,"a":[null,1]}`},
+		// A column made MATERIALIZED: 18.16 refuses an INSERT that names it with code 44
+		// (ILLEGAL_COLUMN), which dead-lettered every row as the row's fault; the server computes
+		// the column now, and the field's value is ignored (SELECT * leaves the column out).
+		{"made materialized", `CREATE TABLE {table} (id UInt32, m String DEFAULT 'x') ENGINE = MergeTree ORDER BY id`, "MODIFY COLUMN m String MATERIALIZED 'mat'",
+			`{"id":0,"m":"v0"}`, []string{`{"id":1,"m":"v1"}`, `{"id":2}`}, "0\n1\n2", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newE2E(t, tc.ddl)

@@ -89,11 +89,14 @@ var (
 		691: "UNKNOWN_ELEMENT_OF_ENUM",
 	}
 	// schemaCodes: checked against 26.7's errorCodeToName on 2026-12-02; 16 and 47 provoked on
-	// 26.7 (an INSERT naming a dropped column, the DEFAULT of insertDefaults naming another column).
+	// 26.7 (an INSERT naming a dropped column, the DEFAULT of insertDefaults naming another column),
+	// 44 on 18.16 (an INSERT naming a column made MATERIALIZED since: "Cannot insert column m,
+	// because it is MATERIALIZED column").
 	schemaCodes = map[int32]string{
 		8:   "THERE_IS_NO_COLUMN",
 		10:  "NOT_FOUND_COLUMN_IN_BLOCK",
 		16:  "NO_SUCH_COLUMN_IN_TABLE",
+		44:  "ILLEGAL_COLUMN",
 		47:  "UNKNOWN_IDENTIFIER",
 		517: "CANNOT_ASSIGN_ALTER",
 	}
@@ -105,6 +108,12 @@ var (
 	// transientCodes: checked against 26.7's errorCodeToName on 2026-12-02; the faults (a full
 	// disk, Keeper, quorum, time-outs, shutdown) are not provoked in tests on 26.7.
 	transientCodes = map[int32]string{
+		// The server's read of the INSERT's data stopped short: a connection cut or half-closed
+		// in the middle of a block (seen on 18.16 behind a proxy that closed its side), which
+		// says nothing of the rows. The driver builds the blocks, so a block it sent whole
+		// always reads to its end.
+		23:   "CANNOT_READ_FROM_ISTREAM",
+		33:   "CANNOT_READ_ALL_DATA",
 		74:   "CANNOT_READ_FROM_FILE_DESCRIPTOR",
 		75:   "CANNOT_WRITE_TO_FILE_DESCRIPTOR", // 18.16's "No space left on device"
 		76:   "CANNOT_OPEN_FILE",
