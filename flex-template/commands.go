@@ -203,7 +203,7 @@ func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, er
 			return append(positional, args[1:]...), nil
 		}
 		if len(consumed) > 0 {
-			if problem := emptySecretFlag(consumed[len(consumed)-1]); problem != "" {
+			if problem := emptySecretFlag(consumed[len(consumed)-1], args[0]); problem != "" {
 				fmt.Fprintf(cio.Err, "pubsub-to-clickhouse %s: %s\n", fs.Name(), problem)
 				return nil, errors.New(problem)
 			}
@@ -214,15 +214,19 @@ func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, er
 }
 
 // emptySecretFlag returns the problem of arg when it is a secret flag or a key's or certificate's
-// given empty, as --clickHousePassword=, and an argument that is not a flag follows it: that
-// argument is likely the value, split off by a space, and would be read as a file (and named in
-// the error). "" for any other arg. The problem does not show the argument.
-func emptySecretFlag(arg string) string {
+// given empty, as --clickHousePassword=, and next, the argument after it, which is not a flag, is
+// no file or directory either (nor -, standard input): next is then likely the value, split off by
+// a space, and would be named in an error as a file that does not exist. "" otherwise (an empty
+// password given on purpose, then a file). The problem does not show next.
+func emptySecretFlag(arg, next string) string {
 	name, value, hasValue, ok := splitFlag(arg)
-	if !ok || !hasValue || value != "" || !isSecretName(name) && !holdsKeyOrCertificate(name) {
+	if !ok || !hasValue || value != "" || !isSecretName(name) && !holdsKeyOrCertificate(name) || next == "-" {
 		return ""
 	}
-	return fmt.Sprintf("--%s= is empty, and the argument after it is not a flag (not shown: it may be the value, split off by a space); "+
+	if _, err := os.Stat(next); err == nil {
+		return ""
+	}
+	return fmt.Sprintf("--%s= is empty, and the argument after it is neither a flag nor a file (not shown: it may be the value, split off by a space); "+
 		"give it as --%[1]s=VALUE, or put -- before the arguments that are files", name)
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -48,8 +50,18 @@ func TestEmptySecretFlag(t *testing.T) {
 	} {
 		var out, errOut strings.Builder
 		code := tc.run(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), tc.args)
-		if code != exitUsage || !strings.Contains(errOut.String(), "is empty, and the argument after it is not a flag") || strings.Contains(out.String()+errOut.String(), pw) {
+		if code != exitUsage || !strings.Contains(errOut.String(), "is empty, and the argument after it is neither a flag nor a file") || strings.Contains(out.String()+errOut.String(), pw) {
 			t.Errorf("%v: exit %d, want %d, and standard error\n%s", tc.args[len(tc.args)-3:], code, exitUsage, errOut.String())
 		}
+	}
+	// An empty password on purpose, then a file: not this problem.
+	file := filepath.Join(t.TempDir(), "m.jsonl")
+	if err := os.WriteFile(file, []byte(`{"id":1}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	runCheck(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), []string{"--clickHouseUrl=clickhouse://127.0.0.1:1", "--clickHouseTable=t", "--clickHousePassword=", file})
+	if strings.Contains(errOut.String(), "is empty") {
+		t.Errorf("--clickHousePassword= and then a file is refused:\n%s", errOut.String())
 	}
 }
