@@ -471,6 +471,74 @@ func TestInterruptGivesBack(t *testing.T) {
 	}
 }
 
+// TestLaterInsertOfABatchFails: a batch whose rows give two sets of columns is two INSERTs. The
+// first commits; the second never does (the proxy cuts every upload that holds its rows), so the
+// run fails once its retries are spent. The first INSERT's messages were acknowledged as it
+// committed: the run gives back only the second's, and the next run inserts those, each row
+// once. (The batch's messages were acknowledged only after every INSERT of it: the first
+// INSERT's rows were given back too, and stored twice.)
+func TestLaterInsertOfABatchFails(t *testing.T) {
+	const n, marker = 200, "CUT-7f3e-marker"
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, note String DEFAULT 'n/a') ENGINE = MergeTree ORDER BY id`)
+	proxy := e.srv.Proxy(t)
+	bin, _ := launchBinary(t)
+	o := e.opts
+	// The first message (the rows' order is the message ids') gives no note: its INSERT goes first.
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range n {
+		data := fmt.Sprintf(`{"id":%d}`, i)
+		if i >= n/2 {
+			data = fmt.Sprintf(`{"id":%d,"note":"%s"}`, i, marker)
+		}
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(data)})
+	}
+	e.ps.Publish(t, e.topic, msgs...)
+	run := func(windowSeconds int) (int, string) {
+		t.Helper()
+		cmd := exec.Command(bin, "--runner=prism", "--inputSubscription="+o.InputSubscription, "--clickHouseUrl="+proxy.URL(),
+			"--clickHouseDatabase="+o.ClickHouseDatabase, "--clickHouseTable=events", "--clickHouseUsername=default",
+			"--clickHousePassword=", "--clickHouseDeadLetterTable=dead_letters", "--clickHouseCompression=none",
+			fmt.Sprintf("--batchRowCount=%d", n), fmt.Sprintf("--windowSeconds=%d", windowSeconds), "--stopAfterIdle=5",
+			"--maxRetries=2", "--retryInitialBackoffMillis=100", "--retryMaxBackoffMillis=200")
+		cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+e.ps.Addr)
+		var log bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &log, &log
+		done := make(chan error, 1)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- cmd.Wait() }()
+		start := time.Now()
+		defer func() { t.Logf("the run took %v", time.Since(start).Round(time.Millisecond)) }()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Minute):
+			cmd.Process.Kill()
+			t.Fatalf("the run did not end in 3 minutes\n%s", log.String())
+		}
+		checkOutput(t, "the binary's log", log.Bytes())
+		return cmd.ProcessState.ExitCode(), log.String()
+	}
+	proxy.CutUploadsHolding([]byte(marker))
+	code, log := run(60) // the batch fires at its n rows, one batch
+	if code != 1 || !strings.Contains(log, "gave back the messages not acknowledged") {
+		t.Fatalf("the run whose second INSERT never commits exited %d, want 1, and logged\n%s", code, log)
+	}
+	if got := e.srv.MustQuery(t, "SELECT count(), min(id), max(id) FROM events"); got != fmt.Sprintf("%d\t0\t%d", n/2, n/2-1) {
+		t.Fatalf("after the first run the table holds (count, min, max) %s, want the first INSERT's %d rows", got, n/2)
+	}
+	proxy.CutUploadsHolding(nil)
+	if code, log := run(2); code != 0 {
+		t.Fatalf("the second run exited %d\n%s", code, log)
+	}
+	if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(id), countIf(note = '"+marker+"') FROM events"); got != fmt.Sprintf("%d\t%d\t%d", n, n, n/2) {
+		t.Errorf("after the second run the table holds (rows, distinct ids, notes) %s, want %d, %d and %d: the first INSERT's rows stored twice", got, n, n, n/2)
+	}
+	if got := e.srv.MustQuery(t, "SELECT count() FROM dead_letters"); got != "0" {
+		t.Errorf("%s dead letters, want none", got)
+	}
+}
+
 type rowCounts struct{ total, distinct int }
 
 // checkAccountedAllowingDuplicates is checkAccounted that reports duplicates instead of failing.

@@ -345,7 +345,12 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 		tables, failed = spec.Tables, append(failed, unrouted)
 	}
 	limits, addColumns := o.NewColumns()
-	var inserted []beam.PCollection
+	// On the local runner the write stage acknowledges each INSERT's messages itself, once it
+	// commits (write.Config.AckSubscription); its ack ids output stays empty.
+	ackSubscription := ""
+	if src != DataflowSource {
+		ackSubscription = o.InputSubscription
+	}
 	var tablesScope beam.Scope // one scope for every table's, so that their names stay Tables/<table>
 	if routed {
 		tablesScope = s.Scope("Tables")
@@ -364,7 +369,7 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 			AddNewColumns: addColumns,
 			Limits:        limits,
 		}, perTable[i])
-		r, stored := write.Write(ts, write.Config{
+		r, _ := write.Write(ts, write.Config{
 			ClickHouse:    o.ClickHouse(),
 			Table:         table,
 			Settings:      o.InsertSettings(),
@@ -376,11 +381,11 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 			AddNewColumns: o.AddNewColumns,
 			// The fixed-window mode on the local runner (write.Config.OneBundlePerShard).
 			OneBundlePerShard: src != DataflowSource && mode.Rows == 0,
+			AckSubscription:   ackSubscription,
 		}, batch.Rows(ts, batches, rows))
 		failed = append(failed, deadLetters,
 			// The rejected rows come out of the write stage in its windows; Flatten needs one windowing.
 			beam.WindowInto(ts.Scope("Rejected"), window.NewGlobalWindows(), r))
-		inserted = append(inserted, stored)
 	}
 
 	deadLettered := deadletter.Write(s, deadletter.Config{
@@ -394,16 +399,14 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 		MaxRows:       mode.Rows,
 	}, batch.DeadLetters(s.Scope("DeadLetters"), batches, beam.Flatten(s, failed...)))
 
-	// The edge back to the source: what was stored is acknowledged (local runner only; on
-	// Dataflow the service acknowledges, and the stored ack ids are empty).
+	// The edge back to the source: the dead letters written and the messages the UDF dropped are
+	// acknowledged (local runner only; on Dataflow the service acknowledges). The write stage
+	// acknowledges the inserted rows itself, INSERT by INSERT.
 	if src != DataflowSource {
 		// The dead-letter stage has no other output: acknowledging inside it would leave it
 		// without outputs, and prism spins a core for the whole bundle of such a stage (see
 		// package ack); after a Reshuffle the acknowledgement is a small stage of its own.
 		var stored []ack.Stored
-		for _, ids := range inserted {
-			stored = append(stored, ack.Stored{IDs: ids, Outcome: psclient.Inserted})
-		}
 		stored = append(stored, ack.Stored{IDs: beam.Reshuffle(s, deadLettered), Outcome: psclient.DeadLettered})
 		for _, d := range dropped {
 			stored = append(stored, ack.Stored{IDs: d, Outcome: psclient.Dropped})

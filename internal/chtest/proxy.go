@@ -1,6 +1,7 @@
 package chtest
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"net/url"
@@ -22,6 +23,8 @@ type Proxy struct {
 	// cuts, when above 0, is how many more connections to reset in the middle of an upload.
 	cuts     int
 	cutAfter int64
+	// marker, when set, resets every connection whose upload holds it (CutUploadsHolding).
+	marker []byte
 
 	uploaded atomic.Int64 // bytes sent to the server
 }
@@ -34,6 +37,15 @@ func (p *Proxy) Uploaded() int64 { return p.uploaded.Load() }
 func (p *Proxy) CutUploads(n int, after int64) {
 	p.mu.Lock()
 	p.cuts, p.cutAfter = n, after
+	p.mu.Unlock()
+}
+
+// CutUploadsHolding resets, from now on, every connection whose upload holds marker, before the
+// bytes that hold it reach the server: an INSERT of rows holding it (sent without compression)
+// never commits, while the others pass. nil stops it.
+func (p *Proxy) CutUploadsHolding(marker []byte) {
+	p.mu.Lock()
+	p.marker = marker
 	p.mu.Unlock()
 }
 
@@ -110,6 +122,7 @@ func (p *Proxy) serve() {
 func (p *Proxy) upload(server, client net.Conn) {
 	buf := make([]byte, 32<<10)
 	var sent int64
+	var tail []byte // the end of the last read, for a marker across two reads
 	for {
 		n, err := client.Read(buf)
 		if n > 0 {
@@ -118,9 +131,16 @@ func (p *Proxy) upload(server, client net.Conn) {
 			if cut {
 				p.cuts--
 			}
+			marked := len(p.marker) > 0 && bytes.Contains(append(tail, buf[:n]...), p.marker)
+			if len(p.marker) > 0 {
+				tail = append(tail[:0], buf[max(0, n-len(p.marker)):n]...)
+			}
 			p.mu.Unlock()
-			if cut {
+			if cut || marked {
 				half := max(0, int(p.cutAfter-sent))
+				if marked {
+					half = 0
+				}
 				server.Write(buf[:half])
 				for _, c := range []net.Conn{client, server} {
 					if tc, ok := c.(*net.TCPConn); ok {

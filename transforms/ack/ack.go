@@ -1,8 +1,11 @@
 // Package ack is the acknowledging stage of the local runner: it acknowledges on the input
-// subscription the messages whose rows the write stage inserted and whose dead letters the
-// dead-letter stage wrote. Those stages emit the ack ids of what they stored, one []string per
-// stored batch; this stage is the edge from them back to Pub/Sub, in the graph. It is absent on
-// Dataflow, whose Pub/Sub read the service acknowledges.
+// subscription the messages whose dead letters the dead-letter stage wrote and those the
+// JavaScript UDF dropped. Those stages emit the ack ids of what they stored, one []string per
+// stored batch; this stage is the edge from them back to Pub/Sub, in the graph. (The write stage
+// acknowledges the messages of its rows itself, as each INSERT commits: its outputs reach this
+// stage only once its whole bundle has succeeded, every INSERT of a batch, so a failure between
+// two INSERTs gave back rows already committed; see write.Config.AckSubscription.) It is absent
+// on Dataflow, whose Pub/Sub read the service acknowledges.
 //
 // An acknowledgement that fails is logged and not retried: the message is then redelivered and
 // written again, which a deduplicating table absorbs (see docs/delivery.md).

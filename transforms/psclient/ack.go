@@ -6,9 +6,9 @@ package psclient
 //
 // Why: on prism (the local runner) buffered rows live only in memory, so a message acknowledged
 // on receipt, or at bundle finalization, would be lost with the rows still waiting in a window if
-// the process died. The ack id therefore travels with the row and the dead letter, the write and
-// dead-letter stages emit the ack ids of what they stored, and the acknowledging stage acks
-// them: an edge of the graph. On Dataflow the source is pubsubio.Read, the service acknowledges
+// the process died. The ack id therefore travels with the row and the dead letter; the write
+// stage acknowledges its rows' messages as each INSERT commits, and the dead-letter stage emits
+// the ack ids of what it stored for the acknowledging stage: an edge of the graph. On Dataflow the source is pubsubio.Read, the service acknowledges
 // at its own checkpoints, the ack ids are empty and the acknowledging stage is not in the graph.
 //
 // One Manager per subscription per process (ForSubscription): prism runs the Go SDK worker in

@@ -2,8 +2,9 @@
 // the ClickHouse table through clickhouse-go/v2's batch API, one columnar Append per column, in
 // INSERTs of at most maxInsertBlockSize rows that each name their columns, with the template's
 // insert settings, a deterministic insert_deduplication_token per INSERT, and bounded retries with
-// exponential backoff. After every INSERT of a batch has succeeded, the batch's messages are
-// acknowledged (local source only; see package ack).
+// exponential backoff. On the local runner (Config.AckSubscription) the messages of each INSERT's
+// rows are acknowledged as soon as it commits, so that a batch cut into several INSERTs, of which
+// a later one fails or is cut short by a stop, gives back only the messages not yet inserted.
 //
 // Metrics, in the Beam namespace PubSubToClickHouse: counters rows-inserted, insert-batches (one
 // per INSERT that succeeded), insert-retries (one per retried attempt), insert-failures (one per
@@ -32,6 +33,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
@@ -86,7 +88,13 @@ type Config struct {
 	// a table that is down, each retrying its INSERT, took every bundle in turn and held up the
 	// other tables, the dead letters and the read. Dataflow runs a key's work one item at a time
 	// anyway, and its graph keeps the plain stage.
-	OneBundlePerShard bool
+	OneBundlePerShard bool // AckSubscription is the input subscription on the local runner (empty on Dataflow, whose
+	// service acknowledges): the stage acknowledges each INSERT's messages on it (through the
+	// process's psclient.Manager) as soon as the INSERT commits, rather than emitting their ack
+	// ids for the acknowledging stage, which would take them only once the whole batch, every
+	// INSERT of it, had succeeded: a failure or a stop between two INSERTs gave back the rows
+	// already committed, which the next run inserted again.
+	AckSubscription string
 }
 
 // Write inserts the batches of batches (a PCollection<KV<int, flow.Rows>> from batch.Rows) into
@@ -136,6 +144,7 @@ type insertFn struct {
 	presumedData map[int32]bool
 	meta         convert.Meta // the metadata of the row being converted
 	byTable      *flow.TableMetrics
+	acks         psclient.Manager // of Config.AckSubscription; nil without one
 	// arena is the rows' RowBinary buffer of the last batch, kept for the next one when it
 	// holds at most maxKeptArena bytes (a fixed window's batch can be far larger): a new
 	// buffer of a batch's size each time cost the first writes to fresh memory. nil while a
@@ -150,6 +159,12 @@ type insertFn struct {
 func (f *insertFn) Setup(ctx context.Context) error {
 	f.byTable = flow.NewTableMetrics(f.Routed, f.Table, []string{"rows-inserted", "insert-batches", "rows-rejected-by-clickhouse"},
 		[]string{"insert-batch-rows", "insert-latency-ms"})
+	if f.AckSubscription != "" {
+		var err error
+		if f.acks, err = psclient.ForSubscription(ctx, f.AckSubscription); err != nil {
+			return err
+		}
+	}
 	_, err := chclient.SetupRetry.Do(ctx, func() error { return f.setup(ctx) }, func(n int, err error) {
 		slog.Warn("write: connecting to ClickHouse failed; retrying", "table", f.Table, "attempt", n, "error", err)
 	})
@@ -227,6 +242,9 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Row
 	}
 	if err := f.insertRows(ctx, rows, reject, 0); err != nil {
 		return err
+	}
+	if f.acks != nil {
+		return nil // acknowledged INSERT by INSERT (acknowledge)
 	}
 	// The ack ids of the inserted rows (the rejected rows are acknowledged once their dead
 	// letters are written); none on Dataflow, where the service acknowledges.
@@ -314,6 +332,28 @@ func gone(conv *convert.Converter, payload []byte) error {
 	return fmt.Errorf("%s names no column any more: with addNewColumns the parse stage gave it one, so the column is gone since "+
 		"(dropped or renamed) or not yet visible on the server this worker writes to; the message is a dead letter rather than a row "+
 		"without the value (replaying it adds the column again)", strings.Join(fields, ", "))
+}
+
+// acknowledge acknowledges the messages of rows, which an INSERT has just committed, when the
+// stage acknowledges (Config.AckSubscription). A failed acknowledgement is logged: the rows are
+// stored, and the messages are delivered again.
+func (f *insertFn) acknowledge(ctx context.Context, rows []*Row) {
+	if f.acks == nil {
+		return
+	}
+	ids := make([]string, 0, len(rows))
+	for _, r := range rows {
+		if r.AckID != "" {
+			ids = append(ids, r.AckID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	f.acks.Stored(psclient.Inserted, len(ids))
+	if err := f.acks.Ack(ctx, ids); err != nil {
+		slog.Warn("acknowledging inserted messages failed; Pub/Sub will redeliver them", "subscription", f.AckSubscription, "messages", len(ids), "error", err)
+	}
 }
 
 // insertRows converts rows with the current schema, splits them into blocks and inserts each.
@@ -438,6 +478,7 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 		latency := time.Since(start).Milliseconds()
 		insertLatencyMS.Update(ctx, latency)
 		f.byTable.Update(ctx, "insert-latency-ms", latency)
+		f.acknowledge(ctx, b.Rows)
 		return nil
 	}
 	class := chclient.Classify(err)
