@@ -15,7 +15,7 @@ import (
 // watchdogAfter is how long the package's tests may run before the watchdog ends them: well
 // under `make test`'s -timeout, whose report puts the names of the tests that hang at the top
 // of a goroutine dump far longer than a CI log's tail.
-const watchdogAfter = 15 * time.Minute
+const watchdogAfter = 20 * time.Minute
 
 // TestMain runs the pipelines of these tests on prism, Beam's local runner, and removes the
 // binary that the tests which run it built (launchBinary), with prism's bundle splits off

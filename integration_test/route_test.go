@@ -462,7 +462,7 @@ func TestRoutingFixedWindowOutage(t *testing.T) {
 // the detached table took a bundle of its own, retrying its INSERT, until the 8 were taken and
 // nothing else ran (the write stage is now stateful on the local runner: one bundle a shard).
 func TestRoutingFixedWindowLongOutage(t *testing.T) {
-	const windows = 14
+	const windows = 11 // more than prism's 8 bundles
 	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
 	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "ta")
 	e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "tb")
@@ -472,7 +472,7 @@ func TestRoutingFixedWindowLongOutage(t *testing.T) {
 	e.opts.MaxRetries = 200
 	e.opts.RetryInitialBackoffMillis = 200
 	e.opts.RetryMaxBackoffMillis = 1000
-	e.opts.StopAfterIdle = pipeline.GivenInt(20)
+	e.opts.StopAfterIdle = pipeline.GivenInt(8)
 	r := e.start(t)
 	time.Sleep(2 * time.Second) // the launch checks every table
 	e.srv.MustExec(t, "DETACH TABLE ta")
@@ -487,7 +487,7 @@ func TestRoutingFixedWindowLongOutage(t *testing.T) {
 			msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d}`, n)), Attributes: map[string]string{"r": table}})
 		}
 		ids = append(ids, e.ps.Publish(t, e.topic, msgs...)...)
-		time.Sleep(1200 * time.Millisecond)
+		time.Sleep(1100 * time.Millisecond)
 	}
 	want := fmt.Sprint(windows * 2)
 	got := ""
