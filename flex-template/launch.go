@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/gcpopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 
@@ -130,7 +131,9 @@ func isNil(res beam.PipelineResult) bool {
 }
 
 // metricsLine formats the pipeline's metrics on one line, "metrics: name=value ...",
-// distributions as count/sum/min/max; "" when there are none.
+// distributions as count/sum/min/max; "" when there are none. A metric that several steps report
+// (a routed pipeline's stages, one set per table) is one entry: counters summed, distributions
+// merged.
 func metricsLine(res beam.PipelineResult) string {
 	all := res.Metrics().AllMetrics()
 	counters := map[string]int64{}
@@ -143,11 +146,19 @@ func metricsLine(res beam.PipelineResult) string {
 	for name, v := range counters {
 		parts = append(parts, fmt.Sprintf("%s=%d", name, v))
 	}
+	dists := map[string]metrics.DistributionValue{}
 	for _, d := range all.Distributions() {
-		if d.Key.Namespace == flow.Namespace {
-			r := d.Result()
-			parts = append(parts, fmt.Sprintf("%s=count:%d,sum:%d,min:%d,max:%d", d.Key.Name, r.Count, r.Sum, r.Min, r.Max))
+		if d.Key.Namespace != flow.Namespace {
+			continue
 		}
+		r, seen := d.Result(), dists[d.Key.Name]
+		if seen.Count > 0 {
+			r = metrics.DistributionValue{Count: seen.Count + r.Count, Sum: seen.Sum + r.Sum, Min: min(seen.Min, r.Min), Max: max(seen.Max, r.Max)}
+		}
+		dists[d.Key.Name] = r
+	}
+	for name, r := range dists {
+		parts = append(parts, fmt.Sprintf("%s=count:%d,sum:%d,min:%d,max:%d", name, r.Count, r.Sum, r.Min, r.Max))
 	}
 	if len(parts) == 0 {
 		return ""

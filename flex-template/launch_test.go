@@ -15,6 +15,7 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 )
 
 // asyncResult is what the Dataflow runner returns for an asynchronous submission: a job id and
@@ -26,6 +27,25 @@ type asyncResult struct {
 
 func (r *asyncResult) Metrics() metrics.Results { return *r.metrics }
 func (r *asyncResult) JobID() string            { return r.jobID }
+
+// TestMetricsLineMergesSteps: a metric several steps report (a routed pipeline's stages) is one
+// entry of the line, counters summed and distributions merged; other namespaces are left out.
+func TestMetricsLineMergesSteps(t *testing.T) {
+	key := func(step, name string) metrics.StepKey {
+		return metrics.StepKey{Step: step, Name: name, Namespace: flow.Namespace}
+	}
+	res := metrics.NewResults(
+		[]metrics.CounterResult{{Attempted: 3, Key: key("Tables/a/Write", "rows-inserted")}, {Attempted: 4, Key: key("Tables/b/Write", "rows-inserted")},
+			{Attempted: 9, Key: metrics.StepKey{Step: "s", Name: "other", Namespace: "beam"}}},
+		[]metrics.DistributionResult{
+			{Attempted: metrics.DistributionValue{Count: 2, Sum: 30, Min: 10, Max: 20}, Key: key("Tables/a/Parse", "message-payload-bytes")},
+			{Attempted: metrics.DistributionValue{Count: 1, Sum: 5, Min: 5, Max: 5}, Key: key("Tables/b/Parse", "message-payload-bytes")},
+		}, nil, nil, nil)
+	got := metricsLine(&asyncResult{metrics: res})
+	if want := "metrics: message-payload-bytes=count:3,sum:35,min:5,max:20 rows-inserted=7"; got != want {
+		t.Errorf("metricsLine = %q, want %q", got, want)
+	}
+}
 
 // TestReport feeds the result handling what the runners return: a typed nil for a template
 // written by the Flex Template launch, a plain nil for a dry run, an asynchronous Dataflow

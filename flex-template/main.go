@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -296,6 +297,27 @@ func giveBackOnInterrupt() (stop func()) {
 // UDF's file and function, the table and its column types, the credentials, with addNewColumns
 // that the user may add columns (evolve.CheckAlter), the dead-letter table and topic, and which
 // insert settings the server takes.
+// checkOtherHosts warns of each host of a clickHouseUrl with several that a TCP connection does
+// not reach within 5 s: the launch's own connection took the first that answers, so a host
+// behind it that is down or misspelt (`clickhouse://ch1:9000,ch2:9000`) would show only when the
+// hosts before it fail. Hosts reached through an http_proxy are not tried.
+func checkOtherHosts(ctx context.Context, o pipeline.Options) {
+	opts, err := o.ClickHouse().Options()
+	if err != nil || len(opts.Addr) < 2 || opts.HTTPProxyURL != nil {
+		return
+	}
+	for i, addr := range opts.Addr {
+		d := net.Dialer{Timeout: 5 * time.Second}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			slog.Warn("clickHouseUrl: a host does not answer; the job's connections go to the other hosts while it does not "+
+				"(check its name and port if it should)", "host", addr, "position", fmt.Sprintf("%d of %d", i+1, len(opts.Addr)), "error", err)
+			continue
+		}
+		c.Close()
+	}
+}
+
 func preflight(ctx context.Context, o pipeline.Options) error {
 	if cfg, ok := o.UDF(); ok {
 		r, err := udf.Check(ctx, cfg)
@@ -318,6 +340,7 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 		return pipeline.Labelled(err, "")
 	}
 	defer conn.Close()
+	checkOtherHosts(ctx, o)
 	for _, table := range o.Tables() {
 		if err := checkTable(ctx, conn, o, table); err != nil {
 			return err

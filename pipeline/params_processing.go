@@ -250,8 +250,9 @@ var processingParameters = []parameter{
 		unset: "the run goes on until stopped",
 		rule:  within(1, maxSeconds, "must be a positive number of seconds (leave it empty to run until stopped)", tooManySeconds),
 		doc: "For local runs on Beam's prism runner: it ends the run once no message has arrived for that many seconds and the messages " +
-			"read are written and acknowledged (with fixed windows, once their window has closed: up to `windowSeconds` more; the log says " +
-			"`idle, waiting for outstanding messages` meanwhile). On " +
+			"read are written and acknowledged (with fixed windows, once their window has closed: up to `windowSeconds` more; with " +
+			"`batchRowCount` and `windowSeconds` both, a last batch short of `batchRowCount` rows waits for its time bound, up to " +
+			"`windowSeconds` after its first row; the log says `idle, waiting for outstanding messages` meanwhile). On " +
 			"Dataflow the source is Dataflow's own Pub/Sub read and the flag has no effect (drain the job instead), so the template does not offer " +
 			"it and `flex-template/run.sh` refuses it.",
 	},
@@ -277,7 +278,9 @@ var processingParameters = []parameter{
 		regex: `^(0|[1-9][0-9]*)?$`,
 		doc: "How often each worker reads the table's columns again, in seconds; 0 means never. A column added while the job runs is filled from then " +
 			"on, without a restart; until a worker's next refresh (at most this many seconds) the new column's field is ignored and the column gets " +
-			"its DEFAULT. A dropped or changed column is noticed anyway at the next INSERT that fails because of it: the write stage reads the " +
+			"its DEFAULT. A DEFAULT added or changed while the job runs is the same: until the next refresh a message without the field gets " +
+			"what the old schema gave it (the old DEFAULT, or NULL for a Nullable column without one), since the INSERT names the column and the " +
+			"server's DEFAULT then does not apply. A dropped or changed column is noticed anyway at the next INSERT that fails because of it: the write stage reads the " +
 			"schema again, converts the batch's messages again against the new columns, and retries. The dead-letter table is read again at the " +
 			"same interval, before an INSERT of dead letters: an optional column (`message_id`, `attributes`, `ordering_key`) added while the job " +
 			"runs is filled from then on.",

@@ -136,6 +136,12 @@ func explain(err error, c Config, askedForCert bool) error {
 		return &ConfigError{FieldURL, Hintf("%s uses http://, but that port speaks ClickHouse's native protocol: use clickhouse:// with it, or the HTTP port (8123, 8443 with TLS)", url), err}
 	case strings.Contains(msg, "Unknown setting client_protocol_version"):
 		return &ConfigError{FieldURL, Hintf("the server at %s is too old for clickhouse-go's HTTP protocol: use the native protocol, clickhouse://host:9000", url), err}
+	case scheme == "clickhouse" && strings.Contains(msg, "handshake") && strings.Contains(msg, "i/o timeout"):
+		// A server that accepts the connection but answers too slowly: overloaded, or a slow
+		// network, as often as a wrong port (a job's connections opened after the first say this).
+		return &ConfigError{FieldURL, Hintf("the server at %s accepted the connection but did not answer the native protocol's handshake in time: "+
+			"it may be overloaded, or the network slow (the ?dial_timeout= option waits longer); if it never answered, check that this is "+
+			"the native port (9000, or 9440 with ?secure=true)", url), err}
 	case scheme == "clickhouse" && strings.Contains(msg, "handshake") && !UsesTLS(c.URL):
 		return &ConfigError{FieldURL, Hintf("the server at %s did not complete the native protocol's handshake: is this the native protocol's TLS port (9440)? Add ?secure=true for it. An HTTP port (8123, 8443)? Use http:// or https://. Else give the native port (9000)", url), err}
 	case scheme == "clickhouse" && strings.Contains(msg, "handshake"):

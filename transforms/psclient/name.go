@@ -93,7 +93,7 @@ func checkProject(p string) error {
 	}
 	if strings.Trim(p, "0123456789") == "" {
 		if len(p) > 19 || p[0] == '0' {
-			return fmt.Errorf("a project number must be 1 to 19 digits, without a leading zero (not %q)", p)
+			return errors.New("is a project number, which must be 1 to 19 digits without a leading zero")
 		}
 		return nil
 	}
