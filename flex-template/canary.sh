@@ -161,7 +161,7 @@ fi
 # The HTTP interface: one host, no credentials in the URL (they would be printed), no path.
 ch_url=${ch_url%/}
 # The URL as errors show it: a userinfo and a query, which may hold a password, hidden.
-shown_url=$(sed -E -e 's#^([^:/]*://)[^/?]*@#\1xxxxx@#' -e 's#[?].*$#?xxxxx#' <<<"$ch_url")
+shown_url=$(sed -E -e 's#^([A-Za-z][A-Za-z0-9+.-]*://)?.*@#\1xxxxx@#' -e 's#[?].*$#?xxxxx#' <<<"$ch_url")
 case "$ch_url" in
   clickhouse://* | tcp://*) die "--clickhouse-url takes ClickHouse's HTTP interface, http(s)://HOST:PORT (8443 or 8123), not the native protocol: $shown_url" ;;
 esac

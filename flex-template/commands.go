@@ -183,6 +183,17 @@ func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, er
 	fs.Usage = func() {}
 	fs.SetOutput(io.Discard) // the problem is said below, in words of its own
 	defer func() { fs.Usage = usage; fs.SetOutput(out) }()
+	// --clickHousePassword= -pw...: the flag package would name "-pw..." as an unknown flag.
+	for i := 0; i+1 < len(args) && args[i] != "--"; i++ {
+		if name, ok := emptySecret(args[i]); ok && strings.HasPrefix(args[i+1], "-") && args[i+1] != "-" && args[i+1] != "--" {
+			next, _, _ := strings.Cut(strings.TrimLeft(args[i+1], "-"), "=")
+			if fs.Lookup(next) == nil {
+				problem := splitOffProblem(name, "an unknown flag")
+				fmt.Fprintf(cio.Err, "pubsub-to-clickhouse %s: %s\n", fs.Name(), problem)
+				return nil, errors.New(problem)
+			}
+		}
+	}
 	for {
 		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
@@ -219,15 +230,27 @@ func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, er
 // a space, and would be named in an error as a file that does not exist. "" otherwise (an empty
 // password given on purpose, then a file). The problem does not show next.
 func emptySecretFlag(arg, next string) string {
-	name, value, hasValue, ok := splitFlag(arg)
-	if !ok || !hasValue || value != "" || !isSecretName(name) && !holdsKeyOrCertificate(name) || next == "-" {
+	name, ok := emptySecret(arg)
+	if !ok || next == "-" {
 		return ""
 	}
 	if _, err := os.Stat(next); err == nil {
 		return ""
 	}
-	return fmt.Sprintf("--%s= is empty, and the argument after it is neither a flag nor a file (not shown: it may be the value, split off by a space); "+
-		"give it as --%[1]s=VALUE, or put -- before the arguments that are files", name)
+	return splitOffProblem(name, "neither a flag nor a file")
+}
+
+// emptySecret returns the name of arg when it is a secret flag or a key's or certificate's given
+// empty (--clickHousePassword=).
+func emptySecret(arg string) (string, bool) {
+	name, value, hasValue, ok := splitFlag(arg)
+	return name, ok && hasValue && value == "" && (isSecretName(name) || holdsKeyOrCertificate(name))
+}
+
+// splitOffProblem says that the empty secret flag name is followed by what is (not shown).
+func splitOffProblem(name, what string) string {
+	return fmt.Sprintf("--%s= is empty, and the argument after it is %s (not shown: it may be the value, split off by a space); "+
+		"give it as --%[1]s=VALUE, or put -- before the arguments that are files", name, what)
 }
 
 // commandFlagProblem is the problem of a subcommand's flags in words: a flag fs does not define

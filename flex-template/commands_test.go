@@ -47,10 +47,12 @@ func TestEmptySecretFlag(t *testing.T) {
 		{runInfer, []string{"--clickHouseTable=t", "--clickHousePassword=", pw, "m.jsonl"}},
 		{runReplay, []string{"--topic=projects/p/topics/t", "--fromTable=dl", "--clickHousePassword=", pw, "--dry-run"}},
 		{runCheck, []string{"--clickHouseTable=t", "--clickHouseClientKey=", "MIGHAgEAMBMG" + pw, "m.jsonl"}},
+		// A value that starts with a dash, which the flag package would name as an unknown flag.
+		{runCheck, []string{"--clickHouseTable=t", "--clickHousePassword=", "-" + pw, "m.jsonl"}},
 	} {
 		var out, errOut strings.Builder
 		code := tc.run(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), tc.args)
-		if code != exitUsage || !strings.Contains(errOut.String(), "is empty, and the argument after it is neither a flag nor a file") || strings.Contains(out.String()+errOut.String(), pw) {
+		if code != exitUsage || !strings.Contains(errOut.String(), "is empty, and the argument after it is ") || strings.Contains(out.String()+errOut.String(), pw) {
 			t.Errorf("%v: exit %d, want %d, and standard error\n%s", tc.args[len(tc.args)-3:], code, exitUsage, errOut.String())
 		}
 	}

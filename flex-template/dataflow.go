@@ -3,17 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/storage"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/dataflow/dataflowlib"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/util/gcsx"
 	df "google.golang.org/api/dataflow/v1b3"
-	"google.golang.org/api/googleapi"
 )
 
 // AtLeastOnce is the Dataflow service option (or experiment) of at-least-once streaming mode, as
@@ -112,7 +111,7 @@ func findRunningJob(ctx context.Context, l launch) (update, error) {
 	name := stringFlag("job_name")
 	if stringFlag("update") != "true" {
 		if l.submits() && name != "" {
-			return update{}, noRunningJob(l, name)
+			return update{}, noRunningJob(ctx, l, name)
 		}
 		return update{}, nil
 	}
@@ -139,20 +138,22 @@ func findRunningJob(ctx context.Context, l launch) (update, error) {
 }
 
 // noRunningJob returns an error when a running job of the project and region is named name
-// (see findRunningJob); nil when none is, or, with a warning, when the jobs cannot be listed.
-func noRunningJob(l launch, name string) error {
-	client, err := dataflowlib.NewClient(context.Background(), stringFlag("dataflow_endpoint"))
+// (see findRunningJob); nil when none is (dataflowlib's "Unable to find running job"), or, with
+// a warning, when the jobs cannot be listed (a permission, the network, the credentials).
+func noRunningJob(ctx context.Context, l launch, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	client, err := dataflowlib.NewClient(ctx, stringFlag("dataflow_endpoint"))
 	if err == nil {
 		var job *df.Job
 		job, err = dataflowlib.GetRunningJobByName(client, l.project, l.region, name)
-		if err == nil {
+		switch {
+		case err == nil:
 			return fmt.Errorf("--job_name=%s: a job of that name is already running in projects/%s/locations/%s (id %s), and Dataflow runs one "+
 				"active job of a name: give --update to replace it (docs/deploy.md), another --job_name, or drain it first "+
 				"(gcloud dataflow jobs drain %s --region=%s --project=%s)", name, l.project, l.region, job.Id, job.Id, l.region, l.project)
-		}
-		var gerr *googleapi.Error
-		if !errors.As(err, &gerr) {
-			return nil // none of that name runs (dataflowlib's "Unable to find running job")
+		case strings.HasPrefix(err.Error(), "Unable to find running job"):
+			return nil // dataflowlib.GetRunningJobByName's answer when none of that name runs
 		}
 	}
 	slog.Warn("cannot tell whether a job of the same name is already running (listing the jobs needs dataflow.jobs.list); "+

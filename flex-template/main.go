@@ -293,10 +293,6 @@ func giveBackOnInterrupt() (stop func()) {
 	}
 }
 
-// preflight checks, before the job starts, what every worker checks in its Setup: the JavaScript
-// UDF's file and function, the table and its column types, the credentials, with addNewColumns
-// that the user may add columns (evolve.CheckAlter), the dead-letter table and topic, and which
-// insert settings the server takes.
 // checkOtherHosts warns of each host of a clickHouseUrl with several that a TCP connection does
 // not reach within 5 s: the launch's own connection took the first that answers, so a host
 // behind it that is down or misspelt (`clickhouse://ch1:9000,ch2:9000`) would show only when the
@@ -318,6 +314,11 @@ func checkOtherHosts(ctx context.Context, o pipeline.Options) {
 	}
 }
 
+// preflight checks, before the job starts, what every worker checks in its Setup: the JavaScript
+// UDF's file and function, the table and its column types, the credentials, with addNewColumns
+// that the user may add columns (evolve.CheckAlter), the dead-letter table and topic, and which
+// insert settings the server takes; it warns of the hosts of clickHouseUrl after the first that
+// do not answer (checkOtherHosts).
 func preflight(ctx context.Context, o pipeline.Options) error {
 	if cfg, ok := o.UDF(); ok {
 		r, err := udf.Check(ctx, cfg)

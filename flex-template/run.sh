@@ -145,6 +145,17 @@ done
 # URL's user:password@, the value of a URL option whose name says it holds a secret, the
 # userinfo of an http_proxy option's proxy, and a certificate's or key's text given in place of
 # its name (PEM, or 64 or more characters of base64 starting with M).
+# key_text tells whether a value holds a certificate's or a key's text rather than its name, as
+# the binary's secret.KeyText does: PEM, or 64 or more characters of base64 starting with M once
+# white space, written-out \n and \r, and quotes are left out.
+key_text() {
+  local v=$1
+  [[ $v != *-----BEGIN* ]] || return 0
+  v=${v//\\n/}
+  v=${v//\\r/}
+  v=${v//[[:space:]\"\']/}
+  [[ $v =~ ^M[A-Za-z0-9+/=]{63,}$ ]]
+}
 password=""
 for p in "${params[@]}"; do
   [[ $p != clickHousePassword=* ]] || password=${p#clickHousePassword=}
@@ -156,7 +167,7 @@ for p in "${params[@]}"; do
   show=$p
   if [[ $p == clickHousePassword=?* ]]; then
     show="clickHousePassword=xxxxx"
-  elif [[ $p =~ ^(clickHouseClientKey|clickHouseClientCertificate|clickHouseCaCertificate)=(.*-----BEGIN.*|[\"\']?M[A-Za-z0-9+/=[:space:]\"\']{63,})$ ]]; then
+  elif [[ $p =~ ^(clickHouseClientKey|clickHouseClientCertificate|clickHouseCaCertificate)= ]] && key_text "${p#*=}"; then
     show="${p%%=*}=xxxxx"
   else
     [[ -z $password ]] || show=${show//"$password"/xxxxx}

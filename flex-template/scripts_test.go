@@ -126,6 +126,14 @@ func TestScripts(t *testing.T) {
 				t.Errorf("run.sh --dry-run does not print %s:\n%s", want, out)
 			}
 		}
+		// The key's text with white space before it, and with \n written out (pasted from JSON).
+		for _, k := range []string{"  " + key, key[:32] + `\n` + key[32:]} {
+			out, err = command(t, ".", nil, bash, "run.sh", "--project", "p", "--region", "r", "--bucket", "b", "--dry-run", "--",
+				"clickHouseClientKey="+k, "inputSubscription=projects/p/subscriptions/s")
+			if err != nil || strings.Contains(out, "KeyBody0123") || !strings.Contains(out, "clickHouseClientKey=xxxxx") {
+				t.Errorf("run.sh --dry-run with the key %q: %v\n%s", k[:40], err, out)
+			}
+		}
 		for _, secret := range []string{"Proxy-S3cret", "KeyBody0123"} {
 			if strings.Contains(out, secret) {
 				t.Errorf("run.sh --dry-run shows %s:\n%s", secret, out)
@@ -539,6 +547,8 @@ printf '%s\n' "$answer"
 			// A password in a URL refused for another reason is not shown.
 			{[]string{"--clickhouse-url", "https://ch:8443?password=Canary-S3cret"}, "without a path: https://ch:8443?xxxxx"},
 			{[]string{"--clickhouse-url", "clickhouse://u:Canary-S3cret@ch:9000"}, "not the native protocol: clickhouse://xxxxx@ch:9000"},
+			{[]string{"--clickhouse-url", "u:Canary-S3cret@ch:8443"}, "must start with http:// or https://: xxxxx@ch:8443"},
+			{[]string{"--clickhouse-url", "clickhouse://u:pa/Canary-S3cret@ch:9000"}, "not the native protocol: clickhouse://xxxxx@ch:9000"},
 			{[]string{"--table", "analytics.events"}, "--table must be a bare name"},
 			{[]string{"--messages", "0"}, "--messages must be a number from 1 to 10000"},
 			{[]string{"--extra-json", `{"id":1}`}, "--extra-json must be a JSON object without the fields id"},

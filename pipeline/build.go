@@ -308,9 +308,10 @@ func Build(s beam.Scope, c Checked, src Source) {
 
 // BuildFrom wires every stage after the source on msgs, a PCollection<flow.Messages> read by
 // src's reader: the JavaScript UDF when o has one, parse, window and batch, write, dead letters,
-// and with LocalSource the acknowledging stage, which acknowledges each message on
-// o.InputSubscription once its row or dead letter is stored, or once the UDF dropped it; with
-// DataflowSource nothing is acknowledged (the service does). Build calls it; tests call it on a
+// and with LocalSource the acknowledgements on o.InputSubscription: the write stage acknowledges
+// each INSERT's messages as it commits, and the acknowledging stage each message whose dead
+// letter is stored or that the UDF dropped; with DataflowSource nothing is acknowledged (the
+// service does). Build calls it; tests call it on a
 // source of their own. It panics on a Checked that Options.Check did not return.
 //
 // With LocalSource it also adds prism's experiment that turns off its splits of running bundles

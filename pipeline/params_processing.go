@@ -607,8 +607,8 @@ var processingParameters = []parameter{
 		help: "How often each worker reads the UDF's file again, in minutes; when the file changed, the new function is used from then on, without " +
 			"restarting the job (a new version that does not load is logged and the current function kept). 0 means never; at most 525600 (365 days).",
 		regex: `^(0|[1-9][0-9]*)?$`,
-		doc: "How often each worker reads the file again, in minutes; 0 means never. When the file changed, the worker uses the new function from its " +
-			"next message on, without a restart of the job; a new version that does not load (a syntax error, the function missing) is logged " +
+		doc: "How often each worker reads the file again, in minutes; 0 means never. When the file changed, the worker uses the new function from the " +
+			"first message after it has loaded, without a restart of the job; a new version that does not load (a syntax error, the function missing) is logged " +
 			"(`javascript UDF: the file changed but does not load; keeping the current function`) and the current function kept, and that version is not " +
 			"tried again until the file changes. A new version is loaded beside the messages, which the current function goes on transforming " +
 			"meanwhile (a file whose top-level code runs long holds none of them up; loading gives up after 30 s). At most 525600 (365 days). Workers reload " +

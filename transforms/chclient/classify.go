@@ -89,14 +89,13 @@ var (
 		691: "UNKNOWN_ELEMENT_OF_ENUM",
 	}
 	// schemaCodes: checked against 26.7's errorCodeToName on 2026-12-02; 16 and 47 provoked on
-	// 26.7 (an INSERT naming a dropped column, the DEFAULT of insertDefaults naming another column),
-	// 44 on 18.16 (an INSERT naming a column made MATERIALIZED since: "Cannot insert column m,
-	// because it is MATERIALIZED column").
+	// 26.7 (an INSERT naming a dropped column, the DEFAULT of insertDefaults naming another column).
+	// 44 ILLEGAL_COLUMN is one too when its text says an INSERT named a column the server
+	// computes (Classify), else unknown.
 	schemaCodes = map[int32]string{
 		8:   "THERE_IS_NO_COLUMN",
 		10:  "NOT_FOUND_COLUMN_IN_BLOCK",
 		16:  "NO_SUCH_COLUMN_IN_TABLE",
-		44:  "ILLEGAL_COLUMN",
 		47:  "UNKNOWN_IDENTIFIER",
 		517: "CANNOT_ASSIGN_ALTER",
 	}
@@ -160,6 +159,9 @@ var (
 	}
 )
 
+// illegalColumn is ClickHouse's ILLEGAL_COLUMN (44).
+const illegalColumn = 44
+
 // Classify says what an INSERT's error means. A *clickhouse.Exception is classified by its code
 // (see the Class constants); every other error (network, TLS, timeouts, the client itself) is
 // Transient. Errors raised by clickhouse-go while appending the columns, before anything is
@@ -177,6 +179,13 @@ func Classify(err error) Class {
 	var ex *clickhouse.Exception
 	if !errors.As(err, &ex) {
 		return Transient
+	}
+	if ex.Code == illegalColumn && strings.Contains(ex.Message, "Cannot insert column") {
+		// 18.16's answer to an INSERT that names a column made MATERIALIZED or ALIAS since
+		// ("Cannot insert column m, because it is MATERIALIZED column"): the schema changed.
+		// ILLEGAL_COLUMN's other causes (a function given a column of a kind it does not take,
+		// in a DEFAULT or a view) stay unknown.
+		return Schema
 	}
 	if ex.Code == 252 && strings.Contains(ex.Message, "partitions for single INSERT block") {
 		return Memory // too many partitions in one block, not too many parts: split it

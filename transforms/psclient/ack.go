@@ -1,8 +1,9 @@
 package psclient
 
 // Acknowledgement of the messages the local source (package source) pulls: a Manager keeps their
-// ack deadlines extended from the pull until the acknowledging stage (package ack) acknowledges
-// them, once their rows are inserted or their dead letters written.
+// ack deadlines extended from the pull until they are acknowledged: by the write stage as each
+// INSERT of their rows commits, or by the acknowledging stage (package ack) once their dead
+// letters are written.
 //
 // Why: on prism (the local runner) buffered rows live only in memory, so a message acknowledged
 // on receipt, or at bundle finalization, would be lost with the rows still waiting in a window if

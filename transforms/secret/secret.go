@@ -242,10 +242,11 @@ func unreachable(err error) string {
 // isNetError reports whether err is a failure of the network (a dial, a reset, a name that does
 // not resolve) rather than an answer of the service.
 func isNetError(err error) bool {
-	var ne net.Error
+	// Not net.Error: *url.Error has Timeout too, and wraps a credentials' or a certificate's
+	// failure as well as the network's.
 	var op *net.OpError
 	var dns *net.DNSError
-	return errors.As(err, &ne) || errors.As(err, &op) || errors.As(err, &dns)
+	return errors.As(err, &op) || errors.As(err, &dns)
 }
 
 // readObject reads gs://<bucket>/<object>.

@@ -232,6 +232,8 @@ func (f *udfFn) reload(ctx context.Context) {
 	f.readAt = time.Now()
 	f.reloading = make(chan reloaded, 1)
 	go func(ctx context.Context, out chan<- reloaded, current, failed []byte) {
+		ctx, cancel := context.WithTimeout(ctx, reloadReadTimeout)
+		defer cancel()
 		src, err := readFile(ctx, f.loader.client, f.Path)
 		switch {
 		case err != nil:
@@ -245,15 +247,34 @@ func (f *udfFn) reload(ctx context.Context) {
 	}(context.WithoutCancel(ctx), f.reloading, f.src, f.failedSrc)
 }
 
+// reloadReadTimeout bounds a reload's reading of the file (a Cloud Storage client retries a
+// stalled read until its context ends).
+const reloadReadTimeout = time.Minute
+
+// aboutSource reports whether a build's error is the source's own (a syntax error, the function
+// missing, its top-level code throwing or running past loadTimeout), which the same source would
+// give again, rather than the helper process's (it could not be started).
+func aboutSource(err error) bool {
+	var (
+		e       *Error
+		missing *MissingFunctionError
+		syntax  *syntaxError
+	)
+	return errors.As(err, &e) || errors.As(err, &missing) || errors.As(err, &syntax)
+}
+
 // reloaded takes the outcome of a reload.
 func (f *udfFn) reloaded(ctx context.Context, r reloaded) {
 	switch {
 	case r.unchanged:
 	case r.readErr:
 		slog.Warn("javascript UDF: reading the file again failed; keeping the current function", "path", f.Path, "function", f.Function, "error", r.err)
-	case r.err != nil:
+	case r.err != nil && aboutSource(r.err):
 		f.failedSrc = r.src
-		slog.Warn("javascript UDF: the file changed but does not load; keeping the current function (this version is not tried again)",
+		slog.Warn("javascript UDF: the file changed but does not load; keeping the current function (this version is not tried again until the file changes)",
+			"path", f.Path, "function", f.Function, "error", r.err)
+	case r.err != nil:
+		slog.Warn("javascript UDF: the file changed but its function could not be started; keeping the current function, and trying again at the next reload",
 			"path", f.Path, "function", f.Function, "error", r.err)
 	default:
 		f.fn.close()
@@ -412,8 +433,8 @@ func (f *udfFn) Teardown() error {
 		f.fn.close()
 	}
 	if f.reloading != nil {
-		// The reload under way ends within loadTimeout; its function, if any, is closed then,
-		// and the loader's client after it.
+		// The reload under way ends within reloadReadTimeout and loadTimeout; its function, if
+		// any, is closed then, and the loader's client after it.
 		go func(in <-chan reloaded, l loader) {
 			if r := <-in; r.fn != nil {
 				r.fn.close()

@@ -153,11 +153,13 @@ func eventually(t *testing.T, get func() string, want string) string {
 	return v
 }
 
-// TestReloadNeverLoads: a new version whose top-level code never ends (it would run for the 30 s
-// of loadTimeout) holds up no message: the current function goes on transforming them while the
+// TestReloadNeverLoads: a new version whose top-level code never ends (it runs until loadTimeout,
+// 30 s, here 3 s) holds up no message: the current function goes on transforming them while the
 // reload runs aside, and keeps doing so after it failed; a version after it is taken.
 func TestReloadNeverLoads(t *testing.T) {
 	const interval = 50 * time.Millisecond
+	defer func(d time.Duration) { loadTimeout = d }(loadTimeout)
+	loadTimeout = 3 * time.Second // the top-level code's bound, 30 s, shorter for the test
 	path := writeUDF(t, `function f(p) { return "v1"; }`)
 	f := &udfFn{Config: Config{Path: path, Function: "f", Reload: interval}}
 	if err := f.Setup(context.Background()); err != nil {

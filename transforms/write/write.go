@@ -88,7 +88,8 @@ type Config struct {
 	// a table that is down, each retrying its INSERT, took every bundle in turn and held up the
 	// other tables, the dead letters and the read. Dataflow runs a key's work one item at a time
 	// anyway, and its graph keeps the plain stage.
-	OneBundlePerShard bool // AckSubscription is the input subscription on the local runner (empty on Dataflow, whose
+	OneBundlePerShard bool
+	// AckSubscription is the input subscription on the local runner (empty on Dataflow, whose
 	// service acknowledges): the stage acknowledges each INSERT's messages on it (through the
 	// process's psclient.Manager) as soon as the INSERT commits, rather than emitting their ack
 	// ids for the acknowledging stage, which would take them only once the whole batch, every
@@ -98,10 +99,11 @@ type Config struct {
 }
 
 // Write inserts the batches of batches (a PCollection<KV<int, flow.Rows>> from batch.Rows) into
-// cfg.Table, converting each row's payload with the stage's own view of the table's schema. It returns the dead-letter records of the rows the server
-// rejected (PCollection<flow.DeadLetter>) and the ack ids of the inserted rows, one []string
-// per batch (PCollection<[]string>, for the acknowledging stage; empty on Dataflow). It panics at
-// construction when cfg is incomplete.
+// cfg.Table, converting each row's payload with the stage's own view of the table's schema. It
+// returns the dead-letter records of the rows the server rejected (PCollection<flow.DeadLetter>)
+// and the ack ids of the inserted rows, one []string per batch (PCollection<[]string>), which is
+// empty both on Dataflow, whose service acknowledges, and with cfg.AckSubscription, when the stage
+// acknowledges each INSERT's rows itself. It panics at construction when cfg is incomplete.
 func Write(s beam.Scope, cfg Config, batches beam.PCollection) (rejected, stored beam.PCollection) {
 	s = s.Scope("Write")
 	if cfg.Table == "" || cfg.ClickHouse.URL == "" || cfg.Settings.MaxInsertBlockSize <= 0 {
