@@ -183,15 +183,12 @@ func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, er
 	fs.Usage = func() {}
 	fs.SetOutput(io.Discard) // the problem is said below, in words of its own
 	defer func() { fs.Usage = usage; fs.SetOutput(out) }()
-	// --clickHousePassword= -pw...: the flag package would name "-pw..." as an unknown flag.
+	// --clickHousePassword= PW: the value split off by a space would be named in an error (a file
+	// that does not exist, an unknown flag).
 	for i := 0; i+1 < len(args) && args[i] != "--"; i++ {
-		if name, ok := emptySecret(args[i]); ok && strings.HasPrefix(args[i+1], "-") && args[i+1] != "-" && args[i+1] != "--" {
-			next, _, _ := strings.Cut(strings.TrimLeft(args[i+1], "-"), "=")
-			if fs.Lookup(next) == nil {
-				problem := splitOffProblem(name, "an unknown flag")
-				fmt.Fprintf(cio.Err, "pubsub-to-clickhouse %s: %s\n", fs.Name(), problem)
-				return nil, errors.New(problem)
-			}
+		if problem := splitOffSecret(fs, args[i], args[i+1]); problem != "" {
+			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse %s: %s\n", fs.Name(), problem)
+			return nil, errors.New(problem)
 		}
 	}
 	for {
@@ -205,7 +202,6 @@ func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, er
 			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse %s: %s\n(pubsub-to-clickhouse help %[1]s lists the flags)\n", fs.Name(), commandFlagProblem(fs, err))
 			return nil, err
 		}
-		consumed := args[:len(args)-len(fs.Args())]
 		args = fs.Args()
 		if len(args) == 0 {
 			return positional, nil
@@ -213,38 +209,31 @@ func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, er
 		if args[0] == "--" {
 			return append(positional, args[1:]...), nil
 		}
-		if len(consumed) > 0 {
-			if problem := emptySecretFlag(consumed[len(consumed)-1], args[0]); problem != "" {
-				fmt.Fprintf(cio.Err, "pubsub-to-clickhouse %s: %s\n", fs.Name(), problem)
-				return nil, errors.New(problem)
-			}
-		}
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
 }
 
-// emptySecretFlag returns the problem of arg when it is a secret flag or a key's or certificate's
-// given empty, as --clickHousePassword=, and next, the argument after it, which is not a flag, is
-// no file or directory either (nor -, standard input): next is then likely the value, split off by
-// a space, and would be named in an error as a file that does not exist. "" otherwise (an empty
-// password given on purpose, then a file). The problem does not show next.
-func emptySecretFlag(arg, next string) string {
-	name, ok := emptySecret(arg)
-	if !ok || next == "-" {
+// splitOffSecret returns the problem of arg when it is a secret flag or a key's or certificate's
+// given empty, as --clickHousePassword=, and next, the argument after it, is likely its value
+// split off by a space: a flag fs does not define, or an argument that is no file or directory
+// (nor -, standard input). next would then be named in an error. "" otherwise (an empty password
+// given on purpose, then a flag or a file). The problem does not show next.
+func splitOffSecret(fs *flag.FlagSet, arg, next string) string {
+	name, value, hasValue, ok := splitFlag(arg)
+	if !ok || !hasValue || value != "" || !isSecretName(name) && !holdsKeyOrCertificate(name) || next == "-" || next == "--" {
+		return ""
+	}
+	if strings.HasPrefix(next, "-") {
+		if flagName, _, _ := strings.Cut(strings.TrimLeft(next, "-"), "="); fs.Lookup(flagName) == nil {
+			return splitOffProblem(name, "an unknown flag")
+		}
 		return ""
 	}
 	if _, err := os.Stat(next); err == nil {
 		return ""
 	}
 	return splitOffProblem(name, "neither a flag nor a file")
-}
-
-// emptySecret returns the name of arg when it is a secret flag or a key's or certificate's given
-// empty (--clickHousePassword=).
-func emptySecret(arg string) (string, bool) {
-	name, value, hasValue, ok := splitFlag(arg)
-	return name, ok && hasValue && value == "" && (isSecretName(name) || holdsKeyOrCertificate(name))
 }
 
 // splitOffProblem says that the empty secret flag name is followed by what is (not shown).

@@ -14,7 +14,6 @@ package ack
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -71,12 +70,5 @@ func (f *ackFn) Setup(ctx context.Context) error {
 }
 
 func (f *ackFn) ProcessElement(ctx context.Context, ids []string) {
-	if len(ids) == 0 {
-		return
-	}
-	f.acks.Stored(f.Outcome, len(ids))
-	if err := f.acks.Ack(ctx, ids); err != nil {
-		// What was stored is stored; a lost ack only means a redelivery.
-		slog.Warn("acknowledging stored messages failed; Pub/Sub will redeliver them", "subscription", f.Subscription, "messages", len(ids), "error", err)
-	}
+	psclient.AckStored(ctx, f.acks, f.Subscription, f.Outcome, ids)
 }

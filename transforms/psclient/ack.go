@@ -18,6 +18,7 @@ package psclient
 
 import (
 	"context"
+	"log/slog"
 )
 
 // Manager tracks the messages pulled from one subscription until they are acknowledged.
@@ -44,4 +45,18 @@ type Manager interface {
 // client honours PUBSUB_EMULATOR_HOST.
 func ForSubscription(ctx context.Context, subscription string) (Manager, error) {
 	return forSubscription(ctx, subscription)
+}
+
+// AckStored counts ids as messages stored with outcome o (Stored, for the progress of a run) and
+// acknowledges them on m, the Manager of subscription. A failed acknowledgement is logged, not
+// returned: what was stored is stored, and Pub/Sub delivers the messages again. The write stage
+// (each INSERT's rows) and the acknowledging stage (dead letters, drops) acknowledge through it.
+func AckStored(ctx context.Context, m Manager, subscription string, o Outcome, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	m.Stored(o, len(ids))
+	if err := m.Ack(ctx, ids); err != nil {
+		slog.Warn("acknowledging stored messages failed; Pub/Sub will redeliver them", "subscription", subscription, "messages", len(ids), "error", err)
+	}
 }

@@ -349,13 +349,7 @@ func (f *insertFn) acknowledge(ctx context.Context, rows []*Row) {
 			ids = append(ids, r.AckID)
 		}
 	}
-	if len(ids) == 0 {
-		return
-	}
-	f.acks.Stored(psclient.Inserted, len(ids))
-	if err := f.acks.Ack(ctx, ids); err != nil {
-		slog.Warn("acknowledging inserted messages failed; Pub/Sub will redeliver them", "subscription", f.AckSubscription, "messages", len(ids), "error", err)
-	}
+	psclient.AckStored(ctx, f.acks, f.AckSubscription, psclient.Inserted, ids)
 }
 
 // insertRows converts rows with the current schema, splits them into blocks and inserts each.
