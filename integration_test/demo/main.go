@@ -278,8 +278,9 @@ loop:
 	default:
 		fmt.Println("pipeline metrics: (the pipeline printed none)")
 	}
-	busy := elapsed - 5*time.Second
-	fmt.Printf("elapsed: %v from the pipeline's start to its exit, of which 5 s idle wait (stopAfterIdle)\n", elapsed.Round(time.Millisecond))
+	idle := idleWait(args)
+	busy := elapsed - idle
+	fmt.Printf("elapsed: %v from the pipeline's start to its exit, of which %v idle wait (stopAfterIdle)\n", elapsed.Round(time.Millisecond), idle)
 	fmt.Printf("throughput: %.0f messages/s (%.0f messages/s without the idle wait)\n",
 		float64(published.Load())/elapsed.Seconds(), float64(published.Load())/busy.Seconds())
 	fmt.Printf("pipeline process CPU: %.2f s (user %.2f s, system %.2f s), %.2f CPU-seconds per 100,000 messages\n",
@@ -449,4 +450,18 @@ func printCounts(m map[string]int) {
 	for _, k := range keys {
 		fmt.Printf("  %7d  %s\n", m[k], k)
 	}
+}
+
+// idleWait returns the idle wait the pipeline was given: the last --stopAfterIdle of args, in
+// seconds (the demo's 5 unless -pipeline-flags gives another).
+func idleWait(args []string) time.Duration {
+	wait := 5 * time.Second
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--stopAfterIdle="); ok {
+			if s, err := strconv.Atoi(v); err == nil {
+				wait = time.Duration(s) * time.Second
+			}
+		}
+	}
+	return wait
 }
