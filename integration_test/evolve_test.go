@@ -523,6 +523,38 @@ func TestNewColumnsRouted(t *testing.T) {
 	}
 }
 
+// TestNewFieldWhileServerUnreachable: a new field first seen while ClickHouse is unreachable
+// for a few seconds waits for the server, as an INSERT does, instead of failing the job: every
+// message is a row, and the new field's column holds its values.
+func TestNewFieldWhileServerUnreachable(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	proxy := e.srv.Proxy(t)
+	e.opts.ClickHouseURL = proxy.URL()
+	e.opts.AddNewColumns = true
+	e.opts.BatchRowCount = pipeline.GivenInt(50)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	var first, later []string
+	for i := range 50 {
+		first = append(first, fmt.Sprintf(`{"id":%d}`, i))
+		later = append(later, fmt.Sprintf(`{"id":%d,"nf":%d}`, 50+i, 50+i))
+	}
+	e.publishJSON(t, first...)
+	r := e.start(t)
+	e.watch(t, 50, 60*time.Second)
+	proxy.Down()
+	e.publishJSON(t, later...)
+	time.AfterFunc(4*time.Second, proxy.Up)
+	e.watch(t, 100, 90*time.Second)
+	c := counters(r.wait(t, 60*time.Second))
+	t.Logf("counters: %v", c)
+	if rows, dead := e.checkAccounted(t, 100, "id"); rows != 100 || dead != 0 {
+		t.Errorf("%d rows and %d dead letters, want 100 and none", rows, dead)
+	}
+	if got := e.srv.MustQuery(t, "SELECT count() FROM events WHERE nf = id"); got != "50" {
+		t.Errorf("rows whose nf is their id: %s, want 50", got)
+	}
+}
+
 // TestNewFieldsBecomeColumnsOnModern: the built binary with addNewColumns against the ClickHouse
 // 26 engine: the launch's check of the grant (CHECK GRANT there) passes for its user, each new
 // field becomes a column by ADD COLUMN IF NOT EXISTS, a boolean a Nullable(Bool), and every

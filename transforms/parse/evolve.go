@@ -140,7 +140,7 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 		return false, nil, nil
 	}
 
-	c, err := f.ch.Open(ctx)
+	c, err := f.openRetrying(ctx)
 	if err != nil {
 		return false, nil, err
 	}
@@ -266,6 +266,21 @@ func (f *parseFn) logKept(refused []*evolve.Refusal) {
 		chclient.LogOnce("parse: a new field does not become a column; it is kept in "+convert.OptionUnknownFields.String(),
 			"table", f.Table, "field", r.Field, "rule", r.Param+": "+r.Rule)
 	}
+}
+
+// openRetrying opens a connection to the server for adding columns, retrying a failure as a
+// worker's start-up does (chclient.SetupRetry, about a minute and a half): the server was
+// reached when the stage started, so a failure now is most likely an outage that ends.
+func (f *parseFn) openRetrying(ctx context.Context) (driver.Conn, error) {
+	var c driver.Conn
+	_, err := chclient.SetupRetry.Do(ctx, func() error {
+		var err error
+		c, err = f.ch.Open(ctx)
+		return err
+	}, func(attempt int, err error) {
+		slog.Warn("parse: connecting to add a column failed; retrying", "table", f.Table, "attempt", attempt, "error", err)
+	})
+	return c, err
 }
 
 // refreshOn reads the table's schema through c, retrying what a retry can change.
