@@ -555,6 +555,80 @@ func TestNewFieldWhileServerUnreachable(t *testing.T) {
 	}
 }
 
+// TestNewColumnsRoutedTableDetached: with routeTables, a table detached while messages with new
+// fields come for it holds up neither the other table's messages (whose new fields become
+// columns meanwhile) nor the run: its messages with new fields are dead letters that say why and
+// keep their bytes, and its others land after ATTACH.
+func TestNewColumnsRoutedTableDetached(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	for _, table := range []string{"ra", "rb"} {
+		e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, kind String) ENGINE = MergeTree ORDER BY id`, table)
+	}
+	e.opts.RouteBy = "field:kind"
+	e.opts.RouteTables = "a=ra,b=rb"
+	e.opts.AddNewColumns = true
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.MaxRetries = 40
+	e.opts.RetryInitialBackoffMillis = 200
+	e.opts.RetryMaxBackoffMillis = 2000
+	count := func(table string) int {
+		n, _ := strconv.Atoi(e.srv.MustQuery(t, "SELECT count() FROM "+table))
+		return n
+	}
+	var warm []string
+	for i := range 10 {
+		warm = append(warm, fmt.Sprintf(`{"id":%d,"kind":%q}`, i, []string{"a", "b"}[i%2]))
+	}
+	e.publishJSON(t, warm...)
+	r := e.start(t)
+	for deadline := time.Now().Add(60 * time.Second); count("ra") < 5 || count("rb") < 5; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ra holds %d rows and rb %d, want 5 each", count("ra"), count("rb"))
+		}
+	}
+
+	e.srv.MustExec(t, "DETACH TABLE rb")
+	detached := time.Now()
+	var later []string
+	for i := 10; i < 25; i++ {
+		switch i % 3 {
+		case 0:
+			later = append(later, fmt.Sprintf(`{"id":%d,"kind":"a","na":%d}`, i, i))
+		case 1:
+			later = append(later, fmt.Sprintf(`{"id":%d,"kind":"b","nb":%d}`, i, i))
+		case 2:
+			later = append(later, fmt.Sprintf(`{"id":%d,"kind":"b"}`, i))
+		}
+	}
+	e.publishJSON(t, later...)
+	for count("ra") < 10 || count("dead_letters") < 5 {
+		if time.Since(detached) > 15*time.Second {
+			t.Fatalf("%v after rb was detached, ra holds %d rows (want 10) and dead_letters %d (want 5): rb's outage holds them up",
+				time.Since(detached).Round(time.Millisecond), count("ra"), count("dead_letters"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	e.srv.MustExec(t, "ATTACH TABLE rb")
+	for deadline := time.Now().Add(60 * time.Second); count("rb") < 10; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("rb holds %d rows after ATTACH, want 10", count("rb"))
+		}
+	}
+	c := counters(r.wait(t, 60*time.Second))
+	t.Logf("counters: %v", c)
+	if got := e.srv.MustQuery(t, "SELECT count(), countIf(na = id) FROM ra"); got != "10\t5" {
+		t.Errorf("ra: rows and rows whose na is their id = %q, want 10 and 5", got)
+	}
+	if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(id) FROM rb"); got != "10\t10" {
+		t.Errorf("rb: rows and distinct ids = %q, want 10 and 10", got)
+	}
+	got := e.srv.MustQuery(t, `SELECT arrayStringConcat(arraySort(groupArray(raw_message)), ' ') FROM dead_letters `+
+		`WHERE error_message LIKE 'addNewColumns: field "nb" (value %) cannot become a column now: the table %.rb could not be read or altered%replay the dead letter once the table is back%'`)
+	if want := `{"id":10,"kind":"b","nb":10} {"id":13,"kind":"b","nb":13} {"id":16,"kind":"b","nb":16} {"id":19,"kind":"b","nb":19} {"id":22,"kind":"b","nb":22}`; got != want {
+		t.Errorf("dead letters explained:\n%s\nwant\n%s\nall: %s", got, want, e.srv.MustQuery(t, "SELECT error_message FROM dead_letters"))
+	}
+}
+
 // TestNewFieldsBecomeColumnsOnModern: the built binary with addNewColumns against the ClickHouse
 // 26 engine: the launch's check of the grant (CHECK GRANT there) passes for its user, each new
 // field becomes a column by ADD COLUMN IF NOT EXISTS, a boolean a Nullable(Bool), and every

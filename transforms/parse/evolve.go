@@ -38,7 +38,17 @@ const (
 	// refusedFor is how long a field whose ADD COLUMN the server refused stays refused without
 	// asking the server again (an operator may fix a grant meanwhile).
 	refusedFor = time.Minute
+	// unreachableFor is how long, in a routed pipeline, a table whose server could not be reached
+	// to add a column is not asked again (evolver.unreachable).
+	unreachableFor = 30 * time.Second
 )
+
+// routedRetry is the retry policy of adding a column in a routed pipeline: one retry, where an
+// unrouted one waits as a worker's start-up does (chclient.SetupRetry, about a minute and a
+// half). The parse stage runs before the messages are parted by table, so its wait holds up the
+// messages of every table, and the routeTables promise is that one table's outage holds up only
+// its own.
+var routedRetry = chclient.Retry{MaxRetries: 1, InitialBackoff: 500 * time.Millisecond, MaxBackoff: time.Second}
 
 // added counts, per table (added.key), the columns this worker process has added: the
 // addNewColumnsMax of each worker, shared by the parse stage's DoFn instances of the process.
@@ -79,6 +89,10 @@ type evolver struct {
 	key     string      // the table's key in added
 	// refused holds, per field, the server's refusal of its ADD COLUMN and when it came.
 	refused map[string]refusedDDL
+	// unreachable is when, in a routed pipeline, the table's server last could not be reached to
+	// add a column, and err why; until unreachableFor has passed, new fields are not asked for.
+	unreachable    time.Time
+	unreachableErr error
 }
 
 type refusedDDL struct {
@@ -140,14 +154,21 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 		return false, nil, nil
 	}
 
+	if f.Routed && !e.unreachable.IsZero() && time.Since(e.unreachable) < unreachableFor {
+		if err := ctx.Err(); err != nil {
+			return false, nil, err
+		}
+		return false, f.notNow(ctx, fresh, refused, e.unreachableErr), nil
+	}
+
 	c, err := f.openRetrying(ctx)
 	if err != nil {
-		return false, nil, err
+		return false, f.notNow(ctx, fresh, refused, err), f.unlessRouted(ctx, err)
 	}
 	defer c.Close()
 	// Another worker may have added them already.
-	if err := f.refreshOn(ctx, c); err != nil {
-		return false, nil, err
+	if err := f.refreshOn(ctx, c, f.ddlRetry()); err != nil {
+		return false, f.notNow(ctx, fresh, refused, err), f.unlessRouted(ctx, err)
 	}
 	reread = true
 	missing := slices.DeleteFunc(fresh, func(n evolve.Field) bool { return f.hasColumn(n.Name) })
@@ -176,7 +197,7 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 		r, err := f.addColumn(ctx, c, n)
 		if err != nil {
 			release(e.key, len(reserved)-i-1) // addColumn gave back its own
-			return reread, nil, err
+			return reread, f.notNow(ctx, reserved[i:], refused, err), f.unlessRouted(ctx, err)
 		}
 		if r != nil {
 			e.refused[n.Name] = refusedDDL{r, time.Now()}
@@ -204,7 +225,7 @@ func (f *parseFn) addColumn(ctx context.Context, c driver.Conn, n evolve.Field) 
 	e := f.evolver
 	def := e.rule.Definition(n.Kind)
 	ddl := e.rule.Server.AddColumn(f.ClickHouse.Database, f.Table, n.Name, def, e.checker.Limits().OnCluster)
-	_, err := chclient.SetupRetry.DoIf(ctx, func() error { return c.Exec(ctx, ddl) },
+	_, err := f.ddlRetry().DoIf(ctx, func() error { return c.Exec(ctx, ddl) },
 		func(err error) bool { return chclient.Classify(err) == chclient.Transient },
 		func(attempt int, err error) {
 			slog.Warn("parse: adding a column failed; retrying", "table", f.Table, "column", n.Name, "attempt", attempt, "error", err)
@@ -235,7 +256,7 @@ func (f *parseFn) addColumn(ctx context.Context, c driver.Conn, n evolve.Field) 
 func (f *parseFn) waitVisible(ctx context.Context, c driver.Conn, names []string) error {
 	deadline := time.Now().Add(visibleWithin)
 	for {
-		if err := f.refreshOn(ctx, c); err != nil {
+		if err := f.refreshOn(ctx, c, chclient.SetupRetry); err != nil {
 			return err
 		}
 		i := slices.IndexFunc(names, func(n string) bool { return !f.hasColumn(n) })
@@ -268,12 +289,12 @@ func (f *parseFn) logKept(refused []*evolve.Refusal) {
 	}
 }
 
-// openRetrying opens a connection to the server for adding columns, retrying a failure as a
-// worker's start-up does (chclient.SetupRetry, about a minute and a half): the server was
-// reached when the stage started, so a failure now is most likely an outage that ends.
+// openRetrying opens a connection to the server for adding columns, retrying a failure by
+// ddlRetry: the server was reached when the stage started, so a failure now is most likely an
+// outage that ends.
 func (f *parseFn) openRetrying(ctx context.Context) (driver.Conn, error) {
 	var c driver.Conn
-	_, err := chclient.SetupRetry.Do(ctx, func() error {
+	_, err := f.ddlRetry().Do(ctx, func() error {
 		var err error
 		c, err = f.ch.Open(ctx)
 		return err
@@ -283,9 +304,51 @@ func (f *parseFn) openRetrying(ctx context.Context) (driver.Conn, error) {
 	return c, err
 }
 
-// refreshOn reads the table's schema through c, retrying what a retry can change.
-func (f *parseFn) refreshOn(ctx context.Context, c driver.Conn) error {
-	_, err := chclient.SetupRetry.DoIf(ctx, func() error { return f.tracker.Refresh(ctx, c) },
+// ddlRetry is the retry policy of reaching the server to add columns: chclient.SetupRetry, or
+// routedRetry in a routed pipeline.
+func (f *parseFn) ddlRetry() chclient.Retry {
+	if f.Routed {
+		return routedRetry
+	}
+	return chclient.SetupRetry
+}
+
+// unlessRouted returns err, which fails the bundle, unless the pipeline is routed and ctx has
+// not ended: then the message is not held (notNow), and the table is not asked again for
+// unreachableFor.
+func (f *parseFn) unlessRouted(ctx context.Context, err error) error {
+	if !f.Routed || ctx.Err() != nil {
+		return err
+	}
+	f.evolver.unreachable, f.evolver.unreachableErr = time.Now(), err
+	return nil
+}
+
+// notNow returns, in a routed pipeline whose table could not be read or altered (err) to add
+// the columns of fields (its server unreachable, the table detached), what becomes of the message: a dead letter that names each field and
+// the failure, or, with unknownFieldsColumn, nil (the fields stay there), with refused beside
+// them. Unrouted, or when ctx has ended, nil: the bundle fails with err, and the runner retries
+// it.
+func (f *parseFn) notNow(ctx context.Context, fields []evolve.Field, refused []*evolve.Refusal, err error) error {
+	if !f.Routed || ctx.Err() != nil {
+		return nil
+	}
+	for _, n := range fields {
+		refused = append(refused, &evolve.Refusal{Param: evolve.ParamAdd, Field: n.Name, Value: text.Cut(n.Value, 100),
+			Rule: fmt.Sprintf("cannot become a column now: the table %s.%s could not be read or altered to add it (%v); with routeTables a message "+
+				"does not wait for its table, which would hold up the messages of every table: replay the dead letter once the table is back",
+				f.ClickHouse.Database, f.Table, err), Err: err})
+	}
+	if f.FromMessage.UnknownFields == "" {
+		return evolve.Refusals(refused)
+	}
+	f.logKept(refused)
+	return nil
+}
+
+// refreshOn reads the table's schema through c, retrying what a retry can change by retry.
+func (f *parseFn) refreshOn(ctx context.Context, c driver.Conn, retry chclient.Retry) error {
+	_, err := retry.DoIf(ctx, func() error { return f.tracker.Refresh(ctx, c) },
 		func(err error) bool { return chclient.Classify(err) == chclient.Transient },
 		func(attempt int, err error) {
 			slog.Warn("parse: reading the table's schema failed; retrying", "table", f.Table, "attempt", attempt, "error", err)
