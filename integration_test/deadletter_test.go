@@ -1,8 +1,11 @@
 package integration_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -310,5 +313,71 @@ func TestDeadLetterTableTypeChanged(t *testing.T) {
 			}
 			e.checkAllAcked(t, ids)
 		})
+	}
+}
+
+// TestPubSubOutageWithDeadLetterTopic: Pub/Sub unreachable (for the pipeline) for 12 s while
+// messages come and dead letters are on their way to the dead-letter topic: the run waits for it and goes on once it is back, instead
+// of failing a minute later, when Pub/Sub has been back for most of that minute. Every message
+// is then a row or a dead letter on the topic.
+func TestPubSubOutageWithDeadLetterTopic(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, n UInt8) ENGINE = MergeTree ORDER BY id`)
+	proxy := chtest.NewProxy(t, e.ps.Addr)
+	dlRead := e.ps.Subscription(t, e.opts.DeadLetterTopic, "dead-letters-read", time.Minute)
+	// A deadline longer than the outage: a message is delivered again only when the pipeline
+	// failed to acknowledge it (newE2E's subscription has 10 s).
+	e.opts.InputSubscription = e.ps.Subscription(t, e.topic, "events-sub-60s", time.Minute)
+	bin, _ := launchBinary(t)
+	o := e.opts
+	cmd := exec.Command(bin, "--runner=prism", "--inputSubscription="+o.InputSubscription, "--clickHouseUrl="+o.ClickHouseURL,
+		"--clickHouseDatabase="+o.ClickHouseDatabase, "--clickHouseTable=events", "--clickHouseUsername=default",
+		"--clickHousePassword=", "--deadLetterTopic="+o.DeadLetterTopic, "--windowSeconds=1", "--stopAfterIdle=25")
+	cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+proxy.Addr())
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// 20 messages every 100 ms for 10 s, half of them dead letters, with Pub/Sub (for the
+	// pipeline) down from the 2nd second to the 14th: dead letters are on their way when it goes.
+	const total = 2000
+	go func() {
+		for from := 0; from < total; from += 20 {
+			var payloads []string
+			for i := from; i < from+20; i++ {
+				n := 1
+				if i%2 == 1 {
+					n = 300 // beyond UInt8: a dead letter
+				}
+				payloads = append(payloads, fmt.Sprintf(`{"id":%d,"n":%d}`, i, n))
+			}
+			e.publishJSON(t, payloads...)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	time.Sleep(2 * time.Second)
+	proxy.Down()
+	time.Sleep(12 * time.Second)
+	proxy.Up()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("the run did not end within 3 minutes\n%s", log.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("the run exited %d, want 0\n%s", code, log.String())
+	}
+	if got, want := e.srv.MustQuery(t, "SELECT count(), uniqExact(id), countIf(id % 2 = 0) FROM events"), fmt.Sprintf("%d\t%[1]d\t%[1]d", total/2); got != want {
+		t.Errorf("rows, distinct ids and even ids = %q, want %d each", got, total/2)
+	}
+	ids := map[string]bool{}
+	for _, m := range e.ps.PullAll(t, dlRead) {
+		ids[string(m.Data)] = true
+	}
+	if len(ids) != total/2 {
+		t.Errorf("the dead-letter topic holds %d distinct messages, want the %d with n = 300", len(ids), total/2)
 	}
 }

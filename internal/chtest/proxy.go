@@ -63,15 +63,25 @@ func (s *Server) Proxy(t testing.TB) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return NewProxy(t, u.Host)
+}
+
+// NewProxy starts a proxy to target (host:port) for the rest of the test: any TCP service, such
+// as the Pub/Sub emulator.
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{ln: ln, target: u.Host, conns: map[net.Conn]bool{}}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
 	go p.serve()
 	t.Cleanup(func() { ln.Close(); p.Down() })
 	return p
 }
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // URL is the clickhouse:// URL of the proxy.
 func (p *Proxy) URL() string { return "clickhouse://" + p.ln.Addr().String() }

@@ -46,6 +46,7 @@ const (
 	maxIDsPerRequest   = 1000
 	maxBytesPerRequest = 400 << 10 // ack ids' bytes per request, under Pub/Sub's 512 KB limit
 	rpcTimeout         = 30 * time.Second
+	retryTimeout       = 5 * time.Second // of retryAcks' requests, which the extension loop waits for
 	warnEvery          = 10 * time.Second
 )
 
@@ -86,6 +87,7 @@ type AckStats struct {
 	Tracked         int64 // ids ever tracked
 	Acked           int64 // ids acknowledged successfully
 	AckFailed       int64 // ids whose acknowledgement failed
+	AckRetried      int64 // ids whose acknowledgement failed with a transient error and was left to the loop
 	AckRequests     int64 // Acknowledge requests sent (retries included)
 	Extended        int64 // ids whose deadline was extended successfully (counted per extension)
 	ExtendRequests  int64 // ModifyAckDeadline requests sent
@@ -114,6 +116,7 @@ type Acker struct {
 	lastWarn time.Time
 
 	tracks, acked, ackFailed, ackRequests    atomic.Int64
+	ackRetried                               atomic.Int64 // ids left to retryAcks
 	extended, extendRequests, extendFailures atomic.Int64
 	maxIDsInRequest                          atomic.Int64
 	outcomes                                 outcomes // by Outcome, from Stored
@@ -127,8 +130,11 @@ type entry struct {
 	next   int64 // when the deadline is to be extended next
 	size   int64 // the message's size in bytes, as TrackSized was given it; 0 with Track
 	// acking counts the Ack calls under way with the id (Release gives none of them back);
-	// the entry goes when the first of them ends, whatever its outcome.
-	acking int32
+	// the entry goes when the first of them ends, whatever its outcome, unless its request
+	// failed with a transient error: then retryAckUntil is set (mono), and the loop tries to
+	// acknowledge it again at every tick until then (retryAcks).
+	acking        int32
+	retryAckUntil int64
 }
 
 // epoch is when the package was loaded, from which mono counts.
@@ -224,8 +230,12 @@ func (a *Acker) forget(id string) {
 }
 
 // Ack acknowledges ackIDs in requests of at most Settings.MaxIDsPerRequest ids, retrying
-// transient errors, then stops tracking them whatever the outcome (a message whose
-// acknowledgement failed is redelivered once its deadline passes). Empty ids are ignored.
+// transient errors Settings.AckAttempts times, then stops tracking them. Ids whose request still
+// fails with a transient error (Pub/Sub unreachable for a while) stay tracked, their deadlines
+// extended, and the Acker's loop tries to acknowledge them once a tick for up to
+// Settings.Deadline (retryAcks): a message stored during an outage of Pub/Sub shorter than that
+// is not delivered again. Other failures are returned (the message is redelivered once its
+// deadline passes). Empty ids are ignored.
 func (a *Acker) Ack(ctx context.Context, ackIDs []string) error {
 	ids := make([]string, 0, len(ackIDs))
 	for _, id := range ackIDs {
@@ -257,11 +267,15 @@ func (a *Acker) Ack(ctx context.Context, ackIDs []string) error {
 	defer a.untrack(ids, early)
 	var errs []error
 	for _, chunk := range chunks(ids, a.settings.MaxIDsPerRequest) {
-		if err := a.ackChunk(ctx, chunk); err != nil {
+		switch err := a.ackChunk(ctx, chunk); {
+		case err == nil:
+			a.acked.Add(int64(len(chunk)))
+		case transient(err) || errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			// Pub/Sub unreachable (the client retries Unavailable within rpcTimeout).
+			a.retryLater(chunk, err)
+		default:
 			a.ackFailed.Add(int64(len(chunk)))
 			errs = append(errs, err)
-		} else {
-			a.acked.Add(int64(len(chunk)))
 		}
 	}
 	if len(errs) > 0 {
@@ -296,18 +310,91 @@ func (a *Acker) ackChunk(ctx context.Context, chunk []string) error {
 	}
 }
 
-// untrack ends an Ack of ids, whatever its outcome: it stops tracking them, and unmarks early,
-// the ones it found untracked.
+// untrack ends an Ack of ids, whatever its outcome: it stops tracking them, but for those left
+// to retryAcks, and unmarks early, the ones it found untracked.
 func (a *Acker) untrack(ids, early []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, id := range ids {
+		if e, ok := a.tracked[id]; ok && e.retryAckUntil != 0 {
+			continue
+		}
 		a.forget(id)
 	}
 	for _, id := range early {
 		if a.early[id]--; a.early[id] <= 0 {
 			delete(a.early, id)
 		}
+	}
+}
+
+// retryLater leaves ids, whose acknowledgement failed with err (transient), to retryAcks for
+// Settings.Deadline from now. An id not tracked (acknowledged before it was tracked) is tracked
+// for it.
+func (a *Acker) retryLater(ids []string, err error) {
+	now := time.Now()
+	until := mono(now.Add(a.settings.Deadline))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range ids {
+		e, ok := a.tracked[id]
+		if !ok {
+			e = entry{pulled: mono(now), next: mono(now.Add(a.settings.ExtendEvery))}
+		}
+		if e.retryAckUntil == 0 {
+			e.retryAckUntil = until
+		}
+		a.tracked[id] = e
+	}
+	a.ackRetried.Add(int64(len(ids)))
+	if now.Sub(a.lastWarn) >= warnEvery {
+		a.lastWarn = now
+		slog.Warn("ack: acknowledging failed; retrying every second while the ack deadline holds", "subscription", a.sub, "ids", len(ids), "error", err)
+	}
+}
+
+// retryAcks tries once to acknowledge the ids retryLater left, and stops tracking those it
+// acknowledged, those Pub/Sub refuses for good, and those whose time to retry has passed (Pub/Sub
+// delivers them again).
+func (a *Acker) retryAcks(now time.Time) {
+	at := mono(now)
+	var ids []string
+	gaveUp := 0
+	a.mu.Lock()
+	for id, e := range a.tracked {
+		switch {
+		case e.retryAckUntil == 0:
+		case e.retryAckUntil <= at:
+			a.forget(id)
+			gaveUp++
+		default:
+			ids = append(ids, id)
+		}
+	}
+	a.mu.Unlock()
+	if gaveUp > 0 {
+		a.ackFailed.Add(int64(gaveUp))
+		slog.Warn("ack: acknowledging failed until the ack deadline passed; Pub/Sub will redeliver the messages", "subscription", a.sub, "ids", gaveUp)
+	}
+	for _, chunk := range chunks(ids, a.settings.MaxIDsPerRequest) {
+		a.ackRequests.Add(1)
+		ctx, cancel := context.WithTimeout(a.ctx, retryTimeout)
+		err := a.client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: a.sub, AckIds: chunk})
+		cancel()
+		if err != nil && (transient(err) || errors.Is(err, context.DeadlineExceeded) || a.ctx.Err() != nil) {
+			continue // the next tick
+		}
+		if err == nil {
+			a.acked.Add(int64(len(chunk)))
+		} else {
+			a.ackFailed.Add(int64(len(chunk)))
+			slog.Warn("ack: acknowledging failed; Pub/Sub will redeliver the messages", "subscription", a.sub, "ids", len(chunk), "error", err)
+		}
+		a.mu.Lock()
+		for _, id := range chunk {
+			a.forget(id)
+		}
+		a.mu.Unlock()
 	}
 }
 
@@ -337,6 +424,7 @@ func (a *Acker) Stats() AckStats {
 		Acked:           a.acked.Load(),
 		AckFailed:       a.ackFailed.Load(),
 		AckRequests:     a.ackRequests.Load(),
+		AckRetried:      a.ackRetried.Load(),
 		Extended:        a.extended.Load(),
 		ExtendRequests:  a.extendRequests.Load(),
 		ExtendFailures:  a.extendFailures.Load(),
@@ -353,6 +441,7 @@ func (a *Acker) loop() {
 		case <-a.ctx.Done():
 			return
 		case now := <-ticker.C:
+			a.retryAcks(now)
 			a.extendDue(now)
 		}
 	}
@@ -423,7 +512,8 @@ func (a *Acker) extendDue(now time.Time) {
 // and a restart then receives them at once. It first stops extending deadlines (an extension sent
 // after would set the deadline again), and leaves out the ids of an Ack under way (a bundle of
 // the failed run may still be storing their rows: given back before the Ack lands, they would be
-// redelivered although stored). ctx bounds the whole; the Acker extends nothing after. It returns
+// redelivered although stored). The ids whose acknowledgement is being retried (Ack) are
+// acknowledged once more instead. ctx bounds the whole; the Acker extends nothing after. It returns
 // how many it gave back; an error means some stay with their deadline, and are redelivered once
 // it passes.
 func (a *Acker) Release(ctx context.Context) (int, error) {
@@ -431,13 +521,27 @@ func (a *Acker) Release(ctx context.Context) (int, error) {
 	<-a.done
 	a.mu.Lock()
 	ids := make([]string, 0, len(a.tracked))
+	var stored []string // left to retryAcks: acknowledged once more, never given back
 	for id, e := range a.tracked {
-		if e.acking == 0 {
+		switch {
+		case e.retryAckUntil != 0:
+			stored = append(stored, id)
+			a.forget(id)
+		case e.acking == 0:
 			ids = append(ids, id)
 			a.forget(id)
 		}
 	}
 	a.mu.Unlock()
+	for _, chunk := range chunks(stored, a.settings.MaxIDsPerRequest) {
+		a.ackRequests.Add(1)
+		if err := a.client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: a.sub, AckIds: chunk}); err != nil {
+			a.ackFailed.Add(int64(len(chunk)))
+			slog.Warn("ack: acknowledging stored messages failed at the end of the run; Pub/Sub will redeliver them", "subscription", a.sub, "ids", len(chunk), "error", err)
+			continue
+		}
+		a.acked.Add(int64(len(chunk)))
+	}
 	released := 0
 	var errs []error
 	for _, chunk := range chunks(ids, a.settings.MaxIDsPerRequest) {

@@ -535,3 +535,77 @@ func BenchmarkTrackAndForget(b *testing.B) {
 		a.untrack(ids[j:j+1000], nil)
 	}
 }
+
+// TestAckRetriedInTheBackground: an Acknowledge that fails with a transient error after its
+// attempts (Pub/Sub unreachable for a while) is not given up: Ack returns, the ids stay tracked
+// and the loop acknowledges them once Pub/Sub answers again, so Pub/Sub does not deliver the
+// stored messages again. Ids whose retry outlasts the deadline are given up and counted; ids
+// still being retried when the run ends are acknowledged by Release, not given back.
+func TestAckRetriedInTheBackground(t *testing.T) {
+	// Internal: transient to the Acker, and not retried by the client (which retries Unavailable
+	// within the request's timeout, then fails with DeadlineExceeded: taken alike).
+	rec := &recorder{failures: 8, code: codes.Internal}
+	f := newFixture(t, 10*time.Second, pstest.ServerReactorOption{FuncName: "Acknowledge", Reactor: rec})
+	ids := f.publishAndPull(t, 30, nil)
+	a := newAcker(t, AckSettings{Tick: 100 * time.Millisecond, AckAttempts: 2, Deadline: 10 * time.Second})
+	a.Track(ids...)
+	if err := a.Ack(context.Background(), ids[:10]); err != nil {
+		t.Fatalf("Ack while Pub/Sub fails: %v, want nil (retried in the background)", err)
+	}
+	if got := a.Outstanding(); got != 30 {
+		t.Errorf("Outstanding right after the failed Ack = %d, want 30 (the 10 are retried)", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for a.Outstanding() != 20 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st := a.Stats(); st.Outstanding != 20 || st.Acked != 10 || st.AckRetried != 10 || st.AckFailed != 0 {
+		t.Errorf("stats once Pub/Sub answers: %+v, want 20 outstanding, 10 acked, 10 retried, none failed", st)
+	}
+	acked := 0
+	for _, m := range f.srv.Messages() {
+		if m.Acks > 0 {
+			acked++
+		}
+	}
+	if acked != 10 {
+		t.Errorf("%d messages acknowledged in Pub/Sub, want 10", acked)
+	}
+
+	// Pub/Sub away for good: given up after the deadline.
+	b := newAcker(t, AckSettings{Tick: 100 * time.Millisecond, AckAttempts: 1, Deadline: time.Second})
+	b.Track(ids[10:20]...)
+	rec.mu.Lock()
+	rec.failures = 1 << 30
+	rec.mu.Unlock()
+	if err := b.Ack(context.Background(), ids[10:20]); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for b.Outstanding() != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st := b.Stats(); st.Outstanding != 0 || st.Acked != 0 || st.AckFailed != 10 {
+		t.Errorf("stats after the deadline: %+v, want none outstanding or acked, 10 failed", st)
+	}
+
+	// The end of a run while the retry goes on: Release acknowledges them.
+	c := newAcker(t, AckSettings{Tick: time.Hour, AckAttempts: 1})
+	c.Track(ids[20:]...)
+	if err := c.Ack(context.Background(), ids[20:25]); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	rec.mu.Lock()
+	rec.failures = 0
+	rec.mu.Unlock()
+	released, err := c.Release(context.Background())
+	if err != nil || released != 5 {
+		t.Errorf("Release = %d, %v; want the 5 not acknowledged", released, err)
+	}
+	if st := c.Stats(); st.Acked != 5 {
+		t.Errorf("stats after Release: %+v, want the 5 being retried acknowledged", st)
+	}
+	if got := len(f.pullNow(t)); got != 5 {
+		t.Errorf("after Release %d messages are delivered again, want the 5 given back", got)
+	}
+}
