@@ -373,21 +373,33 @@ func (w *topicWriter) create(ctx context.Context, cio *cmdIO, subscription strin
 }
 
 // publish publishes msgs and waits for each; it reports progress to p (counting from p's count
-// so far) and returns how many were published, and the first error.
+// so far) and returns how many were published, and the first error. After the first failure (the
+// client retries a Publish for up to 60 s) it publishes no more of msgs, and waits only for those
+// under way: a topic that does not answer costs a minute, not a minute per thousand messages. A
+// message counted as failed may have reached Pub/Sub too (an answer lost), as the error says.
 func (w *topicWriter) publish(ctx context.Context, p *progress, msgs []*pubsub.Message) (int, error) {
 	results := make(chan *pubsub.PublishResult, 1000)
+	stop := make(chan struct{})
 	go func() {
 		defer close(results)
 		for _, m := range msgs {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			default:
+			}
 			results <- w.publisher.Publish(ctx, m)
 		}
 	}()
-	n := 0
+	n, failed := 0, 0
 	var firstErr error
 	for r := range results {
 		if _, err := r.Get(ctx); err != nil {
-			if firstErr == nil {
-				firstErr = fmt.Errorf("publishing to %s: %w", w.topic, err)
+			if failed++; firstErr == nil {
+				firstErr = err
+				close(stop)
 			}
 			continue
 		}
@@ -395,7 +407,11 @@ func (w *topicWriter) publish(ctx context.Context, p *progress, msgs []*pubsub.M
 		p.update(p.base + n)
 	}
 	p.base += n
-	return n, firstErr
+	if firstErr != nil {
+		return n, fmt.Errorf("publishing to %s: %w (%d under way failed, and the %d after them were not tried; a failed one may have reached Pub/Sub all the same, its answer lost)",
+			w.topic, firstErr, failed, len(msgs)-n-failed)
+	}
+	return n, nil
 }
 
 // progress reports a count on standard error: on a terminal one line updated in place at most

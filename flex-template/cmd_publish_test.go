@@ -1,10 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"cloud.google.com/go/pubsub/v2/pstest"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // TestParseEnvelope: an envelope line is published exactly as written, or refused with a
@@ -79,3 +89,46 @@ func TestEmptyAttributeKey(t *testing.T) {
 		t.Errorf("keys \"=\" and \" \": %v, %v", m, err)
 	}
 }
+
+// TestPublishStopsAtTheFirstFailure: once a Publish fails (here at once; a topic that does not
+// answer fails after the client's 60 s), publish tries no more of the messages beyond those
+// under way, and its error says how many failed and how many were not tried.
+func TestPublishStopsAtTheFirstFailure(t *testing.T) {
+	var mu sync.Mutex
+	tried := 0
+	srv := pstest.NewServer(pstest.ServerReactorOption{FuncName: "Publish", Reactor: reactorFunc(func(req any) (bool, any, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		tried += len(req.(*pubsubpb.PublishRequest).Messages)
+		return true, nil, status.Error(codes.PermissionDenied, "injected")
+	})})
+	defer srv.Close()
+	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
+	ctx := context.Background()
+	w, err := openTopicWriter(ctx, "projects/test-project/topics/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	const total = 5000
+	msgs := make([]*pubsub.Message, total)
+	for i := range msgs {
+		msgs[i] = &pubsub.Message{Data: fmt.Appendf(nil, "m%d", i)}
+	}
+	var stderr bytes.Buffer
+	n, err := w.publish(ctx, newProgress(newCmdIO(nil, io.Discard, &stderr), "published", w.topic), msgs)
+	mu.Lock()
+	defer mu.Unlock()
+	if n != 0 || err == nil || !strings.Contains(err.Error(), "were not tried") {
+		t.Fatalf("publish = %d, %v; want 0 and an error that says how many were not tried", n, err)
+	}
+	if tried >= total {
+		t.Errorf("Pub/Sub was asked to publish %d of the %d messages after the first failure, want fewer", tried, total)
+	}
+	t.Logf("%d tried: %v", tried, err)
+}
+
+// reactorFunc is a pstest.Reactor of a func.
+type reactorFunc func(req any) (bool, any, error)
+
+func (f reactorFunc) React(req any) (bool, any, error) { return f(req) }

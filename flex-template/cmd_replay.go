@@ -743,7 +743,8 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 				// Nothing of this batch is acknowledged: it is delivered again at once, and a second
 				// run replays the published ones again.
 				heldAcks = append(heldAcks, acks...)
-				return failure(cio, "replay", fmt.Errorf("%w; replayed %d, and %d of this pull's %d again on the next run", err, replayed, n, len(batch)))
+				return failure(cio, "replay", fmt.Errorf("%w; replayed %d before this pull; of its %d, %d were published (and those that failed may have been), and all %d stay on %s, unacknowledged: "+
+					"the next run publishes them again", err, replayed, len(batch), n, len(batch), r.subscription))
 			}
 			if err := subs.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: r.subscription, AckIds: acks}); err != nil {
 				heldAcks = append(heldAcks, acks...)

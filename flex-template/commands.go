@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
@@ -119,13 +121,42 @@ func (r *redactor) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// runCommand runs the subcommand c with args, on the process's standard streams.
+// runCommand runs the subcommand c with args, on the process's standard streams. An interrupt
+// (Ctrl-C, SIGINT) or a SIGTERM cancels the command's context: the command stops what it is
+// doing, gives back the messages it pulled and says what it did, and the process then exits with
+// status 130 or 143, as a shell reports a process ended by the signal. A second signal ends the
+// process at once.
 func runCommand(ctx context.Context, c subcommand, args []string) int {
 	cio := newCmdIO(os.Stdin, os.Stdout, os.Stderr)
 	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 		cio.tty = true
 	}
-	return c.run(ctx, cio, args)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	caught := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case sig := <-signals:
+			signal.Stop(signals) // a second one ends the process as it would without this
+			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse %s: interrupted (%s): stopping (a second interrupt ends it at once)\n", c.name, sig)
+			caught <- sig
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	code := c.run(ctx, cio, args)
+	signal.Stop(signals)
+	select {
+	case sig := <-caught:
+		if sig == syscall.SIGTERM {
+			return 143
+		}
+		return 130
+	default:
+		return code
+	}
 }
 
 // runHelp prints the program's help, or a command's.

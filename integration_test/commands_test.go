@@ -445,6 +445,62 @@ func TestPublishCommand(t *testing.T) {
 	}
 }
 
+// TestPublishInterrupted: publish interrupted (SIGINT, as Ctrl-C sends) stops, says how many
+// messages it published, and exits with status 130; the topic holds at least that many, each
+// once.
+func TestPublishInterrupted(t *testing.T) {
+	e := pubsubtest.Start(t)
+	topic := e.Topic(t, "input")
+	sub := e.Subscription(t, topic, "input-sub", time.Minute)
+	const total = 300_000
+	var b strings.Builder
+	for i := range total {
+		fmt.Fprintf(&b, "{\"id\":%d}\n", i)
+	}
+	file := writeTestFile(t, "m.jsonl", b.String())
+	bin, _ := launchBinary(t)
+	cmd := exec.Command(bin, "publish", "--topic="+topic, file)
+	var errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &errOut, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("publish did not end within 90 s of the interrupt\n%s", errOut.String())
+	}
+	var published int
+	if _, err := fmt.Sscanf(errOut.String()[strings.Index(errOut.String(), "published "):], "published %d messages", &published); err != nil || cmd.ProcessState.ExitCode() != 130 ||
+		!strings.Contains(errOut.String(), "publish: interrupted (interrupt): stopping") {
+		t.Fatalf("publish interrupted: exit %d, want 130, and a report of the interrupt and of the count (%v)\n%s", cmd.ProcessState.ExitCode(), err, errOut.String())
+	}
+	if published == 0 || published >= total {
+		t.Errorf("published %d of %d before the interrupt, want some and not all (the test's timing)", published, total)
+	}
+	ids := map[string]int{}
+	for _, m := range e.PullAll(t, sub) {
+		ids[string(m.Data)]++
+	}
+	twice := 0
+	for _, n := range ids {
+		if n > 1 {
+			twice++
+		}
+	}
+	if len(ids) < published || twice > 0 {
+		t.Errorf("the topic holds %d distinct messages (%d more than once), want at least the %d reported, each once", len(ids), twice, published)
+	}
+	t.Logf("published %d reported, %d on the topic\n%s", published, len(ids), errOut.String())
+}
+
 func TestReplayFromTable(t *testing.T) {
 	ch := chtest.New(t)
 	e := pubsubtest.Start(t)
