@@ -381,3 +381,69 @@ func TestPubSubOutageWithDeadLetterTopic(t *testing.T) {
 		t.Errorf("the dead-letter topic holds %d distinct messages, want the %d with n = 300", len(ids), total/2)
 	}
 }
+
+// TestPubSubResourcesDeletedWhileRunning: the dead-letter topic, then the input subscription,
+// deleted while the run reads: each ends the run (exit 1) with an error that says the resource
+// is gone since the start and what to do, and no message is lost: re-created, the next run
+// delivers every dead letter.
+func TestPubSubResourcesDeletedWhileRunning(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, n UInt8) ENGINE = MergeTree ORDER BY id`)
+	dlRead := e.ps.Subscription(t, e.opts.DeadLetterTopic, "dead-letters-read", time.Minute)
+	bin, _ := launchBinary(t)
+	o := e.opts
+	run := func() *exec.Cmd {
+		cmd := exec.Command(bin, "--runner=prism", "--inputSubscription="+o.InputSubscription, "--clickHouseUrl="+o.ClickHouseURL,
+			"--clickHouseDatabase="+o.ClickHouseDatabase, "--clickHouseTable=events", "--clickHouseUsername=default",
+			"--clickHousePassword=", "--deadLetterTopic="+o.DeadLetterTopic, "--windowSeconds=1", "--stopAfterIdle=30")
+		cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+e.ps.Addr)
+		return cmd
+	}
+	bad := func(from, n int) {
+		var payloads []string
+		for i := from; i < from+n; i++ {
+			payloads = append(payloads, fmt.Sprintf(`{"id":%d,"n":300}`, i))
+		}
+		e.publishJSON(t, payloads...)
+	}
+	ctx := context.Background()
+	admin := e.ps.Client
+
+	cmd := run()
+	out := make(chan []byte, 1)
+	go func() { b, _ := cmd.CombinedOutput(); out <- b }()
+	bad(0, 10)
+	for len(e.ps.PullAll(t, dlRead)) == 0 {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := admin.TopicAdminClient.DeleteTopic(ctx, &pubsubpb.DeleteTopicRequest{Topic: o.DeadLetterTopic}); err != nil {
+		t.Fatal(err)
+	}
+	bad(10, 10)
+	log := string(<-out)
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(log, "to "+o.DeadLetterTopic+": the topic does not exist any more (it was there when the run started: deleted since?); re-create it") {
+		t.Fatalf("dead-letter topic deleted: exit %d, want 1 and the reason\n%s", code, log)
+	}
+	if again := e.ps.Topic(t, "dead-letters"); again != o.DeadLetterTopic { // the same name again
+		t.Fatalf("re-created %s, not %s", again, o.DeadLetterTopic)
+	}
+	dlRead = e.ps.Subscription(t, o.DeadLetterTopic, "dead-letters-read-2", time.Minute)
+
+	cmd = run()
+	go func() { b, _ := cmd.CombinedOutput(); out <- b }()
+	got := map[string]bool{}
+	for deadline := time.Now().Add(60 * time.Second); len(got) < 10 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		for _, m := range e.ps.PullAll(t, dlRead) {
+			got[string(m.Data)] = true
+		}
+	}
+	if len(got) < 10 {
+		t.Errorf("the re-created topic got %d of the 10 dead letters left by the failed run", len(got))
+	}
+	if err := admin.SubscriptionAdminClient.DeleteSubscription(ctx, &pubsubpb.DeleteSubscriptionRequest{Subscription: o.InputSubscription}); err != nil {
+		t.Fatal(err)
+	}
+	log = string(<-out)
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(log, "pull: the subscription does not exist any more (it was there when the run started: deleted since?); re-create it") {
+		t.Fatalf("input subscription deleted: exit %d, want 1 and the reason\n%s", code, log)
+	}
+}

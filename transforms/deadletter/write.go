@@ -21,6 +21,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
@@ -549,6 +551,10 @@ func (f *writeFn) publish(ctx context.Context, recs []*flow.DeadLetter) error {
 	for i, res := range results { // every one, so that none is in flight when the bundle is retried
 		if _, err := res.Get(ctx); err != nil && first == nil {
 			first = fmt.Errorf("publishing dead letter of message %q to %s: %w", recs[i].MessageID, f.Topic, err)
+			if status.Code(err) == codes.NotFound {
+				first = fmt.Errorf("publishing dead letter of message %q to %s: the topic does not exist any more (it was there when the run started: deleted since?); "+
+					"re-create it: the messages stay unacknowledged and come again: %w", recs[i].MessageID, f.Topic, err)
+			}
 		}
 	}
 	return first

@@ -103,7 +103,10 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 			return sdf.StopProcessing(), fmt.Errorf("source: subscription %s: %w", fn.Subscription, ctx.Err())
 		}
 		switch status.Code(err) {
-		case codes.NotFound, codes.PermissionDenied, codes.InvalidArgument, codes.Unauthenticated, codes.FailedPrecondition:
+		case codes.NotFound:
+			return sdf.StopProcessing(), fmt.Errorf("source: subscription %s: pull: the subscription does not exist any more (it was there when the run started: "+
+				"deleted since?); re-create it on its topic, or give another --inputSubscription (the messages read and not acknowledged are lost with it): %w", fn.Subscription, err)
+		case codes.PermissionDenied, codes.InvalidArgument, codes.Unauthenticated, codes.FailedPrecondition:
 			return sdf.StopProcessing(), fmt.Errorf("source: subscription %s: pull: %w", fn.Subscription, err)
 		}
 		fn.logf(now, "source: pull failed; retrying", "error", err)
