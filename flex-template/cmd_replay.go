@@ -274,23 +274,32 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 		orderingKey = "ifNull(ordering_key, '')"
 	}
 	hash := rowHash(columns)
-	rows, err := conn.Query(ctx, "SELECT ifNull(raw_message, ''), "+hash+", "+attributes+", "+orderingKey+" FROM "+table+" WHERE "+cond+" ORDER BY failed_at", args...)
+	rows, err := conn.Query(ctx, "SELECT ifNull(raw_message, ''), "+hash+", "+attributes+", "+orderingKey+", toString(failed_at, 'UTC') FROM "+table+" WHERE "+cond+" ORDER BY failed_at", args...)
 	if err != nil {
+		if code, ok := chclient.Code(err); ok && r.where != "" && whereCodes[code] {
+			return failure(cio, "replay", fmt.Errorf("--where %q: ClickHouse refused the condition (%v); it is a SQL condition on the columns of %s "+
+				"(%s), e.g. \"error_message LIKE '%%UInt8%%'\"; replayed nothing", r.where, chclient.ServerError(err), r.from, strings.Join(columns, ", ")))
+		}
 		return failure(cio, "replay", fmt.Errorf("reading %s: %w", r.from, err))
 	}
 	var msgs []*pubsub.Message
 	var hashes []uint64
 	for rows.Next() {
-		var raw, attrsJSON, key string
+		var raw, attrsJSON, key, failedAt string
 		var h uint64
-		if err := rows.Scan(&raw, &h, &attrsJSON, &key); err != nil {
+		if err := rows.Scan(&raw, &h, &attrsJSON, &key, &failedAt); err != nil {
 			rows.Close()
 			return failure(cio, "replay", fmt.Errorf("reading %s: %w", r.from, err))
 		}
 		attrs, err := parseAttributes(attrsJSON)
 		if err != nil {
 			rows.Close()
-			return failure(cio, "replay", fmt.Errorf("reading %s: the attributes %s of a row are not a JSON object of strings (%v); replayed nothing", r.from, text.Cut([]byte(attrsJSON), 200), err))
+			shown := text.Cut([]byte(attrsJSON), 200)
+			if shown == "" {
+				shown = "(empty)"
+			}
+			return failure(cio, "replay", fmt.Errorf("reading %s: the attributes %s of the row that failed at %s UTC are not a JSON object of strings (%v); "+
+				"replayed nothing: correct the row's attributes column, or leave the row out with --where", r.from, shown, failedAt, err))
 		}
 		msgs = append(msgs, r.message([]byte(raw), attrs, key))
 		hashes = append(hashes, h)
@@ -614,6 +623,13 @@ func releaseAcks(ctx context.Context, subs *pubsubapi.SubscriptionAdminClient, s
 		subs.ModifyAckDeadline(context.WithoutCancel(ctx), &pubsubpb.ModifyAckDeadlineRequest{Subscription: subscription, AckIds: ids, AckDeadlineSeconds: 0})
 	}
 }
+
+// whereCodes are the codes of ClickHouse's refusal of a query whose fault is most likely the
+// condition of --where: SYNTAX_ERROR (62), UNKNOWN_IDENTIFIER (47), UNKNOWN_FUNCTION (46),
+// ILLEGAL_TYPE_OF_ARGUMENT (43), TYPE_MISMATCH (53), ILLEGAL_TYPE_OF_COLUMN_FOR_FILTER (59),
+// NUMBER_OF_ARGUMENTS_DOESNT_MATCH (42), CANNOT_PARSE_TEXT (6) and its kin for dates and numbers
+// (38, 41, 72).
+var whereCodes = map[int32]bool{62: true, 47: true, 46: true, 43: true, 53: true, 59: true, 42: true, 6: true, 38: true, 41: true, 72: true}
 
 // clockMargin is how much earlier than the replay's start a dead letter carrying its --replayId
 // may have failed and still count as one of this run's own replay that failed again: failedAt is

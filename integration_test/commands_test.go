@@ -564,8 +564,13 @@ func TestReplayFromTable(t *testing.T) {
 	// Attributes that are not a JSON object of strings stop the replay before anything is published.
 	ch.MustExec(t, `INSERT INTO dl VALUES ('{"id":5}', 'e', 's', `+at(14)+`, '8', '{"n":1}', '')`)
 	out, errOut, code = runCommand(t, "", append(args, "--since=2026-01-15T13:30:00Z")...)
-	if code != 1 || !strings.Contains(errOut, `the attributes {"n":1} of a row are not a JSON object of strings`) {
+	if code != 1 || !strings.Contains(errOut, `the attributes {"n":1} of the row that failed at 2026-01-15 14:`) || !strings.Contains(errOut, `are not a JSON object of strings`) {
 		t.Errorf("replay of a row with bad attributes: exit %d\n%s%s", code, out, errOut)
+	}
+	// A --where the server refuses is named, with the columns it may use.
+	_, errOut, code = runCommand(t, "", append(args, "--where=bogus((")...)
+	if code != 1 || !strings.Contains(errOut, `--where "bogus((": ClickHouse refused the condition (code: 62, message: Syntax error`) || !strings.Contains(errOut, "raw_message, ") {
+		t.Errorf("replay with a --where ClickHouse cannot parse: exit %d, want 1 and the flag named\n%s", code, errOut)
 	}
 	// So do attributes that a lax decoder would take, changed: a key given twice (one value
 	// would go), a lone surrogate or a byte that is not UTF-8 (either would become U+FFFD), an
@@ -578,7 +583,7 @@ func TestReplayFromTable(t *testing.T) {
 	} {
 		ch.MustExec(t, fmt.Sprintf(`INSERT INTO dl VALUES ('{"id":%d}', 'e', 's', %s, '8', '%s', '')`, 50+i, at(15+i), strings.ReplaceAll(tc.attrs, `\`, `\\`)))
 		out, errOut, code = runCommand(t, "", append(args, fmt.Sprintf("--since=2026-01-15T%d:30:00Z", 14+i))...)
-		if code != 1 || !strings.Contains(errOut, "of a row are not a JSON object of strings") || !strings.Contains(errOut, tc.want) || strings.Contains(out, "replayed") {
+		if code != 1 || !strings.Contains(errOut, "are not a JSON object of strings") || !strings.Contains(errOut, tc.want) || strings.Contains(out, "replayed") {
 			t.Errorf("replay of a row with the attributes %s: exit %d, want 1 and an error saying %q\n%s%s", tc.attrs, code, tc.want, out, errOut)
 		}
 	}

@@ -6,6 +6,7 @@ package parse
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -47,8 +48,20 @@ const (
 // unrouted one waits as a worker's start-up does (chclient.SetupRetry, about a minute and a
 // half). The parse stage runs before the messages are parted by table, so its wait holds up the
 // messages of every table, and the routeTables promise is that one table's outage holds up only
-// its own.
+// its own. routedWait bounds the whole, connecting included (a server that drops packets would
+// take the dial timeout, 10 s, per attempt).
 var routedRetry = chclient.Retry{MaxRetries: 1, InitialBackoff: 500 * time.Millisecond, MaxBackoff: time.Second}
+
+const routedWait = 5 * time.Second
+
+// unreachable holds, per table (the key of added), when a routed pipeline's parse stage last
+// could not read or alter it to add a column, and why: until unreachableFor has passed, no
+// instance of the worker's parse stage asks that table for a column.
+var unreachable = struct {
+	sync.Mutex
+	at  map[string]time.Time
+	err map[string]error
+}{at: map[string]time.Time{}, err: map[string]error{}}
 
 // added counts, per table (added.key), the columns this worker process has added: the
 // addNewColumnsMax of each worker, shared by the parse stage's DoFn instances of the process.
@@ -89,10 +102,6 @@ type evolver struct {
 	key     string      // the table's key in added
 	// refused holds, per field, the server's refusal of its ADD COLUMN and when it came.
 	refused map[string]refusedDDL
-	// unreachable is when, in a routed pipeline, the table's server last could not be reached to
-	// add a column, and err why; until unreachableFor has passed, new fields are not asked for.
-	unreachable    time.Time
-	unreachableErr error
 }
 
 type refusedDDL struct {
@@ -154,11 +163,26 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 		return false, nil, nil
 	}
 
-	if f.Routed && !e.unreachable.IsZero() && time.Since(e.unreachable) < unreachableFor {
-		if err := ctx.Err(); err != nil {
-			return false, nil, err
+	if f.Routed {
+		unreachable.Lock()
+		at, why := unreachable.at[e.key], unreachable.err[e.key]
+		unreachable.Unlock()
+		if !at.IsZero() && time.Since(at) < unreachableFor {
+			if err := ctx.Err(); err != nil {
+				return false, nil, err
+			}
+			return false, f.notNow(ctx, fresh, refused, fmt.Errorf("it was not asked: the last attempt, %v ago, failed: %w", time.Since(at).Round(time.Second), why)), nil
 		}
-		return false, f.notNow(ctx, fresh, refused, e.unreachableErr), nil
+		// The attempts below, bounded: the parse stage's messages of every table wait for them.
+		bctx, cancel := context.WithTimeout(ctx, routedWait)
+		defer cancel()
+		outer := ctx
+		ctx = bctx
+		defer func() { // a bound that ran out is the table's failure, not the bundle's end
+			if err != nil && bctx.Err() != nil && outer.Err() == nil {
+				dead, err = f.notNow(outer, fresh, refused, err), f.unlessRouted(outer, err)
+			}
+		}()
 	}
 
 	c, err := f.openRetrying(ctx)
@@ -290,14 +314,18 @@ func (f *parseFn) logKept(refused []*evolve.Refusal) {
 }
 
 // openRetrying opens a connection to the server for adding columns, retrying a failure by
-// ddlRetry: the server was reached when the stage started, so a failure now is most likely an
-// outage that ends.
+// ddlRetry, but for credentials refused: the server was reached when the stage started, so a
+// failure now is most likely an outage that ends.
 func (f *parseFn) openRetrying(ctx context.Context) (driver.Conn, error) {
 	var c driver.Conn
-	_, err := f.ddlRetry().Do(ctx, func() error {
+	_, err := f.ddlRetry().DoIf(ctx, func() error {
 		var err error
 		c, err = f.ch.Open(ctx)
 		return err
+	}, func(err error) bool {
+		// Credentials refused are not an outage that ends.
+		var ce *chclient.ConfigError
+		return !errors.As(err, &ce) || ce.Field != chclient.FieldPassword && ce.Field != chclient.FieldUsername
 	}, func(attempt int, err error) {
 		slog.Warn("parse: connecting to add a column failed; retrying", "table", f.Table, "attempt", attempt, "error", err)
 	})
@@ -320,7 +348,9 @@ func (f *parseFn) unlessRouted(ctx context.Context, err error) error {
 	if !f.Routed || ctx.Err() != nil {
 		return err
 	}
-	f.evolver.unreachable, f.evolver.unreachableErr = time.Now(), err
+	unreachable.Lock()
+	unreachable.at[f.evolver.key], unreachable.err[f.evolver.key] = time.Now(), err
+	unreachable.Unlock()
 	return nil
 }
 

@@ -114,6 +114,10 @@ type Acker struct {
 	early    map[string]int32
 	closed   bool
 	lastWarn time.Time
+	// retrying counts the tracked entries with retryAckUntil set; lastRetryWarn is when
+	// retryLater last warned.
+	retrying      int
+	lastRetryWarn time.Time
 
 	tracks, acked, ackFailed, ackRequests    atomic.Int64
 	ackRetried                               atomic.Int64 // ids left to retryAcks
@@ -224,17 +228,20 @@ func (a *Acker) OutstandingBytes() int64 {
 // forget stops tracking id, if it is tracked; a.mu is held.
 func (a *Acker) forget(id string) {
 	if e, ok := a.tracked[id]; ok {
+		if e.retryAckUntil != 0 {
+			a.retrying--
+		}
 		a.bytes -= e.size
 		delete(a.tracked, id)
 	}
 }
 
 // Ack acknowledges ackIDs in requests of at most Settings.MaxIDsPerRequest ids, retrying
-// transient errors Settings.AckAttempts times, then stops tracking them. Ids whose request still
-// fails with a transient error (Pub/Sub unreachable for a while) stay tracked, their deadlines
-// extended, and the Acker's loop tries to acknowledge them once a tick for up to
-// Settings.Deadline (retryAcks): a message stored during an outage of Pub/Sub shorter than that
-// is not delivered again. Other failures are returned (the message is redelivered once its
+// transient errors Settings.AckAttempts times (a request that runs out of its 30 s, once), then
+// stops tracking them. Ids whose request still fails with a transient error (Pub/Sub unreachable
+// for a while) stay tracked, their deadlines extended, and the Acker's loop tries to acknowledge
+// them once a tick until Settings.Deadline after the Ack began (retryAcks): a message stored
+// during an outage of Pub/Sub shorter than that is not delivered again. Other failures are returned (the message is redelivered once its
 // deadline passes). Empty ids are ignored.
 func (a *Acker) Ack(ctx context.Context, ackIDs []string) error {
 	ids := make([]string, 0, len(ackIDs))
@@ -265,14 +272,20 @@ func (a *Acker) Ack(ctx context.Context, ackIDs []string) error {
 		return fmt.Errorf("ack: subscription %s: acknowledging %d messages: the manager is closed", a.sub, len(ids))
 	}
 	defer a.untrack(ids, early)
+	began := time.Now()
 	var errs []error
 	for _, chunk := range chunks(ids, a.settings.MaxIDsPerRequest) {
 		switch err := a.ackChunk(ctx, chunk); {
 		case err == nil:
 			a.acked.Add(int64(len(chunk)))
-		case transient(err) || errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-			// Pub/Sub unreachable (the client retries Unavailable within rpcTimeout).
-			a.retryLater(chunk, err)
+			a.mu.Lock()
+			for _, id := range chunk {
+				a.forget(id) // also one an earlier Ack left to retryAcks
+			}
+			a.mu.Unlock()
+		case (transient(err) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() == nil && a.retryLater(chunk, began, err):
+			// Pub/Sub unreachable (the client retries Unavailable within rpcTimeout): left to
+			// the loop.
 		default:
 			a.ackFailed.Add(int64(len(chunk)))
 			errs = append(errs, err)
@@ -298,7 +311,9 @@ func (a *Acker) ackChunk(ctx context.Context, chunk []string) error {
 		if err == nil {
 			return nil
 		}
-		if attempt >= a.settings.AckAttempts || !transient(err) || ctx.Err() != nil {
+		// A request that ran out of time is not tried again here: the loop retries it
+		// (retryLater) without holding up the caller for another rpcTimeout.
+		if attempt >= a.settings.AckAttempts || !transient(err) || status.Code(err) == codes.DeadlineExceeded || ctx.Err() != nil {
 			return fmt.Errorf("Acknowledge of %d ids failed after %d attempts: %w", len(chunk), attempt, err)
 		}
 		select {
@@ -328,12 +343,16 @@ func (a *Acker) untrack(ids, early []string) {
 	}
 }
 
-// retryLater leaves ids, whose acknowledgement failed with err (transient), to retryAcks for
-// Settings.Deadline from now. An id not tracked (acknowledged before it was tracked) is tracked
-// for it.
-func (a *Acker) retryLater(ids []string, err error) {
+// retryLater leaves ids, whose acknowledgement begun at began failed with err (transient), to
+// retryAcks until Settings.Deadline after began (by then the deadline the Acker last extended
+// has most likely passed, and Pub/Sub delivers them again), and reports whether it did: not once the loop has stopped (Release,
+// Close). An id not tracked (acknowledged before it was tracked) is tracked for it.
+func (a *Acker) retryLater(ids []string, began time.Time, err error) bool {
+	if a.ctx.Err() != nil {
+		return false
+	}
 	now := time.Now()
-	until := mono(now.Add(a.settings.Deadline))
+	until := mono(began.Add(a.settings.Deadline))
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, id := range ids {
@@ -343,14 +362,16 @@ func (a *Acker) retryLater(ids []string, err error) {
 		}
 		if e.retryAckUntil == 0 {
 			e.retryAckUntil = until
+			a.retrying++
 		}
 		a.tracked[id] = e
 	}
 	a.ackRetried.Add(int64(len(ids)))
-	if now.Sub(a.lastWarn) >= warnEvery {
-		a.lastWarn = now
-		slog.Warn("ack: acknowledging failed; retrying every second while the ack deadline holds", "subscription", a.sub, "ids", len(ids), "error", err)
+	if now.Sub(a.lastRetryWarn) >= warnEvery {
+		a.lastRetryWarn = now
+		slog.Warn("ack: acknowledging failed; retrying every tick while the ack deadline holds", "subscription", a.sub, "ids", len(ids), "error", err)
 	}
+	return true
 }
 
 // retryAcks tries once to acknowledge the ids retryLater left, and stops tracking those it
@@ -361,6 +382,10 @@ func (a *Acker) retryAcks(now time.Time) {
 	var ids []string
 	gaveUp := 0
 	a.mu.Lock()
+	if a.retrying == 0 {
+		a.mu.Unlock()
+		return
+	}
 	for id, e := range a.tracked {
 		switch {
 		case e.retryAckUntil == 0:
@@ -378,11 +403,12 @@ func (a *Acker) retryAcks(now time.Time) {
 	}
 	for _, chunk := range chunks(ids, a.settings.MaxIDsPerRequest) {
 		a.ackRequests.Add(1)
+		a.noteRequestSize(len(chunk))
 		ctx, cancel := context.WithTimeout(a.ctx, retryTimeout)
 		err := a.client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: a.sub, AckIds: chunk})
 		cancel()
 		if err != nil && (transient(err) || errors.Is(err, context.DeadlineExceeded) || a.ctx.Err() != nil) {
-			continue // the next tick
+			return // Pub/Sub still away: the rest at the next tick, so that extensions are not held up
 		}
 		if err == nil {
 			a.acked.Add(int64(len(chunk)))
@@ -535,6 +561,7 @@ func (a *Acker) Release(ctx context.Context) (int, error) {
 	a.mu.Unlock()
 	for _, chunk := range chunks(stored, a.settings.MaxIDsPerRequest) {
 		a.ackRequests.Add(1)
+		a.noteRequestSize(len(chunk))
 		if err := a.client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: a.sub, AckIds: chunk}); err != nil {
 			a.ackFailed.Add(int64(len(chunk)))
 			slog.Warn("ack: acknowledging stored messages failed at the end of the run; Pub/Sub will redeliver them", "subscription", a.sub, "ids", len(chunk), "error", err)

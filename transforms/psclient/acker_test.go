@@ -589,7 +589,10 @@ func TestAckRetriedInTheBackground(t *testing.T) {
 		t.Errorf("stats after the deadline: %+v, want none outstanding or acked, 10 failed", st)
 	}
 
-	// The end of a run while the retry goes on: Release acknowledges them.
+	// The end of a run while the retry goes on: Release acknowledges them. (a and b, which
+	// still track ids, would extend deadlines that Release sets to 0.)
+	a.Close()
+	b.Close()
 	c := newAcker(t, AckSettings{Tick: time.Hour, AckAttempts: 1})
 	c.Track(ids[20:]...)
 	if err := c.Ack(context.Background(), ids[20:25]); err != nil {
@@ -607,5 +610,31 @@ func TestAckRetriedInTheBackground(t *testing.T) {
 	}
 	if got := len(f.pullNow(t)); got != 5 {
 		t.Errorf("after Release %d messages are delivered again, want the 5 given back", got)
+	}
+	// An Ack that fails after the loop stopped is an error, not left to a loop that is gone.
+	rec.mu.Lock()
+	rec.failures = 1
+	rec.mu.Unlock()
+	if err := c.Ack(context.Background(), ids[25:26]); err == nil || c.Outstanding() != 0 {
+		t.Errorf("Ack failing after Release: %v, %d outstanding; want an error and none", err, c.Outstanding())
+	}
+}
+
+// TestAckRetriedThenAckedAgain: an id whose acknowledgement the loop retries, acknowledged by a
+// later Ack (a retried bundle), is acknowledged once: the loop forgets it.
+func TestAckRetriedThenAckedAgain(t *testing.T) {
+	rec := &recorder{failures: 1, code: codes.Internal}
+	f := newFixture(t, 10*time.Second, pstest.ServerReactorOption{FuncName: "Acknowledge", Reactor: rec})
+	ids := f.publishAndPull(t, 1, nil)
+	a := newAcker(t, AckSettings{Tick: time.Hour, AckAttempts: 1})
+	a.Track(ids...)
+	if err := a.Ack(context.Background(), ids); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Ack(context.Background(), ids); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Stats(); st.Outstanding != 0 || st.Acked != 1 || st.AckRequests != 2 {
+		t.Errorf("stats: %+v, want none outstanding, 1 acked in 2 requests", st)
 	}
 }
