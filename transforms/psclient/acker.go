@@ -135,14 +135,18 @@ type entry struct {
 	size   int64 // the message's size in bytes, as TrackSized was given it; 0 with Track
 	// acking counts the Ack calls under way with the id (Release gives none of them back);
 	// the entry goes when the first of them ends, whatever its outcome, unless its request
-	// failed with a transient error: then retryAckUntil is set (mono), and the loop tries to
+	// failed with a transient error: then retryAckUntil is set (whole seconds of mono, plus one,
+	// so that 0 is none: 4 bytes, which keep the entry at 32), and the loop tries to
 	// acknowledge it again at every tick until then (retryAcks).
 	acking        int32
-	retryAckUntil int64
+	retryAckUntil int32
 }
 
 // epoch is when the package was loaded, from which mono counts.
 var epoch = time.Now()
+
+// monoSeconds returns t as whole seconds since epoch (mono), plus one.
+func monoSeconds(t time.Time) int32 { return int32(mono(t)/int64(time.Second)) + 1 }
 
 // mono returns t as nanoseconds since epoch, by the monotonic clock when t has its reading (as
 // time.Now's do): a step of the wall clock moves no deadline.
@@ -279,8 +283,10 @@ func (a *Acker) Ack(ctx context.Context, ackIDs []string) error {
 		case err == nil:
 			a.acked.Add(int64(len(chunk)))
 			a.mu.Lock()
-			for _, id := range chunk {
-				a.forget(id) // also one an earlier Ack left to retryAcks
+			if a.retrying > 0 { // untrack forgets the others
+				for _, id := range chunk {
+					a.forget(id) // also one an earlier Ack left to retryAcks
+				}
 			}
 			a.mu.Unlock()
 		case (transient(err) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() == nil && a.retryLater(chunk, began, err):
@@ -331,10 +337,12 @@ func (a *Acker) untrack(ids, early []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, id := range ids {
-		if e, ok := a.tracked[id]; ok && e.retryAckUntil != 0 {
+		e, ok := a.tracked[id]
+		if !ok || e.retryAckUntil != 0 {
 			continue
 		}
-		a.forget(id)
+		a.bytes -= e.size
+		delete(a.tracked, id) // forget, with the entry already read
 	}
 	for _, id := range early {
 		if a.early[id]--; a.early[id] <= 0 {
@@ -352,7 +360,7 @@ func (a *Acker) retryLater(ids []string, began time.Time, err error) bool {
 		return false
 	}
 	now := time.Now()
-	until := mono(began.Add(a.settings.Deadline))
+	until := monoSeconds(began.Add(a.settings.Deadline))
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, id := range ids {
@@ -378,7 +386,7 @@ func (a *Acker) retryLater(ids []string, began time.Time, err error) bool {
 // acknowledged, those Pub/Sub refuses for good, and those whose time to retry has passed (Pub/Sub
 // delivers them again).
 func (a *Acker) retryAcks(now time.Time) {
-	at := mono(now)
+	at := monoSeconds(now)
 	var ids []string
 	gaveUp := 0
 	a.mu.Lock()
