@@ -40,7 +40,7 @@ const (
 	// asking the server again (an operator may fix a grant meanwhile).
 	refusedFor = time.Minute
 	// unreachableFor is how long, in a routed pipeline, a table whose server could not be reached
-	// to add a column is not asked again (evolver.unreachable).
+	// to add a column is not asked again (unreachable).
 	unreachableFor = 30 * time.Second
 )
 

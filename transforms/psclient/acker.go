@@ -34,8 +34,9 @@ type AckSettings struct {
 	FirstExtendAfter time.Duration
 	// Tick is how often the background loop looks for deadlines to extend. Default 1 s.
 	Tick time.Duration
-	// AckAttempts is how many times an Acknowledge request is tried when it fails with a
-	// transient gRPC error (Unavailable, DeadlineExceeded, Internal, ResourceExhausted). Default 4.
+	// AckAttempts is how many times an Acknowledge request is tried in line when it fails with a
+	// transient gRPC error (Unavailable, Internal, ResourceExhausted; a request that ran out of
+	// time, DeadlineExceeded, once), before the Acker's loop takes it over (Ack). Default 4.
 	AckAttempts int
 	// MaxIDsPerRequest caps the ack ids of one Acknowledge or ModifyAckDeadline request. Default
 	// and maximum 1000 (Pub/Sub accepts about 2500 ids or 512 KB per request).
