@@ -466,17 +466,7 @@ func TestPublishInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second)
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(90 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("publish did not end within 90 s of the interrupt\n%s", errOut.String())
-	}
+	interruptAndWait(t, cmd, 90*time.Second, &errOut)
 	var published int
 	if _, err := fmt.Sscanf(errOut.String()[strings.Index(errOut.String(), "published "):], "published %d messages", &published); err != nil || cmd.ProcessState.ExitCode() != 130 ||
 		!strings.Contains(errOut.String(), "publish: interrupted (interrupt): stopping") {

@@ -448,17 +448,7 @@ func TestInterruptGivesBack(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	time.Sleep(time.Second)
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("the interrupted run did not exit in 30 s\n%s", log.String())
-	}
+	interruptAndWait(t, cmd, 30*time.Second, &log)
 	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(log.String(), "gave back the messages not acknowledged") {
 		t.Errorf("the interrupted run exited %d, want 130, and logged\n%s", code, log.String())
 	}
@@ -581,4 +571,21 @@ func TestMemoryLimitSplitsInserts(t *testing.T) {
 		}
 	}
 	e.checkAllAcked(t, ids)
+}
+
+// interruptAndWait sends cmd an interrupt (SIGINT, as Ctrl-C does) and waits for it to exit, at
+// most limit; past it the test fails with out, the command's output so far.
+func interruptAndWait(t *testing.T, cmd *exec.Cmd, limit time.Duration, out *bytes.Buffer) {
+	t.Helper()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		t.Fatalf("%s did not exit within %v of the interrupt\n%s", cmd.Args[0], limit, out.String())
+	}
 }
