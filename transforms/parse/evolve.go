@@ -171,7 +171,7 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 			if err := ctx.Err(); err != nil {
 				return false, nil, err
 			}
-			return false, f.notNow(ctx, fresh, refused, fmt.Errorf("it was not asked: the last attempt, %v ago, failed: %w", time.Since(at).Round(time.Second), why)), nil
+			return false, f.notNow(fresh, refused, fmt.Errorf("it was not asked: the last attempt, %v ago, failed: %w", time.Since(at).Round(time.Second), why)), nil
 		}
 		// The attempts below, bounded: the parse stage's messages of every table wait for them.
 		bctx, cancel := context.WithTimeout(ctx, routedWait)
@@ -180,19 +180,21 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 		ctx = bctx
 		defer func() { // a bound that ran out is the table's failure, not the bundle's end
 			if err != nil && bctx.Err() != nil && outer.Err() == nil {
-				dead, err = f.notNow(outer, fresh, refused, err), f.unlessRouted(outer, err)
+				dead, err = f.tableAway(outer, fresh, refused, err)
 			}
 		}()
 	}
 
 	c, err := f.openRetrying(ctx)
 	if err != nil {
-		return false, f.notNow(ctx, fresh, refused, err), f.unlessRouted(ctx, err)
+		dead, err := f.tableAway(ctx, fresh, refused, err)
+		return false, dead, err
 	}
 	defer c.Close()
 	// Another worker may have added them already.
 	if err := f.refreshOn(ctx, c, f.ddlRetry()); err != nil {
-		return false, f.notNow(ctx, fresh, refused, err), f.unlessRouted(ctx, err)
+		dead, err := f.tableAway(ctx, fresh, refused, err)
+		return false, dead, err
 	}
 	reread = true
 	missing := slices.DeleteFunc(fresh, func(n evolve.Field) bool { return f.hasColumn(n.Name) })
@@ -221,7 +223,8 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 		r, err := f.addColumn(ctx, c, n)
 		if err != nil {
 			release(e.key, len(reserved)-i-1) // addColumn gave back its own
-			return reread, f.notNow(ctx, reserved[i:], refused, err), f.unlessRouted(ctx, err)
+			dead, err := f.tableAway(ctx, reserved[i:], refused, err)
+			return reread, dead, err
 		}
 		if r != nil {
 			e.refused[n.Name] = refusedDDL{r, time.Now()}
@@ -341,28 +344,26 @@ func (f *parseFn) ddlRetry() chclient.Retry {
 	return chclient.SetupRetry
 }
 
-// unlessRouted returns err, which fails the bundle, unless the pipeline is routed and ctx has
-// not ended: then the message is not held (notNow), and the table is not asked again for
-// unreachableFor.
-func (f *parseFn) unlessRouted(ctx context.Context, err error) error {
+// tableAway tells what becomes of a message whose fields could not become columns because the
+// table could not be read or altered (err: its server unreachable, the table detached).
+// Unrouted, or when ctx has ended, the bundle fails with err (dead is nil), and the runner retries
+// it. In a routed pipeline the message does not wait, which would hold up the messages of every
+// table (fail is nil): dead names each field and the failure, or is nil with unknownFieldsColumn
+// (the fields stay there), with refused beside them; and the table is not asked again for
+// unreachableFor (err is noted in unreachable).
+func (f *parseFn) tableAway(ctx context.Context, fields []evolve.Field, refused []*evolve.Refusal, err error) (dead, fail error) {
 	if !f.Routed || ctx.Err() != nil {
-		return err
+		return nil, err
 	}
 	unreachable.Lock()
 	unreachable.at[f.evolver.key], unreachable.err[f.evolver.key] = time.Now(), err
 	unreachable.Unlock()
-	return nil
+	return f.notNow(fields, refused, err), nil
 }
 
-// notNow returns, in a routed pipeline whose table could not be read or altered (err) to add
-// the columns of fields (its server unreachable, the table detached), what becomes of the message: a dead letter that names each field and
-// the failure, or, with unknownFieldsColumn, nil (the fields stay there), with refused beside
-// them. Unrouted, or when ctx has ended, nil: the bundle fails with err, and the runner retries
-// it.
-func (f *parseFn) notNow(ctx context.Context, fields []evolve.Field, refused []*evolve.Refusal, err error) error {
-	if !f.Routed || ctx.Err() != nil {
-		return nil
-	}
+// notNow returns the dead letter of a routed message whose fields could not become columns now
+// (tableAway): nil with unknownFieldsColumn.
+func (f *parseFn) notNow(fields []evolve.Field, refused []*evolve.Refusal, err error) error {
 	for _, n := range fields {
 		refused = append(refused, &evolve.Refusal{Param: evolve.ParamAdd, Field: n.Name, Value: text.Cut(n.Value, 100),
 			Rule: fmt.Sprintf("cannot become a column now: the table %s.%s could not be read or altered to add it (%v); with routeTables a message "+

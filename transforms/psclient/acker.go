@@ -307,13 +307,8 @@ func (a *Acker) Ack(ctx context.Context, ackIDs []string) error {
 func (a *Acker) ackChunk(ctx context.Context, chunk []string) error {
 	backoff := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		a.ackRequests.Add(1)
-		a.noteRequestSize(len(chunk))
 		callCtx, cancel := context.WithTimeout(ctx, rpcTimeout)
-		err := a.client.SubscriptionAdminClient.Acknowledge(callCtx, &pubsubpb.AcknowledgeRequest{
-			Subscription: a.sub,
-			AckIds:       chunk,
-		})
+		err := a.acknowledge(callCtx, chunk)
 		cancel()
 		if err == nil {
 			return nil
@@ -330,6 +325,15 @@ func (a *Acker) ackChunk(ctx context.Context, chunk []string) error {
 		}
 		backoff *= 2
 	}
+}
+
+// acknowledge sends one Acknowledge request of ids (at most Settings.MaxIDsPerRequest), counted
+// in Stats. Each caller bounds ctx and decides what a failure means: Ack tries again in line,
+// retryAcks at the next tick, Release not at all.
+func (a *Acker) acknowledge(ctx context.Context, ids []string) error {
+	a.ackRequests.Add(1)
+	a.noteRequestSize(len(ids))
+	return a.client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: a.sub, AckIds: ids})
 }
 
 // untrack ends an Ack of ids, whatever its outcome: it stops tracking them, but for those left
@@ -411,10 +415,8 @@ func (a *Acker) retryAcks(now time.Time) {
 		slog.Warn("ack: acknowledging failed until the ack deadline passed; Pub/Sub will redeliver the messages", "subscription", a.sub, "ids", gaveUp)
 	}
 	for _, chunk := range chunks(ids, a.settings.MaxIDsPerRequest) {
-		a.ackRequests.Add(1)
-		a.noteRequestSize(len(chunk))
 		ctx, cancel := context.WithTimeout(a.ctx, retryTimeout)
-		err := a.client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: a.sub, AckIds: chunk})
+		err := a.acknowledge(ctx, chunk)
 		cancel()
 		if err != nil && (transient(err) || errors.Is(err, context.DeadlineExceeded) || a.ctx.Err() != nil) {
 			return // Pub/Sub still away: the rest at the next tick, so that extensions are not held up
@@ -569,9 +571,7 @@ func (a *Acker) Release(ctx context.Context) (int, error) {
 	}
 	a.mu.Unlock()
 	for _, chunk := range chunks(stored, a.settings.MaxIDsPerRequest) {
-		a.ackRequests.Add(1)
-		a.noteRequestSize(len(chunk))
-		if err := a.client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: a.sub, AckIds: chunk}); err != nil {
+		if err := a.acknowledge(ctx, chunk); err != nil {
 			a.ackFailed.Add(int64(len(chunk)))
 			slog.Warn("ack: acknowledging stored messages failed at the end of the run; Pub/Sub will redeliver them", "subscription", a.sub, "ids", len(chunk), "error", err)
 			continue
