@@ -435,12 +435,8 @@ func redactQuery(query string) string {
 	out := make([]string, 0, len(segments))
 	inPassword := false
 	for _, seg := range segments {
-		rawKey, value, hasValue := strings.Cut(seg, "=")
-		key := rawKey
-		if k, err := url.QueryUnescape(rawKey); err == nil {
-			key = k
-		}
-		switch key = strings.ToLower(key); {
+		rawKey, key, value, hasValue := queryOption(seg)
+		switch {
 		case hasValue && secret.SecretName(key): // password, and ?token=, ?pass=, ...
 			seg, inPassword = rawKey+"="+secret.Mask, true
 		case hasValue && key == "http_proxy":
@@ -484,18 +480,15 @@ func urlSecrets(raw string) []string {
 	_, query, _ := strings.Cut(raw, "?")
 	query, _, _ = strings.Cut(query, "#")
 	for _, seg := range strings.Split(query, "&") {
-		rawKey, value, hasValue := strings.Cut(seg, "=")
+		_, key, value, hasValue := queryOption(seg)
 		if !hasValue || value == "" {
 			continue
 		}
-		key, val := rawKey, value
-		if k, err := url.QueryUnescape(rawKey); err == nil {
-			key = k
-		}
+		val := value
 		if v, err := url.QueryUnescape(value); err == nil {
 			val = v
 		}
-		switch key = strings.ToLower(key); {
+		switch {
 		case secret.SecretName(key):
 			out = append(out, val)
 			if val != value {
@@ -506,6 +499,18 @@ func urlSecrets(raw string) []string {
 		}
 	}
 	return out
+}
+
+// queryOption reads one "&"-separated segment of a raw query: the key as written (rawKey) and
+// as the driver compares it (key: percent-decoded when it can be, then lower-cased), and the value
+// as written, when there is an "=".
+func queryOption(seg string) (rawKey, key, value string, hasValue bool) {
+	rawKey, value, hasValue = strings.Cut(seg, "=")
+	key = rawKey
+	if k, err := url.QueryUnescape(rawKey); err == nil {
+		key = k
+	}
+	return rawKey, strings.ToLower(key), value, hasValue
 }
 
 // userinfoOf returns the user and password of the userinfo of rest (what follows "://"),
