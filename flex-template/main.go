@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,6 +42,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/source"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/udf"
 )
 
@@ -109,6 +111,9 @@ func main() {
 		// Once, on stderr (which the Flex Template launcher's log keeps), not also as a log line.
 		fmt.Fprintln(os.Stderr, "pubsub-to-clickhouse:", err)
 		pprof.StopCPUProfile()
+		if i := (interrupted{}); errors.As(err, &i) {
+			os.Exit(i.code())
+		}
 		os.Exit(exitCode(err))
 	}
 }
@@ -216,8 +221,11 @@ func run(ctx context.Context, o pipeline.Options) error {
 		return err
 	}
 
+	signalled := func() os.Signal { return nil }
 	if !l.dataflow {
-		defer giveBackOnInterrupt()()
+		var stop func()
+		signalled, stop = drainOnInterrupt()
+		defer stop()
 	}
 	p, s := beam.NewPipelineWithRoot()
 	pipeline.Build(s, checked, src)
@@ -233,7 +241,32 @@ func run(ctx context.Context, o pipeline.Options) error {
 			return err
 		}
 	}
-	return report(os.Stdout, res, l)
+	if err := report(os.Stdout, res, l); err != nil {
+		return err
+	}
+	if sig := signalled(); sig != nil {
+		return interrupted{sig}
+	}
+	return nil
+}
+
+// interrupted is run's error after a local run that an interrupt or a SIGTERM drained
+// (drainOnInterrupt): every message it read was stored, dead-lettered or dropped by the UDF, and
+// acknowledged, but the run did not end by itself, and the process exits as a shell reports a
+// process ended by the signal (code).
+type interrupted struct{ sig os.Signal }
+
+func (i interrupted) Error() string {
+	return fmt.Sprintf("interrupted (%v): drained: the messages read were stored, dead-lettered or dropped by the javascript UDF, "+
+		"and acknowledged; the rest stay on the subscription for the next run", i.sig)
+}
+
+// code is 130 for an interrupt, 143 for a SIGTERM: 128 and the signal's number.
+func (i interrupted) code() int {
+	if i.sig == syscall.SIGTERM {
+		return 143
+	}
+	return 130
 }
 
 // releaseTimeout bounds releaseUnacknowledged.
@@ -263,31 +296,47 @@ func releaseUnacknowledged(ctx context.Context, ended bool) {
 	}
 }
 
-// giveBackOnInterrupt makes an interrupt (Ctrl-C, SIGINT) or a SIGTERM of a local run give back
-// the messages the run pulled and has not acknowledged (releaseUnacknowledged) before the process
-// exits, with status 130 or 143 as a shell reports a process ended by the signal: Pub/Sub
-// redelivers them at once, to the next run, instead of after the ack deadline last extended
-// (60 s). A row whose INSERT committed and whose acknowledgement had not gone out comes again,
-// as after a kill. A second signal ends the process at once. The returned func stops it.
-func giveBackOnInterrupt() (stop func()) {
-	signals := make(chan os.Signal, 1)
+// drainOnInterrupt makes an interrupt (Ctrl-C, SIGINT) or a SIGTERM of a local run drain it, as
+// Dataflow's drain does a job: the source pulls no more (source.Drain), and the pipeline inserts
+// or dead-letters what it read, acknowledges it and ends, its batches flushed early, as after
+// stopAfterIdle; signalled then returns the signal (run returns interrupted). Stopping at once
+// instead, with the messages not acknowledged given back, would give back those whose INSERT had
+// committed and whose acknowledgement had not gone out yet, and Pub/Sub would deliver them again
+// (a second row). A drain waits for the INSERTs, so for their retries while ClickHouse is
+// unreachable: a second signal stops at once, giving back the messages not acknowledged
+// (releaseUnacknowledged), which Pub/Sub redelivers at once to the next run instead of after the
+// ack deadline last extended (60 s), and exits with status 130 or 143; a third ends the process
+// as without this. stop ends the handling.
+func drainOnInterrupt() (signalled func() os.Signal, stop func()) {
+	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
+	var first atomic.Value // os.Signal
 	go func() {
 		select {
 		case sig := <-signals:
-			signal.Stop(signals) // a second one ends the process as it would without this
-			slog.Warn("interrupted: giving back the messages not acknowledged before exiting", "signal", sig.String())
+			first.Store(sig)
+			slog.Warn("interrupted: draining: no more messages are pulled; the rows under way are inserted and acknowledged, "+
+				"then the run ends (interrupt again to stop at once, giving back the messages not acknowledged)", "signal", sig.String())
+			source.Drain()
+		case <-done:
+			return
+		}
+		select {
+		case sig := <-signals:
+			signal.Stop(signals) // a third one ends the process as it would without this
+			slog.Warn("interrupted again: stopping; giving back the messages not acknowledged (a row whose INSERT committed "+
+				"and whose acknowledgement had not gone out comes again)", "signal", sig.String())
 			releaseUnacknowledged(context.Background(), false)
-			code := 130
-			if sig == syscall.SIGTERM {
-				code = 143
-			}
-			os.Exit(code)
+			os.Exit(interrupted{first.Load().(os.Signal)}.code())
 		case <-done:
 		}
 	}()
-	return func() {
+	signalled = func() os.Signal {
+		sig, _ := first.Load().(os.Signal)
+		return sig
+	}
+	return signalled, func() {
 		signal.Stop(signals)
 		close(done)
 	}

@@ -405,23 +405,93 @@ func TestKilledAndRestarted(t *testing.T) {
 	e.checkAllAcked(t, ids)
 }
 
-// TestInterruptGivesBack: a local run interrupted (SIGINT, as Ctrl-C sends) with rows still
-// buffered gives the messages it pulled back to Pub/Sub before it exits (status 130): they are
-// delivered again at once, not after the 60 s ack deadline the run kept extending.
-func TestInterruptGivesBack(t *testing.T) {
-	const n = 100
-	e := newE2E(t, events.DDL)
+// startLocalRun starts the binary on e's subscription and table events, through clickHouseURL,
+// with extra flags, its output in the returned buffer, and stops it at the end of the test.
+func startLocalRun(t *testing.T, e *e2e, clickHouseURL string, extra ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
 	bin, _ := launchBinary(t)
 	o := e.opts
-	cmd := exec.Command(bin, "--runner=prism", "--inputSubscription="+o.InputSubscription, "--clickHouseUrl="+o.ClickHouseURL,
-		"--clickHouseDatabase="+o.ClickHouseDatabase, "--clickHouseTable=events", "--clickHouseUsername=default",
-		"--clickHousePassword=", "--clickHouseDeadLetterTable=dead_letters", "--batchRowCount=100000", "--windowSeconds=600")
+	args := append([]string{"--runner=prism", "--inputSubscription=" + o.InputSubscription, "--clickHouseUrl=" + clickHouseURL,
+		"--clickHouseDatabase=" + o.ClickHouseDatabase, "--clickHouseTable=events", "--clickHouseUsername=default",
+		"--clickHousePassword=", "--clickHouseDeadLetterTable=dead_letters"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+e.ps.Addr)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, &log
+}
+
+// waitUntil polls cond every 100 ms for up to limit; past it the test fails with what and the
+// run's log.
+func waitUntil(t *testing.T, limit time.Duration, what string, log *bytes.Buffer, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !cond(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v\n%s", what, limit, log.String())
+		}
+	}
+}
+
+// TestInterruptDrains: a local run interrupted (SIGINT, as Ctrl-C sends) while rows stream in,
+// with INSERTs committing and a partial batch held (a batch of 700, or 600 s; the source pulls 1,000 at a time), drains: it pulls
+// no more, inserts the rows it holds, acknowledges every message it read and exits with status
+// 130. No message is stored twice and none waits for its ack deadline: a next run that stops 3 s
+// after the last message stores exactly the rest. (The run gave the messages it had not
+// acknowledged back at once, among them those whose INSERT had committed and whose
+// acknowledgement had not gone out, which the next run stored again, and exited while
+// acknowledgements were under way, whose messages came back only 60 s later.)
+func TestInterruptDrains(t *testing.T) {
+	const n = 20000
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, pad String) ENGINE = MergeTree ORDER BY id`)
+	pad := strings.Repeat("p", 100)
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range n {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d,"pad":"%s"}`, i, pad))})
+	}
+	e.ps.Publish(t, e.topic, msgs...)
+	cmd, log := startLocalRun(t, e, e.opts.ClickHouseURL, "--batchRowCount=700", "--windowSeconds=600")
+	waitUntil(t, 60*time.Second, "rows landing", log, func() bool { return e.srv.MustQuery(t, "SELECT count() FROM events") != "0" })
+	interruptAndWait(t, cmd, 60*time.Second, log)
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(log.String(), "draining") {
+		t.Errorf("the interrupted run exited %d, want 130 after draining\n%s", code, log.String())
+	}
+	if strings.Contains(log.String(), "gave back") {
+		t.Errorf("the drained run gave messages back\n%s", log.String())
+	}
+	checkOutput(t, "the binary's log", log.Bytes())
+	first := e.srv.MustQuery(t, "SELECT count(), uniqExact(id) FROM events")
+	if rows, distinct, _ := strings.Cut(first, "\t"); rows != distinct || rows == fmt.Sprint(n) {
+		t.Errorf("after the interrupt: %s rows, distinct ids, want as many, fewer than %d (the interrupt came while they streamed in)", first, n)
+	}
+	t.Logf("stored by the interrupted run (rows, distinct ids): %s", first)
+
+	cmd, log = startLocalRun(t, e, e.opts.ClickHouseURL, "--batchRowCount=500", "--windowSeconds=1", "--stopAfterIdle=3")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the next run: %v\n%s", err, log.String())
+	}
+	if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(id) FROM events"); got != fmt.Sprintf("%d\t%d", n, n) {
+		t.Errorf("after the next run: %s rows, distinct ids, want %d of each (none twice, none waiting for its ack deadline)", got, n)
+	}
+}
+
+// TestSecondInterruptGivesBack: a drain waits for its INSERTs, here never (the server is down
+// and the INSERT retries). A second interrupt stops the run at once: it gives the messages it
+// pulled back to Pub/Sub and exits with status 130; they are delivered again at once, not after
+// the 60 s ack deadline the run kept extending.
+func TestSecondInterruptGivesBack(t *testing.T) {
+	const n = 100
+	e := newE2E(t, events.DDL)
+	proxy := e.srv.Proxy(t)
+	cmd, log := startLocalRun(t, e, proxy.URL(), "--batchRowCount=100000", "--windowSeconds=600")
 	gen := events.NewGenerator(3, time.Now())
 	var msgs []*pubsubpb.PubsubMessage
 	for range n {
@@ -430,34 +500,33 @@ func TestInterruptGivesBack(t *testing.T) {
 	}
 	e.ps.Publish(t, e.topic, msgs...)
 	// Every message pulled by the run, and held: its rows wait for a batch of 100,000 or 600 s.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	waitUntil(t, 60*time.Second, fmt.Sprintf("the run pulling all %d messages", n), log, func() bool {
 		pulled := 0
 		for _, m := range e.ps.Server.Messages() {
 			if m.Deliveries > 0 {
 				pulled++
 			}
 		}
-		if pulled == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("the run pulled %d of %d messages in 60 s\n%s", pulled, n, log.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return pulled == n
+	})
 	time.Sleep(time.Second)
-	interruptAndWait(t, cmd, 30*time.Second, &log)
-	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(log.String(), "gave back the messages not acknowledged") {
-		t.Errorf("the interrupted run exited %d, want 130, and logged\n%s", code, log.String())
+	proxy.Down()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "draining", log, func() bool { return strings.Contains(log.String(), "source: reader stopped: draining") })
+	time.Sleep(2 * time.Second) // the drain's INSERT fails, and is retried
+	interruptAndWait(t, cmd, 30*time.Second, log)
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(log.String(), "interrupted again") ||
+		!strings.Contains(log.String(), "gave back the messages not acknowledged") {
+		t.Errorf("the run interrupted twice exited %d, want 130, and logged\n%s", code, log.String())
 	}
 	checkOutput(t, "the binary's log", log.Bytes())
-	if got := len(e.ps.PullAll(t, o.InputSubscription)); got != n {
+	if got := len(e.ps.PullAll(t, e.opts.InputSubscription)); got != n {
 		t.Errorf("right after the interrupt the subscription delivered %d of the %d messages, want all", got, n)
 	}
 	if rows := e.srv.MustQuery(t, "SELECT count() FROM events"); rows != "0" {
-		t.Errorf("%s rows inserted by a run whose batches never closed", rows)
+		t.Errorf("%s rows inserted by a run whose server was down", rows)
 	}
 }
 

@@ -53,6 +53,16 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 		emit(mtime.FromTime(now), flow.Messages{})
 	}
 
+	if draining.Load() {
+		// Drain: the input ends here, with what was pulled still outstanding; the pipeline
+		// writes and acknowledges it as it drains (the batchers flush when the input ends).
+		rt.TryClaim(int64(endPosition))
+		slog.Info("source: reader stopped: draining; the messages still unacknowledged are written and acknowledged as the pipeline drains",
+			"subscription", fn.Subscription, "messages", rest.Next, "outstanding", fn.acks.Outstanding(),
+			"ran", now.Sub(time.UnixMilli(rest.StartMillis)).Round(time.Millisecond))
+		return sdf.StopProcessing(), nil
+	}
+
 	room := fn.MaxOutstanding - fn.acks.Outstanding()
 	if room <= 0 {
 		we.advance(now.Add(-assumedLag))

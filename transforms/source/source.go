@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
@@ -39,6 +40,18 @@ func init() {
 	beam.RegisterType(restT)
 	beam.RegisterCoder(restT, encodeRestriction, decodeRestriction)
 }
+
+// draining is set by Drain.
+var draining atomic.Bool
+
+// Drain makes every local reader (Read) of this process pull no more: at its next call, within
+// the resume delay or the Pull under way (at most pullTimeout), it ends its input as
+// StopAfterIdle does, with the messages it pulled still outstanding, and the pipeline then writes
+// and acknowledges them as it drains and ends. The local run's answer to an interrupt
+// (SIGINT, SIGTERM): nothing read is given back while its row may be under way, so nothing is
+// stored twice. There is no way back: a reader that stopped does not start again. ReadDataflow is
+// not concerned (Dataflow drains a job itself: gcloud dataflow jobs drain).
+func Drain() { draining.Store(true) }
 
 // Config is what the source stage needs. ReadDataflow uses only Subscription.
 type Config struct {
