@@ -28,6 +28,7 @@ type rounding struct {
 
 type roundedLiteral struct {
 	literal, printed string // the first of the payload's literals that prints so, and that print, with their sign
+	fraction         bool   // the literal is no integer (1.0000000000000001, which prints as 1)
 }
 
 // minRoundingDigits is the fewest significant digits a number's text has when JSON.parse can
@@ -81,7 +82,7 @@ func roundingOf(payload string) *rounding {
 				if f < 0 {
 					sign = "-"
 				}
-				r.rounded[printed] = roundedLiteral{literal: tok, printed: sign + printed}
+				r.rounded[printed] = roundedLiteral{literal: tok, printed: sign + printed, fraction: !lit.IsInt()}
 			}
 		}
 	})
@@ -101,17 +102,20 @@ func (r *rounding) check(output string, payload string) error {
 	for printed, n := range out {
 		if n > in[printed]+r.exactElsewhere[printed] {
 			lit := r.rounded[printed]
-			return fmt.Errorf("returned %s where the payload holds %s: a JavaScript number is exact only up to 2^53 "+
-				"(9007199254740992), so JSON.parse rounded it; the message is dead-lettered rather than stored changed "+
+			why := "a JavaScript number is exact only up to 2^53 (9007199254740992), so JSON.parse rounded it"
+			if lit.fraction {
+				why = "a JavaScript number holds 15 to 17 significant digits, so JSON.parse rounded it to an integer"
+			}
+			return fmt.Errorf("returned %s where the payload holds %s: %s; the message is dead-lettered rather than stored changed "+
 				"(have the producer send such a value as a string, or take it from the payload's text, not from JSON.parse)",
-				lit.printed, lit.literal)
+				lit.printed, lit.literal, why)
 		}
 	}
 	return nil
 }
 
 // count returns how many times s holds each rounded print, in one pass: each maximal run of
-// digits (a print below 10^21), and each maximal run of a number's characters from its first
+// digits (a print below 10^21) that no fraction or exponent follows, and each maximal run of a number's characters from its first
 // digit (one with an exponent, 1.2345678901234569e+23).
 func (r *rounding) count(s string) map[string]int {
 	counts := map[string]int{}
@@ -124,7 +128,10 @@ func (r *rounding) count(s string) map[string]int {
 		for j < len(s) && isDigit(s[j]) {
 			j++
 		}
-		if _, ok := r.rounded[s[i:j]]; ok {
+		// Digits before a fraction or an exponent are not the integer they spell: the payload's
+		// 1.0000000000000001, which prints as 1, holds no 1.
+		partOf := j+1 < len(s) && (s[j] == '.' || s[j] == 'e' || s[j] == 'E') && (isDigit(s[j+1]) || s[j+1] == '+' || s[j+1] == '-')
+		if _, ok := r.rounded[s[i:j]]; ok && !partOf {
 			counts[s[i:j]]++
 		}
 		if j < len(s) && (s[j] == '.' || s[j] == 'e' || s[j] == 'E') && (i == 0 || !isDigit(s[i-1])) {

@@ -166,6 +166,11 @@ function reviverLoops(payload) {
 		{"roundTrip", `{"e":9.007199254740993e15}`, Error{Function: "roundTrip", Reason: rounded("9007199254740992", "9.007199254740993e15")}},
 		{"roundTrip", `{"big":123456789012345678901234}`, Error{Function: "roundTrip", Reason: rounded("1.2345678901234569e+23", "123456789012345678901234")}},
 		{"roundTrip", `{"id":-9007199254740995}`, Error{Function: "roundTrip", Reason: rounded("-9007199254740996", "-9007199254740995")}},
+		// A fraction rounded to an integer, whose digits before the point spell that integer: the
+		// payload holds no 1 of its own (a whole-number or Decimal column refuses the fraction).
+		{"roundTrip", `{"id":7,"n":1.0000000000000001}`, Error{Function: "roundTrip", Reason: roundedFraction("1", "1.0000000000000001")}},
+		{"roundTrip", `{"id":9,"n":200.00000000000001}`, Error{Function: "roundTrip", Reason: roundedFraction("200", "200.00000000000001")}},
+		{"roundTrip", `{"a":1.00000000000000001,"b":1}`, Error{Function: "roundTrip", Reason: roundedFraction("1", "1.00000000000000001")}},
 		// In a string made of the number, after letters that are a number's too; in JSON held in
 		// a string.
 		{"prefixed", `{"id":9007199254740993}`, Error{Function: "prefixed", Reason: rounded("9007199254740992", "9007199254740993")}},
@@ -231,6 +236,14 @@ function reviverLoops(payload) {
 	}
 }
 
+// roundedFraction is the reason of a UDF whose output carries a fraction of the payload as
+// JSON.parse rounded it to an integer.
+func roundedFraction(got, literal string) string {
+	return "returned " + got + " where the payload holds " + literal + ": a JavaScript number holds 15 to 17 significant digits, " +
+		"so JSON.parse rounded it to an integer; the message is dead-lettered rather than stored changed " +
+		"(have the producer send such a value as a string, or take it from the payload's text, not from JSON.parse)"
+}
+
 // rounded is the reason of a UDF whose output carries the integer literal of the payload as
 // JSON.parse rounded it.
 func rounded(got, literal string) string {
@@ -256,18 +269,18 @@ func TestRounding(t *testing.T) {
 		exact   map[string]int
 	}{
 		{`{"a":1,"b":9007199254740992,"c":0.30000000000000004,"s":"type9007199254740993"}`, nil, nil},
-		{`{"a":9007199254740993}`, rounded{"9007199254740992": {"9007199254740993", "9007199254740992"}}, map[string]int{}},
+		{`{"a":9007199254740993}`, rounded{"9007199254740992": {literal: "9007199254740993", printed: "9007199254740992"}}, map[string]int{}},
 		{`[-9007199254740995,18446744073709551615,18446744073709551614]`,
-			rounded{"9007199254740996": {"-9007199254740995", "-9007199254740996"}, "18446744073709552000": {"18446744073709551615", "18446744073709552000"}}, map[string]int{}},
+			rounded{"9007199254740996": {literal: "-9007199254740995", printed: "-9007199254740996"}, "18446744073709552000": {literal: "18446744073709551615", printed: "18446744073709552000"}}, map[string]int{}},
 		// JSON in a string, its quotes escaped, is read as the function that parses it reads it.
-		{`{"inner":"{\"id\":9007199254740993}","u":"\u0039007199254740993"}`, rounded{"9007199254740992": {"9007199254740993", "9007199254740992"}}, map[string]int{}},
+		{`{"inner":"{\"id\":9007199254740993}","u":"\u0039007199254740993"}`, rounded{"9007199254740992": {literal: "9007199254740993", printed: "9007199254740992"}}, map[string]int{}},
 		// Another form of the same integer; a fraction or an exponent out of range is no integer.
 		{`[9007199254740993.0,9.007199254740993e15,1.9007199254740993,1e9007199254740993,9.007199254740992e15]`,
-			rounded{"9007199254740992": {"9007199254740993.0", "9007199254740992"}}, map[string]int{"9007199254740992": 1}},
+			rounded{"9007199254740992": {literal: "9007199254740993.0", printed: "9007199254740992"}}, map[string]int{"9007199254740992": 1}},
 		// 2^60 is a double exactly but prints as another integer; 10^21 and beyond print with an
 		// exponent, the same value for 10^24, another for 123456789012345678901234.
 		{`[18014398509481984,1152921504606846976,1000000000000000000000000,123456789012345678901234]`,
-			rounded{"1152921504606847000": {"1152921504606846976", "1152921504606847000"}, "1.2345678901234569e+23": {"123456789012345678901234", "1.2345678901234569e+23"}},
+			rounded{"1152921504606847000": {literal: "1152921504606846976", printed: "1152921504606847000"}, "1.2345678901234569e+23": {literal: "123456789012345678901234", printed: "1.2345678901234569e+23"}},
 			map[string]int{"1e+24": 1}},
 	} {
 		r := roundingOf(tc.payload)
