@@ -442,7 +442,7 @@ func TestMetadataParamTypes(t *testing.T) {
 		want := "TEXT"
 		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
 			want = "BOOLEAN"
-		} else if _, ok := f.Value.(*pipeline.OptionalInt); ok {
+		} else if strings.Contains(f.Usage, "(empty = unset)") { // an OptionalInt's (pipeline's flagUsage)
 			want = "NUMBER"
 		} else if g, ok := f.Value.(flag.Getter); ok {
 			if _, isInt := g.Get().(int); isInt {
@@ -559,7 +559,7 @@ var regexExamples = map[string]regexExample{
 	},
 	"windowSeconds": {
 		accept: []string{"", "1", "30", "3600"},
-		reject: []string{"0", "-1", "1.5", "abc", "1e3", "10s"},
+		reject: []string{"0", "-1", "1.5", "abc", "1e3", "10s", " 1", "1 ", "+1", "-0"},
 	},
 	"batchRowCount": {
 		accept: []string{"", "1", "1000", "50000"},
@@ -567,7 +567,7 @@ var regexExamples = map[string]regexExample{
 	},
 	"numShards": {
 		accept: []string{"", "0", "1", "8"},
-		reject: []string{"-2", "two", "08"},
+		reject: []string{"-2", "two", "08", "+1", " 8"},
 	},
 	"shuffleCompression": {
 		accept: []string{"", "minlz", "s2", "zstd"},
@@ -591,12 +591,12 @@ var regexExamples = map[string]regexExample{
 	},
 	"retryMaxBackoffMillis": {
 		accept: []string{"", "60000", "120000"},
-		reject: []string{"0", "-1", "1m"},
+		reject: []string{"0", "-1", "1m", " 60000", "+60000"},
 	},
 	"insertDeduplicate": {
 		// What Go's strconv.ParseBool, and so the binary, takes; the console may send True.
 		accept: []string{"", "true", "false", "True", "False", "TRUE", "FALSE", "t", "f", "1", "0"},
-		reject: []string{"yes", "on", "enabled", "tRue", "tru", "2"},
+		reject: []string{"yes", "on", "enabled", "tRue", "tru", "2", " true", "false "},
 	},
 	"insertQuorum": {
 		accept: []string{"", "0", "2"},
@@ -667,6 +667,7 @@ var regexExamples = map[string]regexExample{
 	"javascriptTextTransformReloadIntervalMinutes": {
 		accept: []string{"", "0", "1", "60"},
 		reject: []string{"-1", "5m", "1.5", "08"},
+		with:   map[string]string{"javascriptTextTransformGcsPath": "gs://my-bucket/udfs/transform.js", "javascriptTextTransformFunctionName": "transform"},
 	},
 }
 

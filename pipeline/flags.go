@@ -23,16 +23,19 @@ import (
 // package adds "(default …)" to the help of the flags with a default, which
 // is also each flag's DefValue.
 //
-// Integers are parsed in decimal digits (no 0x, 0o or 0b prefix, no _, no
-// leading 0, as the template's form takes them; surrounding spaces ignored). windowSeconds, batchRowCount and
-// insertQuorum are [OptionalInt]: an empty value (--windowSeconds=, as the
+// Integers are parsed in decimal digits, as the template's form (metadata.json's regex) takes
+// them: no 0x, 0o or 0b prefix, no _, no leading 0 or +, no spaces around the number (the form
+// refuses " 1" and "+1", so Dataflow's launch would too). A number too large or too small for an
+// int is refused with the parameter's own rule (its bound, or what its rule says below), not an
+// int's range. windowSeconds, batchRowCount and
+// insertQuorum are [OptionalInt]: an empty or blank value (--windowSeconds=, as the
 // Dataflow console may pass for a parameter left empty) leaves them unset,
 // while any number, 0 included, is a given value. For the same reason an
-// empty value of a flag with a default (--maxRetries=, --insertDeduplicate=)
+// empty or blank value of a flag with a default (--maxRetries=, --insertDeduplicate=)
 // gives the default, where the standard flag types would fail. Booleans take
 // --insertDeduplicate=false or --insertDeduplicate=true, or any value of
-// [strconv.ParseBool]; a bare --insertDeduplicate means true (as for any Go
-// bool flag, a separate "false" argument is not its value).
+// [strconv.ParseBool] (the form's list), without spaces around it; a bare --insertDeduplicate
+// means true (as for any Go bool flag, a separate "false" argument is not its value).
 //
 // The flag values of clickHousePassword and clickHouseUrl print redacted
 // (flag.Value.String), so that code which lists flags, such as Beam's
@@ -64,9 +67,9 @@ func registerFlag(fs *flag.FlagSet, p parameter, o *Options) {
 	case kindURL:
 		fs.Var((*urlFlag)(f.(*string)), p.name, usage)
 	case kindInt:
-		fs.Var(&intFlag{f.(*int), *f.(*int)}, p.name, usage)
+		fs.Var(&intFlag{f.(*int), *f.(*int), p}, p.name, usage)
 	case kindOptionalInt:
-		fs.Var(f.(*OptionalInt), p.name, usage)
+		fs.Var(&optionalIntFlag{f.(*OptionalInt), p}, p.name, usage)
 	case kindBool:
 		fs.Var(&boolFlag{f.(*bool), *f.(*bool)}, p.name, usage)
 	}
@@ -84,10 +87,9 @@ type OptionalInt struct {
 // GivenInt returns the OptionalInt holding v.
 func GivenInt(v int) OptionalInt { return OptionalInt{Value: v, Given: true} }
 
-// Set parses s in decimal (parseInt: surrounding spaces ignored, no 0x, 0o or
-// 0b prefix, no _) and marks the value given. An empty or blank s
-// makes the value unset, as the Dataflow console may pass --name= for a
-// parameter left empty.
+// Set parses s in decimal (parseInt: no spaces around it, no leading + or 0, no 0x, 0o or 0b
+// prefix, no _) and marks the value given. An empty or blank s makes the value unset, as the
+// Dataflow console may pass --name= for a parameter left empty.
 func (p *OptionalInt) Set(s string) error {
 	if strings.TrimSpace(s) == "" {
 		*p = OptionalInt{}
@@ -101,18 +103,56 @@ func (p *OptionalInt) Set(s string) error {
 	return nil
 }
 
-// parseInt parses an integer flag value in decimal digits, spaces trimmed, and refuses a
-// leading 0, as the template's form does (metadata.json): flag.Int reads 010 as 8, 0x10 as 16
-// and 1_000 as 1000, which neither the form nor a reader of the command takes them for.
+// optionalIntFlag is the flag.Value of an OptionalInt parameter: OptionalInt's, except that a
+// number beyond an int is refused with the parameter's own rule (parameter.beyond).
+type optionalIntFlag struct {
+	*OptionalInt
+	p parameter
+}
+
+func (f *optionalIntFlag) Set(s string) error {
+	if rule, ok := beyondInt(f.p, s); ok {
+		return errors.New(rule)
+	}
+	return f.OptionalInt.Set(s)
+}
+
+// rangeError is parseInt's error for a number of decimal digits beyond an int.
+type rangeError struct{ negative bool }
+
+func (e rangeError) Error() string {
+	return fmt.Sprintf("out of range: a whole number from %d to %d", math.MinInt, math.MaxInt)
+}
+
+// beyondInt returns p's rule for s when s is a number beyond an int (see parameter.beyond).
+func beyondInt(p parameter, s string) (rule string, ok bool) {
+	var r rangeError
+	if _, err := parseInt(s); errors.As(err, &r) {
+		return p.beyond(r.negative), true
+	}
+	return "", false
+}
+
+// parseInt parses an integer flag value in decimal digits as the template's form does
+// (metadata.json): it refuses spaces around the number, a leading + and a leading 0 (and -0).
+// flag.Int reads 010 as 8, 0x10 as 16 and 1_000 as 1000, which neither the form nor a reader
+// of the command takes them for; and a value the form refuses, Dataflow's launch refuses too.
+// A number beyond an int is a rangeError.
 func parseInt(s string) (int, error) {
-	s = strings.TrimSpace(s)
-	if digits := strings.TrimLeft(s, "+-"); len(digits) > 1 && digits[0] == '0' {
+	switch digits := strings.TrimPrefix(s, "-"); {
+	case strings.TrimSpace(s) != s:
+		return 0, errors.New("has spaces around it: give the number alone")
+	case strings.HasPrefix(s, "+"):
+		return 0, errors.New("has a leading +: give the number without it")
+	case len(digits) > 1 && digits[0] == '0':
 		return 0, errors.New("has a leading 0: give the number in decimal digits without it")
+	case s == "-0":
+		return 0, errors.New("is -0: give 0")
 	}
 	v, err := strconv.ParseInt(s, 10, strconv.IntSize)
 	if err != nil {
 		if errors.Is(err, strconv.ErrRange) {
-			return 0, fmt.Errorf("out of range: a whole number from %d to %d", math.MinInt, math.MaxInt)
+			return 0, rangeError{negative: strings.HasPrefix(s, "-")}
 		}
 		return 0, errors.New("not a whole number in decimal digits")
 	}
@@ -144,16 +184,21 @@ func (p OptionalInt) show() string {
 }
 
 // intFlag is the flag.Value of an int parameter with a default: like
-// flag.Int, except that an empty value gives the default.
+// flag.Int, except that an empty value gives the default, and a number beyond an int is refused
+// with the parameter's own rule (parameter.beyond).
 type intFlag struct {
-	p   *int
-	def int
+	p     *int
+	def   int
+	param parameter
 }
 
 func (f *intFlag) Set(s string) error {
 	if strings.TrimSpace(s) == "" {
 		*f.p = f.def
 		return nil
+	}
+	if rule, ok := beyondInt(f.param, s); ok {
+		return errors.New(rule)
 	}
 	v, err := parseInt(s)
 	if err != nil {
@@ -173,17 +218,20 @@ func (f *intFlag) String() string {
 func (f *intFlag) Get() any { return *f.p }
 
 // boolFlag is the flag.Value of a bool parameter with a default: like
-// flag.Bool, except that an empty value gives the default.
+// flag.Bool, except that an empty or blank value gives the default, and a value with spaces
+// around it is refused, as the template's form refuses it.
 type boolFlag struct {
 	p   *bool
 	def bool
 }
 
 func (f *boolFlag) Set(s string) error {
-	s = strings.TrimSpace(s)
-	if s == "" {
+	switch {
+	case strings.TrimSpace(s) == "":
 		*f.p = f.def
 		return nil
+	case strings.TrimSpace(s) != s:
+		return fmt.Errorf("has spaces around it: give true or false alone (leave it empty for the default, %t)", f.def)
 	}
 	v, err := strconv.ParseBool(s)
 	if err != nil {

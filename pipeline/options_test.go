@@ -287,7 +287,7 @@ func TestParseFlags(t *testing.T) {
 		{"empty optional ints are unset", []string{"--windowSeconds=", "--batchRowCount=", "--insertQuorum="}, Defaults()},
 		{"blank optional int is unset", []string{"--windowSeconds= "}, Defaults()},
 		{"empty after a value unsets", []string{"--windowSeconds=5", "--windowSeconds="}, Defaults()},
-		{"ints in decimal", []string{"--batchRowCount=10", "--maxInsertBlockSize=100", "--insertQuorum=+3"},
+		{"ints in decimal", []string{"--batchRowCount=10", "--maxInsertBlockSize=100", "--insertQuorum=3"},
 			with(func(o *Options) {
 				o.BatchRowCount = GivenInt(10)
 				o.MaxInsertBlockSize = 100
@@ -327,7 +327,21 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"--windowSeconds=1.5", "-windowSeconds: not a whole number"},
 		{"--batchRowCount=ten", "-batchRowCount: not a whole number"},
 		{"--insertQuorum=all", "-insertQuorum: not a whole number"},
-		{"--insertQuorum=99999999999999999999", "-insertQuorum: out of range"},
+		// Beyond an int: the parameter's own rule, not an int's range, which let negatives seem fine.
+		{"--insertQuorum=99999999999999999999", "-insertQuorum: must be at most 1000 replicas"},
+		{"--windowSeconds=99999999999999999999", "-windowSeconds: must be at most 31536000 seconds (365 days)"},
+		{"--windowSeconds=-99999999999999999999", "-windowSeconds: must be a positive number of seconds (leave it empty for unset)"},
+		{"--maxRetries=-99999999999999999999", "-maxRetries: must be 0 or more retries (0 = no retry; default 5)"},
+		{"--retryMaxBackoffMillis=-99999999999999999999", "-retryMaxBackoffMillis: must be a positive number of milliseconds (default 60000)"},
+		// As the template's form (metadata.json's regex), and so Dataflow's launch, refuses them.
+		{"--retryMaxBackoffMillis= 1", "-retryMaxBackoffMillis: has spaces around it: give the number alone"},
+		{"--retryMaxBackoffMillis=1 ", "-retryMaxBackoffMillis: has spaces around it"},
+		{"--retryMaxBackoffMillis=+1", "-retryMaxBackoffMillis: has a leading +: give the number without it"},
+		{"--windowSeconds=+10", "-windowSeconds: has a leading +"},
+		{"--windowSeconds= 10", "-windowSeconds: has spaces around it"},
+		{"--maxRetries=-0", "-maxRetries: is -0: give 0"},
+		{"--insertDeduplicate= false", "-insertDeduplicate: has spaces around it: give true or false alone"},
+		{"--insertDistributedSync=true ", "-insertDistributedSync: has spaces around it"},
 		{"--maxInsertBlockSize=1e6", "-maxInsertBlockSize: not a whole number"},
 		{"--maxRetries=many", "-maxRetries: not a whole number"},
 		{"--insertDeduplicate=maybe", "-insertDeduplicate: not true or false"},
@@ -354,10 +368,13 @@ func TestOptionalInt(t *testing.T) {
 		{"   ", OptionalInt{}, false},
 		{"0", GivenInt(0), false},
 		{"-3", GivenInt(-3), false},
-		{" 42 ", GivenInt(42), false},
+		{" 42 ", OptionalInt{}, true}, // the form refuses spaces around it
+		{"42 ", OptionalInt{}, true},
 		{"010", OptionalInt{}, true}, // flag.Int's 8
 		{"-07", OptionalInt{}, true},
-		{"+0", GivenInt(0), false},
+		{"+0", OptionalInt{}, true}, // the form refuses a +
+		{"+7", OptionalInt{}, true},
+		{"-0", OptionalInt{}, true},
 		{"0x10", OptionalInt{}, true},
 		{"0b11", OptionalInt{}, true},
 		{"0o17", OptionalInt{}, true},
@@ -443,6 +460,17 @@ func TestValidateAcceptsValid(t *testing.T) {
 		}},
 		{"larger ints", func(o *Options) {
 			o.WindowSeconds, o.BatchRowCount, o.InsertQuorum = GivenInt(60), GivenInt(100000), GivenInt(2)
+		}},
+		{"addNewColumnsMax and the UDF reload at their defaults, without addNewColumns or a UDF", func(o *Options) {
+			o.AddNewColumns, o.AddNewColumnsMax = false, 50
+			o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformReloadIntervalMinutes = "", 0
+		}},
+		{"largest ints", func(o *Options) {
+			o.WindowSeconds, o.BatchRowCount, o.InsertQuorum = GivenInt(31536000), GivenInt(2147483647), GivenInt(1000)
+			o.BatchByteSize, o.MaxInsertBlockSize, o.MaxRetries, o.NumShards = 2147483647, 2147483647, 10000, 1024
+			o.RetryInitialBackoffMillis, o.RetryMaxBackoffMillis = 31536000000, 31536000000
+			o.StopAfterIdle, o.ProgressSeconds, o.SchemaRefreshSeconds = GivenInt(31536000), 31536000, 31536000
+			o.AddNewColumns, o.AddNewColumnsMax = true, 10000
 		}},
 		{"UDF in Cloud Storage, reloaded", func(o *Options) {
 			o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName = "gs://my-bucket/udfs/transform.js", "transform"
@@ -668,6 +696,20 @@ func TestValidateRules(t *testing.T) {
 			"retryMaxBackoffMillis", "9300000000000000", "must be at most 31536000000 milliseconds (365 days)"},
 		{"javascriptTextTransformReloadIntervalMinutes beyond a year", func(o *Options) { o.JavascriptTextTransformReloadIntervalMinutes = 307445735 },
 			"javascriptTextTransformReloadIntervalMinutes", "307445735", "must be at most 525600 minutes (365 days)"},
+		// The bounds of the parameters that had none: numShards=200000 stalled the local runner.
+		{"numShards beyond 1024", func(o *Options) { o.NumShards = 200000 }, "numShards", "200000", "must be at most 1024 shards"},
+		{"maxRetries beyond 10000", func(o *Options) { o.MaxRetries = 10001 }, "maxRetries", "10001", "must be at most 10000 retries"},
+		{"insertQuorum beyond 1000", func(o *Options) { o.InsertQuorum = GivenInt(1001) }, "insertQuorum", "1001", "must be at most 1000 replicas"},
+		{"addNewColumnsMax beyond 10000", func(o *Options) { o.AddNewColumns, o.AddNewColumnsMax = true, 10001 },
+			"addNewColumnsMax", "10001", "must be at most 10000 columns"},
+		{"maxInsertBlockSize beyond int32", func(o *Options) { o.MaxInsertBlockSize = 2147483648 },
+			"maxInsertBlockSize", "2147483648", "must be at most 2147483647 rows"},
+		{"batchByteSize beyond 2 GiB", func(o *Options) { o.BatchByteSize = 1 << 31 },
+			"batchByteSize", "2147483648", "must be at most 2147483647 bytes"},
+		{"progressSeconds beyond a year", func(o *Options) { o.ProgressSeconds = 31536001 },
+			"progressSeconds", "31536001", "must be at most 31536000 seconds (365 days)"},
+		{"retryInitialBackoffMillis beyond a year", func(o *Options) { o.RetryInitialBackoffMillis, o.RetryMaxBackoffMillis = 31536000001, 31536000000 },
+			"retryInitialBackoffMillis", "31536000001", "must be at most 31536000000 milliseconds (365 days)"},
 		{"batchByteSize 0", func(o *Options) { o.BatchByteSize = 0 },
 			"batchByteSize", "0", "must be a positive number of bytes (default 16777216)"},
 		{"maxInsertBlockSize 0", func(o *Options) { o.MaxInsertBlockSize = 0 },
@@ -745,7 +787,12 @@ func TestValidateRules(t *testing.T) {
 		{"addNewColumnsOnCluster spaced", func(o *Options) { o.AddNewColumns, o.AddNewColumnsOnCluster = true, "c " }, "addNewColumnsOnCluster", "c ",
 			"must not start or end with spaces"},
 		{"addNewColumnsOnCluster without addNewColumns", func(o *Options) { o.AddNewColumnsOnCluster = "c" }, "addNewColumnsOnCluster", "c",
-			"is set, but addNewColumns is not"},
+			"is set, but addNewColumns is not: it names the cluster on which addNewColumns runs its ALTER TABLE"},
+		{"addNewColumnsPattern without addNewColumns says what it does", func(o *Options) { o.AddNewColumnsPattern = "^a" }, "addNewColumnsPattern", "^a",
+			"is set, but addNewColumns is not: it says which field names addNewColumns makes columns"},
+		// Ignored before, without a word; the default (50) still passes (TestValidateAcceptsValid).
+		{"addNewColumnsMax without addNewColumns", func(o *Options) { o.AddNewColumnsMax = 7 }, "addNewColumnsMax", "7",
+			"is set, but addNewColumns is not: it bounds how many columns addNewColumns adds"},
 
 		// The JavaScript UDF.
 		{"UDF path without a function", func(o *Options) { o.JavascriptTextTransformGcsPath = "gs://b/udf.js" },
@@ -772,6 +819,9 @@ func TestValidateRules(t *testing.T) {
 		}, "javascriptTextTransformFunctionName", "transform()", "must be the name of a global JavaScript function"},
 		{"UDF reload negative", func(o *Options) { o.JavascriptTextTransformReloadIntervalMinutes = -1 },
 			"javascriptTextTransformReloadIntervalMinutes", "-1", "must be 0 (never) or more minutes (default 0)"},
+		// Ignored before, without a word; 0, the default, still passes.
+		{"UDF reload without a UDF", func(o *Options) { o.JavascriptTextTransformReloadIntervalMinutes = 7 },
+			"javascriptTextTransformReloadIntervalMinutes", "7", "is set, but javascriptTextTransformGcsPath is not"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -807,7 +857,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		want := []string{
 			"inputSubscription", "clickHouseUrl", "clickHouseDatabase", "clickHouseTable",
 			"clickHouseUsername", "clickHouseDeadLetterTable", "batchByteSize", "maxInsertBlockSize",
-			"retryInitialBackoffMillis",
+			"retryInitialBackoffMillis", "retryMaxBackoffMillis", "addNewColumnsMax",
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("problems mismatch (-want +got):\n%s", diff)

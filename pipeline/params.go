@@ -11,8 +11,10 @@ package pipeline
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
@@ -57,8 +59,13 @@ type parameter struct {
 	// unset is what an optional parameter without a default does when unset, which flagUsage
 	// adds after "Optional, unset by default: "; "" for the note, or for nothing.
 	unset string
-	// rule returns what is wrong with the value in o, "" if nothing; nil means no rule.
+	// rule returns what is wrong with the value in o, "" if nothing; nil means no rule. Of an
+	// integer, it is called only for a value within most, and says what is wrong below (math.MinInt
+	// in Defaults gives its rule for a number too small for an int: see parameter.beyond).
 	rule func(p parameter, o Options) string
+	// most is the upper bound of an integer parameter (kindInt, kindOptionalInt), which Validate
+	// checks before rule and the usage, help and reference state; the zero bound for the others.
+	most bound
 
 	// What metadata.json and docs/parameters.md say of it, which go generate writes from here.
 	label string       // the console's label; "" for a flag that is not a template parameter
@@ -79,6 +86,56 @@ type parameter struct {
 // dead-letter destination) are in Validate.
 var parameters = slices.Concat(endpointParameters, processingParameters)
 
+// bound is the largest value of an integer parameter and what it counts: the one source of the
+// rule of a value above it and of the sentence of the texts that states it.
+type bound struct {
+	most int    // the largest value
+	unit string // what the number counts, and what it comes to where that helps: "seconds (365 days)"
+}
+
+// rule is the rule text of a value above b: "must be at most 31536000 seconds (365 days)".
+func (b bound) rule() string { return fmt.Sprintf("must be at most %d %s", b.most, b.unit) }
+
+// text is the sentence of the usage, help and reference that states b: "At most 31536000
+// seconds (365 days)."; "" for the zero bound (a parameter that is no integer).
+func (b bound) text() string {
+	if b == (bound{}) {
+		return ""
+	}
+	return fmt.Sprintf("At most %d %s.", b.most, b.unit)
+}
+
+// withBound returns text followed by the sentence of p's bound, if it has one.
+func (p parameter) withBound(text string) string {
+	if t := p.most.text(); t != "" {
+		return text + " " + t
+	}
+	return text
+}
+
+// beyond returns p's rule for an integer too large for an int (negative false: the rule of its
+// bound) or too small (negative true: what its rule says of math.MinInt, with the other
+// parameters at their defaults), so that a flag's error states the parameter's own range rather
+// than an int's.
+func (p parameter) beyond(negative bool) string {
+	if !negative {
+		return p.most.rule()
+	}
+	o := Defaults()
+	switch f := p.field(&o).(type) {
+	case *int:
+		*f = math.MinInt
+	case *OptionalInt:
+		*f = GivenInt(math.MinInt)
+	}
+	if p.rule != nil {
+		if rule := p.rule(p, o); rule != "" {
+			return rule
+		}
+	}
+	return fmt.Sprintf("out of range: a whole number to %d", p.most.most) // no table entry comes here (TestBeyond)
+}
+
 // str returns the value of a string parameter in o.
 func (p parameter) str(o Options) string {
 	if s, ok := p.field(&o).(*secret.String); ok {
@@ -87,18 +144,19 @@ func (p parameter) str(o Options) string {
 	return *p.field(&o).(*string)
 }
 
-// flagUsage returns the usage of p's flag: its usage and what its need and default say, which
-// the usage texts leave out. A required parameter's ends "Required."; an optional one's without
+// flagUsage returns the usage of p's flag: its usage, the sentence of its bound and what its need
+// and default say, which the usage texts leave out. A required parameter's ends "Required."; an optional one's without
 // a default "Optional, unset by default", with "(empty = unset)" for an OptionalInt and what
 // unset does (unset, or else the note); a default is left to the flag package's "(default …)".
 func (p parameter) flagUsage() string {
+	usage := p.withBound(p.usage)
 	switch {
 	case p.need == required:
-		return p.usage + " Required."
+		return usage + " Required."
 	case p.def != nil:
-		return p.usage
+		return usage
 	}
-	s := p.usage + " Optional, unset by default"
+	s := usage + " Optional, unset by default"
 	if p.kind == kindOptionalInt {
 		s += " (empty = unset)"
 	}
@@ -142,12 +200,12 @@ type Parameter struct {
 	Default  string // the default as the flag shows it (its DefValue, metadata.json's defaultValue); "" for none
 
 	Label     string       // metadata.json's label; "" when Group is ""
-	HelpText  string       // metadata.json's helpText, which ends "Default: <Default>." when there is a default
+	HelpText  string       // metadata.json's helpText, which ends "Default: <Default>." when there is a default; an integer's states its bound ("At most …") before what it says of its default or of unset
 	ParamType string       // metadata.json's paramType: TEXT, NUMBER, BOOLEAN, PUBSUB_SUBSCRIPTION, PUBSUB_TOPIC, JAVASCRIPT_UDF_FILE or ENUM
 	Enum      []EnumOption // metadata.json's enumOptions, for an ENUM
 	Regex     string       // metadata.json's one regex; "" for none (any text, the password)
 	Shown     string       // the reference's "Required / default": "required", the default or "unset", with a note in parentheses
-	Doc       string       // the reference's text of it, Markdown
+	Doc       string       // the reference's text of it, Markdown, which ends with the bound of an integer ("At most …")
 }
 
 // EnumOption is one choice of an ENUM parameter (metadata.json's enumOptions).
@@ -169,7 +227,17 @@ func Parameters() []Parameter {
 	out := make([]Parameter, len(parameters))
 	for i, p := range parameters {
 		q := Parameter{Name: p.name, Group: p.group, Required: p.need != optional,
-			Label: p.label, HelpText: p.help, ParamType: p.typ, Enum: slices.Clone(p.enum), Regex: p.regex, Doc: p.doc}
+			Label: p.label, HelpText: p.help, ParamType: p.typ, Enum: slices.Clone(p.enum), Regex: p.regex, Doc: p.withBound(p.doc)}
+		if t := p.most.text(); t != "" && p.group != "" {
+			// Before what the help says of the default or of unset, which ends it.
+			if i := strings.Index(p.help, " Unset by default"); i >= 0 {
+				q.HelpText = p.help[:i] + " " + t + p.help[i:]
+			} else if i := strings.Index(p.help, " Default "); i >= 0 {
+				q.HelpText = p.help[:i] + " " + t + p.help[i:]
+			} else {
+				q.HelpText = p.withBound(p.help)
+			}
+		}
 		if p.def != nil {
 			q.Default = fmt.Sprint(p.def)
 			q.HelpText += " Default: " + q.Default + "."

@@ -56,7 +56,8 @@ var processingParameters = []parameter{
 		name: "windowSeconds", group: "Batching", kind: kindOptionalInt,
 		field: func(o *Options) any { return &o.WindowSeconds },
 		usage: "Length of the windows that group messages into inserts, in `seconds`; positive.",
-		rule:  within(1, maxSeconds, "must be a positive number of seconds (leave it empty for unset)", tooManySeconds),
+		rule:  atLeast(1, "must be a positive number of seconds (leave it empty for unset)"),
+		most:  yearOfSeconds,
 		label: "Window length (seconds)",
 		help: "Length of the windows that group rows into INSERTs, in seconds; positive. Set alone: fixed windows, each window's rows are inserted " +
 			"when it closes. Set with batchRowCount: an INSERT at batchRowCount rows or windowSeconds after the first row of the batch, whichever " +
@@ -68,7 +69,8 @@ var processingParameters = []parameter{
 		name: "batchRowCount", group: "Batching", kind: kindOptionalInt,
 		field: func(o *Options) any { return &o.BatchRowCount },
 		usage: "Largest number of rows in one insert, in `rows`; positive.",
-		rule:  within(1, math.MaxInt32, "must be a positive number of rows (leave it empty for unset)", "must be at most %d rows"),
+		rule:  atLeast(1, "must be a positive number of rows (leave it empty for unset)"),
+		most:  int32Rows,
 		label: "Batch size (rows)",
 		help: "Largest number of rows in one INSERT; positive. Set alone: an INSERT every batchRowCount rows, in the global window. Set with " +
 			"windowSeconds: an INSERT at batchRowCount rows or windowSeconds after the first row of the batch, whichever comes first. Neither set: " +
@@ -82,7 +84,10 @@ var processingParameters = []parameter{
 		usage: "Largest size of one batch, in `bytes` of its messages (payload, ids and attributes; with a JavaScript UDF its input too); " +
 			"positive. A batch is inserted once the next row would take it above this size; a larger message is a batch alone. In the " +
 			"fixed-window mode it bounds each INSERT.",
-		rule:  atLeast(1, "must be a positive number of bytes (default %d)"),
+		rule: atLeast(1, "must be a positive number of bytes (default %d)"),
+		// A batch is one element of the pipeline, which Beam's Fn API carries in a protobuf
+		// message, and protobuf messages hold less than 2 GiB.
+		most:  bound{math.MaxInt32, "bytes (2 GiB less a byte)"},
 		label: "Batch size (bytes)",
 		help: "Largest size of one batch, in bytes of its messages (payload, ids and attributes; with a JavaScript UDF its input too); " +
 			"positive. With batchRowCount set, or neither batchRowCount nor windowSeconds, a batch is inserted once it holds batchRowCount " +
@@ -108,6 +113,7 @@ var processingParameters = []parameter{
 		field: func(o *Options) any { return &o.MaxInsertBlockSize },
 		usage: "ClickHouse setting max_insert_block_size for the inserts, in `rows`; positive.",
 		rule:  atLeast(1, "must be a positive number of rows (default %d)"),
+		most:  int32Rows, // batchRowCount's: ClickHouse reads a UInt64, but a block above the largest batch changes nothing
 		label: "Largest INSERT (rows)",
 		help:  "ClickHouse setting max_insert_block_size for the INSERTs, in rows; no INSERT holds more rows than this; positive.",
 		regex: `^([1-9][0-9]*)?$`,
@@ -119,6 +125,10 @@ var processingParameters = []parameter{
 		field: func(o *Options) any { return &o.MaxRetries },
 		usage: "How many times a failed ClickHouse insert is retried, a `count`; 0 = no retry.",
 		rule:  atLeast(0, "must be 0 or more retries (0 = no retry; default %d)"),
+		// While an INSERT is retried its messages stay unacknowledged, and Pub/Sub keeps a
+		// message at most 7 days by default: 10,000 retries at the default longest wait (60 s)
+		// are about a week.
+		most:  bound{10_000, "retries"},
 		label: "INSERT retries",
 		help: "How many times an INSERT that failed for a transient reason (network, server unavailable) is retried before the bundle fails and the " +
 			"runner processes it again; 0 means no retry.",
@@ -129,7 +139,8 @@ var processingParameters = []parameter{
 		name: "retryInitialBackoffMillis", group: "Insert tuning", kind: kindInt, def: 5_000,
 		field: func(o *Options) any { return &o.RetryInitialBackoffMillis },
 		usage: "Wait before the first retry of a failed INSERT, in `milliseconds`; doubled at each retry up to retryMaxBackoffMillis, with jitter; positive.",
-		rule:  within(1, maxSeconds*1000, "must be a positive number of milliseconds (default %d)", "must be at most %d milliseconds (365 days)"),
+		rule:  atLeast(1, "must be a positive number of milliseconds (default %d)"),
+		most:  yearOfMillis,
 		label: "First retry wait (milliseconds)",
 		help: "Wait before the first retry of a failed INSERT, in milliseconds; doubled at each further retry up to retryMaxBackoffMillis, with " +
 			"jitter; positive.",
@@ -141,14 +152,18 @@ var processingParameters = []parameter{
 		field: func(o *Options) any { return &o.RetryMaxBackoffMillis },
 		usage: "Longest wait between two attempts of an INSERT, in `milliseconds`; at least retryInitialBackoffMillis.",
 		rule: func(p parameter, o Options) string {
+			if rule := atLeast(1, "must be a positive number of milliseconds (default %d)")(p, o); rule != "" {
+				return rule
+			}
+			if o.RetryInitialBackoffMillis > yearOfMillis.most {
+				return "" // retryInitialBackoffMillis's own problem, reported for it
+			}
 			if p.number(o) < o.RetryInitialBackoffMillis {
 				return fmt.Sprintf("must be at least retryInitialBackoffMillis (%d) milliseconds (default %d)", o.RetryInitialBackoffMillis, p.def)
 			}
-			if p.number(o) > maxSeconds*1000 {
-				return fmt.Sprintf("must be at most %d milliseconds (365 days)", maxSeconds*1000)
-			}
 			return ""
 		},
+		most:  yearOfMillis,
 		label: "Longest retry wait (milliseconds)",
 		help:  "Longest wait between two attempts of an INSERT, in milliseconds; at least retryInitialBackoffMillis.",
 		regex: `^([1-9][0-9]*)?$`,
@@ -173,6 +188,9 @@ var processingParameters = []parameter{
 		usage: "ClickHouse setting insert_quorum: number of `replicas` that must confirm each insert; 0 disables the quorum.",
 		unset: "the server's setting applies",
 		rule:  atLeast(0, "must be 0 or more replicas (0 disables the quorum; leave it empty for the server's setting)"),
+		// A quorum above the table's replicas fails every INSERT, and no ClickHouse shard has a
+		// thousand replicas.
+		most:  bound{1000, "replicas"},
 		label: "Insert quorum (replicas)",
 		help: "ClickHouse setting insert_quorum: how many replicas must confirm each INSERT into a replicated table; 0 disables the quorum. Unset by " +
 			"default, which leaves the server's setting. For example, 2.",
@@ -198,6 +216,7 @@ var processingParameters = []parameter{
 		usage: "Number of parallel INSERT streams (`shards`) the rows are spread over before batching; " +
 			"0 = auto: 1 on the local runner, on Dataflow max_num_workers clamped to 4..16.",
 		rule:  atLeast(0, "must be a positive number of shards, or %d (the default) to choose by runner"),
+		most:  bound{maxShards, "shards"},
 		label: "Parallel INSERT streams",
 		help: "Number of parallel INSERT streams: rows are spread over this many keys before they are batched, so up to this many batches fill and are " +
 			"inserted at the same time, by as many workers. 0 chooses: max_num_workers clamped to 4..16 on Dataflow, 1 on the local runner. More " +
@@ -207,7 +226,9 @@ var processingParameters = []parameter{
 		doc: "Number of parallel INSERT streams. Before batching, each worker spreads the rows round robin over this many keys; each key forms its " +
 			"batches independently, so up to `numShards` batches fill and are inserted at the same time, on different workers when there are " +
 			"several. 0 chooses by runner: 1 on the local runner (one process does every INSERT anyway), and on Dataflow the job's `max_num_workers` " +
-			"(`--max-workers`) clamped to 4..16, 4 when it is not given.",
+			"(`--max-workers`) clamped to 4..16, 4 when it is not given. The bound, 1024 (64 times the largest automatic choice), keeps " +
+			"the cost of the shards in hand: each is a batcher with its own state on every worker and an INSERT stream of its own, and on the " +
+			"local runner each heartbeat of the source (every 200 ms) goes to every shard (200,000 shards stalled a run).",
 	},
 	{
 		name: "shuffleCompression", group: "Batching", kind: kindString,
@@ -248,7 +269,8 @@ var processingParameters = []parameter{
 		field: func(o *Options) any { return &o.StopAfterIdle },
 		usage: "Local runner only: end the run once no message has arrived for this many `seconds` and everything pulled has been written.",
 		unset: "the run goes on until stopped",
-		rule:  within(1, maxSeconds, "must be a positive number of seconds (leave it empty to run until stopped)", tooManySeconds),
+		rule:  atLeast(1, "must be a positive number of seconds (leave it empty to run until stopped)"),
+		most:  yearOfSeconds,
 		doc: "For local runs on Beam's prism runner: it ends the run once no message has arrived for that many seconds and the messages " +
 			"read are written and acknowledged (with fixed windows, once their window has closed: up to `windowSeconds` more; with " +
 			"`batchRowCount` and `windowSeconds` both, a last batch short of `batchRowCount` rows waits for its time bound, up to " +
@@ -261,7 +283,8 @@ var processingParameters = []parameter{
 		field: func(o *Options) any { return &o.ProgressSeconds },
 		usage: "Local runner only: how often a progress line is logged (messages read, rows inserted, dead letters, messages not yet acknowledged " +
 			"and the age of the oldest), in `seconds`; 0 = never.",
-		rule: within(0, maxSeconds, "must be 0 (never) or more seconds (default %d)", tooManySeconds),
+		rule: atLeast(0, "must be 0 (never) or more seconds (default %d)"),
+		most: yearOfSeconds,
 		doc: "For local runs too: every that many seconds the run logs one line, `msg=\"progress: 1200 messages read, 1176 rows " +
 			"inserted, 24 dead letters, 0 unacknowledged\"` (with `, oldest pulled 3.2s ago` while some are unacknowledged, and the messages the " +
 			"JavaScript UDF dropped when there are any); rows inserted and dead letters count the messages whose row or dead letter is stored (and " +
@@ -271,7 +294,8 @@ var processingParameters = []parameter{
 		name: "schemaRefreshSeconds", group: "Target", kind: kindInt, def: 60,
 		field: func(o *Options) any { return &o.SchemaRefreshSeconds },
 		usage: "How often each worker reads the table's schema again, in `seconds`, to pick up added columns; 0 = never.",
-		rule:  within(0, maxSeconds, "must be 0 (never) or more seconds (default %d)", tooManySeconds),
+		rule:  atLeast(0, "must be 0 (never) or more seconds (default %d)"),
+		most:  yearOfSeconds,
 		label: "Schema refresh interval (seconds)",
 		help: "How often each worker reads the target table's columns again, in seconds, so that a column added while the job runs is filled without a " +
 			"restart (the dead-letter table's too); 0 means never (a dropped or changed column is still noticed at the next INSERT that fails because of it).",
@@ -468,11 +492,17 @@ var processingParameters = []parameter{
 		field: func(o *Options) any { return &o.AddNewColumnsMax },
 		usage: "With addNewColumns: the most `columns` one worker adds to one table while it runs; a field beyond them is refused; positive.",
 		rule: func(p parameter, o Options) string {
-			if !o.AddNewColumns {
-				return "" // not used
+			if rule := atLeast(1, "must be a positive number of columns (default %d)")(p, o); rule != "" {
+				return rule
 			}
-			return atLeast(1, "must be a positive number of columns (default %d)")(p, o)
+			if p.number(o) == p.def {
+				return "" // the default, which the flag cannot tell from unset
+			}
+			return withAddNewColumns(o, "it bounds how many columns addNewColumns adds")
 		},
+		// Each column added is an ALTER TABLE, and a file in every wide part of the table:
+		// ClickHouse advises against tables of more than some thousands of columns.
+		most:  bound{10_000, "columns"},
 		label: "Most columns added per worker",
 		help: "With addNewColumns: the most columns one worker adds to one table while it runs (each worker counts its own, so a job of N workers " +
 			"adds at most N times this many). A new field beyond them is refused: its message is a dead letter naming addNewColumnsMax, or the " +
@@ -481,7 +511,7 @@ var processingParameters = []parameter{
 		doc: "With `addNewColumns`: the most columns one worker adds to one table while it runs, counted by each worker process on its own (a " +
 			"job of N workers adds at most N times this many; a restart counts anew). A column another worker added first does not count. A new " +
 			"field beyond the limit is refused: the message is a dead letter whose error names `addNewColumnsMax`, or the field goes to " +
-			"`unknownFieldsColumn` when that is set. Positive.",
+			"`unknownFieldsColumn` when that is set. Positive; a value other than the default without `addNewColumns` is refused.",
 	},
 	{
 		name: "addNewColumnsPattern", group: "Target", kind: kindString,
@@ -492,7 +522,7 @@ var processingParameters = []parameter{
 			if _, err := regexp.Compile(p.str(o)); err != nil {
 				return "is not an RE2 regular expression: " + err.Error()
 			}
-			return withAddNewColumns(o)
+			return withAddNewColumns(o, "it says which field names addNewColumns makes columns")
 		}),
 		label: "Names of new columns (regex)",
 		help: "With addNewColumns: a regular expression (RE2) that a field's name must match to become a column; it matches anywhere in the " +
@@ -513,7 +543,7 @@ var processingParameters = []parameter{
 			if _, err := excludedFields(p.str(o)); err != nil {
 				return err.Error()
 			}
-			return withAddNewColumns(o)
+			return withAddNewColumns(o, "it names the fields that addNewColumns never makes columns")
 		}),
 		label: "Fields never added",
 		help: "With addNewColumns: comma-separated names of fields that never become columns, as written (case-sensitive, spaces kept). A message " +
@@ -538,7 +568,7 @@ var processingParameters = []parameter{
 			case strings.ContainsRune(v, 0):
 				return "must not contain a NUL character"
 			}
-			return withAddNewColumns(o)
+			return withAddNewColumns(o, "it names the cluster on which addNewColumns runs its ALTER TABLE")
 		}),
 		label: "Cluster of the new columns (ON CLUSTER)",
 		help: "With addNewColumns: the name of the cluster (system.clusters) on which each ALTER TABLE ... ADD COLUMN runs, ON CLUSTER, for a " +
@@ -603,17 +633,27 @@ var processingParameters = []parameter{
 		name: "javascriptTextTransformReloadIntervalMinutes", group: "JavaScript UDF", kind: kindInt, def: 0,
 		field: func(o *Options) any { return &o.JavascriptTextTransformReloadIntervalMinutes },
 		usage: "How often each worker reads the UDF's file again, in `minutes`, so that a changed function takes effect without a restart; 0 = never.",
-		rule:  within(0, maxSeconds/60, "must be 0 (never) or more minutes (default %d)", "must be at most %d minutes (365 days)"),
+		rule: func(p parameter, o Options) string {
+			if rule := atLeast(0, "must be 0 (never) or more minutes (default %d)")(p, o); rule != "" {
+				return rule
+			}
+			if p.number(o) != p.def && o.JavascriptTextTransformGcsPath == "" {
+				return "is set, but javascriptTextTransformGcsPath is not: it says how often the UDF's file is read again; " +
+					"give the UDF, or leave it 0 (never)"
+			}
+			return ""
+		},
+		most:  yearOfMinutes,
 		label: "JavaScript UDF reload interval (minutes)",
 		help: "How often each worker reads the UDF's file again, in minutes; when the file changed, the new function is used from then on, without " +
-			"restarting the job (a new version that does not load is logged and the current function kept). 0 means never; at most 525600 (365 days).",
+			"restarting the job (a new version that does not load is logged and the current function kept). 0 means never. Only with a UDF.",
 		regex: `^(0|[1-9][0-9]*)?$`,
 		doc: "How often each worker reads the file again, in minutes; 0 means never. When the file changed, the worker uses the new function from the " +
 			"first message after it has loaded, without a restart of the job; a new version that does not load (a syntax error, the function missing) is logged " +
 			"(`javascript UDF: the file changed but does not load; keeping the current function`) and the current function kept, and that version is not " +
 			"tried again until the file changes. A new version is loaded beside the messages, which the current function goes on transforming " +
-			"meanwhile (a file whose top-level code runs long holds none of them up; loading gives up after 30 s). At most 525600 (365 days). Workers reload " +
+			"meanwhile (a file whose top-level code runs long holds none of them up; loading gives up after 30 s). Workers reload " +
 			"independently, each on its own clock, so for up to this many minutes some messages go through the old function and some through the " +
-			"new.",
+			"new. A value other than 0 without `javascriptTextTransformGcsPath` is refused.",
 	},
 }

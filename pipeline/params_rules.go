@@ -4,6 +4,7 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
@@ -55,24 +56,29 @@ func atLeast(least int, tooSmall string) func(parameter, Options) string {
 	}
 }
 
-// within is atLeast with an upper bound: a value above most is refused with tooLarge, which
-// formats most (a number of seconds beyond what a time.Duration holds wraps around, and a row
-// count beyond an int32 wraps in Beam's count trigger).
-func within(least, most int, tooSmall, tooLarge string) func(parameter, Options) string {
-	small := atLeast(least, tooSmall)
-	return func(p parameter, o Options) string {
-		if p.number(o) > most {
-			return fmt.Sprintf(tooLarge, most)
-		}
-		return small(p, o)
-	}
-}
+// The bounds of the integer parameters (parameter.most). Each is far above any real use and
+// keeps the value within what the code that takes it holds.
+var (
+	// yearOfSeconds bounds the parameters in seconds: a number of seconds beyond what a
+	// time.Duration holds (about 292 years) wraps around, and a year is beyond any real interval.
+	yearOfSeconds = bound{maxSeconds, "seconds (365 days)"}
+	// yearOfMillis and yearOfMinutes are the same year in milliseconds and in minutes.
+	yearOfMillis  = bound{maxSeconds * 1000, "milliseconds (365 days)"}
+	yearOfMinutes = bound{maxSeconds / 60, "minutes (365 days)"}
+	// int32Rows bounds the numbers of rows: Beam's count trigger (batchRowCount) counts in an
+	// int32, beyond which it wraps around.
+	int32Rows = bound{math.MaxInt32, "rows"}
+)
 
-// maxSeconds bounds the parameters in seconds: 365 days.
+// maxSeconds is a year in seconds, the bound of the parameters in seconds.
 const maxSeconds = 365 * 24 * 3600
 
-// tooManySeconds is the rule text of a number of seconds above maxSeconds.
-const tooManySeconds = "must be at most %d seconds (365 days)"
+// maxShards bounds numShards. Each shard is a batcher on every worker, with its own state and
+// timers, and an INSERT stream of its own into ClickHouse; on the local runner each heartbeat of
+// the source (every 200 ms) goes to every shard, so that 200,000 shards stalled a run and took
+// gigabytes while idle. 1024 is 64 times the largest automatic choice (16), beyond the INSERTs
+// ClickHouse takes well at once (each INSERT makes a part to merge).
+const maxShards = 1024
 
 // plainName is the rule of a ClickHouse database or table name (see tableRule); dot says what
 // a dot means for this parameter.
@@ -142,12 +148,13 @@ func notBlank(what string, rule func(parameter, Options) string) func(parameter,
 }
 
 // withAddNewColumns is the rule of a parameter that only addNewColumns uses: "" when
-// addNewColumns is on.
-func withAddNewColumns(o Options) string {
+// addNewColumns is on; does says what the parameter does ("it bounds how many columns
+// addNewColumns adds"), in the refusal of a value without addNewColumns.
+func withAddNewColumns(o Options, does string) string {
 	if o.AddNewColumns {
 		return ""
 	}
-	return "is set, but addNewColumns is not: it bounds the columns that addNewColumns adds; set addNewColumns=true, or unset it"
+	return "is set, but addNewColumns is not: " + does + "; set addNewColumns=true, or unset it"
 }
 
 // excludedFields parses addNewColumnsExcluded: comma-separated field names, as written. The

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -58,8 +59,8 @@ func TestParameterTable(t *testing.T) {
 			t.Errorf("%s: optional, but its flag's usage says required: %q", p.name, u)
 		case p.need == optional && p.def == nil && !strings.Contains(u, ". Optional, unset by default"):
 			t.Errorf("%s: optional without a default, but its flag's usage does not say so: %q", p.name, u)
-		case p.def != nil && u != p.usage:
-			t.Errorf("%s: has a default, which the flag package prints, but its flag's usage adds %q", p.name, strings.TrimPrefix(u, p.usage))
+		case p.def != nil && u != p.withBound(p.usage):
+			t.Errorf("%s: has a default, which the flag package prints, but its flag's usage adds %q", p.name, strings.TrimPrefix(u, p.withBound(p.usage)))
 		}
 		if p.need != optional && p.group == "" {
 			t.Errorf("%s: required, but no template parameter (no group)", p.name)
@@ -100,6 +101,87 @@ func TestParameters(t *testing.T) {
 			t.Errorf("%s is not a flag", p.Name)
 		} else if f.DefValue != p.Default {
 			t.Errorf("%s: Default %q, but the flag's default is %q", p.Name, p.Default, f.DefValue)
+		}
+	}
+}
+
+// TestIntegerBounds holds every integer parameter to a bound that its texts state: metadata.json's
+// help, the reference (docs/parameters.md) and the flag's usage (--help) say "At most <bound>
+// <unit>.", from the same bound that Validate checks, which refuses the next number up.
+func TestIntegerBounds(t *testing.T) {
+	byName := map[string]Parameter{}
+	for _, q := range Parameters() {
+		byName[q.Name] = q
+	}
+	for _, p := range parameters {
+		isInt := p.kind == kindInt || p.kind == kindOptionalInt
+		if !isInt {
+			if p.most != (bound{}) {
+				t.Errorf("%s: not an integer, but has the bound %+v", p.name, p.most)
+			}
+			continue
+		}
+		if p.most.most <= 0 || p.most.unit == "" {
+			t.Errorf("%s: an integer without a bound (%+v)", p.name, p.most)
+			continue
+		}
+		text := fmt.Sprintf("At most %d %s.", p.most.most, p.most.unit)
+		q := byName[p.name]
+		if p.group != "" && !strings.Contains(q.HelpText, text) {
+			t.Errorf("%s: metadata.json's help does not state its bound %q: %q", p.name, text, q.HelpText)
+		}
+		if !strings.Contains(q.Doc, text) {
+			t.Errorf("%s: the reference does not state its bound %q: %q", p.name, text, q.Doc)
+		}
+		if !strings.Contains(p.flagUsage(), text) {
+			t.Errorf("%s: the flag's usage does not state its bound %q: %q", p.name, text, p.flagUsage())
+		}
+		// The bound passes (the other parameters as companions need), the next number up does not.
+		for v, want := range map[int]string{p.most.most: "", p.most.most + 1: p.most.rule()} {
+			o := validOptions()
+			o.AddNewColumns = true
+			o.JavascriptTextTransformGcsPath, o.JavascriptTextTransformFunctionName = "gs://b/udf.js", "transform"
+			switch f := p.field(&o).(type) {
+			case *int:
+				*f = v
+			case *OptionalInt:
+				*f = GivenInt(v)
+			}
+			if p.name == "retryInitialBackoffMillis" {
+				o.RetryMaxBackoffMillis = v
+			}
+			var got string
+			if err := o.validate(func(name string) bool { return name == p.name }); err != nil {
+				got = err.(interface{ Unwrap() []error }).Unwrap()[0].(*ParamError).Rule
+			}
+			if got != want {
+				t.Errorf("%s=%d: rule %q, want %q", p.name, v, got, want)
+			}
+		}
+	}
+}
+
+// TestBeyondInt holds the flags of the integer parameters to their own rules for a number beyond
+// an int, either way: never an int's range ("from -9223372036854775808"), which suggested that a
+// negative number would do.
+func TestBeyondInt(t *testing.T) {
+	for _, p := range parameters {
+		if p.kind != kindInt && p.kind != kindOptionalInt {
+			continue
+		}
+		for _, v := range []string{"99999999999999999999", "-99999999999999999999"} {
+			_, _, err := parseFlags("--" + p.name + "=" + v)
+			if err == nil {
+				t.Errorf("--%s=%s: accepted", p.name, v)
+				continue
+			}
+			got := err.Error()
+			if strings.Contains(got, "out of range") || !strings.Contains(got, "must be") {
+				t.Errorf("--%s=%s: %v, want the parameter's own rule", p.name, v, err)
+			}
+			if want := p.most.rule(); !strings.HasPrefix(v, "-") && !strings.HasSuffix(got, ": "+want) {
+				t.Errorf("--%s=%s: %v, want it to end %q", p.name, v, err, want)
+			}
 		}
 	}
 }

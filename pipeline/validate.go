@@ -131,10 +131,19 @@ func (c *paramChecks) required(param, value string) bool {
 }
 
 // check applies p's rules to its value in o: a required string must not be blank; a value that
-// is there (see the table) must pass p.rule. The value shown is p.shown's: PEM text given for a
-// certificate or key shows as "xxxxx".
+// is there (see the table) must pass p.rule, and an integer must first be at most its bound
+// (p.most). The value shown is p.shown's: PEM text given for a certificate or key shows as
+// "xxxxx".
 func (c *paramChecks) check(p parameter, o Options) {
 	switch p.kind {
+	case kindInt, kindOptionalInt:
+		if p.kind == kindOptionalInt && !p.field(&o).(*OptionalInt).Given {
+			return
+		}
+		if p.number(o) > p.most.most {
+			c.fail(p.name, p.shown(o), p.most.rule())
+			return
+		}
 	case kindString, kindSecret, kindURL, kindRef:
 		v := p.str(o)
 		if p.need == required {
@@ -143,10 +152,6 @@ func (c *paramChecks) check(p parameter, o Options) {
 			}
 		} else if v == "" {
 			return // unset (the empty password among them)
-		}
-	case kindOptionalInt:
-		if !p.field(&o).(*OptionalInt).Given {
-			return
 		}
 	}
 	if p.rule == nil {
