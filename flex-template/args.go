@@ -213,6 +213,36 @@ func normalizeArgs(fs *flag.FlagSet, params []string, args []string) (out []stri
 	return out, notes, nil
 }
 
+// repeatedParams returns the template parameters (params) that args, as normalizeArgs returns
+// them (--name=value, or --name for a boolean, up to "--"), give more than once with different
+// values, in the order of their second value. The flag package keeps the last value of a flag
+// given twice, which the demo relies on (FLAGS after its own); main logs a warning naming each,
+// never its value (a password, or a URL that holds one, among them).
+func repeatedParams(params []string, args []string) []string {
+	first := map[string]string{}
+	var repeated []string
+	for _, arg := range args {
+		if arg == "--" {
+			break
+		}
+		name, value, hasValue, ok := splitFlag(arg)
+		if !ok || !slices.Contains(params, name) {
+			continue
+		}
+		if !hasValue {
+			value = "true" // a bare boolean
+		}
+		v, seen := first[name]
+		switch {
+		case !seen:
+			first[name] = value
+		case v != value && !slices.Contains(repeated, name):
+			repeated = append(repeated, name)
+		}
+	}
+	return repeated
+}
+
 // mergeMap adds to m the entries of value, the value of the map flag name: a JSON object of
 // strings ({"team":"data","env":"prod"}), or gcloud's form, k=v pairs separated by commas
 // (team=data,env=prod; a value may hold "=" but not ","). A key already in m with another

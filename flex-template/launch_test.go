@@ -419,3 +419,33 @@ func TestMisspeltBeamFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatedParams: a template parameter given twice with different values is named (the flag
+// package keeps the last value, silently), whatever the parameter, a secret one too (only its
+// name is returned); the same value twice, Beam's flags and what follows "--" are not.
+func TestRepeatedParams(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	var o pipeline.Options
+	pipeline.RegisterFlags(fs, &o)
+	args, _, err := normalizeArgs(fs, templateParams(), []string{
+		"--inputSubscription=projects/p/subscriptions/a",
+		"--clickHousePassword=one",
+		"--windowSeconds", "5",
+		"--insertDeduplicate",
+		"--region=us-central1",
+		"--inputSubscription=projects/p/subscriptions/b",
+		"--windowSeconds=5",
+		"--insertDeduplicate=true",
+		"--clickHousePassword=two",
+		"--region=europe-west1",
+		"--inputSubscription=projects/p/subscriptions/c",
+		"--", "--clickHouseTable=a", "--clickHouseTable=b",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := repeatedParams(templateParams(), args)
+	if want := []string{"inputSubscription", "clickHousePassword"}; !cmp.Equal(got, want) {
+		t.Errorf("repeatedParams = %q, want %q", got, want)
+	}
+}

@@ -107,6 +107,10 @@ func main() {
 	for _, n := range notes {
 		slog.Info("argument of another SDK's form", "flag", n.Flag, "done", n.What)
 	}
+	for _, name := range repeatedParams(params, args) {
+		// The name only: the values may be a password, or a URL that holds one.
+		slog.Warn("template parameter given more than once, with different values: the last one is used", "parameter", name)
+	}
 	if err := run(context.Background(), o); err != nil {
 		// Once, on stderr (which the Flex Template launcher's log keeps), not also as a log line.
 		fmt.Fprintln(os.Stderr, "pubsub-to-clickhouse:", err)
