@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"cloud.google.com/go/pubsub/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
@@ -22,7 +21,6 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/route"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/udf"
@@ -42,7 +40,8 @@ const checkDescription = "Prints, for each message of the files, the row it beco
 	"(throwIf), the values inside a JSON column's object (shown as the text sent); the pipeline dead-letters such rows after the " +
 	"server refuses them.\n" +
 	"A FILE is read as JSON lines (one message per line; lines of only spaces, tabs and carriage returns skipped), or whole with --perFile; a directory holds one " +
-	"message per file; - is standard input.\n" +
+	"message per regular file (symbolic links followed; what else it holds is skipped with a line on standard error); - is standard input. " +
+	"Inputs that hold no message at all are a usage error.\n" +
 	"A message Pub/Sub refuses to publish (over 10 MB, ...) is said to be one; the pipeline never reads it.\n" +
 	"Exit status: 0 when every message becomes a row (or is dropped by the UDF), 1 when some message would be dead-lettered or Pub/Sub refuses it, " +
 	"2 on a usage error, 3 when the check could not run (ClickHouse, the table or the UDF's file)."
@@ -67,7 +66,7 @@ func runCheck(ctx context.Context, cio *cmdIO, args []string) int {
 	if len(files) == 0 {
 		return usageError(cio, "check", errors.New("no FILE given: name a file of JSON lines, a directory of messages, or - for standard input"))
 	}
-	msgs, err := readInputs(cio.In, files, *perFile)
+	msgs, err := readInputs(cio.In, files, *perFile, inputNotes(cio, "check"))
 	if err != nil {
 		return usageError(cio, "check", err)
 	}
@@ -147,13 +146,9 @@ func openChecker(ctx context.Context, o pipeline.Options) (*checker, error) {
 			return nil, err
 		}
 	}
-	ch, err := o.ClickHouse().Resolve(ctx)
+	conn, err := openClickHouse(ctx, o)
 	if err != nil {
-		return nil, pipeline.Labelled(err, "")
-	}
-	conn, err := ch.Open(ctx)
-	if err != nil {
-		return nil, pipeline.Labelled(err, "")
+		return nil, err
 	}
 	defer conn.Close()
 	c.spec, _ = o.Routing()
@@ -222,7 +217,7 @@ func (c *checker) close() {
 func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace bool, s *checkSummary) error {
 	s.messages++
 	where = flow.OneLine(where)
-	if err := psclient.CheckMessage(&pubsub.Message{Data: m.Data, Attributes: m.Attributes, OrderingKey: m.OrderingKey}, ""); err != nil {
+	if err := pubsubRefuses(m); err != nil {
 		// publish refuses it too: the pipeline never sees such a message.
 		s.unpublishable++
 		fmt.Fprintf(cio.Out, "%s: not a message Pub/Sub takes: %v\n", where, err)

@@ -27,9 +27,11 @@ const inferDescription = "Reads the messages of the files and prints the CREATE 
 	"a string a Nullable(String), an object or array a Nullable(String) of its JSON text, ...). The server at clickHouseUrl " +
 	"is asked its version, so that the types are ones it has (Bool from ClickHouse 21.12, JSON from 25.3); with --execute " +
 	"the statement is run there. Fields seen only with null get no column and are listed in a comment, as are fields " +
-	"whose names cannot be columns; a message that is not one JSON object is skipped, with a line on standard error.\n" +
+	"whose names cannot be columns; a message that is not one JSON object, or that Pub/Sub refuses to publish (over 10 MB, as check says), " +
+	"is skipped, with a line on standard error.\n" +
 	"A FILE is read as JSON lines (one message per line; lines of only spaces, tabs and carriage returns skipped), or whole with --perFile; a directory holds one " +
-	"message per file; - is standard input. With --fromSubscription the sample is up to --samples messages pulled from a " +
+	"message per regular file (symbolic links followed; what else it holds is skipped with a line on standard error); - is standard input. " +
+	"Inputs that hold no message at all are a usage error. With --fromSubscription the sample is up to --samples messages pulled from a " +
 	"subscription and acknowledged by none: each is released at once when the sample is read, so it is delivered again, one " +
 	"delivery attempt more (which a dead-letter policy of the subscription counts).\n" +
 	"Exit status: 0 when the statement is printed (and run), 1 when no column could be inferred or ClickHouse failed, " +
@@ -89,18 +91,14 @@ func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
 	case len(files) == 0:
 		return usageError(cio, "infer", errors.New("no FILE given: name a file of JSON lines, a directory of messages, or - for standard input; or give --fromSubscription"))
 	default:
-		if msgs, err = readInputs(cio.In, files, f.perFile); err != nil {
+		if msgs, err = readInputs(cio.In, files, f.perFile, inputNotes(cio, "infer")); err != nil {
 			return usageError(cio, "infer", err)
 		}
 	}
 
-	ch, err := o.ClickHouse().Resolve(ctx)
+	conn, err := openClickHouse(ctx, o)
 	if err != nil {
-		return failure(cio, "infer", pipeline.Labelled(err, ""))
-	}
-	conn, err := ch.Open(ctx)
-	if err != nil {
-		return failure(cio, "infer", pipeline.Labelled(err, ""))
+		return failure(cio, "infer", err)
 	}
 	defer conn.Close()
 	server, err := evolve.ServerOfConn(ctx, conn)
@@ -109,16 +107,32 @@ func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
 	}
 
 	sample := evolve.NewSample(evolve.Rule{Server: server, ObjectsAsJSON: f.objectsAsJSON})
-	skipped := 0
+	var nNotJSON, nUnpublishable int
+	var kept []inputMessage // the sample's messages
 	for _, m := range msgs {
-		if err := sample.Add(m.Data); err != nil {
-			skipped++
-			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse infer: %s: skipped: %s\n", flow.OneLine(m.Where), flow.OneLine(err.Error()))
+		// A message Pub/Sub refuses never reaches the pipeline (check's rule): it is no sample of
+		// what the table will get.
+		if err := pubsubRefuses(flow.Message{Data: m.Data}); err != nil {
+			nUnpublishable++
+			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse infer: %s: skipped: not a message Pub/Sub takes: %s\n", flow.OneLine(m.Where), flow.OneLine(err.Error()))
+			continue
 		}
+		if err := sample.Add(m.Data); err != nil {
+			nNotJSON++
+			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse infer: %s: skipped: %s\n", flow.OneLine(m.Where), flow.OneLine(err.Error()))
+			continue
+		}
+		kept = append(kept, m)
 	}
+	msgs = kept
 	fmt.Fprintf(cio.Out, "-- inferred from %s", count(sample.Messages(), "message"))
-	if skipped > 0 {
-		fmt.Fprintf(cio.Out, " (%d skipped: not one JSON object of distinct fields)", skipped)
+	switch notJSON, unpublishable := "not one JSON object of distinct fields", "not a message Pub/Sub takes"; {
+	case nNotJSON > 0 && nUnpublishable > 0:
+		fmt.Fprintf(cio.Out, " (%d skipped: %d %s, %d %s)", nNotJSON+nUnpublishable, nNotJSON, notJSON, nUnpublishable, unpublishable)
+	case nNotJSON > 0:
+		fmt.Fprintf(cio.Out, " (%d skipped: %s)", nNotJSON, notJSON)
+	case nUnpublishable > 0:
+		fmt.Fprintf(cio.Out, " (%d skipped: %s)", nUnpublishable, unpublishable)
 	}
 	fmt.Fprintln(cio.Out)
 	if pending := sample.Pending(); len(pending) > 0 {

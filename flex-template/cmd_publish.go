@@ -24,7 +24,7 @@ import (
 )
 
 const publishDescription = "Publishes each line of FILE (JSON lines; - is standard input; lines of only spaces, tabs and carriage returns skipped) as one message " +
-	"to --topic, its bytes exactly as on the line. The client honours PUBSUB_EMULATOR_HOST. Progress (messages, messages per " +
+	"to --topic, its bytes exactly as on the line; a FILE of no message is a usage error. The client honours PUBSUB_EMULATOR_HOST. Progress (messages, messages per " +
 	"second) goes to standard error, updated in place on a terminal, else a line every 10 s; the last line gives the count and " +
 	"the rate.\n" +
 	"With --envelope each line is instead {\"data\": D, \"attributes\": {\"k\": \"v\", ...}, \"orderingKey\": \"key\"} " +
@@ -65,7 +65,7 @@ func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
 	if len(problems) > 0 {
 		return usageError(cio, "publish", errors.Join(problems...))
 	}
-	lines, err := readInputs(cio.In, files, false)
+	lines, err := readInputs(cio.In, files, false, inputNotes(cio, "publish"))
 	if err != nil {
 		return usageError(cio, "publish", err)
 	}

@@ -238,13 +238,9 @@ func rowHash(columns []string) string {
 
 // fromDeadLetterTable replays the rows of the dead-letter table.
 func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline.Options) int {
-	ch, err := o.ClickHouse().Resolve(ctx)
+	conn, err := openClickHouse(ctx, o)
 	if err != nil {
-		return failure(cio, "replay", pipeline.Labelled(err, ""))
-	}
-	conn, err := ch.Open(ctx)
-	if err != nil {
-		return failure(cio, "replay", pipeline.Labelled(err, ""))
+		return failure(cio, "replay", err)
 	}
 	defer conn.Close()
 	columns, err := deadletter.Columns(ctx, conn, o.ClickHouseDatabase, r.table)

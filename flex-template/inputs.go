@@ -10,17 +10,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"cloud.google.com/go/pubsub/v2"
 	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc/codes"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
@@ -37,13 +42,18 @@ const maxLineBytes = 32 << 20
 // readInputs reads the messages of the named inputs, in order:
 //
 //   - "-" is standard input (in), read as JSON lines;
-//   - a directory holds one message per file: each regular file directly in it, by name,
-//     whole (files whose name starts with "." are skipped);
+//   - a directory holds one message per file: each regular file directly in it, or symbolic link
+//     to one, by name, whole (files whose name starts with "." are skipped, without a word);
+//     what else it holds (a subdirectory, a link to one, a broken link, a named pipe) is skipped
+//     with a note naming it and why;
 //   - any other file is read as JSON lines, or whole when perFile is true.
 //
 // JSON lines: each line is one message, its bytes exactly, without the line's "\n" or "\r\n";
 // lines that hold only white space are skipped.
-func readInputs(in io.Reader, names []string, perFile bool) ([]inputMessage, error) {
+//
+// Inputs that hold no message at all are an error naming them: a command would otherwise report
+// success on nothing (an empty directory, an empty file).
+func readInputs(in io.Reader, names []string, perFile bool, note func(string)) ([]inputMessage, error) {
 	var out []inputMessage
 	for _, name := range names {
 		if name == "-" {
@@ -59,7 +69,7 @@ func readInputs(in io.Reader, names []string, perFile bool) ([]inputMessage, err
 			return nil, err
 		}
 		if info.IsDir() {
-			msgs, err := readDir(name)
+			msgs, err := readDir(name, note)
 			if err != nil {
 				return nil, err
 			}
@@ -85,11 +95,29 @@ func readInputs(in io.Reader, names []string, perFile bool) ([]inputMessage, err
 		}
 		out = append(out, msgs...)
 	}
+	if len(out) == 0 {
+		return nil, noMessage(names)
+	}
 	return out, nil
 }
 
-// readDir reads each regular file of dir as one message, by name.
-func readDir(dir string) ([]inputMessage, error) {
+// noMessage is the error of inputs, names, that hold no message.
+func noMessage(names []string) error {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		if n == "-" {
+			quoted[i] = "- (standard input)"
+		} else {
+			quoted[i] = strconv.Quote(n)
+		}
+	}
+	return fmt.Errorf("no message in %s: a file of JSON lines holds one on each line that is not only white space, a directory "+
+		"one in each regular file directly in it (or symbolic link to one; names starting with \".\" skipped); nothing was done", strings.Join(quoted, ", "))
+}
+
+// readDir reads each regular file of dir, or symbolic link to one, as one message, by name. note
+// is told of each other entry skipped, but those whose names start with ".".
+func readDir(dir string, note func(string)) ([]inputMessage, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -97,10 +125,14 @@ func readDir(dir string) ([]inputMessage, error) {
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	var out []inputMessage
 	for _, e := range entries {
-		if !e.Type().IsRegular() || e.Name()[0] == '.' {
+		if e.Name()[0] == '.' {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
+		if why := notMessageFile(path, e.Type()); why != "" {
+			note(fmt.Sprintf("%s: skipped: %s", path, why))
+			continue
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, err
@@ -108,6 +140,61 @@ func readDir(dir string) ([]inputMessage, error) {
 		out = append(out, inputMessage{Where: path, Data: b})
 	}
 	return out, nil
+}
+
+// notMessageFile says why the entry path of a directory, of type mode (os.DirEntry.Type), is no
+// message file: "" for a regular file or a symbolic link that leads to one.
+func notMessageFile(path string, mode fs.FileMode) string {
+	const subdirs = "a directory holds one message per regular file directly in it, and its subdirectories are not read"
+	if mode.IsRegular() {
+		return ""
+	}
+	if mode&fs.ModeSymlink == 0 {
+		if mode.IsDir() {
+			return "a directory (" + subdirs + ")"
+		}
+		return "not a regular file (" + fileKind(mode) + ")"
+	}
+	target, _ := os.Readlink(path)
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("a broken symbolic link (to %q, which does not exist)", target)
+	case err != nil:
+		return fmt.Sprintf("a symbolic link (to %q) that cannot be followed: %v", target, err)
+	case info.IsDir():
+		return fmt.Sprintf("a symbolic link to a directory (%q; %s)", target, subdirs)
+	case !info.Mode().IsRegular():
+		return fmt.Sprintf("a symbolic link to %q, not a regular file (%s)", target, fileKind(info.Mode()))
+	}
+	return ""
+}
+
+// fileKind names the kind of a file that is neither regular nor a directory.
+func fileKind(mode fs.FileMode) string {
+	switch {
+	case mode&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case mode&fs.ModeSocket != 0:
+		return "a socket"
+	case mode&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "of mode " + mode.Type().String()
+}
+
+// inputNotes returns the note func of readInputs for command name: each note a line on
+// standard error.
+func inputNotes(cio *cmdIO, name string) func(string) {
+	return func(s string) { fmt.Fprintf(cio.Err, "pubsub-to-clickhouse %s: %s\n", name, flow.OneLine(s)) }
+}
+
+// pubsubRefuses returns why Pub/Sub would refuse to publish m (over 10 MB, too many attributes,
+// an attribute or ordering key over its limit: what publish refuses), nil when it takes it. Such
+// a message never reaches the pipeline: check says so of it, and infer leaves it out of its
+// sample.
+func pubsubRefuses(m flow.Message) error {
+	return psclient.CheckMessage(&pubsub.Message{Data: m.Data, Attributes: m.Attributes, OrderingKey: m.OrderingKey}, "")
 }
 
 // readLines reads r as JSON lines.
