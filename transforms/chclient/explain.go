@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -105,19 +108,25 @@ func explain(err error, c Config, askedForCert bool) error {
 	if tlsErr := explainTLS(err, c, url, scheme, askedForCert); tlsErr != nil {
 		return tlsErr
 	}
-	var ex *clickhouse.Exception
+	ex, isEx := serverException(err)
+	var httpErr *clickhouse.HTTPError
 	var dns *net.DNSError
 	switch {
-	case errors.As(err, &ex) && (ex.Code == 193 || ex.Code == 516):
+	case isEx && (ex.Code == 193 || ex.Code == 516):
 		return &ConfigError{FieldPassword, Hintf("ClickHouse refused the password of user %q at %s: check %s and %s", c.Username, url, FieldUsername, FieldPassword), err}
-	case errors.As(err, &ex) && ex.Code == 194:
+	case isEx && ex.Code == 194:
 		return &ConfigError{FieldPassword, Hintf("ClickHouse at %s requires a password of user %q, and none was given: set %s", url, c.Username, FieldPassword), err}
-	case errors.As(err, &ex) && ex.Code == 192:
+	case isEx && ex.Code == 192:
 		return &ConfigError{FieldUsername, Hintf("ClickHouse at %s has no user %q: check %s", url, c.Username, FieldUsername), err}
-	case errors.As(err, &ex) && (ex.Code == 291 || ex.Code == 497) && c.Database != "":
+	case isEx && (ex.Code == 291 || ex.Code == 497) && c.Database != "":
 		return &ConfigError{FieldDatabase, Hintf("ClickHouse at %s refused user %q the database %q: check %s, and the user's grants on it", url, c.Username, c.Database, FieldDatabase), err}
-	case errors.As(err, &ex) && ex.Code == 81:
+	case isEx && ex.Code == 81:
 		return &ConfigError{FieldDatabase, Hintf("database %q does not exist on %s: check %s", c.Database, url, FieldDatabase), err}
+	case !isEx && errors.As(err, &httpErr) && (httpErr.StatusCode == http.StatusUnauthorized || httpErr.StatusCode == http.StatusForbidden):
+		// A refusal of the credentials whose body says no ClickHouse code: a proxy in front of
+		// the server, or a server whose text is of neither form serverException reads.
+		return &ConfigError{FieldPassword, Hintf("the server at %s refused user %q (HTTP %d %s) without a ClickHouse error code: the user name or the password is wrong, "+
+			"or the user may not log in from here: check %s and %s", url, c.Username, httpErr.StatusCode, http.StatusText(httpErr.StatusCode), FieldUsername, FieldPassword), err}
 	case errors.As(err, &dns):
 		return &ConfigError{FieldURL, Hintf("the host of %s does not resolve: check the host name", url), err}
 	case strings.Contains(msg, "proxyconnect"):
@@ -149,6 +158,41 @@ func explain(err error, c Config, askedForCert bool) error {
 	}
 	return err
 }
+
+// serverException returns the server's exception that err holds, and whether it holds one: the
+// *clickhouse.Exception of either protocol, or, over HTTP, the one of an error response whose body
+// clickhouse-go reads as no exception, that of older servers (18.16 answers a wrong password with
+// HTTP 401 and "Code: 193, e.displayText() = DB::Exception: Wrong password for user default,
+// e.what() = DB::Exception", where later ones write "Code: 516. DB::Exception: ..."), so that a
+// refusal reads the same over both protocols.
+func serverException(err error) (*clickhouse.Exception, bool) {
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) {
+		return ex, true
+	}
+	var httpErr *clickhouse.HTTPError
+	if !errors.As(err, &httpErr) || httpErr.Err == nil {
+		return nil, false
+	}
+	// clickhouse-go keeps such a body quoted: `response body: "Code: 193, e.displayText() = ..."`.
+	m := legacyHTTPException.FindStringSubmatch(httpErr.Err.Error())
+	if m == nil {
+		return nil, false
+	}
+	code, err := strconv.ParseInt(m[1], 10, 32)
+	if err != nil || code <= 0 {
+		return nil, false
+	}
+	msg := m[2]
+	if unquoted, err := strconv.Unquote(`"` + msg + `"`); err == nil {
+		msg = unquoted
+	}
+	return &clickhouse.Exception{Code: int32(code), Name: "DB::Exception", Message: msg}, true
+}
+
+// legacyHTTPException matches the body of an older server's HTTP error as clickhouse-go quotes it,
+// and gives its code and message.
+var legacyHTTPException = regexp.MustCompile(`^response body: "Code: (\d+), e\.displayText\(\) = DB::\w*Exception: (.*?)(?:, e\.what\(\) = [\w:]+)?(?:\\n)?"$`)
 
 // nativeException is the first byte of the native protocol's exception packet (ServerCodes
 // Exception = 2, ClickHouse's src/Core/Protocol.h), which a native port sends in answer to a
