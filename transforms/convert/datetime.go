@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -219,7 +220,56 @@ func (dateEncoder) encodeISO(dst []byte, v value, s []byte) ([]byte, error) {
 // dateTimeEncoder reads ISO-8601 strings into DateTime; epochDateTimeEncoder (datetime64.go) is
 // the encoder of the type, which also takes numbers and epoch strings.
 type dateTimeEncoder struct {
-	loc *time.Location // for values without Z or an offset
+	loc  *time.Location // for values without Z or an offset
+	zone zoneRange      // for the errors of values out of range
+}
+
+// secondsLayout writes a date-time to the second, as the range errors do.
+const secondsLayout = "2006-01-02 15:04:05"
+
+// zoneRange names a date-time type and the zone its values without Z or an offset are read in,
+// for the errors of ISO-8601 values out of its range: a range given in UTC alone reads, beside a
+// value of another zone's wall clock, as if that value were inside it ("1970-01-01 00:00:00"
+// into DateTime('Asia/Kolkata') is 1969-12-31 18:30:00 UTC).
+type zoneRange struct {
+	name     string         // the type as the column has it: DateTime('Asia/Kolkata'), DateTime64(3)
+	loc      *time.Location // the column's zone, else the server's
+	ofServer bool           // loc is the server's: the type names no zone
+}
+
+// newZoneRange returns the zoneRange of type name read in loc; ofServer tells that loc is the
+// server's zone.
+func newZoneRange(name string, loc *time.Location, ofServer bool) zoneRange {
+	return zoneRange{name: name, loc: loc, ofServer: ofServer}
+}
+
+// rule is the error of the ISO-8601 value c, out of the range lo to hi (instants, written with
+// loLayout and hiLayout): "is out of range for T (lo to hi UTC)", and, when T's zone is not UTC,
+// the range in that zone too; then, when c is not written in UTC, the instant it is, at (known
+// false when the zone names no single instant for it).
+func (z zoneRange) rule(c civil, at time.Time, known bool, lo, hi time.Time, loLayout, hiLayout string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "is out of range for %s (%s to %s UTC", z.name, lo.UTC().Format(loLayout), hi.UTC().Format(hiLayout))
+	zone := z.loc.String()
+	if z.ofServer {
+		zone = "the server's time zone, " + zone
+	}
+	if z.loc != time.UTC {
+		fmt.Fprintf(&b, ", which is %s to %s in %s", lo.In(z.loc).Format(loLayout), hi.In(z.loc).Format(hiLayout), zone)
+	}
+	b.WriteByte(')')
+	switch {
+	case !known:
+	case !c.hasZone && z.loc != time.UTC:
+		where := z.loc.String()
+		if z.ofServer {
+			where = "the server's time zone"
+		}
+		fmt.Fprintf(&b, ": read in %s, as it has no Z or offset, it is %s UTC", where, at.UTC().Format(hiLayout))
+	case c.hasZone && c.offset != 0:
+		fmt.Fprintf(&b, ": it is %s UTC", at.UTC().Format(hiLayout))
+	}
+	return b.String()
 }
 
 // encodeISO encodes s, the content of the string v, as an ISO-8601 date-time.
@@ -233,7 +283,7 @@ func (e dateTimeEncoder) encodeISO(dst []byte, v value, s []byte) ([]byte, error
 		return dst, errValue(v, rule)
 	}
 	if unix < 0 || unix > maxDateTimeUnix {
-		return dst, errValue(v, "is out of range for DateTime (1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC)")
+		return dst, errValue(v, e.zone.rule(t, time.Unix(unix, 0), true, time.Unix(0, 0), time.Unix(maxDateTimeUnix, 0), secondsLayout, secondsLayout))
 	}
 	return binary.LittleEndian.AppendUint32(dst, uint32(unix)), nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
@@ -272,6 +273,7 @@ type dateTime64Encoder struct {
 	name      string // DateTime64(3) or DateTime64(3, 'UTC')
 	precision int
 	loc       *time.Location
+	zone      zoneRange // for the errors of ISO-8601 values out of range
 }
 
 // newDateTimeEncoder is DateTime's codec: its zone, else the server's.
@@ -283,7 +285,7 @@ func newDateTimeEncoder(t *chtype.Type, serverLoc *time.Location) (scalar, error
 			return nil, err
 		}
 	}
-	return epochDateTimeEncoder{dateTimeEncoder{loc: loc}}, nil
+	return epochDateTimeEncoder{dateTimeEncoder{loc: loc, zone: newZoneRange(t.String(), loc, len(t.Args) == 0)}}, nil
 }
 
 func newDateTime64Encoder(t *chtype.Type, serverLoc *time.Location) (scalar, error) {
@@ -300,7 +302,7 @@ func newDateTime64Encoder(t *chtype.Type, serverLoc *time.Location) (scalar, err
 			return nil, err
 		}
 	}
-	return dateTime64Encoder{name: t.String(), precision: p, loc: loc}, nil
+	return dateTime64Encoder{name: t.String(), precision: p, loc: loc, zone: newZoneRange(t.String(), loc, len(t.Args) < 2)}, nil
 }
 
 func (e dateTime64Encoder) rangeRule() string {
@@ -309,6 +311,20 @@ func (e dateTime64Encoder) rangeRule() string {
 		frac = ""
 	}
 	return fmt.Sprintf("is out of range for %s (1900-01-01 00:00:00 to 2262-04-11 23:47:16%s UTC)", e.name, frac)
+}
+
+// isoRangeRule is the error of the ISO-8601 value c out of range: the type's range in UTC, and in
+// its zone when that is another, and the instant c is when it is not written in UTC.
+func (e dateTime64Encoder) isoRangeRule(c civil) string {
+	p := e.precision
+	secs, rule := c.unix(e.loc)
+	at := time.Unix(secs, int64(c.nanos)/pow10[9-p]*pow10[9-p])
+	layout := secondsLayout
+	if p > 0 {
+		layout += "." + strings.Repeat("0", p)
+	}
+	maxNanos := int64(1<<63-1) / pow10[9-p] * pow10[9-p] // 2262-04-11 23:47:16.854775807 UTC, cut to P digits
+	return e.zone.rule(c, at, rule == "", time.Unix(minDateTime64Unix, 0), time.Unix(0, maxNanos), secondsLayout, layout)
 }
 
 func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
@@ -333,16 +349,19 @@ func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, er
 			return dst, errValue(v, "is not an ISO-8601 date-time ("+isoLayouts+")")
 		}
 		if t.year < 1900 || t.year > 2299 {
-			return dst, errValue(v, e.rangeRule())
+			return dst, errValue(v, e.isoRangeRule(t))
 		}
 		secs, rule := t.unix(e.loc)
 		if rule != "" {
 			return dst, errValue(v, rule)
 		}
 		if secs < minDateTime64Unix || secs > maxDateTime64Unix {
-			return dst, errValue(v, e.rangeRule())
+			return dst, errValue(v, e.isoRangeRule(t))
 		}
 		ticks = secs*pow10[p] + int64(t.nanos)/pow10[9-p]
+		if ticks < minTicks || ticks > maxTicks {
+			return dst, errValue(v, e.isoRangeRule(t))
+		}
 	case kindNumber:
 		var err error
 		if ticks, err = e.epochTicks(v, v.raw); err != nil {

@@ -221,7 +221,8 @@ func TestDateTime64(t *testing.T) {
 		{"Nullable and Array", []string{"a Nullable(DateTime64(3, 'UTC'))", "b Array(DateTime64(1, 'UTC'))"}, `{"a":null,"b":[0.19]}`, []any{(*time.Time)(nil), []time.Time{utcNano("1970-01-01 00:00:00.1")}}, ""},
 		{"before 1900", []string{"a DateTime64(3, 'UTC')"}, `{"a":"1899-12-31T23:59:59Z"}`, nil,
 			`column "a" (DateTime64(3, 'UTC')): "1899-12-31T23:59:59Z" is out of range for DateTime64(3, 'UTC') (1900-01-01 00:00:00 to 2262-04-11 23:47:16.854 UTC)`},
-		{"before 1900 by the column zone", []string{"a DateTime64(0, 'Asia/Tokyo')"}, `{"a":"1900-01-01 00:00:00"}`, nil, `is out of range for DateTime64(0, 'Asia/Tokyo') (1900-01-01 00:00:00 to 2262-04-11 23:47:16 UTC)`},
+		{"before 1900 by the column zone", []string{"a DateTime64(0, 'Asia/Tokyo')"}, `{"a":"1900-01-01 00:00:00"}`, nil, `"1900-01-01 00:00:00" is out of range for DateTime64(0, 'Asia/Tokyo') (1900-01-01 00:00:00 to 2262-04-11 23:47:16 UTC, ` +
+			`which is 1900-01-01 09:00:00 to 2262-04-12 08:47:16 in Asia/Tokyo): read in Asia/Tokyo, as it has no Z or offset, it is 1899-12-31 15:00:00 UTC`},
 		{"after what clickhouse-go can send", []string{"a DateTime64(3, 'UTC')"}, `{"a":"2262-04-11T23:47:16.855Z"}`, nil, `is out of range for DateTime64(3, 'UTC')`},
 		{"after the Int64 of DateTime64(9)", []string{"a DateTime64(9, 'UTC')"}, `{"a":"2262-04-11T23:47:16.854775808Z"}`, nil, `(1900-01-01 00:00:00 to 2262-04-11 23:47:16.854775807 UTC)`},
 		{"2299 is ClickHouse's limit, not clickhouse-go's", []string{"a DateTime64(0, 'UTC')"}, `{"a":"2299-12-31T00:00:00Z"}`, nil, `is out of range for DateTime64(0, 'UTC')`},
