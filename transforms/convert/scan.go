@@ -2,6 +2,7 @@ package convert
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 )
@@ -92,6 +93,13 @@ const byteOrderMark = "\xef\xbb\xbf"
 // bomRule is the rule a payload that starts with byteOrderMark breaks.
 const bomRule = "the payload starts with a UTF-8 byte order mark (EF BB BF), which JSON text may not (RFC 8259, section 8.1): " +
 	"the publisher should leave it out"
+
+// IsByteOrderMark reports whether err is the *PayloadError of a payload that starts with a UTF-8
+// byte order mark.
+func IsByteOrderMark(err error) bool {
+	var pe *PayloadError
+	return errors.As(err, &pe) && pe.Rule == bomRule
+}
 
 func describeAt(b []byte, i int) string {
 	if i >= len(b) {

@@ -6,32 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 )
-
-// inputsServer is a ClickHouse server with a database of the test's own, fx2_<test>_<pid>,
-// dropped when the test ends.
-func inputsServer(t *testing.T) *chtest.Server {
-	t.Helper()
-	s := &chtest.Server{URL: "clickhouse://127.0.0.1:9000", HTTP: "http://127.0.0.1:8123"}
-	if _, err := s.Query("SELECT 1"); err != nil {
-		t.Fatalf("no ClickHouse server answers at %s: %v", s.HTTP, err)
-	}
-	name := strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9_]`).ReplaceAllString(t.Name(), "_"))
-	db := fmt.Sprintf("fx2_%s_%d", name, os.Getpid())
-	s.MustExec(t, "DROP DATABASE IF EXISTS "+db)
-	s.MustExec(t, "CREATE DATABASE "+db)
-	s.Database = db
-	t.Cleanup(func() {
-		s.Database = ""
-		s.Exec("DROP DATABASE IF EXISTS " + db)
-	})
-	return s
-}
 
 // runCmd runs command with args and returns its output, standard error and exit code.
 func runCmd(run func(context.Context, *cmdIO, []string) int, stdin string, args ...string) (out, errOut string, code int) {
@@ -88,7 +67,7 @@ func TestReadDirFollowsLinks(t *testing.T) {
 // links, an empty file, standard input of blank lines) are a usage error of check, infer and
 // publish that names them, before anything is done; none reports success on nothing.
 func TestNoMessageIsAnError(t *testing.T) {
-	srv := inputsServer(t)
+	srv := chtest.New(t)
 	srv.MustExec(t, "CREATE TABLE t (id UInt32) ENGINE = Memory")
 	empty, links := t.TempDir(), t.TempDir()
 	if err := os.Symlink(filepath.Join(empty, "gone.json"), filepath.Join(links, "m.json")); err != nil {
@@ -110,7 +89,7 @@ func TestNoMessageIsAnError(t *testing.T) {
 		{"check", runCheck, append(conn, links), "", fmt.Sprintf("no message in %q", links)},
 		{"check", runCheck, append(conn, blank, "-"), "\n", fmt.Sprintf("no message in %q, - (standard input)", blank)},
 		{"infer", runInfer, append(conn, empty), "", fmt.Sprintf("no message in %q", empty)},
-		{"publish", runPublish, []string{"--topic=projects/fx2-project/topics/events", blank}, "", fmt.Sprintf("no message in %q", blank)},
+		{"publish", runPublish, []string{"--topic=projects/my-project/topics/events", blank}, "", fmt.Sprintf("no message in %q", blank)},
 	} {
 		out, errOut, code := runCmd(tc.run, tc.input, tc.args...)
 		if code != exitUsage || !strings.Contains(errOut, tc.named) || out != "" {
@@ -126,7 +105,7 @@ func TestNoMessageIsAnError(t *testing.T) {
 // TestCheckReadsLinkedFiles: check reads the messages of a directory of symbolic links to message
 // files, and says so in its count.
 func TestCheckReadsLinkedFiles(t *testing.T) {
-	srv := inputsServer(t)
+	srv := chtest.New(t)
 	srv.MustExec(t, "CREATE TABLE t (id UInt32) ENGINE = Memory")
 	files, dir := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(files, "m.json"), []byte(`{"id":300000000000}`), 0o644); err != nil {
@@ -146,7 +125,7 @@ func TestCheckReadsLinkedFiles(t *testing.T) {
 // cannot (a text setting over the native protocol) is said naming clickHouseUrl by check, infer and
 // replay --fromTable alike.
 func TestURLSettingSaidAlike(t *testing.T) {
-	srv := inputsServer(t)
+	srv := chtest.New(t)
 	file := filepath.Join(t.TempDir(), "m.jsonl")
 	if err := os.WriteFile(file, []byte(`{"id":1}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -161,7 +140,7 @@ func TestURLSettingSaidAlike(t *testing.T) {
 	}{
 		{"check", runCheck, append(conn, "--clickHouseTable=t", file), exitCannotCheck},
 		{"infer", runInfer, append(conn, "--clickHouseTable=t", file), exitFailed},
-		{"replay", runReplay, append(conn, "--topic=projects/fx2-project/topics/events", "--fromTable=dl", "--dry-run"), exitFailed},
+		{"replay", runReplay, append(conn, "--topic=projects/my-project/topics/events", "--fromTable=dl", "--dry-run"), exitFailed},
 	} {
 		_, errOut, code := runCmd(tc.run, "", tc.args...)
 		if code != tc.code || !strings.Contains(errOut, "pubsub-to-clickhouse "+tc.name+": "+want) {
@@ -174,7 +153,7 @@ func TestURLSettingSaidAlike(t *testing.T) {
 // infer leaves it out of the sample, as check calls it "not a message Pub/Sub takes", naming
 // file:line, and counts it in the first comment.
 func TestInferSkipsWhatPubSubRefuses(t *testing.T) {
-	srv := inputsServer(t)
+	srv := chtest.New(t)
 	file := filepath.Join(t.TempDir(), "big.jsonl")
 	big := `{"id":1.5,"huge":"` + strings.Repeat("x", 11<<20) + `"}`
 	if err := os.WriteFile(file, []byte(`{"id":1}`+"\n"+big+"\n"), 0o644); err != nil {
