@@ -310,6 +310,10 @@ func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 	column := convert.Columns(err)
 	message, trace := err.Error(), flow.StackTrace("parse", column, err)
 	if m.Transformed && !convert.OnlyMetadata(err) {
+		if convert.IsByteOrderMark(err) { // the function's doing, not the publisher's
+			message = "payload: the function's output starts with a UTF-8 byte order mark (EF BB BF), which JSON text may not " +
+				"(RFC 8259, section 8.1): have the function leave it out (JSON.stringify writes none)"
+		}
 		message = "converting the output of the javascript UDF: " + message
 		trace = flow.StackTrace("parse (the output of the javascript UDF)", column, err) + "\nudf output: " + text.Cut(m.Data, maxShownOutput)
 	}

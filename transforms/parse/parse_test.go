@@ -277,6 +277,14 @@ func TestNewDeadLetterOfTransformedMessage(t *testing.T) {
 	if d := NewDeadLetter(m, err); string(d.Payload) != `{"n":300}` || d.ErrorMessage != err.Error() || !strings.HasPrefix(d.StackTrace, "stage: parse\n") {
 		t.Errorf("dead letter of an untransformed message: %+v", d)
 	}
+	// An output that starts with a byte order mark is the function's doing, not the publisher's.
+	out := []byte("\xef\xbb\xbf{\"n\":1}")
+	err = convert.TopLevelFields(out, func(string, []byte) error { return nil })
+	m = flow.Message{ID: "m-3", Data: out, Original: []byte(`{"n":1}`), Transformed: true}
+	if d := NewDeadLetter(m, err); !strings.HasPrefix(d.ErrorMessage, "converting the output of the javascript UDF: payload: the function's output starts "+
+		"with a UTF-8 byte order mark") || strings.Contains(d.ErrorMessage, "publisher") {
+		t.Errorf("dead letter of an output with a byte order mark: %s (conversion: %v)", d.ErrorMessage, err)
+	}
 }
 
 // TestNewDeadLetterOfMetadataAfterUDF checks that a metadata value that does not convert, in a

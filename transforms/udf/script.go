@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -288,6 +289,15 @@ func (f *function) watchJSONParse() error {
 		}
 		v, err := parse(call.This, call.Arguments...)
 		if err != nil {
+			if len(call.Arguments) > 0 {
+				if text, ok := call.Arguments[0].(goja.String); ok {
+					if why := parseFailure(text.String(), err); why != "" {
+						if e, cerr := f.rt.New(f.rt.Get("SyntaxError"), f.rt.ToValue(why)); cerr == nil {
+							panic(e) // thrown as goja's own would be, with a message that says why
+						}
+					}
+				}
+			}
 			panic(err) // thrown on: a *goja.Exception to the function's catch, a timeout to the call's end
 		}
 		return v
@@ -301,6 +311,26 @@ func (f *function) watchJSONParse() error {
 		return err
 	}
 	return json.DefineDataProperty("parse", fn, goja.FLAG_TRUE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+}
+
+// beyondDouble matches the error goja's JSON.parse throws for a number beyond a double's range:
+// it reads JSON with Go's encoding/json, whose text this is.
+var beyondDouble = regexp.MustCompile(`cannot unmarshal number (\S+) into Go value of type float64`)
+
+// parseFailure returns the message of the SyntaxError JSON.parse throws on s in place of
+// goja's (err), which speaks of Go: for a text that starts with a byte order mark, which JSON text
+// may not (RFC 8259, section 8.1), and V8's JSON.parse refuses too; and for a number beyond a
+// double's range, which goja's refuses where V8's reads Infinity. "" for any other failure.
+func parseFailure(s string, err error) string {
+	if strings.HasPrefix(s, "\uFEFF") {
+		return `JSON.parse: the text starts with a byte order mark (U+FEFF), which JSON text may not (RFC 8259, section 8.1): ` +
+			`the publisher should leave it out, or the function remove it first (text.replace(/^\uFEFF/, ""))`
+	}
+	if m := beyondDouble.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Sprintf("JSON.parse: the number %s is beyond a JavaScript number's range (about 1.8e308); this engine's JSON.parse "+
+			"refuses it (others read it as Infinity, which JSON.stringify writes as null)", text.Cut(m[1], 100))
+	}
+	return ""
 }
 
 // loneSurrogate returns the index and value of the first UTF-16 unit of s that is a surrogate

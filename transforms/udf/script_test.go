@@ -171,6 +171,13 @@ function reviverLoops(payload) {
 		{"roundTrip", `{"id":7,"n":1.0000000000000001}`, Error{Function: "roundTrip", Reason: roundedFraction("1", "1.0000000000000001")}},
 		{"roundTrip", `{"id":9,"n":200.00000000000001}`, Error{Function: "roundTrip", Reason: roundedFraction("200", "200.00000000000001")}},
 		{"roundTrip", `{"a":1.00000000000000001,"b":1}`, Error{Function: "roundTrip", Reason: roundedFraction("1", "1.00000000000000001")}},
+		// What goja's JSON.parse refuses, said as JavaScript would, not in Go's words ("invalid
+		// character 'ï' looking for beginning of value", "json: cannot unmarshal number 1e400 into
+		// Go value of type float64").
+		{"roundTrip", "\ufeff" + `{"id":1}`, Error{Function: "roundTrip", Reason: `threw SyntaxError: JSON.parse: the text starts with a byte order mark (U+FEFF), ` +
+			`which JSON text may not (RFC 8259, section 8.1): the publisher should leave it out, or the function remove it first (text.replace(/^\uFEFF/, ""))`, Line: 22}},
+		{"roundTrip", `{"x":1e400}`, Error{Function: "roundTrip", Reason: "threw SyntaxError: JSON.parse: the number 1e400 is beyond a JavaScript number's range " +
+			"(about 1.8e308); this engine's JSON.parse refuses it (others read it as Infinity, which JSON.stringify writes as null)", Line: 22}},
 		// In a string made of the number, after letters that are a number's too; in JSON held in
 		// a string.
 		{"prefixed", `{"id":9007199254740993}`, Error{Function: "prefixed", Reason: rounded("9007199254740992", "9007199254740993")}},
