@@ -153,6 +153,11 @@ func run(ctx context.Context, o pipeline.Options) error {
 			slog.Warn("PUBSUB_EMULATOR_HOST is set: the start-up checks look for the subscription and topic in the emulator at "+host+
 				", while the job's workers use Pub/Sub itself; unset it for a Dataflow launch (unset PUBSUB_EMULATOR_HOST)", "PUBSUB_EMULATOR_HOST", host)
 		}
+		if o.StopAfterIdle.Given {
+			// The template does not offer it, and run.sh refuses it; a direct launch may still give it.
+			slog.Warn("stopAfterIdle has no effect on Dataflow, whose source is Dataflow's own Pub/Sub read: the job runs until it "+
+				"is drained or cancelled (gcloud dataflow jobs drain)", "stopAfterIdle", o.StopAfterIdle.Value)
+		}
 		// The launcher does not pass itself on as the worker binary.
 		if *jobopts.WorkerBinary == "" {
 			exe, err := os.Executable()

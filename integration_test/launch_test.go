@@ -150,6 +150,18 @@ func TestLaunch(t *testing.T) {
 			staging: "staging/", temp: "gs://" + launchBucket + "/staging/tmp",
 		},
 		{
+			// A flag of local runs, which Dataflow's own source ignores: the launch goes on, and says so.
+			name: "direct launch, stopAfterIdle",
+			args: []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
+				"--staging_location=gs://" + launchBucket + "/staging", "--stopAfterIdle=30"},
+			staging: "staging/", temp: "gs://" + launchBucket + "/staging/tmp",
+			check: func(t *testing.T, _ *df.Job, out string, _ *gcptest.Dataflow, _ string) {
+				if !strings.Contains(out, "stopAfterIdle has no effect on Dataflow") {
+					t.Errorf("a Dataflow launch with --stopAfterIdle does not say that it has no effect; output:\n%s", out)
+				}
+			},
+		},
+		{
 			// The flags of case "flex launcher" in the forms the Java and Python SDKs' launchers
 			// use, and flags that only those SDKs have.
 			name: "flex launcher, other SDKs' flags",
