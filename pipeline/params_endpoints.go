@@ -162,7 +162,8 @@ var endpointParameters = []parameter{
 			"the system's roots, as for ClickHouse Cloud. Given: against these certificates only. The server's certificate is always verified, and " +
 			"its name checked against each host of `clickHouseUrl` (or `tls_server_name`); there is no way to turn this off (`skip_verify` is " +
 			"refused). PEM text itself in place of a name is refused, and so is its base64 body alone (64 characters or more of base64, " +
-			"capitals, small letters and digits among them), which is shown as `xxxxx`.",
+			"capitals, small letters and digits among them, starting as a DER body, a whole PEM file in base64 or an OpenSSH key does: " +
+			"`M`, `LS0tLS1CRUdJTi`, `b3BlbnNzaC1rZXktdjE`), which is shown as `xxxxx`.",
 	},
 	{
 		name: "clickHouseClientCertificate", group: "Target", kind: kindRef,

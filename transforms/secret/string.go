@@ -105,12 +105,14 @@ const minKeyText = 64
 
 // KeyText reports whether ref holds a certificate's or a key's text rather than a name: PEM
 // text (a "-----BEGIN" line), or at least 64 characters of nothing but base64 (RFC 4648:
-// letters, digits, +, / and =) and white space (or \n and \r written out; in quotes or not), starting with M (a DER
-// certificate or key is an ASN.1 SEQUENCE, byte 0x30, which base64 writes as M) and with
-// capitals, small letters and digits all present: a PEM body pasted without its lines
-// (MIIEvAIBADANBgkqhkiG9w0...). A path that long is almost never without a dot, a dash or an
-// underscore, nor of mixed case and digits starting with M; a Secret Manager name (projects/...)
-// or one that starts with / is a name.
+// letters, digits, +, / and =) and white space (or \n and \r written out; in quotes or not),
+// with capitals, small letters and digits all present, and starting as a key's text does: a
+// PEM body pasted without its lines (MIIEvAIBADANBgkqhkiG9w0...: a DER certificate or key is an
+// ASN.1 SEQUENCE, byte 0x30, which base64 writes as M), a whole PEM file in base64 (as a
+// Kubernetes secret holds one: LS0tLS1CRUdJTi, "-----BEGIN"), or an OpenSSH key's body
+// (b3BlbnNzaC1rZXktdjE, "openssh-key-v1"), which is then refused as no name and not shown. A
+// path that long is almost never without a dot, a dash or an underscore, nor of mixed case and
+// digits starting so; a Secret Manager name (projects/...) or one that starts with / is a name.
 func KeyText(ref string) bool {
 	if strings.Contains(ref, "-----BEGIN") {
 		return true
@@ -120,7 +122,8 @@ func KeyText(ref string) bool {
 	if len(body) >= 2 && (body[0] == '"' || body[0] == '\'') && body[len(body)-1] == body[0] {
 		body = strings.TrimSpace(body[1 : len(body)-1])
 	}
-	if len(body) < minKeyText || body[0] != 'M' || strings.HasPrefix(body, "/") || strings.HasPrefix(body, "projects/") {
+	keyStart := body != "" && body[0] == 'M' || strings.HasPrefix(body, "LS0tLS1CRUdJTi") || strings.HasPrefix(body, "b3BlbnNzaC1rZXktdjE")
+	if len(body) < minKeyText || !keyStart || strings.HasPrefix(body, "/") || strings.HasPrefix(body, "projects/") {
 		return false
 	}
 	upper, lower, digit := false, false, false

@@ -67,6 +67,16 @@ func TestStringCannotPrintItself(t *testing.T) {
 	if got := secret.ShownRef(base64Key); got != secret.Mask {
 		t.Errorf("ShownRef of a PEM body without its lines = %q", got)
 	}
+	// A key's body of another form than DER's (an OpenSSH private key's), pasted by mistake.
+	const openSSHBody = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZWQyNTUxOQAAACB7"
+	if got := secret.ShownRef(openSSHBody); got != secret.Mask {
+		t.Errorf("ShownRef of an OpenSSH key's body = %q", got)
+	}
+	// A whole PEM file in base64, as a Kubernetes secret holds it.
+	const pemInBase64 = "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tCk1JSUV2QUlCQURBTkJna3Foa2lHOXcwQkFRRUZBQVND"
+	if got := secret.ShownRef(pemInBase64); got != secret.Mask {
+		t.Errorf("ShownRef of a PEM file in base64 = %q", got)
+	}
 	if got := secret.ShownRef("/etc/ssl/private/client.key"); got != "/etc/ssl/private/client.key" {
 		t.Errorf("ShownRef of a path = %q", got)
 	}
