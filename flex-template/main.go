@@ -24,7 +24,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -230,17 +229,18 @@ func run(ctx context.Context, o pipeline.Options) error {
 		return err
 	}
 
-	signalled := func() os.Signal { return nil }
+	stopDrain := func() os.Signal { return nil }
 	if !l.dataflow {
-		var stop func()
-		signalled, stop = drainOnInterrupt()
-		defer stop()
+		stopDrain = drainOnInterrupt()
 	}
 	p, s := beam.NewPipelineWithRoot()
 	pipeline.Build(s, checked, src)
 	res, err := beam.Run(ctx, l.runner, p)
+	// The run has ended: a signal from here on ends the process as it would without the drain.
+	drained := stopDrain()
+	givenBack := 0
 	if !l.dataflow {
-		releaseUnacknowledged(ctx, err == nil)
+		givenBack = releaseUnacknowledged(ctx, err == nil)
 	}
 	if err != nil {
 		return err
@@ -253,8 +253,8 @@ func run(ctx context.Context, o pipeline.Options) error {
 	if err := report(os.Stdout, res, l); err != nil {
 		return err
 	}
-	if sig := signalled(); sig != nil {
-		return interrupted{sig}
+	if drained != nil {
+		return interrupted{sig: drained, givenBack: givenBack}
 	}
 	return nil
 }
@@ -263,9 +263,16 @@ func run(ctx context.Context, o pipeline.Options) error {
 // (drainOnInterrupt): every message it read was stored, dead-lettered or dropped by the UDF, and
 // acknowledged, but the run did not end by itself, and the process exits as a shell reports a
 // process ended by the signal (code).
-type interrupted struct{ sig os.Signal }
+type interrupted struct {
+	sig       os.Signal
+	givenBack int // messages read and not acknowledged when the run ended, a fault (releaseUnacknowledged)
+}
 
 func (i interrupted) Error() string {
+	if i.givenBack > 0 {
+		return fmt.Sprintf("interrupted (%v): drained, but %d messages read were neither stored, dead-lettered nor dropped, and were "+
+			"given back (the warning above); the rest stay on the subscription for the next run", i.sig, i.givenBack)
+	}
 	return fmt.Sprintf("interrupted (%v): drained: the messages read were stored, dead-lettered or dropped by the javascript UDF, "+
 		"and acknowledged; the rest stay on the subscription for the next run", i.sig)
 }
@@ -288,7 +295,7 @@ const releaseTimeout = 10 * time.Second
 // ended by itself (ended: stopAfterIdle, the pipeline drained) every message read is a row, a
 // dead letter or a drop of the UDF, and acknowledged: one given back then is a fault, and the
 // line says so as a warning.
-func releaseUnacknowledged(ctx context.Context, ended bool) {
+func releaseUnacknowledged(ctx context.Context, ended bool) (givenBack int) {
 	// Best effort, and bounded: an unreachable Pub/Sub must not hold up the end of the run (the
 	// client retries Unavailable until the deadline).
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
@@ -303,28 +310,33 @@ func releaseUnacknowledged(ctx context.Context, ended bool) {
 	} else if n > 0 {
 		slog.Info("gave back the messages not acknowledged: Pub/Sub redelivers them at once, to the next run", "messages", n)
 	}
+	return n
 }
 
 // drainOnInterrupt makes an interrupt (Ctrl-C, SIGINT) or a SIGTERM of a local run drain it, as
 // Dataflow's drain does a job: the source pulls no more (source.Drain), and the pipeline inserts
 // or dead-letters what it read, acknowledges it and ends, its batches flushed early, as after
-// stopAfterIdle; signalled then returns the signal (run returns interrupted). Stopping at once
-// instead, with the messages not acknowledged given back, would give back those whose INSERT had
-// committed and whose acknowledgement had not gone out yet, and Pub/Sub would deliver them again
-// (a second row). A drain waits for the INSERTs, so for their retries while ClickHouse is
-// unreachable: a second signal stops at once, giving back the messages not acknowledged
-// (releaseUnacknowledged), which Pub/Sub redelivers at once to the next run instead of after the
-// ack deadline last extended (60 s), and exits with status 130 or 143; a third ends the process
-// as without this. stop ends the handling.
-func drainOnInterrupt() (signalled func() os.Signal, stop func()) {
+// stopAfterIdle. Stopping at once instead, with the messages not acknowledged given back, would
+// give back those whose INSERT had committed and whose acknowledgement had not gone out yet, and
+// Pub/Sub would deliver them again (a second row). A drain waits for the INSERTs, so for their
+// retries while ClickHouse is unreachable: a second signal stops at once, giving back the
+// messages not acknowledged (releaseUnacknowledged), which Pub/Sub redelivers at once to the next
+// run instead of after the ack deadline last extended (60 s), and exits with status 130 or 143
+// (by that signal); a third ends the process as without this.
+//
+// stop, called once the run has ended, ends the handling and returns the signal that began a
+// drain, nil if none did (run returns interrupted): a signal after it is not the run's, and
+// ends the process as without this.
+func drainOnInterrupt() (stop func() os.Signal) {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	var first atomic.Value // os.Signal
+	done, finished := make(chan struct{}), make(chan struct{})
+	var first os.Signal // written before finished is closed
 	go func() {
+		defer close(finished)
 		select {
 		case sig := <-signals:
-			first.Store(sig)
+			first = sig
 			slog.Warn("interrupted: draining: no more messages are pulled; the rows under way are inserted and acknowledged, "+
 				"then the run ends (interrupt again to stop at once, giving back the messages not acknowledged)", "signal", sig.String())
 			source.Drain()
@@ -337,17 +349,15 @@ func drainOnInterrupt() (signalled func() os.Signal, stop func()) {
 			slog.Warn("interrupted again: stopping; giving back the messages not acknowledged (a row whose INSERT committed "+
 				"and whose acknowledgement had not gone out comes again)", "signal", sig.String())
 			releaseUnacknowledged(context.Background(), false)
-			os.Exit(interrupted{first.Load().(os.Signal)}.code())
+			os.Exit(interrupted{sig: sig}.code())
 		case <-done:
 		}
 	}()
-	signalled = func() os.Signal {
-		sig, _ := first.Load().(os.Signal)
-		return sig
-	}
-	return signalled, func() {
+	return func() os.Signal {
 		signal.Stop(signals)
 		close(done)
+		<-finished
+		return first
 	}
 }
 

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -29,6 +31,10 @@ func init() {
 // serveHelper is the helper process's main: it limits its own memory, then serves the frames of
 // file descriptors 3 (in) and 4 (out). It returns the exit status: 0 when its input ended.
 func serveHelper(limit string) int {
+	// An interrupt or a SIGTERM is for the worker, which drains (a terminal's Ctrl-C signals its
+	// whole process group; systemd's stop, its whole control group): the call under way must
+	// not fail for it. The helper ends when the worker closes its input, or dies (Pdeathsig).
+	signal.Ignore(os.Interrupt, syscall.SIGTERM)
 	var bytes uint64
 	if _, err := fmt.Sscan(limit, &bytes); err != nil || bytes == 0 {
 		fmt.Fprintf(os.Stderr, "%s=%q is not a number of bytes\n", HelperEnv, limit)

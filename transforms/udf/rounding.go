@@ -86,9 +86,30 @@ func roundingOf(payload string) *rounding {
 			}
 		}
 	})
-	if r != nil && len(r.rounded) == 0 {
+	if r == nil || len(r.rounded) == 0 {
 		return nil
 	}
+	// The payload's shorter numbers written otherwise than JavaScript prints them (1.0, 100.00,
+	// 1e2) are exactly an integer that a rounded literal prints as: JSON.stringify writes them so
+	// too, so the output may hold that print for them. Read only when something was rounded.
+	numbers(payload, func(tok string) {
+		if significantDigits(tok) >= minRoundingDigits || !strings.ContainsAny(tok, ".eE") || len(tok) > maxNumberText {
+			return // read above, or written as it prints
+		}
+		f, err := strconv.ParseFloat(tok, 64)
+		if err != nil || math.IsInf(f, 0) {
+			return
+		}
+		printed := jsText(math.Abs(f))
+		if _, ok := r.rounded[printed]; !ok {
+			return
+		}
+		lit, ok1 := new(big.Rat).SetString(strings.TrimPrefix(tok, "-"))
+		back, ok2 := new(big.Rat).SetString(printed)
+		if ok1 && ok2 && lit.Cmp(back) == 0 {
+			r.exactElsewhere[printed]++
+		}
+	})
 	return r
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -131,6 +132,30 @@ func TestCrashAmidReplies(t *testing.T) {
 	fn.takeRestarts()
 	if replies, err := collect(fn, calls[50:51]); err != nil || len(replies) != 1 || replies[0].Err == nil || fn.restarts != 1 {
 		t.Errorf("the call alone: %+v, %v, %d restarts; want its failure and 1 restart", replies, err, fn.restarts)
+	}
+}
+
+// TestHelperOutlivesInterrupt: an interrupt or a SIGTERM to the helper process (a terminal's
+// Ctrl-C reaches the worker's whole process group) leaves it serving: the call under way and
+// those after it are transformed, and no process is started again. (The helper died of it, and
+// the call it was on became a dead letter of a run that was draining.)
+func TestHelperOutlivesInterrupt(t *testing.T) {
+	fn := load(t, `function f(p) { var end = Date.now() + 300; while (Date.now() < end) {} return p + "!"; }`, "f", 5*time.Second)
+	if _, err := collect(fn, []call{{Payload: []byte("warm")}}); err != nil {
+		t.Fatal(err)
+	}
+	pid := fn.proc.cmd.Process.Pid
+	go func() {
+		time.Sleep(100 * time.Millisecond) // within the first call
+		syscall.Kill(pid, syscall.SIGINT)
+		syscall.Kill(pid, syscall.SIGTERM)
+	}()
+	replies, err := collect(fn, []call{{Payload: []byte("a")}, {Payload: []byte("b")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(replies) != 2 || replies[0].Err != nil || replies[0].Out != "a!" || replies[1].Err != nil || replies[1].Out != "b!" || fn.restarts != 0 {
+		t.Errorf("replies %+v, %d restarts; want a!, b! and none", replies, fn.restarts)
 	}
 }
 

@@ -324,7 +324,7 @@ var beyondDouble = regexp.MustCompile(`cannot unmarshal number (\S+) into Go val
 func parseFailure(s string, err error) string {
 	if strings.HasPrefix(s, "\uFEFF") {
 		return `JSON.parse: the text starts with a byte order mark (U+FEFF), which JSON text may not (RFC 8259, section 8.1): ` +
-			`the publisher should leave it out, or the function remove it first (text.replace(/^\uFEFF/, ""))`
+			`remove it first (text.replace(/^\uFEFF/, "")), or, when the text is the payload, have the publisher leave it out`
 	}
 	if m := beyondDouble.FindStringSubmatch(err.Error()); m != nil {
 		return fmt.Sprintf("JSON.parse: the number %s is beyond a JavaScript number's range (about 1.8e308); this engine's JSON.parse "+

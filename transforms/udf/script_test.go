@@ -175,7 +175,7 @@ function reviverLoops(payload) {
 		// character 'ï' looking for beginning of value", "json: cannot unmarshal number 1e400 into
 		// Go value of type float64").
 		{"roundTrip", "\ufeff" + `{"id":1}`, Error{Function: "roundTrip", Reason: `threw SyntaxError: JSON.parse: the text starts with a byte order mark (U+FEFF), ` +
-			`which JSON text may not (RFC 8259, section 8.1): the publisher should leave it out, or the function remove it first (text.replace(/^\uFEFF/, ""))`, Line: 22}},
+			`which JSON text may not (RFC 8259, section 8.1): remove it first (text.replace(/^\uFEFF/, "")), or, when the text is the payload, have the publisher leave it out`, Line: 22}},
 		{"roundTrip", `{"x":1e400}`, Error{Function: "roundTrip", Reason: "threw SyntaxError: JSON.parse: the number 1e400 is beyond a JavaScript number's range " +
 			"(about 1.8e308); this engine's JSON.parse refuses it (others read it as Infinity, which JSON.stringify writes as null)", Line: 22}},
 		// In a string made of the number, after letters that are a number's too; in JSON held in
@@ -301,6 +301,23 @@ func TestRounding(t *testing.T) {
 		}
 		if diff := cmp.Diff(tc.exact, exact); diff != "" {
 			t.Errorf("roundingOf(%s).exactElsewhere (-want +got):\n%s", tc.payload, diff)
+		}
+	}
+	// The same integer written as it does not print (1.0, 1e0), beside a fraction rounded to it:
+	// JSON.stringify writes it as 1, which the output may hold once for each such number.
+	for _, tc := range []struct {
+		payload, output string
+		ok              bool
+	}{
+		{`{"price":1.00,"ratio":1.0000000000000001}`, `{"price":1}`, true},
+		{`{"v":"1.0000000000000001","n":1.0}`, `{"v":"1.0000000000000001","n":1}`, true},
+		{`{"x":100.0,"y":99.999999999999999}`, `{"x":100}`, true},
+		{`{"x":100.0,"y":99.999999999999999}`, `{"x":100,"y":100}`, false},
+		{`{"a":1e0,"b":1.0000000000000001}`, `{"a":1,"b":1}`, false},
+	} {
+		err := roundingOf(tc.payload).check(tc.output, tc.payload)
+		if (err == nil) != tc.ok {
+			t.Errorf("payload %s, output %s: %v; want an error: %t", tc.payload, tc.output, err, !tc.ok)
 		}
 	}
 	// A large payload: passed on as it is (its own digits), and as JSON.stringify(JSON.parse(...))
