@@ -145,7 +145,7 @@ func run() error {
 		"--deadLetterTopic=" + dlqTopic,
 		"--stopAfterIdle=5",
 	}
-	args = append(args, strings.Fields(*extra)...)
+	args = lastWins(append(args, strings.Fields(*extra)...))
 	cmd := exec.Command(*binary, args...)
 	cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+addr)
 	out, err := cmd.StdoutPipe()
@@ -464,4 +464,27 @@ func idleWait(args []string) time.Duration {
 		}
 	}
 	return wait
+}
+
+// lastWins returns args with each --name=value flag given again left only where it is given last,
+// so that -pipeline-flags (FLAGS) overrides the demo's own flags without the pipeline warning
+// that a parameter is given twice.
+func lastWins(args []string) []string {
+	name := func(a string) string {
+		n, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		return n
+	}
+	last := map[string]int{}
+	for i, a := range args {
+		if strings.HasPrefix(a, "-") {
+			last[name(a)] = i
+		}
+	}
+	var out []string
+	for i, a := range args {
+		if !strings.HasPrefix(a, "-") || last[name(a)] == i {
+			out = append(out, a)
+		}
+	}
+	return out
 }
