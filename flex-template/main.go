@@ -313,6 +313,10 @@ func releaseUnacknowledged(ctx context.Context, ended bool) (givenBack int) {
 	return n
 }
 
+// pullWait bounds the wait of a second signal for the local reader's Pull under way: a Pull
+// takes at most 5 s (transforms/source).
+const pullWait = 6 * time.Second
+
 // drainOnInterrupt makes an interrupt (Ctrl-C, SIGINT) or a SIGTERM of a local run drain it, as
 // Dataflow's drain does a job: the source pulls no more (source.Drain), and the pipeline inserts
 // or dead-letters what it read, acknowledges it and ends, its batches flushed early, as after
@@ -320,7 +324,8 @@ func releaseUnacknowledged(ctx context.Context, ended bool) (givenBack int) {
 // give back those whose INSERT had committed and whose acknowledgement had not gone out yet, and
 // Pub/Sub would deliver them again (a second row). A drain waits for the INSERTs, so for their
 // retries while ClickHouse is unreachable: a second signal stops at once, giving back the
-// messages not acknowledged (releaseUnacknowledged), which Pub/Sub redelivers at once to the next
+// messages not acknowledged (releaseUnacknowledged) once the Pull under way has ended (so that its
+// messages are among them; at most pullWait), which Pub/Sub redelivers at once to the next
 // run instead of after the ack deadline last extended (60 s), and exits with status 130 or 143
 // (by that signal); a third ends the process as without this.
 //
@@ -348,6 +353,11 @@ func drainOnInterrupt() (stop func() os.Signal) {
 			signal.Stop(signals) // a third one ends the process as it would without this
 			slog.Warn("interrupted again: stopping; giving back the messages not acknowledged (a row whose INSERT committed "+
 				"and whose acknowledgement had not gone out comes again)", "signal", sig.String())
+			// A Pull under way would lease its messages after the give-back: they would wait for
+			// their ack deadline. It ends within the Pull's own timeout.
+			if !source.PullsDone(pullWait) {
+				slog.Warn("a Pull was still under way; the messages it returns wait for their ack deadline (60 s)", "waited", pullWait)
+			}
 			releaseUnacknowledged(context.Background(), false)
 			os.Exit(interrupted{sig: sig}.code())
 		case <-done:

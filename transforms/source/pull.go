@@ -53,14 +53,17 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 		emit(mtime.FromTime(now), flow.Messages{})
 	}
 
-	if draining.Load() {
-		// Drain: the input ends here, with what was pulled still outstanding; the pipeline
-		// writes and acknowledges it as it drains (the batchers flush when the input ends).
+	// Drain: the input ends here, with what was pulled still outstanding; the pipeline writes
+	// and acknowledges it as it drains (the batchers flush when the input ends).
+	drained := func() (sdf.ProcessContinuation, error) {
 		rt.TryClaim(int64(endPosition))
 		slog.Info("source: reader stopped: draining; the messages still unacknowledged are written and acknowledged as the pipeline drains",
 			"subscription", fn.Subscription, "messages", rest.Next, "outstanding", fn.acks.Outstanding(),
 			"ran", now.Sub(time.UnixMilli(rest.StartMillis)).Round(time.Millisecond))
 		return sdf.StopProcessing(), nil
+	}
+	if isDraining() {
+		return drained()
 	}
 
 	room := fn.MaxOutstanding - fn.acks.Outstanding()
@@ -77,6 +80,12 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 		}
 	}
 
+	// No Pull once a drain began (Drain and this are one step: PullsDone sees every Pull that
+	// began before it), and the Pull is under way until its messages are tracked.
+	if !beginPull() {
+		return drained()
+	}
+	defer endPull()
 	// No split from the pull until the pulled messages are claimed and emitted.
 	withTracker(rt, func(t *tracker) { t.busy = true })
 	defer withTracker(rt, func(t *tracker) { t.busy = false })

@@ -16,7 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
@@ -41,8 +41,13 @@ func init() {
 	beam.RegisterCoder(restT, encodeRestriction, decodeRestriction)
 }
 
-// draining is set by Drain.
-var draining atomic.Bool
+// gate holds the local readers' Pulls against a drain: Drain closes it, after which no Pull
+// begins (beginPull), and PullsDone waits for those under way.
+var gate struct {
+	sync.Mutex
+	draining bool
+	pulling  int // Pulls under way, their messages not yet tracked
+}
 
 // Drain makes every local reader (Read) of this process pull no more: at its next call, within
 // the resume delay or the Pull under way (at most pullTimeout), it ends its input as
@@ -51,7 +56,54 @@ var draining atomic.Bool
 // (SIGINT, SIGTERM): nothing read is given back while its row may be under way, so nothing is
 // stored twice. There is no way back: a reader that stopped does not start again. ReadDataflow is
 // not concerned (Dataflow drains a job itself: gcloud dataflow jobs drain).
-func Drain() { draining.Store(true) }
+func Drain() {
+	gate.Lock()
+	gate.draining = true
+	gate.Unlock()
+}
+
+// PullsDone waits, after Drain, until no Pull of a local reader is under way, at most limit, and
+// reports whether none is: the messages of every Pull are then tracked by the subscription's
+// psclient.Acker, so that a Release gives them back (a Pull that ends after it leaves its
+// messages leased by Pub/Sub until their ack deadline). A Pull takes at most pullTimeout.
+func PullsDone(limit time.Duration) bool {
+	for deadline := time.Now().Add(limit); ; time.Sleep(10 * time.Millisecond) {
+		gate.Lock()
+		n := gate.pulling
+		gate.Unlock()
+		if n == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// isDraining reports whether Drain was called.
+func isDraining() bool {
+	gate.Lock()
+	defer gate.Unlock()
+	return gate.draining
+}
+
+// beginPull reports whether a reader may pull: not after Drain. Each true is ended by endPull,
+// once the Pull's messages are tracked.
+func beginPull() bool {
+	gate.Lock()
+	defer gate.Unlock()
+	if gate.draining {
+		return false
+	}
+	gate.pulling++
+	return true
+}
+
+func endPull() {
+	gate.Lock()
+	gate.pulling--
+	gate.Unlock()
+}
 
 // Config is what the source stage needs. ReadDataflow uses only Subscription.
 type Config struct {
