@@ -113,6 +113,17 @@ func (p parameter) withBound(text string) string {
 	return text
 }
 
+// boundBeforeEnding returns help with the sentence of a bound, t, before what help says of unset
+// or of the default, which ends it; at its end when it says neither.
+func boundBeforeEnding(help, t string) string {
+	for _, ending := range []string{" Unset by default", " Default "} {
+		if i := strings.Index(help, ending); i >= 0 {
+			return help[:i] + " " + t + help[i:]
+		}
+	}
+	return help + " " + t
+}
+
 // beyond returns p's rule for an integer too large for an int (negative false: the rule of its
 // bound) or too small (negative true: what its rule says of math.MinInt, with the other
 // parameters at their defaults), so that a flag's error states the parameter's own range rather
@@ -229,14 +240,7 @@ func Parameters() []Parameter {
 		q := Parameter{Name: p.name, Group: p.group, Required: p.need != optional,
 			Label: p.label, HelpText: p.help, ParamType: p.typ, Enum: slices.Clone(p.enum), Regex: p.regex, Doc: p.withBound(p.doc)}
 		if t := p.most.text(); t != "" && p.group != "" {
-			// Before what the help says of the default or of unset, which ends it.
-			if i := strings.Index(p.help, " Unset by default"); i >= 0 {
-				q.HelpText = p.help[:i] + " " + t + p.help[i:]
-			} else if i := strings.Index(p.help, " Default "); i >= 0 {
-				q.HelpText = p.help[:i] + " " + t + p.help[i:]
-			} else {
-				q.HelpText = p.withBound(p.help)
-			}
+			q.HelpText = boundBeforeEnding(p.help, t)
 		}
 		if p.def != nil {
 			q.Default = fmt.Sprint(p.def)
