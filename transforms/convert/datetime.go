@@ -220,8 +220,7 @@ func (dateEncoder) encodeISO(dst []byte, v value, s []byte) ([]byte, error) {
 // dateTimeEncoder reads ISO-8601 strings into DateTime; epochDateTimeEncoder (datetime64.go) is
 // the encoder of the type, which also takes numbers and epoch strings.
 type dateTimeEncoder struct {
-	loc  *time.Location // for values without Z or an offset
-	zone zoneRange      // for the errors of values out of range
+	zone zoneRange // its zone.loc for values without Z or an offset
 }
 
 // secondsLayout writes a date-time to the second, as the range errors do.
@@ -237,12 +236,6 @@ type zoneRange struct {
 	ofServer bool           // loc is the server's: the type names no zone
 }
 
-// newZoneRange returns the zoneRange of type name read in loc; ofServer tells that loc is the
-// server's zone.
-func newZoneRange(name string, loc *time.Location, ofServer bool) zoneRange {
-	return zoneRange{name: name, loc: loc, ofServer: ofServer}
-}
-
 // rule is the error of the ISO-8601 value c, out of the range lo to hi (instants, written with
 // loLayout and hiLayout): "is out of range for T (lo to hi UTC)", and, when T's zone is not UTC,
 // the range in that zone too; then, when c is not written in UTC, the instant it is, at (known
@@ -250,21 +243,21 @@ func newZoneRange(name string, loc *time.Location, ofServer bool) zoneRange {
 func (z zoneRange) rule(c civil, at time.Time, known bool, lo, hi time.Time, loLayout, hiLayout string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "is out of range for %s (%s to %s UTC", z.name, lo.UTC().Format(loLayout), hi.UTC().Format(hiLayout))
-	zone := z.loc.String()
+	where := z.loc.String()
 	if z.ofServer {
-		zone = "the server's time zone, " + zone
+		where = "the server's time zone"
 	}
 	if z.loc != time.UTC {
-		fmt.Fprintf(&b, ", which is %s to %s in %s", lo.In(z.loc).Format(loLayout), hi.In(z.loc).Format(hiLayout), zone)
+		in := where
+		if z.ofServer {
+			in += ", " + z.loc.String()
+		}
+		fmt.Fprintf(&b, ", which is %s to %s in %s", lo.In(z.loc).Format(loLayout), hi.In(z.loc).Format(hiLayout), in)
 	}
 	b.WriteByte(')')
 	switch {
 	case !known:
 	case !c.hasZone && z.loc != time.UTC:
-		where := z.loc.String()
-		if z.ofServer {
-			where = "the server's time zone"
-		}
 		fmt.Fprintf(&b, ": read in %s, as it has no Z or offset, it is %s UTC", where, at.UTC().Format(hiLayout))
 	case c.hasZone && c.offset != 0:
 		fmt.Fprintf(&b, ": it is %s UTC", at.UTC().Format(hiLayout))
@@ -278,7 +271,7 @@ func (e dateTimeEncoder) encodeISO(dst []byte, v value, s []byte) ([]byte, error
 	if !ok {
 		return dst, errValue(v, "is not an ISO-8601 date-time ("+isoLayouts+")")
 	}
-	unix, rule := t.unix(e.loc)
+	unix, rule := t.unix(e.zone.loc)
 	if rule != "" {
 		return dst, errValue(v, rule)
 	}

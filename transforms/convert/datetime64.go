@@ -270,10 +270,8 @@ func epochDays32(v value, num []byte) (int64, error) {
 }
 
 type dateTime64Encoder struct {
-	name      string // DateTime64(3) or DateTime64(3, 'UTC')
 	precision int
-	loc       *time.Location
-	zone      zoneRange // for the errors of ISO-8601 values out of range
+	zone      zoneRange // its name, DateTime64(3) or DateTime64(3, 'UTC'), and its zone.loc
 }
 
 // newDateTimeEncoder is DateTime's codec: its zone, else the server's.
@@ -285,7 +283,7 @@ func newDateTimeEncoder(t *chtype.Type, serverLoc *time.Location) (scalar, error
 			return nil, err
 		}
 	}
-	return epochDateTimeEncoder{dateTimeEncoder{loc: loc, zone: newZoneRange(t.String(), loc, len(t.Args) == 0)}}, nil
+	return epochDateTimeEncoder{dateTimeEncoder{zoneRange{name: t.String(), loc: loc, ofServer: len(t.Args) == 0}}}, nil
 }
 
 func newDateTime64Encoder(t *chtype.Type, serverLoc *time.Location) (scalar, error) {
@@ -302,7 +300,7 @@ func newDateTime64Encoder(t *chtype.Type, serverLoc *time.Location) (scalar, err
 			return nil, err
 		}
 	}
-	return dateTime64Encoder{name: t.String(), precision: p, loc: loc, zone: newZoneRange(t.String(), loc, len(t.Args) < 2)}, nil
+	return dateTime64Encoder{precision: p, zone: zoneRange{name: t.String(), loc: loc, ofServer: len(t.Args) < 2}}, nil
 }
 
 func (e dateTime64Encoder) rangeRule() string {
@@ -310,14 +308,14 @@ func (e dateTime64Encoder) rangeRule() string {
 	if e.precision == 0 {
 		frac = ""
 	}
-	return fmt.Sprintf("is out of range for %s (1900-01-01 00:00:00 to 2262-04-11 23:47:16%s UTC)", e.name, frac)
+	return fmt.Sprintf("is out of range for %s (1900-01-01 00:00:00 to 2262-04-11 23:47:16%s UTC)", e.zone.name, frac)
 }
 
 // isoRangeRule is the error of the ISO-8601 value c out of range: the type's range in UTC, and in
 // its zone when that is another, and the instant c is when it is not written in UTC.
 func (e dateTime64Encoder) isoRangeRule(c civil) string {
 	p := e.precision
-	secs, rule := c.unix(e.loc)
+	secs, rule := c.unix(e.zone.loc)
 	at := time.Unix(secs, int64(c.nanos)/pow10[9-p]*pow10[9-p])
 	layout := secondsLayout
 	if p > 0 {
@@ -351,7 +349,7 @@ func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, er
 		if t.year < 1900 || t.year > 2299 {
 			return dst, errValue(v, e.isoRangeRule(t))
 		}
-		secs, rule := t.unix(e.loc)
+		secs, rule := t.unix(e.zone.loc)
 		if rule != "" {
 			return dst, errValue(v, rule)
 		}
@@ -368,7 +366,7 @@ func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, er
 			return dst, err
 		}
 	default:
-		return dst, errValue(v, fmt.Sprintf("is %s; %s takes an ISO-8601 string (%s) or a number of seconds since 1970-01-01 00:00:00 UTC", v.kind, e.name, isoLayouts))
+		return dst, errValue(v, fmt.Sprintf("is %s; %s takes an ISO-8601 string (%s) or a number of seconds since 1970-01-01 00:00:00 UTC", v.kind, e.zone.name, isoLayouts))
 	}
 	if ticks < minTicks || ticks > maxTicks {
 		return dst, errValue(v, e.rangeRule())
