@@ -543,8 +543,8 @@ var regexExamples = map[string]regexExample{
 		reject: []string{"LZ4", "gzip", "true", " lz4"},
 	},
 	"schemaRefreshSeconds": {
-		accept: []string{"", "0", "60", "3600"},
-		reject: []string{"-1", "1m", "1.5"},
+		accept: []string{"", "0", "60", "3600", "31536000"},
+		reject: []string{"-1", "1m", "1.5", "31536001"},
 	},
 	"clickHouseDeadLetterTable": {
 		accept: []string{"", "events_dead_letter"},
@@ -558,40 +558,40 @@ var regexExamples = map[string]regexExample{
 		},
 	},
 	"windowSeconds": {
-		accept: []string{"", "1", "30", "3600"},
-		reject: []string{"0", "-1", "1.5", "abc", "1e3", "10s", " 1", "1 ", "+1", "-0"},
+		accept: []string{"", "1", "30", "3600", "31536000"},
+		reject: []string{"0", "-1", "1.5", "abc", "1e3", "10s", " 1", "1 ", "+1", "-0", "31536001", "99999999"},
 	},
 	"batchRowCount": {
-		accept: []string{"", "1", "1000", "50000"},
-		reject: []string{"0", "-1", "1,000", "many"},
+		accept: []string{"", "1", "1000", "50000", "2147483647"},
+		reject: []string{"0", "-1", "1,000", "many", "2147483648", "9999999999"},
 	},
 	"numShards": {
-		accept: []string{"", "0", "1", "8"},
-		reject: []string{"-2", "two", "08", "+1", " 8"},
+		accept: []string{"", "0", "1", "8", "999", "1024"},
+		reject: []string{"-2", "two", "08", "+1", " 8", "1025", "1030", "2000", "200000"},
 	},
 	"shuffleCompression": {
 		accept: []string{"", "minlz", "s2", "zstd"},
 		reject: []string{"S2", "MinLZ", "snappy", "lz4", "none", " zstd", "zstd ", "minlz "},
 	},
 	"batchByteSize": {
-		accept: []string{"", "16777216", "1048576", "1"},
-		reject: []string{"0", "-1", "16MiB", "1e6"},
+		accept: []string{"", "16777216", "1048576", "1", "2147483647"},
+		reject: []string{"0", "-1", "16MiB", "1e6", "2147483648"},
 	},
 	"maxInsertBlockSize": {
-		accept: []string{"", "1000000", "10000"},
-		reject: []string{"0", "-5", "1,000,000", "1e6"},
+		accept: []string{"", "1000000", "10000", "2147483647"},
+		reject: []string{"0", "-5", "1,000,000", "1e6", "2147483648"},
 	},
 	"maxRetries": {
-		accept: []string{"", "0", "5", "100"},
-		reject: []string{"-1", "x", "08"},
+		accept: []string{"", "0", "5", "100", "10000"},
+		reject: []string{"-1", "x", "08", "10001", "20000"},
 	},
 	"retryInitialBackoffMillis": {
-		accept: []string{"", "5000", "100"},
-		reject: []string{"0", "-1", "5s"},
+		accept: []string{"", "5000", "100", "60000"},
+		reject: []string{"0", "-1", "5s", "31536000001"},
 	},
 	"retryMaxBackoffMillis": {
-		accept: []string{"", "60000", "120000"},
-		reject: []string{"0", "-1", "1m", " 60000", "+60000"},
+		accept: []string{"", "60000", "120000", "31536000000"},
+		reject: []string{"0", "-1", "1m", " 60000", "+60000", "31536000001"},
 	},
 	"insertDeduplicate": {
 		// What Go's strconv.ParseBool, and so the binary, takes; the console may send True.
@@ -599,8 +599,8 @@ var regexExamples = map[string]regexExample{
 		reject: []string{"yes", "on", "enabled", "tRue", "tru", "2", " true", "false "},
 	},
 	"insertQuorum": {
-		accept: []string{"", "0", "2"},
-		reject: []string{"-1", "two", "2.0"},
+		accept: []string{"", "0", "2", "1000"},
+		reject: []string{"-1", "two", "2.0", "1001"},
 	},
 	"insertDistributedSync": {
 		accept: []string{"", "true", "false", "True", "FALSE", "T", "F"},
@@ -645,8 +645,8 @@ var regexExamples = map[string]regexExample{
 		reject: []string{"yes", "on", "tRue", "2"},
 	},
 	"addNewColumnsMax": {
-		accept: []string{"", "1", "50", "1000"},
-		reject: []string{"0", "-1", "5x", "08"},
+		accept: []string{"", "1", "50", "1000", "10000"},
+		reject: []string{"0", "-1", "5x", "08", "10001"},
 		with:   map[string]string{"addNewColumns": "true"},
 	},
 	"addNewColumnsPattern": {
@@ -665,8 +665,8 @@ var regexExamples = map[string]regexExample{
 		with:   map[string]string{"addNewColumns": "true"},
 	},
 	"javascriptTextTransformReloadIntervalMinutes": {
-		accept: []string{"", "0", "1", "60"},
-		reject: []string{"-1", "5m", "1.5", "08"},
+		accept: []string{"", "0", "1", "60", "525600"},
+		reject: []string{"-1", "5m", "1.5", "08", "525601"},
 		with:   map[string]string{"javascriptTextTransformGcsPath": "gs://my-bucket/udfs/transform.js", "javascriptTextTransformFunctionName": "transform"},
 	},
 }

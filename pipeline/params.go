@@ -105,12 +105,70 @@ func (b bound) text() string {
 	return fmt.Sprintf("At most %d %s.", b.most, b.unit)
 }
 
+// digits is an RE2 and POSIX ERE alternation, without anchors or group, that matches the
+// whole numbers from 1 to b.most in decimal digits without a leading zero, and no other: for
+// 1024, "[1-9][0-9]{0,2}|10[0-1][0-9]|102[0-4]". The console's regex of an integer parameter
+// puts it where its lower rule says a positive number, so that the form refuses a value above
+// the bound as the binary does (the form's check cannot compare numbers, only text).
+func (b bound) digits() string {
+	n := strconv.Itoa(b.most)
+	var alts []string
+	switch len(n) {
+	case 1: // the loop below covers it
+	case 2:
+		alts = append(alts, "[1-9]")
+	default:
+		alts = append(alts, fmt.Sprintf("[1-9][0-9]{0,%d}", len(n)-2))
+	}
+	// Numbers of n's length: the same first i digits as n, then a smaller digit at i (the last
+	// digit: at most n's), then any digits.
+	for i := range len(n) {
+		low, high := byte('0'), n[i]
+		if i == 0 {
+			low = '1'
+		}
+		if i < len(n)-1 {
+			high--
+		}
+		if high < low {
+			continue
+		}
+		class := string(low)
+		if high > low {
+			class = "[" + string(low) + "-" + string(high) + "]"
+		}
+		alt := n[:i] + class
+		switch rest := len(n) - 1 - i; rest {
+		case 0:
+		case 1:
+			alt += "[0-9]"
+		default:
+			alt += fmt.Sprintf("[0-9]{%d}", rest)
+		}
+		alts = append(alts, alt)
+	}
+	return strings.Join(alts, "|")
+}
+
 // withBound returns text followed by the sentence of p's bound, if it has one.
 func (p parameter) withBound(text string) string {
 	if t := p.most.text(); t != "" {
 		return text + " " + t
 	}
 	return text
+}
+
+// positive is what the regex of an integer parameter says of a positive number, which
+// consoleRegex replaces by its bound's digits.
+const positive = "[1-9][0-9]*"
+
+// consoleRegex is p's regex as metadata.json gives it: an integer's states its bound, so that
+// the console refuses a number above it (see [bound.digits]).
+func (p parameter) consoleRegex() string {
+	if p.most == (bound{}) {
+		return p.regex
+	}
+	return strings.Replace(p.regex, positive, p.most.digits(), 1)
 }
 
 // boundBeforeEnding returns help with the sentence of a bound, t, before what help says of unset
@@ -238,7 +296,7 @@ func Parameters() []Parameter {
 	out := make([]Parameter, len(parameters))
 	for i, p := range parameters {
 		q := Parameter{Name: p.name, Group: p.group, Required: p.need != optional,
-			Label: p.label, HelpText: p.help, ParamType: p.typ, Enum: slices.Clone(p.enum), Regex: p.regex, Doc: p.withBound(p.doc)}
+			Label: p.label, HelpText: p.help, ParamType: p.typ, Enum: slices.Clone(p.enum), Regex: p.consoleRegex(), Doc: p.withBound(p.doc)}
 		if t := p.most.text(); t != "" && p.group != "" {
 			q.HelpText = boundBeforeEnding(p.help, t)
 		}

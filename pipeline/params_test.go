@@ -2,8 +2,11 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
 	"reflect"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -136,6 +139,18 @@ func TestIntegerBounds(t *testing.T) {
 		if !strings.Contains(p.flagUsage(), text) {
 			t.Errorf("%s: the flag's usage does not state its bound %q: %q", p.name, text, p.flagUsage())
 		}
+		// The console's regex refuses what the binary refuses above the bound.
+		if p.group != "" {
+			re, err := regexp.Compile(q.Regex)
+			switch {
+			case !strings.Contains(p.regex, positive):
+				t.Errorf("%s: regex %q has no %q to state its bound in", p.name, p.regex, positive)
+			case err != nil:
+				t.Errorf("%s: metadata.json's regex %q: %v", p.name, q.Regex, err)
+			case !re.MatchString("1") || !re.MatchString(strconv.Itoa(p.most.most)) || re.MatchString(strconv.Itoa(p.most.most+1)):
+				t.Errorf("%s: metadata.json's regex %q does not take 1 to %d alone", p.name, q.Regex, p.most.most)
+			}
+		}
 		// The bound passes (the other parameters as companions need), the next number up does not.
 		for v, want := range map[int]string{p.most.most: "", p.most.most + 1: p.most.rule()} {
 			o := validOptions()
@@ -156,6 +171,46 @@ func TestIntegerBounds(t *testing.T) {
 			}
 			if got != want {
 				t.Errorf("%s=%d: rule %q, want %q", p.name, v, got, want)
+			}
+		}
+	}
+}
+
+// TestBoundDigits holds bound.digits to the numbers 1 to its bound, in digits without a leading
+// zero, for every bound up to 2,100 and some larger, against every number to ten times the bound.
+func TestBoundDigits(t *testing.T) {
+	bounds := []int{math.MaxInt32, 10_000, 31_536_000, 100_000, 99_999, 1_000_000}
+	for n := 1; n <= 2_100; n++ {
+		bounds = append(bounds, n)
+	}
+	for _, n := range bounds {
+		b := bound{most: n}
+		re := regexp.MustCompile("^(" + b.digits() + ")$")
+		if _, err := regexp.CompilePOSIX("^(" + b.digits() + ")$"); err != nil {
+			t.Fatalf("%d: %q is not POSIX ERE: %v", n, b.digits(), err)
+		}
+		check := func(v int) {
+			if got, want := re.MatchString(strconv.Itoa(v)), v >= 1 && v <= n; got != want {
+				t.Fatalf("bound %d: %q matches %d: %v, want %v", n, b.digits(), v, got, want)
+			}
+		}
+		if n > 30_000 { // the numbers about the bound and about each power of ten
+			for _, v := range []int{0, 1, 9, 10, 11, n - 1, n, n + 1, n * 10} {
+				check(v)
+			}
+			for p := 10; p <= n*10 && p > 0; p *= 10 {
+				check(p - 1)
+				check(p)
+				check(p + 1)
+			}
+			continue
+		}
+		for v := 0; v <= n*10; v++ {
+			check(v)
+		}
+		for _, v := range []string{"0" + strconv.Itoa(n), "", "-1", "+1"} {
+			if re.MatchString(v) {
+				t.Fatalf("bound %d: %q matches %q", n, b.digits(), v)
 			}
 		}
 	}
