@@ -111,6 +111,7 @@ func explain(err error, c Config, askedForCert bool) error {
 	ex, isEx := serverException(err)
 	var httpErr *clickhouse.HTTPError
 	var dns *net.DNSError
+	proxy := proxyAnswer(err, c, isEx)
 	switch {
 	case isEx && (ex.Code == 193 || ex.Code == 516):
 		return &ConfigError{FieldPassword, Hintf("ClickHouse refused the password of user %q at %s: check %s and %s", c.Username, url, FieldUsername, FieldPassword), err}
@@ -122,11 +123,26 @@ func explain(err error, c Config, askedForCert bool) error {
 		return &ConfigError{FieldDatabase, Hintf("ClickHouse at %s refused user %q the database %q: check %s, and the user's grants on it", url, c.Username, c.Database, FieldDatabase), err}
 	case isEx && ex.Code == 81:
 		return &ConfigError{FieldDatabase, Hintf("database %q does not exist on %s: check %s", c.Database, url, FieldDatabase), err}
+	case proxy == http.StatusProxyAuthRequired:
+		return &ConfigError{FieldURL, Hintf("the proxy of %s (its http_proxy option) asks for credentials (HTTP 407 Proxy Authentication Required), so ClickHouse "+
+			"was not reached: give the proxy's user and password in http_proxy (http_proxy=http://user:password@host:port)", url), err}
+	case proxy == http.StatusBadGateway || proxy == http.StatusServiceUnavailable || proxy == http.StatusGatewayTimeout:
+		return &ConfigError{FieldURL, Hintf("the proxy of %s (its http_proxy option) could not reach ClickHouse (HTTP %d %s): check the host and port of %s, "+
+			"that the server runs, and that the proxy may reach it", url, proxy, http.StatusText(proxy), FieldURL), err}
+	case proxy != 0 && scheme == "https":
+		// The proxy's answer to CONNECT: ClickHouse was not reached, so no credential was read.
+		return &ConfigError{FieldURL, Hintf("the proxy of %s (its http_proxy option) refused to connect to ClickHouse (HTTP %d %s): check that the proxy "+
+			"allows connections to that host and port", url, proxy, http.StatusText(proxy)), err}
 	case !isEx && errors.As(err, &httpErr) && (httpErr.StatusCode == http.StatusUnauthorized || httpErr.StatusCode == http.StatusForbidden):
 		// A refusal of the credentials whose body says no ClickHouse code: a proxy in front of
 		// the server, or a server whose text is of neither form serverException reads.
-		return &ConfigError{FieldPassword, Hintf("the server at %s refused user %q (HTTP %d %s) without a ClickHouse error code: the user name or the password is wrong, "+
-			"or the user may not log in from here: check %s and %s", url, c.Username, httpErr.StatusCode, http.StatusText(httpErr.StatusCode), FieldUsername, FieldPassword), err}
+		in := "the server at " + url
+		if proxy != 0 {
+			in += " or the proxy of its http_proxy option"
+		}
+		return &ConfigError{FieldPassword, Hintf("%s refused user %q (HTTP %d %s) without a ClickHouse error code, which ClickHouse gives with each of its refusals: "+
+			"a proxy, load balancer or firewall in front of ClickHouse may refuse this machine, or the user name or the password is wrong, or the user "+
+			"may not log in from here: check %s and %s", in, c.Username, httpErr.StatusCode, http.StatusText(httpErr.StatusCode), FieldUsername, FieldPassword), err}
 	case errors.As(err, &dns):
 		return &ConfigError{FieldURL, Hintf("the host of %s does not resolve: check the host name", url), err}
 	case strings.Contains(msg, "proxyconnect"):
@@ -157,6 +173,28 @@ func explain(err error, c Config, askedForCert bool) error {
 		return &ConfigError{FieldURL, Hintf("the server at %s completed TLS but not the native protocol's handshake: is this the HTTPS port (8443)? Use https:// for it, or the native protocol's TLS port (9440)", url), err}
 	}
 	return err
+}
+
+// proxyAnswer returns the HTTP status of an answer that did not come from ClickHouse, when c's
+// URL goes through an http_proxy: an http:// request's error response without a ClickHouse
+// exception (which may still be the server's, behind the proxy), or the proxy's refusal of an
+// https:// CONNECT, which net/http's Transport gives as the status text alone ("Proxy
+// Authentication Required"; its dialConn). 0 for none.
+func proxyAnswer(err error, c Config, isEx bool) int {
+	opts, optErr := c.Options()
+	if isEx || optErr != nil || opts.HTTPProxyURL == nil {
+		return 0
+	}
+	var httpErr *clickhouse.HTTPError
+	if errors.As(err, &httpErr) {
+		return httpErr.StatusCode
+	}
+	for code := 400; code < 600; code++ {
+		if t := http.StatusText(code); t != "" && strings.HasSuffix(err.Error(), ": "+t) {
+			return code
+		}
+	}
+	return 0
 }
 
 // serverException returns the server's exception that err holds, and whether it holds one: the

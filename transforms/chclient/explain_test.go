@@ -3,6 +3,7 @@ package chclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -33,8 +34,9 @@ func TestHTTPRefusalExplained(t *testing.T) {
 			"Code: 516. DB::Exception: default: Authentication failed: password is incorrect, or there is no user with such name. (AUTHENTICATION_FAILED) (version 26.7.3.1)\n",
 			`ClickHouse password: ClickHouse refused the password of user "default" at http://HOST: check ClickHouse user and ClickHouse password`},
 		{"a proxy's 401", http.StatusUnauthorized, nil, "Unauthorized\n",
-			`ClickHouse password: the server at http://HOST refused user "default" (HTTP 401 Unauthorized) without a ClickHouse error code: ` +
-				`the user name or the password is wrong, or the user may not log in from here: check ClickHouse user and ClickHouse password`},
+			`ClickHouse password: the server at http://HOST refused user "default" (HTTP 401 Unauthorized) without a ClickHouse error code, ` +
+				`which ClickHouse gives with each of its refusals: a proxy, load balancer or firewall in front of ClickHouse may refuse this machine, ` +
+				`or the user name or the password is wrong, or the user may not log in from here: check ClickHouse user and ClickHouse password`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -63,6 +65,59 @@ func TestHTTPRefusalExplained(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "s3cret-pw") {
 				t.Errorf("the error shows the password: %v", err)
+			}
+		})
+	}
+}
+
+// TestProxyRefusalExplained: through an http_proxy, the proxy's own answers name the proxy, not
+// the password, whether it answers an http:// request or refuses an https:// CONNECT (which
+// net/http says in the status text alone): 407 asks for the proxy's credentials, 502 says it
+// could not reach ClickHouse, 403 to a CONNECT that it refused the connection. Neither password
+// is in the text.
+func TestProxyRefusalExplained(t *testing.T) {
+	for _, tc := range []struct {
+		scheme string
+		status int
+		want   string
+	}{
+		{"http", http.StatusProxyAuthRequired, `ClickHouse URL: the proxy of ADDR (its http_proxy option) asks for credentials (HTTP 407 Proxy Authentication Required), ` +
+			`so ClickHouse was not reached: give the proxy's user and password in http_proxy (http_proxy=http://user:password@host:port)`},
+		{"https", http.StatusProxyAuthRequired, `ClickHouse URL: the proxy of ADDR (its http_proxy option) asks for credentials (HTTP 407`},
+		{"http", http.StatusBadGateway, `ClickHouse URL: the proxy of ADDR (its http_proxy option) could not reach ClickHouse (HTTP 502 Bad Gateway): ` +
+			`check the host and port of ClickHouse URL, that the server runs, and that the proxy may reach it`},
+		{"https", http.StatusGatewayTimeout, `ClickHouse URL: the proxy of ADDR (its http_proxy option) could not reach ClickHouse (HTTP 504 Gateway Timeout)`},
+		{"https", http.StatusForbidden, `ClickHouse URL: the proxy of ADDR (its http_proxy option) refused to connect to ClickHouse (HTTP 403 Forbidden): ` +
+			`check that the proxy allows connections to that host and port`},
+		{"http", http.StatusForbidden, `ClickHouse password: the server at ADDR or the proxy of its http_proxy option refused user "default" (HTTP 403 Forbidden) ` +
+			`without a ClickHouse error code`},
+	} {
+		t.Run(fmt.Sprintf("%s %d", tc.scheme, tc.status), func(t *testing.T) {
+			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.WriteHeader(tc.status)
+				io.WriteString(w, "refused by the proxy\n")
+			}))
+			defer proxy.Close()
+			host := strings.TrimPrefix(proxy.URL, "http://")
+			c := Config{URL: tc.scheme + "://ch.example:8443/?http_proxy=http://proxy-user:Proxy-pw-3e8a@" + host,
+				Username: "default", Password: "S3cret-pw-e7", Compression: "none"}
+			conn, err := Open(context.Background(), c)
+			if err == nil {
+				conn.Close()
+				t.Fatal("Open succeeded")
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Open: %v, want a *ConfigError", err)
+			}
+			if want := strings.ReplaceAll(tc.want, "ADDR", RedactURL(c.URL)); !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("Open:\n%v\nwant it to start\n%s", err, want)
+			}
+			for _, pw := range []string{"S3cret-pw-e7", "Proxy-pw-3e8a"} {
+				if strings.Contains(err.Error(), pw) {
+					t.Errorf("the error shows a password: %v", err)
+				}
 			}
 		})
 	}
