@@ -50,22 +50,8 @@ func TestHTTPRefusalExplained(t *testing.T) {
 			}))
 			defer srv.Close()
 			host := strings.TrimPrefix(srv.URL, "http://")
-			conn, err := Open(context.Background(), Config{URL: srv.URL, Username: "default", Password: "s3cret-pw", Compression: "none"})
-			if err == nil {
-				conn.Close()
-				t.Fatal("Open succeeded")
-			}
-			var ce *ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("Open: %v, want a *ConfigError", err)
-			}
-			want := strings.ReplaceAll(tc.want, "HOST", host)
-			if !strings.HasPrefix(err.Error(), want+" (") {
-				t.Errorf("Open:\n%v\nwant it to start\n%s", err, want)
-			}
-			if strings.Contains(err.Error(), "s3cret-pw") {
-				t.Errorf("the error shows the password: %v", err)
-			}
+			openRefused(t, Config{URL: srv.URL, Username: "default", Password: "s3cret-pw", Compression: "none"},
+				strings.ReplaceAll(tc.want, "HOST", host)+" (", "s3cret-pw")
 		})
 	}
 }
@@ -102,23 +88,30 @@ func TestProxyRefusalExplained(t *testing.T) {
 			host := strings.TrimPrefix(proxy.URL, "http://")
 			c := Config{URL: tc.scheme + "://ch.example:8443/?http_proxy=http://proxy-user:Proxy-pw-3e8a@" + host,
 				Username: "default", Password: "S3cret-pw-e7", Compression: "none"}
-			conn, err := Open(context.Background(), c)
-			if err == nil {
-				conn.Close()
-				t.Fatal("Open succeeded")
-			}
-			var ce *ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("Open: %v, want a *ConfigError", err)
-			}
-			if want := strings.ReplaceAll(tc.want, "ADDR", RedactURL(c.URL)); !strings.HasPrefix(err.Error(), want) {
-				t.Errorf("Open:\n%v\nwant it to start\n%s", err, want)
-			}
-			for _, pw := range []string{"S3cret-pw-e7", "Proxy-pw-3e8a"} {
-				if strings.Contains(err.Error(), pw) {
-					t.Errorf("the error shows a password: %v", err)
-				}
-			}
+			openRefused(t, c, strings.ReplaceAll(tc.want, "ADDR", RedactURL(c.URL)), "S3cret-pw-e7", "Proxy-pw-3e8a")
 		})
+	}
+}
+
+// openRefused opens c, which must fail with a *ConfigError whose text starts with want and holds
+// none of the passwords.
+func openRefused(t *testing.T, c Config, want string, passwords ...string) {
+	t.Helper()
+	conn, err := Open(context.Background(), c)
+	if err == nil {
+		conn.Close()
+		t.Fatal("Open succeeded")
+	}
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Open: %v, want a *ConfigError", err)
+	}
+	if !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Open:\n%v\nwant it to start\n%s", err, want)
+	}
+	for _, pw := range passwords {
+		if strings.Contains(err.Error(), pw) {
+			t.Errorf("the error shows a password: %v", err)
+		}
 	}
 }
