@@ -132,6 +132,7 @@ func run(ctx context.Context, o pipeline.Options) error {
 	}
 	if !l.dataflow {
 		localrunner.Configure()
+		defer localrunner.TempDir()()
 		quietRunner.Store(true) // the runner's INFO lines are its own business; its warnings pass
 	}
 	if l.dataflow && o.ClickHouse().PasswordAsText() {

@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -75,10 +76,12 @@ func TestFailedRunGivesBackMessages(t *testing.T) {
 	}
 	e.ps.Publish(t, e.topic, msgs...)
 	bin, _ := launchBinary(t)
-	out, err := runLaunch(t, bin, nil, e.binaryArgs("", "--maxRetries=1"))
+	tmp := t.TempDir()
+	out, err := runLaunch(t, bin, []string{"TMPDIR=" + tmp}, e.binaryArgs("", "--maxRetries=1"))
 	if err == nil {
 		t.Fatalf("the run succeeded, want it to fail on the table that refuses INSERTs:\n%s", out)
 	}
+	checkNothingLeft(t, tmp)
 	if want := fmt.Sprintf(`msg="gave back the messages not acknowledged: Pub/Sub redelivers them at once, to the next run" messages=%d`, n); !strings.Contains(out, want) {
 		t.Errorf("the output lacks %s:\n%s", want, out)
 	}
@@ -101,4 +104,18 @@ func readOnly(t *testing.T, url string) string {
 		t.Fatalf("the URL %s has options already", url)
 	}
 	return url + "?readonly=2"
+}
+
+// checkNothingLeft fails the test when a run of the binary left anything in dir, its TMPDIR: Beam's
+// universal runner leaves an empty beamloopbackworker-* file in the temporary directory at each
+// run, which the binary's own temporary directory (localrunner.TempDir) takes away with it.
+func checkNothingLeft(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Errorf("the run left %s in its TMPDIR", e.Name())
+	}
 }

@@ -91,11 +91,13 @@ func TestSecureEndToEnd(t *testing.T) {
 		"--retryInitialBackoffMillis=100", "--retryMaxBackoffMillis=1000",
 	}
 	start := time.Now()
-	out, err := runLaunch(t, bin, []string{gcs.Env()}, args)
+	tmp := t.TempDir()
+	out, err := runLaunch(t, bin, []string{gcs.Env(), "TMPDIR=" + tmp}, args)
 	t.Logf("the pipeline ended after %v: %v", time.Since(start).Round(time.Millisecond), err)
 	if err != nil {
 		t.Fatalf("the pipeline: %v\n%s", err, out)
 	}
+	checkNothingLeft(t, tmp)
 	if strings.Contains(out, "a password is given as text") {
 		t.Error("the run warns about a password given as text, but it is in Secret Manager")
 	}
