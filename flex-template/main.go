@@ -130,9 +130,11 @@ func run(ctx context.Context, o pipeline.Options) error {
 	if err != nil {
 		return badArgs(err)
 	}
+	removeTempDir := func() {}
 	if !l.dataflow {
 		localrunner.Configure()
-		defer localrunner.TempDir()()
+		removeTempDir = localrunner.TempDir()
+		defer removeTempDir()
 		quietRunner.Store(true) // the runner's INFO lines are its own business; its warnings pass
 	}
 	if l.dataflow && o.ClickHouse().PasswordAsText() {
@@ -232,7 +234,7 @@ func run(ctx context.Context, o pipeline.Options) error {
 
 	stopDrain := func() os.Signal { return nil }
 	if !l.dataflow {
-		stopDrain = drainOnInterrupt()
+		stopDrain = drainOnInterrupt(removeTempDir)
 	}
 	p, s := beam.NewPipelineWithRoot()
 	pipeline.Build(s, checked, src)
@@ -328,12 +330,13 @@ const pullWait = 6 * time.Second
 // messages not acknowledged (releaseUnacknowledged) once the Pull under way has ended (so that its
 // messages are among them; at most pullWait), which Pub/Sub redelivers at once to the next
 // run instead of after the ack deadline last extended (60 s), and exits with status 130 or 143
-// (by that signal); a third ends the process as without this.
+// (by that signal), having removed the run's temporary directory (removeTempDir,
+// localrunner.TempDir); a third ends the process as without this.
 //
 // stop, called once the run has ended, ends the handling and returns the signal that began a
 // drain, nil if none did (run returns interrupted): a signal after it is not the run's, and
 // ends the process as without this.
-func drainOnInterrupt() (stop func() os.Signal) {
+func drainOnInterrupt(removeTempDir func()) (stop func() os.Signal) {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	done, finished := make(chan struct{}), make(chan struct{})
@@ -360,6 +363,7 @@ func drainOnInterrupt() (stop func() os.Signal) {
 				slog.Warn("a Pull was still under way; the messages it returns wait for their ack deadline (60 s)", "waited", pullWait)
 			}
 			releaseUnacknowledged(context.Background(), false)
+			removeTempDir() // os.Exit runs no deferred call
 			os.Exit(interrupted{sig: sig}.code())
 		case <-done:
 		}

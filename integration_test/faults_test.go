@@ -408,7 +408,8 @@ func TestKilledAndRestarted(t *testing.T) {
 }
 
 // startLocalRun starts the binary on e's subscription and table events, through clickHouseURL,
-// with extra flags, its output in the returned buffer, and stops it at the end of the test.
+// with extra flags, its output in the returned buffer, and stops it at the end of the test; a run
+// that ended must have left nothing in its TMPDIR (checkNothingLeft).
 func startLocalRun(t *testing.T, e *e2e, clickHouseURL string, extra ...string) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
 	bin, _ := launchBinary(t)
@@ -417,7 +418,8 @@ func startLocalRun(t *testing.T, e *e2e, clickHouseURL string, extra ...string) 
 		"--clickHouseDatabase=" + o.ClickHouseDatabase, "--clickHouseTable=events", "--clickHouseUsername=default",
 		"--clickHousePassword=", "--clickHouseDeadLetterTable=dead_letters"}, extra...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+e.ps.Addr)
+	tmp := t.TempDir()
+	cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+e.ps.Addr, "TMPDIR="+tmp)
 	log := new(lockedBuffer)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -427,7 +429,9 @@ func startLocalRun(t *testing.T, e *e2e, clickHouseURL string, extra ...string) 
 		if cmd.ProcessState == nil {
 			cmd.Process.Kill()
 			cmd.Wait()
+			return
 		}
+		checkNothingLeft(t, tmp) // however the run ended: drained, or stopped by a second signal
 	})
 	return cmd, log
 }
