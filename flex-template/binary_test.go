@@ -302,6 +302,11 @@ func TestBinary(t *testing.T) {
 				"--dry_run is for the Dataflow runner", nil, 0},
 			{"the direct runner", append([]string{"--runner=direct"}, params...), 2,
 				"the direct runner cannot run this pipeline", nil, 0},
+			// Beam itself would refuse it only after the start-up checks, with exit status 1.
+			{"a misspelt runner", append([]string{"--runner=prsim"}, params...), 2,
+				"pubsub-to-clickhouse: --runner=prsim: no runner of that name (did you mean --runner=prism?); nothing was started", nil, 0},
+			{"a runner of no kind", append([]string{"--runner=local"}, params...), 2,
+				"pubsub-to-clickhouse: --runner=local: no runner of that name (use prism, the default, or dataflow); nothing was started", nil, 0},
 			{"a certificate file on Dataflow", append(slices.Clone(params), "--runner=dataflow", "--project=p", "--region=us-central1",
 				"--clickHouseUrl=clickhouse://127.0.0.1:1?secure=true", "--clickHouseCaCertificate=/etc/ssl/ca.pem"), 2,
 				`clickHouseCaCertificate "/etc/ssl/ca.pem": a file path is read on each worker, and Dataflow's workers do not have the launcher's files`, nil, 0},

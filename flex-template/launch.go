@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,13 +42,17 @@ type launch struct {
 	region   string // --region (Dataflow)
 }
 
+// knownRunners are the runners the binary holds (those beamx registers), by the name --runner
+// gives them once launchFromFlags has lowered it and dropped a "Runner" suffix (PrismRunner).
+var knownRunners = []string{"prism", "dataflow", "direct", "dot", "flink", "spark", "universal", "portable"}
+
 // launchFromFlags reads the launch from Beam's flags and the environment. A run without
 // --runner is a Dataflow one when FLEX_TEMPLATE_GO_BINARY is set (the Flex Template launcher
 // sets it, and may start the binary without --runner), and a prism one otherwise; it sets
 // Beam's --runner accordingly.
 //
 // It refuses the direct runner (it has no splittable DoFns, state or timers, which the pipeline
-// needs) and a dry run off Dataflow (the local runners would run the pipeline for real).
+// needs), a runner the binary does not hold (a misspelt name) and a dry run off Dataflow (the local runners would run the pipeline for real).
 func launchFromFlags(ctx context.Context) (launch, error) {
 	runner := strings.TrimSuffix(strings.ToLower(*runners.Runner), "runner") // DataflowRunner, PrismRunner
 	if runner == "" && os.Getenv("FLEX_TEMPLATE_GO_BINARY") != "" {
@@ -58,6 +63,18 @@ func launchFromFlags(ctx context.Context) (launch, error) {
 	}
 	if runner == "direct" {
 		return launch{}, fmt.Errorf("--runner=%s: the direct runner cannot run this pipeline (it has no splittable DoFns, state or timers); use prism, the default, or dataflow", *runners.Runner)
+	}
+	if !slices.Contains(knownRunners, runner) {
+		// Beam would find no runner of that name only after the start-up checks, and end the
+		// process with a log line of its own ("Runner prsim not registered. Forgot to _ import
+		// it?") and exit status 1.
+		hint := "use prism, the default, or dataflow"
+		for _, r := range []string{"prism", "dataflow"} {
+			if editDistance(runner, r) <= 2 {
+				hint = "did you mean --runner=" + r + "?"
+			}
+		}
+		return launch{}, fmt.Errorf("--runner=%s: no runner of that name (%s); nothing was started", *runners.Runner, hint)
 	}
 	*runners.Runner = runner
 	l := launch{
