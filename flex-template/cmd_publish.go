@@ -24,7 +24,8 @@ import (
 )
 
 const publishDescription = "Publishes each line of FILE (JSON lines; - is standard input; lines of only spaces, tabs and carriage returns skipped) as one message " +
-	"to --topic, its bytes exactly as on the line; a FILE of no message is a usage error. The client honours PUBSUB_EMULATOR_HOST. Progress (messages, messages per " +
+	"to --topic, its bytes exactly as on the line; a FILE of no message is a usage error. With --create and no FILE it only creates the topic (and --subscription), " +
+	"e.g. a dead-letter topic on the emulator. The client honours PUBSUB_EMULATOR_HOST. Progress (messages, messages per " +
 	"second) goes to standard error, updated in place on a terminal, else a line every 10 s; the last line gives the count and " +
 	"the rate.\n" +
 	"With --envelope each line is instead {\"data\": D, \"attributes\": {\"k\": \"v\", ...}, \"orderingKey\": \"key\"} " +
@@ -59,11 +60,29 @@ func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
 			problems = append(problems, fmt.Errorf("--subscription %q: is only for --create (the subscription to create on the topic)", *subscription))
 		}
 	}
-	if len(files) != 1 {
-		problems = append(problems, fmt.Errorf("give one FILE of JSON lines (or - for standard input), not %d", len(files)))
+	// --create without a FILE only creates: the dead-letter topic of a local run, and a
+	// subscription to read it, need no message published.
+	createOnly := *create && len(files) == 0
+	if len(files) != 1 && !createOnly {
+		problems = append(problems, fmt.Errorf("give one FILE of JSON lines (or - for standard input), not %d (with --create and no FILE, publish only creates the topic and --subscription)", len(files)))
 	}
 	if len(problems) > 0 {
 		return usageError(cio, "publish", errors.Join(problems...))
+	}
+	if createOnly {
+		if *envelope || len(attrs) > 0 {
+			return usageError(cio, "publish", errors.New("--envelope and --attribute are for the messages of a FILE: give one, or leave them out to create only"))
+		}
+		w, err := openTopicWriter(ctx, *topic)
+		if err != nil {
+			return failure(cio, "publish", err)
+		}
+		defer w.close()
+		if err := w.create(ctx, cio, *subscription); err != nil {
+			return failure(cio, "publish", err)
+		}
+		fmt.Fprintln(cio.Err, "no FILE: nothing published")
+		return exitOK
 	}
 	lines, err := readInputs(cio.In, files, false, inputNotes(cio, "publish"))
 	if err != nil {

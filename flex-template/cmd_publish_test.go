@@ -132,3 +132,48 @@ func TestPublishStopsAtTheFirstFailure(t *testing.T) {
 type reactorFunc func(req any) (bool, any, error)
 
 func (f reactorFunc) React(req any) (bool, any, error) { return f(req) }
+
+// TestPublishCreateOnly: publish --create without a FILE creates the topic and the subscription
+// (a dead-letter topic for a local run, which needs no message) and publishes nothing; what is
+// published to the topic afterwards reaches the subscription. Without --create, no FILE is still a
+// usage error.
+func TestPublishCreateOnly(t *testing.T) {
+	srv := pstest.NewServer()
+	defer srv.Close()
+	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
+	const topic, sub = "projects/test-project/topics/dead-letters", "projects/test-project/subscriptions/dead-letters-sub"
+	out, errOut, code := runCmd(runPublish, "", "--topic="+topic, "--create", "--subscription="+sub)
+	if code != exitOK || out != "" || errOut != "created topic "+topic+"\ncreated subscription "+sub+" on "+topic+"\nno FILE: nothing published\n" {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
+	}
+	if n := len(srv.Messages()); n != 0 {
+		t.Errorf("%d messages published, want none", n)
+	}
+	// The topic and the subscription are there: a message published to the one is pulled from the other.
+	if _, errOut, code := runCmd(runPublish, `{"id":1}`+"\n", "--topic="+topic, "-"); code != exitOK {
+		t.Fatalf("publish to the created topic: exit %d:\n%s", code, errOut)
+	}
+	ctx := context.Background()
+	client, err := pubsub.NewClient(ctx, "test-project")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	res, err := client.SubscriptionAdminClient.Pull(ctx, &pubsubpb.PullRequest{Subscription: sub, MaxMessages: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.GetReceivedMessages(); len(got) != 1 || string(got[0].GetMessage().GetData()) != `{"id":1}` {
+		t.Errorf("pulled %v from %s, want the one message {\"id\":1}", got, sub)
+	}
+	// Again: both are kept.
+	if _, errOut, code := runCmd(runPublish, "", "--topic="+topic, "--create", "--subscription="+sub); code != exitOK ||
+		!strings.Contains(errOut, "topic "+topic+" exists\nsubscription "+sub+" exists\n") {
+		t.Errorf("second --create: exit %d:\n%s", code, errOut)
+	}
+	for _, args := range [][]string{{"--topic=" + topic}, {"--topic=" + topic, "--create", "--attribute=k=v"}} {
+		if _, errOut, code := runCmd(runPublish, "", args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want 2:\n%s", args, code, errOut)
+		}
+	}
+}

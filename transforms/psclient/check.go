@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/iam/apiv1/iampb"
@@ -160,6 +161,14 @@ func answer(name string, err error) error {
 	case err == nil:
 		return nil
 	case status.Code(err) == codes.NotFound:
+		if host := os.Getenv("PUBSUB_EMULATOR_HOST"); host != "" {
+			// The emulator holds nothing until it is told (and forgets everything when it stops).
+			create := "pubsub-to-clickhouse publish --create --topic=" + name
+			if strings.Contains(name, "/"+string(Subscriptions)+"/") {
+				create = "pubsub-to-clickhouse publish --create --topic=projects/<project>/topics/<its topic> --subscription=" + name
+			}
+			return fmt.Errorf("%s does not exist in the Pub/Sub emulator at PUBSUB_EMULATOR_HOST=%s: check the name, or create it: %s (no FILE: nothing is published)", name, host, create)
+		}
 		return fmt.Errorf("%s does not exist: check the name, and that it is in the project given", name)
 	default:
 		where := "Pub/Sub"

@@ -91,8 +91,11 @@ func TestChecks(t *testing.T) {
 			subErr: []string{sub + ":", "lacks the permission pubsub.subscriptions.consume", "roles/pubsub.subscriber"},
 			topErr: []string{topic + ":", "lacks the permission pubsub.topics.publish", "roles/pubsub.publisher"}},
 		{name: "missing resources", sub: project + "/subscriptions/nope", top: project + "/topics/nope",
-			subErr: []string{project + "/subscriptions/nope does not exist"},
-			topErr: []string{project + "/topics/nope does not exist"}},
+			// On the emulator (these tests' Pub/Sub), with the command that creates them there.
+			subErr: []string{project + "/subscriptions/nope does not exist in the Pub/Sub emulator at PUBSUB_EMULATOR_HOST=",
+				"create it: pubsub-to-clickhouse publish --create --topic=projects/<project>/topics/<its topic> --subscription=" + project + "/subscriptions/nope (no FILE: nothing is published)"},
+			topErr: []string{project + "/topics/nope does not exist in the Pub/Sub emulator at PUBSUB_EMULATOR_HOST=",
+				"create it: pubsub-to-clickhouse publish --create --topic=" + project + "/topics/nope (no FILE: nothing is published)"}},
 		{name: "missing resources, get denied", denyGet: true, granted: []string{ConsumePermission, PublishPermission},
 			sub: project + "/subscriptions/nope", top: project + "/topics/nope",
 			subErr: []string{"does not exist"}, topErr: []string{"does not exist"}},
