@@ -307,6 +307,12 @@ func TestBinary(t *testing.T) {
 				"pubsub-to-clickhouse: --runner=prsim: no runner of that name (did you mean --runner=prism?); nothing was started", nil, 0},
 			{"a runner of no kind", append([]string{"--runner=local"}, params...), 2,
 				"pubsub-to-clickhouse: --runner=local: no runner of that name (use prism, the default, or dataflow); nothing was started", nil, 0},
+			// The Beam runner would refuse them only after the start-up checks, with exit status 1.
+			{"a Dataflow launch without project, region and staging location", append([]string{"--runner=dataflow", "--dry_run"}, params...), 2,
+				"pubsub-to-clickhouse: a Dataflow launch needs --project=<project>, --region=<region> (e.g. us-central1), --staging_location=gs://<bucket>/<path>; nothing was started",
+				append(slices.Clone(noCredentials), "CLOUDSDK_COMPUTE_REGION="), 0},
+			{"a Dataflow launch without staging location", append([]string{"--runner=dataflow", "--project=my-project", "--region=us-central1"}, params...), 2,
+				"pubsub-to-clickhouse: a Dataflow launch needs --staging_location=gs://<bucket>/<path>; nothing was started", noCredentials, 0},
 			{"a certificate file on Dataflow", append(slices.Clone(params), "--runner=dataflow", "--project=p", "--region=us-central1",
 				"--clickHouseUrl=clickhouse://127.0.0.1:1?secure=true", "--clickHouseCaCertificate=/etc/ssl/ca.pem"), 2,
 				`clickHouseCaCertificate "/etc/ssl/ca.pem": a file path is read on each worker, and Dataflow's workers do not have the launcher's files`, nil, 0},

@@ -60,6 +60,28 @@ func checkLocations() error {
 	return nil
 }
 
+// checkRequired refuses a Dataflow launch (a dry run too) without a project, a region or a staging
+// location, which the Beam runner requires (getJobOptions): it would refuse them only after the
+// start-up checks, with exit status 1. The project and the region may also come from where the
+// SDK looks for them (launchFromFlags): Application Default Credentials that name a project,
+// CLOUDSDK_COMPUTE_REGION or gcloud's compute/region.
+func checkRequired(l launch) error {
+	var missing []string
+	if l.project == "" {
+		missing = append(missing, "--project=<project>")
+	}
+	if l.region == "" {
+		missing = append(missing, "--region=<region> (e.g. us-central1)")
+	}
+	if stringFlag("staging_location") == "" {
+		missing = append(missing, "--staging_location=gs://<bucket>/<path>")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("a Dataflow launch needs %s; nothing was started", strings.Join(missing, ", "))
+}
+
 // streamingMode returns the streaming mode the job asks for: "at-least-once" when the service
 // options or the experiments hold streaming_mode_at_least_once, else "exactly-once" (Dataflow's
 // default).

@@ -186,6 +186,11 @@ func run(ctx context.Context, o pipeline.Options) error {
 		return badArgs(fmt.Errorf("javascriptTextTransformGcsPath %q: on Dataflow the file must be in Cloud Storage, gs://<bucket>/<object>: "+
 			"the workers cannot read a file of this machine", cfg.Path))
 	}
+	if l.dataflow {
+		if err := checkRequired(l); err != nil {
+			return badArgs(err)
+		}
+	}
 	mode := o.Mode()
 	slog.Info("launch", "runner", l.runner, "mode", l.String())
 	if l.dataflow {
