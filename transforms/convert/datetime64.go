@@ -221,6 +221,20 @@ func asMilliseconds(n int64, inRange bool) string {
 		time.UnixMilli(n).UTC().Format("2006-01-02 15:04:05.000"), n/1000)
 }
 
+// asMilliseconds64 is asMilliseconds for DateTime64, whose numbers are seconds as well (with a
+// fraction for less than a second): of a whole number out of its range that reads as an instant
+// from 2001-09-09 to the last millisecond a DateTime64 holds (2262-04-11 23:47:16.854 UTC) in
+// milliseconds, what it reads as and the seconds to send instead, the milliseconds as the
+// fraction (kept when P ≥ 3). "" for other numbers.
+func asMilliseconds64(num []byte) string {
+	n, whole, inRange := wholeNumber(num)
+	if !whole || !inRange || n < 1e12 || n > (1<<63-1)/1_000_000 {
+		return ""
+	}
+	return fmt.Sprintf(", and as Unix milliseconds it reads %s UTC: send %d.%03d, or divide it by 1000 in a JavaScript UDF, javascriptTextTransformGcsPath (milliseconds are never guessed)",
+		time.UnixMilli(n).UTC().Format("2006-01-02 15:04:05.000"), n/1000, n%1000)
+}
+
 type date32Encoder struct{}
 
 const date32Range = "is out of range for Date32 (1900-01-01 to 2299-12-31)"
@@ -340,6 +354,9 @@ func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, er
 			if ticks, err = e.epochTicks(v, s); err != nil {
 				return dst, err
 			}
+			if ticks < minTicks || ticks > maxTicks {
+				return dst, errValue(v, e.rangeRule()+asMilliseconds64(s))
+			}
 			break
 		}
 		t, ok := parseISO(s)
@@ -365,6 +382,9 @@ func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, er
 		if ticks, err = e.epochTicks(v, v.raw); err != nil {
 			return dst, err
 		}
+		if ticks < minTicks || ticks > maxTicks {
+			return dst, errValue(v, e.rangeRule()+asMilliseconds64(v.raw))
+		}
 	default:
 		return dst, errValue(v, fmt.Sprintf("is %s; %s takes an ISO-8601 string (%s) or a number of seconds since 1970-01-01 00:00:00 UTC", v.kind, e.zone.name, isoLayouts))
 	}
@@ -382,7 +402,7 @@ func (e dateTime64Encoder) epochTicks(v value, num []byte) (int64, error) {
 	n := parseExact(num, buf[:0])
 	keep := len(n.digits) + n.exp + e.precision // digits of |value| × 10^P before the point
 	if keep > 19 {
-		return 0, errValue(v, e.rangeRule())
+		return 0, errValue(v, e.rangeRule()+asMilliseconds64(num))
 	}
 	var q int64
 	for k := 0; k < keep; k++ {
@@ -391,7 +411,7 @@ func (e dateTime64Encoder) epochTicks(v value, num []byte) (int64, error) {
 			d = int64(n.digits[k] - '0')
 		}
 		if q > (1<<63-1-d)/10 {
-			return 0, errValue(v, e.rangeRule())
+			return 0, errValue(v, e.rangeRule()+asMilliseconds64(num))
 		}
 		q = q*10 + d
 	}

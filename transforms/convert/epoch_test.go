@@ -97,6 +97,22 @@ func TestEpochStrings(t *testing.T) {
 			`column "a" (DateTime64(3, 'UTC')): "-2208988801" is out of range for DateTime64(3, 'UTC') (1900-01-01 00:00:00 to 2262-04-11 23:47:16.854 UTC)`},
 		{"DateTime64: after 2262", []string{"a DateTime64(9, 'UTC')"}, `{"a":"9223372036.854775808"}`, nil,
 			`column "a" (DateTime64(9, 'UTC')): "9223372036.854775808" is out of range for DateTime64(9, 'UTC') (1900-01-01 00:00:00 to 2262-04-11 23:47:16.854775807 UTC)`},
+		// Milliseconds, as ClickHouse 26's JSONEachRow reads a number into DateTime64(3), are said,
+		// as for DateTime, with the seconds to send; not guessed. For every P, as a number and as
+		// an epoch string; the hint's edges: the last millisecond a DateTime64 holds, and one beyond.
+		{"DateTime64(3): milliseconds are not guessed", []string{"a DateTime64(3, 'UTC')"}, `{"a":1710072000123}`, nil,
+			`column "a" (DateTime64(3, 'UTC')): 1710072000123 is out of range for DateTime64(3, 'UTC') (1900-01-01 00:00:00 to 2262-04-11 23:47:16.854 UTC)` +
+				`, and as Unix milliseconds it reads 2024-03-10 12:00:00.123 UTC: send 1710072000.123, or divide it by 1000 in a JavaScript UDF, javascriptTextTransformGcsPath (milliseconds are never guessed)`},
+		{"DateTime64(9): milliseconds as an epoch string", []string{"a DateTime64(9, 'UTC')"}, `{"a":"1710072000005"}`, nil,
+			`column "a" (DateTime64(9, 'UTC')): "1710072000005" is out of range for DateTime64(9, 'UTC') (1900-01-01 00:00:00 to 2262-04-11 23:47:16.854775807 UTC)` +
+				`, and as Unix milliseconds it reads 2024-03-10 12:00:00.005 UTC: send 1710072000.005, or divide it by 1000 in a JavaScript UDF, javascriptTextTransformGcsPath (milliseconds are never guessed)`},
+		{"DateTime64(0): the last millisecond", []string{"a DateTime64(0, 'UTC')"}, `{"a":9223372036854}`, nil,
+			`column "a" (DateTime64(0, 'UTC')): 9223372036854 is out of range for DateTime64(0, 'UTC') (1900-01-01 00:00:00 to 2262-04-11 23:47:16 UTC)` +
+				`, and as Unix milliseconds it reads 2262-04-11 23:47:16.854 UTC: send 9223372036.854, or divide it by 1000 in a JavaScript UDF, javascriptTextTransformGcsPath (milliseconds are never guessed)`},
+		{"DateTime64(3): beyond it as milliseconds too", []string{"a DateTime64(3, 'UTC')"}, `{"a":9223372036855}`, nil,
+			`column "a" (DateTime64(3, 'UTC')): 9223372036855 is out of range for DateTime64(3, 'UTC') (1900-01-01 00:00:00 to 2262-04-11 23:47:16.854 UTC)`},
+		{"DateTime64(3): a fraction is no millisecond count", []string{"a DateTime64(3, 'UTC')"}, `{"a":1710072000123.5}`, nil,
+			`column "a" (DateTime64(3, 'UTC')): 1710072000123.5 is out of range for DateTime64(3, 'UTC') (1900-01-01 00:00:00 to 2262-04-11 23:47:16.854 UTC)`},
 
 		// Not epoch strings: the ISO-8601 rules and their errors, as before.
 		{"Date: a fraction", []string{"a Date"}, `{"a":"1.5"}`, nil, `column "a" (Date): "1.5" is not an ISO-8601 date (YYYY-MM-DD)`},
