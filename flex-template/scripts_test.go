@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -588,4 +590,70 @@ printf '%s\n' "$answer"
 			t.Errorf("canary.sh --help: %v\n%s", err, out)
 		}
 	})
+}
+
+// TestMakeClickHouseModern runs make clickhouse-modern with a port and a directory of its own, as
+// a second user of the machine would, then the stop command it prints: the command names the
+// directory (the pid file is there), and it stops that stand-in and frees its port. The default
+// make clickhouse-modern-stop would look in the default directory, and stop another's stand-in
+// or nothing. Skipped without the ClickHouse 26 engine (scripts/chdb.sh install), but in CI.
+func TestMakeClickHouseModern(t *testing.T) {
+	if _, err := exec.Command("../scripts/chdb.sh", "path").Output(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the ClickHouse 26 engine is not installed: %v", err)
+		}
+		t.Skip("the ClickHouse 26 engine is not installed (scripts/chdb.sh install)")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := filepath.Join(t.TempDir(), "a dir")
+	pidfile := filepath.Join(dir, "server.pid")
+	env := append(os.Environ(), "CHMODERN_DIR="+dir)
+	t.Cleanup(func() {
+		if _, err := os.Stat(pidfile); err == nil {
+			cmd := exec.Command("make", "-s", "-C", "..", "clickhouse-modern-stop")
+			cmd.Env = env
+			cmd.Run()
+		}
+	})
+	cmd := exec.Command("make", "-s", "-C", "..", "clickhouse-modern")
+	cmd.Env = append(env, "CHMODERN_PORT="+strconv.Itoa(port))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make clickhouse-modern: %v\n%s", err, out)
+	}
+	want := fmt.Sprintf("answers on http://127.0.0.1:%d (tables in %s/data; stop it with CHMODERN_DIR=%s make clickhouse-modern-stop)",
+		port, dir, strings.ReplaceAll(dir, " ", `\ `))
+	if !strings.Contains(string(out), want) {
+		t.Fatalf("make clickhouse-modern printed\n%s\nwant a line with\n%s", out, want)
+	}
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("the pid file holds %q", b)
+	}
+	// The printed command, as a shell runs it from the repository's root.
+	stop := exec.Command("bash", "-c", want[strings.Index(want, "CHMODERN_DIR="):len(want)-1])
+	stop.Dir = ".."
+	if out, err := stop.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", stop.Args[2], err, out)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("the stand-in's process %d still runs after %s", pid, stop.Args[2])
+	}
+	if _, err := os.Stat(pidfile); !os.IsNotExist(err) {
+		t.Errorf("the pid file is still there (%v)", err)
+	}
+	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+		t.Errorf("the port is still taken: %v", err)
+	} else {
+		l.Close()
+	}
 }

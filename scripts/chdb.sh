@@ -107,6 +107,15 @@ path() {
 server_dir=${CHMODERN_DIR:-/tmp/pubsub-to-clickhouse-chmodern}
 port=${CHMODERN_PORT:-18123}
 
+# stop_command is the command that stops this stand-in: make clickhouse-modern-stop, with the
+# directory when it is not the default (the pid file is there; without it, the command would stop
+# the stand-in of the default directory, or nothing).
+stop_command() {
+  local vars=
+  [ "$server_dir" = /tmp/pubsub-to-clickhouse-chmodern ] || vars="CHMODERN_DIR=$(printf %q "$server_dir") "
+  echo "${vars}make clickhouse-modern-stop"
+}
+
 # answers sends GET /ping to the port, with bash's own /dev/tcp (no curl needed).
 answers() {
   local reply
@@ -131,7 +140,7 @@ start() {
   echo $! >"$server_dir/server.pid"
   for _ in $(seq 1 100); do
     if answers; then
-      echo "chmodern: ClickHouse $(sed -n 's/^chmodern: serving ClickHouse \([^ ]*\).*/\1/p' "$server_dir/log") answers on http://127.0.0.1:$port (tables in $server_dir/data; stop it with make clickhouse-modern-stop)"
+      echo "chmodern: ClickHouse $(sed -n 's/^chmodern: serving ClickHouse \([^ ]*\).*/\1/p' "$server_dir/log") answers on http://127.0.0.1:$port (tables in $server_dir/data; stop it with $(stop_command))"
       return 0
     fi
     if ! kill -0 "$(cat "$server_dir/server.pid")" 2>/dev/null; then
