@@ -779,20 +779,22 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			"until they are acknowledged, so the dead letters behind them were not delivered to this replay; deal with the ones left as said, then replay again\n", heldKeys)
 	}
 	if cut > 0 {
-		fmt.Fprintf(cio.Out, "left %d messages that the dead-letter stage cut to fit the topic (payloadTruncated=true, or attributesOmitted) on %s, unacknowledged: replay them from the dead-letter table\n", cut, r.subscription)
+		fmt.Fprintf(cio.Out, "left %s whose dead letter on the topic is not the whole message (payloadTruncated=true: the payload was cut to fit the topic; "+
+			"attributesOmitted: attributes were left out, to stay within Pub/Sub's 100 or because they have a name the dead-letter stage gives its own) "+
+			"on %s, unacknowledged: replay them from the dead-letter table, which keeps the whole message\n", count(cut, "message"), r.subscription)
 		code = exitFailed
 	}
 	if tooLarge > 0 {
-		fmt.Fprintf(cio.Out, "left %d messages that Pub/Sub would refuse with the replay's attributes (replayed_from, replay_id) on %s, unacknowledged\n", tooLarge, r.subscription)
+		fmt.Fprintf(cio.Out, "left %s that Pub/Sub would refuse with the replay's attributes (replayed_from, replay_id) on %s, unacknowledged\n", count(tooLarge, "message"), r.subscription)
 		code = exitFailed
 	}
 	if unreadable > 0 {
-		fmt.Fprintf(cio.Out, "left %d messages with this run's replay_id=%s whose failedAt is not the dead-letter stage's (%s), so when they failed cannot be told, on %s, unacknowledged: replay them with another --replayId\n",
-			unreadable, r.id, deadletter.FailedAtLayout, r.subscription)
+		fmt.Fprintf(cio.Out, "left %s with this run's replay_id=%s whose failedAt is not the dead-letter stage's (%s), so when they failed cannot be told, on %s, unacknowledged: replay them with another --replayId\n",
+			count(unreadable, "message"), r.id, deadletter.FailedAtLayout, r.subscription)
 		code = exitFailed
 	}
 	if again > 0 {
-		fmt.Fprintf(cio.Out, "left %d dead letters with this run's replay_id=%s that failed since it started (or within a minute before), taken for messages it replayed that failed again, on %s, unacknowledged: see their errorMessage, fix the cause, and replay again\n", again, r.id, r.subscription)
+		fmt.Fprintf(cio.Out, "left %s with this run's replay_id=%s that failed since it started (or within a minute before), taken for messages it replayed that failed again, on %s, unacknowledged: see their errorMessage, fix the cause, and replay again\n", count(again, "dead letter"), r.id, r.subscription)
 		code = exitFailed
 	}
 	return code

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -725,7 +726,7 @@ func TestReplayTooLarge(t *testing.T) {
 	e.Publish(t, dlTopic, &pubsubpb.PubsubMessage{Data: []byte(huge)}, &pubsubpb.PubsubMessage{Data: []byte(`{"id":2}`)})
 	out, errOut, code = runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+dlSub, "--replayId=r5")
 	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+dlSub) ||
-		!strings.Contains(out, "left 1 messages that Pub/Sub would refuse with the replay's attributes (replayed_from, replay_id) on "+dlSub+", unacknowledged") ||
+		!strings.Contains(out, "left 1 message that Pub/Sub would refuse with the replay's attributes (replayed_from, replay_id) on "+dlSub+", unacknowledged") ||
 		!strings.Contains(errOut, "unacknowledged: the message is ") {
 		t.Errorf("replay --fromSubscription: exit %d, want 1\n%s%s", code, out, errOut)
 	}
@@ -814,7 +815,7 @@ func TestReplayFromTopicSameReplayID(t *testing.T) {
 	args := []string{"replay", "--topic=" + input, "--fromSubscription=" + dlSub, "--replayId=fix1"}
 	out, errOut, code := runCommand(t, "", args...)
 	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+dlSub) ||
-		!strings.Contains(out, "left 1 dead letters with this run's replay_id=fix1 that failed since it started (or within a minute before), taken for messages it replayed that failed again, on "+dlSub+", unacknowledged") {
+		!strings.Contains(out, "left 1 dead letter with this run's replay_id=fix1 that failed since it started (or within a minute before), taken for messages it replayed that failed again, on "+dlSub+", unacknowledged") {
 		t.Errorf("replay with a reused --replayId: exit %d, want 1\n%s%s", code, out, errOut)
 	}
 	if got := pullAll(t, e, inputSub); len(got) != 1 || got[0].Data != `{"id":1}` || got[0].Attributes["replay_id"] != "fix1" {
@@ -831,7 +832,7 @@ func TestReplayFromTopicSameReplayID(t *testing.T) {
 		dead(`{"id":5}`, time.Now().Add(-time.Hour)))
 	out, errOut, code = runCommand(t, "", args...)
 	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+dlSub) ||
-		!strings.Contains(out, "left 1 messages with this run's replay_id=fix1 whose failedAt is not the dead-letter stage's") {
+		!strings.Contains(out, "left 1 message with this run's replay_id=fix1 whose failedAt is not the dead-letter stage's") {
 		t.Errorf("a dead letter with an unreadable failedAt: exit %d, want 1\n%s%s", code, out, errOut)
 	}
 	if got := pullAll(t, e, inputSub); len(got) != 1 || got[0].Data != `{"id":5}` {
@@ -856,8 +857,9 @@ func TestReplayFromTopicSameReplayID(t *testing.T) {
 }
 
 // TestReplayFromTopicLeavesCutMessages: a dead letter that left out some of its message's
-// attributes to stay within Pub/Sub's 100 (attributesOmitted) is not an exact copy of the
-// message, so replay leaves it on the subscription, says so and exits 1; the others are replayed.
+// attributes (attributesOmitted), to stay within Pub/Sub's 100 or for a name the dead-letter stage
+// gives its own, is not an exact copy of the message, so replay leaves it on the subscription,
+// says so (for both causes) and exits 1; the others are replayed.
 func TestReplayFromTopicLeavesCutMessages(t *testing.T) {
 	e, input, inputSub, dlTopic, dlSub := replayTopics(t)
 	many := map[string]string{}
@@ -868,6 +870,8 @@ func TestReplayFromTopicLeavesCutMessages(t *testing.T) {
 	for _, dl := range []flow.DeadLetter{
 		{Payload: []byte(`{"id":1}`), ErrorMessage: "bad", FailedAtMillis: 1, Attributes: map[string]string{"source": "a"}},
 		{Payload: []byte(`{"id":2}`), ErrorMessage: "bad", FailedAtMillis: 2, Attributes: many, OrderingKey: "k1"},
+		// An attribute of the name the stage gives its own: left out, not to fit.
+		{Payload: []byte(`{"id":3}`), ErrorMessage: "bad", FailedAtMillis: 3, Attributes: map[string]string{deadletter.AttrErrorMessage: "the publisher's"}},
 	} {
 		m := deadletter.TopicMessage(dl)
 		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes, OrderingKey: m.OrderingKey})
@@ -877,7 +881,10 @@ func TestReplayFromTopicLeavesCutMessages(t *testing.T) {
 	}
 	e.Publish(t, dlTopic, msgs...)
 	out, errOut, code := runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+dlSub, "--replayId=r3")
-	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+dlSub) || !strings.Contains(out, "left 1 messages that the dead-letter stage cut to fit the topic") {
+	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+dlSub) ||
+		!strings.Contains(out, "left 2 messages whose dead letter on the topic is not the whole message (payloadTruncated=true: the payload was cut to fit the topic; "+
+			"attributesOmitted: attributes were left out, to stay within Pub/Sub's 100 or because they have a name the dead-letter stage gives its own) on "+dlSub+
+			", unacknowledged: replay them from the dead-letter table, which keeps the whole message") {
 		t.Errorf("replay: exit %d, want 1\n%s%s", code, out, errOut)
 	}
 	// The cut message has an ordering key: with message ordering, the dead letters of that key
@@ -888,7 +895,8 @@ func TestReplayFromTopicLeavesCutMessages(t *testing.T) {
 	if got := pullAll(t, e, inputSub); len(got) != 1 || got[0].Data != `{"id":1}` {
 		t.Errorf("replayed %v, want only {\"id\":1}", got)
 	}
-	if got := pullAll(t, e, dlSub); len(got) != 1 || got[0].Data != `{"id":2}` {
-		t.Errorf("the dead-letter subscription delivers %v, want the cut message", got)
+	if got := pullAll(t, e, dlSub); len(got) != 2 || !slices.ContainsFunc(got, func(m pulled) bool { return m.Data == `{"id":2}` }) ||
+		!slices.ContainsFunc(got, func(m pulled) bool { return m.Data == `{"id":3}` }) {
+		t.Errorf("the dead-letter subscription delivers %v, want the two messages left", got)
 	}
 }
