@@ -292,7 +292,9 @@ func TestBinary(t *testing.T) {
 			{"no credentials: replay", []string{"replay", "--topic=projects/my-project/topics/events", "--fromSubscription=projects/my-project/subscriptions/dead-letters"}, 1,
 				"pubsub-to-clickhouse replay: --fromSubscription projects/my-project/subscriptions/dead-letters: creating the Pub/Sub client: " + credentialsHint, noCredentials, 1},
 			{"a boolean flag's value as a separate argument", append([]string{"--insertDeduplicate", "false"}, params...), 2,
-				"are not flags: give each flag as --name=value (a boolean flag takes --name=false", nil, 1},
+				`arguments after the flags, from argument 2 ("false") on, are not flags: give each flag as --name=value (a boolean flag takes --name=false`, nil, 1},
+			{"a stray argument", append(slices.Clone(params), "extra"), 2,
+				`pubsub-to-clickhouse: 1 argument after the flags, from argument 8 ("extra") on, is not a flag: give each flag as --name=value`, nil, 1},
 			{"a misspelt template parameter", append([]string{"--batchRowcount=5000"}, params...), 2,
 				"did you mean the template parameter --batchRowCount?", nil, 1},
 			// Another template's parameters: ignored, the job would run without them.

@@ -83,9 +83,13 @@ func main() {
 	if rest := flag.CommandLine.Args(); len(rest) > 0 {
 		// A value given as a separate argument to a boolean flag (--insertDeduplicate false)
 		// ends the flags there: the flags after it would be dropped unseen.
-		fmt.Fprintf(os.Stderr, "pubsub-to-clickhouse: %d arguments after the flags, from argument %d on, are not flags: "+
+		are := "are not flags"
+		if len(rest) == 1 {
+			are = "is not a flag"
+		}
+		fmt.Fprintf(os.Stderr, "pubsub-to-clickhouse: %s after the flags, from argument %d (%q) on, %s: "+
 			"give each flag as --name=value (a boolean flag takes --name=false, not a separate value); the program takes no other arguments\n",
-			len(rest), len(os.Args)-len(rest))
+			count(len(rest), "argument"), len(os.Args)-len(rest), rest[0], are)
 		os.Exit(2)
 	}
 	beam.Init()
