@@ -152,6 +152,17 @@ check_launcher() {
   printf '\n'
   if ((dry_run)); then return 0; fi
   if ! out=$("${how[@]}" 2>&1 >/dev/null); then
+    if [[ ${how[0]} == gcloud && $out == *"gcloud auth login"* ]]; then
+      # No account, or its tokens expired: the image is fine, the tag too.
+      cat >&2 <<EOF
+build.sh: gcloud is not logged in, so it cannot read $launcher_image, nor build or stage
+anything (gcloud said: ${out//$'\n'/ }).
+Log in with
+  gcloud auth login
+then run build.sh again.
+EOF
+      exit 1
+    fi
     cat >&2 <<EOF
 build.sh: the launcher base image $launcher_image does not exist, or cannot be read with these
 credentials (${how[0]} said: ${out//$'\n'/ }).

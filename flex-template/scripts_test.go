@@ -164,6 +164,10 @@ func TestBuildChecksLauncher(t *testing.T) {
 printf '%s\n' "$*" >>"$FAKE_LOG/calls"
 case "$1 $2 $3" in
 "container images describe")
+  if [ -n "$FAKE_NO_ACCOUNT" ]; then
+    printf 'ERROR: (gcloud.container.images.describe) You do not currently have an active account selected.\nPlease run:\n\n  $ gcloud auth login\n\nto obtain new credentials.\n' >&2
+    exit 1
+  fi
   case $4 in
   gcr.io/dataflow-templates-base/go-template-launcher-base:latest|gcr.io/dataflow-templates-base/go-template-launcher-base:20260122-rc00)
     echo "sha256:0123" ;;
@@ -181,14 +185,20 @@ esac
 	for _, tc := range []struct {
 		name, tag string
 		fails     bool
-	}{{"default tag", "", false}, {"a dated tag", "20260122-rc00", false}, {"a tag that does not exist", "20250220-rc00", true}} {
+		noAccount bool // gcloud is not logged in
+	}{{"default tag", "", false, false}, {"a dated tag", "20260122-rc00", false, false}, {"a tag that does not exist", "20250220-rc00", true, false},
+		{"gcloud not logged in", "", true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := t.TempDir()
 			args := []string{"build.sh", "--project", "my-project", "--region", "us-central1", "--bucket", "my-bucket", "--repository", "templates", "--tag", "v1"}
 			if tc.tag != "" {
 				args = append(args, "--launcher-tag", tc.tag)
 			}
-			out, err := command(t, ".", []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "FAKE_LOG=" + log}, bash, args...)
+			env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "FAKE_LOG=" + log}
+			if tc.noAccount {
+				env = append(env, "FAKE_NO_ACCOUNT=1")
+			}
+			out, err := command(t, ".", env, bash, args...)
 			calls, _ := os.ReadFile(filepath.Join(log, "calls"))
 			lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
 			tag := cmp.Or(tc.tag, "latest")
@@ -200,11 +210,20 @@ esac
 				if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 					t.Errorf("build.sh: %v, want exit status 1\n%s", err, out)
 				}
-				for _, want := range []string{
+				wants := []string{
 					"build.sh: the launcher base image gcr.io/dataflow-templates-base/go-template-launcher-base:" + tag + " does not exist, or cannot be read",
 					"is not found or access is denied", "gcloud container images list-tags gcr.io/dataflow-templates-base/go-template-launcher-base",
 					"--launcher-tag TAG",
-				} {
+				}
+				if tc.noAccount {
+					// The way out is to log in, not another tag.
+					wants = []string{"build.sh: gcloud is not logged in, so it cannot read gcr.io/dataflow-templates-base/go-template-launcher-base:latest",
+						"You do not currently have an active account selected.", "Log in with\n  gcloud auth login\nthen run build.sh again."}
+					if strings.Contains(out, "list-tags") {
+						t.Errorf("build.sh, not logged in, sends the user to the tags:\n%s", out)
+					}
+				}
+				for _, want := range wants {
 					if !strings.Contains(out, want) {
 						t.Errorf("the output lacks %q:\n%s", want, out)
 					}
