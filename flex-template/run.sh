@@ -121,7 +121,14 @@ have_password=0
 for p in ${params[@]+"${params[@]}"}; do
   [[ $p == *=* ]] || die "not a NAME=VALUE template parameter: $p"
   name=${p%%=*}
-  grep -qx -- "$name" <<<"$known" || die "unknown template parameter: $name (the parameters: $(tr "\n" " " <<<"$known"))"
+  if ! grep -qx -- "$name" <<<"$known"; then
+    # The binary's own parameter of local runs, and a name in another letter case: say which.
+    [[ $name != stopAfterIdle ]] ||
+      die "stopAfterIdle is for local runs only: a Dataflow job runs until it is drained (gcloud dataflow jobs drain JOB_ID); leave it out"
+    near=$(grep -ix -- "$name" <<<"$known" | head -n 1)
+    [[ -z $near ]] || die "unknown template parameter: $name: did you mean $near? (names are case-sensitive)"
+    die "unknown template parameter: $name (the parameters: $(tr "\n" " " <<<"$known"))"
+  fi
   [[ $name != clickHousePassword ]] || have_password=1
 done
 if ((!have_password)) && [[ -n ${CLICKHOUSE_PASSWORD+set} ]]; then

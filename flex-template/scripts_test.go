@@ -95,6 +95,20 @@ func TestScripts(t *testing.T) {
 			t.Errorf("run.sh --dry-run shows the password:\n%s", out)
 		}
 
+		// A parameter's name in another letter case, and the local runs' stopAfterIdle, are said
+		// as such (exit 2, nothing run).
+		for _, tc := range []struct{ arg, want string }{
+			{"clickhouseUrl=clickhouse://ch:9000", "run.sh: unknown template parameter: clickhouseUrl: did you mean clickHouseUrl? (names are case-sensitive)"},
+			{"stopAfterIdle=60", "run.sh: stopAfterIdle is for local runs only: a Dataflow job runs until it is drained (gcloud dataflow jobs drain JOB_ID); leave it out"},
+		} {
+			out, err := command(t, ".", nil, bash, "run.sh", "--project", "p", "--region", "r", "--bucket", "b", "--dry-run", "--",
+				"inputSubscription=projects/p/subscriptions/s", tc.arg)
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(out, tc.want) || strings.Contains(out, "+ gcloud") {
+				t.Errorf("run.sh %s: %v, want exit status 2 and %q\n%s", tc.arg, err, tc.want, out)
+			}
+		}
+
 		// A URL's password and secret options, and the password in another value, are hidden
 		// as the binary's logs hide them.
 		out, err = command(t, ".", nil, bash, "run.sh", "--project", "p", "--region", "r", "--bucket", "b", "--dry-run", "--",
@@ -145,8 +159,8 @@ func TestScripts(t *testing.T) {
 		out, err = command(t, ".", nil, bash, "run.sh", "--project", "p", "--region", "r", "--bucket", "b",
 			"--dry-run", "stopAfterIdle=5")
 		var exit *exec.ExitError
-		if !errors.As(err, &exit) || !strings.Contains(out, "unknown template parameter: stopAfterIdle") {
-			t.Errorf("run.sh accepts stopAfterIdle, which is not a template parameter: %v\n%s", err, out)
+		if !errors.As(err, &exit) || !strings.Contains(out, "run.sh: stopAfterIdle is for local runs only") {
+			t.Errorf("run.sh accepts stopAfterIdle, which is not a template parameter, or does not say why: %v\n%s", err, out)
 		}
 	})
 }
