@@ -315,6 +315,13 @@ func TestBinary(t *testing.T) {
 				append(slices.Clone(noCredentials), "CLOUDSDK_COMPUTE_REGION="), 0},
 			{"a Dataflow launch without staging location", append([]string{"--runner=dataflow", "--project=my-project", "--region=us-central1"}, params...), 2,
 				"pubsub-to-clickhouse: a Dataflow launch needs --staging_location=gs://<bucket>/<path>; nothing was started", noCredentials, 0},
+			// The runner would stage with them only after the start-up checks (here, ClickHouse's,
+			// which would fail first), quoting the client library without a way out.
+			{"a Dataflow launch without credentials", append([]string{"--runner=dataflow", "--project=my-project", "--region=us-central1",
+				"--staging_location=gs://my-bucket/staging"}, params...), 1,
+				"pubsub-to-clickhouse: no Google Cloud credentials to stage the job with: the Dataflow runner writes the worker binary and the job to " +
+					"--staging_location with Application Default Credentials: run gcloud auth application-default login, or set " +
+					"GOOGLE_APPLICATION_CREDENTIALS to a service account's key file (", noCredentials, 0},
 			{"a certificate file on Dataflow", append(slices.Clone(params), "--runner=dataflow", "--project=p", "--region=us-central1",
 				"--clickHouseUrl=clickhouse://127.0.0.1:1?secure=true", "--clickHouseCaCertificate=/etc/ssl/ca.pem"), 2,
 				`clickHouseCaCertificate "/etc/ssl/ca.pem": a file path is read on each worker, and Dataflow's workers do not have the launcher's files`, nil, 0},

@@ -13,6 +13,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/dataflow/dataflowlib"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/util/gcsx"
 	df "google.golang.org/api/dataflow/v1b3"
+	"google.golang.org/api/option"
+	"google.golang.org/api/transport"
 )
 
 // AtLeastOnce is the Dataflow service option (or experiment) of at-least-once streaming mode, as
@@ -80,6 +82,19 @@ func checkRequired(l launch) error {
 		return nil
 	}
 	return fmt.Errorf("a Dataflow launch needs %s; nothing was started", strings.Join(missing, ", "))
+}
+
+// checkCredentials refuses a Dataflow launch that writes to Cloud Storage (not a dry run) when
+// no Application Default Credentials are found: the runner stages the worker binary and the
+// model with them, and would fail only after the start-up checks, with the client library's
+// "credentials: could not find default credentials", which says not how to get some.
+func checkCredentials(ctx context.Context) error {
+	if _, err := transport.Creds(ctx, option.WithScopes(storage.ScopeReadWrite)); err != nil {
+		return fmt.Errorf("no Google Cloud credentials to stage the job with: the Dataflow runner writes the worker binary and the job to "+
+			"--staging_location with Application Default Credentials: run gcloud auth application-default login, or set "+
+			"GOOGLE_APPLICATION_CREDENTIALS to a service account's key file (%w)", err)
+	}
+	return nil
 }
 
 // streamingMode returns the streaming mode the job asks for: "at-least-once" when the service

@@ -194,6 +194,11 @@ func run(ctx context.Context, o pipeline.Options) error {
 		if err := checkRequired(l); err != nil {
 			return badArgs(err)
 		}
+		if !l.dryRun {
+			if err := checkCredentials(ctx); err != nil {
+				return err
+			}
+		}
 	}
 	mode := o.Mode()
 	slog.Info("launch", "runner", l.runner, "mode", l.String())
