@@ -79,9 +79,7 @@ func runCheck(ctx context.Context, cio *cmdIO, args []string) int {
 	defer c.close()
 	c.published = time.Now()
 	if o.MetadataColumns != "" {
-		fmt.Fprintf(cio.Out, "metadataColumns: a message's message_id is its number in the input (1, 2, ...) and its publish_time the time of this check (%s); "+
-			"Pub/Sub sets both when the message is published. Attributes and ordering keys come from --envelope lines; without it a message has none.\n\n",
-			c.published.UTC().Format(time.RFC3339Nano))
+		fmt.Fprint(cio.Out, metadataNote(c.published))
 	}
 	var s checkSummary
 	for i, in := range msgs {
@@ -422,4 +420,13 @@ func (s *checkSummary) print(cio *cmdIO) {
 // firstValue returns the first element of the slice values (a Column's Values of one row).
 func firstValue(values any) any {
 	return reflect.ValueOf(values).Index(0).Interface()
+}
+
+// metadataNote is what check says before the first message with --metadataColumns: the
+// message_id and publish_time its messages get, the latter as a String column gets it (Pub/Sub's
+// publish time has milliseconds: so has the one check gives, flow.Message.PublishTimeMillis).
+func metadataNote(published time.Time) string {
+	return fmt.Sprintf("metadataColumns: a message's message_id is its number in the input (1, 2, ...) and its publish_time the time of this check (%s); "+
+		"Pub/Sub sets both when the message is published. Attributes and ordering keys come from --envelope lines; without it a message has none.\n\n",
+		time.UnixMilli(published.UnixMilli()).UTC().Format("2006-01-02T15:04:05.000Z"))
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCommandFlagProblems: a subcommand's flag it does not define is said in words, with the
@@ -65,5 +66,16 @@ func TestEmptySecretFlag(t *testing.T) {
 	runCheck(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), []string{"--clickHouseUrl=clickhouse://127.0.0.1:1", "--clickHouseTable=t", "--clickHousePassword=", file})
 	if strings.Contains(errOut.String(), "is empty") {
 		t.Errorf("--clickHousePassword= and then a file is refused:\n%s", errOut.String())
+	}
+}
+
+// TestMetadataNote: the publish_time that check's note gives is the one its rows get (a String
+// column's RFC 3339 with milliseconds, from flow.Message.PublishTimeMillis), not the clock's
+// nanoseconds.
+func TestMetadataNote(t *testing.T) {
+	published := time.Date(2026, 12, 6, 17, 57, 59, 18291260, time.UTC)
+	note := metadataNote(published)
+	if want := "its publish_time the time of this check (2026-12-06T17:57:59.018Z); "; !strings.Contains(note, want) {
+		t.Errorf("the note %q lacks %q", note, want)
 	}
 }
