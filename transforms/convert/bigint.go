@@ -67,7 +67,7 @@ func (e bigIntEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error)
 		return dst, err
 	}
 	if !ok {
-		return dst, errValue(v, fmt.Sprintf("is not a number; %s takes an integer, a string holding one, true or false", e.name))
+		return dst, notAnInteger(v, e.name)
 	}
 	var buf [96]byte
 	n := parseExact(text, buf[:0])

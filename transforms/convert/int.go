@@ -64,12 +64,12 @@ func (e *intEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 	case kindNumber:
 		text = v.raw
 	case kindString:
-		s, err := c.text(v)
+		s, ok, err := numberText(v, c)
 		if err != nil {
-			return dst, errValue(v, err.Error())
+			return dst, err
 		}
-		if end, ok := numberEnd(s, 0); !ok || end != len(s) {
-			return dst, errValue(v, fmt.Sprintf("is not a number; %s takes an integer, a string holding one, true or false", e.name))
+		if !ok {
+			return dst, notAnInteger(v, e.name)
 		}
 		text = s
 	case kindTrue:
@@ -209,3 +209,14 @@ func (e *intEncoder) size() int { return e.bytes }
 
 // column decodes little-endian two's complement into clickhouse-go's []int8…[]int64, []uint8…[]uint64.
 func (e *intEncoder) column(wrap shape) Column { return e.columnOf(wrap) }
+
+// notAnInteger is the error of a string that holds no number, into the integer type name (an Int,
+// UInt or their 128- and 256-bit kinds). The string "true" or "false" is said to be a string: the
+// type takes the JSON booleans, without quotes.
+func notAnInteger(v value, name string) error {
+	if b := string(v.raw); b == `"true"` || b == `"false"` {
+		return errValue(v, fmt.Sprintf("is a string, not the JSON boolean %s; %s takes an integer, a string holding one, or the JSON booleans true and false (without quotes)",
+			b[1:len(b)-1], name))
+	}
+	return errValue(v, fmt.Sprintf("is not a number; %s takes an integer, a string holding one, true or false", name))
+}

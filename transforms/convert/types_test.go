@@ -99,6 +99,13 @@ func TestBigIntegers(t *testing.T) {
 		{"UInt256 overflow by exponent", []string{"a UInt256"}, `{"a":1e78}`, nil, `1e78 is out of range for UInt256`},
 		{"fraction", []string{"a Int256"}, `{"a":"0.5"}`, nil, `column "a" (Int256): "0.5" is not a whole number; Int256 takes an integer`},
 		{"not a number", []string{"a Int128"}, `{"a":"0x10"}`, nil, `"0x10" is not a number; Int128 takes an integer, a string holding one, true or false`},
+		// The JSON booleans are taken as 1 and 0; the strings "true" and "false" are said to be strings.
+		{"booleans", []string{"a UInt8", "b Int256"}, `{"a":true,"b":false}`, []any{uint8(1), big.NewInt(0)}, ""},
+		{"the string true", []string{"a UInt8"}, `{"a":"true"}`, nil,
+			`column "a" (UInt8): "true" is a string, not the JSON boolean true; UInt8 takes an integer, a string holding one, or the JSON booleans true and false (without quotes)`},
+		{"the string false", []string{"a Int256"}, `{"a":"false"}`, nil,
+			`column "a" (Int256): "false" is a string, not the JSON boolean false; Int256 takes an integer, a string holding one, or the JSON booleans true and false (without quotes)`},
+		{"the string TRUE", []string{"a Int8"}, `{"a":"TRUE"}`, nil, `"TRUE" is not a number; Int8 takes an integer, a string holding one, true or false`},
 		{"array", []string{"a UInt128"}, `{"a":[1]}`, nil, `[1] is an array; UInt128 takes an integer`},
 	})
 }
