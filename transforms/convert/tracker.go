@@ -50,7 +50,7 @@ func (t *Tracker) Set(tab *schema.Table) error {
 	conv, err := NewWith(tab, t.Options)
 	if err != nil {
 		if t.conv != nil {
-			return fmt.Errorf("table %s.%s changed: %w", t.Database, t.Table, err)
+			return &ChangedError{Err: fmt.Errorf("table %s.%s changed: %w", t.Database, t.Table, err)}
 		}
 		return fmt.Errorf("table %s.%s: %w", t.Database, t.Table, err)
 	}
@@ -73,6 +73,15 @@ func (t *Tracker) Set(tab *schema.Table) error {
 	t.table, t.conv, t.read = tab, conv, time.Now()
 	return nil
 }
+
+// ChangedError is the error of Refresh (and Set) when the table, read again, has changed so that
+// no converter can be built for it (a column of a type without converter added, a column of
+// Options dropped): reading it again fails the same way until the table changes again. The
+// Tracker keeps the schema it had.
+type ChangedError struct{ Err error }
+
+func (e *ChangedError) Error() string { return e.Err.Error() }
+func (e *ChangedError) Unwrap() error { return e.Err }
 
 // Converter returns the converter of the last schema read; nil before the first Refresh.
 func (t *Tracker) Converter() *Converter { return t.conv }

@@ -193,6 +193,9 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 	defer c.Close()
 	// Another worker may have added them already.
 	if err := f.refreshOn(ctx, c, f.ddlRetry()); err != nil {
+		if changed := (*convert.ChangedError)(nil); errors.As(err, &changed) {
+			return false, f.unusable(fresh, refused, changed), nil
+		}
 		dead, err := f.tableAway(ctx, fresh, refused, err)
 		return false, dead, err
 	}
@@ -377,10 +380,34 @@ func (f *parseFn) notNow(fields []evolve.Field, refused []*evolve.Refusal, err e
 	return nil
 }
 
-// refreshOn reads the table's schema through c, retrying what a retry can change by retry.
+// unusable returns what becomes of a message whose new fields cannot become columns because the
+// table, read again to add them, can no longer be converted to (changed): each field is refused
+// for refusedFor without reading the table again, and the message is a dead letter naming the
+// fields and the table's change, or, with unknownFieldsColumn, a row of the table as the worker
+// read it before, the fields kept there (nil). The worker's other messages go on.
+func (f *parseFn) unusable(fields []evolve.Field, refused []*evolve.Refusal, changed *convert.ChangedError) error {
+	for _, n := range fields {
+		r := &evolve.Refusal{Param: evolve.ParamAdd, Field: n.Name, Value: text.Cut(n.Value, 100),
+			Rule: fmt.Sprintf("cannot become a column now: the table, read again to add it, can no longer be converted to (%v); "+
+				"the worker goes on with the table as it read it before, without the field", changed), Err: changed}
+		f.evolver.refused[n.Name] = refusedDDL{r, time.Now()}
+		refused = append(refused, r)
+	}
+	if f.FromMessage.UnknownFields == "" {
+		return evolve.Refusals(refused)
+	}
+	f.logKept(refused)
+	return nil
+}
+
+// refreshOn reads the table's schema through c, retrying what a retry can change by retry: not
+// a table that can no longer be converted to (convert.ChangedError).
 func (f *parseFn) refreshOn(ctx context.Context, c driver.Conn, retry chclient.Retry) error {
 	_, err := retry.DoIf(ctx, func() error { return f.tracker.Refresh(ctx, c) },
-		func(err error) bool { return chclient.Classify(err) == chclient.Transient },
+		func(err error) bool {
+			var changed *convert.ChangedError
+			return chclient.Classify(err) == chclient.Transient && !errors.As(err, &changed)
+		},
 		func(attempt int, err error) {
 			slog.Warn("parse: reading the table's schema failed; retrying", "table", f.Table, "attempt", attempt, "error", err)
 		})

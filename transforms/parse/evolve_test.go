@@ -176,6 +176,42 @@ func TestAddColumnsRefusedByServer(t *testing.T) {
 	}
 }
 
+// TestAddColumnsTableNoLongerConvertible: when the table, read again to add a new field's column,
+// has a column of a type without converter since the worker read it (here an AggregateFunction,
+// added by someone else), the message is a dead letter naming the field and that column, at
+// once, not a bundle failing after the retries of an outage; the messages without new fields are
+// rows of the table as the worker read it, and no column is added. With unknownFieldsColumn the
+// message is a row that keeps the field there.
+func TestAddColumnsTableNoLongerConvertible(t *testing.T) {
+	agg := "ALTER TABLE events ADD COLUMN agg AggregateFunction(sum, UInt64)"
+	start := time.Now()
+	got, rows, srv := runOnChangedTable(t, []string{agg}, `{"id":1,"nf":1}`, `{"id":2}`, `{"id":3,"nf":3}`)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("took %v: the table was read again as if the server were unreachable", took)
+	}
+	want := `addNewColumns: field "nf" (value %d) cannot become a column now: the table, read again to add it, can no longer be converted to (table ` +
+		srv.Database + `.events changed: column "agg": unsupported type AggregateFunction(sum, UInt64)`
+	for i, g := range []string{got[0], got[2]} {
+		if w := fmt.Sprintf(want, 2*i+1); !strings.HasPrefix(g, w) || !strings.HasSuffix(g, "; the message is a dead letter") {
+			t.Errorf("message with nf: %s\nwant %s...; the message is a dead letter", g, w)
+		}
+	}
+	if got[1] != "row" || len(rows) != 1 || rows[0].MessageID != "1" {
+		t.Errorf("outcomes %q, rows %v: want the message without a new field a row", got, rows)
+	}
+	if cols := srv.MustQuery(t, fmt.Sprintf("SELECT name FROM system.columns WHERE database = '%s' AND table = 'events'", srv.Database)); cols != "id\nagg" {
+		t.Errorf("columns %q, want id and agg", cols)
+	}
+
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, u String) ENGINE = MergeTree ORDER BY id`, "kept")
+	cfg := Config{ClickHouse: srv.Config(), Table: "kept", AddNewColumns: true, Limits: evolve.Limits{Max: 5},
+		FromMessage: convert.Options{UnknownFields: "u"}}
+	got, _, _ = runEvolveAfter(t, cfg, func() { srv.MustExec(t, strings.Replace(agg, "events", "kept", 1)) }, []string{`{"id":1,"nf":1}`})
+	if got[0] != "row" {
+		t.Errorf("with unknownFieldsColumn: %s, want a row", got[0])
+	}
+}
+
 // TestRefusedDDLIsCached: after the server refused a field's ADD COLUMN, the next message with
 // the field is refused with that same error, without a second ALTER, for refusedFor.
 func TestRefusedDDLIsCached(t *testing.T) {
