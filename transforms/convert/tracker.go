@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -15,7 +17,8 @@ import (
 
 // Tracker follows one table's schema for a stage: its columns, read from system.columns
 // (schema.Fetch), and the Converter built from them. The parse stage refreshes it every
-// schemaRefreshSeconds, the write stage when rows were converted against another schema or the
+// schemaRefreshSeconds, and at once when another stage of the process has read a change
+// (ChangedElsewhere), the write stage when rows were converted against another schema or the
 // server says the table changed; both go through Refresh, so a change is read, built and
 // logged the same way. A Tracker is not safe for concurrent use (one per DoFn instance).
 type Tracker struct {
@@ -30,6 +33,37 @@ type Tracker struct {
 	// leftOut names the columns of the last schema that are not written for their names
 	// (schema.Column.NotWritten, not EPHEMERAL), which a warning has named.
 	leftOut []string
+	// seen is the count of changes of the table (changesOf) when this Tracker last read it or
+	// was told of one (ChangedElsewhere).
+	seen  int64
+	count *atomic.Int64 // changesOf's, once looked up
+}
+
+// changes counts, per table ("database.table"), the schema changes that the Trackers of this
+// process have read: a change one stage reads (the write stage, whose INSERT the server refused
+// for the table's new structure, or the parse stage, which added a column) the others learn at
+// once (ChangedElsewhere), instead of at their next periodic read.
+var changes sync.Map // string -> *atomic.Int64
+
+// changesOf returns the count of the changes read of t's table.
+func (t *Tracker) changesOf() *atomic.Int64 {
+	if t.count == nil {
+		c, _ := changes.LoadOrStore(t.Database+"."+t.Table, new(atomic.Int64))
+		t.count = c.(*atomic.Int64)
+	}
+	return t.count
+}
+
+// ChangedElsewhere reports whether another Tracker of this process has read a change of the
+// table's schema since this one last read it; it reports each such change once, so that the
+// stage reads the table again once, whether that read succeeds or not.
+func (t *Tracker) ChangedElsewhere() bool {
+	n := t.changesOf().Load()
+	if n == t.seen {
+		return false
+	}
+	t.seen = n
+	return true
 }
 
 // Refresh reads the table's schema through conn and builds its converter. A column type
@@ -54,9 +88,12 @@ func (t *Tracker) Set(tab *schema.Table) error {
 		}
 		return fmt.Errorf("table %s.%s: %w", t.Database, t.Table, err)
 	}
+	count := t.changesOf()
 	if t.conv != nil && conv.SchemaHash() != t.conv.SchemaHash() {
 		slog.Info(t.Stage+": the table's schema changed", "table", t.Table, "columns", strings.Join(conv.Columns(), ", "))
+		count.Add(1)
 	}
+	t.seen = count.Load()
 	var leftOut []string
 	for _, c := range tab.Columns {
 		if c.NotWritten != "" && c.DefaultKind != "EPHEMERAL" {

@@ -300,3 +300,36 @@ func TestAddColumnsGroupRuleOnTheTableAsItIsNow(t *testing.T) {
 		t.Errorf("columns %q, want id, x and n.a alone", cols)
 	}
 }
+
+// TestSchemaChangeReadElsewhere: a column altered while the job runs (n UInt8 made UInt16) is
+// read again by the parse stage as soon as another stage of the worker has read the change
+// (here a Tracker as the write stage's, which reads the table again when the server refuses an
+// INSERT for its new structure), not only after schemaRefreshSeconds (an hour here): the value
+// 300 that the column now takes is a row. Without that other read it is a dead letter of the
+// table as the stage read it, until its periodic read.
+func TestSchemaChangeReadElsewhere(t *testing.T) {
+	srv := chtest.New(t)
+	ctx := context.Background()
+	run := func(table string, readElsewhere bool) string {
+		srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, n UInt8) ENGINE = MergeTree ORDER BY id`, table)
+		other := &convert.Tracker{Stage: "write", Database: srv.Database, Table: table}
+		got, _, _ := runEvolveAfter(t, Config{ClickHouse: srv.Config(), Table: table, SchemaRefresh: time.Hour}, func() {
+			if err := other.Refresh(ctx, srv.Conn(t)); err != nil {
+				t.Fatal(err)
+			}
+			srv.MustExec(t, "ALTER TABLE "+table+" MODIFY COLUMN n UInt16")
+			if readElsewhere {
+				if err := other.Refresh(ctx, srv.Conn(t)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, []string{`{"id":1,"n":300}`})
+		return got[0]
+	}
+	if got := run("read_elsewhere", true); got != "row" {
+		t.Errorf("after the write stage read the change: %s, want a row", got)
+	}
+	if got, want := run("not_read", false), `column "n" (UInt8): 300 is out of range for UInt8 (0 to 255)`; got != want {
+		t.Errorf("before any stage read the change: %q, want %q", got, want)
+	}
+}

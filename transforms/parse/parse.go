@@ -159,10 +159,14 @@ func (f *parseFn) refresh(ctx context.Context) error {
 	return f.tracker.Refresh(ctx, c)
 }
 
-// refreshSchema reads the schema again when SchemaRefresh has passed. A failure keeps the
-// current converter: the write stage notices a real mismatch.
+// refreshSchema reads the schema again when SchemaRefresh has passed, or when another stage of
+// this worker read a change of the table since (convert.Tracker.ChangedElsewhere: the write
+// stage, whose INSERT the server refused for the table's new structure), so that a column
+// altered while the job runs (UInt8 made UInt16) stops dead-lettering the values it now takes
+// before SchemaRefresh has passed. Never with SchemaRefresh 0. A failure keeps the current
+// converter: the write stage notices a real mismatch.
 func (f *parseFn) refreshSchema(ctx context.Context) {
-	if f.SchemaRefresh <= 0 || time.Since(f.attempted) < f.SchemaRefresh {
+	if f.SchemaRefresh <= 0 || (time.Since(f.attempted) < f.SchemaRefresh && !f.tracker.ChangedElsewhere()) {
 		return
 	}
 	f.attempted = time.Now()
