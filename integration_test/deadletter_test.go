@@ -242,6 +242,35 @@ func TestDeadLetterOrderingKey(t *testing.T) {
 	}
 }
 
+// TestDeadLetterServerErrorNotUTF8: ClickHouse 18.16 quotes what it parsed of a value in its
+// error, cut at a byte count: toDateTime of "2024-01-01 00:00:0é" says "parsed just
+// '2024-01-01 00:00:0\xc3'", half of the é. Pub/Sub takes only UTF-8 attributes, so the dead
+// letter of that row, whose errorMessage attribute carried the server's bytes, failed every
+// publish and the job with it. The attribute shows such a byte as \xXX; the table keeps the
+// server's text as it was.
+func TestDeadLetterServerErrorNotUTF8(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, s String, d DateTime MATERIALIZED toDateTime(s)) ENGINE = MergeTree ORDER BY id`)
+	e.opts.WindowSeconds = pipeline1s
+	bad := `{"id":2,"s":"2024-01-01 00:00:0é"}`
+	ids := e.ps.Publish(t, e.topic,
+		&pubsubpb.PubsubMessage{Data: []byte(`{"id":1,"s":"2024-01-01 00:00:01"}`)},
+		&pubsubpb.PubsubMessage{Data: []byte(bad), OrderingKey: "k", Attributes: map[string]string{"src": "x"}},
+	)
+	e.run(t)
+	if got := e.srv.MustQuery(t, "SELECT id FROM events"); got != "1" {
+		t.Errorf("rows %q, want 1", got)
+	}
+	if got := e.srv.MustQuery(t, "SELECT raw_message, position(error_message, '00:00:0\\xC3\\'') > 0 FROM dead_letters"); got != bad+"\t1" {
+		t.Errorf("dead-letter table: %q, want the payload and the server's error as it was", got)
+	}
+	got := pullAll(t, e.ps, e.dlqCheck)
+	if len(got) != 1 || got[0].Data != bad || got[0].OrderingKey != "k" || got[0].Attributes["src"] != "x" ||
+		!strings.Contains(got[0].Attributes["errorMessage"], `parsed just '2024-01-01 00:00:0\xc3'`) {
+		t.Errorf("the dead-letter topic holds %+v, want the bad payload with its key and attributes, the byte shown as \\xc3", got)
+	}
+	e.checkAllAcked(t, ids)
+}
+
 // TestDeadLetterTableTypeChanged: a column of the dead-letter table changes while the job runs.
 // failed_at made a Date would keep only the day of a failure, so the dead-letter INSERT refuses
 // it, naming the column, and retries with the table read again; the dead letter waits,

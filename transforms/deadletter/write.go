@@ -594,8 +594,8 @@ var AddedAttributes = []string{AttrErrorMessage, AttrFailedAt, AttrPayloadTrunca
 const MaxTopicAttributes = psclient.MaxAttributes
 
 // TopicMessage is the dead-letter topic's message for r: the original payload bytes, ordering key
-// and attributes, with the attributes errorMessage (cut to Pub/Sub's 1024-byte limit on a UTF-8
-// boundary) and failedAt (RFC 3339, UTC, milliseconds, e.g. 2026-01-15T10:30:00.123Z) set.
+// and attributes, with the attributes errorMessage (a byte that is not part of valid UTF-8 shown
+// as \xXX, cut to Pub/Sub's 1024-byte limit on a UTF-8 boundary) and failedAt (RFC 3339, UTC, milliseconds, e.g. 2026-01-15T10:30:00.123Z) set.
 //
 // An original attribute named as one of AddedAttributes is left out and counted in
 // attributesOmitted: kept, it would be read as this stage's own (a message that says
@@ -632,7 +632,9 @@ func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 		for _, k := range keys[:kept] {
 			attrs[k] = r.Attributes[k]
 		}
-		attrs[AttrErrorMessage] = text.CutWithin(r.ErrorMessage, maxAttributeValueBytes)
+		// Pub/Sub takes UTF-8 attributes alone, and the server's error in a rejected row's may
+		// quote a value cut inside a character (18.16: "parsed just '2024-01-01 00:00:0\xc3'").
+		attrs[AttrErrorMessage] = text.CutWithin(text.ValidUTF8(r.ErrorMessage), maxAttributeValueBytes)
 		attrs[AttrFailedAt] = r.FailedAt().Format(FailedAtLayout)
 		if omitted := len(keys) - kept + named; omitted > 0 {
 			attrs[AttrAttributesOmitted] = strconv.Itoa(omitted)

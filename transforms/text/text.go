@@ -2,7 +2,11 @@
 // terminal.
 package text
 
-import "unicode/utf8"
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
 
 // Ellipsis ends a text that Cut cut.
 const Ellipsis = "…"
@@ -38,4 +42,24 @@ func CutWithin(s string, n int) string {
 		return s
 	}
 	return Cut(s, n-len(Ellipsis))
+}
+
+// ValidUTF8 returns s with each byte that is not part of valid UTF-8 written as \xXX, as the
+// commands show such a byte: for a text that must be UTF-8, such as a Pub/Sub attribute. s itself
+// when it is valid.
+func ValidUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }

@@ -50,3 +50,16 @@ func TestCutWithin(t *testing.T) {
 		}
 	}
 }
+
+func TestValidUTF8(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                    "",
+		"é\\x":                "é\\x",
+		"parsed just '0\xc3'": `parsed just '0\xc3'`, // half of é
+		"\xff\xfeab\xe2\x82":  `\xff\xfeab\xe2\x82`,
+	} {
+		if got := ValidUTF8(in); got != want {
+			t.Errorf("ValidUTF8(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
