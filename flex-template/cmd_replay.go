@@ -96,6 +96,10 @@ func runReplay(ctx context.Context, cio *cmdIO, args []string) int {
 	if r.until, err = parseReplayTime("--until", *until, now); err != nil {
 		problems = append(problems, err)
 	}
+	// Every message carries it as its replay_id: a value Pub/Sub refuses would leave them all.
+	if err := psclient.CheckMessage(&pubsub.Message{Attributes: map[string]string{AttrReplayID: r.id}}, ""); err != nil {
+		problems = append(problems, fmt.Errorf("--replayId %q: %w", text.Cut(r.id, 40), err))
+	}
 	if r.samples < 0 {
 		problems = append(problems, fmt.Errorf("--samples %d: must be 0 or more", r.samples))
 	}

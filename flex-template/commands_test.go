@@ -27,6 +27,11 @@ func TestCommandFlagProblems(t *testing.T) {
 		{runInfer, []string{"--samples=abc", "f"}, "pubsub-to-clickhouse infer: --samples \"abc\": not a whole number, or out of range\n"},
 		{runReplay, []string{"--deleteWait=10", "--topic=projects/p/topics/t", "--fromTable=dl"},
 			"pubsub-to-clickhouse replay: --deleteWait \"10\": not a duration: a number with its unit, such as 30s, 10m or 1h\n"},
+		// The replay_id attribute of every message: a value Pub/Sub refuses would leave them all.
+		{runReplay, []string{"--replayId=" + strings.Repeat("r", 1025), "--topic=projects/my-project/topics/events", "--fromSubscription=projects/my-project/subscriptions/dead"},
+			"pubsub-to-clickhouse replay: --replayId \"" + strings.Repeat("r", 40) + "…\": the value of the attribute \"replay_id\" is 1025 bytes, over Pub/Sub's 1024\n"},
+		{runReplay, []string{"--replayId=r\xff", "--topic=projects/my-project/topics/events", "--fromSubscription=projects/my-project/subscriptions/dead"},
+			"pubsub-to-clickhouse replay: --replayId \"r\\xff\": the value of the attribute \"replay_id\" is not valid UTF-8, which Pub/Sub requires of attributes\n"},
 	} {
 		var out, errOut strings.Builder
 		code := tc.run(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), tc.args)
