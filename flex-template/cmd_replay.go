@@ -266,15 +266,19 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	cond, args := r.condition()
 	// The attributes and the ordering key, where the table keeps them (its optional columns).
 	// A NULL (the columns may be Nullable) reads as none.
-	attributes, orderingKey := "'{}'", "''"
+	attributes, orderingKey, messageID := "'{}'", "''", "''"
 	if slices.Contains(columns, "attributes") {
 		attributes = "ifNull(attributes, '{}')"
 	}
 	if slices.Contains(columns, "ordering_key") {
 		orderingKey = "ifNull(ordering_key, '')"
 	}
+	if slices.Contains(columns, "message_id") { // to name a row in an error
+		messageID = "ifNull(message_id, '')"
+	}
 	hash := rowHash(columns)
-	rows, err := conn.Query(ctx, "SELECT ifNull(raw_message, ''), "+hash+", "+attributes+", "+orderingKey+", toString(failed_at, 'UTC') FROM "+table+" WHERE "+cond+" ORDER BY failed_at", args...)
+	rows, err := conn.Query(ctx, "SELECT ifNull(raw_message, ''), "+hash+", "+attributes+", "+orderingKey+", toString(failed_at, 'UTC'), "+messageID+
+		" FROM "+table+" WHERE "+cond+" ORDER BY failed_at", args...)
 	if err != nil {
 		if code, ok := chclient.Code(err); ok && r.where != "" && whereCodes[code] {
 			return failure(cio, "replay", fmt.Errorf("--where %q: ClickHouse refused the condition (%v); it is a SQL condition on the columns of %s "+
@@ -284,12 +288,17 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	}
 	var msgs []*pubsub.Message
 	var hashes []uint64
+	var names []string // each row's, for an error: when it failed, and its message id
 	for rows.Next() {
-		var raw, attrsJSON, key, failedAt string
+		var raw, attrsJSON, key, failedAt, id string
 		var h uint64
-		if err := rows.Scan(&raw, &h, &attrsJSON, &key, &failedAt); err != nil {
+		if err := rows.Scan(&raw, &h, &attrsJSON, &key, &failedAt, &id); err != nil {
 			rows.Close()
 			return failure(cio, "replay", fmt.Errorf("reading %s: %w", r.from, err))
+		}
+		name := "the row that failed at " + failedAt + " UTC"
+		if id != "" {
+			name += fmt.Sprintf(" (message_id %q)", id)
 		}
 		attrs, err := parseAttributes(attrsJSON)
 		if err != nil {
@@ -298,11 +307,12 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 			if shown == "" {
 				shown = "(empty)"
 			}
-			return failure(cio, "replay", fmt.Errorf("reading %s: the attributes %s of the row that failed at %s UTC are not a JSON object of strings (%v); "+
-				"replayed nothing: correct the row's attributes column, or leave the row out with --where", r.from, shown, failedAt, err))
+			return failure(cio, "replay", fmt.Errorf("reading %s: the attributes %s of %s are not a JSON object of strings (%v); "+
+				"replayed nothing: correct the row's attributes column, or leave the row out with --where", r.from, shown, name, err))
 		}
 		msgs = append(msgs, r.message([]byte(raw), attrs, key))
 		hashes = append(hashes, h)
+		names = append(names, name)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -317,7 +327,7 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	kept := 0
 	for i, m := range msgs {
 		if err := psclient.CheckMessage(m, r.topic); err != nil {
-			refused = append(refused, fmt.Errorf("a dead letter of %d bytes: %w", len(m.Data), err))
+			refused = append(refused, fmt.Errorf("%s, a dead letter of %d bytes: %w", names[i], len(m.Data), err))
 			continue
 		}
 		msgs[kept], hashes[kept] = m, hashes[i]

@@ -684,7 +684,8 @@ func TestReplayTooLarge(t *testing.T) {
 	from := "clickhouse://" + ch.Database + ".dl"
 	out, errOut, code := runCommand(t, "", append([]string{"replay", "--topic=" + input, "--fromTable=dl", "--replayId=r4", "--delete"}, chFlags(ch)...)...)
 	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+from) || !strings.Contains(out, "deleted 1 replayed row") ||
-		!strings.Contains(errOut, fmt.Sprintf("leaving 1 dead letter in %s, which Pub/Sub would refuse with the replay's attributes (replayed_from, replay_id): a dead letter of %d bytes: the message is ", from, len(huge))) {
+		!strings.Contains(errOut, fmt.Sprintf("leaving 1 dead letter in %s, which Pub/Sub would refuse with the replay's attributes (replayed_from, replay_id): "+
+			"the row that failed at 2026-01-15 11:00:00 UTC, a dead letter of %d bytes: the message is ", from, len(huge))) {
 		t.Errorf("replay --fromTable: exit %d, want 1\n%s%s", code, out, errOut)
 	}
 	if got := pullAll(t, e, inputSub); len(got) != 1 || got[0].Data != `{"id":1}` {
@@ -703,16 +704,17 @@ func TestReplayTooLarge(t *testing.T) {
 	for i := range 100 {
 		hundred = append(hundred, fmt.Sprintf(`"k%03d":"v"`, i))
 	}
-	ch.MustExec(t, `INSERT INTO dl_refused (raw_message, error_message, stack_trace, failed_at, attributes, ordering_key) VALUES `+
-		`('{"id":3}', 'e', 's', '2026-01-15 10:00:00', '{`+strings.Join(hundred, ",")+`}', ''), `+
-		`('{"id":4}', 'e', 's', '2026-01-15 10:00:01', '{}', 'k\xFF'), `+
-		`('{"id":5}', 'e', 's', '2026-01-15 10:00:02', '{}', '')`)
+	ch.MustExec(t, `INSERT INTO dl_refused (raw_message, error_message, stack_trace, failed_at, attributes, ordering_key, message_id) VALUES `+
+		`('{"id":3}', 'e', 's', '2026-01-15 10:00:00', '{`+strings.Join(hundred, ",")+`}', '', ''), `+
+		`('{"id":4}', 'e', 's', '2026-01-15 10:00:01', '{}', 'k\xFF', 'm4'), `+
+		`('{"id":5}', 'e', 's', '2026-01-15 10:00:02', '{}', '', 'm5')`)
 	refusedFrom := "clickhouse://" + ch.Database + ".dl_refused"
 	out, errOut, code = runCommand(t, "", append([]string{"replay", "--topic=" + input, "--fromTable=dl_refused", "--replayId=r6", "--delete"}, chFlags(ch)...)...)
 	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+refusedFrom) || !strings.Contains(out, "deleted 1 replayed row") ||
 		!strings.Contains(errOut, "leaving 2 dead letters in "+refusedFrom+", which Pub/Sub would refuse with the replay's attributes (replayed_from, replay_id): ") ||
-		!strings.Contains(errOut, "the message has 102 attributes, over Pub/Sub's 100 a message") ||
-		!strings.Contains(errOut, `the ordering key "k\xff" is not valid UTF-8`) {
+		// Each named by when it failed, and its message id where the row has one.
+		!strings.Contains(errOut, "the row that failed at 2026-01-15 10:00:00 UTC, a dead letter of 8 bytes: the message has 102 attributes, over Pub/Sub's 100 a message") ||
+		!strings.Contains(errOut, `the row that failed at 2026-01-15 10:00:01 UTC (message_id "m4"), a dead letter of 8 bytes: the ordering key "k\xff" is not valid UTF-8`) {
 		t.Errorf("replay --fromTable of rows Pub/Sub refuses: exit %d, want 1\n%s%s", code, out, errOut)
 	}
 	if got := pullAll(t, e, inputSub); len(got) != 1 || got[0].Data != `{"id":5}` {
