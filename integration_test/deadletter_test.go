@@ -271,6 +271,35 @@ func TestDeadLetterServerErrorNotUTF8(t *testing.T) {
 	e.checkAllAcked(t, ids)
 }
 
+// TestDeadLetterTableErrorNotUTF8: a dead letter the dead-letter table itself refuses fails the
+// bundle with the server's error, which can hold a value cut inside a character (18.16's
+// toDateTime: "parsed just '2024-01-01 00:00:0\xc3'"). The SDK harness sends a bundle's error to
+// the runner as protobuf text, which must be UTF-8: it could not, the worker was taken for
+// disconnected, and the job failed without the cause ("SDK worker disconnected ... context
+// canceled"). The error now shows such a byte as \xXX.
+func TestDeadLetterTableErrorNotUTF8(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	e.srv.MustExec(t, "ALTER TABLE dead_letters ADD COLUMN chk DateTime MATERIALIZED toDateTime(raw_message)")
+	e.opts.WindowSeconds = pipeline1s
+	e.opts.DeadLetterTopic = ""
+	e.opts.MaxRetries = 0
+	e.ps.Publish(t, e.topic, &pubsubpb.PubsubMessage{Data: []byte("2024-01-01 00:00:0é")})
+	p, s := beam.NewPipelineWithRoot()
+	pipeline.Build(s, pipeline.MustCheck(e.opts), pipeline.LocalSource)
+	r := startPipeline(p)
+	select {
+	case <-r.done:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the pipeline did not end within 3m")
+	}
+	if r.err == nil || !strings.Contains(r.err.Error(), `parsed just '2024-01-01 00:00:0\xc3'`) {
+		t.Errorf("pipeline error %v, want the dead-letter INSERT's, the byte shown as \\xc3", r.err)
+	}
+	if got := e.srv.MustQuery(t, "SELECT count() FROM dead_letters"); got != "0" {
+		t.Errorf("the dead-letter table holds %s rows, want 0", got)
+	}
+}
+
 // TestDeadLetterTableTypeChanged: a column of the dead-letter table changes while the job runs.
 // failed_at made a Date would keep only the day of a failure, so the dead-letter INSERT refuses
 // it, naming the column, and retries with the table read again; the dead letter waits,

@@ -440,8 +440,10 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 		if hint != "" {
 			hint = "; " + hint
 		}
-		return fmt.Errorf("INSERT of %d dead letters into %s.%s failed after %d attempts (class %s): %w; the bundle fails and its records stay unacknowledged%s",
-			len(recs), f.ClickHouse.Database, f.Table, attempts, chclient.Classify(err), err, hint)
+		// The server's error can quote a value cut inside a character, which the bundle's error
+		// (protobuf text to the runner) cannot carry.
+		return text.ValidUTF8Error(fmt.Errorf("INSERT of %d dead letters into %s.%s failed after %d attempts (class %s): %w; the bundle fails and its records stay unacknowledged%s",
+			len(recs), f.ClickHouse.Database, f.Table, attempts, chclient.Classify(err), err, hint))
 	}
 	return nil
 }

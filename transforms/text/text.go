@@ -63,3 +63,18 @@ func ValidUTF8(s string) string {
 	}
 	return b.String()
 }
+
+// ValidUTF8Error returns err with its text made valid UTF-8 by [ValidUTF8] (errors.Is and
+// errors.As still see err), nil for nil: for an error that ends a bundle, which the SDK harness
+// sends to the runner as protobuf text, which must be UTF-8.
+func ValidUTF8Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	return validUTF8Error{err}
+}
+
+type validUTF8Error struct{ err error }
+
+func (e validUTF8Error) Error() string { return ValidUTF8(e.err.Error()) }
+func (e validUTF8Error) Unwrap() error { return e.err }
