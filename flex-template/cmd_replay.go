@@ -265,7 +265,7 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	table := chclient.QuoteIdent(o.ClickHouseDatabase) + "." + chclient.QuoteIdent(r.table)
 	cond, args := r.condition()
 	// The attributes and the ordering key, where the table keeps them (its optional columns).
-	// A NULL (the columns may be Nullable) reads as none.
+	// A NULL (the columns may be Nullable, failed_at too) reads as none.
 	attributes, orderingKey, messageID := "'{}'", "''", "''"
 	if slices.Contains(columns, "attributes") {
 		attributes = "ifNull(attributes, '{}')"
@@ -277,7 +277,7 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 		messageID = "ifNull(message_id, '')"
 	}
 	hash := rowHash(columns)
-	rows, err := conn.Query(ctx, "SELECT ifNull(raw_message, ''), "+hash+", "+attributes+", "+orderingKey+", toString(failed_at, 'UTC'), "+messageID+
+	rows, err := conn.Query(ctx, "SELECT ifNull(raw_message, ''), "+hash+", "+attributes+", "+orderingKey+", ifNull(toString(failed_at, 'UTC'), 'NULL'), "+messageID+
 		" FROM "+table+" WHERE "+cond+" ORDER BY failed_at", args...)
 	if err != nil {
 		if code, ok := chclient.Code(err); ok && r.where != "" && whereCodes[code] {
