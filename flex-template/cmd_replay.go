@@ -401,6 +401,17 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	return code
 }
 
+// cutReason says why replay leaves a dead letter that the dead-letter stage cut to fit the topic
+// (its attributes a), and how to find its row in the dead-letter table, which keeps it whole.
+func cutReason(a map[string]string) string {
+	if a[deadletter.AttrPayloadTruncated] == "true" {
+		return fmt.Sprintf("the dead-letter stage cut its payload of %s bytes to fit the topic (payloadTruncated; it failed at %s): replay it from the dead-letter table, "+
+			"--where \"lower(hex(SHA256(raw_message))) = '%s'\"", a[deadletter.AttrPayloadBytes], a[deadletter.AttrFailedAt], a[deadletter.AttrPayloadSHA256])
+	}
+	return fmt.Sprintf("the dead-letter stage left out %s of its attributes to fit the topic, or for their names (attributesOmitted; it failed at %s): "+
+		"replay it from the dead-letter table, which keeps them in its attributes column", a[deadletter.AttrAttributesOmitted], a[deadletter.AttrFailedAt])
+}
+
 // orderingKeys are distinct ordering keys, in the order added; "" is none and not added.
 type orderingKeys []string
 
@@ -711,6 +722,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			fresh++
 			// left is the count of the kind of message left unacknowledged that m is, if it is one.
 			var left *int
+			why := "" // why m is left, on its line of standard error
 			a := m.GetAttributes()
 			if a[AttrReplayID] == r.id {
 				// A message this replay id published: without the dead-letter stage's attributes it
@@ -726,16 +738,18 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 					}
 					return failure(cio, "replay", fmt.Errorf("--fromSubscription %s delivers this replay's own messages (replay_id=%s, without the dead-letter stage's errorMessage and failedAt): it is on --topic %s, not on the dead-letter topic; stopped after %d", r.subscription, r.id, r.topic, replayed))
 				case err != nil: // not the stage's time: when it failed cannot be told
-					left = &unreadable
+					left, why = &unreadable, fmt.Sprintf("it carries this run's replay_id, and its failedAt %q is not the dead-letter stage's (%s)", a[deadletter.AttrFailedAt], deadletter.FailedAtLayout)
 				case !failedAt.Before(start.Add(-clockMargin)):
-					left = &again
+					left, why = &again, fmt.Sprintf("it carries this run's replay_id and failed at %s, since the run started: a message this run replayed that failed again (%s)",
+						a[deadletter.AttrFailedAt], flow.OneLine(text.Cut(a[deadletter.AttrErrorMessage], 200)))
 				}
 			}
 			if left == nil && (a[deadletter.AttrPayloadTruncated] == "true" || a[deadletter.AttrAttributesOmitted] != "") {
-				left = &cut
+				left, why = &cut, cutReason(a)
 			}
 			if left != nil {
 				*left++
+				fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: leaving message %s on %s, unacknowledged: %s\n", m.GetMessageId(), r.subscription, why)
 				heldAcks = append(heldAcks, rm.GetAckId())
 				heldKeys.add(m.GetOrderingKey())
 				continue

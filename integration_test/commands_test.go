@@ -7,6 +7,7 @@ package integration_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -861,10 +862,13 @@ func TestReplayFromTopicSameReplayID(t *testing.T) {
 
 // TestReplayFromTopicLeavesCutMessages: a dead letter that left out some of its message's
 // attributes (attributesOmitted), to stay within Pub/Sub's 100 or for a name the dead-letter stage
-// gives its own, is not an exact copy of the message, so replay leaves it on the subscription,
-// says so (for both causes) and exits 1; the others are replayed.
+// gives its own, or whose payload was cut to fit the topic (payloadTruncated), is not an exact
+// copy of the message, so replay leaves it on the subscription, says so (for every cause), names
+// each on standard error with what finds its row in the dead-letter table, and exits 1; the
+// others are replayed.
 func TestReplayFromTopicLeavesCutMessages(t *testing.T) {
 	e, input, inputSub, dlTopic, dlSub := replayTopics(t)
+	huge := bytes.Repeat([]byte("x"), 9_999_000) // with the stage's attributes, over the topic's limit
 	many := map[string]string{}
 	for i := range 100 {
 		many[fmt.Sprintf("k%03d", i)] = "v"
@@ -875,6 +879,7 @@ func TestReplayFromTopicLeavesCutMessages(t *testing.T) {
 		{Payload: []byte(`{"id":2}`), ErrorMessage: "bad", FailedAtMillis: 2, Attributes: many, OrderingKey: "k1"},
 		// An attribute of the name the stage gives its own: left out, not to fit.
 		{Payload: []byte(`{"id":3}`), ErrorMessage: "bad", FailedAtMillis: 3, Attributes: map[string]string{deadletter.AttrErrorMessage: "the publisher's"}},
+		{Payload: huge, ErrorMessage: strings.Repeat("e", 5000), FailedAtMillis: 4, Attributes: map[string]string{"source": strings.Repeat("s", 500)}},
 	} {
 		m := deadletter.TopicMessage(dl)
 		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes, OrderingKey: m.OrderingKey})
@@ -882,13 +887,27 @@ func TestReplayFromTopicLeavesCutMessages(t *testing.T) {
 	if msgs[1].Attributes[deadletter.AttrAttributesOmitted] != "3" {
 		t.Fatalf("the dead letter of a message with 100 attributes: %v", msgs[1].Attributes)
 	}
+	if msgs[3].Attributes[deadletter.AttrPayloadTruncated] != "true" {
+		t.Fatalf("the dead letter of a message of %d bytes was not cut", len(huge))
+	}
 	e.Publish(t, dlTopic, msgs...)
 	out, errOut, code := runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+dlSub, "--replayId=r3")
 	if code != 1 || !strings.Contains(out, "replayed 1 dead letter from "+dlSub) ||
-		!strings.Contains(out, "left 2 messages whose dead letter on the topic is not the whole message (payloadTruncated=true: the payload was cut to fit the topic; "+
+		!strings.Contains(out, "left 3 messages whose dead letter on the topic is not the whole message (payloadTruncated=true: the payload was cut to fit the topic; "+
 			"attributesOmitted: attributes were left out, to stay within Pub/Sub's 100 or because they have a name the dead-letter stage gives its own) on "+dlSub+
 			", unacknowledged: replay them from the dead-letter table, which keeps the whole message") {
 		t.Errorf("replay: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	// Each named, with what finds its row in the dead-letter table.
+	sum := sha256.Sum256(huge)
+	for _, want := range []string{
+		" on " + dlSub + ", unacknowledged: the dead-letter stage left out 3 of its attributes to fit the topic, or for their names (attributesOmitted; it failed at 1970-01-01T00:00:00.002Z)",
+		fmt.Sprintf(" on %s, unacknowledged: the dead-letter stage cut its payload of %d bytes to fit the topic (payloadTruncated; it failed at 1970-01-01T00:00:00.004Z): "+
+			"replay it from the dead-letter table, --where \"lower(hex(SHA256(raw_message))) = '%x'\"", dlSub, len(huge), sum),
+	} {
+		if !strings.Contains(errOut, "pubsub-to-clickhouse replay: leaving message ") || !strings.Contains(errOut, want) {
+			t.Errorf("replay does not name a message it leaves: want %q in\n%s", want, errOut)
+		}
 	}
 	// The cut message has an ordering key: with message ordering, the dead letters of that key
 	// behind it are not delivered until it is acknowledged, which replay says.
@@ -898,8 +917,8 @@ func TestReplayFromTopicLeavesCutMessages(t *testing.T) {
 	if got := pullAll(t, e, inputSub); len(got) != 1 || got[0].Data != `{"id":1}` {
 		t.Errorf("replayed %v, want only {\"id\":1}", got)
 	}
-	if got := pullAll(t, e, dlSub); len(got) != 2 || !slices.ContainsFunc(got, func(m pulled) bool { return m.Data == `{"id":2}` }) ||
+	if got := pullAll(t, e, dlSub); len(got) != 3 || !slices.ContainsFunc(got, func(m pulled) bool { return m.Data == `{"id":2}` }) ||
 		!slices.ContainsFunc(got, func(m pulled) bool { return m.Data == `{"id":3}` }) {
-		t.Errorf("the dead-letter subscription delivers %v, want the two messages left", got)
+		t.Errorf("the dead-letter subscription delivers %d messages, want the three messages left", len(got))
 	}
 }
