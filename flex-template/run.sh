@@ -121,11 +121,11 @@ have_password=0
 for p in ${params[@]+"${params[@]}"}; do
   [[ $p == *=* ]] || die "not a NAME=VALUE template parameter: $p"
   name=${p%%=*}
-  if ! grep -qx -- "$name" <<<"$known"; then
+  if ! grep -Fqx -- "$name" <<<"$known"; then
     # The binary's own parameter of local runs, and a name in another letter case: say which.
     [[ $name != stopAfterIdle ]] ||
       die "stopAfterIdle is for local runs only: a Dataflow job runs until it is drained (gcloud dataflow jobs drain JOB_ID); leave it out"
-    near=$(grep -ix -- "$name" <<<"$known" | head -n 1)
+    near=$(grep -Fix -- "$name" <<<"$known" | head -n 1 || true) # none: grep's status 1 would end the script (set -e)
     [[ -z $near ]] || die "unknown template parameter: $name: did you mean $near? (names are case-sensitive)"
     die "unknown template parameter: $name (the parameters: $(tr "\n" " " <<<"$known"))"
   fi

@@ -96,10 +96,13 @@ func TestScripts(t *testing.T) {
 		}
 
 		// A parameter's name in another letter case, and the local runs' stopAfterIdle, are said
-		// as such (exit 2, nothing run).
+		// as such; a name like none is refused with the list (exit 2, nothing run); a name is
+		// text, not a pattern.
 		for _, tc := range []struct{ arg, want string }{
 			{"clickhouseUrl=clickhouse://ch:9000", "run.sh: unknown template parameter: clickhouseUrl: did you mean clickHouseUrl? (names are case-sensitive)"},
 			{"stopAfterIdle=60", "run.sh: stopAfterIdle is for local runs only: a Dataflow job runs until it is drained (gcloud dataflow jobs drain JOB_ID); leave it out"},
+			{"clickHouseUlr=clickhouse://ch:9000", "run.sh: unknown template parameter: clickHouseUlr (the parameters: inputSubscription "},
+			{"clickHouse.*=x", "run.sh: unknown template parameter: clickHouse.* (the parameters: "},
 		} {
 			out, err := command(t, ".", nil, bash, "run.sh", "--project", "p", "--region", "r", "--bucket", "b", "--dry-run", "--",
 				"inputSubscription=projects/p/subscriptions/s", tc.arg)
