@@ -111,7 +111,7 @@ func explain(err error, c Config, askedForCert bool) error {
 	ex, isEx := serverException(err)
 	var httpErr *clickhouse.HTTPError
 	var dns *net.DNSError
-	proxy := proxyAnswer(err, c, isEx)
+	proxy := proxyAnswer(err, c, scheme, isEx)
 	switch {
 	case isEx && (ex.Code == 193 || ex.Code == 516):
 		return &ConfigError{FieldPassword, Hintf("ClickHouse refused the password of user %q at %s: check %s and %s", c.Username, url, FieldUsername, FieldPassword), err}
@@ -127,8 +127,8 @@ func explain(err error, c Config, askedForCert bool) error {
 		return &ConfigError{FieldURL, Hintf("the proxy of %s (its http_proxy option) asks for credentials (HTTP 407 Proxy Authentication Required), so ClickHouse "+
 			"was not reached: give the proxy's user and password in http_proxy (http_proxy=http://user:password@host:port)", url), err}
 	case proxy == http.StatusBadGateway || proxy == http.StatusServiceUnavailable || proxy == http.StatusGatewayTimeout:
-		return &ConfigError{FieldURL, Hintf("the proxy of %s (its http_proxy option) could not reach ClickHouse (HTTP %d %s): check the host and port of %s, "+
-			"that the server runs, and that the proxy may reach it", url, proxy, http.StatusText(proxy), FieldURL), err}
+		return &ConfigError{FieldURL, Hintf("the proxy of %s (its http_proxy option), or a gateway behind it, could not reach ClickHouse (HTTP %d %s): check the "+
+			"host and port of %s, that the server runs, and that the proxy may reach it", url, proxy, http.StatusText(proxy), FieldURL), err}
 	case proxy != 0 && scheme == "https":
 		// The proxy's answer to CONNECT: ClickHouse was not reached, so no credential was read.
 		return &ConfigError{FieldURL, Hintf("the proxy of %s (its http_proxy option) refused to connect to ClickHouse (HTTP %d %s): check that the proxy "+
@@ -175,19 +175,25 @@ func explain(err error, c Config, askedForCert bool) error {
 	return err
 }
 
-// proxyAnswer returns the HTTP status of an answer that did not come from ClickHouse, when c's
-// URL goes through an http_proxy: an http:// request's error response without a ClickHouse
-// exception (which may still be the server's, behind the proxy), or the proxy's refusal of an
+// proxyAnswer returns the HTTP status of an answer that may not have come from ClickHouse, when
+// c's URL (of scheme) goes through an http_proxy: an http:// request's error response without a
+// ClickHouse exception (the proxy's, or the server's behind it), or the proxy's refusal of an
 // https:// CONNECT, which net/http's Transport gives as the status text alone ("Proxy
-// Authentication Required"; its dialConn). 0 for none.
-func proxyAnswer(err error, c Config, isEx bool) int {
+// Authentication Required"; its dialConn). Not an https:// error response: it came through the
+// proxy's tunnel, from the far end. 0 for none.
+func proxyAnswer(err error, c Config, scheme string, isEx bool) int {
 	opts, optErr := c.Options()
 	if isEx || optErr != nil || opts.HTTPProxyURL == nil {
 		return 0
 	}
 	var httpErr *clickhouse.HTTPError
-	if errors.As(err, &httpErr) {
+	switch {
+	case errors.As(err, &httpErr) && scheme == "https":
+		return 0
+	case errors.As(err, &httpErr):
 		return httpErr.StatusCode
+	case scheme != "https":
+		return 0
 	}
 	for code := 400; code < 600; code++ {
 		if t := http.StatusText(code); t != "" && strings.HasSuffix(err.Error(), ": "+t) {

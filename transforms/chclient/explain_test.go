@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
 )
 
 // TestHTTPRefusalExplained: a refusal of the credentials over http:// is said as over the native
@@ -70,9 +72,9 @@ func TestProxyRefusalExplained(t *testing.T) {
 		{"http", http.StatusProxyAuthRequired, `ClickHouse URL: the proxy of ADDR (its http_proxy option) asks for credentials (HTTP 407 Proxy Authentication Required), ` +
 			`so ClickHouse was not reached: give the proxy's user and password in http_proxy (http_proxy=http://user:password@host:port)`},
 		{"https", http.StatusProxyAuthRequired, `ClickHouse URL: the proxy of ADDR (its http_proxy option) asks for credentials (HTTP 407`},
-		{"http", http.StatusBadGateway, `ClickHouse URL: the proxy of ADDR (its http_proxy option) could not reach ClickHouse (HTTP 502 Bad Gateway): ` +
+		{"http", http.StatusBadGateway, `ClickHouse URL: the proxy of ADDR (its http_proxy option), or a gateway behind it, could not reach ClickHouse (HTTP 502 Bad Gateway): ` +
 			`check the host and port of ClickHouse URL, that the server runs, and that the proxy may reach it`},
-		{"https", http.StatusGatewayTimeout, `ClickHouse URL: the proxy of ADDR (its http_proxy option) could not reach ClickHouse (HTTP 504 Gateway Timeout)`},
+		{"https", http.StatusGatewayTimeout, `ClickHouse URL: the proxy of ADDR (its http_proxy option), or a gateway behind it, could not reach ClickHouse (HTTP 504 Gateway Timeout)`},
 		{"https", http.StatusForbidden, `ClickHouse URL: the proxy of ADDR (its http_proxy option) refused to connect to ClickHouse (HTTP 403 Forbidden): ` +
 			`check that the proxy allows connections to that host and port`},
 		{"http", http.StatusForbidden, `ClickHouse password: the server at ADDR or the proxy of its http_proxy option refused user "default" (HTTP 403 Forbidden) ` +
@@ -112,6 +114,29 @@ func openRefused(t *testing.T, c Config, want string, passwords ...string) {
 	for _, pw := range passwords {
 		if strings.Contains(err.Error(), pw) {
 			t.Errorf("the error shows a password: %v", err)
+		}
+	}
+}
+
+// TestProxyAnswerThroughTunnel: over https:// an error response came through the proxy's
+// CONNECT tunnel, from the far end (ClickHouse, or a load balancer in front of it), so it is not
+// taken for the proxy's; over http:// it may be the proxy's; without http_proxy it is never.
+func TestProxyAnswerThroughTunnel(t *testing.T) {
+	unauthorized := fmt.Errorf("sendQuery: %w", &clickhouse.HTTPError{StatusCode: http.StatusUnauthorized, Err: errors.New(`response body: "Unauthorized"`)})
+	for _, tc := range []struct {
+		url  string
+		err  error
+		want int
+	}{
+		{"https://ch.example:8443/?http_proxy=http://proxy:3128", unauthorized, 0},
+		{"http://ch.example:8123/?http_proxy=http://proxy:3128", unauthorized, http.StatusUnauthorized},
+		{"http://ch.example:8123/", unauthorized, 0},
+		{"https://ch.example:8443/?http_proxy=http://proxy:3128", errors.New(`Post "https://ch.example:8443": Proxy Authentication Required`), http.StatusProxyAuthRequired},
+		{"http://ch.example:8123/?http_proxy=http://proxy:3128", errors.New(`Post "http://ch.example:8123": Proxy Authentication Required`), 0},
+	} {
+		scheme, _, _ := strings.Cut(tc.url, "://")
+		if got := proxyAnswer(tc.err, Config{URL: tc.url, Username: "default"}, scheme, false); got != tc.want {
+			t.Errorf("%s, %v: %d, want %d", tc.url, tc.err, got, tc.want)
 		}
 	}
 }
