@@ -3,6 +3,7 @@ package convert
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 	"strings"
@@ -35,30 +36,61 @@ type Tracker struct {
 	leftOut []string
 	// seen is the count of changes of the table (changesOf) when this Tracker last read it or
 	// was told of one (ChangedElsewhere).
-	seen  int64
-	count *atomic.Int64 // changesOf's, once looked up
+	seen   int64
+	shared *tableChanges // changesOf's, once looked up
 }
 
-// changes counts, per table ("database.table"), the schema changes that the Trackers of this
-// process have read: a change one stage reads (the write stage, whose INSERT the server refused
-// for the table's new structure, or the parse stage, which added a column) the others learn at
-// once (ChangedElsewhere), instead of at their next periodic read.
-var changes sync.Map // string -> *atomic.Int64
+// tableChanges is what the Trackers of this process know of one table's schema: the columns of
+// the last schema read (a hash of their names, types and DEFAULT kinds, whatever each stage's
+// Options), and how many times a read found other columns than the read before it. A change one
+// stage reads (the write stage, whose INSERT the server refused for the table's new structure, or
+// the parse stage, which added a column) the others learn at once (ChangedElsewhere), instead of
+// at their next periodic read; the reads it makes find the columns already known, so a change
+// makes each Tracker read the table once, not once for each other Tracker.
+type tableChanges struct {
+	count atomic.Int64 // read without mu by ChangedElsewhere
+	mu    sync.Mutex
+	hash  uint64 // of the columns last read; 0 before the first read
+}
 
-// changesOf returns the count of the changes read of t's table.
-func (t *Tracker) changesOf() *atomic.Int64 {
-	if t.count == nil {
-		c, _ := changes.LoadOrStore(t.Database+"."+t.Table, new(atomic.Int64))
-		t.count = c.(*atomic.Int64)
+// changes holds the tableChanges of each table ("database.table") of this process.
+var changes sync.Map // string -> *tableChanges
+
+// changesOf returns what this process knows of t's table's changes.
+func (t *Tracker) changesOf() *tableChanges {
+	if t.shared == nil {
+		c, _ := changes.LoadOrStore(t.Database+"."+t.Table, new(tableChanges))
+		t.shared = c.(*tableChanges)
 	}
-	return t.count
+	return t.shared
+}
+
+// read records that tab was read and returns the count of changes then, which this Tracker has
+// seen: a read that finds other columns than the last read of the table (in this Tracker or
+// another) counts as a change, news to every other Tracker of the table, and so to this one any
+// later read elsewhere that finds other columns than tab's. A read that predates a change read
+// elsewhere counts as one too, back to the old columns: the others read the table again, and the
+// first to find the new columns counts a change that sends this Tracker to read it again.
+func (c *tableChanges) read(tab *schema.Table) int64 {
+	h := fnv.New64a()
+	for _, col := range tab.Columns {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", col.Name, col.TypeName, col.DefaultKind)
+	}
+	sum := h.Sum64() | 1 // never 0, the hash of no read
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hash != 0 && c.hash != sum {
+		c.count.Add(1)
+	}
+	c.hash = sum
+	return c.count.Load()
 }
 
 // ChangedElsewhere reports whether another Tracker of this process has read a change of the
 // table's schema since this one last read it; it reports each such change once, so that the
 // stage reads the table again once, whether that read succeeds or not.
 func (t *Tracker) ChangedElsewhere() bool {
-	n := t.changesOf().Load()
+	n := t.changesOf().count.Load()
 	if n == t.seen {
 		return false
 	}
@@ -88,12 +120,10 @@ func (t *Tracker) Set(tab *schema.Table) error {
 		}
 		return fmt.Errorf("table %s.%s: %w", t.Database, t.Table, err)
 	}
-	count := t.changesOf()
 	if t.conv != nil && conv.SchemaHash() != t.conv.SchemaHash() {
 		slog.Info(t.Stage+": the table's schema changed", "table", t.Table, "columns", strings.Join(conv.Columns(), ", "))
-		count.Add(1)
 	}
-	t.seen = count.Load()
+	t.seen = t.changesOf().read(tab)
 	var leftOut []string
 	for _, c := range tab.Columns {
 		if c.NotWritten != "" && c.DefaultKind != "EPHEMERAL" {

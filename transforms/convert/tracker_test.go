@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,5 +74,61 @@ func TestTrackerKeepsColumnsFromTheMessage(t *testing.T) {
 	}
 	if got := tr.Converter().Columns(); len(got) != 4 {
 		t.Errorf("after a failed refresh the converter has columns %v, want the four of the last schema", got)
+	}
+}
+
+// TestChangedElsewhere: a change of the table that one Tracker reads is reported once to each
+// other Tracker of the table (not to those of another table); their own reads of it, finding the
+// columns already known, are news to no one; and a read from before a change read elsewhere is
+// a change back, after which the Tracker that made it is sent to read the table again.
+func TestChangedElsewhere(t *testing.T) {
+	parse := &Tracker{Stage: "parse", Database: "db", Table: "elsewhere"}
+	parse2 := &Tracker{Stage: "parse", Database: "db", Table: "elsewhere"}
+	write := &Tracker{Stage: "write", Database: "db", Table: "elsewhere"}
+	other := &Tracker{Stage: "parse", Database: "db", Table: "another"}
+	old, widened := trackerTable(t, "UInt8"), trackerTable(t, "UInt16")
+	all := []*Tracker{parse, parse2, write, other}
+	news := func() (got []string) {
+		for _, tr := range all {
+			if tr.ChangedElsewhere() {
+				got = append(got, tr.Stage+"."+tr.Table)
+			}
+		}
+		return got
+	}
+	set := func(tab *schema.Table, trs ...*Tracker) {
+		for _, tr := range trs {
+			if err := tr.Set(tab); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	set(old, all...)
+	if got := news(); len(got) > 0 {
+		t.Errorf("first reads reported as changes to %v", got)
+	}
+	set(widened, write)
+	if got, want := news(), []string{"parse.elsewhere", "parse.elsewhere"}; !slices.Equal(got, want) {
+		t.Errorf("the write stage's read of a change reported to %v, want %v", got, want)
+	}
+	if got := news(); len(got) > 0 {
+		t.Errorf("a change reported twice, to %v", got)
+	}
+	set(widened, parse, parse2) // what the parse stages then do: read the table again
+	if got := news(); len(got) > 0 {
+		t.Errorf("the parse stages' reads of the known change reported to %v", got)
+	}
+
+	// The parse stage's read began before the write stage read the next change (the column back
+	// to UInt8, say), and ends after it, with the columns from before that change: a change back,
+	// news to the others; and when one of them reads the table again, news to the parse stage.
+	set(old, write)
+	set(widened, parse)
+	if got, want := news(), []string{"parse.elsewhere", "write.elsewhere"}; !slices.Equal(got, want) {
+		t.Errorf("a read from before a change reported to %v, want %v", got, want)
+	}
+	set(old, parse2)
+	if got, want := news(), []string{"parse.elsewhere", "write.elsewhere"}; !slices.Equal(got, want) {
+		t.Errorf("the read again of the change reported to %v, want %v", got, want)
 	}
 }
