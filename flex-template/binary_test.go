@@ -319,7 +319,7 @@ func TestBinary(t *testing.T) {
 			// which would fail first), quoting the client library without a way out.
 			{"a Dataflow launch without credentials", append([]string{"--runner=dataflow", "--project=my-project", "--region=us-central1",
 				"--staging_location=gs://my-bucket/staging"}, params...), 1,
-				"pubsub-to-clickhouse: no Google Cloud credentials to stage the job with: the Dataflow runner writes the worker binary and the job to " +
+				"pubsub-to-clickhouse: no usable Google Cloud credentials to stage the job with: the Dataflow runner writes the worker binary and the job to " +
 					"--staging_location with Application Default Credentials: run gcloud auth application-default login, or set " +
 					"GOOGLE_APPLICATION_CREDENTIALS to a service account's key file (", noCredentials, 0},
 			{"a certificate file on Dataflow", append(slices.Clone(params), "--runner=dataflow", "--project=p", "--region=us-central1",

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -84,13 +85,22 @@ func checkRequired(l launch) error {
 	return fmt.Errorf("a Dataflow launch needs %s; nothing was started", strings.Join(missing, ", "))
 }
 
+// needsCredentials tells whether the Dataflow launch l calls a Google API that needs Application
+// Default Credentials: not a dry run (which writes nothing), nor a Flex Template launch that only
+// writes the job to a Cloud Storage emulator (STORAGE_EMULATOR_HOST, whose client sends none)
+// without --update (which looks the running job up in the Dataflow API).
+func needsCredentials(l launch) bool {
+	emulated := l.template != "" && os.Getenv("STORAGE_EMULATOR_HOST") != "" && stringFlag("update") != "true"
+	return l.dataflow && !l.dryRun && !emulated
+}
+
 // checkCredentials refuses a Dataflow launch that writes to Cloud Storage (not a dry run) when
 // no Application Default Credentials are found: the runner stages the worker binary and the
 // model with them, and would fail only after the start-up checks, with the client library's
 // "credentials: could not find default credentials", which says not how to get some.
 func checkCredentials(ctx context.Context) error {
 	if _, err := transport.Creds(ctx, option.WithScopes(storage.ScopeReadWrite)); err != nil {
-		return fmt.Errorf("no Google Cloud credentials to stage the job with: the Dataflow runner writes the worker binary and the job to "+
+		return fmt.Errorf("no usable Google Cloud credentials to stage the job with: the Dataflow runner writes the worker binary and the job to "+
 			"--staging_location with Application Default Credentials: run gcloud auth application-default login, or set "+
 			"GOOGLE_APPLICATION_CREDENTIALS to a service account's key file (%w)", err)
 	}

@@ -449,3 +449,25 @@ func TestRepeatedParams(t *testing.T) {
 		t.Errorf("repeatedParams = %q, want %q", got, want)
 	}
 }
+
+// TestNeedsCredentials: a Dataflow launch needs Application Default Credentials but for a dry
+// run, and a Flex Template launch that writes only to a Cloud Storage emulator; a direct launch
+// needs them with the emulator too (it calls the Dataflow API), and a local run never.
+func TestNeedsCredentials(t *testing.T) {
+	direct := launch{runner: "dataflow", dataflow: true}
+	template := launch{runner: "dataflow", dataflow: true, template: "gs://b/templates/job.json"}
+	dry := launch{runner: "dataflow", dataflow: true, dryRun: true}
+	local := launch{runner: "prism"}
+	check := func(env string, want map[*launch]bool) {
+		t.Helper()
+		for l, w := range want {
+			if got := needsCredentials(*l); got != w {
+				t.Errorf("STORAGE_EMULATOR_HOST=%q, %+v: %v, want %v", env, *l, got, w)
+			}
+		}
+	}
+	t.Setenv("STORAGE_EMULATOR_HOST", "")
+	check("", map[*launch]bool{&direct: true, &template: true, &dry: false, &local: false})
+	t.Setenv("STORAGE_EMULATOR_HOST", "127.0.0.1:4443")
+	check("127.0.0.1:4443", map[*launch]bool{&direct: true, &template: false, &dry: false, &local: false})
+}

@@ -194,7 +194,7 @@ func run(ctx context.Context, o pipeline.Options) error {
 		if err := checkRequired(l); err != nil {
 			return badArgs(err)
 		}
-		if !l.dryRun {
+		if needsCredentials(l) {
 			if err := checkCredentials(ctx); err != nil {
 				return err
 			}
