@@ -496,6 +496,18 @@ func redactArgs(fs *flag.FlagSet, args []string, password secret.String) []strin
 // (clickHouseClientKey, clickHouseCaCertificate, ...), whose value redactArgs hides when it looks
 // like a key's base64 body (secret.KeyText): another flag's long value of mixed case and digits
 // (a table name) is shown.
+// strayShown is how the error of a stray argument shows it, after the argument before it, prev:
+// ` ("false")`, quoted; "" when it may be the rest of a secret that a space split (an unquoted
+// --clickHousePassword=ab cd, a URL's password, a key's PEM text), which the error must not
+// print (the Flex Template launcher's log keeps standard error).
+func strayShown(prev, stray string) string {
+	name, value, _, ok := splitFlag(prev)
+	if !ok || isSecretName(name) || holdsKeyOrCertificate(name) || mayHoldURLPassword(value) || mayHoldURLPassword(stray) || secret.KeyText(stray) {
+		return ""
+	}
+	return fmt.Sprintf(" (%q)", stray)
+}
+
 func holdsKeyOrCertificate(name string) bool {
 	n := strings.ToLower(name)
 	return strings.Contains(n, "key") || strings.Contains(n, "cert") // certificate too

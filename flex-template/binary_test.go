@@ -295,6 +295,12 @@ func TestBinary(t *testing.T) {
 				`arguments after the flags, from argument 2 ("false") on, are not flags: give each flag as --name=value (a boolean flag takes --name=false`, nil, 1},
 			{"a stray argument", append(slices.Clone(params), "extra"), 2,
 				`pubsub-to-clickhouse: 1 argument after the flags, from argument 8 ("extra") on, is not a flag: give each flag as --name=value`, nil, 1},
+			// An unquoted password with a space: its second half is not shown (the output is
+			// checked for the password, as every case's).
+			{"a password split by a space", append(slices.Clone(params), "--clickHousePassword=first-half", refusalPassword), 2,
+				`pubsub-to-clickhouse: 1 argument after the flags, from argument 9 on, is not a flag: give each flag as --name=value`, nil, 1},
+			{"a URL split by a space", append(slices.Clone(params), "--clickHouseUrl=clickhouse://u:first-half", refusalPassword+"@ch:9000"), 2,
+				`pubsub-to-clickhouse: 1 argument after the flags, from argument 9 on, is not a flag: give each flag as --name=value`, nil, 1},
 			{"a misspelt template parameter", append([]string{"--batchRowcount=5000"}, params...), 2,
 				"did you mean the template parameter --batchRowCount?", nil, 1},
 			// Another template's parameters: ignored, the job would run without them.

@@ -87,9 +87,9 @@ func main() {
 		if len(rest) == 1 {
 			are = "is not a flag"
 		}
-		fmt.Fprintf(os.Stderr, "pubsub-to-clickhouse: %s after the flags, from argument %d (%q) on, %s: "+
+		fmt.Fprintf(os.Stderr, "pubsub-to-clickhouse: %s after the flags, from argument %d%s on, %s: "+
 			"give each flag as --name=value (a boolean flag takes --name=false, not a separate value); the program takes no other arguments\n",
-			count(len(rest), "argument"), len(os.Args)-len(rest), rest[0], are)
+			count(len(rest), "argument"), len(os.Args)-len(rest), strayShown(os.Args[len(os.Args)-len(rest)-1], rest[0]), are)
 		os.Exit(2)
 	}
 	beam.Init()
