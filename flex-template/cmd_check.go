@@ -23,6 +23,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/route"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/udf"
 )
 
@@ -428,5 +429,5 @@ func firstValue(values any) any {
 func metadataNote(published time.Time) string {
 	return fmt.Sprintf("metadataColumns: a message's message_id is its number in the input (1, 2, ...) and its publish_time the time of this check (%s); "+
 		"Pub/Sub sets both when the message is published. Attributes and ordering keys come from --envelope lines; without it a message has none.\n\n",
-		time.UnixMilli(published.UnixMilli()).UTC().Format("2006-01-02T15:04:05.000Z"))
+		time.UnixMilli(published.UnixMilli()).UTC().Format(text.MillisUTC))
 }

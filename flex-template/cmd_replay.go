@@ -297,6 +297,9 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 			return failure(cio, "replay", fmt.Errorf("reading %s: %w", r.from, err))
 		}
 		name := "the row that failed at " + failedAt + " UTC"
+		if failedAt == "NULL" { // a Nullable failed_at
+			name = "the row with no failed_at (NULL)"
+		}
 		if id != "" {
 			name += fmt.Sprintf(" (message_id %q)", id)
 		}
@@ -409,7 +412,7 @@ func cutReason(a map[string]string) string {
 			"--where \"lower(hex(SHA256(raw_message))) = '%s'\"", a[deadletter.AttrPayloadBytes], a[deadletter.AttrFailedAt], a[deadletter.AttrPayloadSHA256])
 	}
 	return fmt.Sprintf("the dead-letter stage left out %s of its attributes to fit the topic, or for their names (attributesOmitted; it failed at %s): "+
-		"replay it from the dead-letter table, which keeps them in its attributes column", a[deadletter.AttrAttributesOmitted], a[deadletter.AttrFailedAt])
+		"replay it from the dead-letter table, which keeps them in its attributes column when it has one", a[deadletter.AttrAttributesOmitted], a[deadletter.AttrFailedAt])
 }
 
 // orderingKeys are distinct ordering keys, in the order added; "" is none and not added.

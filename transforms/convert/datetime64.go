@@ -217,8 +217,14 @@ func asMilliseconds(n int64, inRange bool) string {
 	if !inRange || n < 1e12 || n/1000 > maxDateTimeUnix {
 		return ""
 	}
-	return fmt.Sprintf(", and as Unix milliseconds it reads %s UTC: send %d, or divide it by 1000 in a JavaScript UDF, javascriptTextTransformGcsPath (milliseconds are never guessed)",
-		time.UnixMilli(n).UTC().Format("2006-01-02 15:04:05.000"), n/1000)
+	return millisecondsHint(n, strconv.FormatInt(n/1000, 10))
+}
+
+// millisecondsHint is the sentence of asMilliseconds and asMilliseconds64: what n reads as in
+// Unix milliseconds, and the seconds to send instead.
+func millisecondsHint(n int64, send string) string {
+	return fmt.Sprintf(", and as Unix milliseconds it reads %s UTC: send %s, or divide it by 1000 in a JavaScript UDF, javascriptTextTransformGcsPath (milliseconds are never guessed)",
+		time.UnixMilli(n).UTC().Format("2006-01-02 15:04:05.000"), send)
 }
 
 // asMilliseconds64 is asMilliseconds for DateTime64, whose numbers are seconds as well (with a
@@ -231,8 +237,7 @@ func asMilliseconds64(num []byte) string {
 	if !whole || !inRange || n < 1e12 || n > (1<<63-1)/1_000_000 {
 		return ""
 	}
-	return fmt.Sprintf(", and as Unix milliseconds it reads %s UTC: send %d.%03d, or divide it by 1000 in a JavaScript UDF, javascriptTextTransformGcsPath (milliseconds are never guessed)",
-		time.UnixMilli(n).UTC().Format("2006-01-02 15:04:05.000"), n/1000, n%1000)
+	return millisecondsHint(n, fmt.Sprintf("%d.%03d", n/1000, n%1000))
 }
 
 type date32Encoder struct{}

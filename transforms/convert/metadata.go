@@ -15,6 +15,7 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // The keys of metadataColumns.
@@ -331,7 +332,7 @@ func (c *Converter) setMeta(m *Meta) {
 			if in.number {
 				buf, k = strconv.AppendInt(buf, m.PublishTimeMillis, 10), kindNumber
 			} else {
-				buf = append(time.UnixMilli(m.PublishTimeMillis).UTC().AppendFormat(append(buf, '"'), "2006-01-02T15:04:05.000Z"), '"')
+				buf = append(time.UnixMilli(m.PublishTimeMillis).UTC().AppendFormat(append(buf, '"'), text.MillisUTC), '"')
 			}
 		case KeyOrderingKey:
 			if m.OrderingKey == "" && !in.emptyKey {

@@ -41,7 +41,7 @@ var (
 const (
 	maxAttributeValueBytes = psclient.MaxAttributeValueBytes
 	// FailedAtLayout is the failedAt attribute: RFC 3339, UTC, milliseconds.
-	FailedAtLayout = "2006-01-02T15:04:05.000Z"
+	FailedAtLayout = text.MillisUTC
 )
 
 // Columns of the dead-letter table, in order, with their types: every dead-letter table has them.

@@ -8,6 +8,11 @@ import (
 	"unicode/utf8"
 )
 
+// MillisUTC is the layout of an instant in RFC 3339, in UTC, with milliseconds
+// (2026-01-15T10:30:00.123Z), as a message's publish_time and a dead letter's failedAt are given
+// in text: Pub/Sub's publish times have milliseconds.
+const MillisUTC = "2006-01-02T15:04:05.000Z"
+
 // Ellipsis ends a text that Cut cut.
 const Ellipsis = "…"
 

@@ -368,7 +368,7 @@ func (f *function) messageArg(m messageInfo) goja.Value {
 	}
 	publish := ""
 	if !m.PublishTime.IsZero() {
-		publish = m.PublishTime.UTC().Format("2006-01-02T15:04:05.000Z")
+		publish = m.PublishTime.UTC().Format(text.MillisUTC)
 	}
 	obj := f.rt.NewObject()
 	obj.DefineDataProperty("messageId", f.rt.ToValue(m.ID), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
