@@ -346,8 +346,6 @@ func (e dateTime64Encoder) isoRangeRule(c civil) string {
 
 func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 	p := e.precision
-	maxTicks := int64(1<<63-1) / pow10[9-p] // 2262-04-11 23:47:16.854775807 UTC, cut to P digits
-	minTicks := minDateTime64Unix * pow10[p]
 	var ticks int64
 	switch v.kind {
 	case kindString:
@@ -358,9 +356,6 @@ func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, er
 		if epoch {
 			if ticks, err = e.epochTicks(v, s); err != nil {
 				return dst, err
-			}
-			if ticks < minTicks || ticks > maxTicks {
-				return dst, errValue(v, e.rangeRule()+asMilliseconds64(s))
 			}
 			break
 		}
@@ -379,7 +374,7 @@ func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, er
 			return dst, errValue(v, e.isoRangeRule(t))
 		}
 		ticks = secs*pow10[p] + int64(t.nanos)/pow10[9-p]
-		if ticks < minTicks || ticks > maxTicks {
+		if lo, hi := e.ticksRange(); ticks < lo || ticks > hi {
 			return dst, errValue(v, e.isoRangeRule(t))
 		}
 	case kindNumber:
@@ -387,27 +382,36 @@ func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, er
 		if ticks, err = e.epochTicks(v, v.raw); err != nil {
 			return dst, err
 		}
-		if ticks < minTicks || ticks > maxTicks {
-			return dst, errValue(v, e.rangeRule()+asMilliseconds64(v.raw))
-		}
 	default:
 		return dst, errValue(v, fmt.Sprintf("is %s; %s takes an ISO-8601 string (%s) or a number of seconds since 1970-01-01 00:00:00 UTC", v.kind, e.zone.name, isoLayouts))
-	}
-	if ticks < minTicks || ticks > maxTicks {
-		return dst, errValue(v, e.rangeRule())
 	}
 	return binary.LittleEndian.AppendUint64(dst, uint64(ticks)), nil
 }
 
+// ticksRange is the range of a DateTime64(P)'s ticks: 1900-01-01 00:00:00 UTC to
+// 2262-04-11 23:47:16.854775807 UTC, cut to P digits.
+func (e dateTime64Encoder) ticksRange() (lo, hi int64) {
+	return minDateTime64Unix * pow10[e.precision], int64(1<<63-1) / pow10[9-e.precision]
+}
+
 // epochTicks reads num, the number text of v, as seconds since the epoch and returns
-// floor(seconds × 10^P), from the digits (value = ±digits × 10^exp), never through float64. The
-// caller checks the range.
+// floor(seconds × 10^P), from the digits (value = ±digits × 10^exp), never through float64; a
+// value out of ticksRange is the range error, with the milliseconds hint (asMilliseconds64).
 func (e dateTime64Encoder) epochTicks(v value, num []byte) (int64, error) {
+	ticks, ok := e.epochTicksOf(num)
+	if lo, hi := e.ticksRange(); !ok || ticks < lo || ticks > hi {
+		return 0, errValue(v, e.rangeRule()+asMilliseconds64(num))
+	}
+	return ticks, nil
+}
+
+// epochTicksOf is epochTicks's arithmetic: ok false when the ticks overflow an int64.
+func (e dateTime64Encoder) epochTicksOf(num []byte) (int64, bool) {
 	var buf [64]byte
 	n := parseExact(num, buf[:0])
 	keep := len(n.digits) + n.exp + e.precision // digits of |value| × 10^P before the point
 	if keep > 19 {
-		return 0, errValue(v, e.rangeRule()+asMilliseconds64(num))
+		return 0, false
 	}
 	var q int64
 	for k := 0; k < keep; k++ {
@@ -416,18 +420,18 @@ func (e dateTime64Encoder) epochTicks(v value, num []byte) (int64, error) {
 			d = int64(n.digits[k] - '0')
 		}
 		if q > (1<<63-1-d)/10 {
-			return 0, errValue(v, e.rangeRule()+asMilliseconds64(num))
+			return 0, false
 		}
 		q = q*10 + d
 	}
 	cut := keep < len(n.digits) // non-zero digits (there are no trailing zeros) were cut
 	if !n.neg {
-		return q, nil
+		return q, true
 	}
 	if cut {
-		return -q - 1, nil // towards the earlier instant
+		return -q - 1, true // towards the earlier instant
 	}
-	return -q, nil
+	return -q, true
 }
 
 func (epochDateEncoder) size() int { return 2 }

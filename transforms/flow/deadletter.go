@@ -9,7 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // DeadLetter is a message that could not become a row, as the parse and write stages pass it to
@@ -81,41 +82,10 @@ func WithTable(trace, table string) string {
 }
 
 // OneLine returns s with its control characters escaped, so that it is one line of text that
-// moves no cursor: \n, \r and \t, and \u00XX or \uXXXX for the other C0 and C1 controls, DEL
-// and the line and paragraph separators U+2028 and U+2029; a byte that is not part of valid
-// UTF-8 is \xXX. Nothing else changes (a backslash stays one). For the lines of a stack trace,
-// and of the commands' output, which quote payloads' raw bytes (a newline between a payload's
-// tokens, say); error_message keeps them.
-func OneLine(s string) string {
-	if !strings.ContainsFunc(s, breaksLine) && utf8.ValidString(s) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case breaksLine(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
-}
-
-// breaksLine reports whether r is a control character or a line or paragraph separator.
-func breaksLine(r rune) bool {
-	return r < 0x20 || r >= 0x7f && r <= 0x9f || r == '\u2028' || r == '\u2029'
-}
+// moves no cursor (text.OneLine): for the lines of a stack trace, and of the commands' output,
+// which quote payloads' raw bytes (a newline between a payload's tokens, say); error_message
+// keeps them.
+func OneLine(s string) string { return text.OneLine(s) }
 
 func writeChain(b *strings.Builder, err error, indent string) {
 	prefix := "error: "
