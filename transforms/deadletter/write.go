@@ -442,7 +442,7 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 		}
 		// The server's error can quote a value cut inside a character, which the bundle's error
 		// (protobuf text to the runner) cannot carry.
-		return text.ValidUTF8Error(fmt.Errorf("INSERT of %d dead letters into %s.%s failed after %d attempts (class %s): %w; the bundle fails and its records stay unacknowledged%s",
+		return flow.ValidUTF8Error(fmt.Errorf("INSERT of %d dead letters into %s.%s failed after %d attempts (class %s): %w; the bundle fails and its records stay unacknowledged%s",
 			len(recs), f.ClickHouse.Database, f.Table, attempts, chclient.Classify(err), err, hint))
 	}
 	return nil
@@ -636,7 +636,7 @@ func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 		}
 		// Pub/Sub takes UTF-8 attributes alone, and the server's error in a rejected row's may
 		// quote a value cut inside a character (18.16: "parsed just '2024-01-01 00:00:0\xc3'").
-		attrs[AttrErrorMessage] = text.CutWithin(text.ValidUTF8(r.ErrorMessage), maxAttributeValueBytes)
+		attrs[AttrErrorMessage] = text.CutWithin(flow.ValidUTF8(r.ErrorMessage), maxAttributeValueBytes)
 		attrs[AttrFailedAt] = r.FailedAt().Format(FailedAtLayout)
 		if omitted := len(keys) - kept + named; omitted > 0 {
 			attrs[AttrAttributesOmitted] = strconv.Itoa(omitted)

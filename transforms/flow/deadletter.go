@@ -9,8 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
+	"unicode/utf8"
 )
 
 // DeadLetter is a message that could not become a row, as the parse and write stages pass it to
@@ -81,12 +80,6 @@ func WithTable(trace, table string) string {
 	return stage + "\ntable: " + OneLine(table) + "\n" + rest
 }
 
-// OneLine returns s with its control characters escaped, so that it is one line of text that
-// moves no cursor (text.OneLine): for the lines of a stack trace, and of the commands' output,
-// which quote payloads' raw bytes (a newline between a payload's tokens, say); error_message
-// keeps them.
-func OneLine(s string) string { return text.OneLine(s) }
-
 func writeChain(b *strings.Builder, err error, indent string) {
 	prefix := "error: "
 	for err != nil {
@@ -132,3 +125,64 @@ func CompareDeadLetters(a, b *DeadLetter) int {
 	}
 	return CompareAttributes(a.Attributes, b.Attributes)
 }
+
+// ValidUTF8 returns s with each byte that is not part of valid UTF-8 written as \xXX, as OneLine
+// writes it: for a text that must be UTF-8, such as a Pub/Sub attribute. s itself when it is
+// valid.
+func ValidUTF8(s string) string { return escape(s, false) }
+
+// OneLine returns s with its control characters escaped, so that it is one line of text that
+// moves no cursor: \n, \r and \t, and \u00XX or \uXXXX for the other C0 and C1 controls, DEL
+// and the line and paragraph separators U+2028 and U+2029; a byte that is not part of valid
+// UTF-8 is \xXX. Nothing else changes (a backslash stays one). For the lines of a stack trace,
+// and of the commands' output, which quote payloads' raw bytes (a newline between a payload's
+// tokens, say); error_message keeps them.
+func OneLine(s string) string { return escape(s, true) }
+
+// escape writes each byte of s that is not part of valid UTF-8 as \xXX and, with lines, each
+// control character as OneLine says; s itself when there is none.
+func escape(s string, lines bool) string {
+	if utf8.ValidString(s) && (!lines || !strings.ContainsFunc(s, breaksLine)) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case !lines || !breaksLine(r):
+			b.WriteString(s[i : i+size])
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// breaksLine reports whether r is a control character or a line or paragraph separator.
+func breaksLine(r rune) bool {
+	return r < 0x20 || r >= 0x7f && r <= 0x9f || r == '\u2028' || r == '\u2029'
+}
+
+// ValidUTF8Error returns err with its text made valid UTF-8 by [ValidUTF8] (errors.Is and
+// errors.As still see err), nil for nil: for an error that ends a bundle, which the SDK harness
+// sends to the runner as protobuf text, which must be UTF-8.
+func ValidUTF8Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	return validUTF8Error{err}
+}
+
+type validUTF8Error struct{ err error }
+
+func (e validUTF8Error) Error() string { return ValidUTF8(e.err.Error()) }
+func (e validUTF8Error) Unwrap() error { return e.err }
