@@ -308,6 +308,7 @@ func TestDeadLetterTableErrorNotUTF8(t *testing.T) {
 // made MATERIALIZED (code 44 on 18.16, not a Schema error) is read again and left out. An
 // optional column added is filled once schemaRefreshSeconds have passed.
 func TestDeadLetterTableTypeChanged(t *testing.T) {
+	cases := newParallelCases(t)
 	const dlq = "raw_message String, error_message String, stack_trace String, failed_at DateTime"
 	for _, tc := range []struct {
 		name, columns, alter string
@@ -324,7 +325,7 @@ func TestDeadLetterTableTypeChanged(t *testing.T) {
 			"SELECT message_id != '', failed_at >= toDateTime(%d) FROM dead_letters WHERE raw_message = '{\"id\":\"b\"}'", "1\t1", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+			e := cases.newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
 			// The table of newE2E has failed_at in its key, which no ALTER may change.
 			e.srv.MustExec(t, "DROP TABLE dead_letters")
 			e.srv.MustExec(t, "CREATE TABLE dead_letters ("+tc.columns+") ENGINE = MergeTree ORDER BY tuple()")

@@ -14,8 +14,9 @@ import (
 // computed by the server, in the same batches as ordinary rows; where the server cannot compute
 // them (a division by zero), the dead letter says so with the server's error.
 func TestMessagesThatGiveNoColumn(t *testing.T) {
+	cases := newParallelCases(t)
 	t.Run("the server computes the DEFAULTs", func(t *testing.T) {
-		e := newE2E(t, `CREATE TABLE {table} (id UInt32 DEFAULT 7, s String DEFAULT concat('x', toString(id)), t DateTime DEFAULT now()) ENGINE = MergeTree ORDER BY id`)
+		e := cases.newE2E(t, `CREATE TABLE {table} (id UInt32 DEFAULT 7, s String DEFAULT concat('x', toString(id)), t DateTime DEFAULT now()) ENGINE = MergeTree ORDER BY id`)
 		e.opts.BatchRowCount = pipeline.GivenInt(100)
 		e.opts.WindowSeconds = pipeline.GivenInt(2)
 		ids := e.ps.Publish(t, e.topic,
@@ -38,7 +39,7 @@ func TestMessagesThatGiveNoColumn(t *testing.T) {
 	t.Run("a column named number", func(t *testing.T) {
 		// The row source of the INSERT ... SELECT must not give the expression a column of its
 		// own: with system.numbers, "number" would be its column, not the table's.
-		e := newE2E(t, `CREATE TABLE {table} (x UInt64 DEFAULT number + 1, number UInt64 DEFAULT 42) ENGINE = MergeTree ORDER BY x`)
+		e := cases.newE2E(t, `CREATE TABLE {table} (x UInt64 DEFAULT number + 1, number UInt64 DEFAULT 42) ENGINE = MergeTree ORDER BY x`)
 		e.opts.BatchRowCount = pipeline.GivenInt(100)
 		e.opts.WindowSeconds = pipeline.GivenInt(2)
 		e.ps.Publish(t, e.topic, &pubsubpb.PubsubMessage{Data: []byte(`{}`)}, &pubsubpb.PubsubMessage{Data: []byte(`{}`)})
@@ -48,7 +49,7 @@ func TestMessagesThatGiveNoColumn(t *testing.T) {
 		}
 	})
 	t.Run("the server cannot compute them", func(t *testing.T) {
-		e := newE2E(t, `CREATE TABLE {table} (a Int32 DEFAULT 1, b Int32 DEFAULT toInt32(rand() * 0), q Int32 DEFAULT intDiv(a, b)) ENGINE = MergeTree ORDER BY a`)
+		e := cases.newE2E(t, `CREATE TABLE {table} (a Int32 DEFAULT 1, b Int32 DEFAULT toInt32(rand() * 0), q Int32 DEFAULT intDiv(a, b)) ENGINE = MergeTree ORDER BY a`)
 		e.opts.BatchRowCount = pipeline.GivenInt(100)
 		e.opts.WindowSeconds = pipeline.GivenInt(2)
 		ids := e.ps.Publish(t, e.topic,

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,14 +37,20 @@ func newE2E(t *testing.T, ddl string) *e2e {
 
 // newE2EOn is newE2E on a given server.
 func newE2EOn(t *testing.T, srv *chtest.Server, ddl string) *e2e {
-	e := &e2e{srv: srv, ps: pubsubtest.Start(t)}
+	return newE2EWith(t, srv, pubsubtest.Start(t), "", ddl)
+}
+
+// newE2EWith is newE2E on a given server and emulator, its topics' and subscriptions' ids ending
+// in suffix.
+func newE2EWith(t *testing.T, srv *chtest.Server, ps *pubsubtest.Emulator, suffix, ddl string) *e2e {
+	e := &e2e{srv: srv, ps: ps}
 	e.srv.CreateTable(t, ddl, "events")
 	e.srv.MustExec(t, deadletter.CreateTable(e.srv.Database, "dead_letters"))
-	e.topic = e.ps.Topic(t, "events")
-	dlq := e.ps.Topic(t, "dead-letters")
-	e.dlqCheck = e.ps.Subscription(t, dlq, "dead-letters-check", 60*time.Second)
+	e.topic = e.ps.Topic(t, "events"+suffix)
+	dlq := e.ps.Topic(t, "dead-letters"+suffix)
+	e.dlqCheck = e.ps.Subscription(t, dlq, "dead-letters-check"+suffix, 60*time.Second)
 	o := pipeline.Defaults()
-	o.InputSubscription = e.ps.Subscription(t, e.topic, "events-sub", 10*time.Second)
+	o.InputSubscription = e.ps.Subscription(t, e.topic, "events-sub"+suffix, 10*time.Second)
 	o.ClickHouseURL = e.srv.URL
 	o.ClickHouseDatabase = e.srv.Database
 	o.ClickHouseTable = "events"
@@ -55,6 +62,27 @@ func newE2EOn(t *testing.T, srv *chtest.Server, ddl string) *e2e {
 	o.RetryMaxBackoffMillis = 1000
 	e.opts = o
 	return e
+}
+
+// parallelCases is what the cases of one test that run at once (t.Parallel) share: one emulator.
+// The process has one PUBSUB_EMULATOR_HOST, which the pipelines' DoFns read (pubsubtest.Start
+// sets it), so cases at once cannot each have an emulator of their own; each has topics and
+// subscriptions of its own on it, and a database of its own.
+type parallelCases struct {
+	ps *pubsubtest.Emulator
+	n  atomic.Int64
+}
+
+// newParallelCases starts the emulator of t's cases; call it in the test, before its t.Run.
+func newParallelCases(t *testing.T) *parallelCases {
+	return &parallelCases{ps: pubsubtest.Start(t)}
+}
+
+// newE2E marks the case t parallel (it runs with the test's other such cases, up to -parallel of
+// them; see parallelWidth) and returns its e2e on the shared server and the cases' emulator.
+func (c *parallelCases) newE2E(t *testing.T, ddl string) *e2e {
+	t.Parallel()
+	return newE2EWith(t, chtest.New(t), c.ps, fmt.Sprintf("-%d", c.n.Add(1)), ddl)
 }
 
 // run builds the pipeline on the local source and runs it on prism until stopAfterIdle ends it.

@@ -146,13 +146,14 @@ func sameSet(a, b []string) bool {
 // its value and the rule, or, with unknownFieldsColumn, the field is kept there and the message
 // is a row. A field whose name no column may have is refused alike.
 func TestNewColumnsLimits(t *testing.T) {
+	cases := newParallelCases(t)
 	for _, overflow := range []bool{false, true} {
 		t.Run(fmt.Sprint("unknownFieldsColumn=", overflow), func(t *testing.T) {
 			ddl := `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`
 			if overflow {
 				ddl = `CREATE TABLE {table} (id UInt32, unknown String) ENGINE = MergeTree ORDER BY id`
 			}
-			e := newE2E(t, ddl)
+			e := cases.newE2E(t, ddl)
 			e.opts.AddNewColumns = true
 			e.opts.AddNewColumnsMax = 2
 			e.opts.AddNewColumnsPattern = "^[a-z_]+$"

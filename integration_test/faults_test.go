@@ -117,6 +117,7 @@ func TestNarrowedColumnWhileRunning(t *testing.T) {
 // a whole: an Enum that lost a value is another type too. Columns whose values reach the driver
 // as Go values (an Array of Nullable) are checked the same way.
 func TestColumnTypeChangedAfterTheWriteStageReadIt(t *testing.T) {
+	cases := newParallelCases(t)
 	for _, tc := range []struct {
 		name, ddl, alter string
 		first            string   // inserted before the ALTER
@@ -145,7 +146,7 @@ func TestColumnTypeChangedAfterTheWriteStageReadIt(t *testing.T) {
 			`{"id":0,"m":"v0"}`, []string{`{"id":1,"m":"v1"}`, `{"id":2}`}, "0\n1\n2", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newE2E(t, tc.ddl)
+			e := cases.newE2E(t, tc.ddl)
 			e.opts.WindowSeconds = pipeline.GivenInt(1)
 			e.opts.StopAfterIdle = pipeline.GivenInt(8)
 			e.opts.SchemaRefreshSeconds = 0

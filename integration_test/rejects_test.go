@@ -25,6 +25,7 @@ import (
 // error text and their attributes on the topic, every message is acknowledged, and the job ends
 // by stopAfterIdle.
 func TestServerRejectsSomeRows(t *testing.T) {
+	cases := newParallelCases(t)
 	const n = 1000
 	bad := map[int]bool{3: true, 250: true, 251: true, 777: true, 999: true}
 	for _, tc := range []struct {
@@ -78,7 +79,7 @@ func TestServerRejectsSomeRows(t *testing.T) {
 			}},
 	} {
 		t.Run(fmt.Sprintf("code %d, %s", tc.code, tc.name), func(t *testing.T) {
-			e := newE2E(t, tc.ddl)
+			e := cases.newE2E(t, tc.ddl)
 			e.opts.BatchRowCount = pipeline.GivenInt(n)
 			e.opts.WindowSeconds = pipeline.GivenInt(5)
 			var msgs []*pubsubpb.PubsubMessage
