@@ -380,7 +380,7 @@ func TestDeadLetterTableTypeChanged(t *testing.T) {
 // of failing a minute later, when Pub/Sub has been back for most of that minute. Every message
 // is then a row or a dead letter on the topic.
 func TestPubSubOutageWithDeadLetterTopic(t *testing.T) {
-	e := newE2E(t, `CREATE TABLE {table} (id UInt32, n UInt8) ENGINE = MergeTree ORDER BY id`)
+	e := newE2EApart(t, `CREATE TABLE {table} (id UInt32, n UInt8) ENGINE = MergeTree ORDER BY id`)
 	proxy := chtest.NewProxy(t, e.ps.Addr)
 	dlRead := e.ps.Subscription(t, e.opts.DeadLetterTopic, "dead-letters-read", time.Minute)
 	// A deadline longer than the outage: a message is delivered again only when the pipeline

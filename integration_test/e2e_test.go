@@ -85,6 +85,15 @@ func (c *parallelCases) newE2E(t *testing.T, ddl string) *e2e {
 	return newE2EWith(t, chtest.New(t), c.ps, fmt.Sprintf("-%d", c.n.Add(1)), ddl)
 }
 
+// newE2EApart is newE2E for a test that runs at once with others (t.Parallel, which it calls):
+// its emulator is not the process's PUBSUB_EMULATOR_HOST (pubsubtest.StartApart), so its
+// pipelines run in processes of the binary that the test starts with PUBSUB_EMULATOR_HOST=e.ps.Addr,
+// not in the test's own (e.run, e.start).
+func newE2EApart(t *testing.T, ddl string) *e2e {
+	t.Parallel()
+	return newE2EWith(t, chtest.New(t), pubsubtest.StartApart(t), "", ddl)
+}
+
 // run builds the pipeline on the local source and runs it on prism until stopAfterIdle ends it.
 func (e *e2e) run(t *testing.T) beam.PipelineResult {
 	t.Helper()

@@ -322,7 +322,7 @@ func TestServerStoppedAndRestarted(t *testing.T) {
 // committed just before the kill and whose acknowledgement was lost, and the test prints how many.
 func TestKilledAndRestarted(t *testing.T) {
 	const n = 6000
-	e := newE2E(t, events.DDL)
+	e := newE2EApart(t, events.DDL)
 	bin, _ := launchBinary(t)
 	o := e.opts
 	args := []string{

@@ -107,14 +107,33 @@ func (e *Local) Close() { e.close() }
 // opts are pstest's reactors, to fail or change chosen calls.
 func Start(t testing.TB, opts ...pstest.ServerReactorOption) *Emulator {
 	t.Helper()
+	return start(t, true, opts)
+}
+
+// StartApart is Start without PUBSUB_EMULATOR_HOST: for a test that runs at once with others
+// (t.Parallel, which may not set the environment) and gives the address (Addr) to the processes
+// it starts. Its pipelines cannot run in the test's own process.
+func StartApart(t testing.TB, opts ...pstest.ServerReactorOption) *Emulator {
+	t.Helper()
+	return start(t, false, opts)
+}
+
+func start(t testing.TB, setEnv bool, opts []pstest.ServerReactorOption) *Emulator {
+	t.Helper()
 	srv := pstest.NewServer(opts...)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := Serve(l, srv)
-	t.Setenv("PUBSUB_EMULATOR_HOST", l.Addr().String())
-	client, err := pubsub.NewClient(context.Background(), Project)
+	var clientOpts []option.ClientOption
+	if setEnv {
+		t.Setenv("PUBSUB_EMULATOR_HOST", l.Addr().String())
+	} else {
+		clientOpts = []option.ClientOption{option.WithEndpoint(l.Addr().String()), option.WithoutAuthentication(),
+			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials()))}
+	}
+	client, err := pubsub.NewClient(context.Background(), Project, clientOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
