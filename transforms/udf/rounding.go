@@ -1,9 +1,11 @@
 package udf
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -29,6 +31,49 @@ type rounding struct {
 type roundedLiteral struct {
 	literal, printed string // the first of the payload's literals that prints so, and that print, with their sign
 	fraction         bool   // the literal is no integer (1.0000000000000001, which prints as 1)
+	from             string // where the literal is when not in the payload: `the attribute "uid"`, "the message id"
+}
+
+// source is a text the function receives beside the payload, which it may turn into a number
+// (Number(message.attributes.uid), parseInt(message.messageId)), and how an error names it.
+type source struct{ text, name string }
+
+// messageSources returns the message id and the attributes' values (by key order) that hold 16
+// digits or more, as JSON strings, which numbers reads as it reads the payload's strings; nil
+// when none does.
+func messageSources(m messageInfo) []source {
+	var out []source
+	if digits(m.ID) >= minRoundingDigits {
+		out = append(out, source{quote(m.ID), "the message id"})
+	}
+	var keys []string
+	for k, v := range m.Attributes {
+		if digits(v) >= minRoundingDigits {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		out = append(out, source{quote(m.Attributes[k]), fmt.Sprintf("the attribute %q", k)})
+	}
+	return out
+}
+
+// quote returns s as a JSON string.
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// digits counts the decimal digits of s.
+func digits(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if isDigit(s[i]) {
+			n++
+		}
+	}
+	return n
 }
 
 // minRoundingDigits is the fewest significant digits a number's text has when JSON.parse can
@@ -46,80 +91,102 @@ const maxNumberText = 800
 // 16 significant digits or more and whose double prints as an integer of another value. It reads
 // any text: what is not JSON gives nothing or a few needless entries, never an error. nil when
 // nothing would be rounded (the payload is read once, byte by byte, and a number of fewer digits
-// is not read further).
-func roundingOf(payload string) *rounding {
+// is not read further). The texts of others (messageSources) are read after the payload, alike.
+func roundingOf(payload string, others ...source) *rounding {
 	var r *rounding
-	numbers(payload, func(tok string) {
-		if significantDigits(tok) < minRoundingDigits || len(tok) > maxNumberText {
-			return
-		}
-		f, err := strconv.ParseFloat(tok, 64) // the nearest double, ties to even, as JSON.parse
-		if err != nil || math.IsInf(f, 0) || f == 0 {
-			return // beyond a double's range, or below it: no integer is printed but 0
-		}
-		// Exact when the printed text is the literal's value, whether or not the double is: the
-		// converter reads the text (1e24 prints as 1e+24, the same value, though no double is it).
-		unsigned := strings.TrimPrefix(tok, "-")
-		printed := jsText(math.Abs(f))
-		lit, ok1 := new(big.Rat).SetString(unsigned)
-		back, ok2 := new(big.Rat).SetString(printed)
-		if !ok1 || !ok2 {
-			return
-		}
-		exact := lit.Cmp(back) == 0
-		if !exact && f != math.Trunc(f) {
-			return // a fraction rounded to a fraction: a float, as a Float column rounds it
-		}
-		if r == nil {
-			r = &rounding{rounded: map[string]roundedLiteral{}, exactElsewhere: map[string]int{}}
-		}
-		switch {
-		case exact && unsigned != printed:
-			r.exactElsewhere[printed]++
-		case !exact:
-			if _, ok := r.rounded[printed]; !ok {
-				sign := ""
-				if f < 0 {
-					sign = "-"
-				}
-				r.rounded[printed] = roundedLiteral{literal: tok, printed: sign + printed, fraction: !lit.IsInt()}
-			}
-		}
-	})
+	numbers(payload, func(tok string) { r = r.read(tok, "") })
+	for _, src := range others {
+		numbers(src.text, func(tok string) { r = r.read(tok, src.name) })
+	}
 	if r == nil || len(r.rounded) == 0 {
 		return nil
 	}
 	// The payload's shorter numbers written otherwise than JavaScript prints them (1.0, 100.00,
 	// 1e2) are exactly an integer that a rounded literal prints as: JSON.stringify writes them so
 	// too, so the output may hold that print for them. Read only when something was rounded.
-	numbers(payload, func(tok string) {
-		if significantDigits(tok) >= minRoundingDigits || !strings.ContainsAny(tok, ".eE") || len(tok) > maxNumberText {
-			return // read above, or written as it prints
-		}
-		f, err := strconv.ParseFloat(tok, 64)
-		if err != nil || math.IsInf(f, 0) {
-			return
-		}
-		printed := jsText(math.Abs(f))
-		if _, ok := r.rounded[printed]; !ok {
-			return
-		}
-		lit, ok1 := new(big.Rat).SetString(strings.TrimPrefix(tok, "-"))
-		back, ok2 := new(big.Rat).SetString(printed)
-		if ok1 && ok2 && lit.Cmp(back) == 0 {
-			r.exactElsewhere[printed]++
-		}
-	})
+	numbers(payload, r.readShort)
+	for _, src := range others {
+		numbers(src.text, r.readShort)
+	}
 	return r
 }
 
+// read notes tok, a number's text in the text from (the payload when ""), when it has 16
+// significant digits or more: rounded when its double prints as another integer, exact
+// elsewhere when it prints otherwise than written but as the same value. It returns r, made when
+// nil and needed.
+func (r *rounding) read(tok, from string) *rounding {
+	if significantDigits(tok) < minRoundingDigits || len(tok) > maxNumberText {
+		return r
+	}
+	f, err := strconv.ParseFloat(tok, 64) // the nearest double, ties to even, as JSON.parse
+	if err != nil || math.IsInf(f, 0) || f == 0 {
+		return r // beyond a double's range, or below it: no integer is printed but 0
+	}
+	// Exact when the printed text is the literal's value, whether or not the double is: the
+	// converter reads the text (1e24 prints as 1e+24, the same value, though no double is it).
+	unsigned := strings.TrimPrefix(tok, "-")
+	printed := jsText(math.Abs(f))
+	lit, ok1 := new(big.Rat).SetString(unsigned)
+	back, ok2 := new(big.Rat).SetString(printed)
+	if !ok1 || !ok2 {
+		return r
+	}
+	exact := lit.Cmp(back) == 0
+	if !exact && f != math.Trunc(f) {
+		return r // a fraction rounded to a fraction: a float, as a Float column rounds it
+	}
+	if r == nil {
+		r = &rounding{rounded: map[string]roundedLiteral{}, exactElsewhere: map[string]int{}}
+	}
+	switch {
+	case exact && unsigned != printed:
+		r.exactElsewhere[printed]++
+	case !exact:
+		if _, ok := r.rounded[printed]; !ok {
+			sign := ""
+			if f < 0 {
+				sign = "-"
+			}
+			r.rounded[printed] = roundedLiteral{literal: tok, printed: sign + printed, fraction: !lit.IsInt(), from: from}
+		}
+	}
+	return r
+}
+
+// readShort notes tok, a number's text of fewer than 16 significant digits written otherwise
+// than it prints, when it is exactly an integer that a rounded literal prints as.
+func (r *rounding) readShort(tok string) {
+	if significantDigits(tok) >= minRoundingDigits || !strings.ContainsAny(tok, ".eE") || len(tok) > maxNumberText {
+		return // read above, or written as it prints
+	}
+	f, err := strconv.ParseFloat(tok, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return
+	}
+	printed := jsText(math.Abs(f))
+	if _, ok := r.rounded[printed]; !ok {
+		return
+	}
+	lit, ok1 := new(big.Rat).SetString(strings.TrimPrefix(tok, "-"))
+	back, ok2 := new(big.Rat).SetString(printed)
+	if ok1 && ok2 && lit.Cmp(back) == 0 {
+		r.exactElsewhere[printed]++
+	}
+}
+
 // check returns an error naming a rounded literal when output (the UDF's result) holds its
-// printed text more often than the payload does (as text, or as another number's print): the
-// output carries a number JSON.parse changed, in a number or in a string made of one
-// ("type" + e.id). A text is counted where no digit stands right before or after it. nil
-// otherwise.
-func (r *rounding) check(output string, payload string) error {
+// printed text more often than the payload and the others' texts (as given to roundingOf) do
+// (as text, or as another number's print): the output carries a number JSON.parse changed, in a
+// number or in a string made of one ("type" + e.id). A text is counted where no digit stands
+// right before or after it. nil otherwise.
+func (r *rounding) check(output string, payload string, others ...source) error {
 	in, out := r.count(payload), r.count(output)
+	for _, src := range others {
+		for printed, n := range r.count(src.text) {
+			in[printed] += n
+		}
+	}
 	for printed, n := range out {
 		if n > in[printed]+r.exactElsewhere[printed] {
 			lit := r.rounded[printed]
@@ -127,9 +194,16 @@ func (r *rounding) check(output string, payload string) error {
 			if lit.fraction {
 				why = "a JavaScript number holds 15 to 17 significant digits, so JSON.parse rounded it to an integer"
 			}
-			return fmt.Errorf("returned %s where the payload holds %s: %s; the message is dead-lettered rather than stored changed "+
-				"(have the producer send such a value as a string, or take it from the payload's text, not from JSON.parse)",
-				lit.printed, lit.literal, why)
+			where, advice := "the payload", "have the producer send such a value as a string, or take it from the payload's text, not from JSON.parse"
+			if lit.from != "" {
+				where, advice = lit.from, "pass the value on as a string, not as a number"
+				why = "a JavaScript number is exact only up to 2^53 (9007199254740992), so it was rounded when the function made a number of it"
+				if lit.fraction {
+					why = "a JavaScript number holds 15 to 17 significant digits, so it was rounded to an integer when the function made a number of it"
+				}
+			}
+			return fmt.Errorf("returned %s where %s holds %s: %s; the message is dead-lettered rather than stored changed (%s)",
+				lit.printed, where, lit.literal, why, advice)
 		}
 	}
 	return nil

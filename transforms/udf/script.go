@@ -252,8 +252,10 @@ func (f *function) Apply(payload string, m messageInfo) (out string, drop bool, 
 						"it would be stored as U+FFFD, so the message is dead-lettered instead", unit, i)}
 			}
 		}
-		if r := roundingOf(payload); r != nil {
-			if err := r.check(s, payload); err != nil {
+		// The message id and the attributes are strings the function may make numbers of too.
+		others := messageSources(m)
+		if r := roundingOf(payload, others...); r != nil {
+			if err := r.check(s, payload, others...); err != nil {
 				return "", false, &Error{Function: f.name, Reason: err.Error()}
 			}
 		}

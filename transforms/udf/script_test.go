@@ -338,6 +338,42 @@ func TestRounding(t *testing.T) {
 	}
 }
 
+// TestRoundingOfMessage: an attribute's value or the message id that the function turns into
+// a number (Number, parseInt, JSON.parse) is rounded as a payload's number is, and the output
+// that carries it is refused the same way, naming where the number came from; a value passed on
+// as text, or holding the rounded digits itself, passes.
+func TestRoundingOfMessage(t *testing.T) {
+	const src = `
+function fromAttribute(payload, message) { var e = JSON.parse(payload); e.uid = Number(message.attributes.uid); return JSON.stringify(e); }
+function fromId(payload, message) { return JSON.stringify({id: parseInt(message.messageId, 10)}); }
+function asText(payload, message) { return JSON.stringify({uid: message.attributes.uid, id: message.messageId}); }
+`
+	tests := []struct {
+		fn, payload string
+		msg         messageInfo
+		wantErr     string // "" for none
+	}{
+		{"fromAttribute", `{"a":1}`, messageInfo{ID: "1", Attributes: map[string]string{"uid": "9007199254740993"}},
+			`javascript UDF fromAttribute failed: returned 9007199254740992 where the attribute "uid" holds 9007199254740993: a JavaScript number is exact only up to 2^53 (9007199254740992), so it was rounded when the function made a number of it; ` +
+				`the message is dead-lettered rather than stored changed (pass the value on as a string, not as a number)`},
+		{"fromId", `{}`, messageInfo{ID: "12345678901234567891"},
+			`javascript UDF fromId failed: returned 12345678901234567000 where the message id holds 12345678901234567891: a JavaScript number is exact only up to 2^53 (9007199254740992), so it was rounded when the function made a number of it; ` +
+				`the message is dead-lettered rather than stored changed (pass the value on as a string, not as a number)`},
+		{"asText", `{}`, messageInfo{ID: "12345678901234567891", Attributes: map[string]string{"uid": "9007199254740993"}}, ""},
+		{"fromAttribute", `{"a":1}`, messageInfo{ID: "1", Attributes: map[string]string{"uid": "9007199254740992"}}, ""},
+	}
+	for _, tt := range tests {
+		fn := load(t, src, tt.fn, time.Second)
+		out, _, err := fn.Apply(tt.payload, tt.msg)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s(%s, %+v): %v", tt.fn, tt.payload, tt.msg, err)
+		case tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr):
+			t.Errorf("%s(%s, %+v) = %q, %v; want the error %q", tt.fn, tt.payload, tt.msg, out, err, tt.wantErr)
+		}
+	}
+}
+
 // TestTimeoutDoesNotLeak checks that the interrupt of a call that timed out does not stop the
 // next call, and that calls shorter than the bound are never stopped.
 func TestTimeoutDoesNotLeak(t *testing.T) {
