@@ -353,6 +353,15 @@ func syntaxRule(raw string) string {
 			}
 			return rule
 		}
+		if !strings.HasPrefix(hostPort, "[") && strings.Count(hostPort, ":") > 1 {
+			// An IPv6 address without brackets: its last group would be taken for the port,
+			// or the whole address for a host name, and the dial fails with a mangled address.
+			rule := "has a host with more than one \":\" (an IPv6 address goes in brackets, as clickhouse://[::1]:9000)"
+			if strings.Contains(raw, "@") {
+				rule += `; a "/", "?", "#" or "@" in the user name or password must be percent-encoded`
+			}
+			return rule
+		}
 	}
 	return ""
 }

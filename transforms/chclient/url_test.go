@@ -2,6 +2,7 @@ package chclient
 
 import (
 	"crypto/tls"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,12 @@ func TestURLOptionsHonoured(t *testing.T) {
 		{"clickhouse://u:" + pw + "@h/db", Config{Username: "u", Database: "db"}, func(o *clickhouse.Options) string {
 			if o.Auth.Username != "u" || o.Auth.Password != pw || o.Auth.Database != "db" {
 				return "want the URL's password when clickHousePassword is empty"
+			}
+			return ""
+		}},
+		{"clickhouse://[::1],[fe80::1]:9001", Config{Username: "u"}, func(o *clickhouse.Options) string {
+			if !slices.Equal(o.Addr, []string{"[::1]:9000", "[fe80::1]:9001"}) {
+				return "want the IPv6 addresses in brackets, the first with the default port"
 			}
 			return ""
 		}},
@@ -107,6 +114,10 @@ func TestURLOptionsRefused(t *testing.T) {
 		{"clickhouse://h?http_path=/x", Config{Username: "u"}, "the native protocol (clickhouse://) ignores it"},
 		{"clickhouse://h#frag", Config{Username: "u"}, "has a fragment"},
 		{"clickhouse://h?compress=gzip", Config{Username: "u"}, `option "compress" gzip is for http:// and https:// URLs`},
+		// An IPv6 address without brackets was accepted, and dialled as [::1:9000]:9000.
+		{"clickhouse://u:" + pw + "@::1:9000", Config{}, "an IPv6 address goes in brackets, as clickhouse://[::1]:9000"},
+		{"http://fe80::1", Config{Username: "u"}, "an IPv6 address goes in brackets"},
+		{"clickhouse://[::1]:9000,::2:9000", Config{Username: "u"}, "an IPv6 address goes in brackets"},
 		// Two of one credential in the URL, which the driver would resolve without a word.
 		{"clickhouse://u:other@h:9000?password=" + pw, Config{}, "holds two passwords that differ, in user:password@ and in ?password=: give the password once"},
 		{"clickhouse://u@h:9000?username=v", Config{}, `names two users, "u" in user@ and "v" in ?username=: give the user once`},
