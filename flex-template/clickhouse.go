@@ -24,12 +24,12 @@ func openClickHouse(ctx context.Context, o pipeline.Options) (driver.Conn, error
 	}
 	conn, err := ch.Open(ctx)
 	if err != nil {
-		return nil, pipeline.Labelled(err, "")
+		return nil, pipeline.LabelledSettings(err)
 	}
 	// The ping sends no setting; a query sends them all.
-	if err := conn.Exec(ctx, "SELECT 1"); err != nil {
+	if err := pipeline.FirstQuery(ctx, conn); err != nil {
 		conn.Close()
-		return nil, pipeline.Labelled(err, "")
+		return nil, err
 	}
 	return conn, nil
 }

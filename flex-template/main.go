@@ -435,9 +435,12 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 	}
 	conn, err := ch.Open(ctx)
 	if err != nil {
-		return pipeline.Labelled(err, "")
+		return pipeline.LabelledSettings(err)
 	}
 	defer conn.Close()
+	if err := pipeline.FirstQuery(ctx, conn); err != nil {
+		return err
+	}
 	checkOtherHosts(ctx, o)
 	for _, table := range o.Tables() {
 		if err := checkTable(ctx, conn, o, table); err != nil {

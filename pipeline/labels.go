@@ -4,12 +4,14 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
@@ -60,6 +62,29 @@ func Labelled(err error, param string) error {
 		return fmt.Errorf("%s: %w", param, err)
 	}
 	return err
+}
+
+// FirstQuery runs the first query of a connection just opened, SELECT 1, which carries the
+// settings that the options of clickHouseUrl not clickhouse-go's own become (a ping carries
+// none; over HTTP the driver's hello query does, with max_execution_time its own). Its error is
+// labelled as LabelledSettings says.
+func FirstQuery(ctx context.Context, conn driver.Conn) error {
+	return LabelledSettings(conn.Exec(ctx, "SELECT 1"))
+}
+
+// LabelledSettings is Labelled(err, "") for an error of opening a connection or of its first
+// query (FirstQuery), where a ClickHouse exception that names no parameter of its own (as the
+// wrong password does) can only come from the URL's settings: a value the server cannot read
+// (max_execution_time=abc over HTTP, code 72), which the first query of a start-up check
+// otherwise reported as that check's (clickHouseTable: reading the server time zone: ...).
+func LabelledSettings(err error) error {
+	var ce *chclient.ConfigError
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) && ex.Code != 115 && !errors.As(err, &ce) {
+		return fmt.Errorf("%s: the server refused the settings of the URL (its options that are not clickhouse-go's are sent to the server as "+
+			"settings): check their names and values (%w)", ClickHouseParam(chclient.FieldURL), err)
+	}
+	return Labelled(err, "")
 }
 
 // textSetting matches clickhouse-go's error for a setting of text on the native protocol, and

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
@@ -44,6 +47,33 @@ func TestLabelled(t *testing.T) {
 	}
 	if Labelled(nil, "clickHouseTable") != nil {
 		t.Error("Labelled(nil) is not nil")
+	}
+}
+
+// TestLabelledSettings: a ClickHouse exception on a connection's first query comes from the
+// URL's settings and names clickHouseUrl (over HTTP, max_execution_time=abc gave code 72,
+// reported as clickHouseTable's at the launch and unlabelled by check); the password's and the
+// unknown setting's keep their own texts.
+func TestLabelledSettings(t *testing.T) {
+	value := &clickhouse.Exception{Code: 72, Name: "CANNOT_PARSE_NUMBER", Message: "Cannot read floating point value here: abc."}
+	unknown := &clickhouse.Exception{Code: 115, Message: "Unknown setting 'no_such'"}
+	password := &chclient.ConfigError{Field: chclient.FieldPassword, Hint: chclient.Hintf("refused"), Err: &clickhouse.Exception{Code: 516}}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("sendQuery: [HTTP 400] %w", value), "clickHouseUrl: the server refused the settings of the URL (its options that are not clickhouse-go's are sent to the server as settings): check their names and values (sendQuery: [HTTP 400] code: 72, message: Cannot read floating point value here: abc.)"},
+		{unknown, "clickHouseUrl: the server has no setting of that name"},
+		{password, "clickHousePassword: refused"},
+		{errors.New("connection refused"), "connection refused"},
+	} {
+		got := LabelledSettings(tc.err)
+		if !strings.HasPrefix(got.Error(), tc.want) || !errors.Is(got, tc.err) {
+			t.Errorf("LabelledSettings(%q) = %q, want %q wrapping the error", tc.err, got, tc.want)
+		}
+	}
+	if LabelledSettings(nil) != nil {
+		t.Error("LabelledSettings(nil) is not nil")
 	}
 }
 
