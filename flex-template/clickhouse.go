@@ -24,10 +24,10 @@ func openClickHouse(ctx context.Context, o pipeline.Options) (driver.Conn, error
 	}
 	conn, err := ch.Open(ctx)
 	if err != nil {
-		return nil, pipeline.LabelledSettings(err)
+		return nil, pipeline.LabelledSettings(err, o)
 	}
 	// The ping sends no setting; a query sends them all.
-	if err := pipeline.FirstQuery(ctx, conn); err != nil {
+	if err := pipeline.FirstQuery(ctx, conn, o); err != nil {
 		conn.Close()
 		return nil, err
 	}

@@ -435,10 +435,10 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 	}
 	conn, err := ch.Open(ctx)
 	if err != nil {
-		return pipeline.LabelledSettings(err)
+		return pipeline.LabelledSettings(err, o)
 	}
 	defer conn.Close()
-	if err := pipeline.FirstQuery(ctx, conn); err != nil {
+	if err := pipeline.FirstQuery(ctx, conn, o); err != nil {
 		return err
 	}
 	checkOtherHosts(ctx, o)

@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -64,27 +66,52 @@ func Labelled(err error, param string) error {
 	return err
 }
 
-// FirstQuery runs the first query of a connection just opened, SELECT 1, which carries the
-// settings that the options of clickHouseUrl not clickhouse-go's own become (a ping carries
-// none; over HTTP the driver's hello query does, with max_execution_time its own). Its error is
-// labelled as LabelledSettings says.
-func FirstQuery(ctx context.Context, conn driver.Conn) error {
-	return LabelledSettings(conn.Exec(ctx, "SELECT 1"))
+// FirstQuery runs the first query of a connection just opened with o's ClickHouse parameters,
+// SELECT 1, which carries the settings that the options of clickHouseUrl not clickhouse-go's own
+// become (a ping carries none; over HTTP the driver's hello query does). Its error is labelled as
+// LabelledSettings says.
+func FirstQuery(ctx context.Context, conn driver.Conn, o Options) error {
+	return LabelledSettings(conn.Exec(ctx, "SELECT 1"), o)
 }
 
-// LabelledSettings is Labelled(err, "") for an error of opening a connection or of its first
-// query (FirstQuery), where a ClickHouse exception that names no parameter of its own (as the
-// wrong password does) can only come from the URL's settings: a value the server cannot read
-// (max_execution_time=abc over HTTP, code 72), which the first query of a start-up check
-// otherwise reported as that check's (clickHouseTable: reading the server time zone: ...).
-func LabelledSettings(err error) error {
+// LabelledSettings is Labelled(err, "") for an error of opening a connection with o's ClickHouse
+// parameters or of its first query (FirstQuery). When clickHouseUrl has options that clickhouse-go
+// sends to the server as settings, a ClickHouse exception that names no parameter of its own (as
+// the wrong password does) is put down to them: a value the server cannot read
+// (max_execution_time=abc over HTTP, code 72) was otherwise reported as the next check's
+// (clickHouseTable: reading the server time zone: ...). Without such options it is left as it is.
+func LabelledSettings(err error, o Options) error {
 	var ce *chclient.ConfigError
 	var ex *clickhouse.Exception
+	if errors.As(err, &ex) && ex.Code == 115 && garbledSetting.MatchString(ex.Message) {
+		// Not a name the URL gave: the server read the settings out of step.
+		return fmt.Errorf("%s: the server misread the settings of the URL: over the native protocol, clickhouse-go sends each setting "+
+			"as an unsigned number to a server of protocol revision 54429 or below (ClickHouse 18.16 is 54412), so a negative "+
+			"value (as max_threads=-1) reaches it as another and puts it out of step; give such a setting in the user's profile "+
+			"on the server, or use http:// or https:// (%w)", ClickHouseParam(chclient.FieldURL), err)
+	}
 	if errors.As(err, &ex) && ex.Code != 115 && !errors.As(err, &ce) {
-		return fmt.Errorf("%s: the server refused the settings of the URL (its options that are not clickhouse-go's are sent to the server as "+
-			"settings): check their names and values (%w)", ClickHouseParam(chclient.FieldURL), err)
+		if names := o.urlSettings(); len(names) > 0 {
+			return fmt.Errorf("%s: the server refused a setting of the URL (%s: the options that are not clickhouse-go's are sent to "+
+				"the server as settings): check their values (%w)", ClickHouseParam(chclient.FieldURL), strings.Join(names, ", "), err)
+		}
 	}
 	return Labelled(err, "")
+}
+
+// garbledSetting matches the message of ClickHouse's exception 115 when the name it gives is no
+// name the URL can have sent: empty, or with a byte that is not printable ASCII
+// ("Unknown setting \x00", from a negative number sent as an unsigned one).
+var garbledSetting = regexp.MustCompile(`Unknown setting (\S*[^\x20-\x7e]|\s*$)`)
+
+// urlSettings returns the names of the options of clickHouseUrl that clickhouse-go sends to the
+// server as settings, sorted; none when the URL cannot be parsed (Validate says why).
+func (o Options) urlSettings() []string {
+	opts, err := o.ClickHouse().Options()
+	if err != nil || opts == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(opts.Settings))
 }
 
 // textSetting matches clickhouse-go's error for a setting of text on the native protocol, and

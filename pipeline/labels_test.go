@@ -50,29 +50,41 @@ func TestLabelled(t *testing.T) {
 	}
 }
 
-// TestLabelledSettings: a ClickHouse exception on a connection's first query comes from the
-// URL's settings and names clickHouseUrl (over HTTP, max_execution_time=abc gave code 72,
-// reported as clickHouseTable's at the launch and unlabelled by check); the password's and the
-// unknown setting's keep their own texts.
+// TestLabelledSettings: a ClickHouse exception on a connection's first query, when the URL has
+// options that are sent as settings, names clickHouseUrl and them (over HTTP,
+// max_execution_time=abc gave code 72, reported as clickHouseTable's at the launch and unlabelled
+// by check); without such options it is left as it is, and the password's and the unknown
+// setting's keep their own texts. An exception 115 that names no setting the URL can have sent
+// (18.16 read "\x00" after max_threads=-1, sent as an unsigned number over the native protocol)
+// says the server misread them.
 func TestLabelledSettings(t *testing.T) {
 	value := &clickhouse.Exception{Code: 72, Name: "CANNOT_PARSE_NUMBER", Message: "Cannot read floating point value here: abc."}
+	busy := &clickhouse.Exception{Code: 202, Name: "TOO_MANY_SIMULTANEOUS_QUERIES", Message: "Too many simultaneous queries."}
 	unknown := &clickhouse.Exception{Code: 115, Message: "Unknown setting 'no_such'"}
 	password := &chclient.ConfigError{Field: chclient.FieldPassword, Hint: chclient.Hintf("refused"), Err: &clickhouse.Exception{Code: 516}}
+	withSettings := Options{ClickHouseURL: "http://127.0.0.1:8123?max_execution_time=abc&dial_timeout=5s&load_balancing=random"}
+	plain := Options{ClickHouseURL: "http://127.0.0.1:8123?dial_timeout=5s"}
 	for _, tc := range []struct {
 		err  error
+		o    Options
 		want string
 	}{
-		{fmt.Errorf("sendQuery: [HTTP 400] %w", value), "clickHouseUrl: the server refused the settings of the URL (its options that are not clickhouse-go's are sent to the server as settings): check their names and values (sendQuery: [HTTP 400] code: 72, message: Cannot read floating point value here: abc.)"},
-		{unknown, "clickHouseUrl: the server has no setting of that name"},
-		{password, "clickHousePassword: refused"},
-		{errors.New("connection refused"), "connection refused"},
+		{fmt.Errorf("sendQuery: [HTTP 400] %w", value), withSettings, "clickHouseUrl: the server refused a setting of the URL (load_balancing, max_execution_time: " +
+			"the options that are not clickhouse-go's are sent to the server as settings): check their values (sendQuery: [HTTP 400] code: 72, message: Cannot read floating point value here: abc.)"},
+		{busy, plain, busy.Error()},
+		{unknown, withSettings, "clickHouseUrl: the server has no setting of that name"},
+		{&clickhouse.Exception{Code: 115, Message: "Unknown setting \x00"}, withSettings, "clickHouseUrl: the server misread the settings of the URL: " +
+			"over the native protocol, clickhouse-go sends each setting as an unsigned number"},
+		{&clickhouse.Exception{Code: 115, Message: "Unknown setting "}, plain, "clickHouseUrl: the server misread the settings of the URL: "},
+		{password, withSettings, "clickHousePassword: refused"},
+		{errors.New("connection refused"), withSettings, "connection refused"},
 	} {
-		got := LabelledSettings(tc.err)
+		got := LabelledSettings(tc.err, tc.o)
 		if !strings.HasPrefix(got.Error(), tc.want) || !errors.Is(got, tc.err) {
-			t.Errorf("LabelledSettings(%q) = %q, want %q wrapping the error", tc.err, got, tc.want)
+			t.Errorf("LabelledSettings(%q, %s) = %q, want %q wrapping the error", tc.err, tc.o.ClickHouseURL, got, tc.want)
 		}
 	}
-	if LabelledSettings(nil) != nil {
+	if LabelledSettings(nil, withSettings) != nil {
 		t.Error("LabelledSettings(nil) is not nil")
 	}
 }
