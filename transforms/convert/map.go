@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,7 +27,18 @@ type mapEncoder struct {
 	key, val         encoder
 }
 
+// errMapIPKey refuses Map(IPv4, V) and Map(IPv6, V), also with LowCardinality keys: the ClickHouse
+// 26.7 engine takes them, but clickhouse-go v2.51.0's Map column refuses a key type whose Go scan
+// type is not comparable (lib/column/map.go), and its IPv4 and IPv6 columns scan into net.IP, a
+// slice, so every INSERT of the write stage fails before anything is sent ("unsupported column
+// type").
+var errMapIPKey = errors.New("clickhouse-go v2.51.0 cannot insert a Map whose keys are IPv4 or IPv6: its Map column needs keys it can compare, and it reads IP addresses as net.IP, a slice, " +
+	"so every INSERT would fail with 'unsupported column type'; use String keys (the address's text)")
+
 func newMapEncoder(t *chtype.Type, zone *time.Location) (encoder, error) {
+	if k, _ := unwrapColumn(t.Elems[0]); k.Name == "IPv4" || k.Name == "IPv6" {
+		return nil, errMapIPKey
+	}
 	key, err := newEncoder(t.Elems[0], zone)
 	if err != nil {
 		return nil, err
