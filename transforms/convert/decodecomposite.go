@@ -66,11 +66,29 @@ func newTupleDecoder(t *chtype.Type) (*valueDecoder, error) {
 			if err != nil {
 				return reflect.Value{}, nil, err
 			}
-			out[i], b = v.Interface(), rest
+			out[i], b = rowValue(v), rest
 		}
 		return reflect.ValueOf(out), b, nil
 	}}, nil
 }
+
+// rowValue is the Go value of v for clickhouse-go's AppendRow, as a Tuple's element or a Map's
+// value: v's own, but an untyped nil for the NULL of a Nullable Enum8 or Enum16. clickhouse-go
+// v2.51.0's Enum columns dereference a *int8 or *int16 that AppendRow gets without looking for nil
+// (lib/column/enum8.go, enum16.go), and its Nullable column hands them the nil pointer of a NULL,
+// so that the write stage panicked; they take a nil as the placeholder of a NULL, and so do the
+// Int8 and Int16 columns, whose NULLs are such pointers too.
+func rowValue(v reflect.Value) any {
+	if (v.Type() == int8Pointer || v.Type() == int16Pointer) && v.IsNil() {
+		return nil
+	}
+	return v.Interface()
+}
+
+var (
+	int8Pointer  = reflect.TypeOf((*int8)(nil))
+	int16Pointer = reflect.TypeOf((*int16)(nil))
+)
 
 // newScalarDecoder is the decoder of a scalar type t whose codec is s: the element type of the
 // codec's plain Column.
@@ -157,7 +175,7 @@ func newMapDecoder(t *chtype.Type) (*valueDecoder, error) {
 			if err != nil {
 				return reflect.Value{}, nil, err
 			}
-			m.Put(key.Interface(), val.Interface())
+			m.Put(key.Interface(), rowValue(val))
 			b = rest
 		}
 		return reflect.ValueOf(m), b, nil

@@ -371,3 +371,46 @@ func TestStringColumnReleased(t *testing.T) {
 		c.Release()
 	}
 }
+
+// TestNullInsideCompositesReachesTheDriver: a NULL of a Nullable element inside a Tuple, a Map's
+// value or a Nested(…) column goes into clickhouse-go's column of the type (Append, as the write
+// stage's INSERT does) without an error or a panic.
+func TestNullInsideCompositesReachesTheDriver(t *testing.T) {
+	for _, tc := range []struct{ typ, value string }{
+		{"Tuple(Nullable(Enum8('x' = 1)), UInt8)", `[null,1]`},
+		{"Tuple(a Nullable(Enum16('x' = 1000)), b Nullable(Enum8('y' = -1)))", `{"a":null,"b":"y"}`},
+		{"Map(String, Nullable(Enum8('x' = 1)))", `{"a":"x","b":null}`},
+		{"Map(String, Nullable(Enum16('x' = 1000)))", `{"b":null}`},
+		{"Nested(a Nullable(Enum8('x' = 1)), b UInt8)", `[{"a":null,"b":1},{"a":"x","b":2}]`},
+		{"Array(Tuple(Nullable(Enum16('x' = 1)), Nullable(Time)))", `[[null,null],["x","00:00:01"]]`},
+		{"Tuple(Nullable(Int8), Nullable(Int16), Map(String, Nullable(Int8)))", `[null,null,{"a":null}]`},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			ct, err := chtype.Parse(tc.typ)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conv, err := convert.New(table(t, "c "+tc.typ))
+			if err != nil {
+				t.Fatal(err)
+			}
+			values, err := convert.NewColumn(ct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			appendConverted(t, conv, ct, []string{`{"c":` + tc.value + `}`}, values)
+			col := driverColumn(t, tc.typ)
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("the driver's Append of %#v panics: %v", values.Values(), p)
+				}
+			}()
+			if _, err := col.Append(values.Values()); err != nil {
+				t.Fatalf("the driver's Append of %#v: %v", values.Values(), err)
+			}
+			if col.Rows() != 1 {
+				t.Errorf("the driver's column has %d rows, want 1", col.Rows())
+			}
+		})
+	}
+}
