@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 )
 
@@ -133,4 +134,27 @@ func TestErrorCodesOnModern(t *testing.T) {
 			t.Errorf("chclient.Insert naming a dropped column: %v, classified %v, want %v", err, got, chclient.Schema)
 		}
 	})
+}
+
+// TestDriverRefusesValuesOnModern: a value the converter takes and clickhouse-go v2.51.0 does not
+// (a NULL element of Array(Nullable(Time)): "converting <nil> to Time is unsupported") failed
+// every INSERT of its batch as a change of the table, read again twice and then failed the
+// bundle, at each retry, holding up every message with it. The write stage now isolates the rows
+// whose values clickhouse-go refuses: the other rows land, and that one is a dead letter naming
+// the driver's refusal.
+func TestDriverRefusesValuesOnModern(t *testing.T) {
+	srv := chtest.StartModern(t)
+	e := newE2EOn(t, srv.Server, `CREATE TABLE {table} (id UInt32, a Array(Nullable(Time))) ENGINE = MergeTree ORDER BY id`)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.publishJSON(t, `{"id":1,"a":["00:00:01"]}`, `{"id":2,"a":["00:00:02",null]}`, `{"id":3,"a":[]}`)
+	e.runBinary(t, "")
+	if got, want := srv.MustQuery(t, "SELECT id, length(a) FROM events ORDER BY id"), "1\t1\n3\t0"; got != want {
+		t.Errorf("rows:\n%s\nwant\n%s", got, want)
+	}
+	got := srv.MustQuery(t, "SELECT raw_message, error_message FROM dead_letters")
+	for _, want := range []string{`{"id":2,"a":["00:00:02",null]}` + "\t", "the row cannot be inserted: clickhouse-go refuses its values", `column "a"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("dead letters %q lack %q", got, want)
+		}
+	}
 }

@@ -277,6 +277,20 @@ func (e *RowsError) Unwrap() error { return e.Err }
 type AppendError struct {
 	Column string
 	Err    error
+	// Statement: clickhouse-go refused the INSERT statement (PrepareBatch), which no row's
+	// values can cause; otherwise it refused the values of Column.
+	Statement bool
+}
+
+// ValuesRefused reports whether err is clickhouse-go's refusal of (or panic on) values it was
+// given for a column (an *AppendError neither of the statement nor of column types the server
+// names otherwise, *TypesChangedError): once the table is read again and the rows converted
+// again for it, such a failure is about some row's values, a value the converter took and
+// clickhouse-go cannot (a NULL element of Array(Nullable(Time)) in v2.51.0), not the table's.
+func ValuesRefused(err error) bool {
+	var ae *AppendError
+	var tc *TypesChangedError
+	return errors.As(err, &ae) && !ae.Statement && !errors.As(err, &tc)
 }
 
 func (e *AppendError) Error() string { return "column " + quoteName(e.Column) + ": " + e.Err.Error() }

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"unsafe"
@@ -283,7 +285,7 @@ func (e *TypesChangedError) Error() string {
 // at least one column, and values must hold one slice per column; otherwise Insert sends nothing
 // and returns an error saying so.
 func Insert(ctx context.Context, conn driver.Conn, database, table string, columns []string, values []any,
-	settings clickhouse.Settings, withToken bool, id Identity) error {
+	settings clickhouse.Settings, withToken bool, id Identity) (err error) {
 	if len(columns) == 0 {
 		return errors.New("an INSERT must name at least one column")
 	}
@@ -295,7 +297,7 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 	if err != nil {
 		if m := missingColumn.FindStringSubmatch(err.Error()); m != nil {
 			if _, fromServer := Code(err); !fromServer {
-				return &AppendError{Column: m[1], Err: err}
+				return &AppendError{Column: m[1], Err: err, Statement: true}
 			}
 		}
 		return err
@@ -305,7 +307,23 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 		return err
 	}
 	var driverColumns []column.Interface
+	current := ""
+	defer func() {
+		// A panic of clickhouse-go on values it was given (v2.51.0's Enum8 column dereferenced
+		// the nil of a NULL in a Tuple) would end the worker at every retry of the bundle; it is
+		// the values' refusal instead (ValuesRefused), which the write stage isolates.
+		// One in Send is an error of the INSERT (Classify: Transient).
+		if p := recover(); p != nil {
+			slog.Error("clickhouse-go panicked in an INSERT", "table", table, "column", current, "panic", p, "stack", string(debug.Stack()))
+			if current == "" {
+				err = fmt.Errorf("clickhouse-go panicked sending the INSERT: %v", p)
+			} else {
+				err = &AppendError{Column: current, Err: fmt.Errorf("clickhouse-go panicked taking the values: %v", p)}
+			}
+		}
+	}()
 	for i, v := range values {
+		current = columns[i]
 		switch v := v.(type) {
 		case Native:
 			if driverColumns == nil {
@@ -331,6 +349,7 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 			}
 		}
 	}
+	current = ""
 	return batch.Send()
 }
 

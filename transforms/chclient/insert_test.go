@@ -158,6 +158,7 @@ func (c *fakeConn) PrepareBatch(_ context.Context, query string, _ ...driver.Pre
 type fakeBatch struct {
 	driver.Batch
 	appendErr map[int]error // by column index
+	panics    map[int]any   // by column index: Append panics with it
 	sendErr   error
 	appended  []any
 	sent      bool
@@ -177,6 +178,9 @@ type fakeColumn struct {
 }
 
 func (c fakeColumn) Append(v any) error {
+	if p := c.b.panics[c.i]; p != nil {
+		panic(p)
+	}
 	if err := c.b.appendErr[c.i]; err != nil {
 		return err
 	}
@@ -216,6 +220,28 @@ func TestInsert(t *testing.T) {
 	}
 	if conn.batch.sent || !conn.batch.aborted {
 		t.Errorf("append failure: sent %v, aborted %v", conn.batch.sent, conn.batch.aborted)
+	}
+
+	if !ValuesRefused(err) {
+		t.Errorf("append failure: ValuesRefused(%v) is false", err)
+	}
+
+	// A panic of clickhouse-go on values (v2.51.0's Enum8 column on the nil of a NULL in a Tuple)
+	// is their refusal too, not the end of the worker.
+	conn = &fakeConn{batch: &fakeBatch{panics: map[int]any{1: "runtime error: invalid memory address or nil pointer dereference"}}}
+	err = Insert(ctx, conn, "db", "t", cols, values, nil, false, id)
+	if !errors.As(err, &ae) || ae.Column != "b`" || !ValuesRefused(err) || Classify(err) != Schema ||
+		!strings.Contains(err.Error(), "clickhouse-go panicked taking the values: runtime error: invalid memory address") {
+		t.Errorf("append panic: %v (%T)", err, err)
+	}
+	if conn.batch.sent || !conn.batch.aborted {
+		t.Errorf("append panic: sent %v, aborted %v", conn.batch.sent, conn.batch.aborted)
+	}
+	// The statement refused by clickhouse-go, or column types the server names otherwise, are
+	// no values' refusal.
+	if ValuesRefused(&AppendError{Column: "a", Err: refused, Statement: true}) ||
+		ValuesRefused(&AppendError{Column: "a", Err: &TypesChangedError{}}) {
+		t.Error("ValuesRefused of a statement's refusal or of changed types")
 	}
 
 	// The server's errors are returned as they are, for Classify.

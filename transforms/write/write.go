@@ -488,12 +488,20 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 		f.presumedData[code] = true
 		class = chclient.Data
 	}
+	if class == chclient.Schema && refreshes >= maxSchemaRefreshes && chclient.ValuesRefused(err) {
+		// The table read again and the rows converted again for it, and clickhouse-go still
+		// refuses values: some row's, which the split finds.
+		class = chclient.Data
+	}
 	switch {
 	case (class == chclient.Data || class == chclient.Memory) && len(b.Rows) == 1:
 		// A single row the server still cannot take after the retries: it is about the row.
 		slog.Warn("the server rejected a row; sending it to the dead letter", "table", f.Table, "message", b.Rows[0].MessageID, "class", class.String(), "error", err)
 		var rowsErr *chclient.RowsError
-		if errors.As(err, &rowsErr) {
+		if chclient.ValuesRefused(err) {
+			reject(b.Rows[0], "write (clickhouse-go cannot take the row's values)", fmt.Errorf("the row cannot be inserted: "+
+				"clickhouse-go refuses its values, though the table was read again and the row converted again for it: %w", err))
+		} else if errors.As(err, &rowsErr) {
 			reject(b.Rows[0], "write (the row cannot be inserted)", fmt.Errorf("the row cannot be inserted: %w", err))
 		} else {
 			reject(b.Rows[0], "write (the server rejected the row)", fmt.Errorf("ClickHouse rejected the row: %w", chclient.ServerError(err)))
