@@ -76,8 +76,9 @@ func FirstQuery(ctx context.Context, conn driver.Conn, o Options) error {
 
 // LabelledSettings is Labelled(err, "") for an error of opening a connection with o's ClickHouse
 // parameters or of its first query (FirstQuery). When clickHouseUrl has options that clickhouse-go
-// sends to the server as settings, a ClickHouse exception that names no parameter of its own (as
-// the wrong password does) is put down to them: a value the server cannot read
+// sends to the server as settings, a ClickHouse exception for a setting's value
+// (settingValueCodes) that names no parameter of its own (as the wrong password does) is put
+// down to them: a value the server cannot read
 // (max_execution_time=abc over HTTP, code 72) was otherwise reported as the next check's
 // (clickHouseTable: reading the server time zone: ...). Without such options it is left as it is.
 func LabelledSettings(err error, o Options) error {
@@ -90,13 +91,32 @@ func LabelledSettings(err error, o Options) error {
 			"value (as max_threads=-1) reaches it as another and puts it out of step; give such a setting in the user's profile "+
 			"on the server, or use http:// or https:// (%w)", ClickHouseParam(chclient.FieldURL), err)
 	}
-	if errors.As(err, &ex) && ex.Code != 115 && !errors.As(err, &ce) {
+	if errors.As(err, &ex) && settingValueCodes[ex.Code] && !errors.As(err, &ce) {
 		if names := o.urlSettings(); len(names) > 0 {
 			return fmt.Errorf("%s: the server refused a setting of the URL (%s: the options that are not clickhouse-go's are sent to "+
 				"the server as settings): check their values (%w)", ClickHouseParam(chclient.FieldURL), strings.Join(names, ", "), err)
 		}
 	}
 	return Labelled(err, "")
+}
+
+// settingValueCodes are the codes of ClickHouse's exceptions for a setting's value it cannot take
+// (ClickHouse's src/Common/ErrorCodes.cpp); another exception of a first query (too many
+// queries, a quota, a timeout) is not put down to the URL's settings.
+var settingValueCodes = map[int32]bool{
+	6:   true, // CANNOT_PARSE_TEXT
+	26:  true, // CANNOT_PARSE_QUOTED_STRING
+	27:  true, // CANNOT_PARSE_INPUT_ASSERTION_FAILED (max_block_size=abc)
+	36:  true, // BAD_ARGUMENTS
+	38:  true, // CANNOT_PARSE_DATE
+	41:  true, // CANNOT_PARSE_DATETIME
+	69:  true, // ARGUMENT_OUT_OF_BOUND
+	70:  true, // CANNOT_CONVERT_TYPE
+	72:  true, // CANNOT_PARSE_NUMBER (max_execution_time=abc over HTTP)
+	164: true, // READONLY (a setting changed by a readonly user)
+	212: true, // UNKNOWN_LOAD_BALANCING (load_balancing=bogus)
+	452: true, // SETTING_CONSTRAINT_VIOLATION
+	471: true, // INVALID_SETTING_VALUE
 }
 
 // garbledSetting matches the message of ClickHouse's exception 115 when the name it gives is no

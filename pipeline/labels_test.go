@@ -72,6 +72,8 @@ func TestLabelledSettings(t *testing.T) {
 		{fmt.Errorf("sendQuery: [HTTP 400] %w", value), withSettings, "clickHouseUrl: the server refused a setting of the URL (load_balancing, max_execution_time: " +
 			"the options that are not clickhouse-go's are sent to the server as settings): check their values (sendQuery: [HTTP 400] code: 72, message: Cannot read floating point value here: abc.)"},
 		{busy, plain, busy.Error()},
+		{busy, withSettings, busy.Error()},
+		{&clickhouse.Exception{Code: 212, Message: "Unknown load balancing: bogus"}, withSettings, "clickHouseUrl: the server refused a setting of the URL (load_balancing, max_execution_time: "},
 		{unknown, withSettings, "clickHouseUrl: the server has no setting of that name"},
 		{&clickhouse.Exception{Code: 115, Message: "Unknown setting \x00"}, withSettings, "clickHouseUrl: the server misread the settings of the URL: " +
 			"over the native protocol, clickhouse-go sends each setting as an unsigned number"},

@@ -312,14 +312,14 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 		// A panic of clickhouse-go on values it was given (v2.51.0's Enum8 column dereferenced
 		// the nil of a NULL in a Tuple) would end the worker at every retry of the bundle; it is
 		// the values' refusal instead (ValuesRefused), which the write stage isolates.
-		// One in Send is an error of the INSERT (Classify: Transient).
+		// One in Send is left to end the worker: Send gives its connection back to the pool as it
+		// unwinds, half-way through the INSERT's packets, which the next query would follow.
+		if current == "" {
+			return
+		}
 		if p := recover(); p != nil {
-			slog.Error("clickhouse-go panicked in an INSERT", "table", table, "column", current, "panic", p, "stack", string(debug.Stack()))
-			if current == "" {
-				err = fmt.Errorf("clickhouse-go panicked sending the INSERT: %v", p)
-			} else {
-				err = &AppendError{Column: current, Err: fmt.Errorf("clickhouse-go panicked taking the values: %v", p)}
-			}
+			slog.Error("clickhouse-go panicked taking the values of an INSERT", "table", table, "column", current, "panic", p, "stack", string(debug.Stack()))
+			err = &AppendError{Column: current, Err: fmt.Errorf("clickhouse-go panicked taking the values: %v", p)}
 		}
 	}()
 	for i, v := range values {

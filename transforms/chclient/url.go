@@ -342,21 +342,22 @@ func syntaxRule(raw string) string {
 		return "has no host; " + acceptedURLForms
 	}
 	for _, hostPort := range strings.Split(hosts, ",") {
+		if !strings.HasPrefix(hostPort, "[") && strings.Count(hostPort, ":") > 1 {
+			// An IPv6 address without brackets: its last group would be taken for the port, or
+			// the whole address for a host name, and the dial fails with a mangled address.
+			// Checked before the port, which a last group such as "abcd" is not.
+			rule := "has a host with more than one \":\" (an IPv6 address goes in brackets, as clickhouse://[::1]:9000)"
+			if strings.Contains(raw, "@") {
+				rule += `; a "/", "?", "#" or "@" in the user name or password must be percent-encoded`
+			}
+			return rule
+		}
 		host, port, hasPort := splitHostPort(hostPort)
 		if host == "" {
 			return "has an empty host; " + acceptedURLForms
 		}
 		if hasPort && !isPort(port) {
 			rule := "has an invalid port (give a number from 1 to 65535 after the host's \":\")"
-			if strings.Contains(raw, "@") {
-				rule += `; a "/", "?", "#" or "@" in the user name or password must be percent-encoded`
-			}
-			return rule
-		}
-		if !strings.HasPrefix(hostPort, "[") && strings.Count(hostPort, ":") > 1 {
-			// An IPv6 address without brackets: its last group would be taken for the port,
-			// or the whole address for a host name, and the dial fails with a mangled address.
-			rule := "has a host with more than one \":\" (an IPv6 address goes in brackets, as clickhouse://[::1]:9000)"
 			if strings.Contains(raw, "@") {
 				rule += `; a "/", "?", "#" or "@" in the user name or password must be percent-encoded`
 			}

@@ -117,6 +117,7 @@ func TestURLOptionsRefused(t *testing.T) {
 		// An IPv6 address without brackets was accepted, and dialled as [::1:9000]:9000.
 		{"clickhouse://u:" + pw + "@::1:9000", Config{}, "an IPv6 address goes in brackets, as clickhouse://[::1]:9000"},
 		{"http://fe80::1", Config{Username: "u"}, "an IPv6 address goes in brackets"},
+		{"http://fe80::abcd", Config{Username: "u"}, "an IPv6 address goes in brackets"}, // "abcd" is no port
 		{"clickhouse://[::1]:9000,::2:9000", Config{Username: "u"}, "an IPv6 address goes in brackets"},
 		// Two of one credential in the URL, which the driver would resolve without a word.
 		{"clickhouse://u:other@h:9000?password=" + pw, Config{}, "holds two passwords that differ, in user:password@ and in ?password=: give the password once"},

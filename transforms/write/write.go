@@ -496,12 +496,15 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 	switch {
 	case (class == chclient.Data || class == chclient.Memory) && len(b.Rows) == 1:
 		// A single row the server still cannot take after the retries: it is about the row.
-		slog.Warn("the server rejected a row; sending it to the dead letter", "table", f.Table, "message", b.Rows[0].MessageID, "class", class.String(), "error", err)
 		var rowsErr *chclient.RowsError
 		if chclient.ValuesRefused(err) {
+			slog.Warn("clickhouse-go refuses a row's values; sending it to the dead letter", "table", f.Table, "message", b.Rows[0].MessageID, "error", err)
 			reject(b.Rows[0], "write (clickhouse-go cannot take the row's values)", fmt.Errorf("the row cannot be inserted: "+
 				"clickhouse-go refuses its values, though the table was read again and the row converted again for it: %w", err))
-		} else if errors.As(err, &rowsErr) {
+			return nil
+		}
+		slog.Warn("the server rejected a row; sending it to the dead letter", "table", f.Table, "message", b.Rows[0].MessageID, "class", class.String(), "error", err)
+		if errors.As(err, &rowsErr) {
 			reject(b.Rows[0], "write (the row cannot be inserted)", fmt.Errorf("the row cannot be inserted: %w", err))
 		} else {
 			reject(b.Rows[0], "write (the server rejected the row)", fmt.Errorf("ClickHouse rejected the row: %w", chclient.ServerError(err)))
