@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ClickHouse/ch-go/proto"
@@ -318,7 +319,11 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 			return
 		}
 		if p := recover(); p != nil {
-			slog.Error("clickhouse-go panicked taking the values of an INSERT", "table", table, "column", current, "panic", p, "stack", string(debug.Stack()))
+			// The stack once per process: the write stage's split meets the panic again at each
+			// of its halvings.
+			if panicLogged.CompareAndSwap(false, true) {
+				slog.Error("clickhouse-go panicked taking the values of an INSERT (logged with its stack once)", "table", table, "column", current, "panic", p, "stack", string(debug.Stack()))
+			}
 			err = &AppendError{Column: current, Err: fmt.Errorf("clickhouse-go panicked taking the values: %v", p)}
 		}
 	}()
@@ -352,6 +357,9 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 	current = ""
 	return batch.Send()
 }
+
+// panicLogged is whether a panic of clickhouse-go in Insert was logged with its stack.
+var panicLogged atomic.Bool
 
 // ReadNative has col, the driver's column of n's type, read n's rows (clickhouse-go's
 // column.Interface.Decode, as for a block the server sends); an error when the bytes do not hold

@@ -7,6 +7,7 @@ package convert
 import (
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 )
@@ -88,6 +89,13 @@ func rowValue(v reflect.Value) any {
 var (
 	int8Pointer  = reflect.TypeOf((*int8)(nil))
 	int16Pointer = reflect.TypeOf((*int16)(nil))
+	// durationPointer is the Go type of Nullable(Time) and Nullable(Time64(P)). An Array of them
+	// is a []any (anySlice) of *time.Duration: clickhouse-go v2.51.0's Array column hands the
+	// element type an untyped nil for a nil pointer of a typed slice (lib/column/array.go,
+	// append), which its Time and Time64 columns refuse ("converting <nil> to Time is
+	// unsupported"), and the *time.Duration of an element of a []any, nil or not, which they take.
+	durationPointer = reflect.TypeOf((*time.Duration)(nil))
+	anySlice        = reflect.TypeOf([]any(nil))
 )
 
 // newScalarDecoder is the decoder of a scalar type t whose codec is s: the element type of the
@@ -207,6 +215,9 @@ func newArrayDecoder(t, elem *chtype.Type, typ reflect.Type) (*valueDecoder, err
 	}
 	if typ == nil {
 		typ = reflect.SliceOf(e.typ)
+		if e.typ == durationPointer {
+			typ = anySlice
+		}
 	}
 	return &valueDecoder{typ: typ, decode: func(b []byte) (reflect.Value, []byte, error) {
 		n, i, err := readCount(t, b, 0)

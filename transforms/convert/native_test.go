@@ -384,6 +384,13 @@ func TestNullInsideCompositesReachesTheDriver(t *testing.T) {
 		{"Nested(a Nullable(Enum8('x' = 1)), b UInt8)", `[{"a":null,"b":1},{"a":"x","b":2}]`},
 		{"Array(Tuple(Nullable(Enum16('x' = 1)), Nullable(Time)))", `[[null,null],["x","00:00:01"]]`},
 		{"Tuple(Nullable(Int8), Nullable(Int16), Map(String, Nullable(Int8)))", `[null,null,{"a":null}]`},
+		// clickhouse-go's Array hands its element column an untyped nil for a nil pointer, which
+		// Time and Time64 refused ("converting <nil> to Time is unsupported").
+		{"Array(Nullable(Time))", `["00:00:01",null]`},
+		{"Array(Nullable(Time64(3)))", `[null,"00:00:01.5"]`},
+		{"Map(String, Array(Nullable(Time)))", `{"a":[null,"00:00:02"]}`},
+		{"Tuple(Array(Nullable(Time64(6))), UInt8)", `[[null],1]`},
+		{"Array(Array(Nullable(Time)))", `[[null],[]]`},
 	} {
 		t.Run(tc.typ, func(t *testing.T) {
 			ct, err := chtype.Parse(tc.typ)
