@@ -16,8 +16,10 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/events"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/flowtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
 
 func init() {
@@ -153,5 +155,51 @@ func TestGatherOnRunner(t *testing.T) {
 	passert.True(s, elements, fewerThanMessages)
 	if _, err := ptest.RunWithMetrics(p); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLargeMessageNotKept checks that the parse stage does not keep the buffer a large message
+// was converted in (the converted row is thrown away): it held one more copy of the largest
+// message seen for the rest of the run. Small rows still reuse theirs.
+func TestLargeMessageNotKept(t *testing.T) {
+	tb := &schema.Table{Database: "db", Name: "t", ServerTimeZone: "Etc/UTC"}
+	for _, c := range [][2]string{{"id", "UInt32"}, {"s", "String"}} {
+		ct, err := chtype.Parse(c[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb.Columns = append(tb.Columns, schema.Column{Name: c[0], TypeName: c[1], Type: ct})
+	}
+	tracker := &convert.Tracker{Stage: "parse"}
+	if err := tracker.Set(tb); err != nil {
+		t.Fatal(err)
+	}
+	ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), "bundle")
+	f := &parseFn{tracker: tracker}
+	var g gathered
+	process := func(id, s string) {
+		t.Helper()
+		ms := flow.Messages{Messages: []flow.Message{{ID: id, Data: []byte(`{"id":1,"s":"` + s + `"}`)}}}
+		if err := f.ProcessElement(ctx, 1, ms, g.emitRows, g.emitDeadLetter); err != nil {
+			t.Fatal(err)
+		}
+	}
+	process("small", "x")
+	if cap(f.buf) == 0 {
+		t.Fatal("a small row's buffer was not kept")
+	}
+	kept := &f.buf[:1][0]
+	process("small2", "y")
+	if &f.buf[:1][0] != kept {
+		t.Error("a small row's buffer was not reused for the next small row")
+	}
+	process("large", strings.Repeat("a", 2*maxKeptBuf))
+	if cap(f.buf) > maxKeptBuf {
+		t.Errorf("after a message of %d bytes, the stage keeps a buffer of %d bytes, want at most %d", 2*maxKeptBuf, cap(f.buf), maxKeptBuf)
+	}
+	process("small3", "z")
+	f.FinishBundle(g.emitRows, g.emitDeadLetter)
+	if len(g.dead) != 0 || len(g.elements) != 1 || g.elements[0] != "t=1 ids=small,small2,large,small3" {
+		t.Errorf("emitted %q, dead letters %q, want one element of the four rows", g.elements, g.dead)
 	}
 }

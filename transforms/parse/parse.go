@@ -101,9 +101,9 @@ type parseFn struct {
 
 	ch        *chclient.Resolved // ClickHouse with its secrets read, once, in Setup
 	tracker   *convert.Tracker
-	evolver   *evolver  // nil without AddNewColumns
-	attempted time.Time // the last refresh attempt, failed or not
-	buf       []byte
+	evolver   *evolver     // nil without AddNewColumns
+	attempted time.Time    // the last refresh attempt, failed or not
+	buf       []byte       // the converted row, kept for the next message while at most maxKeptBuf bytes
 	meta      convert.Meta // the current message's metadata, for the metadata columns
 	byTable   *flow.TableMetrics
 
@@ -274,6 +274,14 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 	return nil
 }
 
+// maxKeptBuf is the largest buffer of a converted row the parse stage keeps for the next
+// message. The converted row is thrown away (the write stage converts the payload again), so a
+// buffer grown for a large message (up to Pub/Sub's 10 MB, about as much in RowBinary) was held by
+// every instance of the DoFn for the rest of the run, beside the copies of the message that the
+// stages after it hold while they batch and insert it: one more copy of the largest message
+// seen, at the run's peak. Above the bound the next message's conversion allocates its own.
+const maxKeptBuf = 1 << 20
+
 // convert converts m with conv into f.buf.
 func (f *parseFn) convert(conv *convert.Converter, m flow.Message) error {
 	var err error
@@ -282,6 +290,9 @@ func (f *parseFn) convert(conv *convert.Converter, m flow.Message) error {
 		f.buf, err = conv.ConvertMessage(f.buf[:0], m.Data, &f.meta)
 	} else {
 		f.buf, err = conv.Convert(f.buf[:0], m.Data)
+	}
+	if cap(f.buf) > maxKeptBuf {
+		f.buf = nil
 	}
 	return err
 }
