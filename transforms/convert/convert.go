@@ -334,6 +334,32 @@ func (c *Converter) convert(dst []byte, payload []byte, m *Meta, utf8Checked boo
 	return dst, nil
 }
 
+// maxKeptScratch is the largest scratch buffer (unescaped text, the arrays of a group, the
+// unknown fields' JSON) that Release keeps for the next bundle: one grown for a large payload
+// would otherwise hold about as many bytes as that payload for as long as the Converter lives.
+const maxKeptScratch = 1 << 20
+
+// Release drops what the Converter still references of the last payload it converted and of its
+// metadata: the values of its fields (which share the payload, and so keep the whole buffer the
+// payload is in alive: a Pull response or a decoded element of up to tens of MiB), of its groups
+// and array cells, its unknown fields, and scratch buffers grown beyond maxKeptScratch. A stage
+// calls it when a bundle or batch is done; the next conversion works as before. Its cost is a
+// clear of a few slices of the table's width, once a bundle.
+func (c *Converter) Release() {
+	c.meta = nil
+	clear(c.fields)
+	clear(c.groupVals)
+	clear(c.cells[:cap(c.cells)])
+	c.cells = c.cells[:0]
+	clear(c.unknown[:cap(c.unknown)])
+	c.unknown = c.unknown[:0]
+	for _, b := range []*[]byte{&c.scratch, &c.synth, &c.unknownKeys, &c.unknownBuf, &c.metaBuf} {
+		if cap(*b) > maxKeptScratch {
+			*b = nil
+		}
+	}
+}
+
 // encodeColumn appends the encoding of column i's value v (of kind kindNone for a missing field)
 // to dst.
 func (c *Converter) encodeColumn(dst []byte, i int, v value) ([]byte, error) {

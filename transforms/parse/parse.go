@@ -297,9 +297,17 @@ func (f *parseFn) convert(conv *convert.Converter, m flow.Message) error {
 	return err
 }
 
-// FinishBundle emits the rows the bundle left gathered.
+// FinishBundle emits the rows the bundle left gathered, and drops what the stage still
+// references of the bundle's last message: the converter's values of its payload
+// (convert.Converter.Release) and its metadata. The payloads share the buffer they came in (a
+// Pull response of the local source, up to 64 MiB, or the element's buffer on Dataflow), which
+// they would otherwise keep alive for as long as the DoFn lives.
 func (f *parseFn) FinishBundle(emitRows func(beam.EventTime, flow.Rows), _ func(flow.DeadLetter)) {
 	f.flush(emitRows)
+	if conv := f.tracker.Converter(); conv != nil {
+		conv.Release()
+	}
+	f.meta = convert.Meta{}
 }
 
 // flush emits the gathered rows, if any, as one element.
