@@ -230,6 +230,7 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Row
 		return nil
 	}
 	rows := inOrder(batch.Rows)
+	defer f.release()
 	f.presumedData = map[int32]bool{}
 	rejected := map[*Row]bool{}
 	reject := func(r *Row, stage string, err error) {
@@ -339,6 +340,16 @@ func gone(conv *convert.Converter, payload []byte) error {
 // acknowledge acknowledges the messages of rows, which an INSERT has just committed, when the
 // stage acknowledges (Config.AckSubscription). A failed acknowledgement is logged: the rows are
 // stored, and the messages are delivered again.
+// release drops what the stage still references of the batch's last row once the batch is
+// done: the converter's values of its payload (convert.Converter.Release), which share the
+// buffer the batch was decoded into, and its metadata.
+func (f *insertFn) release() {
+	if f.conv != nil {
+		f.conv.Release()
+	}
+	f.meta = convert.Meta{}
+}
+
 func (f *insertFn) acknowledge(ctx context.Context, rows []*Row) {
 	if f.acks == nil {
 		return
