@@ -337,9 +337,6 @@ func gone(conv *convert.Converter, payload []byte) error {
 		"without the value (replaying it adds the column again)", strings.Join(fields, ", "))
 }
 
-// acknowledge acknowledges the messages of rows, which an INSERT has just committed, when the
-// stage acknowledges (Config.AckSubscription). A failed acknowledgement is logged: the rows are
-// stored, and the messages are delivered again.
 // release drops what the stage still references of the batch's last row once the batch is
 // done: the converter's values of its payload (convert.Converter.Release), which share the
 // buffer the batch was decoded into, and its metadata.
@@ -350,6 +347,9 @@ func (f *insertFn) release() {
 	f.meta = convert.Meta{}
 }
 
+// acknowledge acknowledges the messages of rows, which an INSERT has just committed, when the
+// stage acknowledges (Config.AckSubscription). A failed acknowledgement is logged: the rows are
+// stored, and the messages are delivered again.
 func (f *insertFn) acknowledge(ctx context.Context, rows []*Row) {
 	if f.acks == nil {
 		return
