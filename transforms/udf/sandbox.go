@@ -244,6 +244,7 @@ func (h *helper) loaded(f *frame) ([]string, error) {
 // that went without a word (out of memory, a crash, or killed by the backstop: no reply for
 // backstop()), the replies it sent before delivered.
 func (h *helper) run(calls []call, deliver func(reply)) (failure *Error, ended bool) {
+	defer h.shrink()
 	// The calls are written while the replies are read: the pipe holds 64 KiB.
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -289,6 +290,18 @@ func (h *helper) run(calls []call, deliver func(reply)) (failure *Error, ended b
 		}
 	}
 	return nil, false
+}
+
+// maxKeptFrame is the largest buffer of reply frames a helper keeps between elements: one grown
+// for a large output (up to 16 MiB) would otherwise be held for as long as the process lives.
+const maxKeptFrame = 1 << 20
+
+// shrink drops the reply buffer when a large output grew it past maxKeptFrame; the replies
+// delivered copied what they keep of it.
+func (h *helper) shrink() {
+	if cap(h.buf) > maxKeptFrame {
+		h.buf = nil
+	}
 }
 
 // backstop is how long the sandbox waits for a reply before it kills the process: past the

@@ -159,6 +159,19 @@ func TestHelperOutlivesInterrupt(t *testing.T) {
 	}
 }
 
+// TestLargeReplyNotKept: the buffer a large output was read into is not kept after its
+// element (it was, for as long as the process lived: up to 16 MiB a DoFn instance).
+func TestLargeReplyNotKept(t *testing.T) {
+	fn := load(t, `function f(p) { return p === "big" ? "x".repeat(3 << 20) : p; }`, "f", 5*time.Second)
+	replies, err := collect(fn, []call{{Payload: []byte("big")}, {Payload: []byte("small")}})
+	if err != nil || len(replies) != 2 || len(replies[0].Out) != 3<<20 || replies[1].Out != "small" {
+		t.Fatalf("replies of %v, %v", len(replies), err)
+	}
+	if c := cap(fn.proc.buf); c > maxKeptFrame {
+		t.Errorf("after the element, the reply buffer keeps %d bytes, want at most %d", c, maxKeptFrame)
+	}
+}
+
 // collect calls fn.apply on calls and returns the replies.
 func collect(fn *sandbox, calls []call) ([]reply, error) {
 	var replies []reply
