@@ -47,7 +47,7 @@ const replayDescription = "Publishes dead letters again to --topic (the pipeline
 	"From a subscription on the dead-letter topic (--fromSubscription): every message it delivers until a pull returns " +
 	"nothing; the original attributes are the message's less errorMessage and failedAt, which the dead-letter stage added, " +
 	"and its markers payloadTruncated, payloadBytes, payloadSha256 and attributesOmitted; its ordering key is the original's, and kept. " +
-	"Each message is acknowledged only once it is published; one that the dead-letter stage cut to fit the topic (its payload: " +
+	"Each message is acknowledged only once it is published, its ack deadline extended meanwhile; one that the dead-letter stage cut to fit the topic (its payload: " +
 	"payloadTruncated; or some of its attributes: attributesOmitted) is not replayed and not acknowledged (replay it from the " +
 	"table, which keeps the payload whole).\n" +
 	"--dry-run prints the count and the first --samples messages and publishes, deletes and acknowledges nothing.\n" +
@@ -663,6 +663,19 @@ const clockMargin = time.Minute
 // pullTimeout bounds one Pull: a pull that returns nothing within it ends the replay.
 const pullTimeout = 10 * time.Second
 
+// replayAckSettings are the settings of the Acker that keeps the ack deadlines of a batch being
+// published extended, for a subscription whose ack deadline is ackDeadlineSeconds (0: unknown,
+// GetSubscription denied; Pub/Sub's least is 10 s). The first extension comes within a third of
+// it (the Acker's 5 s at most); each asks for the Acker's 60 s.
+func replayAckSettings(ackDeadlineSeconds int32) psclient.AckSettings {
+	var s psclient.AckSettings
+	if d := time.Duration(ackDeadlineSeconds) * time.Second; d > 0 {
+		s.FirstExtendAfter = min(5*time.Second, d/3)
+		s.Tick = min(time.Second, s.FirstExtendAfter/2)
+	}
+	return s
+}
+
 // fromTopic replays the messages of a subscription on the dead-letter topic: pull, publish, then
 // acknowledge, batch by batch, until a pull returns nothing.
 func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
@@ -701,6 +714,21 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	// ends, however it ends: a dry run's, those left, and a failed batch's.
 	var heldAcks []string
 	defer func() { releaseAcks(ctx, subs, r.subscription, heldAcks) }()
+	// The messages of a batch stay with replay while it is published, however long that takes (a
+	// large batch, a slow or retried publish): the Acker extends their ack deadline from the pull
+	// until they are acknowledged, or else Pub/Sub would deliver them again once the
+	// subscription's deadline (10 s by default) passed, and they would be replayed twice. Deferred
+	// after releaseAcks, it runs before it: its extensions stop before anything is handed back.
+	var acker *psclient.Acker
+	if !r.dryRun {
+		if acker, err = psclient.NewAcker(ctx, r.subscription, replayAckSettings(s.GetAckDeadlineSeconds())); err != nil {
+			return failure(cio, "replay", fmt.Errorf("--fromSubscription %s: %w", r.subscription, err))
+		}
+		defer func() {
+			acker.Release(context.WithoutCancel(ctx)) // a failed batch's, also in heldAcks
+			acker.Close()
+		}()
+	}
 	replayed, cut := 0, 0 // cut: messages the dead-letter stage cut to fit the topic
 	tooLarge := 0         // messages Pub/Sub would refuse with the replay's attributes (psclient.CheckMessage)
 	again := 0            // dead letters of messages this run replayed, which failed again
@@ -781,6 +809,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			break
 		}
 		if len(batch) > 0 {
+			acker.Track(acks...)
 			n, err := w.publish(ctx, p, batch)
 			if err != nil {
 				// Nothing of this batch is acknowledged: it is delivered again at once, and a second
@@ -789,7 +818,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 				return failure(cio, "replay", fmt.Errorf("%w; replayed %d before this pull; of its %d, %d were published (and those that failed may have been), and all %d stay on %s, unacknowledged: "+
 					"the next run publishes them again", err, replayed, len(batch), n, len(batch), r.subscription))
 			}
-			if err := subs.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: r.subscription, AckIds: acks}); err != nil {
+			if err := acker.Ack(ctx, acks); err != nil {
 				heldAcks = append(heldAcks, acks...)
 				return failure(cio, "replay", fmt.Errorf("acknowledging on %s: %w (their %d messages were published and will be delivered again)", r.subscription, err, len(acks)))
 			}

@@ -15,13 +15,16 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"cloud.google.com/go/pubsub/v2/pstest"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/grpc"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
@@ -799,6 +802,77 @@ func TestReplayFromTopic(t *testing.T) {
 	_, errOut, code = runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+inputSub)
 	if code != 2 || !strings.Contains(errOut, "it would deliver the replayed messages again") {
 		t.Errorf("a subscription on --topic: exit %d, want 2\n%s", code, errOut)
+	}
+}
+
+// TestReplayFromTopicSlowPublish: the dead letters of a pull stay with replay while their publish
+// is under way, however long it takes: replay extends their ack deadline, so that Pub/Sub does not
+// deliver them again meanwhile (to this replay's next pull, to another replay, to anyone) and
+// they are replayed once. The dead-letter subscription's ack deadline is 2 s, and every Publish
+// to the input topic takes 4 s (an interceptor of the emulator's server); halfway, at 3 s, a
+// second puller of the subscription must get nothing.
+func TestReplayFromTopicSlowPublish(t *testing.T) {
+	const ackDeadline, publishTakes = 2 * time.Second, 4 * time.Second
+	pstest.SetMinAckDeadline(time.Second)
+	defer pstest.ResetMinAckDeadline()
+	publishing := make(chan struct{}) // closed when the first Publish to the input topic arrives
+	var once sync.Once
+	input := "projects/" + pubsubtest.Project + "/topics/input"
+	slow := grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if p, ok := req.(*pubsubpb.PublishRequest); ok && p.GetTopic() == input {
+			once.Do(func() { close(publishing) })
+			time.Sleep(publishTakes)
+		}
+		return handler(ctx, req)
+	})
+	e := pubsubtest.StartServing(t, []grpc.ServerOption{slow})
+	if got := e.Topic(t, "input"); got != input {
+		t.Fatalf("the input topic is %s, want %s", got, input)
+	}
+	inputSub := e.Subscription(t, input, "input-sub", time.Minute)
+	dlTopic := e.Topic(t, "dead-letters")
+	dlSub := e.Subscription(t, dlTopic, "dead-letters-sub", ackDeadline)
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range 20 {
+		m := deadletter.TopicMessage(flow.DeadLetter{Payload: fmt.Appendf(nil, `{"id":%d}`, i), ErrorMessage: "bad", FailedAtMillis: int64(i + 1)})
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes})
+	}
+	e.Publish(t, dlTopic, msgs...)
+
+	type result struct {
+		out, errOut string
+		code        int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, errOut, code := runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+dlSub, "--replayId=slow")
+		done <- result{out, errOut, code}
+	}()
+	select {
+	case <-publishing:
+	case r := <-done:
+		t.Fatalf("replay ended before it published: exit %d\n%s%s", r.code, r.out, r.errOut)
+	case <-time.After(time.Minute):
+		t.Fatal("replay has not published within a minute")
+	}
+	time.Sleep(ackDeadline + ackDeadline/2) // the publish is under way for another 1 s
+	resp, err := e.Client.SubscriptionAdminClient.Pull(context.Background(), &pubsubpb.PullRequest{Subscription: dlSub, MaxMessages: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resp.GetReceivedMessages()); n > 0 {
+		t.Errorf("while replay publishes them, %d of its %d dead letters were delivered again (their ack deadline of %v passed): another replay would publish them twice", n, len(msgs), ackDeadline)
+	}
+	r := <-done
+	if r.code != 0 || !strings.Contains(r.out, "replayed 20 dead letters from "+dlSub) {
+		t.Errorf("replay: exit %d\n%s%s", r.code, r.out, r.errOut)
+	}
+	if got := pullAll(t, e, inputSub); len(got) != len(msgs) {
+		t.Errorf("the input topic got %d messages, want %d", len(got), len(msgs))
+	}
+	// Acknowledged once published: nothing is left on the dead-letter subscription.
+	if got := pullAll(t, e, dlSub); len(got) != 0 {
+		t.Errorf("the dead-letter subscription still delivers %d messages", len(got))
 	}
 }
 

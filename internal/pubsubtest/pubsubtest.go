@@ -37,9 +37,10 @@ const maxRequestBytes = 12 << 20
 
 // Serve serves srv's fake of Pub/Sub (pstest.Server.GServer) on l, with requests of up to 12 MiB
 // (maxRequestBytes), until the returned server is stopped. The standalone emulator
-// (integration_test/emulator) serves the same way.
-func Serve(l net.Listener, srv *pstest.Server) *grpc.Server {
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(maxRequestBytes))
+// (integration_test/emulator) serves the same way. serverOpts are more options of the gRPC server
+// (a test's interceptor, to slow chosen calls without holding the fake's lock as a reactor does).
+func Serve(l net.Listener, srv *pstest.Server, serverOpts ...grpc.ServerOption) *grpc.Server {
+	g := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxRequestBytes)}, serverOpts...)...)
 	pb.RegisterPublisherServer(g, &srv.GServer)
 	pb.RegisterSubscriberServer(g, &srv.GServer)
 	pb.RegisterSchemaServiceServer(g, &srv.GServer)
@@ -107,7 +108,15 @@ func (e *Local) Close() { e.close() }
 // opts are pstest's reactors, to fail or change chosen calls.
 func Start(t testing.TB, opts ...pstest.ServerReactorOption) *Emulator {
 	t.Helper()
-	return start(t, true, opts)
+	return start(t, true, nil, opts)
+}
+
+// StartServing is Start with more options of the emulator's gRPC server (Serve's serverOpts): a
+// unary interceptor, say, that delays Publish. Unlike a pstest reactor, which runs with the fake's
+// lock held and so stops every other call, an interceptor delays the one call alone.
+func StartServing(t testing.TB, serverOpts []grpc.ServerOption, opts ...pstest.ServerReactorOption) *Emulator {
+	t.Helper()
+	return start(t, true, serverOpts, opts)
 }
 
 // StartApart is Start without PUBSUB_EMULATOR_HOST: for a test that runs at once with others
@@ -115,17 +124,17 @@ func Start(t testing.TB, opts ...pstest.ServerReactorOption) *Emulator {
 // it starts. Its pipelines cannot run in the test's own process.
 func StartApart(t testing.TB, opts ...pstest.ServerReactorOption) *Emulator {
 	t.Helper()
-	return start(t, false, opts)
+	return start(t, false, nil, opts)
 }
 
-func start(t testing.TB, setEnv bool, opts []pstest.ServerReactorOption) *Emulator {
+func start(t testing.TB, setEnv bool, serverOpts []grpc.ServerOption, opts []pstest.ServerReactorOption) *Emulator {
 	t.Helper()
 	srv := pstest.NewServer(opts...)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := Serve(l, srv)
+	g := Serve(l, srv, serverOpts...)
 	var clientOpts []option.ClientOption
 	if setEnv {
 		t.Setenv("PUBSUB_EMULATOR_HOST", l.Addr().String())
