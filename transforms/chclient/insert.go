@@ -319,10 +319,12 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 			return
 		}
 		if p := recover(); p != nil {
-			// The stack once per process: the write stage's split meets the panic again at each
-			// of its halvings.
+			// Each panic is logged; its stack once per process, since the write stage's split
+			// meets the panic again at each of its halvings.
 			if panicLogged.CompareAndSwap(false, true) {
-				slog.Error("clickhouse-go panicked taking the values of an INSERT (logged with its stack once)", "table", table, "column", current, "panic", p, "stack", string(debug.Stack()))
+				slog.Error("clickhouse-go panicked taking the values of an INSERT (its stack logged this once)", "table", table, "column", current, "panic", p, "stack", string(debug.Stack()))
+			} else {
+				slog.Error("clickhouse-go panicked taking the values of an INSERT", "table", table, "column", current, "panic", p)
 			}
 			err = &AppendError{Column: current, Err: fmt.Errorf("clickhouse-go panicked taking the values: %v", p)}
 		}
