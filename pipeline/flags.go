@@ -144,7 +144,9 @@ func parseInt(s string) (int, error) {
 		return 0, errors.New("has spaces around it: give the number alone")
 	case strings.HasPrefix(s, "+"):
 		return 0, errors.New("has a leading +: give the number without it")
-	case len(digits) > 1 && digits[0] == '0':
+	case len(digits) > 1 && digits[0] == '0' && strings.Trim(digits, "0123456789") == "":
+		// Only digits: 010, which flag.Int reads as 8. 0.5 and 0x10 are no whole numbers in
+		// decimal digits, which the default case says.
 		return 0, errors.New("has a leading 0: give the number in decimal digits without it")
 	case s == "-0":
 		return 0, errors.New("is -0: give 0")

@@ -325,6 +325,10 @@ func TestParseFlagsErrors(t *testing.T) {
 	}{
 		{"--windowSeconds=abc", "-windowSeconds: not a whole number"},
 		{"--windowSeconds=1.5", "-windowSeconds: not a whole number"},
+		// Not "has a leading 0", which they said: that is 010's.
+		{"--windowSeconds=0.5", "-windowSeconds: not a whole number in decimal digits"},
+		{"--batchRowCount=0x10", "-batchRowCount: not a whole number in decimal digits"},
+		{"--batchRowCount=010", "-batchRowCount: has a leading 0: give the number in decimal digits without it"},
 		{"--batchRowCount=ten", "-batchRowCount: not a whole number"},
 		{"--insertQuorum=all", "-insertQuorum: not a whole number"},
 		// Beyond an int: the parameter's own rule, not an int's range, which let negatives seem fine.
