@@ -16,10 +16,8 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/events"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/flowtest"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
 
 func init() {
@@ -162,14 +160,7 @@ func TestGatherOnRunner(t *testing.T) {
 // was converted in (the converted row is thrown away): it held one more copy of the largest
 // message seen for the rest of the run. Small rows still reuse theirs.
 func TestLargeMessageNotKept(t *testing.T) {
-	tb := &schema.Table{Database: "db", Name: "t", ServerTimeZone: "Etc/UTC"}
-	for _, c := range [][2]string{{"id", "UInt32"}, {"s", "String"}} {
-		ct, err := chtype.Parse(c[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		tb.Columns = append(tb.Columns, schema.Column{Name: c[0], TypeName: c[1], Type: ct})
-	}
+	tb := tableOf(t, [][2]string{{"id", "UInt32"}, {"s", "String"}})
 	tracker := &convert.Tracker{Stage: "parse"}
 	if err := tracker.Set(tb); err != nil {
 		t.Fatal(err)

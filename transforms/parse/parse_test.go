@@ -291,14 +291,7 @@ func TestNewDeadLetterOfTransformedMessage(t *testing.T) {
 // message the JavaScript UDF transformed, is not blamed on the UDF's output, whose fields all
 // converted; a field of the output that fails beside it still is.
 func TestNewDeadLetterOfMetadataAfterUDF(t *testing.T) {
-	tb := &schema.Table{Database: "db", Name: "t", ServerTimeZone: "Etc/UTC"}
-	for _, c := range [][2]string{{"x", "UInt8"}, {"n", "UInt8"}} {
-		ct, err := chtype.Parse(c[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		tb.Columns = append(tb.Columns, schema.Column{Name: c[0], TypeName: c[1], Type: ct})
-	}
+	tb := tableOf(t, [][2]string{{"x", "UInt8"}, {"n", "UInt8"}})
 	conv, err := convert.NewWith(tb, convert.Options{Metadata: []convert.MetadataColumn{{Key: "attribute.n", Column: "n"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -321,4 +314,18 @@ func TestNewDeadLetterOfMetadataAfterUDF(t *testing.T) {
 			t.Errorf("%s: stack trace %q", tt.output, d.StackTrace)
 		}
 	}
+}
+
+// tableOf returns the table db.t of the columns given as {name, type} pairs.
+func tableOf(t *testing.T, columns [][2]string) *schema.Table {
+	t.Helper()
+	tb := &schema.Table{Database: "db", Name: "t", ServerTimeZone: "Etc/UTC"}
+	for _, c := range columns {
+		ct, err := chtype.Parse(c[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb.Columns = append(tb.Columns, schema.Column{Name: c[0], TypeName: c[1], Type: ct})
+	}
+	return tb
 }

@@ -8,10 +8,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
 
 // pullBuffer stands for the buffer of a Pull response (pubsubio.DecodePullResponse) or of a
@@ -24,15 +22,8 @@ type pullBuffer struct{ b [1 << 20]byte }
 // metadata pinned the whole buffer, a Pull response of up to 64 MiB on the local runner, for as
 // long as the DoFn lived.
 func TestBundleKeepsNoPayload(t *testing.T) {
-	tb := &schema.Table{Database: "db", Name: "t", ServerTimeZone: "Etc/UTC"}
-	for _, c := range [][2]string{{"id", "UInt32"}, {"s", "String"}, {"n.a", "Array(UInt8)"}, {"n.b", "Array(String)"},
-		{"mid", "Nullable(String)"}, {"k", "Nullable(String)"}, {"rest", "Map(String, String)"}} {
-		ct, err := chtype.Parse(c[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		tb.Columns = append(tb.Columns, schema.Column{Name: c[0], TypeName: c[1], Type: ct})
-	}
+	tb := tableOf(t, [][2]string{{"id", "UInt32"}, {"s", "String"}, {"n.a", "Array(UInt8)"}, {"n.b", "Array(String)"},
+		{"mid", "Nullable(String)"}, {"k", "Nullable(String)"}, {"rest", "Map(String, String)"}})
 	meta, err := convert.ParseMetadataColumns("message_id=mid,attribute.k=k")
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"weak"
 
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
@@ -20,11 +19,7 @@ func TestReleaseDropsBatch(t *testing.T) {
 	// references into the payload for each.
 	for _, c := range [][2]string{{"id", "UInt32"}, {"s", "String"}, {"n.a", "Array(UInt8)"}, {"n.b", "Array(String)"},
 		{"mid", "String"}, {"rest", "Map(String, String)"}} {
-		ct, err := chtype.Parse(c[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		tb.Columns = append(tb.Columns, schema.Column{Name: c[0], TypeName: c[1], Type: ct})
+		tb.Columns = append(tb.Columns, column(t, c[0], c[1], ""))
 	}
 	meta, err := convert.ParseMetadataColumns("message_id=mid")
 	if err != nil {
