@@ -14,7 +14,6 @@ import (
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
@@ -80,7 +79,7 @@ func TestDeadLetterDestinations(t *testing.T) {
 			p, s := beam.NewPipelineWithRoot()
 			_, dls := parse.Parse(s, parse.Config{ClickHouse: srv.Config(), Table: "events"}, beam.CreateList(s, flowtest.OneEach(msgs)))
 			deadletter.Write(s, cfg, batch.DeadLetters(s, batch.Config{Mode: batch.Mode{Rows: 2}, Shards: 1}, dls))
-			res, err := ptest.RunWithMetrics(p)
+			res, err := flowtest.RunWithMetrics(p)
 			if err != nil {
 				t.Fatal(err)
 			}

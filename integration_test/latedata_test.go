@@ -8,12 +8,12 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 	pb "google.golang.org/genproto/googleapis/pubsub/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/flowtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/deadletter"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
@@ -91,7 +91,7 @@ func TestLateDataFixedWindows(t *testing.T) {
 			p, s := beam.NewPipelineWithRoot()
 			raw := beam.ParDo(s, toPubsubMessage, teststream.Create(s, cfg))
 			pipeline.BuildFrom(s, pipeline.MustCheck(o), pipeline.DataflowSource, tc.convert(s, raw))
-			if err := ptest.Run(p); err != nil {
+			if _, err := flowtest.RunWithMetrics(p); err != nil {
 				t.Fatalf("pipeline: %v", err)
 			}
 			rows := strings.TrimSpace(srv.MustQuery(t, "SELECT count() FROM events"))

@@ -9,9 +9,9 @@ import (
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/events"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/flowtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 )
 
@@ -34,7 +34,7 @@ func startPipeline(p *beam.Pipeline) *running {
 	r := &running{done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
-		r.res, r.err = ptest.RunWithMetrics(p)
+		r.res, r.err = flowtest.RunWithMetrics(p)
 	}()
 	return r
 }

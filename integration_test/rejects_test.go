@@ -13,8 +13,8 @@ import (
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/flowtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 )
 
@@ -277,7 +277,7 @@ func TestServerRefusesTheTable(t *testing.T) {
 		pipeline.Build(s, pipeline.MustCheck(e.opts), pipeline.LocalSource)
 		prev := slog.Default()
 		slog.SetDefault(slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, &logged), nil)))
-		_, err = ptest.RunWithMetrics(p)
+		_, err = flowtest.RunWithMetrics(p)
 		slog.SetDefault(prev)
 		if err == nil || strings.Contains(err.Error()+logged.String(), "ClickHouse refuses every INSERT") {
 			break

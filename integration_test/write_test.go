@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/flowtest"
@@ -98,7 +97,7 @@ func TestWriteBatches(t *testing.T) {
 				Retry:    chclient.Retry{MaxRetries: 2, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond},
 				MaxRows:  tc.batchRows,
 			}, batch.Rows(s, batch.Config{Mode: batch.Mode{Rows: tc.batchRows}, Shards: tc.numShards}, rows))
-			res, err := ptest.RunWithMetrics(p)
+			res, err := flowtest.RunWithMetrics(p)
 			if err != nil {
 				t.Fatal(err)
 			}
