@@ -532,13 +532,14 @@ const (
 )
 
 // command runs name with args in dir, with env added to the environment, and returns its
-// combined output, which must hold none of the test passwords. It stops the command after two
+// combined output, which must hold none of the test passwords. It stops the command after ten
 // minutes.
 func command(t *testing.T, dir string, env []string, name string, args ...string) (string, error) {
 	t.Helper()
 	// A guard against a hang, long enough for a build without a cache on a busy machine (the
-	// -trimpath, CGO_ENABLED=0 build of the image shares nothing with go test's).
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// -trimpath, CGO_ENABLED=0 build of the image shares nothing with go test's): 5 minutes
+	// were not, once, with the other packages' tests and a second such build beside it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir

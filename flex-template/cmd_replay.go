@@ -825,13 +825,24 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			replayed += n
 		}
 	}
+	code := exitOK
 	if r.dryRun {
 		r.printDryRun(cio, dry)
 	} else {
+		// An acknowledgement that failed with a transient error was left to the Acker, which
+		// retries it while the deadline it set holds; Release tries it once more. Those that
+		// still failed are published and not acknowledged: Pub/Sub delivers them again, and the
+		// next replay publishes them a second time.
+		acker.Release(context.WithoutCancel(ctx))
+		unacked := acker.Stats().AckFailed
 		p.done(replayed)
 		fmt.Fprintf(cio.Out, "replayed %s from %s to %s (replay_id=%s)\n", count(replayed, "dead letter"), r.from, r.topic, r.id)
+		if unacked > 0 {
+			fmt.Fprintf(cio.Out, "of those, %s could not be acknowledged on %s (the warnings above say why): Pub/Sub delivers them again, and a replay from it publishes them a second time; "+
+				"check the input for duplicates (replay_id=%s) before replaying again\n", count(int(unacked), "message"), r.subscription, r.id)
+			code = exitFailed
+		}
 	}
-	code := exitOK
 	if len(heldKeys) > 0 {
 		// With message ordering, Pub/Sub delivers no later message of a key while an earlier one
 		// is unacknowledged: those behind the ones left were not delivered, and no count has them.

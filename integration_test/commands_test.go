@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
@@ -873,6 +876,52 @@ func TestReplayFromTopicSlowPublish(t *testing.T) {
 	// Acknowledged once published: nothing is left on the dead-letter subscription.
 	if got := pullAll(t, e, dlSub); len(got) != 0 {
 		t.Errorf("the dead-letter subscription still delivers %d messages", len(got))
+	}
+}
+
+// TestReplayFromTopicAckFails: when the acknowledgement of published dead letters fails, with a
+// transient error the Acker retries (Internal) until replay ends, those messages are delivered
+// again, and the next replay publishes them a second time: the replay says so and exits 1 (it
+// exited 0, with a warning on standard error alone).
+func TestReplayFromTopicAckFails(t *testing.T) {
+	var failing atomic.Bool
+	failing.Store(true)
+	refuse := grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if _, ok := req.(*pubsubpb.AcknowledgeRequest); ok && failing.Load() {
+			return nil, status.Error(codes.Internal, "acknowledgements are failing on purpose")
+		}
+		return handler(ctx, req)
+	})
+	e := pubsubtest.StartServing(t, []grpc.ServerOption{refuse})
+	input := e.Topic(t, "input")
+	inputSub := e.Subscription(t, input, "input-sub", time.Minute)
+	dlTopic := e.Topic(t, "dead-letters")
+	dlSub := e.Subscription(t, dlTopic, "dead-letters-sub", 10*time.Second)
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range 3 {
+		m := deadletter.TopicMessage(flow.DeadLetter{Payload: fmt.Appendf(nil, `{"id":%d}`, i), ErrorMessage: "bad", FailedAtMillis: int64(i + 1)})
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes})
+	}
+	e.Publish(t, dlTopic, msgs...)
+
+	out, errOut, code := runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+dlSub, "--replayId=ackfails")
+	failing.Store(false)
+	want := "of those, 3 messages could not be acknowledged on " + dlSub
+	if code != 1 || !strings.Contains(out, "replayed 3 dead letters from "+dlSub) || !strings.Contains(out, want) {
+		t.Errorf("replay whose acknowledgements fail: exit %d, want 1 and %q\n%s%s", code, want, out, errOut)
+	}
+	if got := pullAll(t, e, inputSub); len(got) != len(msgs) {
+		t.Errorf("the input topic got %d messages, want %d", len(got), len(msgs))
+	}
+	// Not acknowledged: Pub/Sub delivers them again once the deadline the Acker last set passes.
+	acked := 0
+	for _, m := range e.Server.Messages() {
+		if m.Attributes[deadletter.AttrErrorMessage] != "" {
+			acked += m.Acks
+		}
+	}
+	if acked != 0 {
+		t.Errorf("the emulator counts %d acknowledgements of the dead letters, want 0", acked)
 	}
 }
 
