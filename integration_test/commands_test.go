@@ -215,7 +215,7 @@ dead letters by error kind (a message with several failing columns counts under 
 		for _, want := range []string{
 			file + ":1: row\n",
 			file + ":2: not a message Pub/Sub takes: the message is 10500",
-			"bytes a publish request has room for (Pub/Sub's limit is 10 MB a request)\n",
+			"bytes a publish request to any topic has room for (Pub/Sub's limit is 10 MB a request)\n",
 			file + ":3: not a message Pub/Sub takes: the message has 101 attributes, over Pub/Sub's 100 a message\n",
 			"3 messages: 1 would be a row, 0 dead letters, 2 that Pub/Sub refuses to publish\n",
 		} {

@@ -29,6 +29,10 @@ func MaxMessageBytes(topic string) int {
 	return int(pubsub.MaxPublishRequestBytes) - (1 + protowire.SizeVarint(uint64(len(topic))) + len(topic)) - 5
 }
 
+// ShortestTopic is the shortest topic name ParseTopic takes (a project number of one digit, a
+// topic ID of three characters): no publish request has more room for a message than one to it.
+const ShortestTopic = "projects/1/topics/abc"
+
 // Pub/Sub's limits on a message's attributes and ordering key, in bytes of UTF-8 where a size
 // (https://cloud.google.com/pubsub/quotas#resource_limits). The emulator keeps none of them.
 const (
@@ -39,15 +43,15 @@ const (
 )
 
 // CheckMessage returns why Pub/Sub would refuse m published to topic, nil if nothing: larger
-// than MaxMessageBytes(topic) (topic "" for any topic, the bound of the shortest name), more than MaxAttributes attributes, an attribute's key or value or
+// than MaxMessageBytes(topic) (topic "" for any topic: the bound of ShortestTopic), more than MaxAttributes attributes, an attribute's key or value or
 // the ordering key longer than its limit, or one of them not valid UTF-8 (protobuf's string
 // fields, which the client refuses to encode). The error names the attribute and the limit.
 func CheckMessage(m *pubsub.Message, topic string) error {
-	if size, limit := MessageSize(m), MaxMessageBytes(topic); size > limit {
-		to := " to " + topic
-		if topic == "" {
-			to = ""
-		}
+	to, name := " to "+topic, topic
+	if topic == "" {
+		to, name = " to any topic", ShortestTopic
+	}
+	if size, limit := MessageSize(m), MaxMessageBytes(name); size > limit {
 		return fmt.Errorf("the message is %d bytes as Pub/Sub encodes it (data, attributes and ordering key), above the %d bytes a publish request%s has room for (Pub/Sub's limit is 10 MB a request)", size, limit, to)
 	}
 	if n := len(m.Attributes); n > MaxAttributes {

@@ -47,6 +47,35 @@ func TestMaxMessageBytes(t *testing.T) {
 	}
 }
 
+// TestCheckMessageAnyTopic: without a topic (check and infer know none), CheckMessage refuses a
+// message that no publish request has room for, whatever the topic: one byte over the room of
+// the shortest name ParseTopic takes, which a request to a name of no characters (not a name at
+// all) would still have.
+func TestCheckMessageAnyTopic(t *testing.T) {
+	const shortest = "projects/1/topics/abc"
+	if _, err := ParseTopic(shortest); err != nil {
+		t.Fatalf("ParseTopic(%q): %v", shortest, err)
+	}
+	for _, shorter := range []string{"projects/1/topics/ab", "projects//topics/abc"} {
+		if _, err := ParseTopic(shorter); err == nil {
+			t.Errorf("ParseTopic(%q) took it: a name shorter than %q", shorter, shorter)
+		}
+	}
+	limit := MaxMessageBytes(shortest)
+	fits := &pubsub.Message{Data: make([]byte, limit-5)} // a tag and 4 bytes of length
+	if size := MessageSize(fits); size != limit {
+		t.Fatalf("a message of %d bytes came to %d", limit, size)
+	}
+	if err := CheckMessage(fits, ""); err != nil {
+		t.Errorf("CheckMessage(%d bytes, any topic) = %v, want nil", limit, err)
+	}
+	over := &pubsub.Message{Data: make([]byte, limit-4)}
+	want := fmt.Sprintf("the message is %d bytes as Pub/Sub encodes it (data, attributes and ordering key), above the %d bytes a publish request to any topic has room for", limit+1, limit)
+	if err := CheckMessage(over, ""); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("CheckMessage(%d bytes, any topic) = %v, want %q", limit+1, err, want)
+	}
+}
+
 // TestCheckMessage: CheckMessage names what Pub/Sub refuses of a message: its size, more than 100
 // attributes, a key, value or ordering key over its limit or not UTF-8; and passes the largest
 // message of each limit.
