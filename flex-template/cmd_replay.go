@@ -100,6 +100,9 @@ func runReplay(ctx context.Context, cio *cmdIO, args []string) int {
 	if err := psclient.CheckMessage(&pubsub.Message{Attributes: map[string]string{AttrReplayID: r.id}}, ""); err != nil {
 		problems = append(problems, fmt.Errorf("--replayId %q: %w", text.Cut(r.id, 40), err))
 	}
+	if err := checkWhere(r.where); err != nil {
+		problems = append(problems, fmt.Errorf("--where %q: %w", r.where, err))
+	}
 	if r.samples < 0 {
 		problems = append(problems, fmt.Errorf("--samples %d: must be 0 or more", r.samples))
 	}
@@ -154,6 +157,43 @@ type replay struct {
 	samples                           int
 	id                                string
 	from                              string // replayed_from
+}
+
+// checkWhere refuses a --where condition with a closing parenthesis it did not open (outside
+// its strings, quoted names and comments): replay puts the condition in parentheses of its own,
+// beside those of --since and --until, and such a one would close them, so that "0) OR (1" chose
+// every row of the table, whatever the time range. Other faults are the server's to name.
+func checkWhere(where string) error {
+	depth := 0
+	for i := 0; i < len(where); i++ {
+		switch c := where[i]; {
+		case c == '\'' || c == '"' || c == '`': // a string or a quoted name, with \ escapes
+			for i++; i < len(where) && where[i] != c; i++ {
+				if where[i] == '\\' {
+					i++
+				}
+			}
+		case strings.HasPrefix(where[i:], "--"):
+			for i < len(where) && where[i] != '\n' {
+				i++
+			}
+		case strings.HasPrefix(where[i:], "/*"):
+			end := strings.Index(where[i+2:], "*/")
+			if end < 0 {
+				return nil // unclosed: the server says so
+			}
+			i += 2 + end + 1
+		case c == '(':
+			depth++
+		case c == ')':
+			if depth == 0 {
+				return fmt.Errorf("the \")\" at byte %d closes a parenthesis the condition did not open; replay puts the condition in parentheses of its own, "+
+					"beside --since and --until, which it would close (choosing rows outside them): balance the condition's parentheses", i)
+			}
+			depth--
+		}
+	}
+	return nil
 }
 
 // parseReplayTime reads --since or --until: RFC 3339, or a Go duration before now; "" is zero.
