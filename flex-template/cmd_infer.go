@@ -179,13 +179,35 @@ func roundedInFloat(columns []evolve.Column, msgs []inputMessage) []string {
 				continue
 			}
 			if stored, rounded := doubleOfInteger(text); rounded {
-				notes = append(notes, fmt.Sprintf("column %s is %s, which stores the integer %s (%s) as %s: declare it Int64, UInt64 or "+
-					"Decimal by hand to keep such values", chclient.QuoteIdent(c.Name), c.Type, text, flow.OneLine(m.Where), stored))
+				notes = append(notes, fmt.Sprintf("column %s is %s, which stores the integer %s (%s) as %s: declare it %s by hand to keep such values",
+					chclient.QuoteIdent(c.Name), c.Type, text, flow.OneLine(m.Where), stored, integerTypes(text)))
 				break
 			}
 		}
 	}
 	return notes
+}
+
+// integerTypes names the types that hold the integer that text (a JSON number of an integer
+// value) writes: Int64 and UInt64 for the integers of their ranges, Decimal for those of up to 38
+// digits (Decimal(38, 0), the widest Decimal of every server), String for the others.
+func integerTypes(text string) string {
+	exact, ok := new(big.Rat).SetString(text)
+	if !ok || !exact.IsInt() {
+		return "Decimal"
+	}
+	n := exact.Num()
+	switch {
+	case n.IsInt64() && n.Sign() >= 0:
+		return "Int64, UInt64 or Decimal"
+	case n.IsInt64():
+		return "Int64 or Decimal"
+	case n.IsUint64():
+		return "UInt64 or Decimal"
+	case len(new(big.Int).Abs(n).String()) <= 38:
+		return "Decimal"
+	}
+	return "String"
 }
 
 // doubleOfInteger returns, for text that is a JSON number of an integer value (digits, perhaps

@@ -309,12 +309,26 @@ func TestRoundedInFloat(t *testing.T) {
 		{Where: "f:3", Data: []byte(`{"id":1,"v":18446744073709551615,"w":"9007199254740993","x":1.5}`)},
 		{Where: "f:4", Data: []byte(`{"id":1,"x":12345678901234567.0}`)},
 	}
-	want := []string{"column `v` is Nullable(Float64), which stores the integer -9007199254740993 (f:2) as -9007199254740992: declare it Int64, UInt64 or Decimal by hand to keep such values",
+	want := []string{"column `v` is Nullable(Float64), which stores the integer -9007199254740993 (f:2) as -9007199254740992: declare it Int64 or Decimal by hand to keep such values",
 		// A string of digits converts into a Float64 column as the number it writes.
 		"column `w` is Nullable(Float64), which stores the integer 9007199254740993 (f:3) as 9007199254740992: declare it Int64, UInt64 or Decimal by hand to keep such values",
 		"column `x` is Nullable(Float64), which stores the integer 12345678901234567.0 (f:4) as 12345678901234568: declare it Int64, UInt64 or Decimal by hand to keep such values"}
 	if diff := cmp.Diff(want, roundedInFloat(columns, msgs)); diff != "" {
 		t.Errorf("notes (-want +got):\n%s", diff)
+	}
+	// The types named are those that hold the integer: not Int64 for one beyond its range, nor
+	// either integer type for one beyond 64 bits.
+	wide := []inputMessage{
+		{Where: "g:1", Data: []byte(`{"a":18446744073709551615,"b":-9223372036854775809,"c":123456789012345678901234567890,"d":1` + strings.Repeat("0", 40) + `}`)},
+		{Where: "g:2", Data: []byte(`{"a":-1,"b":0.5,"c":0.5,"d":0.5}`)},
+	}
+	floats := []evolve.Column{{Name: "a", Type: "Nullable(Float64)"}, {Name: "b", Type: "Nullable(Float64)"}, {Name: "c", Type: "Nullable(Float64)"}, {Name: "d", Type: "Nullable(Float64)"}}
+	wantWide := []string{"column `a` is Nullable(Float64), which stores the integer 18446744073709551615 (g:1) as 18446744073709552000: declare it UInt64 or Decimal by hand to keep such values",
+		"column `b` is Nullable(Float64), which stores the integer -9223372036854775809 (g:1) as -9223372036854776000: declare it Decimal by hand to keep such values",
+		"column `c` is Nullable(Float64), which stores the integer 123456789012345678901234567890 (g:1) as 123456789012345680000000000000: declare it Decimal by hand to keep such values",
+		"column `d` is Nullable(Float64), which stores the integer 1" + strings.Repeat("0", 40) + " (g:1) as 1" + strings.Repeat("0", 40) + ": declare it String by hand to keep such values"}
+	if diff := cmp.Diff(wantWide, roundedInFloat(floats, wide)); diff != "" {
+		t.Errorf("notes of integers beyond Int64 (-want +got):\n%s", diff)
 	}
 	for text, want := range map[string]string{"18446744073709551615": "18446744073709552000", "123456789012345678": "123456789012345680", "1e400": "",
 		// An integer written with a fraction or an exponent is an integer too.
