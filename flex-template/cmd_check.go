@@ -301,11 +301,42 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 	} else if t.unknown != nil {
 		if keys := t.unknown.keys(m.Data, &meta); len(keys) > 0 {
 			s.dropsFields++
-			fmt.Fprintf(cio.Out, "  note: no column takes %s %s: dropped (unknownFieldsColumn would keep them in a String column)\n",
-				map[bool]string{true: "the field", false: "the fields"}[len(keys) == 1], flow.OneLine(quoteAll(keys)))
+			var none []string // the keys that name no column; the others are said one by one
+			for _, k := range keys {
+				if why := c.columnNotTaking(t, k); why != "" {
+					fmt.Fprintf(cio.Out, "  note: the field %s is dropped: %s; unknownFieldsColumn would keep it in a String column\n", flow.OneLine(strconv.Quote(k)), flow.OneLine(why))
+				} else {
+					none = append(none, k)
+				}
+			}
+			if len(none) > 0 {
+				fmt.Fprintf(cio.Out, "  note: no column takes %s %s: dropped (unknownFieldsColumn would keep them in a String column)\n",
+					map[bool]string{true: "the field", false: "the fields"}[len(none) == 1], flow.OneLine(quoteAll(none)))
+			}
 		}
 	}
 	return nil
+}
+
+// columnNotTaking says why the column of table t named key, a field that gives the row no value,
+// does not take it: a column of metadataColumns, or one never written (MATERIALIZED, ALIAS, or a
+// NotWritten reason); "" when no column has that name.
+func (c *checker) columnNotTaking(t *checkTarget, key string) string {
+	for _, m := range c.fromMessage.Metadata {
+		if m.Column == key {
+			return fmt.Sprintf("its column %q is filled from %s (metadataColumns)", key, m.Key)
+		}
+	}
+	for _, col := range t.table.Columns {
+		switch {
+		case col.Name != key:
+		case col.DefaultKind == "MATERIALIZED" || col.DefaultKind == "ALIAS":
+			return fmt.Sprintf("its column %q is %s, computed by the server", key, col.DefaultKind)
+		case col.NotWritten != "":
+			return fmt.Sprintf("its column %q is never written: %s", key, col.NotWritten)
+		}
+	}
+	return ""
 }
 
 // parseDeadLetter is the parse stage's dead letter of m in table t, whose stack trace names the

@@ -109,12 +109,12 @@ func TestCheckCommand(t *testing.T) {
 
 	t.Run("hints", func(t *testing.T) {
 		hc := chtest.New(t)
-		hc.CreateTable(t, "CREATE TABLE {table} (id UInt32, name String, ts DateTime('UTC'), ok String) ENGINE = MergeTree ORDER BY id", "events")
+		hc.CreateTable(t, "CREATE TABLE {table} (id UInt32, name String, ts DateTime('UTC'), ok String, day Date MATERIALIZED toDate(ts)) ENGINE = MergeTree ORDER BY id", "events")
 		file := writeTestFile(t, "h.jsonl", strings.Join([]string{
 			`{"Id":1,"name":"a","ts":"2024-03-10T12:00:00Z"}`,
 			`{"id":2,"name":"b","ts":1710072002000}`,
 			`{"id":3,"name":"c","ts":"1710072003000"}`,
-			`{"id":4,"name":"d","ts":1710072004,"extra":1,"more":{"x" : 1},"ok":"not read"}`,
+			`{"id":4,"name":"d","ts":1710072004,"extra":1,"more":{"x" : 1},"ok":"not read","day":"2024-03-10"}`,
 			`{"id":5,"name":"e","ts":1710072005}`,
 		}, "\n")+"\n")
 		hargs := append([]string{"check", "--clickHouseTable=events", "--envelope=false", "--metadataColumns=ordering_key=ok"}, chFlags(hc)...)
@@ -128,9 +128,12 @@ func TestCheckCommand(t *testing.T) {
 				"or divide it by 1000 in a JavaScript UDF, javascriptTextTransformGcsPath (milliseconds are never guessed)\n",
 			file + `:3: dead letter: column "ts" (DateTime('UTC')): "1710072003000" is out of range for DateTime (0 to 4294967295 seconds: ` +
 				`1970-01-01 00:00:00 to 2106-02-07 06:28:15 UTC), and as Unix milliseconds it reads 2024-03-10 12:00:03.000 UTC: send 1710072003, `,
-			// A message without an ordering key gives '' to a String column.
+			// A message without an ordering key gives '' to a String column. A dropped field that
+			// names a column says why that column does not take it.
 			file + ":4: row\n  id = 4\n  name = 'd'\n  ts = '2024-03-10 12:00:04'\n  ok = ''\n" +
-				`  note: no column takes the fields "extra", "more", "ok": dropped (unknownFieldsColumn would keep them in a String column)` + "\n" +
+				`  note: the field "ok" is dropped: its column "ok" is filled from ordering_key (metadataColumns); unknownFieldsColumn would keep it in a String column` + "\n" +
+				`  note: the field "day" is dropped: its column "day" is MATERIALIZED, computed by the server; unknownFieldsColumn would keep it in a String column` + "\n" +
+				`  note: no column takes the fields "extra", "more": dropped (unknownFieldsColumn would keep them in a String column)` + "\n" +
 				file + ":5: row\n  id = 5\n  name = 'e'\n  ts = '2024-03-10 12:00:05'\n  ok = ''\n\n",
 			"5 messages: 2 would be rows, 3 dead letters\n1 row with fields that no column takes, dropped from the row (see the notes; unknownFieldsColumn keeps them)\n",
 		} {
