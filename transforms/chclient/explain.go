@@ -115,6 +115,10 @@ func explain(err error, c Config, askedForCert bool) error {
 	switch {
 	case isEx && (ex.Code == 193 || ex.Code == 516):
 		return &ConfigError{FieldPassword, Hintf("ClickHouse refused the password of user %q at %s: check %s and %s", c.Username, url, FieldUsername, FieldPassword), err}
+	case isEx && ex.Code == 194 && c.Password.IsVersion():
+		// The secret version was read, and held nothing but perhaps a newline (Resolve).
+		return &ConfigError{FieldPassword, Hintf("ClickHouse at %s requires a password of user %q, and the Secret Manager secret version %s that %s names "+
+			"holds an empty one (a trailing newline is dropped): add a version that holds the password", url, c.Username, c.Password, FieldPassword), err}
 	case isEx && ex.Code == 194:
 		return &ConfigError{FieldPassword, Hintf("ClickHouse at %s requires a password of user %q, and none was given: set %s", url, c.Username, FieldPassword), err}
 	case isEx && ex.Code == 192:

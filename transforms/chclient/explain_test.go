@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/gcptest"
 )
 
 // TestHTTPRefusalExplained: a refusal of the credentials over http:// is said as over the native
@@ -93,6 +95,27 @@ func TestProxyRefusalExplained(t *testing.T) {
 			openRefused(t, c, strings.ReplaceAll(tc.want, "ADDR", RedactURL(c.URL)), "S3cret-pw-e7", "Proxy-pw-3e8a")
 		})
 	}
+}
+
+// TestEmptySecretPasswordExplained: a Secret Manager secret version whose payload is empty (or
+// only the newline that `echo | gcloud secrets versions add --data-file=-` stores) gives the
+// connection no password. A server that requires one must then not be told as "none was given:
+// set clickHousePassword", which was set: the error names the secret version and says that it
+// holds an empty password.
+func TestEmptySecretPasswordExplained(t *testing.T) {
+	const version = "projects/p/secrets/ch-password/versions/3"
+	sm := gcptest.StartSecretManager(t)
+	sm.Add(version, []byte("\n"))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, "Code: 194, e.displayText() = DB::Exception: Password required for user ingest, e.what() = DB::Exception\n")
+	}))
+	defer srv.Close()
+	openRefused(t, Config{URL: srv.URL, Username: "ingest", Password: version, Compression: "none"},
+		`ClickHouse password: ClickHouse at `+srv.URL+` requires a password of user "ingest", and the Secret Manager secret version `+version+
+			` that ClickHouse password names holds an empty one (a trailing newline is dropped): add a version that holds the password`)
 }
 
 // openRefused opens c, which must fail with a *ConfigError whose text starts with want and holds
