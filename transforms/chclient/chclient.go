@@ -302,14 +302,16 @@ func handshakeFailed(err error) bool { return err != nil && strings.Contains(err
 // the port is ClickHouse's HTTP interface.
 const httpProbeAfter = time.Second
 
-// ping pings the server. Over the native protocol without TLS, a Ping that has not answered
-// within httpProbeAfter may be talking to the HTTP port (8123), which waits for an HTTP request
-// and never answers the handshake: the dial timeout (10 s by default) would pass before the
-// error. So Open then sends GET /ping to each address, and returns at once a *ConfigError that
-// says so when one answers HTTP 200 (a native port answers an HTTP request otherwise, or not).
+// ping pings the server. Over the native protocol, a Ping that has not answered within
+// httpProbeAfter may be talking to the HTTP port (8123), or with secure=true to the HTTPS port
+// (8443), which waits for an HTTP request and never answers the handshake: the dial timeout (10 s
+// by default) would pass before the error. So Open then sends GET /ping to each address (over
+// TLS with the connection's own verified configuration when the URL asks for TLS), and returns
+// at once a *ConfigError that says so when one answers HTTP 200 (a native port answers an HTTP
+// request otherwise, or not).
 func (r *Resolved) ping(ctx context.Context, conn driver.Conn, o *clickhouse.Options) error {
 	scheme, _, _ := strings.Cut(strings.ToLower(r.cfg.URL), "://")
-	if scheme != "clickhouse" || o.TLS != nil {
+	if scheme != "clickhouse" {
 		return conn.Ping(ctx)
 	}
 	done := make(chan error, 1)
@@ -320,21 +322,34 @@ func (r *Resolved) ping(ctx context.Context, conn driver.Conn, o *clickhouse.Opt
 	case <-time.After(httpProbeAfter):
 	}
 	for _, addr := range o.Addr {
-		if answersHTTP(ctx, addr) {
-			url := RedactURL(r.cfg.URL)
-			return &ConfigError{FieldURL, Hintf("%s uses the native protocol (clickhouse://), but %s is ClickHouse's HTTP interface "+
-				"(it answers GET /ping): use http://%s, or the native port (9000) with clickhouse://", url, addr, addr),
-				fmt.Errorf("clickhouse %s: the HTTP interface answered GET /ping on %s", url, addr)}
+		if !answersHTTP(ctx, addr, o.TLS) {
+			continue
 		}
+		url := RedactURL(r.cfg.URL)
+		if o.TLS != nil {
+			return &ConfigError{FieldURL, Hintf("%s uses the native protocol over TLS (clickhouse://...?secure=true), but %s is ClickHouse's HTTPS interface "+
+				"(it answers GET /ping over TLS): use https://%s, or the native protocol's TLS port (9440) with clickhouse://...?secure=true", url, addr, addr),
+				fmt.Errorf("clickhouse %s: the HTTPS interface answered GET /ping on %s", url, addr)}
+		}
+		return &ConfigError{FieldURL, Hintf("%s uses the native protocol (clickhouse://), but %s is ClickHouse's HTTP interface "+
+			"(it answers GET /ping): use http://%s, or the native port (9000) with clickhouse://", url, addr, addr),
+			fmt.Errorf("clickhouse %s: the HTTP interface answered GET /ping on %s", url, addr)}
 	}
 	return <-done
 }
 
 // answersHTTP reports whether addr answers GET /ping with HTTP 200, as ClickHouse's HTTP
-// interface does, within 2 s.
-func answersHTTP(ctx context.Context, addr string) bool {
+// interface does, within 2 s: over TLS with tlsConf when it is not nil (the connection's own
+// configuration, so the server's certificate is verified as for the connection).
+func answersHTTP(ctx context.Context, addr string, tlsConf *tls.Config) bool {
 	d := net.Dialer{Timeout: 2 * time.Second}
-	c, err := d.DialContext(ctx, "tcp", addr)
+	var c net.Conn
+	var err error
+	if tlsConf != nil {
+		c, err = (&tls.Dialer{NetDialer: &d, Config: tlsConf.Clone()}).DialContext(ctx, "tcp", addr)
+	} else {
+		c, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return false
 	}

@@ -3,9 +3,14 @@ package chclient
 import (
 	"context"
 	"crypto/tls"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -185,4 +190,32 @@ func TestTextSecrets(t *testing.T) {
 // keyBody returns the first line of a PEM key's base64 text, which no output may show.
 func keyBody(keyPEM []byte) string {
 	return strings.Split(string(keyPEM), "\n")[1]
+}
+
+// TestNativeTLSToHTTPSPort: clickhouse://...?secure=true to ClickHouse's HTTPS port (8443, as a
+// ClickHouse Cloud user may give it for the native protocol's 9440) completes TLS, and the HTTPS
+// interface then waits for an HTTP request that the native handshake never sends. As for the
+// plain HTTP port, Open asks the port for GET /ping, over the same verified TLS, and says at once
+// that it is the HTTPS interface, rather than after the handshake's timeout, as a slow server.
+func TestNativeTLSToHTTPSPort(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ping" {
+			io.WriteString(w, "Ok.\n")
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer srv.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimPrefix(srv.URL, "https://")
+	c := Config{URL: "clickhouse://" + addr + "?secure=true", Username: "default", CACertificate: caFile, Compression: "none"}
+	start := time.Now()
+	openRefused(t, c, "ClickHouse URL: "+c.URL+" uses the native protocol over TLS (clickhouse://...?secure=true), but "+addr+
+		" is ClickHouse's HTTPS interface (it answers GET /ping over TLS): use https://"+addr+", or the native protocol's TLS port (9440) with clickhouse://...?secure=true")
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Open took %v, want the HTTPS interface told within seconds", took)
+	}
 }
