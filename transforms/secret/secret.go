@@ -98,9 +98,21 @@ func KindOf(ref string) Kind {
 
 // PasswordRule returns what is wrong with a clickHousePassword value, "" when nothing: a value
 // meant as a Secret Manager name must be a secret version's; any other value is a password as
-// it is.
+// it is. A secret version's name with spaces around it, or after a prefix (the API's full
+// resource name, //secretmanager.googleapis.com/projects/...), is refused: it would otherwise be
+// taken as the password itself, and fail only at ClickHouse, as a wrong password.
 func PasswordRule(s string) string {
-	if looksLikeSecretManager(s) && !IsVersion(s) {
+	trimmed := strings.TrimSpace(s)
+	switch {
+	case IsVersion(s):
+		return ""
+	case IsVersion(trimmed):
+		return "is a Secret Manager secret version's name with spaces before or after it, which would be taken as the password itself: remove the spaces"
+	}
+	if i := strings.Index(trimmed, "projects/"); i > 0 && IsVersion(trimmed[i:]) {
+		return fmt.Sprintf("is a Secret Manager secret version's name after %q, which would be taken as the password itself: give %s", trimmed[:i], VersionForm)
+	}
+	if looksLikeSecretManager(s) {
 		return notVersion
 	}
 	return ""

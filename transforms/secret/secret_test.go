@@ -129,6 +129,11 @@ func TestRules(t *testing.T) {
 		{"projects/p/secrets/s", false, secret.File, "not a secret version's", "not a secret version's"},
 		{"projects/p/locations/eu/secrets/s/versions/1", false, secret.File, "regional secrets", "regional secrets"},
 		{"a plain password", false, secret.File, "", ""},
+		// A secret version's name that would otherwise be taken as the password itself.
+		{" projects/p/secrets/s/versions/1", false, secret.File, "with spaces before or after it", "spaces"},
+		{"projects/p/secrets/s/versions/1 ", false, secret.File, "with spaces before or after it", "spaces"},
+		{"//secretmanager.googleapis.com/projects/p/secrets/s/versions/1", false, secret.File, `after "//secretmanager.googleapis.com/"`, ""},
+		{"a password with projects/ in it", false, secret.File, "", ""},
 		{"gs://bucket/ca.pem", false, secret.Object, "", ""},
 		{"gs://bucket/", false, secret.Object, "", "with an object name"},
 		{"gs:///ca.pem", false, secret.Object, "", "with an object name"},
