@@ -110,7 +110,10 @@ func PasswordRule(s string) string {
 		return "is a Secret Manager secret version's name with spaces before or after it, which would be taken as the password itself: remove the spaces"
 	}
 	if i := strings.Index(trimmed, "projects/"); i > 0 && IsVersion(trimmed[i:]) {
-		return fmt.Sprintf("is a Secret Manager secret version's name after %q, which would be taken as the password itself: give %s", trimmed[:i], VersionForm)
+		// What comes before the name is not quoted: were the value a password after all, it
+		// would be part of it.
+		return "is a Secret Manager secret version's name with text before it (as in the API's full resource name, //secretmanager.googleapis.com/projects/...), " +
+			"which would be taken as the password itself: give " + VersionForm
 	}
 	if looksLikeSecretManager(s) {
 		return notVersion

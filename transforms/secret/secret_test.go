@@ -132,7 +132,8 @@ func TestRules(t *testing.T) {
 		// A secret version's name that would otherwise be taken as the password itself.
 		{" projects/p/secrets/s/versions/1", false, secret.File, "with spaces before or after it", "spaces"},
 		{"projects/p/secrets/s/versions/1 ", false, secret.File, "with spaces before or after it", "spaces"},
-		{"//secretmanager.googleapis.com/projects/p/secrets/s/versions/1", false, secret.File, `after "//secretmanager.googleapis.com/"`, ""},
+		{"//secretmanager.googleapis.com/projects/p/secrets/s/versions/1", false, secret.File, "with text before it", ""},
+		{"S3cret-pw-e7projects/p/secrets/s/versions/1", false, secret.File, "with text before it", ""},
 		{"a password with projects/ in it", false, secret.File, "", ""},
 		{"gs://bucket/ca.pem", false, secret.Object, "", ""},
 		{"gs://bucket/", false, secret.Object, "", "with an object name"},
