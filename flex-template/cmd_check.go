@@ -310,8 +310,12 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 				}
 			}
 			if len(none) > 0 {
-				fmt.Fprintf(cio.Out, "  note: no column takes %s %s: dropped (unknownFieldsColumn would keep them in a String column)\n",
-					map[bool]string{true: "the field", false: "the fields"}[len(none) == 1], flow.OneLine(quoteAll(none)))
+				fields, them := "the fields", "them"
+				if len(none) == 1 {
+					fields, them = "the field", "it"
+				}
+				fmt.Fprintf(cio.Out, "  note: no column takes %s %s: dropped (unknownFieldsColumn would keep %s in a String column)\n",
+					fields, flow.OneLine(quoteAll(none)), them)
 			}
 		}
 	}

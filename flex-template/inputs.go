@@ -213,7 +213,8 @@ func readLines(name string, r io.Reader) ([]inputMessage, error) {
 		}
 		return 0, nil, nil
 	})
-	for n := 1; sc.Scan(); n++ {
+	n := 1 // the line's number; after the loop, the number of the line that ended it
+	for ; sc.Scan(); n++ {
 		line := sc.Bytes()
 		if jsonBlank(line) {
 			continue
@@ -222,7 +223,7 @@ func readLines(name string, r io.Reader) ([]inputMessage, error) {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("%s: a line is longer than %d bytes (Pub/Sub takes messages of up to 10 MB)", name, maxLineBytes)
+			return nil, fmt.Errorf("%s:%d: the line is longer than %d bytes (Pub/Sub takes messages of up to 10 MB)", name, n, maxLineBytes)
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -27,5 +28,14 @@ func TestReadLines(t *testing.T) {
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("readLines(%q) (-want +got):\n%s", tc.in, diff)
 		}
+	}
+}
+
+// TestReadLinesTooLong: a line longer than maxLineBytes is refused with its number.
+func TestReadLinesTooLong(t *testing.T) {
+	in := "{}\n\n" + strings.Repeat("x", maxLineBytes+1) + "\n{}\n"
+	_, err := readLines("big.jsonl", bytes.NewReader([]byte(in)))
+	if want := "big.jsonl:3: the line is longer than 33554432 bytes"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("readLines of a line of %d bytes: %v, want an error starting %q", maxLineBytes+1, err, want)
 	}
 }
