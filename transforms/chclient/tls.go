@@ -1,10 +1,14 @@
 package chclient
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -57,6 +61,11 @@ func tlsConfig(base *tls.Config, ca, cert, key []byte) (c *tls.Config, asked *at
 			return nil, nil, &ConfigError{FieldClientCertificate, Hintf("is valid from %s to %s, not now: give a current certificate",
 				leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339)), errors.New("outside its validity period")}
 		}
+		if !forClients(leaf) {
+			return nil, nil, &ConfigError{FieldClientCertificate, Hintf("is a certificate for %s, not for TLS clients (its extended key usage does not list clientAuth), "+
+				"which a server that checks client certificates refuses (RFC 5280, 4.2.1.12): give a client certificate (extendedKeyUsage = clientAuth)", extKeyUsages(leaf)),
+				errors.New("not for client authentication")}
+		}
 		c.Certificates = []tls.Certificate{pair}
 	case cert != nil:
 		return nil, nil, &ConfigError{FieldClientKey, Hintf("is unset, but %s is set: give both, or neither", FieldClientCertificate), errors.New("no key")}
@@ -98,4 +107,29 @@ func keyPairError(cert, key []byte, err error) error {
 func UsesTLS(raw string) bool {
 	o, err := parseURL(Config{URL: raw})
 	return err == nil && o.TLS != nil
+}
+
+// forClients reports whether leaf may authenticate a TLS client: it lists no extended key usage
+// (any use), or lists clientAuth or anyExtendedKeyUsage (RFC 5280, 4.2.1.12).
+func forClients(leaf *x509.Certificate) bool {
+	if len(leaf.ExtKeyUsage) == 0 && len(leaf.UnknownExtKeyUsage) == 0 {
+		return true
+	}
+	return slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageClientAuth) || slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageAny)
+}
+
+// extKeyUsages names the extended key usages leaf lists, as "server authentication".
+func extKeyUsages(leaf *x509.Certificate) string {
+	names := map[x509.ExtKeyUsage]string{
+		x509.ExtKeyUsageServerAuth: "server authentication (serverAuth)", x509.ExtKeyUsageCodeSigning: "code signing",
+		x509.ExtKeyUsageEmailProtection: "email protection", x509.ExtKeyUsageTimeStamping: "time stamping", x509.ExtKeyUsageOCSPSigning: "OCSP signing",
+	}
+	var out []string
+	for _, u := range leaf.ExtKeyUsage {
+		out = append(out, cmp.Or(names[u], fmt.Sprintf("extended key usage %d", u)))
+	}
+	for _, oid := range leaf.UnknownExtKeyUsage {
+		out = append(out, oid.String())
+	}
+	return strings.Join(out, ", ")
 }

@@ -29,6 +29,7 @@ func TestTLSConfig(t *testing.T) {
 	ca := certtest.NewCA(t, "test CA")
 	client := ca.Issue(t, certtest.Options{Hosts: []string{"ingest"}, Client: true})
 	other := ca.Issue(t, certtest.Options{Hosts: []string{"other"}, Client: true})
+	server := ca.Issue(t, certtest.Options{Hosts: []string{"ch.internal"}})
 	expired := ca.Issue(t, certtest.Options{Hosts: []string{"ingest"}, Client: true,
 		NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})
 
@@ -58,6 +59,8 @@ func TestTLSConfig(t *testing.T) {
 		{"key not PEM", nil, client.CertPEM, []byte("not a key"), FieldClientKey, "holds no PEM private key"},
 		{"certificate not PEM", nil, []byte("not a certificate"), client.KeyPEM, FieldClientCertificate, "holds no PEM certificate"},
 		{"expired client certificate", nil, expired.CertPEM, expired.KeyPEM, FieldClientCertificate, "not now"},
+		{"server certificate as the client's", nil, server.CertPEM, server.KeyPEM, FieldClientCertificate,
+			"is a certificate for server authentication (serverAuth), not for TLS clients (its extended key usage does not list clientAuth)"},
 		{"certificate without key", nil, client.CertPEM, nil, FieldClientKey, "give both"},
 		{"key without certificate", nil, nil, client.KeyPEM, FieldClientCertificate, "give both"},
 	} {
