@@ -247,6 +247,8 @@ func queryRule(scheme, rest string) string {
 			// The driver refuses both with a phrase of its own ("http with TLS specify").
 			on, err := strconv.ParseBool(val)
 			switch {
+			case err != nil && val != "": // the driver takes "" (a bare secure) as true
+				return fmt.Sprintf("option \"secure\" takes true or false (also 1, 0, t, f, TRUE, FALSE), not %q", val)
 			case err == nil && on && scheme == "http":
 				return "option secure=true asks for TLS, which http:// does not speak: use https:// (port 8443) for TLS over HTTP, or drop the option"
 			case err == nil && !on && scheme == "https":
