@@ -132,7 +132,7 @@ var endpointParameters = []parameter{
 			"`projects/my-project/secrets/clickhouse-password/versions/latest`). With a secret version, the job graph, the staged files and the " +
 			"job's pipeline options hold only that name: the launcher reads the password for its start-up checks and each worker reads it in the " +
 			"`Setup` of its stages, with the Secret Manager client library and the job's service account, which needs the permission " +
-			"`secretmanager.versions.access` (`roles/secretmanager.secretAccessor` on the secret); a single trailing newline of the secret's payload " +
+			"`secretmanager.versions.access` (`roles/secretmanager.secretAccessor` on the secret); a single trailing newline (`\\n` or `\\r\\n`) of the secret's payload " +
 			"is dropped. A secret that cannot be read stops the launch with a sentence that names it and the permission. A value that looks like a " +
 			"Secret Manager name but is not a global secret version's (`projects/p/secrets/s`, a regional `projects/p/locations/l/secrets/...`) is " +
 			"refused; any other value is the password itself; unset or empty is no password (ClickHouse's default user has none). The pipeline never " +

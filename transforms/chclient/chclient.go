@@ -129,9 +129,19 @@ type Resolved struct {
 // secure=true), the certificates and key of clickHouseCaCertificate, clickHouseClientCertificate
 // and clickHouseClientKey, from which it builds the TLS configuration (see tlsConfig). A single
 // trailing newline of the password's payload (as `echo pw | gcloud secrets versions add
-// --data-file=-` stores it) is dropped. Errors are *ConfigError naming the field to fix and,
+// --data-file=-` stores it, or "\r\n") is dropped (secretPassword). Errors are *ConfigError naming the field to fix and,
 // for Secret Manager, the permission secretmanager.versions.access; none holds the password or
 // the key.
+// secretPassword is the password a Secret Manager payload holds: the payload without one
+// trailing "\n" or "\r\n", the line end that `echo` or an editor adds (a lone "\r" stays).
+func secretPassword(payload []byte) string {
+	p := string(payload)
+	if rest, ok := strings.CutSuffix(p, "\n"); ok {
+		return strings.TrimSuffix(rest, "\r")
+	}
+	return p
+}
+
 func (c Config) Resolve(ctx context.Context) (*Resolved, error) {
 	o, err := parseURL(c)
 	if err != nil {
@@ -143,7 +153,7 @@ func (c Config) Resolve(ctx context.Context) (*Resolved, error) {
 		if err != nil {
 			return nil, readError(FieldPassword, err)
 		}
-		r.password = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		r.password = secretPassword(b)
 		LogOnce(FieldPassword.String()+" read from Secret Manager", "version", c.Password)
 	}
 	if o.TLS == nil {

@@ -222,3 +222,12 @@ func TestNativeTLSToHTTPSPort(t *testing.T) {
 		t.Errorf("Open took %v, want the HTTPS interface told within seconds", took)
 	}
 }
+
+// TestSecretPassword: one trailing "\n" or "\r\n" of a Secret Manager payload is dropped, no more.
+func TestSecretPassword(t *testing.T) {
+	for in, want := range map[string]string{"pw\n": "pw", "pw\r\n": "pw", "pw": "pw", "pw\r": "pw\r", "pw\n\n": "pw\n", "\n": "", "": "", " pw \n": " pw "} {
+		if got := secretPassword([]byte(in)); got != want {
+			t.Errorf("secretPassword(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
