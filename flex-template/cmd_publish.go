@@ -260,8 +260,11 @@ func parseEnvelope(line []byte) (*pubsub.Message, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return refuse("text follows the envelope's object")
 	}
-	if len(data) == 0 || string(data) == "null" {
+	switch {
+	case len(data) == 0:
 		return nil, errors.New(`the envelope has no "data"`)
+	case string(data) == "null":
+		return nil, errors.New(`the envelope's "data" is null, which is no message: give the message's text as a JSON string, or its JSON value`)
 	}
 	m.Data = []byte(data)
 	if data[0] == '"' {

@@ -51,6 +51,7 @@ func TestParseEnvelope(t *testing.T) {
 		{`{"data": 1, "attributes": {"k": null}}`, `the value of "k" must be a string`},
 		{`{"data": 1, "orderingKey": 5}`, `"orderingKey" must be a string`},
 		{`{"attributes": {}}`, `has no "data"`},
+		{`{"data": null, "attributes": {"k": "v"}}`, `the envelope's "data" is null, which is no message`},
 		{`[1]`, "not a JSON object"},
 	} {
 		_, err := parseEnvelope([]byte(tc.line))
