@@ -207,7 +207,7 @@ func parseReplayTime(flag, s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, fmt.Errorf("%s %q: is neither an RFC 3339 time (2026-01-15T10:00:00Z) nor a duration ago (90m, 2h)", flag, s)
+	return time.Time{}, fmt.Errorf("%s %q: is neither an RFC 3339 time (2026-01-15T10:00:00Z) nor a duration ago (90m, 2h; not negative, and at most 2562047h, Go's longest)", flag, s)
 }
 
 // message returns the message to publish for a dead letter's payload, original attributes and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestReplayWhereParentheses: a --where with a closing parenthesis it did not open would close
@@ -27,6 +28,27 @@ func TestReplayWhereParentheses(t *testing.T) {
 	} {
 		if err := checkWhere(where); err != nil {
 			t.Errorf("checkWhere(%q) = %v, want nil", where, err)
+		}
+	}
+}
+
+// TestParseReplayTime: --since and --until take RFC 3339 or a duration ago; a negative duration,
+// or one longer than Go's durations go, is refused with the rule's bounds.
+func TestParseReplayTime(t *testing.T) {
+	now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"":                     {},
+		"2026-01-15T10:00:00Z": time.Date(2026, 1, 15, 10, 0, 0, 0, time.UTC),
+		"90m":                  now.Add(-90 * time.Minute),
+	} {
+		if got, err := parseReplayTime("--since", in, now); err != nil || !got.Equal(want) {
+			t.Errorf("parseReplayTime(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"-5m", "9999999h", "yesterday", "2026-01-15"} {
+		_, err := parseReplayTime("--since", in, now)
+		if err == nil || !strings.Contains(err.Error(), "not negative, and at most 2562047h") {
+			t.Errorf("parseReplayTime(%q): %v, want the rule with its bounds", in, err)
 		}
 	}
 }
