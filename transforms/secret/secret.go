@@ -171,6 +171,9 @@ func Read(ctx context.Context, ref string) ([]byte, error) {
 		return nil, &Error{ref, fmt.Sprintf("cannot read the file %s: check the path (a file is read on the machine that runs the stage; on Dataflow give a gs:// object or a Secret Manager secret version instead)", ref), err}
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, &Error{ref, fmt.Sprintf("%s is a directory: give the file of the certificate or key (PEM) in it", ref), errors.New("is a directory")}
+	}
 	return readAll(ref, f)
 }
 

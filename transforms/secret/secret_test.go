@@ -107,6 +107,7 @@ func TestRead(t *testing.T) {
 		"gs://certs/ca/none.pem":          "gs://certs/ca/none.pem does not exist",
 		"gs://nobucket/ca.pem":            "storage.objects.get",
 		file + ".missing":                 "cannot read the file " + file + ".missing",
+		filepath.Dir(file):                filepath.Dir(file) + " is a directory: give the file of the certificate or key (PEM) in it",
 		"projects/p/secrets/x/versions/1": "secretmanager.versions.access",
 	} {
 		_, err := secret.Read(ctx, ref)
