@@ -124,14 +124,6 @@ type Resolved struct {
 	askedForCert *atomic.Bool
 }
 
-// Resolve reads what c names outside itself: the password, when clickHousePassword is a Secret
-// Manager secret version, and, when clickHouseUrl asks for TLS (https://, or clickhouse:// with
-// secure=true), the certificates and key of clickHouseCaCertificate, clickHouseClientCertificate
-// and clickHouseClientKey, from which it builds the TLS configuration (see tlsConfig). A single
-// trailing newline of the password's payload (as `echo pw | gcloud secrets versions add
-// --data-file=-` stores it, or "\r\n") is dropped (secretPassword). Errors are *ConfigError naming the field to fix and,
-// for Secret Manager, the permission secretmanager.versions.access; none holds the password or
-// the key.
 // secretPassword is the password a Secret Manager payload holds: the payload without one
 // trailing "\n" or "\r\n", the line end that `echo` or an editor adds (a lone "\r" stays).
 func secretPassword(payload []byte) string {
@@ -142,6 +134,14 @@ func secretPassword(payload []byte) string {
 	return p
 }
 
+// Resolve reads what c names outside itself: the password, when clickHousePassword is a Secret
+// Manager secret version, and, when clickHouseUrl asks for TLS (https://, or clickhouse:// with
+// secure=true), the certificates and key of clickHouseCaCertificate, clickHouseClientCertificate
+// and clickHouseClientKey, from which it builds the TLS configuration (see tlsConfig). A single
+// trailing newline of the password's payload (as `echo pw | gcloud secrets versions add
+// --data-file=-` stores it, or "\r\n") is dropped (secretPassword). Errors are *ConfigError naming the field to fix and,
+// for Secret Manager, the permission secretmanager.versions.access; none holds the password or
+// the key.
 func (c Config) Resolve(ctx context.Context) (*Resolved, error) {
 	o, err := parseURL(c)
 	if err != nil {
