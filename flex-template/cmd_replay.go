@@ -96,6 +96,12 @@ func runReplay(ctx context.Context, cio *cmdIO, args []string) int {
 	if r.until, err = parseReplayTime("--until", *until, now); err != nil {
 		problems = append(problems, err)
 	}
+	if err := dateTimeBound("--since", *since, r.since); err != nil {
+		problems = append(problems, err)
+	}
+	if err := dateTimeBound("--until", *until, r.until); err != nil {
+		problems = append(problems, err)
+	}
 	// Every message carries it as its replay_id: a value Pub/Sub refuses would leave them all.
 	if err := psclient.CheckMessage(&pubsub.Message{Attributes: map[string]string{AttrReplayID: r.id}}, ""); err != nil {
 		problems = append(problems, fmt.Errorf("--replayId %q: %w", text.Cut(r.id, 40), err))
@@ -208,6 +214,45 @@ func parseReplayTime(flag, s string, now time.Time) (time.Time, error) {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, fmt.Errorf("%s %q: is neither an RFC 3339 time (2026-01-15T10:00:00Z) nor a duration ago (90m, 2h; not negative, and at most 2562047h, Go's longest)", flag, s)
+}
+
+// The times a DateTime holds: replay compares failed_at with toDateTime(<Unix seconds>), which
+// takes a number outside them modulo 2^32 (ClickHouse 18.16: toDateTime(-1800000000) is
+// 2049-01-22), so that a --since before 1970 chose no row at all, and an --until after 2106 fewer
+// rows than it said.
+var (
+	minDateTime = time.Unix(0, 0).UTC()
+	maxDateTime = time.Unix(1<<32-1, 0).UTC()
+)
+
+// dateTimeBound refuses t, the time flag s gives (zero: none), outside the times a DateTime holds.
+func dateTimeBound(flag, s string, t time.Time) error {
+	switch {
+	case t.IsZero():
+	case t.Before(minDateTime):
+		return fmt.Errorf("%s %q: is before %s, the earliest time a DateTime (failed_at) holds, and ClickHouse would take it as a time to come: leave %s out to take the rows from the first",
+			flag, s, minDateTime.Format(time.RFC3339), flag)
+	case t.After(maxDateTime):
+		return fmt.Errorf("%s %q: is after %s, the latest time a DateTime (failed_at) holds, and ClickHouse would take it as a time past: leave %s out to take the rows to the last",
+			flag, s, maxDateTime.Format(time.RFC3339), flag)
+	}
+	return nil
+}
+
+// outsideRange reports whether failedAt, a row's failed_at as replay reads it (toString(failed_at,
+// 'UTC'), "NULL" for a NULL), is outside [since, until) as the query bounds them (whole seconds,
+// toDateTime(Unix)); a zero since or until bounds nothing. A row outside was chosen by --where past
+// the parentheses replay puts around it, whatever checkWhere made of the condition (ClickHouse
+// 26 reads "# " and nested /* */ comments, and $$ strings, which checkWhere takes as text).
+func outsideRange(failedAt string, since, until time.Time) bool {
+	if since.IsZero() && until.IsZero() {
+		return false
+	}
+	t, err := time.ParseInLocation(time.DateTime, failedAt, time.UTC)
+	if err != nil { // NULL, which no bound takes
+		return true
+	}
+	return !since.IsZero() && t.Before(time.Unix(since.Unix(), 0)) || !until.IsZero() && !t.Before(time.Unix(until.Unix(), 0))
 }
 
 // message returns the message to publish for a dead letter's payload, original attributes and
@@ -342,6 +387,11 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 		}
 		if id != "" {
 			name += fmt.Sprintf(" (message_id %q)", id)
+		}
+		if r.where != "" && outsideRange(failedAt, r.since, r.until) {
+			rows.Close()
+			return failure(cio, "replay", fmt.Errorf("--where %q chose %s, outside --since and --until: the condition reaches past the parentheses replay puts around it "+
+				"(a parenthesis closed in a comment or a string as the server reads them); replayed nothing: balance the condition's parentheses", r.where, name))
 		}
 		attrs, err := parseAttributes(attrsJSON)
 		if err != nil {
