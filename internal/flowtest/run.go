@@ -70,6 +70,9 @@ func RunWithMetrics(p *beam.Pipeline) (beam.PipelineResult, error) {
 var (
 	// submitting is held while a job is prepared, staged and submitted (RunWithMetrics).
 	submitting sync.Mutex
+	// staged, when not nil (tests), is called by submit once a job is staged, while it holds
+	// submitting.
+	staged func()
 
 	serverOnce sync.Once
 	server     jobpb.JobServiceClient
@@ -110,6 +113,9 @@ func submit(ctx context.Context, client jobpb.JobServiceClient, model *pipepb.Pi
 	token, err := runnerlib.Stage(ctx, id, artifacts, f.Name(), staging)
 	if err != nil {
 		return "", err
+	}
+	if staged != nil {
+		staged()
 	}
 	return runnerlib.Submit(ctx, client, id, token)
 }

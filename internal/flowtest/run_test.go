@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -59,12 +60,13 @@ func TestRunWithMetricsAtOnce(t *testing.T) {
 	wg.Wait()
 }
 
-// TestRunWithMetricsFailure checks that a job that fails reports the failure as an error.
+// TestRunWithMetricsFailure checks that a job that fails reports the failure as an error, the
+// DoFn's own.
 func TestRunWithMetricsFailure(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	beam.ParDo0(s, failFn, beam.Create(s, 1))
-	if _, err := flowtest.RunWithMetrics(p); err == nil {
-		t.Fatal("a pipeline whose DoFn fails ran without an error")
+	if _, err := flowtest.RunWithMetrics(p); err == nil || !strings.Contains(err.Error(), "element 1 fails on purpose") {
+		t.Fatalf("a pipeline whose DoFn fails: %v, want the DoFn's error", err)
 	}
 }
 
