@@ -135,7 +135,8 @@ var endpointParameters = []parameter{
 			"`secretmanager.versions.access` (`roles/secretmanager.secretAccessor` on the secret); a single trailing newline (`\\n` or `\\r\\n`) of the secret's payload " +
 			"is dropped. A secret that cannot be read stops the launch with a sentence that names it and the permission. A value that looks like a " +
 			"Secret Manager name but is not a global secret version's (`projects/p/secrets/s`, a regional `projects/p/locations/l/secrets/...`) is " +
-			"refused; any other value is the password itself; unset or empty is no password (ClickHouse's default user has none). The pipeline never " +
+			"refused, and so is a secret version's name with spaces around it or text before it (the full resource name " +
+			"`//secretmanager.googleapis.com/projects/...`); any other value is the password itself; unset or empty is no password (ClickHouse's default user has none). The pipeline never " +
 			"prints a password (logs, errors and the job's pipeline options show `xxxxx`), but a password given as text travels with the job graph " +
 			"([deploy.md](deploy.md#the-password-in-secret-manager)), and the launcher warns about it. With a secret version, `clickHouseUrl` must " +
 			"hold no password. The Flex Template metadata has no password type (Google's own templates declare their password parameters as plain " +
