@@ -212,8 +212,10 @@ func integerTypes(text string) string {
 
 // doubleOfInteger returns, for text that is a JSON number of an integer value (digits, perhaps
 // after a minus sign, or written with a fraction or an exponent: 12345678901234567.0,
-// 1.2345678901234567e16) that no double holds exactly, the nearest double's value written out,
-// with rounded true; "infinity" for digits beyond the largest double.
+// 1.2345678901234567e16) that no double holds exactly, the nearest double's value written out
+// as ClickHouse shows it (the shortest text that reads back as the double; its exact value when
+// that text is the integer's own, as for 10^40), with rounded true; "infinity" for digits beyond
+// the largest double.
 func doubleOfInteger(text string) (stored string, rounded bool) {
 	if text == "" || strings.ContainsAny(text, "xXpP_iInN") {
 		return "", false // JSON writes no hexadecimal, separator, Inf or NaN
@@ -232,5 +234,11 @@ func doubleOfInteger(text string) (stored string, rounded bool) {
 	if !ok || !exact.IsInt() || new(big.Rat).SetFloat64(f).Cmp(exact) == 0 {
 		return "", false
 	}
-	return strconv.FormatFloat(f, 'f', -1, 64), true
+	stored = strconv.FormatFloat(f, 'f', -1, 64)
+	if r, ok := new(big.Rat).SetString(stored); ok && r.Cmp(exact) == 0 {
+		// The shortest text that reads back as the double is the integer's own (10^40): the
+		// double's exact value shows how it differs.
+		stored = new(big.Float).SetFloat64(f).Text('f', 0)
+	}
+	return stored, true
 }

@@ -326,14 +326,14 @@ func TestRoundedInFloat(t *testing.T) {
 	wantWide := []string{"column `a` is Nullable(Float64), which stores the integer 18446744073709551615 (g:1) as 18446744073709552000: declare it UInt64 or Decimal by hand to keep such values",
 		"column `b` is Nullable(Float64), which stores the integer -9223372036854775809 (g:1) as -9223372036854776000: declare it Decimal by hand to keep such values",
 		"column `c` is Nullable(Float64), which stores the integer 123456789012345678901234567890 (g:1) as 123456789012345680000000000000: declare it Decimal by hand to keep such values",
-		"column `d` is Nullable(Float64), which stores the integer 1" + strings.Repeat("0", 40) + " (g:1) as 1" + strings.Repeat("0", 40) + ": declare it String by hand to keep such values"}
+		"column `d` is Nullable(Float64), which stores the integer 1" + strings.Repeat("0", 40) + " (g:1) as 10000000000000000303786028427003666890752: declare it String by hand to keep such values"}
 	if diff := cmp.Diff(wantWide, roundedInFloat(floats, wide)); diff != "" {
 		t.Errorf("notes of integers beyond Int64 (-want +got):\n%s", diff)
 	}
 	for text, want := range map[string]string{"18446744073709551615": "18446744073709552000", "123456789012345678": "123456789012345680", "1e400": "",
 		// An integer written with a fraction or an exponent is an integer too.
 		"12345678901234567.0": "12345678901234568", "1.2345678901234567e16": "12345678901234568", "-123456789012345678E0": "-123456789012345680",
-		"9007199254740993.5": "", "1e20": "", "9007199254740992.0": "", "1" + strings.Repeat("0", 400): "infinity", "0.5": "", "-0.0": "", "0x20000000000001p0": ""} {
+		"9007199254740993.5": "", "1e20": "", "9007199254740992.0": "", "1" + strings.Repeat("0", 400): "infinity", "1" + strings.Repeat("0", 40): "10000000000000000303786028427003666890752", "0.5": "", "-0.0": "", "0x20000000000001p0": ""} {
 		if got, _ := doubleOfInteger(text); got != want {
 			t.Errorf("doubleOfInteger(%s) = %q, want %q", text, got, want)
 		}

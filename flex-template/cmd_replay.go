@@ -193,8 +193,8 @@ func checkWhere(where string) error {
 			depth++
 		case c == ')':
 			if depth == 0 {
-				return fmt.Errorf("the \")\" at byte %d closes a parenthesis the condition did not open; replay puts the condition in parentheses of its own, "+
-					"beside --since and --until, which it would close (choosing rows outside them): balance the condition's parentheses", i)
+				return fmt.Errorf("the \")\" at byte %d (from 1) closes a parenthesis the condition did not open; replay puts the condition in parentheses of its own, "+
+					"beside --since and --until, which it would close (choosing rows outside them): balance the condition's parentheses", i+1)
 			}
 			depth--
 		}

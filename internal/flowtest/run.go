@@ -3,6 +3,7 @@ package flowtest
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal/extworker"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal/runnerlib"
+	"google.golang.org/grpc"
 )
 
 // RunWithMetrics runs p on prism in this process, in loopback mode, waits for it to end and
@@ -57,7 +59,8 @@ func RunWithMetrics(p *beam.Pipeline) (beam.PipelineResult, error) {
 		return nil, err
 	}
 	err = runnerlib.WaitForCompletion(ctx, client, jobID)
-	got, merr := client.GetJobMetrics(ctx, &jobpb.GetJobMetricsRequest{JobId: jobID})
+	// As runnerlib's own connection takes it: the metrics of a large job exceed gRPC's 4 MiB.
+	got, merr := client.GetJobMetrics(ctx, &jobpb.GetJobMetricsRequest{JobId: jobID}, grpc.MaxCallRecvMsgSize(math.MaxInt32))
 	if merr != nil {
 		if err == nil {
 			err = fmt.Errorf("reading the metrics of job %s: %w", jobID, merr)

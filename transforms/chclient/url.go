@@ -246,8 +246,11 @@ func queryRule(scheme, rest string) string {
 		case "secure":
 			// The driver refuses both with a phrase of its own ("http with TLS specify").
 			on, err := strconv.ParseBool(val)
+			if val == "" { // the driver takes a bare secure as true
+				on, err = true, nil
+			}
 			switch {
-			case err != nil && val != "": // the driver takes "" (a bare secure) as true
+			case err != nil:
 				return fmt.Sprintf("option \"secure\" takes true or false (also 1, 0, t, f, TRUE, FALSE), not %q", val)
 			case err == nil && on && scheme == "http":
 				return "option secure=true asks for TLS, which http:// does not speak: use https:// (port 8443) for TLS over HTTP, or drop the option"

@@ -104,6 +104,7 @@ func TestURLOptionsRefused(t *testing.T) {
 		{"tcp://h:9000", Config{}, `scheme "tcp" is not supported`},
 		{"clickhouse://h?compress=foo", Config{Username: "u"}, `option "compress" takes lz4`},
 		{"clickhouse://h:9440?secure=yes", Config{Username: "u"}, `option "secure" takes true or false (also 1, 0, t, f, TRUE, FALSE), not "yes"`},
+		{"http://h:8123?secure", Config{Username: "u"}, "option secure=true asks for TLS, which http:// does not speak"},
 		{"clickhouse://h?compress=LZ4", Config{Username: "u"}, `option "compress" takes lz4`},
 		{"clickhouse://h?compress=lz4&compress=zstd", Config{Username: "u"}, `gives the option "compress" 2 times`},
 		{"clickhouse://h?compress=lz4;dial_timeout=1s", Config{Username: "u"}, "does not parse"},
