@@ -49,10 +49,11 @@ const (
 // half). The parse stage runs before the messages are parted by table, so its wait holds up the
 // messages of every table, and the routeTables promise is that one table's outage holds up only
 // its own. routedWait bounds the whole, connecting included (a server that drops packets would
-// take the dial timeout, 10 s, per attempt).
-var routedRetry = chclient.Retry{MaxRetries: 1, InitialBackoff: 500 * time.Millisecond, MaxBackoff: time.Second}
-
-const routedWait = 5 * time.Second
+// take the dial timeout, 10 s, per attempt; a variable for tests).
+var (
+	routedRetry = chclient.Retry{MaxRetries: 1, InitialBackoff: 500 * time.Millisecond, MaxBackoff: time.Second}
+	routedWait  = 5 * time.Second
+)
 
 // unreachable holds, per table (the key of added), when a routed pipeline's parse stage last
 // could not read or alter it to add a column, and why: until unreachableFor has passed, no
@@ -163,6 +164,10 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 		return false, nil, nil
 	}
 
+	// pending are the fields that are not columns yet, which a routed message's dead letter names
+	// when routedWait runs out: all of them until the table is read again, then those of the
+	// ADD COLUMNs not yet done, then those added but not yet visible.
+	pending := fresh
 	if f.Routed {
 		unreachable.Lock()
 		at, why := unreachable.at[e.key], unreachable.err[e.key]
@@ -180,7 +185,7 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 		ctx = bctx
 		defer func() { // a bound that ran out is the table's failure, not the bundle's end
 			if err != nil && bctx.Err() != nil && outer.Err() == nil {
-				dead, err = f.tableAway(outer, fresh, refused, err)
+				dead, err = f.tableAway(outer, pending, refused, err)
 			}
 		}()
 	}
@@ -200,7 +205,9 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 		return false, dead, err
 	}
 	reread = true
-	missing := slices.DeleteFunc(fresh, func(n evolve.Field) bool { return f.hasColumn(n.Name) })
+	// (A copy: DeleteFunc moves the fields it keeps to the front and zeroes the rest, which fresh,
+	// and so pending until below, would then hold.)
+	missing := slices.DeleteFunc(slices.Clone(fresh), func(n evolve.Field) bool { return f.hasColumn(n.Name) })
 	// The group rule again, against the table as it is now: a column another worker or a person
 	// added since this bundle's schema (x, or n.a of a Nested) may put a new field under it.
 	now := f.tracker.Converter()
@@ -222,7 +229,9 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 		return reread, evolve.Refusals(refused), nil
 	}
 	var asked []string
+	var added []evolve.Field
 	for i, n := range reserved {
+		pending = reserved[i:]
 		r, err := f.addColumn(ctx, c, n)
 		if err != nil {
 			release(e.key, len(reserved)-i-1) // addColumn gave back its own
@@ -235,7 +244,9 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 			continue
 		}
 		asked = append(asked, n.Name)
+		added = append(added, n)
 	}
+	pending = added
 	if len(refused) > 0 && f.FromMessage.UnknownFields == "" {
 		return reread, evolve.Refusals(refused), nil
 	}

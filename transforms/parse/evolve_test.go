@@ -333,3 +333,38 @@ func TestSchemaChangeReadElsewhere(t *testing.T) {
 		t.Errorf("before any stage read the change: %q, want %q", got, want)
 	}
 }
+
+// TestRoutedBoundNamesTheFieldsLeft: in a routed pipeline, when routedWait runs out while the
+// columns are being added (here the ADD COLUMN waits for a query that reads the table, as
+// ClickHouse 18.16 makes it), the dead letter names the fields that are not columns, each once:
+// not a field whose column is there already (a person added it after the worker read the table),
+// and no field without a name (until 2026-12-07 the error ended with `field "" (value )`, a
+// field of the list the stage had cut in place).
+func TestRoutedBoundNamesTheFieldsLeft(t *testing.T) {
+	defer func(w time.Duration) { routedWait = w }(routedWait)
+	routedWait = time.Second
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+	srv.MustExec(t, "INSERT INTO events VALUES (1), (2), (3), (4)")
+	read := make(chan error, 1)
+	cfg := Config{ClickHouse: srv.Config(), Table: "events", Routed: true, AddNewColumns: true, Limits: evolve.Limits{Max: 5}}
+	got, _, _ := runEvolveAfter(t, cfg, func() {
+		srv.MustExec(t, "ALTER TABLE events ADD COLUMN a Nullable(Int64)")
+		// A query that reads the table for 4 s, which an ALTER of the table waits for.
+		go func() {
+			_, err := srv.Query("SELECT sleepEachRow(1) FROM events", "max_block_size=1")
+			read <- err
+		}()
+		time.Sleep(300 * time.Millisecond)
+	}, []string{`{"id":5,"a":1,"b":2}`})
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+	if got[0] == "row" {
+		t.Skip("the server did not make the ADD COLUMN wait for the query that reads the table")
+	}
+	want := `addNewColumns: field "b" (value 2) cannot become a column now: the table ` + srv.Database + `.events could not be read or altered to add it (`
+	if !strings.HasPrefix(got[0], want) || strings.Count(got[0], "addNewColumns: field") != 1 || !strings.HasSuffix(got[0], "; the message is a dead letter") {
+		t.Errorf("dead letter:\n%s\nwant\n%s...; the message is a dead letter\n(the field b alone)", got[0], want)
+	}
+}
