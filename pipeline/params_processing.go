@@ -308,7 +308,7 @@ var processingParameters = []parameter{
 			"what the old schema gave it (the old DEFAULT, or NULL for a Nullable column without one), since the INSERT names the column and the " +
 			"server's DEFAULT then does not apply. A dropped or changed column is noticed anyway at the next INSERT that fails because of it: the write stage reads the " +
 			"schema again, converts the batch's messages again against the new columns, and retries, and the parse stage of that worker reads it again " +
-			"at its next message (but with 0, which never reads it again), so that a column widened while the job runs (`UInt8` made `UInt16`) stops dead-lettering the values it now takes. " +
+			"at its next message (but with 0, which never reads it again, unless `addNewColumns` is set: a column it added and someone dropped since is then added again), so that a column widened while the job runs (`UInt8` made `UInt16`) stops dead-lettering the values it now takes. " +
 			"Until then, and on a worker whose write stage has not met the change, a message is judged by the columns as the stage last read them. The dead-letter table is read again at the " +
 			"same interval, before an INSERT of dead letters: an optional column (`message_id`, `attributes`, `ordering_key`) added while the job " +
 			"runs is filled from then on.",

@@ -368,3 +368,41 @@ func TestRoutedBoundNamesTheFieldsLeft(t *testing.T) {
 		t.Errorf("dead letter:\n%s\nwant\n%s...; the message is a dead letter\n(the field b alone)", got[0], want)
 	}
 }
+
+// TestDroppedColumnAddedAgainWithoutRefresh: with addNewColumns and schemaRefreshSeconds 0, a
+// column the stage added and a person dropped since is added again once the write stage has read
+// the table without it (here a Tracker as the write stage's): the next message with the field is
+// a row, as the write stage's dead letter of the message before promises ("replaying it adds the
+// column again"). Until 2026-12-07 the stage, never reading the table again, took the column to be
+// there, and every message with the field was such a dead letter until the job restarted.
+func TestDroppedColumnAddedAgainWithoutRefresh(t *testing.T) {
+	srv := chtest.New(t)
+	ctx := context.Background()
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+	cfg := Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true, Limits: evolve.Limits{Max: 5}}
+	got, f, _ := runEvolve(t, cfg, []string{`{"id":1,"n":1}`})
+	if got[0] != "row" {
+		t.Fatalf("first message: %s, want a row that adds n", got[0])
+	}
+	srv.MustExec(t, "ALTER TABLE events DROP COLUMN n")
+	other := &convert.Tracker{Stage: "write", Database: srv.Database, Table: "events"}
+	if err := other.Refresh(ctx, srv.Conn(t)); err != nil {
+		t.Fatal(err)
+	}
+	var dead *flow.DeadLetter
+	var rows []flow.Row
+	mctx := metrics.SetBundleID(metrics.SetPTransformID(ctx, "parse"), "bundle")
+	emitRows := func(_ beam.EventTime, rs flow.Rows) { rows = append(rows, rs.Rows...) }
+	err := f.ProcessElement(mctx, 0, flow.Messages{Messages: []flow.Message{{ID: "2", Data: []byte(`{"id":2,"n":2}`)}}}, emitRows,
+		func(d flow.DeadLetter) { dead = &d })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.FinishBundle(emitRows, nil)
+	if dead != nil || len(rows) != 1 {
+		t.Fatalf("second message: dead letter %v, rows %d; want a row", dead, len(rows))
+	}
+	if cols := srv.MustQuery(t, fmt.Sprintf("SELECT name FROM system.columns WHERE database = '%s' AND table = 'events'", srv.Database)); cols != "id\nn" {
+		t.Errorf("columns %q, want n added again", cols)
+	}
+}

@@ -163,10 +163,16 @@ func (f *parseFn) refresh(ctx context.Context) error {
 // this worker read a change of the table since (convert.Tracker.ChangedElsewhere: the write
 // stage, whose INSERT the server refused for the table's new structure), so that a column
 // altered while the job runs (UInt8 made UInt16) stops dead-lettering the values it now takes
-// before SchemaRefresh has passed. Never with SchemaRefresh 0. A failure keeps the current
-// converter: the write stage notices a real mismatch.
+// before SchemaRefresh has passed. With SchemaRefresh 0 never, but with AddNewColumns after a
+// change read elsewhere: the stage takes a field whose column it knows for no new field, so a
+// column it added and someone dropped since would not be added again until the job restarts, and
+// every message with the field would be a dead letter of the write stage. A failure keeps the
+// current converter: the write stage notices a real mismatch.
 func (f *parseFn) refreshSchema(ctx context.Context) {
-	if f.SchemaRefresh <= 0 || (time.Since(f.attempted) < f.SchemaRefresh && !f.tracker.ChangedElsewhere()) {
+	if f.SchemaRefresh <= 0 && f.evolver == nil {
+		return
+	}
+	if changed := f.tracker.ChangedElsewhere(); !changed && (f.SchemaRefresh <= 0 || time.Since(f.attempted) < f.SchemaRefresh) {
 		return
 	}
 	f.attempted = time.Now()
