@@ -230,7 +230,7 @@ var processingParameters = []parameter{
 			"several. 0 chooses by runner: 1 on the local runner (one process does every INSERT anyway), and on Dataflow the job's `max_num_workers` " +
 			"(`--max-workers`) clamped to 4..16, 4 when it is not given. The bound, 1024 (64 times the largest automatic choice), keeps " +
 			"the cost of the shards in hand: each is a batcher with its own state on every worker and an INSERT stream of its own, and on the " +
-			"local runner each heartbeat of the source (every 200 ms while messages are unacknowledged) goes to every shard (200,000 shards stalled a run).",
+			"local runner each heartbeat of the source (every 200 ms) goes to every shard (200,000 shards stalled a run).",
 	},
 	{
 		name: "shuffleCompression", group: "Batching", kind: kindString,

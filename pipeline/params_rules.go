@@ -75,7 +75,7 @@ const maxSeconds = 365 * 24 * 3600
 
 // maxShards bounds numShards. Each shard is a batcher on every worker, with its own state and
 // timers, and an INSERT stream of its own into ClickHouse; on the local runner each heartbeat of
-// the source (every 200 ms while messages are unacknowledged) goes to every shard, so that 200,000 shards stalled a run and took
+// the source (every 200 ms) goes to every shard, so that 200,000 shards stalled a run and took
 // gigabytes while idle. 1024 is 64 times the largest automatic choice (16), beyond the INSERTs
 // ClickHouse takes well at once (each INSERT makes a part to merge).
 const maxShards = 1024

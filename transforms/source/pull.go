@@ -48,10 +48,7 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 		return sdf.StopProcessing(), err
 	}
 
-	// A heartbeat only while messages are outstanding: with none, no batch is pending downstream,
-	// so there is no time bound to check, and an idle reader's heartbeats would cost a bundle of
-	// every stage five times a second.
-	if now.Sub(fn.lastHeartbeat) >= heartbeatEvery && fn.acks.Outstanding() > 0 {
+	if now.Sub(fn.lastHeartbeat) >= heartbeatEvery {
 		fn.lastHeartbeat = now
 		emit(mtime.FromTime(now), flow.Messages{})
 	}

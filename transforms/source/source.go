@@ -156,12 +156,15 @@ const (
 	errorDelay  = time.Second            // resume delay after a transient Pull error
 	pullTimeout = 5 * time.Second        // a Pull that returns nothing in this time counts as empty
 	logEvery    = 10 * time.Second
-	// heartbeatEvery is how often the reader emits an empty flow.Messages, a heartbeat, while
-	// messages it pulled are not yet acknowledged: the
+	// heartbeatEvery is how often the reader emits an empty flow.Messages, a heartbeat: the
 	// batch stage's time bound (the combined mode's windowSeconds after the first row of a
 	// batch) is checked whenever an element arrives, because prism (Beam 2.77.0) does not fire
 	// the processing-time timers of a stateful DoFn. The bound is then met within this interval,
-	// or within pullTimeout while a Pull waits on an idle subscription.
+	// or within pullTimeout while a Pull waits on an idle subscription. Heartbeats come while
+	// the subscription is idle too, with no message outstanding: the JavaScript UDF's reload
+	// (javascriptTextTransformReloadIntervalMinutes) is also checked when an element arrives, and
+	// without them a changed function was loaded only after the first messages that followed it
+	// (TestUDFReload).
 	heartbeatEvery = 200 * time.Millisecond
 
 	// maxPullResponseBytes is the largest Pull response the client takes, in bytes (gRPC's

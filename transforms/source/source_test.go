@@ -799,51 +799,6 @@ func TestReadStopWithOutstandingFlushesCountTrigger(t *testing.T) {
 	t.Logf("pipeline ran %v; %s; counted in panes", time.Since(start).Round(time.Millisecond), summarize(col))
 }
 
-// The reader's heartbeats (empty elements) come while messages are outstanding, for the batch
-// stage's time bound, and not while none are: on an idle subscription the reader emits nothing
-// (it emitted five heartbeats a second, each a bundle of every stage downstream).
-func TestHeartbeatsOnlyWhileOutstanding(t *testing.T) {
-	heartbeats := func(name string) (rows, beats int) {
-		v, _ := elementSizes.Load(name)
-		if v == nil {
-			return 0, 0
-		}
-		sz := v.(*sizes)
-		sz.mu.Lock()
-		defer sz.mu.Unlock()
-		for _, n := range sz.n {
-			if n == 0 {
-				beats++
-			}
-			rows += n
-		}
-		return rows, beats
-	}
-	t.Run("none outstanding", func(t *testing.T) {
-		newEmulator(t)
-		p, s := beam.NewPipelineWithRoot()
-		beam.ParDo0(s, &elementSizeFn{Test: t.Name()}, Read(s, Config{Subscription: testSub, StopAfterIdle: 1500 * time.Millisecond}))
-		runPipeline(t, p)
-		if rows, beats := heartbeats(t.Name()); rows != 0 || beats != 0 {
-			t.Errorf("an idle reader with nothing outstanding emitted %d messages and %d heartbeats, want none", rows, beats)
-		}
-	})
-	t.Run("held", func(t *testing.T) {
-		em := newEmulator(t)
-		em.publish(0, 10, "held")
-		newCollector(t)
-		p, s := beam.NewPipelineWithRoot()
-		elements := Read(s, Config{Subscription: testSub, StopAfterIdle: 1500 * time.Millisecond, StopWithOutstanding: true})
-		beam.ParDo0(s, &elementSizeFn{Test: t.Name()}, elements)
-		beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name(), Hold: true}, beam.ParDo(s, explode, elements))
-		runPipeline(t, p)
-		// 1.5 s idle with 10 messages outstanding: a heartbeat every 200 ms.
-		if rows, beats := heartbeats(t.Name()); rows != 10 || beats < 3 {
-			t.Errorf("a reader with 10 messages outstanding for 1.5 s emitted %d messages and %d heartbeats, want 10 and at least 3", rows, beats)
-		}
-	})
-}
-
 // With MaxOutstanding 100 and a downstream that does not acknowledge, the reader stops pulling at
 // 100 messages; it does not stop on idleness while messages are outstanding; it ends once they are
 // acknowledged.
