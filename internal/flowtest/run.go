@@ -31,6 +31,7 @@ import (
 // module is upgraded, the job is prepared, staged and submitted here, under submitting, with
 // runnerlib's own steps (the steps of runnerlib.Execute, which does all of them in one call).
 // Its errors are those of those steps, and of the job as runnerlib.WaitForCompletion reports it.
+// It always runs on prism, whatever --runner, --endpoint or --environment_type say.
 func RunWithMetrics(p *beam.Pipeline) (beam.PipelineResult, error) {
 	ctx := context.Background()
 	client, err := jobServer(ctx)
@@ -59,7 +60,7 @@ func RunWithMetrics(p *beam.Pipeline) (beam.PipelineResult, error) {
 		return nil, err
 	}
 	err = runnerlib.WaitForCompletion(ctx, client, jobID)
-	// As runnerlib's own connection takes it: the metrics of a large job exceed gRPC's 4 MiB.
+	// As runnerlib's own connection takes it: the metrics of a large job can exceed gRPC's 4 MiB.
 	got, merr := client.GetJobMetrics(ctx, &jobpb.GetJobMetricsRequest{JobId: jobID}, grpc.MaxCallRecvMsgSize(math.MaxInt32))
 	if merr != nil {
 		if err == nil {
