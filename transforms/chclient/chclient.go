@@ -335,15 +335,16 @@ func (r *Resolved) ping(ctx context.Context, conn driver.Conn, o *clickhouse.Opt
 		if !answersHTTP(ctx, addr, o.TLS) {
 			continue
 		}
-		url := RedactURL(r.cfg.URL)
+		// The texts without TLS, and their variations with it.
+		native, iface, over, scheme, port := "the native protocol (clickhouse://)", "HTTP", "", "http", "the native port (9000) with clickhouse://"
 		if o.TLS != nil {
-			return &ConfigError{FieldURL, Hintf("%s uses the native protocol over TLS (clickhouse://...?secure=true), but %s is ClickHouse's HTTPS interface "+
-				"(it answers GET /ping over TLS): use https://%s, or the native protocol's TLS port (9440) with clickhouse://...?secure=true", url, addr, addr),
-				fmt.Errorf("clickhouse %s: the HTTPS interface answered GET /ping on %s", url, addr)}
+			native, iface, over, scheme, port = "the native protocol over TLS (clickhouse://...?secure=true)", "HTTPS", " over TLS", "https",
+				"the native protocol's TLS port (9440) with clickhouse://...?secure=true"
 		}
-		return &ConfigError{FieldURL, Hintf("%s uses the native protocol (clickhouse://), but %s is ClickHouse's HTTP interface "+
-			"(it answers GET /ping): use http://%s, or the native port (9000) with clickhouse://", url, addr, addr),
-			fmt.Errorf("clickhouse %s: the HTTP interface answered GET /ping on %s", url, addr)}
+		url := RedactURL(r.cfg.URL)
+		return &ConfigError{FieldURL, Hintf("%s uses %s, but %s is ClickHouse's %s interface (it answers GET /ping%s): use %s://%s, or %s",
+			url, native, addr, iface, over, scheme, addr, port),
+			fmt.Errorf("clickhouse %s: the %s interface answered GET /ping on %s", url, iface, addr)}
 	}
 	return <-done
 }
