@@ -127,10 +127,17 @@ func serve(in *bufio.Reader, out *bufio.Writer) error {
 			deadline = time.Now().Add(fn.timeout + killGrace)
 			mu.Unlock()
 			watchdog.Reset(fn.timeout + killGrace)
-			out, drop, callErr := fn.Apply(string(c.Payload), c.Info)
+			payload := string(c.Payload)
+			v, callErr := fn.invoke(payload, c.Info)
 			watchdog.Stop()
 			mu.Lock()
 			deadline = time.Time{}
+			mu.Unlock()
+			// The stage's own checks of the output, after the watchdog: they are not the
+			// function's, and may take a while on a large payload (the sandbox's backstop allows
+			// for it).
+			out, drop, callErr := fn.result(v, callErr, payload, c.Info)
+			mu.Lock()
 			f.reply(reply{Out: out, Dropped: drop, Err: callErr})
 			err := write(false)
 			mu.Unlock()

@@ -119,22 +119,41 @@ func (r *rounding) read(tok, from string) *rounding {
 	if significantDigits(tok) < minRoundingDigits || len(tok) > maxNumberText {
 		return r
 	}
+	if o, ok := order(tok); ok && o < -1 {
+		// Below 0.1 in magnitude: its double is no integer, nor 0 (which is no other integer's
+		// print either). Known from the text, without ParseFloat, which takes microseconds for
+		// some such numbers (the subnormals, 4.9406564584124654e-324).
+		return r
+	}
 	f, err := strconv.ParseFloat(tok, 64) // the nearest double, ties to even, as JSON.parse
 	if err != nil || math.IsInf(f, 0) || f == 0 {
 		return r // beyond a double's range, or below it: no integer is printed but 0
+	}
+	if f != math.Trunc(f) {
+		// A double that is no integer prints as no integer, so its print is never one of the
+		// rounded ones (integers), which are all that check looks for: a fraction rounded to a
+		// fraction is a float, as a Float column rounds it. Left before the exact arithmetic
+		// below, which costs most for such numbers (a subnormal's print has 300 digits and
+		// more): the check runs after each call, within the call's bound.
+		return r
 	}
 	// Exact when the printed text is the literal's value, whether or not the double is: the
 	// converter reads the text (1e24 prints as 1e+24, the same value, though no double is it).
 	unsigned := strings.TrimPrefix(tok, "-")
 	printed := jsText(math.Abs(f))
-	lit, ok1 := new(big.Rat).SetString(unsigned)
-	back, ok2 := new(big.Rat).SetString(printed)
-	if !ok1 || !ok2 {
-		return r
-	}
-	exact := lit.Cmp(back) == 0
-	if !exact && f != math.Trunc(f) {
-		return r // a fraction rounded to a fraction: a float, as a Float column rounds it
+	var exact, fraction bool
+	if digitsOnly(unsigned) && !strings.ContainsRune(printed, 'e') {
+		// An integer's digits against the print of an integer below 10^21: the same value
+		// exactly when they are the same digits (without leading zeros), as most of a payload's
+		// long numbers are (ids); compared without math/big.
+		exact = strings.TrimLeft(unsigned, "0") == printed
+	} else {
+		lit, ok1 := new(big.Rat).SetString(unsigned)
+		back, ok2 := new(big.Rat).SetString(printed)
+		if !ok1 || !ok2 {
+			return r
+		}
+		exact, fraction = lit.Cmp(back) == 0, !lit.IsInt()
 	}
 	if r == nil {
 		r = &rounding{rounded: map[string]roundedLiteral{}, exactElsewhere: map[string]int{}}
@@ -148,7 +167,7 @@ func (r *rounding) read(tok, from string) *rounding {
 			if f < 0 {
 				sign = "-"
 			}
-			r.rounded[printed] = roundedLiteral{literal: tok, printed: sign + printed, fraction: !lit.IsInt(), from: from}
+			r.rounded[printed] = roundedLiteral{literal: tok, printed: sign + printed, fraction: fraction, from: from}
 		}
 	}
 	return r
@@ -244,6 +263,54 @@ func (r *rounding) count(s string) map[string]int {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// order returns the power of ten of the first significant digit of tok, a number's text
+// (123 → 2, -0.05 → -2, 5e-3 → -3), read from its text alone; ok is false for a text that is not
+// a number of JSON's syntax (leading zeros allowed), has no significant digit, or has an
+// exponent of more than 9 digits.
+func order(tok string) (o int, ok bool) {
+	s := strings.TrimPrefix(tok, "-")
+	mantissa, exp, hasExp := strings.Cut(s, "e")
+	if !hasExp {
+		mantissa, exp, hasExp = strings.Cut(s, "E")
+	}
+	whole, frac, _ := strings.Cut(mantissa, ".")
+	if !digitsOnly(whole) || (frac != "" && !digitsOnly(frac)) || (frac == "" && strings.Contains(mantissa, ".")) {
+		return 0, false
+	}
+	if t := strings.TrimLeft(whole, "0"); t != "" {
+		o = len(t) - 1
+	} else if t := strings.TrimLeft(frac, "0"); t != "" {
+		o = -(len(frac) - len(t)) - 1
+	} else {
+		return 0, false // no significant digit: 0
+	}
+	if hasExp {
+		e := strings.TrimPrefix(strings.TrimPrefix(exp, "+"), "-")
+		if !digitsOnly(e) || len(e) > 9 {
+			return 0, false
+		}
+		n, err := strconv.Atoi(e)
+		if err != nil {
+			return 0, false
+		}
+		if strings.HasPrefix(exp, "-") {
+			n = -n
+		}
+		o += n
+	}
+	return o, true
+}
+
+// digitsOnly reports whether s is one or more decimal digits and nothing else.
+func digitsOnly(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // numbers calls fn with each maximal run of a number's characters in s that starts with a digit
 // or a '-' (digits, '.', 'e', 'E', '+' and '-'), in its JSON strings too: a string's escape

@@ -242,7 +242,7 @@ func (h *helper) loaded(f *frame) ([]string, error) {
 // run sends calls to the helper and gives each reply to deliver, in order. It returns at the
 // end of calls, after a reply that ends the process (ended), or with the failure of a process
 // that went without a word (out of memory, a crash, or killed by the backstop: no reply for
-// backstop()), the replies it sent before delivered.
+// backstop), the replies it sent before delivered.
 func (h *helper) run(calls []call, deliver func(reply)) (failure *Error, ended bool) {
 	defer h.shrink()
 	// The calls are written while the replies are read: the pipe holds 64 KiB.
@@ -260,8 +260,8 @@ func (h *helper) run(calls []call, deliver func(reply)) (failure *Error, ended b
 		h.w.Flush()
 	}()
 	defer wg.Wait()
-	for range calls {
-		h.timer.Reset(h.backstop())
+	for i := range calls {
+		h.timer.Reset(h.backstop(len(calls[i].Payload)))
 		var err error
 		h.buf, err = readFrame(h.r, h.buf, maxFrameBytes)
 		var r reply
@@ -304,11 +304,19 @@ func (h *helper) shrink() {
 	}
 }
 
-// backstop is how long the sandbox waits for a reply before it kills the process: past the
-// helper's own watchdog (the timeout, killGrace) and the helper's holding of replies
-// (flushEvery), for a helper too starved to answer (its collector thrashing near the memory
-// limit).
-func (h *helper) backstop() time.Duration { return h.timeout + killGrace + flushEvery + time.Second }
+// backstop is how long the sandbox waits for the reply to a call of a payload of n bytes before
+// it kills the process: past the helper's own watchdog (the timeout, killGrace), the helper's
+// holding of replies (flushEvery) and its checks of the output after the call, which take time
+// in proportion to the payload (checkPerByte), for a helper too starved to answer (its collector
+// thrashing near the memory limit).
+func (h *helper) backstop(n int) time.Duration {
+	return h.timeout + killGrace + flushEvery + time.Second + time.Duration(n)*checkPerByte
+}
+
+// checkPerByte is the time the backstop allows for the helper's checks of an output (function.result),
+// per byte of the call's payload: several times what they take on a payload of long numbers
+// (about 70 ns a byte), so 2.5 s for a payload of 10 MB.
+const checkPerByte = 250 * time.Nanosecond
 
 // kill ends the process at once; the timer's function.
 func (h *helper) kill() {

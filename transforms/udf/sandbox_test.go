@@ -218,3 +218,52 @@ function f(p) { if (p === "re") { /^(?=(a+)+$)/.test("a".repeat(40) + "c"); } re
 		t.Errorf("%+v, %v; want the regular expression failed and ok", replies, err)
 	}
 }
+
+// TestChecksOutsideTheBound: the stage's own checks of an output (the numbers JSON.parse would
+// round, among them) are not the function's time. A function that returns its payload within
+// its bound was stopped as a built-in that "did not return" when the payload held numbers the
+// check was slow on (a subnormal's text, 4.9406564584124654e-324, took it about 15 µs each:
+// 2 MB of them a second and a half), or when the function used most of its bound and the check
+// of megabytes of long ids the rest; the message was dead-lettered, and without the function
+// it was a row.
+func TestChecksOutsideTheBound(t *testing.T) {
+	payload := func(num string, size int) []byte {
+		var b strings.Builder
+		b.WriteString(`{"v":[1`)
+		for b.Len() < size {
+			b.WriteString("," + num)
+		}
+		b.WriteString(`]}`)
+		return []byte(b.String())
+	}
+	var ids strings.Builder
+	ids.WriteString(`{"ids":[1`)
+	for i := 0; ids.Len() < 4<<20; i++ {
+		fmt.Fprintf(&ids, ",%d", 9007199254740993+uint64(2*i)) // each one JSON.parse would round
+	}
+	ids.WriteString(`]}`)
+	fn := load(t, `function f(p) {
+  if (p.length > 3000000) { var end = Date.now() + 150; while (Date.now() < end) {} }
+  return p;
+}`, "f", 200*time.Millisecond)
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+	}{
+		{"1.5 MB of subnormal numbers", payload("4.9406564584124654e-324", 1500<<10)},
+		{"4 MB of long ids, the function taking most of its bound", []byte(ids.String())},
+	} {
+		start := time.Now()
+		replies, err := collect(fn, []call{{Payload: tc.payload}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(replies) != 1 || replies[0].Err != nil || replies[0].Out != string(tc.payload) {
+			t.Errorf("%s: %v; want the payload back", tc.name, replies[0].Err)
+		}
+		t.Logf("%s: %v", tc.name, time.Since(start).Round(time.Millisecond))
+	}
+	if fn.restarts != 0 {
+		t.Errorf("%d restarts; want none", fn.restarts)
+	}
+}

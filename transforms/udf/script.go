@@ -210,15 +210,36 @@ type messageInfo struct {
 // counts as taking one, still receives it). It returns the function's string, or drop when the
 // function returned null, undefined or "" (the message is dropped on purpose). A throw, a result
 // that is not a string or is longer than maxOutput, a call longer than the timeout or a call
-// stack deeper than maxCallDepth is a *Error.
+// stack deeper than maxCallDepth is a *Error. It is invoke, then result.
 func (f *function) Apply(payload string, m messageInfo) (out string, drop bool, err error) {
+	v, err := f.invoke(payload, m)
+	return f.result(v, err, payload, m)
+}
+
+// invoke calls the function on payload and m, under the timeout: the part of Apply that runs
+// JavaScript, and so the part that the helper's watchdog bounds. It returns what the function
+// returned, or its failure as a *Error.
+func (f *function) invoke(payload string, m messageInfo) (goja.Value, error) {
 	f.repeated = nil
 	v, err := f.guard(func() (goja.Value, error) {
 		// Built under the guard: the script may have changed Object.prototype.
 		return f.call(goja.Undefined(), f.rt.ToValue(payload), f.messageArg(m))
 	})
 	if err != nil {
-		return "", false, f.describe(err, "")
+		return nil, f.describe(err, "")
+	}
+	return v, nil
+}
+
+// result turns what invoke gave for payload and m into Apply's outcome: the checks of the
+// stage's own on the value the function returned (its type, its size, a lone surrogate, a field
+// JSON.parse read twice, a number JSON.parse rounded). They run no JavaScript, and take time in
+// proportion to the payload and the output (a tenth of a second for megabytes of long numbers),
+// which is not the function's: the helper runs them outside the call's bound, so that a function
+// that returns within it is never stopped for them.
+func (f *function) result(v goja.Value, err error, payload string, m messageInfo) (out string, drop bool, _ error) {
+	if err != nil {
+		return "", false, err
 	}
 	if r := f.repeated; r != nil {
 		// Whatever the function made of it, a row or a drop, it read one of the two values.

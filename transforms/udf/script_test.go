@@ -338,6 +338,26 @@ func TestRounding(t *testing.T) {
 	}
 }
 
+// TestOrder: the power of ten of a number's first significant digit, read from its text, by
+// which the rounding check leaves out a number below 0.1 without parsing it.
+func TestOrder(t *testing.T) {
+	for tok, want := range map[string]int{"123": 2, "-0.05": -2, "5e-3": -3, "1.5E+2": 2, "0.99": -1, "000.001": -3,
+		"9.9e-2": -2, "4.9406564584124654e-324": -324, "0.00000000000000000012345678901234567e19": 0} {
+		if o, ok := order(tok); !ok || o != want {
+			t.Errorf("order(%q) = %d, %t; want %d", tok, o, ok, want)
+		}
+	}
+	for _, tok := range []string{"0.0", "0", "1.", "1e", "1e+", "-", "1.2.3", "1e1234567890", "1-2", "e5"} {
+		if o, ok := order(tok); ok {
+			t.Errorf("order(%q) = %d; want not ok", tok, o)
+		}
+	}
+	// Near 1 and beyond, the number is read, and a fraction JSON.parse makes an integer of counts.
+	if r := roundingOf(`[0.099999999999999999,0.99999999999999999]`); r == nil || r.rounded["1"].literal != "0.99999999999999999" || len(r.rounded) != 1 {
+		t.Errorf("roundingOf 0.0999..., 0.999...: %+v; want 0.99999999999999999 rounded to 1", r)
+	}
+}
+
 // TestRoundingOfMessage: an attribute's value or the message id that the function turns into
 // a number (Number, parseInt, JSON.parse) is rounded as a payload's number is, and the output
 // that carries it is refused the same way, naming where the number came from; a value passed on
