@@ -313,7 +313,8 @@ func digitsOnly(s string) bool {
 }
 
 // numbers calls fn with each maximal run of a number's characters in s that starts with a digit
-// or a '-' (digits, '.', 'e', 'E', '+' and '-'), in its JSON strings too: a string's escape
+// or a '-' (digits, '.', 'e', 'E', '+' and '-'), and with the digits after a '+' that starts no
+// such run, in its JSON strings too: a string's escape
 // (\" or \u0041) is skipped whole, so a number of JSON held in a string is read as the function
 // that parses the string reads it.
 func numbers(s string, fn func(string)) {
@@ -328,8 +329,11 @@ func numbers(s string, fn func(string)) {
 			continue
 		case c != '-' && !isDigit(c):
 			continue
-		case i > 0 && isNumberByte(s[i-1]) && s[i-1] != '-':
-			continue // within a run that started at a letter e or a dot: not a number
+		case i > 0 && isNumberByte(s[i-1]) && s[i-1] != '-' && s[i-1] != '+':
+			// Within a run that started at a letter e or a dot: not a number. After a sign it
+			// is one: Number, parseInt and parseFloat read "+9007199254740993" as they read
+			// 9007199254740993 (a '+' that is an exponent's sign was read with its number).
+			continue
 		}
 		j := i + 1
 		for j < len(s) && isNumberByte(s[j]) {

@@ -366,6 +366,7 @@ func TestRoundingOfMessage(t *testing.T) {
 	const src = `
 function fromAttribute(payload, message) { var e = JSON.parse(payload); e.uid = Number(message.attributes.uid); return JSON.stringify(e); }
 function fromId(payload, message) { return JSON.stringify({id: parseInt(message.messageId, 10)}); }
+function fromString(payload) { var e = JSON.parse(payload); return JSON.stringify({uid: Number(e.uid)}); }
 function asText(payload, message) { return JSON.stringify({uid: message.attributes.uid, id: message.messageId}); }
 `
 	tests := []struct {
@@ -379,6 +380,15 @@ function asText(payload, message) { return JSON.stringify({uid: message.attribut
 		{"fromId", `{}`, messageInfo{ID: "12345678901234567891"},
 			`javascript UDF fromId failed: returned 12345678901234567000 where the message id holds 12345678901234567891: a JavaScript number is exact only up to 2^53 (9007199254740992), so it was rounded when the function made a number of it; ` +
 				`the message is dead-lettered rather than stored changed (pass the value on as a string, not as a number)`},
+		// A plus sign, which Number and parseInt read and JSON has not: the number was not read,
+		// and 9007199254740992 was stored for the attribute's +9007199254740993.
+		{"fromAttribute", `{"a":1}`, messageInfo{ID: "1", Attributes: map[string]string{"uid": "+9007199254740993"}},
+			`javascript UDF fromAttribute failed: returned 9007199254740992 where the attribute "uid" holds 9007199254740993: a JavaScript number is exact only up to 2^53 (9007199254740992), so it was rounded when the function made a number of it; ` +
+				`the message is dead-lettered rather than stored changed (pass the value on as a string, not as a number)`},
+		{"fromString", `{"uid":"+9007199254740993"}`, messageInfo{ID: "1"},
+			`javascript UDF fromString failed: returned 9007199254740992 where the payload holds 9007199254740993: a JavaScript number is exact only up to 2^53 (9007199254740992), so JSON.parse rounded it; ` +
+				`the message is dead-lettered rather than stored changed (have the producer send such a value as a string, or take it from the payload's text, not from JSON.parse)`},
+		{"fromString", `{"uid":"+9007199254740992"}`, messageInfo{ID: "1"}, ""},
 		{"asText", `{}`, messageInfo{ID: "12345678901234567891", Attributes: map[string]string{"uid": "9007199254740993"}}, ""},
 		{"fromAttribute", `{"a":1}`, messageInfo{ID: "1", Attributes: map[string]string{"uid": "9007199254740992"}}, ""},
 	}
