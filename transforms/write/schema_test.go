@@ -66,15 +66,19 @@ func TestColumnGoneWithAddNewColumns(t *testing.T) {
 			{Payload: []byte(`{"id":1,"bar":2}`), Schema: schema, MessageID: "m1"},
 			{Payload: []byte(`{"id":2,"bar":null}`), Schema: schema, MessageID: "m2"},
 			{Payload: []byte(`{"id":3}`), Schema: schema, MessageID: "m3"},
+			// The JavaScript UDF's output, which the message does not hold as it is.
+			{Payload: []byte(`{"id":4,"bar":5}`), Schema: schema, MessageID: "m4", Transformed: true, Original: []byte(`{"n":4}`)},
 		}}
 		var dead []string
 		if err := f.ProcessElement(ctx, 0, rows, func(d flow.DeadLetter) { dead = append(dead, string(d.Payload)+": "+d.ErrorMessage) }, func([]string) {}); err != nil {
 			t.Fatal(err)
 		}
 		f.Teardown()
-		want, wantRows := []string(nil), "1\n2\n3"
+		want, wantRows := []string(nil), "1\n2\n3\n4"
 		if add {
-			want = []string{`{"id":1,"bar":2}: field "bar" (value 2) names no column any more: with addNewColumns the parse stage gave it one, so the column is gone since (dropped or renamed) or not yet visible on the server this worker writes to; the message is a dead letter rather than a row without the value (replaying it adds the column again)`}
+			const rule = ` names no column any more: with addNewColumns the parse stage gave it one, so the column is gone since (dropped or renamed) or not yet visible on the server this worker writes to; the message is a dead letter rather than a row without the value (replaying it adds the column again)`
+			want = []string{`{"id":1,"bar":2}: field "bar" (value 2)` + rule,
+				`{"n":4}: converting the output of the javascript UDF: field "bar" (value 5)` + rule}
 			wantRows = "2\n3"
 		}
 		if diff := cmp.Diff(want, dead); diff != "" {

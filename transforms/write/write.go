@@ -412,21 +412,18 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 		}
 		var err error
 		arena, err = f.conv.ConvertChecked(arena, r.Payload, meta)
+		if err == nil && r.Schema != current && f.AddNewColumns && f.FromMessage.UnknownFields == "" && f.conv.Untaken() > 0 {
+			err = gone(f.conv, r.Payload)
+		}
 		if err != nil {
 			arena = arena[:start]
-			// The payload converted in the parse stage: the table changed since.
+			// The payload converted in the parse stage: the table changed since. The payload of
+			// a transformed row is the function's output, which the error's fields are of.
 			if r.Transformed && !convert.OnlyMetadata(err) {
 				err = fmt.Errorf("converting the output of the javascript UDF: %w", err)
 			}
 			reject(r, "write (converting again after the table changed)", err)
 			continue
-		}
-		if r.Schema != current && f.AddNewColumns && f.FromMessage.UnknownFields == "" && f.conv.Untaken() > 0 {
-			if err := gone(f.conv, r.Payload); err != nil {
-				arena = arena[:start]
-				reject(r, "write (converting again after the table changed)", err)
-				continue
-			}
 		}
 		r.Data = arena[start:len(arena):len(arena)]
 		ok = append(ok, r)
