@@ -31,6 +31,7 @@ type rounding struct {
 type roundedLiteral struct {
 	literal, printed string // the first of the payload's literals that prints so, and that print, with their sign
 	fraction         bool   // the literal is no integer (1.0000000000000001, which prints as 1)
+	radix            bool   // the literal is of base 16, 8 or 2 (0x20000000000001), in a string: JSON has no such numbers
 	from             string // where the literal is when not in the payload: `the attribute "uid"`, "the message id"
 }
 
@@ -43,12 +44,12 @@ type source struct{ text, name string }
 // when none does.
 func messageSources(m messageInfo) []source {
 	var out []source
-	if digits(m.ID) >= minRoundingDigits {
+	if digits(m.ID) >= minRoundingDigits || hasRadixPrefix(m.ID) {
 		out = append(out, source{quote(m.ID), "the message id"})
 	}
 	var keys []string
 	for k, v := range m.Attributes {
-		if digits(v) >= minRoundingDigits {
+		if digits(v) >= minRoundingDigits || hasRadixPrefix(v) {
 			keys = append(keys, k)
 		}
 	}
@@ -116,6 +117,9 @@ func roundingOf(payload string, others ...source) *rounding {
 // elsewhere when it prints otherwise than written but as the same value. It returns r, made when
 // nil and needed.
 func (r *rounding) read(tok, from string) *rounding {
+	if _, base := radixRun(strings.TrimPrefix(tok, "-"), 0); base != 0 {
+		return r.readRadix(tok, base, from)
+	}
 	if significantDigits(tok) < minRoundingDigits || len(tok) > maxNumberText {
 		return r
 	}
@@ -173,6 +177,43 @@ func (r *rounding) read(tok, from string) *rounding {
 	return r
 }
 
+// readRadix notes tok, an integer's text of the base (16, 8 or 2) with its prefix and maybe a
+// '-' (radixRun), as read does a decimal one: rounded when it is beyond 2^53 and its double
+// (the nearest, ties to even, as Number("0x…") and parseInt(…, 16) give it) prints as another
+// integer, exact elsewhere when the double is it.
+func (r *rounding) readRadix(tok string, base int, from string) *rounding {
+	unsigned := strings.TrimPrefix(tok, "-")
+	if len(unsigned) > maxNumberText {
+		return r
+	}
+	n, ok := new(big.Int).SetString(unsigned[2:], base)
+	if !ok || n.BitLen() <= 53 {
+		return r // every integer up to 2^53 is a double
+	}
+	exactly := new(big.Float).SetInt(n) // of n's precision: exact
+	f, _ := exactly.Float64()
+	if math.IsInf(f, 0) {
+		return r
+	}
+	printed := jsText(f)
+	if r == nil {
+		r = &rounding{rounded: map[string]roundedLiteral{}, exactElsewhere: map[string]int{}}
+	}
+	switch {
+	case new(big.Float).SetFloat64(f).Cmp(exactly) == 0:
+		r.exactElsewhere[printed]++
+	default:
+		if _, ok := r.rounded[printed]; !ok {
+			sign := ""
+			if tok != unsigned {
+				sign = "-"
+			}
+			r.rounded[printed] = roundedLiteral{literal: tok, printed: sign + printed, radix: true, from: from}
+		}
+	}
+	return r
+}
+
 // readShort notes tok, a number's text of fewer than 16 significant digits written otherwise
 // than it prints, when it is exactly an integer that a rounded literal prints as.
 func (r *rounding) readShort(tok string) {
@@ -215,7 +256,10 @@ func (r *rounding) check(output string, payload string, others ...source) error 
 			}
 			where, advice := "the payload", "have the producer send such a value as a string, or take it from the payload's text, not from JSON.parse"
 			if lit.from != "" {
-				where, advice = lit.from, "pass the value on as a string, not as a number"
+				where = lit.from
+			}
+			if lit.from != "" || lit.radix { // a string the function made a number of
+				advice = "pass the value on as a string, not as a number"
 				why = "a JavaScript number is exact only up to 2^53 (9007199254740992), so it was rounded when the function made a number of it"
 				if lit.fraction {
 					why = "a JavaScript number holds 15 to 17 significant digits, so it was rounded to an integer when the function made a number of it"
@@ -335,6 +379,15 @@ func numbers(s string, fn func(string)) {
 			// 9007199254740993 (a '+' that is an exponent's sign was read with its number).
 			continue
 		}
+		k := i
+		if c == '-' {
+			k++
+		}
+		if end, base := radixRun(s, k); base != 0 {
+			fn(s[i:end]) // "0x20000000000001": Number reads it, and rounds it as it rounds a decimal one
+			i = end - 1
+			continue
+		}
 		j := i + 1
 		for j < len(s) && isNumberByte(s[j]) {
 			j++
@@ -342,6 +395,54 @@ func numbers(s string, fn func(string)) {
 		fn(s[i:j])
 		i = j - 1
 	}
+}
+
+// radixRun returns the end of an integer's text of base 16, 8 or 2 with its prefix that starts at
+// s[i] ("0x1F", "0o17", "0b101": Number reads such a string, and parseInt(…, 16) the first), and
+// its base; base 0 when none starts there.
+func radixRun(s string, i int) (end, base int) {
+	if i+2 >= len(s) || s[i] != '0' {
+		return 0, 0
+	}
+	switch s[i+1] {
+	case 'x', 'X':
+		base = 16
+	case 'o', 'O':
+		base = 8
+	case 'b', 'B':
+		base = 2
+	default:
+		return 0, 0
+	}
+	j := i + 2
+	for j < len(s) && digitOf(s[j], base) {
+		j++
+	}
+	if j == i+2 {
+		return 0, 0
+	}
+	return j, base
+}
+
+// digitOf reports whether c is a digit of base 16, 8 or 2.
+func digitOf(c byte, base int) bool {
+	switch base {
+	case 16:
+		return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+	case 8:
+		return c >= '0' && c <= '7'
+	}
+	return c == '0' || c == '1'
+}
+
+// hasRadixPrefix reports whether s holds an integer's text of base 16, 8 or 2 (radixRun).
+func hasRadixPrefix(s string) bool {
+	for i := 0; i+2 < len(s); i++ {
+		if _, base := radixRun(s, i); base != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func isNumberByte(c byte) bool {
