@@ -350,7 +350,7 @@ func (f *writeFn) ProcessElement(ctx context.Context, _ int, batch flow.DeadLett
 			maxRows = f.MaxRows
 		}
 		for _, part := range cut(recs, maxRows, f.MaxBytes) {
-			if err := f.insert(ctx, part); err != nil {
+			if err := f.insertSplitting(ctx, part); err != nil {
 				return err
 			}
 			rowsToTable.Inc(ctx, int64(len(part)))
@@ -396,9 +396,31 @@ func cut(recs []*flow.DeadLetter, maxRows int, maxBytes int64) [][]*flow.DeadLet
 	return append(parts, recs[start:])
 }
 
+// insertSplitting inserts recs (insert) and, when the server refuses an INSERT of several records
+// for its size (chclient.Memory: code 241, or too many partitions in one block), inserts each half
+// the same way, as the write stage does with the rows' INSERTs: a batch of dead letters too large
+// for the server's memory gets in as smaller INSERTs. Before, such a batch was retried whole and
+// failed its bundle at every attempt: on the local runner each run failed on it, and none of its
+// dead letters was ever stored. A single record still refused fails the bundle, after its retries
+// (insert). The halves are the same at every attempt of the bundle, so each INSERT keeps its
+// deduplication token.
+func (f *writeFn) insertSplitting(ctx context.Context, recs []*flow.DeadLetter) error {
+	err := f.insert(ctx, recs)
+	if err == nil || len(recs) < 2 || chclient.Classify(err) != chclient.Memory {
+		return err
+	}
+	slog.Info("dead-letter INSERT too large for the server; splitting it in halves", "table", f.Table, "rows", len(recs), "error", err)
+	half := len(recs) / 2
+	if err := f.insertSplitting(ctx, recs[:half]); err != nil {
+		return err
+	}
+	return f.insertSplitting(ctx, recs[half:])
+}
+
 // insert writes recs to the dead-letter table in one INSERT (chclient.Insert), with retries.
 // Every failure is retried, up to Retry.MaxRetries times, whatever its class (chclient.Classify
-// only labels the final error): the dead-letter table is the last place a record can go, so
+// only labels the final error), but for a memory error of several records, which is returned at
+// once for insertSplitting to split: the dead-letter table is the last place a record can go, so
 // there is nothing to split off or dead-letter, and when the retries are spent the error fails
 // the bundle: the records stay unacknowledged (the runner retries the bundle; the direct runner
 // fails the pipeline) and none is dropped. The deduplication token (on servers that take one)
@@ -419,7 +441,7 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 	}
 	f.refresh(ctx)
 	hint := "" // the last attempt's table did not fit: the CREATE TABLE that would
-	attempts, err := f.Retry.Do(ctx, func() error {
+	attempts, err := f.Retry.DoIf(ctx, func() error {
 		hint = ""
 		columns := f.columns
 		if columns == nil { // a writeFn set up by hand, as in the tests: the four columns
@@ -433,6 +455,8 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 			}
 		}
 		return err
+	}, func(err error) bool {
+		return len(recs) == 1 || chclient.Classify(err) != chclient.Memory
 	}, func(n int, err error) {
 		slog.Warn("dead-letter INSERT failed; retrying", "table", f.Table, "rows", len(recs), "attempt", n, "error", err)
 	})

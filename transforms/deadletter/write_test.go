@@ -40,9 +40,11 @@ func TestCreateTable(t *testing.T) {
 type fakeConn struct {
 	schemafake.Conn // a call other than PrepareBatch and reading the table panics
 	sendErrs        []error
-	queries         []string
-	appended        [][]any // per attempt, the columns appended
-	named           []string
+	// sendRows, when set, answers each Send after sendErrs are spent, given the INSERT's records.
+	sendRows func(records int) error
+	queries  []string
+	appended [][]any // per attempt, the columns appended
+	named    []string
 }
 
 func (c *fakeConn) PrepareBatch(_ context.Context, query string, _ ...driver.PrepareBatchOption) (driver.Batch, error) {
@@ -81,6 +83,10 @@ func (b *fakeBatch) Column(int) driver.BatchColumn { return fakeColumn{b.c} }
 func (b *fakeBatch) Abort() error                  { return nil }
 func (b *fakeBatch) Send() error {
 	if len(b.c.sendErrs) == 0 {
+		if b.c.sendRows != nil {
+			cols := b.c.appended[len(b.c.appended)-1]
+			return b.c.sendRows(len(cols[0].([]string)))
+		}
 		return nil
 	}
 	err := b.c.sendErrs[0]
@@ -176,6 +182,77 @@ func TestInsertCutByBytes(t *testing.T) {
 	slices.Sort(acked)
 	if diff := cmp.Diff([]string{"a0", "a1", "a2", "a3", "a4", "a5"}, acked); diff != "" {
 		t.Errorf("ack ids emitted (-want +got):\n%s", diff)
+	}
+}
+
+// TestInsertSplitsOnMemoryLimit: a batch of dead letters that the server refuses for memory
+// (code 241) is split in halves, as the rows' INSERTs are, until the parts fit; every record is
+// inserted once and acknowledged. Before, the batch was retried whole and failed the bundle at
+// every attempt of the runner: on the local runner each run failed on it, and no dead letter of
+// the batch was ever stored. A single record the server still refuses fails the bundle after its
+// retries.
+func TestInsertSplitsOnMemoryLimit(t *testing.T) {
+	var recs []flow.DeadLetter
+	for i := range 10 {
+		recs = append(recs, flow.DeadLetter{Payload: []byte(fmt.Sprintf("m%d", i)), MessageID: fmt.Sprintf("m%d", i), AckID: fmt.Sprintf("a%d", i)})
+	}
+	memory := &clickhouse.Exception{Code: 241, Message: "Memory limit (for query) exceeded"}
+	conn := &fakeConn{sendRows: func(n int) error {
+		if n > 3 {
+			return memory
+		}
+		return nil
+	}}
+	f := &writeFn{
+		Config: Config{ClickHouse: chclient.Config{Database: "db"}, Table: "dead_letters", Retry: chclient.Retry{MaxRetries: 2}},
+		conn:   conn,
+	}
+	var acked []string
+	if err := f.ProcessElement(context.Background(), 0, flow.DeadLetters{Letters: recs}, func(ids []string) { acked = append(acked, ids...) }); err != nil {
+		t.Fatalf("a batch the server takes in parts: %v", err)
+	}
+	var stored []string
+	for _, cols := range conn.appended {
+		if raw := cols[0].([]string); len(raw) <= 3 {
+			stored = append(stored, raw...)
+		}
+	}
+	slices.Sort(stored)
+	slices.Sort(acked)
+	want := []string{"m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9"}
+	if diff := cmp.Diff(want, stored); diff != "" {
+		t.Errorf("records inserted (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9"}, acked); diff != "" {
+		t.Errorf("ack ids emitted (-want +got):\n%s", diff)
+	}
+
+	// One record the server refuses for memory whatever else is in the INSERT: the records
+	// before it are inserted, and it fails the bundle after its retries, with the server's error
+	// (the records after it wait for the runner's retry of the bundle).
+	conn = &fakeConn{}
+	conn.sendRows = func(n int) error {
+		for _, raw := range conn.appended[len(conn.appended)-1][0].([]string) {
+			if raw == "m6" {
+				return memory
+			}
+		}
+		return nil
+	}
+	f.conn = conn
+	err := f.ProcessElement(context.Background(), 0, flow.DeadLetters{Letters: recs}, func([]string) {})
+	if !errors.Is(err, memory) || !strings.Contains(err.Error(), "INSERT of 1 dead letters") || !strings.Contains(err.Error(), "3 attempts") {
+		t.Fatalf("a record the server refuses alone: %v, want the memory error of 1 dead letter after 3 attempts", err)
+	}
+	stored = nil
+	for _, cols := range conn.appended {
+		if raw := cols[0].([]string); !slices.Contains(raw, "m6") {
+			stored = append(stored, raw...)
+		}
+	}
+	slices.Sort(stored)
+	if diff := cmp.Diff([]string{"m0", "m1", "m2", "m3", "m4", "m5"}, stored); diff != "" {
+		t.Errorf("records inserted beside the one refused (-want +got):\n%s", diff)
 	}
 }
 
