@@ -63,6 +63,22 @@ gcloud_args=() params=()
 
 need() { [[ -n "${2-}" && "${2-}" != --* ]] || die "$1 needs a value"; }
 
+# The template parameters, checked against metadata.json: a name the template does not declare
+# would make the launcher's flag parsing fail only once the launch has started.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+known=$(sed -n 's/^ *"name": "\([A-Za-z][A-Za-z0-9]*\)",\{0,1\}$/\1/p' "$root/metadata.json")
+[[ -n $known ]] || die "no parameter names found in $root/metadata.json"
+
+# A template parameter written as the binary's flag (--clickHouseUrl=..., or -name VALUE): say
+# that this script takes NAME=VALUE, naming the parameter but not its value (a password).
+dashed_param() {
+  local name=${1#-}
+  name=${name#-}
+  name=${name%%=*}
+  grep -Fqx -- "$name" <<<"$known" || return 0
+  die "${1%%=*}: this script takes template parameters as NAME=VALUE, without dashes: $name=VALUE (the binary's --$name=VALUE form is for local runs)"
+}
+
 while (($#)); do
   case "$1" in
     -h | --help) usage; exit 0 ;;
@@ -87,7 +103,7 @@ while (($#)); do
     --gcloud-arg=*) gcloud_args+=("${1#*=}"); shift ;;
     --dry-run) dry_run=1; shift ;;
     --) shift; params+=("$@"); break ;;
-    -*) die "unknown option: $1" ;;
+    -*) dashed_param "$1"; die "unknown option: ${1%%=*}" ;;
     *=*) params+=("$1"); shift ;;
     *) die "not an option nor a NAME=VALUE template parameter: $1" ;;
   esac
@@ -112,13 +128,9 @@ job_name=${job_name:-pubsub-to-clickhouse-$(date -u +%Y%m%d-%H%M%S)}
 [[ $job_name =~ ^[a-z]([-a-z0-9]*[a-z0-9])?$ ]] ||
   die "--job-name must be lowercase letters, digits and hyphens, start with a letter and not end with a hyphen: $job_name"
 
-# The template parameters, checked against metadata.json: a name the template does not declare
-# would make the launcher's flag parsing fail only once the launch has started.
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-known=$(sed -n 's/^ *"name": "\([A-Za-z][A-Za-z0-9]*\)",\{0,1\}$/\1/p' "$root/metadata.json")
-[[ -n $known ]] || die "no parameter names found in $root/metadata.json"
 have_password=0
 for p in ${params[@]+"${params[@]}"}; do
+  [[ $p != -* ]] || dashed_param "$p"
   [[ $p == *=* ]] || die "not a NAME=VALUE template parameter: $p"
   name=${p%%=*}
   if ! grep -Fqx -- "$name" <<<"$known"; then

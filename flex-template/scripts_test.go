@@ -103,6 +103,8 @@ func TestScripts(t *testing.T) {
 			{"stopAfterIdle=60", "run.sh: stopAfterIdle is for local runs only: a Dataflow job runs until it is drained (gcloud dataflow jobs drain JOB_ID); leave it out"},
 			{"clickHouseUlr=clickhouse://ch:9000", "run.sh: unknown template parameter: clickHouseUlr (the parameters: inputSubscription "},
 			{"clickHouse.*=x", "run.sh: unknown template parameter: clickHouse.* (the parameters: "},
+			{"--clickHouseUrl=clickhouse://ch:9000", "run.sh: --clickHouseUrl: this script takes template parameters as NAME=VALUE, without dashes: clickHouseUrl=VALUE"},
+			{"-clickHouseTable", "run.sh: -clickHouseTable: this script takes template parameters as NAME=VALUE, without dashes: clickHouseTable=VALUE"},
 		} {
 			out, err := command(t, ".", nil, bash, "run.sh", "--project", "p", "--region", "r", "--bucket", "b", "--dry-run", "--",
 				"inputSubscription=projects/p/subscriptions/s", tc.arg)
@@ -110,6 +112,14 @@ func TestScripts(t *testing.T) {
 			if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(out, tc.want) || strings.Contains(out, "+ gcloud") {
 				t.Errorf("run.sh %s: %v, want exit status 2 and %q\n%s", tc.arg, err, tc.want, out)
 			}
+		}
+
+		// A parameter in the binary's flag form before the "--" is said as such too, without its
+		// value (a password).
+		out, err = command(t, ".", nil, bash, "run.sh", "--project", "p", "--region", "r", "--bucket", "b", "--dry-run",
+			"--clickHousePassword=pw-Dashed-42", "inputSubscription=projects/p/subscriptions/s")
+		if want := "run.sh: --clickHousePassword: this script takes template parameters as NAME=VALUE, without dashes: clickHousePassword=VALUE"; !strings.Contains(out, want) || strings.Contains(out, "pw-Dashed-42") {
+			t.Errorf("run.sh --clickHousePassword=...: %v, want %q and no password\n%s", err, want, out)
 		}
 
 		// A URL's password and secret options, and the password in another value, are hidden
