@@ -156,10 +156,24 @@ func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
 		return exitOK
 	}
 	if err := conn.Exec(ctx, ddl); err != nil {
-		return failure(cio, "infer", fmt.Errorf("creating table %s.%s: %w", o.ClickHouseDatabase, o.ClickHouseTable, err))
+		return failure(cio, "infer", fmt.Errorf("creating table %s.%s: %w%s", o.ClickHouseDatabase, o.ClickHouseTable, err, nullableKeyHint(err, f.orderBy)))
 	}
 	fmt.Fprintf(cio.Err, "pubsub-to-clickhouse infer: created table %s.%s with %s\n", o.ClickHouseDatabase, o.ClickHouseTable, count(len(sample.Columns()), "column"))
 	return exitOK
+}
+
+// nullableKeyHint returns what to do when the server refused the CREATE TABLE because its sorting
+// key (--orderBy) names Nullable columns, which every inferred column is: ClickHouse 18.16 says
+// only "Sorting key cannot contain nullable columns", and a newer server names the setting
+// allow_nullable_key but not infer's own way out. "" for any other error.
+func nullableKeyHint(err error, orderBy string) string {
+	msg := strings.ToLower(err.Error())
+	if orderBy == "" || !strings.Contains(msg, "sorting key") || !strings.Contains(msg, "nullable") {
+		return ""
+	}
+	return fmt.Sprintf(" (--orderBy=%s names inferred columns, which are all Nullable: leave --orderBy out for ORDER BY tuple(), "+
+		"or run the printed statement yourself with the key's columns made non-Nullable; a server that has the MergeTree "+
+		"setting allow_nullable_key, which 18.16 has not, takes --engine='MergeTree SETTINGS allow_nullable_key=1')", orderBy)
 }
 
 // roundedInFloat returns, for each Float64 column of columns, a note on the first integer of the
