@@ -1,9 +1,11 @@
 package psclient
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -73,7 +75,8 @@ func NewCheckedClient(ctx context.Context, project string) (*pubsub.Client, erro
 }
 
 // checkEmulator returns what is wrong with PUBSUB_EMULATOR_HOST=host: a scheme or a path, no
-// port, or nothing listening at host:port (connection refused within 2 s).
+// port, nothing listening at host:port (connection refused within 2 s), or something there that
+// is plainly not a gRPC server (speaksHTTP2).
 func checkEmulator(ctx context.Context, host string) error {
 	if strings.Contains(host, "/") {
 		return fmt.Errorf("PUBSUB_EMULATOR_HOST=%s: give the emulator's host:port alone, without a scheme or path (e.g. 127.0.0.1:8085)", host)
@@ -91,6 +94,40 @@ func checkEmulator(ctx context.Context, host string) error {
 		}
 		return nil // a slow network or a name that does not resolve yet: the calls say what they meet
 	}
-	conn.Close()
-	return nil
+	defer conn.Close()
+	return speaksHTTP2(conn, host)
+}
+
+// http2Preface is what an HTTP/2 client sends first: the connection preface and an empty SETTINGS
+// frame. A gRPC server (the emulator) answers with a SETTINGS frame of its own.
+var http2Preface = append([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), 0, 0, 0, 4, 0, 0, 0, 0, 0)
+
+// speaksHTTP2 returns an error when what listens at host is plainly not a gRPC server: it answers
+// the HTTP/2 preface with something other than a SETTINGS frame (an HTTP/1 server, ClickHouse's
+// HTTP or native port). Without it, every call to such a port waits for its deadline (30 s, a
+// minute for a publish) and then says only "context deadline exceeded". A server that says
+// nothing within 2 s, or closes the connection without a word (an emulator stopping), passes:
+// the calls say what they meet.
+func speaksHTTP2(conn net.Conn, host string) error {
+	if err := conn.SetDeadline(time.Now().Add(2 * time.Second)); err != nil {
+		return nil
+	}
+	if _, err := conn.Write(http2Preface); err != nil {
+		return nil
+	}
+	head := make([]byte, 9) // a frame's header: length (3 bytes), type, flags, stream id
+	n, _ := io.ReadFull(conn, head)
+	switch {
+	case n >= 4 && head[3] == 0x4: // SETTINGS
+		return nil
+	case n == 0:
+		return nil
+	}
+	what := fmt.Sprintf("answered %q", head[:n])
+	if bytes.HasPrefix(head[:n], []byte("HTTP/")) {
+		what = "answered as an HTTP/1 server"
+	}
+	return fmt.Errorf("PUBSUB_EMULATOR_HOST=%s: something listens there, but it is not a Pub/Sub emulator: it %s where a gRPC server "+
+		"answers the HTTP/2 preface; give the host:port that make emulator prints (another service, ClickHouse's port for one, "+
+		"has this port), or unset PUBSUB_EMULATOR_HOST to use Pub/Sub itself", host, what)
 }

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/pubsub/v2"
 
@@ -120,8 +123,10 @@ func TestCheckMessage(t *testing.T) {
 	}
 }
 
-// TestCheckEmulator: a PUBSUB_EMULATOR_HOST with a scheme, without a port, or where nothing
-// listens is said at once; one that listens passes.
+// TestCheckEmulator: a PUBSUB_EMULATOR_HOST with a scheme, without a port, where nothing
+// listens, or where another service answers (an HTTP/1 server such as ClickHouse's port 8123, an
+// SSH server) is said at once; the emulator passes, and so does a server that says nothing or
+// closes the connection without a word (the calls then say what they meet).
 func TestCheckEmulator(t *testing.T) {
 	e := pubsubtest.Start(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -130,15 +135,43 @@ func TestCheckEmulator(t *testing.T) {
 	}
 	dead := l.Addr().String()
 	l.Close()
+	web := httptest.NewServer(http.NotFoundHandler())
+	defer web.Close()
+	garbage := listen(t, func(c net.Conn) { c.Write([]byte("SSH-2.0-x\r\n")); c.Close() })
+	closing := listen(t, func(c net.Conn) { c.Close() })
+	silent := listen(t, func(c net.Conn) { time.Sleep(3 * time.Second); c.Close() })
 	for host, want := range map[string]string{
-		"http://127.0.0.1:8085": "without a scheme or path",
-		"127.0.0.1":             "give the emulator's host:port, with the port it prints",
-		dead:                    "nothing listens there: start the emulator",
-		e.Addr:                  "",
+		"http://127.0.0.1:8085":      "without a scheme or path",
+		"127.0.0.1":                  "give the emulator's host:port, with the port it prints",
+		dead:                         "nothing listens there: start the emulator",
+		web.Listener.Addr().String(): "something listens there, but it is not a Pub/Sub emulator: it answered as an HTTP/1 server",
+		garbage:                      `something listens there, but it is not a Pub/Sub emulator: it answered "SSH-2.0-x"`,
+		closing:                      "",
+		silent:                       "",
+		e.Addr:                       "",
 	} {
 		err := checkEmulator(context.Background(), host)
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
 			t.Errorf("checkEmulator(%q) = %v, want %q", host, err, want)
 		}
 	}
+}
+
+// listen serves each connection to a new loopback listener with serve, and returns its address.
+func listen(t *testing.T, serve func(net.Conn)) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go serve(c)
+		}
+	}()
+	return l.Addr().String()
 }
