@@ -126,6 +126,11 @@ func (l *loader) open(ctx context.Context) error {
 	// API (the same permission, storage.objects.get), which Cloud Storage stand-ins such as
 	// fake-gcs-server serve as the service does.
 	if l.client, err = storage.NewClient(context.WithoutCancel(ctx), storage.WithJSONReads()); err != nil {
+		if strings.Contains(err.Error(), "could not find default credentials") {
+			return fmt.Errorf("javascriptTextTransformGcsPath %s: no credentials for Cloud Storage: reading a gs:// file needs "+
+				"Application Default Credentials (gcloud auth application-default login, or GOOGLE_APPLICATION_CREDENTIALS naming a "+
+				"service account's key file); a local run may give the file's local path instead (%w)", l.Path, err)
+		}
 		return fmt.Errorf("javascriptTextTransformGcsPath %s: creating the Cloud Storage client: %w", l.Path, err)
 	}
 	return nil

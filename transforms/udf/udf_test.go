@@ -217,3 +217,19 @@ func TestSetupFails(t *testing.T) {
 		t.Errorf("Setup = %v, want an error naming javascriptTextTransformFunctionName", err)
 	}
 }
+
+// TestCheckNoCredentials: a gs:// file where no credentials are to be found (no emulator, no
+// Application Default Credentials) says how to get them, and that a local run may give a local
+// path, rather than only the client library's "could not find default credentials".
+func TestCheckNoCredentials(t *testing.T) {
+	dir := t.TempDir()
+	for k, v := range map[string]string{"STORAGE_EMULATOR_HOST": "", "GOOGLE_APPLICATION_CREDENTIALS": "", "HOME": dir, "CLOUDSDK_CONFIG": dir} {
+		t.Setenv(k, v)
+	}
+	_, err := Check(context.Background(), Config{Path: "gs://my-bucket/udfs/transform.js", Function: "transform"})
+	want := "javascriptTextTransformGcsPath gs://my-bucket/udfs/transform.js: no credentials for Cloud Storage: reading a gs:// file needs " +
+		"Application Default Credentials (gcloud auth application-default login, or GOOGLE_APPLICATION_CREDENTIALS"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "a local run may give the file's local path instead") {
+		t.Errorf("Check of a gs:// file without credentials = %v, want %q", err, want)
+	}
+}
