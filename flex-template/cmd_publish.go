@@ -122,7 +122,7 @@ func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
 	}
 	p := newProgress(cio, "published", w.topic)
 	n, err := w.publish(ctx, p, msgs)
-	p.done(n)
+	p.done(n, err)
 	if err != nil {
 		if status.Code(err) == codes.NotFound && !*create {
 			err = fmt.Errorf("the topic %s does not exist: create it (--create does, for the emulator) or check its name: %w", *topic, err)
@@ -470,11 +470,16 @@ func (p *progress) update(n int) {
 	}
 }
 
-// done writes the final count and rate.
-func (p *progress) done(n int) {
+// done writes the final count and rate when the publishing ended without err; after a failure
+// it only clears the progress line, since the error says how many messages were published (a
+// line "published 0 messages" above the error read as a success).
+func (p *progress) done(n int, err error) {
 	took := time.Since(p.start)
 	if p.cio.tty {
 		fmt.Fprint(p.cio.Err, "\r\x1b[K")
+	}
+	if err != nil {
+		return
 	}
 	fmt.Fprintf(p.cio.Err, "%s %s to %s in %s (%.0f msgs/s)\n", p.verb, count(n, "message"), p.dest, took.Round(time.Millisecond), psclient.Rate(int64(n), took))
 }

@@ -724,7 +724,7 @@ func (r *replay) publish(ctx context.Context, cio *cmdIO, msgs []*pubsub.Message
 	defer w.close()
 	p := newProgress(cio, "published", r.topic)
 	n, err := w.publish(ctx, p, msgs)
-	p.done(n)
+	p.done(n, err)
 	return n, err
 }
 
@@ -925,7 +925,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 		// next replay publishes them a second time.
 		acker.Release(context.WithoutCancel(ctx))
 		unacked := acker.Stats().AckFailed
-		p.done(replayed)
+		p.done(replayed, nil)
 		fmt.Fprintf(cio.Out, "replayed %s from %s to %s (replay_id=%s)\n", count(replayed, "dead letter"), r.from, r.topic, r.id)
 		if unacked > 0 {
 			fmt.Fprintf(cio.Out, "of those, %s could not be acknowledged on %s (the warnings above say why): Pub/Sub delivers them again, and a replay from it publishes them a second time; "+

@@ -384,8 +384,9 @@ func TestPublishCommand(t *testing.T) {
 	// A topic that does not exist: said, with what to do.
 	missing := "projects/" + pubsubtest.Project + "/topics/no-such-topic"
 	_, errOut, code = runCommand(t, `{"id":9}`+"\n", "publish", "--topic="+missing, "-")
-	if code != 1 || !strings.Contains(errOut, "the topic "+missing+" does not exist: create it (--create does, for the emulator) or check its name") {
-		t.Errorf("publish to a topic that does not exist: exit %d, want 1\n%s", code, errOut)
+	if code != 1 || !strings.Contains(errOut, "the topic "+missing+" does not exist: create it (--create does, for the emulator) or check its name") ||
+		!strings.Contains(errOut, "(0 of 1 messages published)") || strings.Contains(errOut, "published 0 messages") {
+		t.Errorf("publish to a topic that does not exist: exit %d, want 1 and the count in the error alone (no summary line of a success)\n%s", code, errOut)
 	}
 
 	// A bad envelope is a usage error naming the line; nothing is published.
