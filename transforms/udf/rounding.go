@@ -274,8 +274,15 @@ func (r *rounding) check(output string, payload string, others ...source) error 
 
 // count returns how many times s holds each rounded print, in one pass: each maximal run of
 // digits (a print below 10^21) that no fraction or exponent follows, and each maximal run of a number's characters from its first
-// digit (one with an exponent, 1.2345678901234569e+23).
+// digit (one with an exponent, 1.2345678901234569e+23). A run is read no further than the
+// longest print: each digit after a '.' or an 'e' starts a run that ends where the one before it
+// ends, so reading each to its end was quadratic in a text of such runs ("1.1.1.1…" or
+// "1e1e1e…", half a million runs in a megabyte, read for minutes).
 func (r *rounding) count(s string) map[string]int {
+	longest := 0
+	for printed := range r.rounded {
+		longest = max(longest, len(printed))
+	}
 	counts := map[string]int{}
 	for i := 0; i < len(s); {
 		if !isDigit(s[i]) {
@@ -294,10 +301,10 @@ func (r *rounding) count(s string) map[string]int {
 		}
 		if j < len(s) && (s[j] == '.' || s[j] == 'e' || s[j] == 'E') && (i == 0 || !isDigit(s[i-1])) {
 			k := j
-			for k < len(s) && isNumberByte(s[k]) {
+			for k < len(s) && isNumberByte(s[k]) && k-i <= longest {
 				k++
 			}
-			if _, ok := r.rounded[s[i:k]]; ok {
+			if _, ok := r.rounded[s[i:k]]; ok && k-i <= longest { // a longer run is no print
 				counts[s[i:k]]++
 			}
 		}

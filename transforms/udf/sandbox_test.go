@@ -267,3 +267,28 @@ func TestChecksOutsideTheBound(t *testing.T) {
 		t.Errorf("%d restarts; want none", fn.restarts)
 	}
 }
+
+// TestChecksOfDottedRuns: a payload that holds a number JSON.parse would round and a long run of
+// digits and dots or exponents ("1.1.1.…", "1e1e1e…", a version or a list written without
+// spaces) is checked in time proportional to it. The rounding check read each run from each of
+// its digits to its end: a megabyte of them took minutes, past the sandbox's backstop, and a
+// function that returned its payload at once was stopped as one that "did not return", its
+// message dead-lettered (twice killed: once with the calls around it, once alone).
+func TestChecksOfDottedRuns(t *testing.T) {
+	fn := load(t, `function f(p) { return p; }`, "f", 200*time.Millisecond)
+	for _, unit := range []string{"1.", "1e", "1.1-", "2E"} {
+		payload := `{"a":9007199254740993,"s":"` + strings.Repeat(unit, (1<<20)/len(unit)) + `"}`
+		start := time.Now()
+		replies, err := collect(fn, []call{{Payload: []byte(payload)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(replies) != 1 || replies[0].Err != nil || replies[0].Out != payload {
+			t.Errorf("%q…: %v; want the payload back", unit, replies[0].Err)
+		}
+		t.Logf("%q…: %v", unit, time.Since(start).Round(time.Millisecond))
+	}
+	if fn.restarts != 0 {
+		t.Errorf("%d restarts; want none", fn.restarts)
+	}
+}
