@@ -132,7 +132,18 @@ func serve(in *bufio.Reader, out *bufio.Writer) error {
 			watchdog.Stop()
 			mu.Lock()
 			deadline = time.Time{}
+			// The replies held for a run are sent before the checks of a large payload: the
+			// sandbox waits for each reply with a backstop of its own call's size, which a small
+			// call's reply held behind these checks could outlast.
+			var flushErr error
+			if len(payload) >= flushBeforeChecks && out.Buffered() > 0 {
+				lastFlush = time.Now()
+				flushErr = out.Flush()
+			}
 			mu.Unlock()
+			if flushErr != nil {
+				return flushErr
+			}
 			// The stage's own checks of the output, after the watchdog: they are not the
 			// function's, and may take a while on a large payload (the sandbox's backstop allows
 			// for it).
@@ -152,6 +163,11 @@ func serve(in *bufio.Reader, out *bufio.Writer) error {
 
 // flushEvery is the longest the helper keeps a reply before it sends it, while calls come.
 const flushEvery = 10 * time.Millisecond
+
+// flushBeforeChecks is the payload size from which the replies held are sent before the checks
+// of the call's output: the checks of a smaller one take at most a quarter of a second
+// (checkPerByte), within what the sandbox's backstop allows beyond a call's bound.
+const flushBeforeChecks = 1 << 20
 
 // stuckReason is the reason of a call that its watchdog, or the sandbox, ended.
 func stuckReason(timeout time.Duration) string {
