@@ -28,6 +28,18 @@ func renderValue(t *chtype.Type, v any, serverZone *time.Location) string {
 	switch t.Name {
 	case "LowCardinality", "SimpleAggregateFunction":
 		if len(t.Elems) == 1 {
+			// LowCardinality(Float32) and LowCardinality(Float64) give pointers, never nil
+			// (convert.Column.Values).
+			switch p := v.(type) {
+			case *float32:
+				if p != nil {
+					v = *p
+				}
+			case *float64:
+				if p != nil {
+					v = *p
+				}
+			}
 			return renderValue(t.Elems[0], v, serverZone)
 		}
 	case "Nullable":

@@ -17,6 +17,8 @@ import (
 // toString).
 func TestRenderValueAsClickHouse(t *testing.T) {
 	ptr := func(p orb.Point) *orb.Point { return &p }
+	f64 := func(f float64) *float64 { return &f }
+	f32 := func(f float32) *float32 { return &f }
 	for _, tc := range []struct {
 		typ  string
 		v    any
@@ -58,6 +60,12 @@ func TestRenderValueAsClickHouse(t *testing.T) {
 		{"Polygon", orb.Polygon{{{0, 0}, {1, 0}, {0, 0}}}, "[[(0,0),(1,0),(0,0)]]"},
 		{"MultiLineString", orb.MultiLineString{{{0, 0}, {1, 1}}}, "[[(0,0),(1,1)]]"},
 		{"MultiPolygon", orb.MultiPolygon{{{{0, 0}, {1, 0}, {0, 0}}}}, "[[[(0,0),(1,0),(0,0)]]]"},
+		// convert.Column.Values gives LowCardinality(Float32/Float64) as pointers, never nil.
+		{"LowCardinality(Float64)", f64(1.5), "1.5"},
+		{"LowCardinality(Float64)", f64(math.NaN()), "nan"},
+		{"LowCardinality(Float32)", f32(float32(math.Inf(-1))), "-inf"},
+		{"Array(LowCardinality(Float64))", []*float64{f64(math.NaN()), f64(2)}, "[nan,2]"},
+		{"LowCardinality(Nullable(Float64))", (*float64)(nil), "NULL"},
 	} {
 		typ, err := chtype.Parse(tc.typ)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/paulmach/orb"
@@ -134,7 +135,7 @@ func init() {
 	asElement := &family{as: true, encoder: newElementEncoder, skip: newElementSkip, column: newElementColumn, value: newElementDecoder}
 	families = map[string]*family{
 		"Nullable":                {encoder: newNullableEncoder, skip: newNullableSkip, column: newWrapperColumn, value: newNullableDecoder, shape: shapeNullable},
-		"LowCardinality":          asElement,
+		"LowCardinality":          {as: true, encoder: newElementEncoder, skip: newElementSkip, column: newLowCardinalityColumn, value: newLowCardinalityDecoder},
 		"SimpleAggregateFunction": asElement,
 		"Array":                   {encoder: newArrayEncoder, skip: countedSkip(arrayElems), column: newWrapperColumn, value: newSliceDecoder, empty: true, shape: shapeArray},
 		"Map":                     {encoder: newMapEncoder, skip: countedSkip(mapElems), column: newReflectColumn, value: newMapDecoder, empty: true, object: isStringMap},
@@ -377,10 +378,53 @@ func newElementDecoder(t *chtype.Type) (*valueDecoder, error) {
 }
 
 // newWrapperColumn is the Column of Nullable(T) and Array(T): a typed one when T is a scalar,
-// else one by reflection.
+// else one by reflection (also for LowCardinality(Float32) and LowCardinality(Float64), whose
+// values are pointers: lowCardinalityFloat).
 func newWrapperColumn(t *chtype.Type) (Column, error) {
+	if lowCardinalityFloat(t.Elems[0]) {
+		return newReflectColumn(t)
+	}
 	if s, ok := scalarOf(t.Elems[0]); ok {
 		return s.column(shapeOf(t)), nil
 	}
 	return newReflectColumn(t)
+}
+
+// lowCardinalityFloat reports whether t is LowCardinality(Float32) or LowCardinality(Float64).
+// Their Go values are pointers (*float32, *float64, never nil), each its own: clickhouse-go
+// v2.51.0's LowCardinality column finds a value's place in its dictionary with the value as a Go
+// map key (lib/column/lowcardinality.go, AppendRow), and a NaN is never equal to itself, so
+// every NaN got the place of the dictionary's default value and ClickHouse stored 0 for it. A
+// pointer is equal to itself; the server merges the dictionary's repeated values.
+// (LowCardinality(Nullable(Float64)) has pointers already.)
+func lowCardinalityFloat(t *chtype.Type) bool {
+	return t.Name == "LowCardinality" && len(t.Elems) == 1 && (t.Elems[0].Name == "Float32" || t.Elems[0].Name == "Float64")
+}
+
+// newLowCardinalityColumn is the Column of LowCardinality(T): T's, but one of pointers for a
+// float T (lowCardinalityFloat).
+func newLowCardinalityColumn(t *chtype.Type) (Column, error) {
+	if lowCardinalityFloat(t) {
+		return newReflectColumn(t)
+	}
+	return newElementColumn(t)
+}
+
+// newLowCardinalityDecoder is the valueDecoder of LowCardinality(T): T's, but giving a pointer
+// to the value for a float T (lowCardinalityFloat).
+func newLowCardinalityDecoder(t *chtype.Type) (*valueDecoder, error) {
+	inner, err := newElementDecoder(t)
+	if err != nil || !lowCardinalityFloat(t) {
+		return inner, err
+	}
+	typ := reflect.PointerTo(inner.typ)
+	return &valueDecoder{typ: typ, decode: func(b []byte) (reflect.Value, []byte, error) {
+		v, rest, err := inner.decode(b)
+		if err != nil {
+			return reflect.Value{}, nil, err
+		}
+		p := reflect.New(inner.typ)
+		p.Elem().Set(v)
+		return p, rest, nil
+	}}, nil
 }

@@ -421,3 +421,59 @@ func TestNullInsideCompositesReachesTheDriver(t *testing.T) {
 		})
 	}
 }
+
+// TestLowCardinalityFloatsReachTheServer: a NaN into LowCardinality(Float32) or
+// LowCardinality(Float64), also inside an Array, a Tuple or a Map, reaches the block that
+// clickhouse-go sends as NaN. clickhouse-go v2.51.0's LowCardinality column finds each value's
+// place in its dictionary with the value as a Go map key, and a NaN is never equal to itself: it
+// gave every NaN the place of the dictionary's default value, and ClickHouse stored 0.
+func TestLowCardinalityFloatsReachTheServer(t *testing.T) {
+	for _, tc := range []struct {
+		typ      string
+		payloads []string
+		want     []string // the rows clickhouse-go decodes from the block it encodes
+	}{
+		{"LowCardinality(Float64)", []string{`"NaN"`, `1.5`, `"NaN"`, `0`, `"-Infinity"`}, []string{"NaN", "1.5", "NaN", "0", "-Inf"}},
+		{"LowCardinality(Float32)", []string{`"NaN"`, `2.5`, `"nan"`}, []string{"NaN", "2.5", "NaN"}},
+		{"Array(LowCardinality(Float64))", []string{`["NaN",1,"NaN"]`, `[]`, `[0,"NaN"]`}, []string{"[NaN 1 NaN]", "[]", "[0 NaN]"}},
+		{"Array(Array(LowCardinality(Float32)))", []string{`[["NaN"],[1]]`}, []string{"[[NaN] [1]]"}},
+		{"Tuple(LowCardinality(Float64), UInt8)", []string{`["NaN",1]`, `[2,3]`}, []string{"[NaN 1]", "[2 3]"}},
+		{"Map(String, LowCardinality(Float64))", []string{`{"a":"NaN","b":1}`}, []string{"map[a:NaN b:1]"}},
+		{"LowCardinality(Nullable(Float64))", []string{`"NaN"`, `null`, `1`}, []string{"NaN", "<nil>", "1"}},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			ct, err := chtype.Parse(tc.typ)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conv, err := convert.New(table(t, "c "+tc.typ))
+			if err != nil {
+				t.Fatal(err)
+			}
+			values, err := convert.NewColumn(ct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			payloads := make([]string, len(tc.payloads))
+			for i, p := range tc.payloads {
+				payloads[i] = `{"c":` + p + `}`
+			}
+			appendConverted(t, conv, ct, payloads, values)
+			sent := driverColumn(t, tc.typ)
+			if _, err := sent.Append(values.Values()); err != nil {
+				t.Fatalf("the driver's Append of %#v: %v", values.Values(), err)
+			}
+			read := driverColumn(t, tc.typ)
+			if err := chclient.ReadNative(read, chclient.Native{Values: encoded(sent), Rows: len(payloads), Type: tc.typ}); err != nil {
+				t.Fatalf("the driver's Decode: %v", err)
+			}
+			var got []string
+			for i := range payloads {
+				got = append(got, shown(read.Row(i, false)))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("the rows of the block (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
