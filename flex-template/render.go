@@ -28,18 +28,14 @@ func renderValue(t *chtype.Type, v any, serverZone *time.Location) string {
 	switch t.Name {
 	case "LowCardinality", "SimpleAggregateFunction":
 		if len(t.Elems) == 1 {
-			// LowCardinality(Float32), LowCardinality(Float64) and LowCardinality(DateTime64(P))
-			// give pointers, never nil (convert.Column.Values).
+			// LowCardinality(Float32) and LowCardinality(Float64) give pointers, never nil
+			// (convert.Column.Values).
 			switch p := v.(type) {
 			case *float32:
 				if p != nil {
 					v = *p
 				}
 			case *float64:
-				if p != nil {
-					v = *p
-				}
-			case *time.Time:
 				if p != nil {
 					v = *p
 				}

@@ -36,9 +36,8 @@ type Column interface {
 	//	Tuple(…)                        [][]any, one Go value per element
 	//	Nested(…)                       [][][]any (Array(Tuple(…)))
 	//	Point, Ring, Polygon, …         []orb.Point, []orb.Ring, … (github.com/paulmach/orb)
-	//	LowCardinality(T), SimpleAggregateFunction(f, T)  as T; but []*float32, []*float64, []*time.Time
-	//	                                (never nil) for LowCardinality(Float32), LowCardinality(Float64),
-	//	                                LowCardinality(DateTime64(P)) (lowCardinalityFloat)
+	//	LowCardinality(T), SimpleAggregateFunction(f, T)  as T; but []*float32, []*float64 (never nil)
+	//	                                for LowCardinality(Float32), LowCardinality(Float64) (lowCardinalityFloat)
 	Values() any
 	// Reset empties the column, keeping its memory.
 	Reset()

@@ -378,8 +378,8 @@ func newElementDecoder(t *chtype.Type) (*valueDecoder, error) {
 }
 
 // newWrapperColumn is the Column of Nullable(T) and Array(T): a typed one when T is a scalar,
-// else one by reflection (also for LowCardinality(Float32), LowCardinality(Float64) and
-// LowCardinality(DateTime64(P)), whose values are pointers: lowCardinalityFloat).
+// else one by reflection (also for LowCardinality(Float32) and LowCardinality(Float64), whose
+// values are pointers: lowCardinalityFloat).
 func newWrapperColumn(t *chtype.Type) (Column, error) {
 	if lowCardinalityFloat(t.Elems[0]) {
 		return newReflectColumn(t)
@@ -390,31 +390,19 @@ func newWrapperColumn(t *chtype.Type) (Column, error) {
 	return newReflectColumn(t)
 }
 
-// lowCardinalityFloat reports whether t is LowCardinality(Float32), LowCardinality(Float64) or
-// LowCardinality(DateTime64(P)). Their Go values are pointers (*float32, *float64, *time.Time,
-// never nil), each its own, for clickhouse-go v2.51.0's LowCardinality column
-// (lib/column/lowcardinality.go, AppendRow):
-//   - it finds a value's place in its dictionary with the value as a Go map key, and a NaN is
-//     never equal to itself, so every NaN got the place of the dictionary's default value and
-//     ClickHouse stored 0 for it. A pointer is equal to itself; the server merges the
-//     dictionary's repeated values.
-//   - it cuts a time.Time to whole seconds (Truncate(time.Second)) before it keeps it, which a
-//     DateTime64 value's fraction would not survive; it keeps a *time.Time as it is.
-//
-// (LowCardinality(Nullable(T)) has pointers already.)
+// lowCardinalityFloat reports whether t is LowCardinality(Float32) or LowCardinality(Float64).
+// Their Go values are pointers (*float32, *float64, never nil), each its own: clickhouse-go
+// v2.51.0's LowCardinality column finds a value's place in its dictionary with the value as a Go
+// map key (lib/column/lowcardinality.go, AppendRow), and a NaN is never equal to itself, so
+// every NaN got the place of the dictionary's default value and ClickHouse stored 0 for it. A
+// pointer is equal to itself; the server merges the dictionary's repeated values.
+// (LowCardinality(Nullable(Float64)) has pointers already.)
 func lowCardinalityFloat(t *chtype.Type) bool {
-	if t.Name != "LowCardinality" || len(t.Elems) != 1 {
-		return false
-	}
-	switch t.Elems[0].Name {
-	case "Float32", "Float64", "DateTime64":
-		return true
-	}
-	return false
+	return t.Name == "LowCardinality" && len(t.Elems) == 1 && (t.Elems[0].Name == "Float32" || t.Elems[0].Name == "Float64")
 }
 
 // newLowCardinalityColumn is the Column of LowCardinality(T): T's, but one of pointers for a
-// float or DateTime64 T (lowCardinalityFloat).
+// float T (lowCardinalityFloat).
 func newLowCardinalityColumn(t *chtype.Type) (Column, error) {
 	if lowCardinalityFloat(t) {
 		return newReflectColumn(t)
@@ -423,7 +411,7 @@ func newLowCardinalityColumn(t *chtype.Type) (Column, error) {
 }
 
 // newLowCardinalityDecoder is the valueDecoder of LowCardinality(T): T's, but giving a pointer
-// to the value for a float or DateTime64 T (lowCardinalityFloat).
+// to the value for a float T (lowCardinalityFloat).
 func newLowCardinalityDecoder(t *chtype.Type) (*valueDecoder, error) {
 	inner, err := newElementDecoder(t)
 	if err != nil || !lowCardinalityFloat(t) {
