@@ -45,6 +45,9 @@ var modernTypeCases = []modernTypeCase{
 	{"Decimal(10, 2)", `"99999999.99"`, "99999999.99", ""},
 	{"Array(Nullable(String))", `["x",null]`, "['x',NULL]", ""},
 	{"LowCardinality(String)", `"a"`, "a", ""},
+	// A NaN, which clickhouse-go's LowCardinality dictionary finds by a Go map (convert.lowCardinalityFloat).
+	{"LowCardinality(Float64)", `"NaN"`, "nan", ""},
+	{"Array(LowCardinality(Float32))", `[1,"NaN",1,"NaN"]`, "[1,nan,1,nan]", ""},
 	// The types 18.16 lacks.
 	{"DateTime64(3, 'UTC')", `"2024-03-10T12:00:00.123456789Z"`, "2024-03-10 12:00:00.123", ""},
 	{"DateTime64(9, 'UTC')", `"2262-04-11T23:47:16.854775807Z"`, "2262-04-11 23:47:16.854775807", ""},
@@ -125,8 +128,10 @@ func TestTypesOnModern(t *testing.T) {
 		t.Run(tc.typ+" "+tc.value, func(t *testing.T) {
 			table := fmt.Sprintf("types_%d", i)
 			// flatten_nested = 0 keeps a Nested column one column; Nullable(Point) needs
-			// enable_nullable_tuple_type (a Point is a Tuple).
-			srv.MustExec(t, "CREATE TABLE "+table+" (id UInt8, x "+tc.typ+") ENGINE = MergeTree ORDER BY id", "flatten_nested=0", "enable_nullable_tuple_type=1")
+			// enable_nullable_tuple_type (a Point is a Tuple); LowCardinality(Float64),
+			// allow_suspicious_low_cardinality_types.
+			srv.MustExec(t, "CREATE TABLE "+table+" (id UInt8, x "+tc.typ+") ENGINE = MergeTree ORDER BY id", "flatten_nested=0", "enable_nullable_tuple_type=1",
+				"allow_suspicious_low_cardinality_types=1")
 			expr := tc.expr
 			if expr == "" {
 				expr = "toString(x)"
