@@ -222,7 +222,7 @@ func (e decimalEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error
 		return dst, err
 	}
 	if !ok {
-		return dst, errValue(v, fmt.Sprintf("is not a number; %s takes a number or a string holding one", e.name))
+		return dst, errValue(v, notANumber(v, fmt.Sprintf("%s takes a number or a string holding one", e.name)))
 	}
 	var buf [80]byte
 	n := parseExact(text, buf[:0])

@@ -5,6 +5,7 @@
 package convert
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -136,4 +137,94 @@ func quote(raw []byte) string { return text.Cut(raw, maxValueText) }
 // errValue builds a ValueError for v; the caller fills Column and Type.
 func errValue(v value, rule string) *ValueError {
 	return &ValueError{Value: quote(v.raw), Rule: rule}
+}
+
+// notANumber is the rule of a string that holds no number, for a column that takes (what takes
+// says): "is not a number; "+takes, with, for a string that is a number but for a detail of
+// JSON's syntax ("007", "+5", ".5", "5.", "1e", " 5"), that detail: the strings of a number
+// column hold a number as JSON writes it (RFC 8259, section 6), where ClickHouse's own parsers
+// take some such spellings.
+func notANumber(v value, takes string) string {
+	if why := numberNearMiss(v.raw); why != "" {
+		return fmt.Sprintf("is not a number as JSON writes one (%s; RFC 8259, section 6); %s", why, takes)
+	}
+	return "is not a number; " + takes
+}
+
+// numberNearMiss says why raw, a JSON string token, holds a number but for a detail of JSON's
+// number syntax (the first of: spaces around it, a plus sign, a leading zero, no digit before
+// or after the decimal point, none after the exponent's e); "" when it holds something else, or
+// escapes.
+func numberNearMiss(raw []byte) string {
+	if len(raw) < 3 || raw[0] != '"' || raw[len(raw)-1] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+		return ""
+	}
+	s := string(raw[1 : len(raw)-1])
+	if isJSONNumber(s) || !strings.ContainsAny(s, "0123456789") {
+		return ""
+	}
+	if t := strings.TrimSpace(s); t != s {
+		if isJSONNumber(t) {
+			return "it has spaces around it"
+		}
+		return ""
+	}
+	if fixed, why := fixNearMiss(s); why != "" && isJSONNumber(fixed) {
+		return why
+	}
+	return ""
+}
+
+// fixNearMiss returns s written as JSON would write its number (without a plus sign or leading
+// zeros, with a 0 before a bare decimal point and after a bare one or a bare exponent's e), and
+// the first of those it changed, as numberNearMiss says it; why is "" when it changed nothing.
+func fixNearMiss(s string) (fixed, why string) {
+	note := func(reason string) {
+		if why == "" {
+			why = reason
+		}
+	}
+	sign := ""
+	if t, ok := strings.CutPrefix(s, "+"); ok {
+		if strings.HasPrefix(t, "-") {
+			return s, "" // two signs
+		}
+		note("a JSON number has no plus sign")
+		s = t
+	} else if t, ok := strings.CutPrefix(s, "-"); ok {
+		sign, s = "-", t
+	}
+	whole, rest := s, ""
+	if i := strings.IndexAny(s, ".eE"); i >= 0 {
+		whole, rest = s[:i], s[i:]
+	}
+	switch t := strings.TrimLeft(whole, "0"); {
+	case whole == "" && strings.HasPrefix(rest, "."):
+		note("a JSON number has a digit before its decimal point")
+		whole = "0"
+	case len(whole) > 1 && t != whole:
+		note("a JSON number has no leading zero")
+		if whole = t; whole == "" {
+			whole = "0"
+		}
+	}
+	frac, exp := rest, ""
+	if i := strings.IndexAny(rest, "eE"); i >= 0 {
+		frac, exp = rest[:i], rest[i:]
+	}
+	if frac == "." {
+		note("a JSON number has a digit after its decimal point")
+		frac = ".0"
+	}
+	if exp != "" && strings.TrimLeft(exp[1:], "+-") == "" && len(exp) <= 2 {
+		note("a JSON number has digits after its exponent's e")
+		exp += "0"
+	}
+	return sign + whole + frac + exp, why
+}
+
+// isJSONNumber reports whether s is a number in JSON's syntax, and nothing else.
+func isJSONNumber(s string) bool {
+	end, ok := numberEnd([]byte(s), 0)
+	return ok && end == len(s) && s != ""
 }

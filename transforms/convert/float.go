@@ -42,7 +42,7 @@ func (e floatEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 		var ok bool
 		if f, ok = specialFloat(s); !ok {
 			if end, ok := numberEnd(s, 0); !ok || end != len(s) || len(s) == 0 {
-				return dst, errValue(v, fmt.Sprintf("is not a number; %s takes a number or one of \"NaN\", \"Infinity\", \"-Infinity\"", e.name()))
+				return dst, errValue(v, notANumber(v, fmt.Sprintf("%s takes a number or one of \"NaN\", \"Infinity\", \"-Infinity\"", e.name())))
 			}
 			if f, err = strconv.ParseFloat(bytesString(s), e.bits); err != nil && math.IsInf(f, 0) {
 				return dst, errValue(v, fmt.Sprintf("is out of range for %s", e.name()))

@@ -218,5 +218,5 @@ func notAnInteger(v value, name string) error {
 		return errValue(v, fmt.Sprintf("is a string, not the JSON boolean %s; %s takes an integer, a string holding one, or the JSON booleans true and false (without quotes)",
 			b[1:len(b)-1], name))
 	}
-	return errValue(v, fmt.Sprintf("is not a number; %s takes an integer, a string holding one, true or false", name))
+	return errValue(v, notANumber(v, fmt.Sprintf("%s takes an integer, a string holding one, true or false", name)))
 }

@@ -72,6 +72,8 @@ func TestDecimals(t *testing.T) {
 		{"Decimal32 range", []string{"a Decimal32(4)"}, `{"a":100000}`, nil, `column "a" (Decimal32(4)): 100000 is out of range for Decimal(9, 4) (-99999.9999 to 99999.9999)`},
 		{"not a number", []string{"a Decimal(10, 2)"}, `{"a":"1,5"}`, nil, `column "a" (Decimal(10, 2)): "1,5" is not a number; Decimal(10, 2) takes a number or a string holding one`},
 		{"NaN", []string{"a Decimal(10, 2)"}, `{"a":"NaN"}`, nil, `"NaN" is not a number`},
+		{"no digit before the point", []string{"a Decimal(10, 2)"}, `{"a":".5"}`, nil,
+			`".5" is not a number as JSON writes one (a JSON number has a digit before its decimal point; RFC 8259, section 6); Decimal(10, 2) takes a number or a string holding one`},
 		{"boolean", []string{"a Decimal(10, 2)"}, `{"a":true}`, nil, `true is a boolean; Decimal(10, 2) takes a number or a string holding one`},
 	})
 }
@@ -106,6 +108,11 @@ func TestBigIntegers(t *testing.T) {
 		{"the string false", []string{"a Int256"}, `{"a":"false"}`, nil,
 			`column "a" (Int256): "false" is a string, not the JSON boolean false; Int256 takes an integer, a string holding one, or the JSON booleans true and false (without quotes)`},
 		{"the string TRUE", []string{"a Int8"}, `{"a":"TRUE"}`, nil, `"TRUE" is not a number; Int8 takes an integer, a string holding one, true or false`},
+		// A number but for a detail of JSON's syntax, which ClickHouse's parsers take: the detail is said.
+		{"a leading zero", []string{"a Int8"}, `{"a":"007"}`, nil,
+			`column "a" (Int8): "007" is not a number as JSON writes one (a JSON number has no leading zero; RFC 8259, section 6); Int8 takes an integer, a string holding one, true or false`},
+		{"a plus sign", []string{"a UInt32"}, `{"a":"+5"}`, nil, `"+5" is not a number as JSON writes one (a JSON number has no plus sign; RFC 8259, section 6)`},
+		{"spaces", []string{"a Int64"}, `{"a":" 5"}`, nil, `" 5" is not a number as JSON writes one (it has spaces around it; RFC 8259, section 6)`},
 		{"array", []string{"a UInt128"}, `{"a":[1]}`, nil, `[1] is an array; UInt128 takes an integer`},
 	})
 }
