@@ -31,7 +31,7 @@ type rounding struct {
 type roundedLiteral struct {
 	literal, printed string // the first of the payload's literals that prints so, and that print, with their sign
 	fraction         bool   // the literal is no integer (1.0000000000000001, which prints as 1)
-	radix            bool   // the literal is of base 16, 8 or 2 (0x20000000000001), in a string: JSON has no such numbers
+	asString         bool   // the literal is a JSON string's whole text (or of base 16, 8 or 2, which JSON has not): the function made a number of it
 	from             string // where the literal is when not in the payload: `the attribute "uid"`, "the message id"
 }
 
@@ -95,9 +95,9 @@ const maxNumberText = 800
 // is not read further). The texts of others (messageSources) are read after the payload, alike.
 func roundingOf(payload string, others ...source) *rounding {
 	var r *rounding
-	numbers(payload, func(tok string) { r = r.read(tok, "") })
+	numbers(payload, func(tok string, asString bool) { r = r.read(tok, "", asString) })
 	for _, src := range others {
-		numbers(src.text, func(tok string) { r = r.read(tok, src.name) })
+		numbers(src.text, func(tok string, _ bool) { r = r.read(tok, src.name, true) })
 	}
 	if r == nil || len(r.rounded) == 0 {
 		return nil
@@ -105,18 +105,19 @@ func roundingOf(payload string, others ...source) *rounding {
 	// The payload's shorter numbers written otherwise than JavaScript prints them (1.0, 100.00,
 	// 1e2) are exactly an integer that a rounded literal prints as: JSON.stringify writes them so
 	// too, so the output may hold that print for them. Read only when something was rounded.
-	numbers(payload, r.readShort)
+	short := func(tok string, _ bool) { r.readShort(tok) }
+	numbers(payload, short)
 	for _, src := range others {
-		numbers(src.text, r.readShort)
+		numbers(src.text, short)
 	}
 	return r
 }
 
-// read notes tok, a number's text in the text from (the payload when ""), when it has 16
-// significant digits or more: rounded when its double prints as another integer, exact
-// elsewhere when it prints otherwise than written but as the same value. It returns r, made when
-// nil and needed.
-func (r *rounding) read(tok, from string) *rounding {
+// read notes tok, a number's text in the text from (the payload when ""), the whole text of a
+// JSON string of it or not (asString), when it has 16 significant digits or more: rounded when
+// its double prints as another integer, exact elsewhere when it prints otherwise than written but
+// as the same value. It returns r, made when nil and needed.
+func (r *rounding) read(tok, from string, asString bool) *rounding {
 	if _, base := radixRun(strings.TrimPrefix(tok, "-"), 0); base != 0 {
 		return r.readRadix(tok, base, from)
 	}
@@ -171,7 +172,7 @@ func (r *rounding) read(tok, from string) *rounding {
 			if f < 0 {
 				sign = "-"
 			}
-			r.rounded[printed] = roundedLiteral{literal: tok, printed: sign + printed, fraction: fraction, from: from}
+			r.rounded[printed] = roundedLiteral{literal: tok, printed: sign + printed, fraction: fraction, from: from, asString: asString}
 		}
 	}
 	return r
@@ -208,7 +209,7 @@ func (r *rounding) readRadix(tok string, base int, from string) *rounding {
 			if tok != unsigned {
 				sign = "-"
 			}
-			r.rounded[printed] = roundedLiteral{literal: tok, printed: sign + printed, radix: true, from: from}
+			r.rounded[printed] = roundedLiteral{literal: tok, printed: sign + printed, asString: true, from: from}
 		}
 	}
 	return r
@@ -255,10 +256,13 @@ func (r *rounding) check(output string, payload string, others ...source) error 
 				why = "a JavaScript number holds 15 to 17 significant digits, so JSON.parse rounded it to an integer"
 			}
 			where, advice := "the payload", "have the producer send such a value as a string, or take it from the payload's text, not from JSON.parse"
-			if lit.from != "" {
+			switch {
+			case lit.from != "":
 				where = lit.from
+			case lit.asString:
+				where = "a string of the payload"
 			}
-			if lit.from != "" || lit.radix { // a string the function made a number of
+			if lit.from != "" || lit.asString { // a string the function made a number of
 				advice = "pass the value on as a string, not as a number"
 				why = "a JavaScript number is exact only up to 2^53 (9007199254740992), so it was rounded when the function made a number of it"
 				if lit.fraction {
@@ -365,10 +369,10 @@ func digitsOnly(s string) bool {
 
 // numbers calls fn with each maximal run of a number's characters in s that starts with a digit
 // or a '-' (digits, '.', 'e', 'E', '+' and '-'), and with the digits after a '+' that starts no
-// such run, in its JSON strings too: a string's escape
+// such run, in its JSON strings too (asString when the run is a string's whole text: stringOf): a string's escape
 // (\" or \u0041) is skipped whole, so a number of JSON held in a string is read as the function
 // that parses the string reads it.
-func numbers(s string, fn func(string)) {
+func numbers(s string, fn func(tok string, asString bool)) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -391,7 +395,7 @@ func numbers(s string, fn func(string)) {
 			k++
 		}
 		if end, base := radixRun(s, k); base != 0 {
-			fn(s[i:end]) // "0x20000000000001": Number reads it, and rounds it as it rounds a decimal one
+			fn(s[i:end], true) // "0x20000000000001": Number reads it, and rounds it as it rounds a decimal one
 			i = end - 1
 			continue
 		}
@@ -399,9 +403,26 @@ func numbers(s string, fn func(string)) {
 		for j < len(s) && isNumberByte(s[j]) {
 			j++
 		}
-		fn(s[i:j])
+		fn(s[i:j], stringOf(s, i, j))
 		i = j - 1
 	}
+}
+
+// stringOf reports whether s[i:j], a number's text, is the whole text of a JSON string of s but
+// for a '+' before it and spaces around it ("9007199254740993", " +9007199254740993"): a string
+// that a function made a number of (Number, parseInt), where JSON.parse would read a number of
+// JSON it holds among other text ("{\"id\":9007199254740993}").
+func stringOf(s string, i, j int) bool {
+	if i > 0 && s[i-1] == '+' {
+		i--
+	}
+	for i > 0 && s[i-1] == ' ' {
+		i--
+	}
+	for j < len(s) && s[j] == ' ' {
+		j++
+	}
+	return i > 0 && s[i-1] == '"' && j < len(s) && s[j] == '"'
 }
 
 // radixRun returns the end of an integer's text of base 16, 8 or 2 with its prefix that starts at

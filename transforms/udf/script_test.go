@@ -386,13 +386,16 @@ function asText(payload, message) { return JSON.stringify({uid: message.attribut
 			`javascript UDF fromAttribute failed: returned 9007199254740992 where the attribute "uid" holds 9007199254740993: a JavaScript number is exact only up to 2^53 (9007199254740992), so it was rounded when the function made a number of it; ` +
 				`the message is dead-lettered rather than stored changed (pass the value on as a string, not as a number)`},
 		{"fromString", `{"uid":"+9007199254740993"}`, messageInfo{ID: "1"},
-			`javascript UDF fromString failed: returned 9007199254740992 where the payload holds 9007199254740993: a JavaScript number is exact only up to 2^53 (9007199254740992), so JSON.parse rounded it; ` +
-				`the message is dead-lettered rather than stored changed (have the producer send such a value as a string, or take it from the payload's text, not from JSON.parse)`},
+			`javascript UDF fromString failed: returned 9007199254740992 where a string of the payload holds 9007199254740993: a JavaScript number is exact only up to 2^53 (9007199254740992), so it was rounded when the function made a number of it; ` +
+				`the message is dead-lettered rather than stored changed (pass the value on as a string, not as a number)`},
 		{"fromString", `{"uid":"+9007199254740992"}`, messageInfo{ID: "1"}, ""},
+		{"fromString", `{"uid":" 9007199254740993 "}`, messageInfo{ID: "1"},
+			`javascript UDF fromString failed: returned 9007199254740992 where a string of the payload holds 9007199254740993: a JavaScript number is exact only up to 2^53 (9007199254740992), so it was rounded when the function made a number of it; ` +
+				`the message is dead-lettered rather than stored changed (pass the value on as a string, not as a number)`},
 		// Integers of base 16, 8 and 2, which Number reads in a string (and JSON has not): 2^53+1
 		// was stored as 2^53.
 		{"fromString", `{"uid":"0x20000000000001"}`, messageInfo{ID: "1"},
-			`javascript UDF fromString failed: returned 9007199254740992 where the payload holds 0x20000000000001: a JavaScript number is exact only up to 2^53 (9007199254740992), so it was rounded when the function made a number of it; ` +
+			`javascript UDF fromString failed: returned 9007199254740992 where a string of the payload holds 0x20000000000001: a JavaScript number is exact only up to 2^53 (9007199254740992), so it was rounded when the function made a number of it; ` +
 				`the message is dead-lettered rather than stored changed (pass the value on as a string, not as a number)`},
 		{"fromString", `{"uid":"0x20000000000000"}`, messageInfo{ID: "1"}, ""},
 		{"fromString", `{"uid":"0x20000000000002"}`, messageInfo{ID: "1"}, ""},
