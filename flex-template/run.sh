@@ -79,7 +79,21 @@ dashed_param() {
   die "${1%%=*}: this script takes template parameters as NAME=VALUE, without dashes: $name=VALUE (the binary's --$name=VALUE form is for local runs)"
 }
 
+# shown is how an error names the argument $1 that follows the argument $2: as it is, unless $2
+# is a parameter whose value can hold a password (clickHousePassword=, or a URL's user:password@
+# in clickHouseUrl=, or a key's text in clickHouseClientKey=): then $1 may be the rest of that
+# value, which the shell split at a space because it was not quoted, and is not shown.
+shown() {
+  if [[ ${2-} =~ ^(clickHousePassword|clickHouseUrl|clickHouseClientKey)= ]]; then
+    echo "the argument after ${2%%=*}=... (not shown: it may be the rest of that value; quote a value with spaces as one argument, '${2%%=*}=a b')"
+  else
+    echo "$1"
+  fi
+}
+
+prev=""
 while (($#)); do
+  arg=$1
   case "$1" in
     -h | --help) usage; exit 0 ;;
     --project) need "$1" "${2-}"; project=$2; shift 2 ;;
@@ -103,10 +117,11 @@ while (($#)); do
     --gcloud-arg=*) gcloud_args+=("${1#*=}"); shift ;;
     --dry-run) dry_run=1; shift ;;
     --) shift; params+=("$@"); break ;;
-    -*) dashed_param "$1"; die "unknown option: ${1%%=*}" ;;
+    -*) dashed_param "$1"; die "unknown option: $(shown "${1%%=*}" "$prev")" ;;
     *=*) params+=("$1"); shift ;;
-    *) die "not an option nor a NAME=VALUE template parameter: $1" ;;
+    *) die "not an option nor a NAME=VALUE template parameter: $(shown "$1" "$prev")" ;;
   esac
+  prev=$arg
 done
 
 [[ -n $project ]] || die "--project is required"
@@ -129,19 +144,21 @@ job_name=${job_name:-pubsub-to-clickhouse-$(date -u +%Y%m%d-%H%M%S)}
   die "--job-name must be lowercase letters, digits and hyphens, start with a letter and not end with a hyphen: $job_name"
 
 have_password=0
+prev=""
 for p in ${params[@]+"${params[@]}"}; do
   [[ $p != -* ]] || dashed_param "$p"
-  [[ $p == *=* ]] || die "not a NAME=VALUE template parameter: $p"
+  [[ $p == *=* ]] || die "not a NAME=VALUE template parameter: $(shown "$p" "$prev")"
   name=${p%%=*}
   if ! grep -Fqx -- "$name" <<<"$known"; then
     # The binary's own parameter of local runs, and a name in another letter case: say which.
     [[ $name != stopAfterIdle ]] ||
       die "stopAfterIdle is for local runs only: a Dataflow job runs until it is drained (gcloud dataflow jobs drain JOB_ID); leave it out"
     near=$(grep -Fix -- "$name" <<<"$known" | head -n 1 || true) # none: grep's status 1 would end the script (set -e)
-    [[ -z $near ]] || die "unknown template parameter: $name: did you mean $near? (names are case-sensitive)"
-    die "unknown template parameter: $name (the parameters: $(tr "\n" " " <<<"$known"))"
+    [[ -z $near ]] || die "unknown template parameter: $(shown "$name" "$prev"): did you mean $near? (names are case-sensitive)"
+    die "unknown template parameter: $(shown "$name" "$prev") (the parameters: $(tr "\n" " " <<<"$known"))"
   fi
   [[ $name != clickHousePassword ]] || have_password=1
+  prev=$p
 done
 if ((!have_password)) && [[ -n ${CLICKHOUSE_PASSWORD+set} ]]; then
   params+=("clickHousePassword=$CLICKHOUSE_PASSWORD")

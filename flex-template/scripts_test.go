@@ -122,6 +122,29 @@ func TestScripts(t *testing.T) {
 			t.Errorf("run.sh --clickHousePassword=...: %v, want %q and no password\n%s", err, want, out)
 		}
 
+		// A value the shell split at a space, unquoted (clickHousePassword=pw Rest-42): the word
+		// after a value that can hold a password is refused without being shown, wherever it
+		// falls (before or after the "--") and whatever it looks like.
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"clickHousePassword=pw", "Rest-42"}, "run.sh: not an option nor a NAME=VALUE template parameter: the argument after clickHousePassword=..."},
+			{[]string{"--", "clickHousePassword=pw", "Rest-42"}, "run.sh: not a NAME=VALUE template parameter: the argument after clickHousePassword=..."},
+			{[]string{"--", "clickHousePassword=pw", "Rest-42=x"}, "run.sh: unknown template parameter: the argument after clickHousePassword=..."},
+			{[]string{"clickHousePassword=pw", "Rest-42=x"}, "run.sh: unknown template parameter: the argument after clickHousePassword=..."},
+			{[]string{"clickHousePassword=pw", "-Rest-42"}, "run.sh: unknown option: the argument after clickHousePassword=..."},
+			{[]string{"--", "clickHouseUrl=clickhouse://u:pw", "Rest-42@ch:9000"}, "run.sh: not a NAME=VALUE template parameter: the argument after clickHouseUrl=..."},
+			{[]string{"--", "clickHousePassword=pw", "clickhouseurl=Rest-42"}, "run.sh: unknown template parameter: the argument after clickHousePassword=..."},
+		} {
+			args := append([]string{"run.sh", "--project", "p", "--region", "r", "--bucket", "b", "--dry-run", "inputSubscription=projects/p/subscriptions/s"}, tc.args...)
+			out, err := command(t, ".", nil, bash, args...)
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(out, tc.want) || strings.Contains(out, "Rest-42") {
+				t.Errorf("run.sh %q: %v, want exit status 2, %q and not Rest-42\n%s", tc.args, err, tc.want, out)
+			}
+		}
+
 		// A URL's password and secret options, and the password in another value, are hidden
 		// as the binary's logs hide them.
 		out, err = command(t, ".", nil, bash, "run.sh", "--project", "p", "--region", "r", "--bucket", "b", "--dry-run", "--",
