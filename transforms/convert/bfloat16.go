@@ -36,7 +36,7 @@ func (bfloat16Encoder) encode(dst []byte, v value, c *Converter) ([]byte, error)
 			return binary.LittleEndian.AppendUint16(dst, uint16(float32Bits(f)>>16)), nil
 		}
 		if end, ok := numberEnd(s, 0); !ok || end != len(s) || len(s) == 0 {
-			return dst, errValue(v, "is not a number; BFloat16 takes a number or one of \"NaN\", \"Infinity\", \"-Infinity\"")
+			return dst, errValue(v, notANumber(v, `BFloat16 takes a number or one of "NaN", "Infinity", "-Infinity"`))
 		}
 		text = s
 	default:
