@@ -460,6 +460,9 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 	}, func(n int, err error) {
 		slog.Warn("dead-letter INSERT failed; retrying", "table", f.Table, "rows", len(recs), "attempt", n, "error", err)
 	})
+	if err != nil && len(recs) > 1 && chclient.Classify(err) == chclient.Memory {
+		return err // the server's error, for insertSplitting to split on and log: the bundle goes on
+	}
 	if err != nil {
 		if hint != "" {
 			hint = "; " + hint

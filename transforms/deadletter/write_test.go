@@ -207,9 +207,17 @@ func TestInsertSplitsOnMemoryLimit(t *testing.T) {
 		Config: Config{ClickHouse: chclient.Config{Database: "db"}, Table: "dead_letters", Retry: chclient.Retry{MaxRetries: 2}},
 		conn:   conn,
 	}
+	var logs bytes.Buffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
 	var acked []string
 	if err := f.ProcessElement(context.Background(), 0, flow.DeadLetters{Letters: recs}, func(ids []string) { acked = append(acked, ids...) }); err != nil {
 		t.Fatalf("a batch the server takes in parts: %v", err)
+	}
+	// The split's log line gives the server's error, not the words of a failed bundle: the
+	// bundle goes on.
+	if !strings.Contains(logs.String(), "splitting it in halves") || strings.Contains(logs.String(), "the bundle fails") {
+		t.Errorf("the log of a split says the bundle fails, or says nothing:\n%s", logs.String())
 	}
 	var stored []string
 	for _, cols := range conn.appended {
