@@ -185,13 +185,28 @@ func (c *Checker) Fields(conv *convert.Converter, payload []byte, known func(nam
 // while unknownFieldsColumn is unset: each refusal, then "the message is a dead letter".
 type Refusals []*Refusal
 
+// Error lists the refusals, joined with "; ", as many as fit in maxRefusalsText (at least one),
+// then says how many more there were: a message may hold thousands of new fields, and its dead
+// letter keeps at most 16 KiB of the error (flow.MaxErrorBytes).
 func (e Refusals) Error() string {
-	parts := make([]string, len(e))
+	var b strings.Builder
 	for i, r := range e {
-		parts[i] = r.Error()
+		s := r.Error()
+		if i > 0 && b.Len()+2+len(s) > maxRefusalsText {
+			fmt.Fprintf(&b, "; and %d more fields refused", len(e)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(s)
 	}
-	return strings.Join(parts, "; ") + "; the message is a dead letter"
+	return b.String() + "; the message is a dead letter"
 }
+
+// maxRefusalsText is the most of Refusals.Error's text that lists refusals: room within
+// flow.MaxErrorBytes (16 KiB) for the rest of the dead letter's error message.
+const maxRefusalsText = 15 << 10
 
 // Unwrap returns each refusal, for errors.As.
 func (e Refusals) Unwrap() []error {

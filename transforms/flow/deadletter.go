@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // DeadLetter is a message that could not become a row, as the parse and write stages pass it to
@@ -60,6 +62,8 @@ type DeadLetters struct {
 // is known, then the error and each cause in its chain, one per line (a control character in an
 // error's text, such as a raw newline of the payload it quotes, escaped by OneLine). A joined
 // error (several columns failed) lists each part.
+//
+// It is at most MaxErrorBytes (BoundError): the chain is not written further once it is longer.
 func StackTrace(stage, column string, err error) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "stage: %s\n", stage)
@@ -67,7 +71,35 @@ func StackTrace(stage, column string, err error) string {
 		fmt.Fprintf(&b, "column: %s\n", column)
 	}
 	writeChain(&b, err, "")
-	return strings.TrimRight(b.String(), "\n")
+	return BoundError(strings.TrimRight(b.String(), "\n"))
+}
+
+// MaxErrorBytes bounds a dead letter's error message and its stack trace, each (BoundError). An
+// error's text grows with what it lists: a message with thousands of new fields that
+// addNewColumns refuses names each of them, twice over with the stack trace (about 170 bytes a
+// field, where the field took 9 bytes of the payload), so that 300 such messages of 23 KB made
+// 212 MB of dead letters and took the local run to a peak of 4.5 GB. A dead letter's size is then
+// its payload and at most twice this.
+const MaxErrorBytes = 16 << 10
+
+// BoundError returns s when it is at most MaxErrorBytes, else its start, cut on a character
+// boundary and ended with text.Ellipsis and a note of how many bytes were left out, in
+// MaxErrorBytes in all.
+func BoundError(s string) string {
+	if len(s) <= MaxErrorBytes {
+		return s
+	}
+	// The note's length with the most digits the count can have: what is kept depends on it.
+	note := func(n int) string { return fmt.Sprintf(" (%d bytes more were cut)", n) }
+	kept := text.Prefix(s, MaxErrorBytes-len(text.Ellipsis)-len(note(len(s))))
+	return kept + text.Ellipsis + note(len(s)-len(kept))
+}
+
+// BoundErrors returns r with its error message and stack trace bounded (BoundError): what
+// every stage that makes a dead letter returns.
+func (r DeadLetter) BoundErrors() DeadLetter {
+	r.ErrorMessage, r.StackTrace = BoundError(r.ErrorMessage), BoundError(r.StackTrace)
+	return r
 }
 
 // WithTable returns a StackTrace with the line "table: <table>" after its stage's: the table a
@@ -82,9 +114,12 @@ func WithTable(trace, table string) string {
 
 func writeChain(b *strings.Builder, err error, indent string) {
 	prefix := "error: "
-	for err != nil {
+	for err != nil && b.Len() <= MaxErrorBytes {
 		if joined, ok := err.(interface{ Unwrap() []error }); ok {
 			for _, e := range joined.Unwrap() {
+				if b.Len() > MaxErrorBytes {
+					break
+				}
 				writeChain(b, e, indent+"  ")
 			}
 			return

@@ -67,7 +67,7 @@ func (r Row) DeadLetter(errorMessage, stackTrace string, failedAt time.Time) Dea
 		Attributes:     r.Attributes,
 		OrderingKey:    r.OrderingKey,
 		AckID:          r.AckID,
-	}
+	}.BoundErrors()
 }
 
 // Rows is a group of rows that travels as one element: the rows of one source element out of

@@ -355,5 +355,5 @@ func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 		Attributes:     m.Attributes,
 		OrderingKey:    m.OrderingKey,
 		AckID:          m.AckID,
-	}
+	}.BoundErrors()
 }

@@ -470,7 +470,7 @@ func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 		Attributes:     m.Attributes,
 		OrderingKey:    m.OrderingKey,
 		AckID:          m.AckID,
-	}
+	}.BoundErrors()
 }
 
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
