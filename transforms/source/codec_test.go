@@ -156,24 +156,3 @@ func TestPullCodecBuffers(t *testing.T) {
 		t.Errorf("no buffers: %v, %d messages; want an empty response", err, len(got.GetReceivedMessages()))
 	}
 }
-
-// BenchmarkPullUnmarshal copies a Pull response of 4,000 messages of 1,000 bytes (about 4 MiB),
-// handed over in gRPC's buffers of 16 KiB, into one slice: gRPC's Materialize, which clears the
-// slice before copying, against materialize, which does not.
-func BenchmarkPullUnmarshal(b *testing.B) {
-	data := inBuffers(pullResponseBytes(b, 4000), 16<<10)
-	b.SetBytes(int64(data.Len()))
-	for _, c := range []struct {
-		name string
-		copy func(mem.BufferSlice) []byte
-	}{{"Materialize", mem.BufferSlice.Materialize}, {"materialize", materialize}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if len(c.copy(data)) != data.Len() {
-					b.Fatal("short copy")
-				}
-			}
-		})
-	}
-}
