@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // DeadLetter is a message that could not become a row, as the parse and write stages pass it to
@@ -83,7 +81,7 @@ func StackTrace(stage, column string, err error) string {
 const MaxErrorBytes = 16 << 10
 
 // BoundError returns s when it is at most MaxErrorBytes, else its start, cut on a character
-// boundary and ended with text.Ellipsis and a note of how many bytes were left out, in
+// boundary and ended with an ellipsis (…) and a note of how many bytes were left out, in
 // MaxErrorBytes in all.
 func BoundError(s string) string {
 	if len(s) <= MaxErrorBytes {
@@ -91,9 +89,15 @@ func BoundError(s string) string {
 	}
 	// The note's length with the most digits the count can have: what is kept depends on it.
 	note := func(n int) string { return fmt.Sprintf(" (%d bytes more were cut)", n) }
-	kept := text.Prefix(s, MaxErrorBytes-len(text.Ellipsis)-len(note(len(s))))
-	return kept + text.Ellipsis + note(len(s)-len(kept))
+	n := MaxErrorBytes - len(ellipsis) - len(note(len(s)))
+	for n > 0 && !utf8.RuneStart(s[n]) { // on a character's first byte
+		n--
+	}
+	return s[:n] + ellipsis + note(len(s)-n)
 }
+
+// ellipsis ends a text BoundError cut (text.Ellipsis; the values layer imports no plumbing).
+const ellipsis = "…"
 
 // BoundErrors returns r with its error message and stack trace bounded (BoundError): what
 // every stage that makes a dead letter returns.
