@@ -444,7 +444,8 @@ type progress struct {
 	start      time.Time
 	last       time.Time
 	every      time.Duration
-	base       int // the messages of earlier calls of topicWriter.publish
+	base       int  // the messages of earlier calls of topicWriter.publish
+	shown      bool // a progress line is on the terminal, not ended by a newline
 }
 
 func newProgress(cio *cmdIO, verb, dest string) *progress {
@@ -465,8 +466,18 @@ func (p *progress) update(n int) {
 	line := fmt.Sprintf("%s %d messages to %s, %.0f msgs/s", p.verb, n, p.dest, psclient.Rate(int64(n), now.Sub(p.start)))
 	if p.cio.tty {
 		fmt.Fprintf(p.cio.Err, "\r%s\x1b[K", line)
+		p.shown = true
 	} else {
 		fmt.Fprintln(p.cio.Err, line)
+	}
+}
+
+// clear clears the progress line on a terminal, if one is shown, so that what is written next
+// (a warning, an error) starts a line of its own; the next update writes the line again.
+func (p *progress) clear() {
+	if p.shown {
+		fmt.Fprint(p.cio.Err, "\r\x1b[K")
+		p.shown = false
 	}
 }
 
@@ -477,6 +488,7 @@ func (p *progress) done(n int, err error) {
 	took := time.Since(p.start)
 	if p.cio.tty {
 		fmt.Fprint(p.cio.Err, "\r\x1b[K")
+		p.shown = false
 	}
 	if err != nil {
 		return

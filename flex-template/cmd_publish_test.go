@@ -178,3 +178,33 @@ func TestPublishCreateOnly(t *testing.T) {
 		}
 	}
 }
+
+// On a terminal the progress line is rewritten in place; a warning or an error written after it
+// starts a line of its own (progress.clear), and a run that failed ends without a summary of a
+// success (progress.done), whose error says the count.
+func TestProgressOnTerminal(t *testing.T) {
+	var errOut bytes.Buffer
+	cio := newCmdIO(nil, io.Discard, &errOut)
+	cio.tty = true
+	p := newProgress(cio, "published", "projects/p/topics/t")
+	p.every = 0
+	p.update(5)
+	p.clear()
+	fmt.Fprintln(cio.Err, "a warning")
+	p.clear() // nothing shown: nothing written
+	p.update(7)
+	p.done(7, fmt.Errorf("failed"))
+	got := strings.NewReplacer("\r", `\r`, "\x1b[K", `\e[K`).Replace(errOut.String())
+	lines := strings.SplitAfter(got, "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], `\rpublished 5 messages to projects/p/topics/t, `) ||
+		!strings.HasSuffix(lines[0], `\e[K\r\e[Ka warning`+"\n") ||
+		!strings.HasPrefix(lines[1], `\rpublished 7 messages`) || !strings.HasSuffix(lines[1], `\e[K\r\e[K`) {
+		t.Errorf("terminal output %q: want the progress line, cleared before the warning, then again, cleared at the end without a summary", got)
+	}
+	errOut.Reset()
+	p.update(9)
+	p.done(9, nil)
+	if got := errOut.String(); !strings.Contains(got, "\r\x1b[Kpublished 9 messages to projects/p/topics/t in ") {
+		t.Errorf("a run that ended well: %q, want the progress line cleared and the summary", got)
+	}
+}

@@ -792,9 +792,14 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	}
 	var w *topicWriter
 	p := newProgress(cio, "published", r.topic)
+	// fail reports err on a line of its own, after the progress line a terminal shows.
+	fail := func(err error) int {
+		p.clear()
+		return failure(cio, "replay", err)
+	}
 	if !r.dryRun {
 		if w, err = openTopicWriter(ctx, r.topic); err != nil {
-			return failure(cio, "replay", err)
+			return fail(err)
 		}
 		defer w.close()
 	}
@@ -812,7 +817,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	var acker *psclient.Acker
 	if !r.dryRun {
 		if acker, err = psclient.NewAcker(ctx, r.subscription, replayAckSettings(s.GetAckDeadlineSeconds())); err != nil {
-			return failure(cio, "replay", fmt.Errorf("--fromSubscription %s: %w", r.subscription, err))
+			return fail(fmt.Errorf("--fromSubscription %s: %w", r.subscription, err))
 		}
 		defer func() {
 			acker.Release(context.WithoutCancel(ctx)) // a failed batch's, also in heldAcks
@@ -828,7 +833,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	for {
 		resp, err := pullWithin(ctx, subs, &pubsubpb.PullRequest{Subscription: r.subscription, MaxMessages: 1000}, pullTimeout)
 		if err != nil {
-			return failure(cio, "replay", fmt.Errorf("%w (replayed %d)", err, replayed))
+			return fail(fmt.Errorf("%w (replayed %d)", err, replayed))
 		}
 		var batch []*pubsub.Message
 		var acks []string
@@ -857,7 +862,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 					for _, other := range resp.GetReceivedMessages() { // none of this pull is published
 						heldAcks = append(heldAcks, other.GetAckId())
 					}
-					return failure(cio, "replay", fmt.Errorf("--fromSubscription %s delivers this replay's own messages (replay_id=%s, without the dead-letter stage's errorMessage and failedAt): it is on --topic %s, not on the dead-letter topic; stopped after %d", r.subscription, r.id, r.topic, replayed))
+					return fail(fmt.Errorf("--fromSubscription %s delivers this replay's own messages (replay_id=%s, without the dead-letter stage's errorMessage and failedAt): it is on --topic %s, not on the dead-letter topic; stopped after %d", r.subscription, r.id, r.topic, replayed))
 				case err != nil: // not the stage's time: when it failed cannot be told
 					left, why = &unreadable, fmt.Sprintf("it carries this run's replay_id, and its failedAt %q is not the dead-letter stage's (%s)", a[deadletter.AttrFailedAt], deadletter.FailedAtLayout)
 				case !failedAt.Before(start.Add(-clockMargin)):
@@ -870,6 +875,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			}
 			if left != nil {
 				*left++
+				p.clear()
 				fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: leaving message %s on %s, unacknowledged: %s\n", m.GetMessageId(), r.subscription, why)
 				heldAcks = append(heldAcks, rm.GetAckId())
 				heldKeys.add(m.GetOrderingKey())
@@ -884,6 +890,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 				tooLarge++
 				heldAcks = append(heldAcks, rm.GetAckId())
 				heldKeys.add(m.GetOrderingKey())
+				p.clear()
 				fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: leaving message %s on %s, unacknowledged: %v\n", m.GetMessageId(), r.subscription, err)
 				continue
 			}
@@ -905,12 +912,12 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 				// Nothing of this batch is acknowledged: it is delivered again at once, and a second
 				// run replays the published ones again.
 				heldAcks = append(heldAcks, acks...)
-				return failure(cio, "replay", fmt.Errorf("%w; replayed %d before this pull; of its %d, %d were published (and those that failed may have been), and all %d stay on %s, unacknowledged: "+
+				return fail(fmt.Errorf("%w; replayed %d before this pull; of its %d, %d were published (and those that failed may have been), and all %d stay on %s, unacknowledged: "+
 					"the next run publishes them again", err, replayed, len(batch), n, len(batch), r.subscription))
 			}
 			if err := acker.Ack(ctx, acks); err != nil {
 				heldAcks = append(heldAcks, acks...)
-				return failure(cio, "replay", fmt.Errorf("acknowledging on %s: %w (their %d messages were published and will be delivered again)", r.subscription, err, len(acks)))
+				return fail(fmt.Errorf("acknowledging on %s: %w (their %d messages were published and will be delivered again)", r.subscription, err, len(acks)))
 			}
 			replayed += n
 		}
