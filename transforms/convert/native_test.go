@@ -149,6 +149,46 @@ func appendConverted(t *testing.T, conv *convert.Converter, ct *chtype.Type, pay
 	}
 }
 
+// convertedColumn converts the JSON values of a field c (one row each) for a column of type typ,
+// and returns the product's Column of them.
+func convertedColumn(t *testing.T, typ string, values ...string) convert.Column {
+	t.Helper()
+	ct, err := chtype.Parse(typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := convert.New(table(t, "c "+typ))
+	if err != nil {
+		t.Fatal(err)
+	}
+	col, err := convert.NewColumn(ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payloads := make([]string, len(values))
+	for i, v := range values {
+		payloads[i] = `{"c":` + v + `}`
+	}
+	appendConverted(t, conv, ct, payloads, col)
+	return col
+}
+
+// sentAndRead hands col's values to clickhouse-go's column of type typ, and returns the block's
+// bytes it encodes and its column decoded from them (rows rows).
+func sentAndRead(t *testing.T, typ string, col convert.Column, rows int) ([]byte, chcolumn.Interface) {
+	t.Helper()
+	sent := driverColumn(t, typ)
+	if _, err := sent.Append(col.Values()); err != nil {
+		t.Fatalf("the driver's Append of %#v: %v", col.Values(), err)
+	}
+	b := encoded(sent)
+	read := driverColumn(t, typ)
+	if err := chclient.ReadNative(read, chclient.Native{Values: b, Rows: rows, Type: typ}); err != nil {
+		t.Fatalf("the driver's Decode: %v", err)
+	}
+	return b, read
+}
+
 // shown prints a row's value, through its pointer for a Nullable column's.
 func shown(v any) string {
 	if r := reflect.ValueOf(v); r.Kind() == reflect.Pointer {
@@ -393,19 +433,7 @@ func TestNullInsideCompositesReachesTheDriver(t *testing.T) {
 		{"Array(Array(Nullable(Time)))", `[[null],[]]`},
 	} {
 		t.Run(tc.typ, func(t *testing.T) {
-			ct, err := chtype.Parse(tc.typ)
-			if err != nil {
-				t.Fatal(err)
-			}
-			conv, err := convert.New(table(t, "c "+tc.typ))
-			if err != nil {
-				t.Fatal(err)
-			}
-			values, err := convert.NewColumn(ct)
-			if err != nil {
-				t.Fatal(err)
-			}
-			appendConverted(t, conv, ct, []string{`{"c":` + tc.value + `}`}, values)
+			values := convertedColumn(t, tc.typ, tc.value)
 			col := driverColumn(t, tc.typ)
 			defer func() {
 				if p := recover(); p != nil {
@@ -442,33 +470,9 @@ func TestLowCardinalityFloatsReachTheServer(t *testing.T) {
 		{"LowCardinality(Nullable(Float64))", []string{`"NaN"`, `null`, `1`}, []string{"NaN", "<nil>", "1"}},
 	} {
 		t.Run(tc.typ, func(t *testing.T) {
-			ct, err := chtype.Parse(tc.typ)
-			if err != nil {
-				t.Fatal(err)
-			}
-			conv, err := convert.New(table(t, "c "+tc.typ))
-			if err != nil {
-				t.Fatal(err)
-			}
-			values, err := convert.NewColumn(ct)
-			if err != nil {
-				t.Fatal(err)
-			}
-			payloads := make([]string, len(tc.payloads))
-			for i, p := range tc.payloads {
-				payloads[i] = `{"c":` + p + `}`
-			}
-			appendConverted(t, conv, ct, payloads, values)
-			sent := driverColumn(t, tc.typ)
-			if _, err := sent.Append(values.Values()); err != nil {
-				t.Fatalf("the driver's Append of %#v: %v", values.Values(), err)
-			}
-			read := driverColumn(t, tc.typ)
-			if err := chclient.ReadNative(read, chclient.Native{Values: encoded(sent), Rows: len(payloads), Type: tc.typ}); err != nil {
-				t.Fatalf("the driver's Decode: %v", err)
-			}
+			_, read := sentAndRead(t, tc.typ, convertedColumn(t, tc.typ, tc.payloads...), len(tc.payloads))
 			var got []string
-			for i := range payloads {
+			for i := range tc.payloads {
 				got = append(got, shown(read.Row(i, false)))
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -511,36 +515,15 @@ func TestLowCardinalityFloatsShareTheirDictionary(t *testing.T) {
 			func(i int) string { return fmt.Sprintf("[%d NaN 1.5]", i%5) }, 2000, 2000*8 + 3*2000 + 8*8 + 64},
 	} {
 		t.Run(tc.typ, func(t *testing.T) {
-			ct, err := chtype.Parse(tc.typ)
-			if err != nil {
-				t.Fatal(err)
-			}
-			conv, err := convert.New(table(t, "c "+tc.typ))
-			if err != nil {
-				t.Fatal(err)
-			}
-			values, err := convert.NewColumn(ct)
-			if err != nil {
-				t.Fatal(err)
-			}
 			payloads := make([]string, tc.rows)
 			for i := range payloads {
-				payloads[i] = `{"c":` + tc.payload(i) + `}`
+				payloads[i] = tc.payload(i)
 			}
-			appendConverted(t, conv, ct, payloads, values)
-			sent := driverColumn(t, tc.typ)
-			if _, err := sent.Append(values.Values()); err != nil {
-				t.Fatal(err)
-			}
-			b := encoded(sent)
+			b, read := sentAndRead(t, tc.typ, convertedColumn(t, tc.typ, payloads...), tc.rows)
 			if len(b) > tc.max {
 				t.Errorf("the driver encodes %d rows of %s in %d bytes, want at most %d", tc.rows, tc.typ, len(b), tc.max)
 			}
 			// And each row still has its own value.
-			read := driverColumn(t, tc.typ)
-			if err := chclient.ReadNative(read, chclient.Native{Values: b, Rows: tc.rows, Type: tc.typ}); err != nil {
-				t.Fatal(err)
-			}
 			for i := range tc.rows {
 				if got, want := shown(read.Row(i, false)), tc.want(i); got != want {
 					t.Fatalf("row %d: %s, want %s", i, got, want)

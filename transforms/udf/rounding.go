@@ -160,20 +160,27 @@ func (r *rounding) read(tok, from string, asString bool) *rounding {
 		}
 		exact, fraction = lit.Cmp(back) == 0, !lit.IsInt()
 	}
+	if exact && unsigned == printed {
+		return r // written as it prints
+	}
+	return r.note(printed, exact, roundedLiteral{literal: tok, printed: printed, fraction: fraction, from: from, asString: asString})
+}
+
+// note records a literal that prints as printed (without a sign): exact elsewhere when exact,
+// else rounded when it is the first literal that prints so (lit, its printed text given the
+// literal's sign here). It returns r, made when nil.
+func (r *rounding) note(printed string, exact bool, lit roundedLiteral) *rounding {
 	if r == nil {
 		r = &rounding{rounded: map[string]roundedLiteral{}, exactElsewhere: map[string]int{}}
 	}
-	switch {
-	case exact && unsigned != printed:
+	switch _, seen := r.rounded[printed]; {
+	case exact:
 		r.exactElsewhere[printed]++
-	case !exact:
-		if _, ok := r.rounded[printed]; !ok {
-			sign := ""
-			if f < 0 {
-				sign = "-"
-			}
-			r.rounded[printed] = roundedLiteral{literal: tok, printed: sign + printed, fraction: fraction, from: from, asString: asString}
+	case !seen:
+		if strings.HasPrefix(lit.literal, "-") {
+			lit.printed = "-" + lit.printed
 		}
+		r.rounded[printed] = lit
 	}
 	return r
 }
@@ -197,22 +204,8 @@ func (r *rounding) readRadix(tok string, base int, from string) *rounding {
 		return r
 	}
 	printed := jsText(f)
-	if r == nil {
-		r = &rounding{rounded: map[string]roundedLiteral{}, exactElsewhere: map[string]int{}}
-	}
-	switch {
-	case new(big.Float).SetFloat64(f).Cmp(exactly) == 0:
-		r.exactElsewhere[printed]++
-	default:
-		if _, ok := r.rounded[printed]; !ok {
-			sign := ""
-			if tok != unsigned {
-				sign = "-"
-			}
-			r.rounded[printed] = roundedLiteral{literal: tok, printed: sign + printed, asString: true, from: from}
-		}
-	}
-	return r
+	exact := new(big.Float).SetFloat64(f).Cmp(exactly) == 0
+	return r.note(printed, exact, roundedLiteral{literal: tok, printed: printed, asString: true, from: from})
 }
 
 // readShort notes tok, a number's text of fewer than 16 significant digits written otherwise
