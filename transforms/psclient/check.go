@@ -119,6 +119,25 @@ func CheckNotInput(ctx context.Context, sub, topic Name) error {
 	return nil
 }
 
+// MessageOrdering reports whether the subscription n delivers in order (its
+// enable_message_ordering), asking Pub/Sub with GetSubscription; known is false when Pub/Sub
+// does not say (pubsub.subscriptions.get denied, as roles/pubsub.subscriber lacks it, or the call
+// failed: CheckSubscription has said whether the subscription can be read).
+func MessageOrdering(ctx context.Context, n Name) (enabled, known bool) {
+	client, err := NewCheckedClient(ctx, n.Project)
+	if err != nil {
+		return false, false
+	}
+	defer client.Close()
+	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	s, err := client.SubscriptionAdminClient.GetSubscription(cctx, &pubsubpb.GetSubscriptionRequest{Subscription: n.String()})
+	if err != nil {
+		return false, false
+	}
+	return s.GetEnableMessageOrdering(), true
+}
+
 // check asks for the resource with get and, when that is denied (the role the job needs lacks
 // the .get permission), asks testIAM whether the caller holds perm on it.
 func check(ctx context.Context, n Name, perm, role string, get func(context.Context) error,

@@ -1,0 +1,66 @@
+package integration_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+)
+
+// TestOrderedInputSubscription runs the binary on the local runner from a subscription with
+// message ordering, on which Pub/Sub (here the emulator) delivers no later message of an
+// ordering key while an earlier one is unacknowledged, and the local source acknowledges a
+// message only once its row is inserted. With batchRowCount alone, a batch waits for messages
+// Pub/Sub holds back until it is inserted: before, the run took one message of each key (2 of
+// 20) and then stopped as idle (without stopAfterIdle it waited without end); the launch now
+// refuses it, reading nothing. With windowSeconds as well the launch warns that a key drains one
+// message per window, and every message is a row with its ordering key.
+func TestOrderedInputSubscription(t *testing.T) {
+	bin, _ := launchBinary(t)
+	e := newE2EApart(t, "CREATE TABLE {table} (k UInt32, ok String) ENGINE = MergeTree ORDER BY k")
+	sub := "projects/" + pubsubtest.Project + "/subscriptions/ordered"
+	if _, err := e.ps.Client.SubscriptionAdminClient.CreateSubscription(context.Background(), &pubsubpb.Subscription{
+		Name: sub, Topic: e.topic, AckDeadlineSeconds: 10, EnableMessageOrdering: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.opts.InputSubscription = sub
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range 20 {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: fmt.Appendf(nil, `{"k":%d}`, i), OrderingKey: fmt.Sprint("key", i%2)})
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	env := []string{"PUBSUB_EMULATOR_HOST=" + e.ps.Addr}
+
+	e.opts.BatchRowCount = pipeline.GivenInt(5)
+	out, err := runLaunch(t, bin, env, e.binaryArgs("", "--metadataColumns=ordering_key=ok"))
+	if err == nil || err.Error() != "exit status 1" || !strings.Contains(out, "pubsub-to-clickhouse: inputSubscription "+sub+
+		" has message ordering enabled: Pub/Sub delivers no later message of an ordering key while an earlier one is unacknowledged") ||
+		!strings.Contains(out, "give windowSeconds as well") {
+		t.Errorf("the count mode on an ordered subscription: %v, want exit status 1 and the reason; output:\n%s", err, out)
+	}
+	if got := e.srv.MustQuery(t, "SELECT count() FROM events"); got != "0" {
+		t.Errorf("the refused launch inserted %s rows", got)
+	}
+
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	start := time.Now()
+	out, err = runLaunch(t, bin, env, e.binaryArgs("", "--metadataColumns=ordering_key=ok"))
+	if err != nil {
+		t.Fatalf("the combined mode: %v\n%s", err, out)
+	}
+	t.Logf("the combined mode ran %v", time.Since(start).Round(time.Second))
+	if !strings.Contains(out, "inputSubscription has message ordering enabled") || !strings.Contains(out, "about one every 1s") {
+		t.Errorf("the combined mode on an ordered subscription does not warn:\n%s", out)
+	}
+	want := "20\t20\t20"
+	if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(k), countIf(ok = concat('key', toString(k % 2))) FROM events"); got != want {
+		t.Errorf("rows: count, distinct k, with their ordering key: %s, want %s", got, want)
+	}
+	e.checkAllAcked(t, ids)
+}
