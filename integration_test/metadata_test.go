@@ -314,3 +314,41 @@ func TestNoOrderingKeyEndToEnd(t *testing.T) {
 		e.checkAllAcked(t, ids)
 	})
 }
+
+// TestReplayedMessageMetadata dead-letters a message with attributes and an ordering key, fixes
+// the table, replays the dead letter from the dead-letter table and runs the pipeline again, on
+// ClickHouse 18.16: the replayed message's row has its ordering key and original attributes,
+// plus replay's replayed_from and replay_id in the attributes column, but the message id and
+// publish time of the replay's publish, not the original's (docs/conversion.md, "Message
+// metadata in columns"); the original id stays in the dead letter's message_id.
+func TestReplayedMessageMetadata(t *testing.T) {
+	e := newE2E(t, "CREATE TABLE {table} (k UInt32, n UInt8, msg_id String, pt Int64, ok String, attrs String) ENGINE = MergeTree ORDER BY k")
+	e.opts.MetadataColumns = "message_id=msg_id,publish_time=pt,ordering_key=ok,attributes=attrs"
+	e.opts.WindowSeconds = pipeline1s
+	ids := e.ps.Publish(t, e.topic, &pubsubpb.PubsubMessage{Data: []byte(`{"k":1,"n":300}`), Attributes: map[string]string{"src": "web"}, OrderingKey: "user-1"})
+	e.run(t)
+	if got := e.srv.MustQuery(t, "SELECT message_id, attributes, ordering_key FROM dead_letters"); got != ids[0]+"\t"+`{"src":"web"}`+"\tuser-1" {
+		t.Fatalf("the dead letter: %q", got)
+	}
+	published := e.ps.Server.Messages()[0].PublishTime
+	e.srv.MustExec(t, "ALTER TABLE events MODIFY COLUMN n UInt16")
+	from := "clickhouse://" + e.srv.Database + ".dead_letters"
+	if out, errOut, code := runCommand(t, "", append([]string{"replay", "--topic=" + e.topic, "--fromTable=dead_letters", "--replayId=r1", "--delete"}, chFlags(e.srv)...)...); code != 0 {
+		t.Fatalf("replay: exit %d\n%s%s", code, out, errOut)
+	}
+	e.run(t)
+	var replayedID string
+	var replayedAt time.Time
+	for _, m := range e.ps.Server.Messages() {
+		if m.Attributes["replay_id"] == "r1" {
+			replayedID, replayedAt = m.ID, m.PublishTime
+		}
+	}
+	if replayedID == "" || replayedID == ids[0] || !replayedAt.After(published) {
+		t.Fatalf("the replayed message: id %q, published %v; the original: %q, %v", replayedID, replayedAt, ids[0], published)
+	}
+	want := fmt.Sprintf("1\t300\t%s\t%d\tuser-1\t{\"replay_id\":\"r1\",\"replayed_from\":%s,\"src\":\"web\"}", replayedID, replayedAt.UnixMilli(), strconv.Quote(from))
+	if got := e.srv.MustQuery(t, "SELECT k, n, msg_id, pt, ok, attrs FROM events FORMAT TabSeparatedRaw"); got != want {
+		t.Errorf("the replayed row:\n%s\nwant\n%s", got, want)
+	}
+}
