@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -157,6 +158,10 @@ func parseURL(c Config) (*clickhouse.Options, error) {
 	}
 	if len(o.Settings) == 0 {
 		o.Settings = nil
+	}
+	if scheme == "http" || scheme == "https" {
+		// Every answer of 200 OK checked for a failure it may carry (answers.go).
+		o.TransportFunc = func(t *http.Transport) (http.RoundTripper, error) { return checkedAnswers{next: t}, nil }
 	}
 	if rule := compressionRule(q, c.Compression, Field.String); rule != "" {
 		return nil, errors.New(FieldCompression.String() + ": " + rule)

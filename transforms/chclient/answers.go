@@ -1,0 +1,122 @@
+package chclient
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// An HTTP answer of 200 OK is not always a success. ClickHouse sends its status line as soon as
+// it has something to send, and an exception raised after that can only follow in the body:
+//
+//   - with send_progress_in_http_headers, the first X-ClickHouse-Progress header sends 200 OK,
+//     and a failure after it is written to the body as text, "Code: 395. DB::Exception: ..."
+//     (ClickHouse issue 33205); servers from 25.x frame it between "__exception__" markers,
+//     and servers before that do not;
+//   - from 23.x to about 24.8, a server whose read of an INSERT's body timed out answered 200 OK
+//     with X-ClickHouse-Exception-Code: 209 and no body, having stored nothing (ClickHouse issue
+//     65117).
+//
+// clickhouse-go v2.51.0 reads only the framed form, and only for an INSERT of its batch API
+// (insertResponseError); its Exec reads no answer at all. So an INSERT that failed this way on a
+// server before 25.x was taken for stored: its messages were acknowledged and their rows lost.
+//
+// checkedAnswers is the round tripper of every http:// and https:// connection (parseURL sets it
+// as clickhouse-go's TransportFunc). It turns a 200 OK that says the statement failed into the
+// answer of a failure, status 500 with the same headers and body, which clickhouse-go then reads
+// as it reads any failure (the body decompressed, framed or bare, the code from the text or from
+// X-ClickHouse-Exception-Code): a *clickhouse.Exception of the server's code (so Classify treats
+// it as it would the same failure over the native protocol), or, when the body holds no
+// exception, an error holding the body (Transient: retried). The error shows "[HTTP 500]",
+// which is this rewriting's, not the server's. A 200 OK says the statement failed when:
+//
+//   - it carries X-ClickHouse-Exception-Code with a code other than 0, whatever the statement;
+//   - or it answers a statement that returns no result (INSERT, ALTER, CREATE, DROP, ...: see
+//     noResult) with a body that is not empty or white space: a server answers such a statement's
+//     success with an empty body, so a body there is an exception, or the page of something that
+//     is not ClickHouse (a proxy's), which stored nothing either.
+//
+// The answers of statements that return a result (SELECT, DESCRIBE, ...) are left to
+// clickhouse-go, which finds a framed exception among their data.
+type checkedAnswers struct{ next http.RoundTripper }
+
+// answerLimit is how much of the body of a 200 OK to a statement without result checkedAnswers
+// reads (an exception's text is at most 16 KiB).
+const answerLimit = 1 << 20
+
+func (t checkedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	code := resp.Header.Get(exceptionCodeHeader)
+	failed := code != "" && code != "0"
+	if !failed && !noResult(statementOf(req)) {
+		return resp, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, answerLimit))
+	resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer (HTTP 200 OK) to a statement: %w", err)
+	}
+	if !failed && len(bytes.TrimSpace(body)) == 0 {
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		return resp, nil
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		// The code alone (issue 65117): clickhouse-go would make an exception of it with an
+		// empty message.
+		body = fmt.Appendf(nil, "Code: %s. The server answered HTTP 200 OK with %s: %s and no text: the statement failed "+
+			"after the server had begun its answer", code, exceptionCodeHeader, code)
+		resp.Header = resp.Header.Clone()
+		resp.Header.Del("Content-Encoding") // the text above is plain
+	}
+	resp.StatusCode = http.StatusInternalServerError
+	resp.Status = strconv.Itoa(http.StatusInternalServerError) + " " + http.StatusText(http.StatusInternalServerError)
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	return resp, nil
+}
+
+// exceptionCodeHeader is the header in which ClickHouse names the code of an exception that it
+// raised before sending its headers.
+const exceptionCodeHeader = "X-ClickHouse-Exception-Code"
+
+// statementOf returns the start of the SQL statement of a request as clickhouse-go sends it: the
+// URL parameter query (an INSERT of the batch API: "INSERT INTO ... FORMAT Native", its data in
+// the body), or else the body (Exec and Query send the statement as the body, which they can give
+// again: GetBody), "" when neither holds one.
+func statementOf(req *http.Request) string {
+	if q := req.URL.Query().Get("query"); q != "" {
+		return q
+	}
+	if req.GetBody == nil || req.Header.Get("Content-Type") != "" && !strings.HasPrefix(req.Header.Get("Content-Type"), "text/") {
+		return "" // data, not a statement (external tables, or a body clickhouse-go cannot give again)
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return ""
+	}
+	defer body.Close()
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(body, head)
+	return string(head[:n])
+}
+
+// noResult reports whether the SQL statement stmt is of a kind that returns no result, so that
+// a server answers its success with an empty body: its first word is INSERT, ALTER, CREATE,
+// DROP, TRUNCATE, RENAME, OPTIMIZE, ATTACH, DETACH, EXCHANGE or GRANT, in any case.
+func noResult(stmt string) bool {
+	word := strings.TrimLeft(stmt, " \t\r\n(")
+	if i := strings.IndexAny(word, " \t\r\n("); i >= 0 {
+		word = word[:i]
+	}
+	switch strings.ToUpper(word) {
+	case "INSERT", "ALTER", "CREATE", "DROP", "TRUNCATE", "RENAME", "OPTIMIZE", "ATTACH", "DETACH", "EXCHANGE", "GRANT":
+		return true
+	}
+	return false
+}

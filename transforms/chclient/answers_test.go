@@ -1,0 +1,87 @@
+package chclient
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestAnswersOfOKChecked: the round tripper that an http:// URL's options give clickhouse-go
+// turns each 200 OK that carries a failure into status 500, the body kept (or, when there is
+// none, a text with the exception's code), and passes every other answer unchanged.
+func TestAnswersOfOKChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		query      string // the URL parameter query, as clickhouse-go's batch sends an INSERT
+		body       string // the request's body
+		code, text string // the server's X-ClickHouse-Exception-Code and body, with status 200
+		status     int    // the status the client gets
+		wantText   string // a part of the body the client reads
+	}{
+		{name: "an INSERT stored", query: "INSERT INTO `d`.`t` (`a`) FORMAT Native", body: "\x01\x01", status: 200},
+		{name: "an INSERT answered with white space", query: "INSERT INTO `d`.`t` (`a`) FORMAT Native", text: "\r\n", status: 200},
+		{name: "an INSERT whose read timed out (issue 65117)", query: "INSERT INTO `d`.`t` (`a`) FORMAT Native", code: "209",
+			status: 500, wantText: "Code: 209. The server answered HTTP 200 OK with X-ClickHouse-Exception-Code: 209 and no text"},
+		{name: "an INSERT refused after a progress header", query: "INSERT INTO `d`.`t` (`a`) FORMAT Native",
+			text: "Code: 395. DB::Exception: Value passed to 'throwIf' function is non-zero", status: 500, wantText: "Code: 395. DB::Exception"},
+		{name: "an INSERT answered by a proxy's page", query: "insert into t format Native", text: "<html>Welcome</html>",
+			status: 500, wantText: "<html>"},
+		{name: "an INSERT ... SELECT by Exec, failed", body: "INSERT INTO `d`.`t` (`c`) SELECT throwIf(1)", text: "Code: 395. DB::Exception: x",
+			status: 500, wantText: "Code: 395."},
+		{name: "an ALTER by Exec, done", body: "ALTER TABLE `d`.`t` ADD COLUMN IF NOT EXISTS `n` UInt8", status: 200},
+		{name: "an ALTER by Exec, failed after its status", body: " ALTER TABLE `d`.`t` ADD COLUMN `n` UInt8", code: "517", text: "Code: 517. DB::Exception: y",
+			status: 500, wantText: "Code: 517."},
+		{name: "a SELECT's result", body: "SELECT name, type FROM system.columns", text: "Code: 1. looks like an error, but is data", status: 200,
+			wantText: "Code: 1."},
+		{name: "a SELECT that failed after its status", body: "SELECT 1", code: "241", text: "partial data", status: 500, wantText: "partial data"},
+		{name: "code 0", query: "INSERT INTO t FORMAT Native", code: "0", status: 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				if tc.code != "" {
+					w.Header().Set("X-ClickHouse-Exception-Code", tc.code)
+				}
+				io.WriteString(w, tc.text)
+			}))
+			defer srv.Close()
+			o, err := Config{URL: srv.URL, Username: "u"}.Options()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.TransportFunc == nil {
+				t.Fatal("no TransportFunc for an http:// URL")
+			}
+			rt, err := o.TransportFunc(&http.Transport{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := srv.URL + "/?database=d"
+			if tc.query != "" {
+				u += "&query=" + url.QueryEscape(tc.query)
+			}
+			req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.query != "" {
+				req.Header.Set("Content-Type", "application/octet-stream")
+			}
+			resp, err := (&http.Client{Transport: rt}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tc.status || !strings.Contains(string(got), tc.wantText) {
+				t.Errorf("status %d, body %q; want %d and a body holding %q", resp.StatusCode, got, tc.status, tc.wantText)
+			}
+		})
+	}
+}
