@@ -63,7 +63,9 @@ var endpointParameters = []parameter{
 			"`connection_open_strategy`, the timeouts and the pool sizes are checked, because the driver would silently ignore a value it does not " +
 			"know; `http_path` and `http_proxy` are refused on `clickhouse://`, which ignores them. Without options the pipeline dials for 10 s, " +
 			"reads for 5 min and keeps 4 connections per worker. A password in the URL is never printed. JDBC URLs (`jdbc:clickhouse://...`) and " +
-			"`tcp://` are refused with a message that says which forms to use.",
+			"`tcp://` are refused with a message that says which forms to use. On `http://` and `https://` a redirect (301, 302, 303, 307, 308, " +
+			"which ClickHouse never sends; a proxy or load balancer in front of it may) is not followed, since the password would go with the " +
+			"request to the host it names: the request fails, and is retried, with an error naming the status and where it pointed.",
 	},
 	{
 		name: "clickHouseDatabase", group: "Target", need: required, kind: kindString,

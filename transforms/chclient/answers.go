@@ -43,13 +43,48 @@ import (
 // clickhouse-go, which finds a framed exception among their data.
 type checkedAnswers struct{ next http.RoundTripper }
 
+// A redirect is never followed. ClickHouse sends none; one comes from something in front of it,
+// and Go's HTTP client would follow it with the request's headers, among them X-ClickHouse-Key,
+// the password of an https:// connection, to whatever host the redirect names, over plain HTTP
+// if it says so; and it would follow a 301, 302 or 303 with a GET without the request's body, so
+// that an INSERT would reach the server, if at all, without its rows. So checkedAnswers returns
+// a *RedirectError instead of the answer, which the client does not follow (a failure of the
+// transport: Classify says Transient, and the INSERT is retried).
+
+// RedirectError is an answer of 301, 302, 303, 307 or 308, which the pipeline does not follow.
+type RedirectError struct {
+	Status   string // "307 Temporary Redirect"
+	Location string // where it redirects to, its secrets hidden (RedactURL)
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("the server answered %s to %q, a redirect, which the pipeline does not follow (the request's password "+
+		"would go with it): give %s the address that answers the queries itself", e.Status, e.Location, FieldURL)
+}
+
+// redirect reports whether Go's HTTP client follows an answer of this status.
+func redirect(status int) bool {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
 // answerLimit is how much of the body of a 200 OK to a statement without result checkedAnswers
 // reads (an exception's text is at most 16 KiB).
 const answerLimit = 1 << 20
 
 func (t checkedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
+	if err != nil {
+		return resp, err
+	}
+	if redirect(resp.StatusCode) {
+		resp.Body.Close()
+		return nil, &RedirectError{Status: resp.Status, Location: RedactURL(resp.Header.Get("Location"))}
+	}
+	if resp.StatusCode != http.StatusOK {
 		return resp, err
 	}
 	code := resp.Header.Get(exceptionCodeHeader)

@@ -1,12 +1,20 @@
 package chclient
 
 import (
+	"context"
+	"encoding/pem"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
 // TestAnswersOfOKChecked: the round tripper that an http:// URL's options give clickhouse-go
@@ -81,6 +89,43 @@ func TestAnswersOfOKChecked(t *testing.T) {
 			}
 			if resp.StatusCode != tc.status || !strings.Contains(string(got), tc.wantText) {
 				t.Errorf("status %d, body %q; want %d and a body holding %q", resp.StatusCode, got, tc.status, tc.wantText)
+			}
+		})
+	}
+}
+
+// TestRedirectsNotFollowed: a server in front of ClickHouse that answers an https:// connection's
+// requests with a redirect to another host, over plain HTTP: the pipeline does not follow it, so
+// that host never gets a request (which carried the password in X-ClickHouse-Key), and Open
+// fails with a *RedirectError that names the status and holds no password.
+func TestRedirectsNotFollowed(t *testing.T) {
+	const pw = "p@ss:w/rd%#"
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			var reached []string
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				reached = append(reached, r.Method+" key="+r.Header.Get("X-ClickHouse-Key"))
+			}))
+			defer other.Close()
+			front := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, other.URL+"/?password=token-in-location", status)
+			}))
+			defer front.Close()
+			caFile := filepath.Join(t.TempDir(), "ca.crt")
+			if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: front.Certificate().Raw}), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Open(context.Background(), Config{URL: "https://" + front.Listener.Addr().String(), Database: "d", Username: "u",
+				Password: secret.String(pw), CACertificate: caFile})
+			var re *RedirectError
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), strconv.Itoa(status)) {
+				t.Errorf("Open: %v; want a *RedirectError naming status %d", err, status)
+			}
+			if err != nil && (strings.Contains(err.Error(), pw) || strings.Contains(err.Error(), "token-in-location")) {
+				t.Errorf("the error holds a secret: %v", err)
+			}
+			if len(reached) > 0 {
+				t.Errorf("the redirect was followed: %v", reached)
 			}
 		})
 	}
