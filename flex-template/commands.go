@@ -306,13 +306,18 @@ func failure(cio *cmdIO, name string, err error) int {
 
 // parseCommand parses the command line of command name into fs and checks the template
 // parameters names in o by their rules. It returns the positional arguments, or the exit code
-// (done true) after --help or a usage error. The passwords given are hidden from cio from then
-// on.
+// (done true) after --help or a usage error. The passwords given, and the other secrets of
+// clickHouseUrl (chclient.Config.TextSecrets), are hidden from cio from then on.
 func parseCommand(cio *cmdIO, name string, fs *flag.FlagSet, args []string, o *pipeline.Options, params []string) (positional []string, code int, done bool) {
 	positional, err := parseCommandArgs(cio, fs, args)
 	cio.hide(o.ClickHousePassword)
 	if opts, err := o.ClickHouse().Options(); err == nil {
 		cio.hide(secret.String(opts.Auth.Password)) // a password in clickHouseUrl
+	}
+	// And every other secret of clickHouseUrl (an option named as one, ?token=, which the HTTP
+	// transport's errors quote in the request's URL), as the pipeline's log hides them.
+	for _, s := range o.ClickHouse().TextSecrets() {
+		cio.hide(secret.String(s))
 	}
 	switch {
 	case errors.Is(err, errHelp):

@@ -84,3 +84,30 @@ func TestMetadataNote(t *testing.T) {
 		t.Errorf("the note %q lacks %q", note, want)
 	}
 }
+
+// TestURLSecretsHiddenByCommands: the value of a clickHouseUrl option whose name says it holds a
+// secret (?my_token=, a setting sent with every query) is hidden from a command's output, as from
+// the pipeline's log, also where clickhouse-go's error quotes the request's URL (over http://,
+// every setting is a parameter of it).
+func TestURLSecretsHiddenByCommands(t *testing.T) {
+	const tok = "T0ken-in-url-77"
+	file := filepath.Join(t.TempDir(), "m.jsonl")
+	if err := os.WriteFile(file, []byte(`{"id":1}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		run  func(context.Context, *cmdIO, []string) int
+		args []string
+	}{
+		{"check", runCheck, []string{"--clickHouseUrl=http://127.0.0.1:1?my_token=" + tok, "--clickHouseDatabase=d", "--clickHouseUsername=default", "--clickHouseTable=t", file}},
+		{"infer --execute", runInfer, []string{"--clickHouseUrl=http://127.0.0.1:1?x_auth=" + tok, "--clickHouseDatabase=d", "--clickHouseUsername=default", "--clickHouseTable=t", "--execute", file}},
+		{"replay", runReplay, []string{"--clickHouseUrl=http://127.0.0.1:1?my_token=" + tok, "--clickHouseDatabase=d", "--clickHouseUsername=default", "--topic=projects/my-project/topics/events", "--fromTable=dl", "--dry-run"}},
+	} {
+		var out, errOut strings.Builder
+		code := tc.run(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), tc.args)
+		if code == exitOK || strings.Contains(out.String()+errOut.String(), tok) || !strings.Contains(errOut.String(), "127.0.0.1:1") {
+			t.Errorf("%s: exit %d; want a failure to reach 127.0.0.1:1 that does not show %q; standard error:\n%s", tc.name, code, tok, errOut.String())
+		}
+	}
+}
