@@ -186,3 +186,105 @@ func TestModernRejectionAfterOK(t *testing.T) {
 	}
 	e.checkAllAcked(t, ids)
 }
+
+// bodyLimit is an HTTP proxy in front of the stand-in that refuses, as nginx's
+// client_max_body_size does, every INSERT into table whose body is larger than limit bytes: it
+// reads the body up to the limit and answers 413 with a page of its own. (Only into table: a
+// dead letter holds its message, and one over the limit could not be written either.)
+type bodyLimit struct {
+	target, table string
+	limit         int64
+	client        *http.Client
+
+	mu      sync.Mutex
+	refused int
+}
+
+func (p *bodyLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, p.limit+1))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	if int64(len(body)) > p.limit && strings.Contains(r.URL.Query().Get("query"), chclient.QuoteIdent(p.table)) {
+		p.mu.Lock()
+		p.refused++
+		p.mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+		io.WriteString(w, "<html><head><title>413 Request Entity Too Large</title></head><body><center><h1>413 Request Entity Too Large</h1></center></body></html>\n")
+		return
+	}
+	rest, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	body = append(body, rest...)
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, p.target+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	req.Header = r.Header.Clone()
+	resp, err := p.client.Do(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+}
+
+// TestModernProxyBodyLimit: a proxy in front of the server takes no INSERT into the table over
+// 8 KiB (nginx's client_max_body_size) and answers 413 with a page of its own. The built binary splits
+// the INSERTs it refuses until they pass, as it does those the server finds too large: every
+// row is stored but the one whose row alone is larger than the limit, which is dead-lettered
+// once its retries are spent; every message is acknowledged.
+func TestModernProxyBodyLimit(t *testing.T) {
+	const n = 200
+	srv := chtest.StartModern(t)
+	e := newE2EOn(t, srv.Server, `CREATE TABLE {table} (id UInt32, s String) ENGINE = MergeTree ORDER BY id`)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &bodyLimit{target: srv.URL, table: "events", limit: 8 << 10, client: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
+	hs := &http.Server{Handler: proxy}
+	go hs.Serve(l)
+	t.Cleanup(func() { hs.Close() })
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range n {
+		s := fmt.Sprintf("m%d-%s", i, strings.Repeat("x", 200))
+		if i == 77 {
+			s = strings.Repeat("y", 10<<10) // alone over the limit
+		}
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d,"s":"%s"}`, i, s))})
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	e.opts.BatchRowCount = pipeline.GivenInt(n)
+	e.opts.WindowSeconds = pipeline.GivenInt(2)
+	e.runBinary(t, "http://"+l.Addr().String(), "--clickHouseCompression=none", "--maxRetries=2")
+
+	rows, dls := e.checkAccounted(t, n, "id")
+	if rows != n-1 || dls != 1 {
+		t.Errorf("%d rows and %d dead letters, want %d rows and 1", rows, dls, n-1)
+	}
+	if got := srv.MustQuery(t, "SELECT count() FROM events WHERE id = 77"); got != "0" {
+		t.Errorf("the row over the limit was stored (%s)", got)
+	}
+	if got := srv.MustQuery(t, "SELECT raw_message LIKE '{\"id\":77,%', error_message LIKE '%413%' FROM dead_letters FORMAT TabSeparatedRaw"); got != "1\t1" {
+		t.Errorf("the dead letter: %q, want message 77 with an error naming the 413", got)
+	}
+	proxy.mu.Lock()
+	defer proxy.mu.Unlock()
+	if proxy.refused == 0 {
+		t.Error("the proxy refused no request: the test shows nothing")
+	}
+	e.checkAllAcked(t, ids)
+}

@@ -3,6 +3,7 @@ package chclient
 import (
 	"errors"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -25,10 +26,12 @@ const (
 	// constraint, ...). Split the INSERT until the offending rows are alone, insert the rest,
 	// dead-letter those rows with the server's code and text.
 	Data
-	// Memory: the INSERT is too large for the server: out of memory (code 241), or rows over
-	// too many partitions (code 252 with "partitions for single INSERT block", from 19.x). Split
-	// it into smaller INSERTs; a single row is retried as Transient, and dead-lettered when it
-	// still fails after the retries (a value that alone takes more memory than the server has).
+	// Memory: the INSERT is too large for the server: out of memory (code 241), rows over too
+	// many partitions (code 252 with "partitions for single INSERT block", from 19.x), or, over
+	// HTTP, a body larger than a proxy in front of the server takes (HTTP 413 without a server
+	// exception). Split it into smaller INSERTs; a single row is retried as Transient, and
+	// dead-lettered when it still fails after the retries (a value that alone takes more memory
+	// than the server has, or a row larger than the proxy takes).
 	Memory
 	// Schema: the table no longer matches the pipeline's view of it (a column dropped, renamed
 	// or changed). Refresh the schema and retry.
@@ -178,6 +181,13 @@ func Classify(err error) Class {
 	}
 	var ex *clickhouse.Exception
 	if !errors.As(err, &ex) {
+		var he *clickhouse.HTTPError
+		if errors.As(err, &he) && he.StatusCode == http.StatusRequestEntityTooLarge {
+			// 413 without a server exception: something in front of ClickHouse that limits the
+			// size of a request (nginx's client_max_body_size, 1 MiB unless set) refused the
+			// INSERT's body. Retried as it is, it is refused for ever; smaller INSERTs pass.
+			return Memory
+		}
 		return Transient
 	}
 	if ex.Code == illegalColumn && strings.Contains(ex.Message, "Cannot insert column") {

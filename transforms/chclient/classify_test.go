@@ -52,6 +52,9 @@ func TestClassify(t *testing.T) {
 		{"a bad separator", ex(36), Unknown},
 		{"read after EOF of a parsed value", ex(32), Unknown},
 		{"a code nobody listed", ex(12345), Unknown},
+		{"a proxy's 413, the body too large", fmt.Errorf("batch sendStreamQuery: %w", &clickhouse.HTTPError{StatusCode: 413, Err: errors.New(`response body: "<html>413</html>"`)}), Memory},
+		{"a proxy's 502", fmt.Errorf("batch sendStreamQuery: %w", &clickhouse.HTTPError{StatusCode: 502, Err: errors.New(`response body: "<html>502</html>"`)}), Transient},
+		{"a server exception with status 413: by its code", fmt.Errorf("batch sendStreamQuery: %w", &clickhouse.HTTPError{StatusCode: 413, Err: &clickhouse.Exception{Code: 12345}}), Unknown},
 	} {
 		if got := Classify(tc.err); got != tc.want {
 			t.Errorf("%s: Classify = %v, want %v", tc.name, got, tc.want)
