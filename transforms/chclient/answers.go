@@ -2,11 +2,16 @@ package chclient
 
 import (
 	"bytes"
+	"compress/gzip"
+	"compress/zlib"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
 )
 
 // An HTTP answer of 200 OK is not always a success. ClickHouse sends its status line as soon as
@@ -34,12 +39,14 @@ import (
 // which is this rewriting's, not the server's. A 200 OK says the statement failed when:
 //
 //   - it carries X-ClickHouse-Exception-Code with a code other than 0, whatever the statement;
-//   - or it answers a statement that returns no result (INSERT, ALTER, CREATE, DROP, ...: see
-//     noResult) with a body that is not empty or white space: a server answers such a statement's
-//     success with an empty body, so a body there is an exception, or the page of something that
-//     is not ClickHouse (a proxy's), which stored nothing either.
+//   - or it answers an INSERT with a body that is not empty or white space once decoded from its
+//     Content-Encoding (gzip, deflate, br or zstd, as enable_http_compression gives it): a server
+//     answers a stored INSERT with an empty body, so a body there is an exception, or the page of
+//     something that is not ClickHouse (a proxy's), which stored nothing either.
 //
-// The answers of statements that return a result (SELECT, DESCRIBE, ...) are left to
+// Only an INSERT's body is judged: the other statements that usually answer nothing do not
+// always (an ALTER ... ON CLUSTER of addNewColumnsOnCluster answers with the status of each
+// host), and the answers of statements that return a result (SELECT, DESCRIBE, ...) are left to
 // clickhouse-go, which finds a framed exception among their data.
 type checkedAnswers struct{ next http.RoundTripper }
 
@@ -89,7 +96,7 @@ func (t checkedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	code := resp.Header.Get(exceptionCodeHeader)
 	failed := code != "" && code != "0"
-	if !failed && !noResult(statementOf(req)) {
+	if !failed && !isInsert(statementOf(req)) {
 		return resp, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, answerLimit))
@@ -97,7 +104,7 @@ func (t checkedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the answer (HTTP 200 OK) to a statement: %w", err)
 	}
-	if !failed && len(bytes.TrimSpace(body)) == 0 {
+	if !failed && emptyAnswer(body, resp.Header.Get("Content-Encoding")) {
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		return resp, nil
 	}
@@ -141,17 +148,48 @@ func statementOf(req *http.Request) string {
 	return string(head[:n])
 }
 
-// noResult reports whether the SQL statement stmt is of a kind that returns no result, so that
-// a server answers its success with an empty body: its first word is INSERT, ALTER, CREATE,
-// DROP, TRUNCATE, RENAME, OPTIMIZE, ATTACH, DETACH, EXCHANGE or GRANT, in any case.
-func noResult(stmt string) bool {
+// isInsert reports whether the SQL statement stmt is an INSERT: its first word, in any case.
+func isInsert(stmt string) bool {
 	word := strings.TrimLeft(stmt, " \t\r\n(")
 	if i := strings.IndexAny(word, " \t\r\n("); i >= 0 {
 		word = word[:i]
 	}
-	switch strings.ToUpper(word) {
-	case "INSERT", "ALTER", "CREATE", "DROP", "TRUNCATE", "RENAME", "OPTIMIZE", "ATTACH", "DETACH", "EXCHANGE", "GRANT":
+	return strings.EqualFold(word, "INSERT")
+}
+
+// emptyAnswer reports whether body, of the Content-Encoding encoding, holds nothing but white
+// space once decoded: a server that compresses its answers (enable_http_compression) may send
+// the frame of an empty text. A body that does not decode as its encoding says is not empty.
+func emptyAnswer(body []byte, encoding string) bool {
+	if len(bytes.TrimSpace(body)) == 0 {
 		return true
 	}
-	return false
+	var r io.Reader
+	switch strings.ToLower(strings.TrimSpace(encoding)) {
+	case "gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return false
+		}
+		r = zr
+	case "deflate": // ClickHouse's deflate is zlib's format (RFC 1950), as clickhouse-go reads it
+		zr, err := zlib.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return false
+		}
+		r = zr
+	case "br":
+		r = brotli.NewReader(bytes.NewReader(body))
+	case "zstd":
+		zr, err := zstd.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return false
+		}
+		defer zr.Close()
+		r = zr
+	default:
+		return false
+	}
+	text, err := io.ReadAll(io.LimitReader(r, answerLimit))
+	return err == nil && len(bytes.TrimSpace(text)) == 0
 }

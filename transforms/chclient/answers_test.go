@@ -1,6 +1,9 @@
 package chclient
 
 import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"encoding/pem"
 	"errors"
@@ -14,6 +17,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
@@ -26,6 +32,7 @@ func TestAnswersOfOKChecked(t *testing.T) {
 		query      string // the URL parameter query, as clickhouse-go's batch sends an INSERT
 		body       string // the request's body
 		code, text string // the server's X-ClickHouse-Exception-Code and body, with status 200
+		encoding   string // the Content-Encoding the server sends text in
 		status     int    // the status the client gets
 		wantText   string // a part of the body the client reads
 	}{
@@ -40,6 +47,15 @@ func TestAnswersOfOKChecked(t *testing.T) {
 		{name: "an INSERT ... SELECT by Exec, failed", body: "INSERT INTO `d`.`t` (`c`) SELECT throwIf(1)", text: "Code: 395. DB::Exception: x",
 			status: 500, wantText: "Code: 395."},
 		{name: "an ALTER by Exec, done", body: "ALTER TABLE `d`.`t` ADD COLUMN IF NOT EXISTS `n` UInt8", status: 200},
+		{name: "an ALTER ON CLUSTER by Exec, with each host's status", body: "ALTER TABLE `d`.`t` ON CLUSTER `c` ADD COLUMN IF NOT EXISTS `n` UInt8",
+			text: "ch-1\t9000\t0\t\t1\t0\nch-2\t9000\t0\t\t0\t0\n", status: 200, wantText: "ch-2"},
+		{name: "an INSERT stored, its empty answer in gzip", query: "INSERT INTO t FORMAT Native", encoding: "gzip", status: 200},
+		{name: "an INSERT stored, its empty answer in deflate", query: "INSERT INTO t FORMAT Native", encoding: "deflate", status: 200},
+		{name: "an INSERT stored, its empty answer in br", query: "INSERT INTO t FORMAT Native", encoding: "br", status: 200},
+		{name: "an INSERT stored, its empty answer in zstd", query: "INSERT INTO t FORMAT Native", encoding: "zstd", status: 200},
+		{name: "an INSERT refused, in gzip", query: "INSERT INTO t FORMAT Native", encoding: "gzip", text: "Code: 395. DB::Exception: z",
+			status: 500},
+		{name: "an INSERT answered with what is not gzip", query: "INSERT INTO t FORMAT Native", encoding: "gzip", text: "<html>", status: 500},
 		{name: "an ALTER by Exec, failed after its status", body: " ALTER TABLE `d`.`t` ADD COLUMN `n` UInt8", code: "517", text: "Code: 517. DB::Exception: y",
 			status: 500, wantText: "Code: 517."},
 		{name: "a SELECT's result", body: "SELECT name, type FROM system.columns", text: "Code: 1. looks like an error, but is data", status: 200,
@@ -53,7 +69,15 @@ func TestAnswersOfOKChecked(t *testing.T) {
 				if tc.code != "" {
 					w.Header().Set("X-ClickHouse-Exception-Code", tc.code)
 				}
-				io.WriteString(w, tc.text)
+				if tc.encoding == "" || strings.HasPrefix(tc.text, "<") {
+					if tc.encoding != "" {
+						w.Header().Set("Content-Encoding", tc.encoding)
+					}
+					io.WriteString(w, tc.text)
+					return
+				}
+				w.Header().Set("Content-Encoding", tc.encoding)
+				w.Write(encoded(t, tc.encoding, tc.text))
 			}))
 			defer srv.Close()
 			o, err := Config{URL: srv.URL, Username: "u"}.Options()
@@ -77,6 +101,9 @@ func TestAnswersOfOKChecked(t *testing.T) {
 			}
 			if tc.query != "" {
 				req.Header.Set("Content-Type", "application/octet-stream")
+			}
+			if tc.encoding != "" {
+				req.Header.Set("Accept-Encoding", tc.encoding) // as clickhouse-go does: Go's client then decodes nothing itself
 			}
 			resp, err := (&http.Client{Transport: rt}).Do(req)
 			if err != nil {
@@ -129,4 +156,31 @@ func TestRedirectsNotFollowed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// encoded returns text in the Content-Encoding enc.
+func encoded(t *testing.T, enc, text string) []byte {
+	var b bytes.Buffer
+	var w io.WriteCloser
+	switch enc {
+	case "gzip":
+		w = gzip.NewWriter(&b)
+	case "deflate":
+		w = zlib.NewWriter(&b)
+	case "br":
+		w = brotli.NewWriter(&b)
+	case "zstd":
+		zw, err := zstd.NewWriter(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w = zw
+	}
+	if _, err := io.WriteString(w, text); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
