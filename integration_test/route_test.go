@@ -540,3 +540,79 @@ func TestRoutingCountModeRoomForEveryTable(t *testing.T) {
 	}
 	e.checkAllAcked(t, ids)
 }
+
+// TestRoutingTableDetachedAfterSchemaChange: a routed table gains a column and is detached before
+// its write stage has read the change. The rows of the messages that come meanwhile were
+// converted against the new columns, so the write stage reads the table again for them; that
+// read is retried as an INSERT into a detached table is (maxRetries), where it failed the bundle
+// at once, which ended the run, every table's, two seconds after the DETACH. The other table's
+// rows land meanwhile, and the detached table's, with the new column's values, after ATTACH.
+func TestRoutingTableDetachedAfterSchemaChange(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	for _, table := range []string{"ra", "rb"} {
+		e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, kind String) ENGINE = MergeTree ORDER BY id`, table)
+	}
+	e.opts.RouteBy = "field:kind"
+	e.opts.RouteTables = "a=ra,b=rb"
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.SchemaRefreshSeconds = 1
+	e.opts.MaxRetries = 40
+	e.opts.RetryInitialBackoffMillis = 200
+	e.opts.RetryMaxBackoffMillis = 2000
+	e.opts.StopAfterIdle = pipeline.GivenInt(15)
+	count := func(table string) int {
+		n, _ := strconv.Atoi(e.srv.MustQuery(t, "SELECT count() FROM "+table))
+		return n
+	}
+	var r *running
+	waitFor := func(table string, n int, limit time.Duration) {
+		t.Helper()
+		for deadline := time.Now().Add(limit); count(table) < n; time.Sleep(200 * time.Millisecond) {
+			select {
+			case <-r.done:
+				t.Fatalf("the run ended with %s holding %d rows, want %d: %v", table, count(table), n, r.err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after %v %s holds %d rows, want %d", limit, table, count(table), n)
+			}
+		}
+	}
+	var msgs []string
+	for i := range 10 {
+		msgs = append(msgs, fmt.Sprintf(`{"id":%d,"kind":%q}`, i, []string{"a", "b"}[i%2]))
+	}
+	e.publishJSON(t, msgs...)
+	r = e.start(t)
+	waitFor("ra", 5, 60*time.Second)
+	waitFor("rb", 5, 60*time.Second)
+
+	e.srv.MustExec(t, "ALTER TABLE rb ADD COLUMN x String")
+	time.Sleep(2500 * time.Millisecond) // longer than schemaRefreshSeconds: rb's parse stage reads it
+	e.srv.MustExec(t, "DETACH TABLE rb")
+	detached := time.Now()
+	msgs = nil
+	for i := 10; i < 20; i++ {
+		if i%2 == 0 {
+			msgs = append(msgs, fmt.Sprintf(`{"id":%d,"kind":"a"}`, i))
+		} else {
+			msgs = append(msgs, fmt.Sprintf(`{"id":%d,"kind":"b","x":"x%d"}`, i, i))
+		}
+	}
+	e.publishJSON(t, msgs...)
+	waitFor("ra", 10, 15*time.Second)
+	time.Sleep(8*time.Second - time.Since(detached))
+	e.srv.MustExec(t, "ATTACH TABLE rb")
+	waitFor("rb", 10, 60*time.Second)
+	c := counters(r.wait(t, 90*time.Second))
+	t.Logf("counters: %v", c)
+	if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(id), countIf(x = concat('x', toString(id))) FROM rb"); got != "10\t10\t5" {
+		t.Errorf("rb: rows, distinct ids, rows with their x = %q, want 10, 10 and 5", got)
+	}
+	if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(id) FROM ra"); got != "10\t10" {
+		t.Errorf("ra: rows and distinct ids = %q, want 10 and 10", got)
+	}
+	if got := e.srv.MustQuery(t, "SELECT count() FROM dead_letters"); got != "0" {
+		t.Errorf("%s dead letters, want none: %s", got, e.srv.MustQuery(t, "SELECT error_message FROM dead_letters"))
+	}
+}

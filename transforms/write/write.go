@@ -215,6 +215,34 @@ func (f *insertFn) refreshSchema(ctx context.Context) error {
 	return nil
 }
 
+// refreshRetrying is refreshSchema for a batch under way, whose rows need the table as it is
+// now. A table that cannot be read (detached, dropped and not created again yet, the server
+// unreachable) is read again with the INSERT's retries (Config.Retry), as an INSERT into such a
+// table is (chclient.Refused, Transient), and only then fails the bundle, with nothing
+// dead-lettered or acknowledged. Until 2026-12-07 the first failed read failed the bundle: a
+// table detached after a change of its columns (ALTER TABLE ... ADD COLUMN) that the parse stage
+// had read and this stage had not ended a local run at once, every routed table's with it,
+// where an INSERT into the same detached table is retried maxRetries times. A table that can no
+// longer be converted to (convert.ChangedError: a column of metadataColumns or
+// unknownFieldsColumn dropped, a column of a type without converter added) fails at once, as
+// before: reading it again gives the same.
+func (f *insertFn) refreshRetrying(ctx context.Context) error {
+	attempts, err := f.Retry.DoIf(ctx, func() error { return f.refreshSchema(ctx) }, func(err error) bool {
+		var changed *convert.ChangedError
+		return !errors.As(err, &changed)
+	}, func(n int, err error) {
+		insertRetries.Inc(ctx, 1)
+		slog.Warn("write: reading the table's schema again failed; retrying", "table", f.Table, "attempt", n, "error", err)
+	})
+	var changed *convert.ChangedError
+	if err == nil || errors.As(err, &changed) {
+		return err
+	}
+	insertFailures.Inc(ctx, 1)
+	return fmt.Errorf("reading the schema of %s.%s again, for rows converted against other columns, failed after %d attempts: %w; "+
+		"nothing was dead-lettered and the messages stay unacknowledged", f.ClickHouse.Database, f.Table, attempts, err)
+}
+
 // Teardown closes the connection pool.
 func (f *insertFn) Teardown() error {
 	if f.conn != nil {
@@ -377,7 +405,7 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 		// of a schema this stage never had (the parse stage read the table later: a column was
 		// added, by addNewColumns or by hand) read it again however recently it was read, so
 		// that the INSERT fills the new column.
-		if err := f.refreshSchema(ctx); err != nil {
+		if err := f.refreshRetrying(ctx); err != nil {
 			return err
 		}
 		current = f.conv.SchemaHash()
@@ -528,7 +556,7 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 		return f.insertBlock(ctx, second, reject, refreshes)
 	case class == chclient.Schema && refreshes < maxSchemaRefreshes:
 		slog.Warn("INSERT failed because the table changed; reading its schema again", "table", f.Table, "error", err)
-		if err := f.refreshSchema(ctx); err != nil {
+		if err := f.refreshRetrying(ctx); err != nil {
 			return err
 		}
 		return f.insertRows(ctx, b.Rows, reject, refreshes+1)
