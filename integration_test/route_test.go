@@ -472,7 +472,7 @@ func TestRoutingFixedWindowLongOutage(t *testing.T) {
 	e.opts.MaxRetries = 200
 	e.opts.RetryInitialBackoffMillis = 200
 	e.opts.RetryMaxBackoffMillis = 1000
-	e.opts.StopAfterIdle = pipeline.GivenInt(8)
+	e.opts.StopAfterIdle = pipeline.GivenInt(30) // longer than the SELECT
 	r := e.start(t)
 	time.Sleep(2 * time.Second) // the launch checks every table
 	e.srv.MustExec(t, "DETACH TABLE ta")
@@ -611,6 +611,83 @@ func TestRoutingTableDetachedAfterSchemaChange(t *testing.T) {
 	}
 	if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(id) FROM ra"); got != "10\t10" {
 		t.Errorf("ra: rows and distinct ids = %q, want 10 and 10", got)
+	}
+	if got := e.srv.MustQuery(t, "SELECT count() FROM dead_letters"); got != "0" {
+		t.Errorf("%s dead letters, want none: %s", got, e.srv.MustQuery(t, "SELECT error_message FROM dead_letters"))
+	}
+}
+
+// TestRoutingSlowSchemaReadHoldsUpOnlyItsTable: on ClickHouse 18.16 an ALTER TABLE waits for
+// the queries that read the table, and a read of the table's columns in system.columns waits
+// behind it. A routed table's parse stage reads its columns every schemaRefreshSeconds, in the
+// stage of the routing that every table's messages go through: until 2026-12-07 that read, made
+// while a long SELECT of one table held up an ADD COLUMN of it, held up the rows of the other
+// table for as long as the SELECT ran. Now the read runs in the background: the other table's
+// rows land while the SELECT runs, and the table's new column is filled once the ALTER is done.
+func TestRoutingSlowSchemaReadHoldsUpOnlyItsTable(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	for _, table := range []string{"ra", "rb"} {
+		e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, kind String) ENGINE = MergeTree ORDER BY id`, table)
+	}
+	e.srv.MustExec(t, "INSERT INTO rb SELECT number + 1000, 'old' FROM system.numbers LIMIT 20")
+	e.opts.RouteBy = "field:kind"
+	e.opts.RouteTables = "a=ra,b=rb"
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.SchemaRefreshSeconds = 1
+	e.opts.StopAfterIdle = pipeline.GivenInt(30) // longer than the SELECT
+	count := func(table string) int {
+		n, _ := strconv.Atoi(e.srv.MustQuery(t, "SELECT count() FROM "+table))
+		return n
+	}
+	var r *running
+	waitFor := func(table string, n int, limit time.Duration) {
+		t.Helper()
+		for deadline := time.Now().Add(limit); count(table) < n; time.Sleep(200 * time.Millisecond) {
+			select {
+			case <-r.done:
+				t.Fatalf("the run ended with %s holding %d rows, want %d: %v", table, count(table), n, r.err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after %v %s holds %d rows, want %d", limit, table, count(table), n)
+			}
+		}
+	}
+	e.publishJSON(t, `{"id":1,"kind":"a"}`, `{"id":2,"kind":"b"}`)
+	r = e.start(t)
+	waitFor("ra", 1, 60*time.Second)
+	waitFor("rb", 21, 60*time.Second)
+
+	// A SELECT of rb for 20 s (a second per row), and an ADD COLUMN of rb that waits for it.
+	selected, altered := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := e.srv.Query("SELECT sleepEachRow(1) FROM rb FORMAT Null", "max_block_size=1")
+		selected <- err
+	}()
+	time.Sleep(500 * time.Millisecond)
+	go func() { altered <- e.srv.Exec("ALTER TABLE rb ADD COLUMN q String") }()
+	time.Sleep(2500 * time.Millisecond) // longer than schemaRefreshSeconds: rb's parse stage reads its columns
+	e.publishJSON(t, `{"id":3,"kind":"a"}`, `{"id":4,"kind":"a"}`, `{"id":5,"kind":"a"}`)
+	waitFor("ra", 4, 60*time.Second)
+	select {
+	case err := <-selected:
+		t.Errorf("ra's rows landed only once the SELECT of rb had ended: rb's read of its columns held them up")
+		selected <- err
+	default:
+	}
+	if err := <-selected; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-altered; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // rb's parse stage reads the new column
+	e.publishJSON(t, `{"id":6,"kind":"b","q":"q6"}`, `{"id":7,"kind":"b","q":"q7"}`)
+	waitFor("rb", 23, 60*time.Second)
+	c := counters(r.wait(t, 60*time.Second))
+	t.Logf("counters: %v", c)
+	if got := e.srv.MustQuery(t, "SELECT arrayStringConcat(groupArray(concat(toString(id), ':', q)), ' ') FROM (SELECT id, q FROM rb WHERE id < 1000 ORDER BY id)"); got != "2: 6:q6 7:q7" {
+		t.Errorf("rb holds %q, want 2: 6:q6 7:q7", got)
 	}
 	if got := e.srv.MustQuery(t, "SELECT count() FROM dead_letters"); got != "0" {
 		t.Errorf("%s dead letters, want none: %s", got, e.srv.MustQuery(t, "SELECT error_message FROM dead_letters"))

@@ -107,6 +107,14 @@ type parseFn struct {
 	meta      convert.Meta // the current message's metadata, for the metadata columns
 	byTable   *flow.TableMetrics
 
+	// In a routed pipeline the periodic read of the schema runs in the background
+	// (refreshInBackground): background is the read under way (nil when none), again asks for
+	// another once it is done, and life ends such a read at Teardown.
+	background chan fetched
+	again      bool
+	life       context.Context
+	endLife    context.CancelFunc
+
 	// The rows of the bundle not yet emitted, their payload bytes, and the latest timestamp of
 	// the elements they came in.
 	gathered      flow.Rows
@@ -118,6 +126,7 @@ type parseFn struct {
 // schema and builds the converter. An unsupported column type fails here, before any message is
 // read.
 func (f *parseFn) Setup(ctx context.Context) error {
+	f.life, f.endLife = context.WithCancel(context.Background())
 	f.byTable = flow.NewTableMetrics(f.Routed, f.Table, []string{"messages-received", "rows-parsed-ok", "rows-parse-failed",
 		"rows-with-dropped-fields", "columns-added", "messages-waited-for-column"}, []string{"message-payload-bytes"})
 	f.tracker = &convert.Tracker{Stage: "parse", Database: f.ClickHouse.Database, Table: f.Table, Options: f.FromMessage}
@@ -168,7 +177,16 @@ func (f *parseFn) refresh(ctx context.Context) error {
 // column it added and someone dropped since would not be added again until the job restarts, and
 // every message with the field would be a dead letter of the write stage. A failure keeps the
 // current converter: the write stage notices a real mismatch.
+//
+// In a routed pipeline the read runs in the background (refreshInBackground), and its result is
+// taken at a later call: the parse stages of every table run in the stage of the routing, so a
+// read that waits would hold up the messages of every table, and on ClickHouse 18.16 a read of
+// system.columns for a table waits for as long as an ALTER TABLE of it waits for the queries
+// reading the table (an ADD COLUMN during a long SELECT).
 func (f *parseFn) refreshSchema(ctx context.Context) {
+	if f.Routed {
+		f.takeBackground()
+	}
 	if f.SchemaRefresh <= 0 && f.evolver == nil {
 		return
 	}
@@ -176,8 +194,75 @@ func (f *parseFn) refreshSchema(ctx context.Context) {
 		return
 	}
 	f.attempted = time.Now()
+	if f.Routed {
+		f.refreshInBackground()
+		return
+	}
 	if err := f.refresh(ctx); err != nil {
 		slog.Warn("parse: refreshing the table's schema failed; keeping the current one", "table", f.Table, "error", err)
+	}
+}
+
+// fetched is the outcome of a read of the schema in the background, begun at started.
+type fetched struct {
+	table   *schema.Table
+	err     error
+	started time.Time
+}
+
+// refreshInBackground starts a read of the table's schema in a goroutine of its own, through a
+// connection of its own, whose result a later call takes (takeBackground); with a read under
+// way already, another is started once it is done, since the change that asks for this one may
+// have come after that read.
+func (f *parseFn) refreshInBackground() {
+	if f.background != nil {
+		f.again = true
+		return
+	}
+	done, started, ctx := make(chan fetched, 1), time.Now(), f.life
+	f.background = done
+	go func() {
+		var tab *schema.Table
+		c, err := f.ch.Open(ctx)
+		if err == nil {
+			tab, err = schema.Fetch(ctx, c, f.ClickHouse.Database, f.Table)
+			c.Close()
+		}
+		done <- fetched{table: tab, err: err, started: started}
+	}()
+}
+
+// takeBackground takes the result of the read in the background, if it is done: the tracker
+// takes its schema, unless the stage has read the table itself since that read began (adding a
+// column: that read is the newer).
+func (f *parseFn) takeBackground() {
+	if f.background == nil {
+		return
+	}
+	var r fetched
+	select {
+	case r = <-f.background:
+	default:
+		return
+	}
+	f.background = nil
+	err := r.err
+	if err == nil && f.tracker.Age() >= time.Since(r.started) {
+		err = f.tracker.Set(r.table)
+	}
+	if err != nil {
+		slog.Warn("parse: refreshing the table's schema failed; keeping the current one", "table", f.Table, "error", err)
+	}
+	if f.again {
+		f.again = false
+		f.refreshInBackground()
+	}
+}
+
+// Teardown ends a read of the schema under way in the background.
+func (f *parseFn) Teardown() {
+	if f.endLife != nil {
+		f.endLife()
 	}
 }
 
