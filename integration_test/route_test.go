@@ -629,12 +629,12 @@ func TestRoutingSlowSchemaReadHoldsUpOnlyItsTable(t *testing.T) {
 	for _, table := range []string{"ra", "rb"} {
 		e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, kind String) ENGINE = MergeTree ORDER BY id`, table)
 	}
-	e.srv.MustExec(t, "INSERT INTO rb SELECT number + 1000, 'old' FROM system.numbers LIMIT 20")
+	e.srv.MustExec(t, "INSERT INTO rb SELECT number + 1000, 'old' FROM system.numbers LIMIT 12")
 	e.opts.RouteBy = "field:kind"
 	e.opts.RouteTables = "a=ra,b=rb"
 	e.opts.WindowSeconds = pipeline.GivenInt(1)
 	e.opts.SchemaRefreshSeconds = 1
-	e.opts.StopAfterIdle = pipeline.GivenInt(30) // longer than the SELECT
+	e.opts.StopAfterIdle = pipeline.GivenInt(15) // longer than the SELECT
 	count := func(table string) int {
 		n, _ := strconv.Atoi(e.srv.MustQuery(t, "SELECT count() FROM "+table))
 		return n
@@ -656,9 +656,9 @@ func TestRoutingSlowSchemaReadHoldsUpOnlyItsTable(t *testing.T) {
 	e.publishJSON(t, `{"id":1,"kind":"a"}`, `{"id":2,"kind":"b"}`)
 	r = e.start(t)
 	waitFor("ra", 1, 60*time.Second)
-	waitFor("rb", 21, 60*time.Second)
+	waitFor("rb", 13, 60*time.Second)
 
-	// A SELECT of rb for 20 s (a second per row), and an ADD COLUMN of rb that waits for it.
+	// A SELECT of rb for 12 s (a second per row), and an ADD COLUMN of rb that waits for it.
 	selected, altered := make(chan error, 1), make(chan error, 1)
 	go func() {
 		_, err := e.srv.Query("SELECT sleepEachRow(1) FROM rb FORMAT Null", "max_block_size=1")
@@ -683,7 +683,7 @@ func TestRoutingSlowSchemaReadHoldsUpOnlyItsTable(t *testing.T) {
 	}
 	time.Sleep(2500 * time.Millisecond) // rb's parse stage reads the new column
 	e.publishJSON(t, `{"id":6,"kind":"b","q":"q6"}`, `{"id":7,"kind":"b","q":"q7"}`)
-	waitFor("rb", 23, 60*time.Second)
+	waitFor("rb", 15, 60*time.Second)
 	c := counters(r.wait(t, 60*time.Second))
 	t.Logf("counters: %v", c)
 	if got := e.srv.MustQuery(t, "SELECT arrayStringConcat(groupArray(concat(toString(id), ':', q)), ' ') FROM (SELECT id, q FROM rb WHERE id < 1000 ORDER BY id)"); got != "2: 6:q6 7:q7" {
