@@ -51,6 +51,7 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
 
@@ -226,7 +227,9 @@ func NewWith(t *schema.Table, o Options) (*Converter, error) {
 	for _, col := range c.columns {
 		fmt.Fprintf(h, "%s\x00%s\x00%v\x00", col.name, col.typeName, col.hasDefault)
 	}
-	c.hash = h.Sum64()
+	if c.hash = h.Sum64(); c.hash == flow.Unchecked {
+		c.hash = 1 // flow.Unchecked marks a row no converter checked
+	}
 	return c, nil
 }
 

@@ -16,7 +16,8 @@ type Row struct {
 	Payload []byte
 	// Schema is the convert.Converter.SchemaHash of the table as the parse stage saw it when the
 	// payload converted. The write stage reads the table's schema again when its own view differs
-	// (the table changed), before converting.
+	// (the table changed), before converting. Unchecked (0): the parse stage had no schema of the
+	// table (a routed table it could not read), and the write stage's conversion is the check.
 	Schema uint64
 	// MessageID is the source message's Pub/Sub id. It is stable across redeliveries, so the
 	// write stage derives each INSERT's insert_deduplication_token from it.
@@ -88,3 +89,9 @@ type Rows struct {
 type Messages struct {
 	Messages []Message
 }
+
+// Unchecked is the Row.Schema of a row that no conversion checked: the parse stage of a routed
+// table that it could not read yet passes its messages on, and the write stage, which reads the
+// table before it inserts, converts each with every check (valid UTF-8 included) and
+// dead-letters those that fail. No convert.Converter.SchemaHash is 0.
+const Unchecked uint64 = 0

@@ -8,7 +8,8 @@
 // the Beam namespace PubSubToClickHouse: counters messages-received (every message, before
 // parsing), rows-parsed-ok and rows-parse-failed, columns-added (ADD COLUMNs this stage ran that
 // succeeded) and messages-waited-for-column (messages converted again after the schema was read
-// for a new field of theirs), and the distribution message-payload-bytes.
+// for a new field of theirs), rows-unchecked (messages of a routed table passed on before the
+// table could be read: setupRouted), and the distribution message-payload-bytes.
 package parse
 
 import (
@@ -36,7 +37,10 @@ var (
 	// took (and no unknownFieldsColumn kept): the fields are left out of the row, as ClickHouse's
 	// input_format_skip_unknown_fields does, and this says how often.
 	rowsWithDroppedFields = beam.NewCounter(flow.Namespace, "rows-with-dropped-fields")
-	messagePayloadBytes   = beam.NewDistribution(flow.Namespace, "message-payload-bytes")
+	// rowsUnchecked counts the messages a routed table's parse stage passed on unconverted, not
+	// having read the table yet (see parseFn.unread): the write stage converts them.
+	rowsUnchecked       = beam.NewCounter(flow.Namespace, "rows-unchecked")
+	messagePayloadBytes = beam.NewDistribution(flow.Namespace, "message-payload-bytes")
 )
 
 func init() {
@@ -99,9 +103,15 @@ const (
 type parseFn struct {
 	Config
 
-	ch        *chclient.Resolved // ClickHouse with its secrets read, once, in Setup
-	tracker   *convert.Tracker
-	evolver   *evolver     // nil without AddNewColumns
+	ch      *chclient.Resolved // ClickHouse with its secrets read, once, in Setup
+	tracker *convert.Tracker
+	evolver *evolver // nil without AddNewColumns
+	// serverKnown: the evolver's rule has the server's version (evolve.ServerOfConn).
+	serverKnown bool
+	// unread is why a routed table's schema could not be read yet (nil once it has been, and
+	// always without routing): until then the stage passes the table's messages on unchecked
+	// (flow.Unchecked) and reads the table in the background every unreadRetry.
+	unread    error
 	attempted time.Time    // the last refresh attempt, failed or not
 	buf       []byte       // the converted row, kept for the next message while at most maxKeptBuf bytes
 	meta      convert.Meta // the current message's metadata, for the metadata columns
@@ -112,6 +122,7 @@ type parseFn struct {
 	// another once it is done, and life ends such a read at Teardown.
 	background chan fetched
 	again      bool
+	needServer bool // the read under way reads the server's version too
 	life       context.Context
 	endLife    context.CancelFunc
 
@@ -124,15 +135,18 @@ type parseFn struct {
 
 // Setup reads the secrets the configuration names (chclient.Config.Resolve), fetches the table's
 // schema and builds the converter. An unsupported column type fails here, before any message is
-// read.
+// read. A routed table's stage does not wait for its table: see setupRouted.
 func (f *parseFn) Setup(ctx context.Context) error {
 	f.life, f.endLife = context.WithCancel(context.Background())
 	f.byTable = flow.NewTableMetrics(f.Routed, f.Table, []string{"messages-received", "rows-parsed-ok", "rows-parse-failed",
-		"rows-with-dropped-fields", "columns-added", "messages-waited-for-column"}, []string{"message-payload-bytes"})
+		"rows-with-dropped-fields", "columns-added", "messages-waited-for-column", "rows-unchecked"}, []string{"message-payload-bytes"})
 	f.tracker = &convert.Tracker{Stage: "parse", Database: f.ClickHouse.Database, Table: f.Table, Options: f.FromMessage}
 	var err error
 	if f.evolver, err = f.newEvolver(); err != nil {
 		return err
+	}
+	if f.Routed {
+		return f.setupRouted(ctx)
 	}
 	_, err = chclient.SetupRetry.Do(ctx, func() error {
 		if f.ch == nil {
@@ -150,11 +164,60 @@ func (f *parseFn) Setup(ctx context.Context) error {
 		}
 		defer c.Close()
 		f.evolver.rule.Server, err = evolve.ServerOfConn(ctx, c)
+		f.serverKnown = err == nil
 		return err
 	}, func(n int, err error) {
 		slog.Warn("parse: reading the table's schema failed; retrying", "table", f.Table, "attempt", n, "error", err)
 	})
 	f.attempted = time.Now()
+	return err
+}
+
+// unreadRetry is how often the parse stage of a routed table it could not read tries again.
+const unreadRetry = 5 * time.Second
+
+// setupRouted is Setup's read of a routed table, which may not hold up the other tables: the
+// parse stages of every table run in the routing's stage, so a Setup that waited for one table
+// (detached, dropped and not yet created again, locked by an ALTER) held up the messages of all
+// of them, and failed them all after its retries, on every worker that started meanwhile. Here
+// the connection's secrets are read with Setup's retries (they are every table's), and the table
+// once: when that fails, the stage passes the table's messages on unchecked (flow.Unchecked) and
+// reads it again in the background (refreshSchema) until it can. The write stage, which reads
+// the table before it inserts, converts the unchecked rows with every check and dead-letters those
+// that fail, so that a table away holds up its own rows only.
+func (f *parseFn) setupRouted(ctx context.Context) error {
+	if _, err := chclient.SetupRetry.Do(ctx, func() error {
+		var err error
+		f.ch, err = f.ClickHouse.Resolve(ctx)
+		return err
+	}, func(n int, err error) {
+		slog.Warn("parse: reading the connection's secrets failed; retrying", "table", f.Table, "attempt", n, "error", err)
+	}); err != nil {
+		return err
+	}
+	f.attempted = time.Now()
+	err := f.refresh(ctx)
+	if err == nil && f.evolver != nil {
+		err = f.readServer(ctx)
+	}
+	if err != nil {
+		f.unread = err
+		slog.Warn("parse: reading the table's schema failed; its messages go on unchecked to the write stage, which converts them once "+
+			"it can read the table, and this stage reads it again in the background", "table", f.Table, "every", unreadRetry, "error", err)
+		f.refreshInBackground()
+	}
+	return nil
+}
+
+// readServer reads the server's version for the evolver's rule.
+func (f *parseFn) readServer(ctx context.Context) error {
+	c, err := f.ch.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	f.evolver.rule.Server, err = evolve.ServerOfConn(ctx, c)
+	f.serverKnown = err == nil
 	return err
 }
 
@@ -186,6 +249,13 @@ func (f *parseFn) refresh(ctx context.Context) error {
 func (f *parseFn) refreshSchema(ctx context.Context) {
 	if f.Routed {
 		f.takeBackground()
+		if f.unread != nil {
+			if f.background == nil && time.Since(f.attempted) >= unreadRetry {
+				f.attempted = time.Now()
+				f.refreshInBackground()
+			}
+			return
+		}
 	}
 	if f.SchemaRefresh <= 0 && f.evolver == nil {
 		return
@@ -203,9 +273,11 @@ func (f *parseFn) refreshSchema(ctx context.Context) {
 	}
 }
 
-// fetched is the outcome of a read of the schema in the background, begun at started.
+// fetched is the outcome of a read of the schema in the background, begun at started, with the
+// server's version when the evolver's rule lacked it.
 type fetched struct {
 	table   *schema.Table
+	server  *evolve.Server
 	err     error
 	started time.Time
 }
@@ -220,15 +292,22 @@ func (f *parseFn) refreshInBackground() {
 		return
 	}
 	done, started, ctx := make(chan fetched, 1), time.Now(), f.life
+	needServer := f.evolver != nil && !f.serverKnown
 	f.background = done
 	go func() {
-		var tab *schema.Table
+		r := fetched{started: started}
 		c, err := f.ch.Open(ctx)
 		if err == nil {
-			tab, err = schema.Fetch(ctx, c, f.ClickHouse.Database, f.Table)
+			r.table, err = schema.Fetch(ctx, c, f.ClickHouse.Database, f.Table)
+			if err == nil && needServer {
+				var s evolve.Server
+				s, err = evolve.ServerOfConn(ctx, c)
+				r.server = &s
+			}
 			c.Close()
 		}
-		done <- fetched{table: tab, err: err, started: started}
+		r.err = err
+		done <- r
 	}()
 }
 
@@ -250,7 +329,16 @@ func (f *parseFn) takeBackground() {
 	if err == nil && f.tracker.Age() >= time.Since(r.started) {
 		err = f.tracker.Set(r.table)
 	}
-	if err != nil {
+	if err == nil && r.server != nil {
+		f.evolver.rule.Server, f.serverKnown = *r.server, true
+	}
+	switch {
+	case err == nil && f.unread != nil:
+		f.unread = nil
+		slog.Info("parse: the table's schema is read; its messages are converted here again", "table", f.Table)
+	case f.unread != nil:
+		f.unread = err
+	case err != nil:
 		slog.Warn("parse: refreshing the table's schema failed; keeping the current one", "table", f.Table, "error", err)
 	}
 	if f.again {
@@ -291,9 +379,6 @@ func CheckWith(ctx context.Context, conn driver.Conn, database, table string, o 
 // ProcessElement converts the messages of one source element and gathers their rows (see Parse).
 func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow.Messages, emitRows func(beam.EventTime, flow.Rows), emitDeadLetter func(flow.DeadLetter)) error {
 	f.refreshSchema(ctx)
-	conv := f.tracker.Converter()
-	schemaHash := conv.SchemaHash()
-	withMeta := len(f.FromMessage.Metadata) > 0
 	if f.Routed { // the routing stage counted every message, this table's among them
 		f.byTable.Inc(ctx, "messages-received", int64(len(ms.Messages)))
 	} else {
@@ -308,6 +393,12 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 	if et > f.latest || len(f.gathered.Rows) == 0 {
 		f.latest = et
 	}
+	if f.unread != nil {
+		f.passUnchecked(ctx, et, ms, emitRows)
+		return nil
+	}
+	conv := f.tracker.Converter()
+	schemaHash := conv.SchemaHash()
 	ok, dropped := 0, 0
 	for _, m := range ms.Messages {
 		messagePayloadBytes.Update(ctx, int64(len(m.Data)))
@@ -342,19 +433,8 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 		if conv.Untaken() > 0 && f.FromMessage.UnknownFields == "" {
 			dropped++
 		}
-		if f.gathered.Rows == nil {
-			f.gathered.Rows = make([]flow.Row, 0, min(max(len(ms.Messages), 16), MaxGatherRows))
-		}
-		f.gathered.Rows = append(f.gathered.Rows, flow.Row{Payload: m.Data, Schema: schemaHash, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes,
-			OrderingKey: m.OrderingKey, Transformed: m.Transformed, Original: m.Original})
-		if withMeta { // the write stage converts again
-			f.gathered.Rows[len(f.gathered.Rows)-1].PublishTimeMillis = m.PublishTimeMillis
-		}
+		f.gather(et, m, schemaHash, len(ms.Messages), emitRows)
 		ok++
-		if f.gatheredBytes += len(m.Data) + len(m.Original); len(f.gathered.Rows) >= MaxGatherRows || f.gatheredBytes >= MaxGatherBytes {
-			f.flush(emitRows)
-			f.latest = et
-		}
 	}
 	rowsParsedOK.Inc(ctx, int64(ok))
 	f.byTable.Inc(ctx, "rows-parsed-ok", int64(ok))
@@ -363,6 +443,36 @@ func (f *parseFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 		f.byTable.Inc(ctx, "rows-with-dropped-fields", int64(dropped))
 	}
 	return nil
+}
+
+// gather adds the row of m, of the schema schemaHash, to the rows gathered, and emits them when
+// they fill an element (n: the messages of the element m came in, for the first allocation).
+func (f *parseFn) gather(et beam.EventTime, m flow.Message, schemaHash uint64, n int, emitRows func(beam.EventTime, flow.Rows)) {
+	if f.gathered.Rows == nil {
+		f.gathered.Rows = make([]flow.Row, 0, min(max(n, 16), MaxGatherRows))
+	}
+	f.gathered.Rows = append(f.gathered.Rows, flow.Row{Payload: m.Data, Schema: schemaHash, MessageID: m.ID, AckID: m.AckID, Attributes: m.Attributes,
+		OrderingKey: m.OrderingKey, Transformed: m.Transformed, Original: m.Original})
+	if len(f.FromMessage.Metadata) > 0 { // the write stage converts again
+		f.gathered.Rows[len(f.gathered.Rows)-1].PublishTimeMillis = m.PublishTimeMillis
+	}
+	if f.gatheredBytes += len(m.Data) + len(m.Original); len(f.gathered.Rows) >= MaxGatherRows || f.gatheredBytes >= MaxGatherBytes {
+		f.flush(emitRows)
+		f.latest = et
+	}
+}
+
+// passUnchecked passes the messages of ms on as rows no conversion checked (flow.Unchecked), as
+// the stage of a routed table it could not read yet does (see setupRouted): the write stage
+// converts them, and dead-letters those that fail.
+func (f *parseFn) passUnchecked(ctx context.Context, et beam.EventTime, ms flow.Messages, emitRows func(beam.EventTime, flow.Rows)) {
+	for _, m := range ms.Messages {
+		messagePayloadBytes.Update(ctx, int64(len(m.Data)))
+		f.byTable.Update(ctx, "message-payload-bytes", int64(len(m.Data)))
+		f.gather(et, m, flow.Unchecked, len(ms.Messages), emitRows)
+	}
+	rowsUnchecked.Inc(ctx, int64(len(ms.Messages)))
+	f.byTable.Inc(ctx, "rows-unchecked", int64(len(ms.Messages)))
 }
 
 // maxKeptBuf is the largest buffer of a converted row the parse stage keeps for the next

@@ -90,6 +90,43 @@ func TestColumnGoneWithAddNewColumns(t *testing.T) {
 	}
 }
 
+// TestUncheckedRows: rows the parse stage passed on unchecked (flow.Unchecked: a routed table it
+// could not read) are converted with every check, valid UTF-8 included, which ConvertChecked
+// leaves out; a value the table cannot take, and with addNewColumns a field no column takes, make
+// dead letters that say the parse stage had not checked them, and the other rows land.
+func TestUncheckedRows(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, s String) ENGINE = MergeTree ORDER BY id`, "events")
+	ctx := context.Background()
+	f := &insertFn{Config: Config{ClickHouse: srv.Config(), Table: "events", Settings: chclient.Settings{MaxInsertBlockSize: 1000}, AddNewColumns: true}}
+	if err := f.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Teardown()
+	rows := flow.Rows{Rows: []flow.Row{
+		{Payload: []byte(`{"id":1,"s":"a"}`), Schema: flow.Unchecked, MessageID: "m1"},
+		{Payload: []byte("{\"id\":2,\"s\":\"\xff\"}"), Schema: flow.Unchecked, MessageID: "m2"},
+		{Payload: []byte(`{"id":3,"s":"c","new":5}`), Schema: flow.Unchecked, MessageID: "m3"},
+		{Payload: []byte(`{"id":-4,"s":"d"}`), Schema: flow.Unchecked, MessageID: "m4"},
+	}}
+	dead := map[string]string{}
+	if err := f.ProcessElement(ctx, 0, rows, func(d flow.DeadLetter) { dead[d.MessageID] = d.ErrorMessage + " | " + d.StackTrace }, func([]string) {}); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.MustQuery(t, "SELECT id, s FROM events ORDER BY id"); got != "1\ta" {
+		t.Errorf("rows %q, want 1\ta", got)
+	}
+	const stage = "the parse stage could not read the table, so this is the first conversion"
+	for id, want := range map[string]string{"m2": "UTF-8", "m3": `field "new" (value 5) names no column: the parse stage could not read the table`, "m4": "-4"} {
+		if got := dead[id]; !strings.Contains(got, want) || !strings.Contains(got, stage) {
+			t.Errorf("dead letter of %s: %q, want one holding %q and %q", id, got, want, stage)
+		}
+	}
+	if len(dead) != 3 {
+		t.Errorf("%d dead letters, want 3: %v", len(dead), dead)
+	}
+}
+
 // refusingConn is a connection whose INSERTs' Go values (the Typed columns', handed to the
 // driver's Append) go through refuse first, as clickhouse-go's own refusal of a value would.
 type refusingConn struct {

@@ -348,8 +348,10 @@ const maxSchemaRefreshes = 2
 // null) that no column of the table takes: with addNewColumns the parse stage took every such
 // field into a column (or dead-lettered the message), so that column has gone since (dropped or
 // renamed), and a row without the field's value would change the message silently. Replaying the
-// dead letter makes the parse stage add the column again. nil when there is no such field.
-func gone(conv *convert.Converter, payload []byte) error {
+// dead letter makes the parse stage add the column again. nil when there is no such field. Of a
+// row the parse stage passed on unchecked (it could not read the table), the field is new: no
+// stage could add its column then.
+func gone(conv *convert.Converter, payload []byte, unchecked bool) error {
 	var fields []string
 	_ = conv.NewFields(payload, func(name string, value []byte) error {
 		if string(value) != "null" {
@@ -359,6 +361,10 @@ func gone(conv *convert.Converter, payload []byte) error {
 	})
 	if len(fields) == 0 {
 		return nil
+	}
+	if unchecked {
+		return fmt.Errorf("%s names no column: the parse stage could not read the table when the message came, so addNewColumns could not "+
+			"give it one; the message is a dead letter rather than a row without the value (replaying it adds the column)", strings.Join(fields, ", "))
 	}
 	return fmt.Errorf("%s names no column any more: with addNewColumns the parse stage gave it one, so the column is gone since "+
 		"(dropped or renamed) or not yet visible on the server this worker writes to; the message is a dead letter rather than a row "+
@@ -430,8 +436,11 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 		}
 	}()
 	// Every row's payload passed the parse stage's conversion, and with it the check that it is
-	// valid UTF-8, which no change of the table can change: ConvertChecked leaves it out.
+	// valid UTF-8, which no change of the table can change: ConvertChecked leaves it out. A row
+	// the parse stage passed on unchecked (flow.Unchecked: a routed table it could not read) is
+	// converted with every check, this its first conversion.
 	for _, r := range rows {
+		unchecked := r.Schema == flow.Unchecked
 		start := len(arena)
 		var meta *convert.Meta // the metadata columns' values, when the template has such columns
 		if len(f.FromMessage.Metadata) > 0 {
@@ -439,9 +448,13 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 			meta = &f.meta
 		}
 		var err error
-		arena, err = f.conv.ConvertChecked(arena, r.Payload, meta)
+		if unchecked {
+			arena, err = f.conv.ConvertMessage(arena, r.Payload, meta)
+		} else {
+			arena, err = f.conv.ConvertChecked(arena, r.Payload, meta)
+		}
 		if err == nil && r.Schema != current && f.AddNewColumns && f.FromMessage.UnknownFields == "" && f.conv.Untaken() > 0 {
-			err = gone(f.conv, r.Payload)
+			err = gone(f.conv, r.Payload, unchecked)
 		}
 		if err != nil {
 			arena = arena[:start]
@@ -450,7 +463,11 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 			if r.Transformed && !convert.OnlyMetadata(err) {
 				err = fmt.Errorf("converting the output of the javascript UDF: %w", err)
 			}
-			reject(r, "write (converting again after the table changed)", err)
+			stage := "write (converting again after the table changed)"
+			if unchecked {
+				stage = "write (the parse stage could not read the table, so this is the first conversion)"
+			}
+			reject(r, stage, err)
 			continue
 		}
 		r.Data = arena[start:len(arena):len(arena)]
