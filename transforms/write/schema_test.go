@@ -215,3 +215,37 @@ func TestValuesClickHouseGoRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestUncheckedRowsReadNoFreshSchema: rows the parse stage passed on unchecked
+// (flow.Unchecked) carry no schema this stage could have seen, which made every batch of them
+// read the table's schema again, however recently it was read: a system.columns query per
+// batch, for as long as the parse stage could not read the table (on 18.16 one that waits
+// behind an ALTER of the table, the very case that leaves it unread). They need the table as it
+// is now, as rows of an older schema do, so they read it again once the schema read is more
+// than a second old, and an INSERT refused for the table's new structure reads it at once.
+func TestUncheckedRowsReadNoFreshSchema(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+	ctx := context.Background()
+	f := &insertFn{Config: Config{ClickHouse: srv.Config(), Table: "events", Settings: chclient.Settings{MaxInsertBlockSize: 1000}}}
+	if err := f.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Teardown()
+	read := f.tracker.Schema()
+	for i := range 3 {
+		rows := flow.Rows{Rows: []flow.Row{{Payload: fmt.Appendf(nil, `{"id":%d}`, i), Schema: flow.Unchecked, MessageID: fmt.Sprint("m", i)}}}
+		if err := f.ProcessElement(ctx, 0, rows, func(d flow.DeadLetter) { t.Errorf("dead letter: %s", d.ErrorMessage) }, func([]string) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.tracker.Age() > time.Second {
+		t.Skip("the write stage's schema is more than a second old already: the test is about a recent one")
+	}
+	if f.tracker.Schema() != read {
+		t.Error("three batches of unchecked rows read the table's schema again, less than a second after it was read")
+	}
+	if got := srv.MustQuery(t, "SELECT count() FROM events"); got != "3" {
+		t.Errorf("%s rows, want 3", got)
+	}
+}

@@ -403,14 +403,17 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 	stale, unseen := false, false
 	for _, r := range rows {
 		if r.Schema != current {
-			stale, unseen = true, unseen || !f.seen[r.Schema]
+			stale, unseen = true, unseen || r.Schema != flow.Unchecked && !f.seen[r.Schema]
 		}
 	}
 	if stale && (unseen || f.tracker.Age() > time.Second) {
 		// Rows of another schema: the table may have changed since this worker read it. Rows
 		// of a schema this stage never had (the parse stage read the table later: a column was
 		// added, by addNewColumns or by hand) read it again however recently it was read, so
-		// that the INSERT fills the new column.
+		// that the INSERT fills the new column. Unchecked rows (flow.Unchecked) say nothing of
+		// the table: they read it again as rows of an older schema do, once the schema read is
+		// more than a second old, not for each batch (a system.columns query per batch while
+		// the parse stage cannot read the table).
 		if err := f.refreshRetrying(ctx); err != nil {
 			return err
 		}
