@@ -240,9 +240,7 @@ func run(ctx context.Context, o pipeline.Options) error {
 	} else if err := preflight(ctx, o); err != nil {
 		return err
 	} else if !l.dataflow {
-		if err := checkOrderedDelivery(ctx, o); err != nil {
-			return err
-		}
+		checkOrderedDelivery(ctx, o)
 	}
 
 	upd, err := findRunningJob(ctx, l)
@@ -494,34 +492,38 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 	return nil
 }
 
-// checkOrderedDelivery checks, for a local run, how the input subscription's message ordering
-// meets the batches. On a subscription with message ordering Pub/Sub delivers no later message
-// of an ordering key while an earlier one is unacknowledged, and the local source acknowledges a
-// message only once its row is inserted (or its dead letter written): so each ordering key gives
-// a batch one message (Pub/Sub itself: one delivery) at a time. With batchRowCount alone a batch
-// then waits for messages that Pub/Sub holds back until the batch is inserted, without end
-// (with stopAfterIdle the run ends idle, its backlog kept): refused. With a window or a time
-// bound, a key's backlog drains one message per windowSeconds: a warning. Dataflow acknowledges
-// on receipt, before the INSERT, and is not concerned; a subscription Pub/Sub will not describe
-// (pubsub.subscriptions.get denied) passes.
-func checkOrderedDelivery(ctx context.Context, o pipeline.Options) error {
+// checkOrderedDelivery warns, for a local run, of how the input subscription's message ordering
+// meets the batches. On a subscription with message ordering, Pub/Sub holds back later messages
+// of an ordering key while earlier ones are unacknowledged (the emulator, pstest, delivers one
+// message of a key at a time; Pub/Sub's documentation says that messages of a key arrive in
+// order and that a redelivery brings the later ones again, not how many it hands out at once),
+// and the local source acknowledges a message only once its row is inserted or its dead letter
+// written. So a batch gets few messages of each key at a time: with batchRowCount alone, a batch
+// that fewer keys feed than it needs waits without end for messages Pub/Sub holds back until it
+// is inserted (with stopAfterIdle the run ends idle, its backlog kept); with a window or a time
+// bound, a key's backlog drains a delivery per windowSeconds. Messages without an ordering key
+// are not ordered, and a subscription of many keys may fill its batches all the same, so this
+// warns rather than refuses. Dataflow acknowledges on receipt, before the INSERT, and is not
+// concerned; a subscription Pub/Sub will not describe (pubsub.subscriptions.get denied) passes.
+func checkOrderedDelivery(ctx context.Context, o pipeline.Options) {
 	if ordered, known := psclient.MessageOrdering(ctx, o.Subscription()); !ordered || !known {
-		return nil
+		return
 	}
-	const why = "Pub/Sub delivers no later message of an ordering key while an earlier one is unacknowledged, and the local " +
-		"runner acknowledges a message only once its row is inserted or its dead letter written"
+	const why = "Pub/Sub holds back later messages of an ordering key while earlier ones are unacknowledged (the emulator hands out " +
+		"one of a key at a time), and the local runner acknowledges a message only once its row is inserted or its dead letter written"
 	mode := o.Mode()
 	if mode.Window == 0 {
-		return fmt.Errorf("inputSubscription %s has message ordering enabled: %s, so with batchRowCount (%d) alone a batch would wait, "+
-			"without end, for messages of its ordering keys that Pub/Sub holds back until the batch is inserted: give windowSeconds "+
-			"as well (a batch is then inserted at most that long after its first row), or read from a subscription without message ordering",
-			o.InputSubscription, why, mode.Rows)
+		slog.Warn(fmt.Sprintf("inputSubscription has message ordering enabled: %s, so with batchRowCount (%d) alone a batch fed by "+
+			"fewer ordering keys than it needs waits without end for messages that Pub/Sub holds back until the batch is inserted: "+
+			"give windowSeconds as well (a batch is then inserted at most that long after its first row), or read from a "+
+			"subscription without message ordering (messages without an ordering key are not held back)", why, mode.Rows),
+			"subscription", o.InputSubscription)
+		return
 	}
-	slog.Warn(fmt.Sprintf("inputSubscription has message ordering enabled: %s, so each ordering key gives at most one message "+
-		"(one delivery) per batch, that is about one every %v: a backlog of one key drains at that pace; read from a subscription "+
+	slog.Warn(fmt.Sprintf("inputSubscription has message ordering enabled: %s, so each ordering key gives a batch few messages "+
+		"(on the emulator one), about one delivery every %v: a backlog of one key drains at that pace; read from a subscription "+
 		"without message ordering (the ordering_key metadata column and the dead letters keep the keys all the same) for throughput",
 		why, mode.Window), "subscription", o.InputSubscription)
-	return nil
 }
 
 // checkTable checks table (clickHouseTable or a table of routeTables) as each worker's parse
