@@ -111,11 +111,12 @@ type parseFn struct {
 	// unread is why a routed table's schema could not be read yet (nil once it has been, and
 	// always without routing): until then the stage passes the table's messages on unchecked
 	// (flow.Unchecked) and reads the table in the background every unreadRetry.
-	unread    error
-	attempted time.Time    // the last refresh attempt, failed or not
-	buf       []byte       // the converted row, kept for the next message while at most maxKeptBuf bytes
-	meta      convert.Meta // the current message's metadata, for the metadata columns
-	byTable   *flow.TableMetrics
+	unread       error
+	unreadLogged time.Time    // when the stage last logged that it could not read the table
+	attempted    time.Time    // the last refresh attempt, failed or not
+	buf          []byte       // the converted row, kept for the next message while at most maxKeptBuf bytes
+	meta         convert.Meta // the current message's metadata, for the metadata columns
+	byTable      *flow.TableMetrics
 
 	// In a routed pipeline the periodic read of the schema runs in the background
 	// (refreshInBackground): background is the read under way (nil when none), again asks for
@@ -173,15 +174,24 @@ func (f *parseFn) Setup(ctx context.Context) error {
 	return err
 }
 
-// unreadRetry is how often the parse stage of a routed table it could not read tries again.
-const unreadRetry = 5 * time.Second
+// unreadRetry is how often the parse stage of a routed table it could not read tries again, and
+// unreadLog how often it logs that it still cannot.
+const (
+	unreadRetry = 5 * time.Second
+	unreadLog   = time.Minute
+)
+
+// routedSetupRetry is setupRouted's retries of a table's read: a blip (a connection refused, a
+// server restarting) passes within them, at the cost of holding up the other tables for about
+// 3.5 s; a table away longer is read in the background instead.
+var routedSetupRetry = chclient.Retry{MaxRetries: 3, InitialBackoff: 500 * time.Millisecond, MaxBackoff: 2 * time.Second}
 
 // setupRouted is Setup's read of a routed table, which may not hold up the other tables: the
 // parse stages of every table run in the routing's stage, so a Setup that waited for one table
 // (detached, dropped and not yet created again, locked by an ALTER) held up the messages of all
 // of them, and failed them all after its retries, on every worker that started meanwhile. Here
 // the connection's secrets are read with Setup's retries (they are every table's), and the table
-// once: when that fails, the stage passes the table's messages on unchecked (flow.Unchecked) and
+// with a few (routedSetupRetry): when those fail, the stage passes the table's messages on unchecked (flow.Unchecked) and
 // reads it again in the background (refreshSchema) until it can. The write stage, which reads
 // the table before it inserts, converts the unchecked rows with every check and dead-letters those
 // that fail, so that a table away holds up its own rows only.
@@ -195,13 +205,22 @@ func (f *parseFn) setupRouted(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	_, err := routedSetupRetry.Do(ctx, func() error {
+		if f.tracker.Converter() == nil {
+			if err := f.refresh(ctx); err != nil {
+				return err
+			}
+		}
+		if f.evolver != nil && !f.serverKnown {
+			return f.readServer(ctx)
+		}
+		return nil
+	}, func(n int, err error) {
+		slog.Warn("parse: reading the table's schema failed; retrying", "table", f.Table, "attempt", n, "error", err)
+	})
 	f.attempted = time.Now()
-	err := f.refresh(ctx)
-	if err == nil && f.evolver != nil {
-		err = f.readServer(ctx)
-	}
 	if err != nil {
-		f.unread = err
+		f.unread, f.unreadLogged = err, time.Now()
 		slog.Warn("parse: reading the table's schema failed; its messages go on unchecked to the write stage, which converts them once "+
 			"it can read the table, and this stage reads it again in the background", "table", f.Table, "every", unreadRetry, "error", err)
 		f.refreshInBackground()
@@ -337,7 +356,10 @@ func (f *parseFn) takeBackground() {
 		f.unread = nil
 		slog.Info("parse: the table's schema is read; its messages are converted here again", "table", f.Table)
 	case f.unread != nil:
-		f.unread = err
+		if f.unread = err; time.Since(f.unreadLogged) >= unreadLog {
+			f.unreadLogged = time.Now()
+			slog.Warn("parse: the table's schema still cannot be read; its messages go on unchecked to the write stage", "table", f.Table, "error", err)
+		}
 	case err != nil:
 		slog.Warn("parse: refreshing the table's schema failed; keeping the current one", "table", f.Table, "error", err)
 	}
