@@ -135,7 +135,7 @@ var processingParameters = []parameter{
 		regex: `^(0|[1-9][0-9]*)?$`,
 		doc: "How many times an INSERT that failed for a transient reason is retried; 0 means no retry. It and the two waits below bound " +
 			"the INSERTs of rows and of dead letters; a worker's start-up against ClickHouse (connecting, reading the target and the " +
-			"dead-letter table) retries on its own, about a minute and a half (12 attempts, up to 10 s apart), whatever they say.",
+			"dead-letter table) retries on its own, for at most about a minute and a half (12 retries after the first attempt, up to 10 s apart), whatever they say.",
 	},
 	{
 		name: "retryInitialBackoffMillis", group: "Insert tuning", kind: kindInt, def: 5_000,
