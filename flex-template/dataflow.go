@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,42 @@ func checkMachineType() error {
 		}
 	}
 	return nil
+}
+
+// workerBuild is the command that builds a binary Dataflow's workers can run, as the Dockerfile
+// builds it.
+const workerBuild = "CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o bin/linux-amd64/pubsub-to-clickhouse ./flex-template"
+
+// checkWorkerBinary refuses a worker binary (path, the --worker_binary given, or this binary when
+// given is false) that is not a linux/amd64 ELF executable: the Dataflow runner stages it as the
+// workers' program, and a worker cannot start a binary built for macOS or arm64 (a launch from a
+// laptop, docs/deploy.md), so the job would start workers that never process anything. The
+// Flex Template image's binary is built for linux/amd64 by the Dockerfile.
+func checkWorkerBinary(path string, given bool) error {
+	which := "this binary (" + path + "), which the launch stages as the workers' program,"
+	fix := "build one for the workers with " + workerBuild + " and give it as --worker_binary=bin/linux-amd64/pubsub-to-clickhouse " +
+		"(this binary still runs the launch)"
+	if given {
+		which = "--worker_binary=" + path
+		fix = "build it with " + workerBuild
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		if _, serr := os.Stat(path); serr != nil {
+			return fmt.Errorf("%s: %v", which, serr)
+		}
+		return fmt.Errorf("%s is not a Linux (ELF) program (%v), and Dataflow's workers run linux/amd64: %s", which, err, fix)
+	}
+	defer f.Close()
+	if f.Class == elf.ELFCLASS64 && f.Machine == elf.EM_X86_64 {
+		return nil
+	}
+	arch := map[elf.Machine]string{elf.EM_AARCH64: "arm64", elf.EM_386: "386", elf.EM_ARM: "arm", elf.EM_RISCV: "riscv64",
+		elf.EM_PPC64: "ppc64", elf.EM_S390: "s390x"}[f.Machine]
+	if arch == "" {
+		arch = f.Machine.String()
+	}
+	return fmt.Errorf("%s is built for linux/%s, but Dataflow's workers run linux/amd64 (x86): %s", which, arch, fix)
 }
 
 // checkLocations refuses a --staging_location, --temp_location or --template_location that is not

@@ -165,12 +165,16 @@ func run(ctx context.Context, o pipeline.Options) error {
 				"is drained or cancelled (gcloud dataflow jobs drain)", "stopAfterIdle", o.StopAfterIdle.Value)
 		}
 		// The launcher does not pass itself on as the worker binary.
-		if *jobopts.WorkerBinary == "" {
+		givenWorker := *jobopts.WorkerBinary != ""
+		if !givenWorker {
 			exe, err := os.Executable()
 			if err != nil {
 				return fmt.Errorf("finding the worker binary: %w", err)
 			}
 			*jobopts.WorkerBinary = exe
+		}
+		if err := checkWorkerBinary(*jobopts.WorkerBinary, givenWorker); err != nil {
+			return badArgs(err)
 		}
 		if l.submits() && !*jobopts.Async {
 			// A streaming job never completes: waiting for it would never end the command.
