@@ -15,7 +15,7 @@ repository, and stages the template spec with
       --image IMAGE --sdk-language GO --metadata-file metadata.json
 
 then restores in the staged spec the streaming fields of metadata.json (streaming,
-supportsAtLeastOnce, supportsExactlyOnce) when gcloud left them out.
+supportsAtLeastOnce, supportsExactlyOnce, defaultStreamingMode) when gcloud left them out.
 
 The image is REGION-docker.pkg.dev/PROJECT/REPOSITORY/pubsub-to-clickhouse:TAG.
 
