@@ -192,17 +192,20 @@ key_text() {
   v=${v//[[:space:]\"\']/}
   [[ $v =~ ^M[A-Za-z0-9+/=]{63,}$ ]]
 }
+# is_version tells whether a value is a Secret Manager secret version's name, which is no password
+# and shows as it is (as in the binary's logs); any other value of clickHousePassword is hidden.
+is_version() { [[ $1 =~ ^projects/[^/[:space:]]+/secrets/[^/[:space:]]+/versions/[^/[:space:]]+$ ]]; }
 password=""
 for p in "${params[@]}"; do
   [[ $p != clickHousePassword=* ]] || password=${p#clickHousePassword=}
 done
-[[ $password != projects/*/secrets/*/versions/* ]] || password=""
+! is_version "$password" || password=""
 joined=""
 shown=""
 for p in "${params[@]}"; do
   show=$p
   if [[ $p == clickHousePassword=?* ]]; then
-    show="clickHousePassword=xxxxx"
+    is_version "${p#clickHousePassword=}" || show="clickHousePassword=xxxxx"
   elif [[ $p =~ ^(clickHouseClientKey|clickHouseClientCertificate|clickHouseCaCertificate)= ]] && key_text "${p#*=}"; then
     show="${p%%=*}=xxxxx"
   else

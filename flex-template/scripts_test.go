@@ -192,6 +192,24 @@ func TestScripts(t *testing.T) {
 			}
 		}
 
+		// A Secret Manager secret version's name is no password: it shows as it is, as in the
+		// binary's logs, so that a dry run shows which secret the job reads; a password in
+		// CLICKHOUSE_PASSWORD, or a name with a space in it (which the binary takes for the
+		// password itself), stays hidden.
+		version := "projects/my-project/secrets/clickhouse-password/versions/latest"
+		out, err = command(t, ".", nil, bash, "run.sh", "--project", "p", "--region", "r", "--bucket", "b", "--dry-run", "--",
+			"clickHousePassword="+version, "inputSubscription=projects/p/subscriptions/s")
+		if err != nil || !strings.Contains(out, "clickHousePassword="+version) {
+			t.Errorf("run.sh --dry-run with clickHousePassword=%s does not show the version's name: %v\n%s", version, err, out)
+		}
+		for _, pw := range []string{version + " Env-S3cret", "Env-S3cret"} {
+			out, err = command(t, ".", []string{"CLICKHOUSE_PASSWORD=" + pw}, bash, "run.sh", "--project", "p", "--region", "r", "--bucket", "b",
+				"--dry-run", "--", "inputSubscription=projects/p/subscriptions/s")
+			if err != nil || strings.Contains(out, "Env-S3cret") || !strings.Contains(out, "clickHousePassword=xxxxx") {
+				t.Errorf("run.sh --dry-run with CLICKHOUSE_PASSWORD=%q: %v\n%s", pw, err, out)
+			}
+		}
+
 		out, err = command(t, ".", nil, bash, "run.sh", "--project", "p", "--region", "r", "--bucket", "b",
 			"--dry-run", "stopAfterIdle=5")
 		var exit *exec.ExitError
