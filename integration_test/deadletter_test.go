@@ -516,3 +516,57 @@ func TestPubSubResourcesDeletedWhileRunning(t *testing.T) {
 		t.Fatalf("input subscription deleted: exit %d, want 1 and the reason\n%s", code, log)
 	}
 }
+
+// TestDeadLetterTableDownHoldsUpNoRows: the dead-letter table detached while messages for two
+// routed tables, and messages that fail to parse, arrive over more windows than prism runs
+// bundles at once (8). Every row lands in its table while the dead-letter table is away, and the
+// dead letters once it is back, each once. The dead-letter stage ran a bundle for each pane of
+// dead letters, each retrying its INSERT (and the stage's Setup of each new instance, which reads
+// the table), until they took every bundle and no table's rows were inserted (the stage is now
+// stateful on the local runner: one bundle a shard).
+func TestDeadLetterTableDownHoldsUpNoRows(t *testing.T) {
+	const windows = 14
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	for _, table := range []string{"ta", "tb"} {
+		e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, n UInt8) ENGINE = MergeTree ORDER BY id`, table)
+	}
+	e.opts.RouteBy = "attribute:r"
+	e.opts.RouteTables = "a=ta,b=tb"
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.MaxRetries = 200
+	e.opts.RetryInitialBackoffMillis = 200
+	e.opts.RetryMaxBackoffMillis = 1000
+	e.opts.StopAfterIdle = pipeline.GivenInt(20)
+	r := e.start(t)
+	time.Sleep(2 * time.Second) // the launch checks the dead-letter table
+	e.srv.MustExec(t, "DETACH TABLE dead_letters")
+	var ids []string
+	for w := range windows {
+		msgs := []*pubsubpb.PubsubMessage{
+			{Data: []byte(fmt.Sprintf(`{"id":%d,"n":1}`, w)), Attributes: map[string]string{"r": "a"}},
+			{Data: []byte(fmt.Sprintf(`{"id":%d,"n":2}`, w)), Attributes: map[string]string{"r": "b"}},
+			{Data: []byte(fmt.Sprintf(`{"id":%d,"n":300}`, w)), Attributes: map[string]string{"r": []string{"a", "b"}[w%2]}},
+		}
+		ids = append(ids, e.ps.Publish(t, e.topic, msgs...)...)
+		time.Sleep(1200 * time.Millisecond)
+	}
+	want := fmt.Sprint(windows)
+	got := ""
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if got = e.srv.MustQuery(t, "SELECT toString(count()) || '+' || toString((SELECT count() FROM tb)) FROM ta"); got == want+"+"+want {
+			break
+		}
+	}
+	if got != want+"+"+want {
+		t.Fatalf("with the dead-letter table detached over %d windows, ta+tb hold %s rows, want %s+%s: the dead letters hold the rows up", windows, got, want, want)
+	}
+	e.srv.MustExec(t, "ATTACH TABLE dead_letters")
+	r.wait(t, 180*time.Second)
+	if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(raw_message) FROM dead_letters"); got != want+"\t"+want {
+		t.Errorf("dead_letters holds %s (count, distinct messages) after ATTACH, want %s of each", got, want)
+	}
+	if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(id) FROM ta"); got != want+"\t"+want {
+		t.Errorf("ta holds %s rows (count, distinct ids), want %s of each", got, want)
+	}
+	e.checkAllAcked(t, ids)
+}

@@ -398,6 +398,8 @@ func BuildFrom(s beam.Scope, c Checked, src Source, msgs beam.PCollection) {
 		SchemaRefresh: time.Duration(o.SchemaRefreshSeconds) * time.Second,
 		MaxBytes:      mode.Bytes,
 		MaxRows:       mode.Rows,
+		// On the local runner, in every mode (deadletter.Config.OneBundlePerShard).
+		OneBundlePerShard: src != DataflowSource,
 	}, batch.DeadLetters(s.Scope("DeadLetters"), batches, beam.Flatten(s, failed...)))
 
 	// The edge back to the source: the dead letters written and the messages the UDF dropped are

@@ -20,6 +20,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -210,10 +211,20 @@ type Config struct {
 	// as the rows' INSERTs are (write.Config.MaxRows): batchRowCount when given, else 0. A batch
 	// of more goes in several INSERTs, as one of more bytes does.
 	MaxRows int
+	// OneBundlePerShard makes the stage a stateful one (shardWriteFn), which a runner runs one
+	// bundle of a shard at a time. For the local runner, in every batching mode: prism runs the
+	// stage after a GroupByKey with a bundle for each pane that fires (every windowSeconds, or
+	// every batchRowCount dead letters), and at most 8 bundles in all
+	// (runners/prism/internal/execute.go, errgroup.SetLimit(8)), so while the dead-letter table
+	// was away (detached, dropped) each pane's bundle retried its INSERT, or its new instance's
+	// Setup read of the table, until they took every bundle and no table's rows were inserted.
+	// Dataflow runs a key's work one item at a time anyway, and its graph keeps the plain stage.
+	OneBundlePerShard bool
 }
 
 func init() {
 	register.DoFn4x1[context.Context, int, flow.DeadLetters, func([]string), error](&writeFn{})
+	register.DoFn5x1[context.Context, state.Provider, int, flow.DeadLetters, func([]string), error](&shardWriteFn{})
 	register.Emitter1[[]string]()
 }
 
@@ -227,7 +238,24 @@ func Write(s beam.Scope, cfg Config, batches beam.PCollection) (stored beam.PCol
 	if cfg.Table == "" && cfg.Topic == "" {
 		panic("deadletter.Write: neither a dead-letter table nor a dead-letter topic is set")
 	}
+	if cfg.OneBundlePerShard {
+		return beam.ParDo(s, &shardWriteFn{writeFn: writeFn{Config: cfg}, Shard: state.MakeValueState[bool]("shard")}, batches)
+	}
 	return beam.ParDo(s, &writeFn{Config: cfg}, batches)
+}
+
+// shardWriteFn is writeFn as a stateful DoFn (Config.OneBundlePerShard): its state, never read or
+// written, makes the runner hand it one bundle of a shard at a time (Beam's model: a key's state
+// is used by one bundle at once), so a shard's batches of dead letters wait in the runner, not in
+// bundles of their own.
+type shardWriteFn struct {
+	writeFn
+	Shard state.Value[bool]
+}
+
+// ProcessElement is writeFn's.
+func (f *shardWriteFn) ProcessElement(ctx context.Context, _ state.Provider, shard int, batch flow.DeadLetters, emitStored func([]string)) error {
+	return f.writeFn.ProcessElement(ctx, shard, batch, emitStored)
 }
 
 type writeFn struct {
