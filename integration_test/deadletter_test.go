@@ -536,7 +536,7 @@ func TestDeadLetterTableDownHoldsUpNoRows(t *testing.T) {
 	e.opts.MaxRetries = 200
 	e.opts.RetryInitialBackoffMillis = 200
 	e.opts.RetryMaxBackoffMillis = 1000
-	e.opts.StopAfterIdle = pipeline.GivenInt(20)
+	e.opts.StopAfterIdle = pipeline.GivenInt(5)
 	r := e.start(t)
 	time.Sleep(2 * time.Second) // the launch checks the dead-letter table
 	e.srv.MustExec(t, "DETACH TABLE dead_letters")
