@@ -191,10 +191,10 @@ var routedSetupRetry = chclient.Retry{MaxRetries: 3, InitialBackoff: 500 * time.
 // (detached, dropped and not yet created again, locked by an ALTER) held up the messages of all
 // of them, and failed them all after its retries, on every worker that started meanwhile. Here
 // the connection's secrets are read with Setup's retries (they are every table's), and the table
-// with a few (routedSetupRetry): when those fail, the stage passes the table's messages on unchecked (flow.Unchecked) and
-// reads it again in the background (refreshSchema) until it can. The write stage, which reads
-// the table before it inserts, converts the unchecked rows with every check and dead-letters those
-// that fail, so that a table away holds up its own rows only.
+// with a few (routedSetupRetry): when those fail, the stage passes the table's messages on
+// unchecked (flow.Unchecked) and reads it again in the background (refreshSchema) until it can.
+// The write stage, which reads the table before it inserts, converts the unchecked rows with
+// every check and dead-letters those that fail, so that a table away holds up its own rows only.
 func (f *parseFn) setupRouted(ctx context.Context) error {
 	if _, err := chclient.SetupRetry.Do(ctx, func() error {
 		var err error
