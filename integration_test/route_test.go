@@ -560,24 +560,8 @@ func TestRoutingTableDetachedAfterSchemaChange(t *testing.T) {
 	e.opts.RetryInitialBackoffMillis = 200
 	e.opts.RetryMaxBackoffMillis = 2000
 	e.opts.StopAfterIdle = pipeline.GivenInt(15)
-	count := func(table string) int {
-		n, _ := strconv.Atoi(e.srv.MustQuery(t, "SELECT count() FROM "+table))
-		return n
-	}
 	var r *running
-	waitFor := func(table string, n int, limit time.Duration) {
-		t.Helper()
-		for deadline := time.Now().Add(limit); count(table) < n; time.Sleep(200 * time.Millisecond) {
-			select {
-			case <-r.done:
-				t.Fatalf("the run ended with %s holding %d rows, want %d: %v", table, count(table), n, r.err)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after %v %s holds %d rows, want %d", limit, table, count(table), n)
-			}
-		}
-	}
+	waitFor := func(table string, n int, limit time.Duration) { t.Helper(); e.waitForRows(t, r, table, n, limit) }
 	var msgs []string
 	for i := range 10 {
 		msgs = append(msgs, fmt.Sprintf(`{"id":%d,"kind":%q}`, i, []string{"a", "b"}[i%2]))
@@ -635,24 +619,8 @@ func TestRoutingSlowSchemaReadHoldsUpOnlyItsTable(t *testing.T) {
 	e.opts.WindowSeconds = pipeline.GivenInt(1)
 	e.opts.SchemaRefreshSeconds = 1
 	e.opts.StopAfterIdle = pipeline.GivenInt(15) // longer than the SELECT
-	count := func(table string) int {
-		n, _ := strconv.Atoi(e.srv.MustQuery(t, "SELECT count() FROM "+table))
-		return n
-	}
 	var r *running
-	waitFor := func(table string, n int, limit time.Duration) {
-		t.Helper()
-		for deadline := time.Now().Add(limit); count(table) < n; time.Sleep(200 * time.Millisecond) {
-			select {
-			case <-r.done:
-				t.Fatalf("the run ended with %s holding %d rows, want %d: %v", table, count(table), n, r.err)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after %v %s holds %d rows, want %d", limit, table, count(table), n)
-			}
-		}
-	}
+	waitFor := func(table string, n int, limit time.Duration) { t.Helper(); e.waitForRows(t, r, table, n, limit) }
 	e.publishJSON(t, `{"id":1,"kind":"a"}`, `{"id":2,"kind":"b"}`)
 	r = e.start(t)
 	waitFor("ra", 1, 60*time.Second)
@@ -712,10 +680,6 @@ func TestRoutingTableAwayAtStart(t *testing.T) {
 	e.opts.WindowSeconds = pipeline.GivenInt(1)
 	e.opts.StopAfterIdle = pipeline.GivenInt(10)
 	e.srv.MustExec(t, "DETACH TABLE rb")
-	count := func(table string) int {
-		n, _ := strconv.Atoi(e.srv.MustQuery(t, "SELECT count() FROM "+table))
-		return n
-	}
 	var msgs []string
 	for i := range 10 {
 		msgs = append(msgs, fmt.Sprintf(`{"id":%d,"kind":%q,"n":%d}`, i, []string{"a", "b"}[i%2], i))
@@ -723,9 +687,9 @@ func TestRoutingTableAwayAtStart(t *testing.T) {
 	msgs = append(msgs, `{"id":11,"kind":"b","n":300}`)
 	e.publishJSON(t, msgs...)
 	r := e.start(t)
-	for deadline := time.Now().Add(30 * time.Second); count("ra") < 5; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); e.rowsIn(t, "ra") < 5; time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 30 s with rb detached, ra holds %d rows, want 5: rb held them up", count("ra"))
+			t.Fatalf("after 30 s with rb detached, ra holds %d rows, want 5: rb held them up", e.rowsIn(t, "ra"))
 		}
 	}
 	e.srv.MustExec(t, "ATTACH TABLE rb")
@@ -744,5 +708,27 @@ func TestRoutingTableAwayAtStart(t *testing.T) {
 	}
 	if c["rows-unchecked:rb"] != 6 || c["rows-unchecked:ra"] != 0 {
 		t.Errorf("counters rows-unchecked:rb = %d, rows-unchecked:ra = %d, want 6 and 0", c["rows-unchecked:rb"], c["rows-unchecked:ra"])
+	}
+}
+
+// rowsIn returns how many rows table holds.
+func (e *e2e) rowsIn(t *testing.T, table string) int {
+	n, _ := strconv.Atoi(e.srv.MustQuery(t, "SELECT count() FROM "+table))
+	return n
+}
+
+// waitForRows waits until table holds n rows, failing t when limit passes first or the run r
+// ends first.
+func (e *e2e) waitForRows(t *testing.T, r *running, table string, n int, limit time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); e.rowsIn(t, table) < n; time.Sleep(200 * time.Millisecond) {
+		select {
+		case <-r.done:
+			t.Fatalf("the run ended with %s holding %d rows, want %d: %v", table, e.rowsIn(t, table), n, r.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v %s holds %d rows, want %d", limit, table, e.rowsIn(t, table), n)
+		}
 	}
 }

@@ -159,14 +159,7 @@ func (f *parseFn) Setup(ctx context.Context) error {
 		if err := f.refresh(ctx); err != nil || f.evolver == nil {
 			return err
 		}
-		c, err := f.ch.Open(ctx)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		f.evolver.rule.Server, err = evolve.ServerOfConn(ctx, c)
-		f.serverKnown = err == nil
-		return err
+		return f.readServer(ctx)
 	}, func(n int, err error) {
 		slog.Warn("parse: reading the table's schema failed; retrying", "table", f.Table, "attempt", n, "error", err)
 	})
