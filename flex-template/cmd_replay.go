@@ -1,8 +1,9 @@
 package main
 
-// replay: dead letters published again to the input topic, with their original bytes (and, from
-// the dead-letter topic, their original attributes) plus replayed_from and replay_id; from the
-// dead-letter table (a WHERE filter, a time range) or a subscription on the dead-letter topic.
+// replay: dead letters published again to the input topic, with their original bytes, attributes
+// and ordering key (from the dead-letter table, where it has the optional columns attributes and
+// ordering_key) plus replayed_from and replay_id; from the dead-letter table (a WHERE filter, a
+// time range) or a subscription on the dead-letter topic.
 
 import (
 	"cmp"
