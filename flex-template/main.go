@@ -492,6 +492,15 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 		if err := psclient.CheckNotInput(ctx, o.Subscription(), topic); err != nil {
 			return pipeline.Labelled(err, "")
 		}
+		// A dead letter's data is the message as it came in, often what could not be parsed: a
+		// schema would refuse it, at every attempt, unless the input topic validates against the
+		// same schema (then every message conforms).
+		if schema, encoding, _ := psclient.TopicSchema(ctx, topic); schema != "" {
+			slog.Warn("deadLetterTopic has a schema, and Pub/Sub refuses a message whose data does not conform to it: a dead letter's "+
+				"data is the message as it came in (often what could not be parsed), so such a dead letter is refused at every attempt, "+
+				"and its message stays unacknowledged and comes back; give a topic without a schema, unless the input topic has this "+
+				"schema too", "topic", topic.String(), "schema", schema, "encoding", encoding)
+		}
 	}
 	return nil
 }

@@ -570,3 +570,30 @@ func TestDeadLetterTableDownHoldsUpNoRows(t *testing.T) {
 	}
 	e.checkAllAcked(t, ids)
 }
+
+// TestDeadLetterTopicWithSchema: a dead-letter topic with a Pub/Sub schema would refuse the dead
+// letters that do not conform to it (a dead letter's data is the message as it came in), at every
+// attempt: the launch warns of it. The emulator does not validate against schemas, so the warning
+// is what can be shown here.
+func TestDeadLetterTopicWithSchema(t *testing.T) {
+	bin, _ := launchBinary(t)
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	topic := "projects/" + pubsubtest.Project + "/topics/dead-letters-with-schema"
+	const schema = "projects/" + pubsubtest.Project + "/schemas/events"
+	if _, err := e.ps.Client.TopicAdminClient.CreateTopic(context.Background(), &pubsubpb.Topic{Name: topic,
+		SchemaSettings: &pubsubpb.SchemaSettings{Schema: schema, Encoding: pubsubpb.Encoding_JSON}}); err != nil {
+		t.Fatal(err)
+	}
+	o := e.opts
+	flags := connectionFlags(o.InputSubscription, o.ClickHouseURL, o.ClickHouseDatabase)
+	flags["deadLetterTopic"] = topic
+	flags["stopAfterIdle"] = "1"
+	out, err := launchOnPrism(t, bin, flags)
+	if err != nil {
+		t.Fatalf("the launch: %v\n%s", err, out)
+	}
+	want := `msg="deadLetterTopic has a schema, and Pub/Sub refuses a message whose data does not conform to it: a dead letter's data is the message as it came in`
+	if !strings.Contains(out, want) || !strings.Contains(out, "schema="+schema+" encoding=JSON") {
+		t.Errorf("the launch does not warn of the dead-letter topic's schema %s:\n%s", schema, out)
+	}
+}

@@ -50,7 +50,10 @@ var processingParameters = []parameter{
 			"`errorMessage` and `failedAt`. Checked at launch and by each worker (it must exist); the launch refuses the topic of " +
 			"`inputSubscription` (every dead letter would come back as input, without end), when the job may read the subscription " +
 			"(`pubsub.subscriptions.get`) and it has no filter; with a filter it warns: the filter must keep the dead letters out " +
-			"(`NOT attributes:errorMessage`).",
+			"(`NOT attributes:errorMessage`). A topic with a schema gets a warning too, when the job may read the topic (`pubsub.topics.get`): " +
+			"Pub/Sub refuses a message whose data does not conform to it, and a dead letter's data is the message as it came in, so such a dead " +
+			"letter is refused at every attempt and its message comes back unacknowledged; give a topic without a schema, unless the input " +
+			"topic validates against the same one.",
 	},
 	{
 		name: "windowSeconds", group: "Batching", kind: kindOptionalInt,

@@ -119,6 +119,31 @@ func CheckNotInput(ctx context.Context, sub, topic Name) error {
 	return nil
 }
 
+// TopicSchema returns the schema that topic n validates its messages against (its
+// schema_settings: the schema's name, projects/<project>/schemas/<schema>, and its encoding,
+// JSON or BINARY), asking Pub/Sub with GetTopic; schema is "" when the topic has none. known is
+// false when Pub/Sub does not say (pubsub.topics.get denied, as roles/pubsub.publisher lacks it,
+// or the call failed: CheckTopic has said whether the topic can be published to). Pub/Sub refuses
+// a publish whose data does not conform to the topic's schema
+// (https://cloud.google.com/pubsub/docs/schemas).
+func TopicSchema(ctx context.Context, n Name) (schema, encoding string, known bool) {
+	client, err := NewCheckedClient(ctx, n.Project)
+	if err != nil {
+		return "", "", false
+	}
+	defer client.Close()
+	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	t, err := client.TopicAdminClient.GetTopic(cctx, &pubsubpb.GetTopicRequest{Topic: n.String()})
+	if err != nil {
+		return "", "", false
+	}
+	if s := t.GetSchemaSettings(); s.GetSchema() != "" {
+		return s.GetSchema(), s.GetEncoding().String(), true
+	}
+	return "", "", true
+}
+
 // MessageOrdering reports whether the subscription n delivers in order (its
 // enable_message_ordering), asking Pub/Sub with GetSubscription; known is false when Pub/Sub
 // does not say (pubsub.subscriptions.get denied, as roles/pubsub.subscriber lacks it, or the call

@@ -170,3 +170,35 @@ func TestCheckNotInput(t *testing.T) {
 		t.Errorf("another topic: %v", err)
 	}
 }
+
+// TestTopicSchema: a topic with a schema is told from one without, and a topic Pub/Sub will not
+// describe is unknown.
+func TestTopicSchema(t *testing.T) {
+	e := pubsubtest.Start(t)
+	t.Setenv("PUBSUB_EMULATOR_HOST", e.Addr)
+	plain := e.Topic(t, "plain")
+	withSchema := "projects/" + pubsubtest.Project + "/topics/with-schema"
+	const schemaName = "projects/" + pubsubtest.Project + "/schemas/events"
+	if _, err := e.Client.TopicAdminClient.CreateTopic(context.Background(), &pubsubpb.Topic{Name: withSchema,
+		SchemaSettings: &pubsubpb.SchemaSettings{Schema: schemaName, Encoding: pubsubpb.Encoding_JSON}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		topic, schema, encoding string
+		known                   bool
+	}{
+		{withSchema, schemaName, "JSON", true},
+		{plain, "", "", true},
+		{"projects/" + pubsubtest.Project + "/topics/missing", "", "", false},
+	} {
+		n, err := ParseTopic(tc.topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema, encoding, known := TopicSchema(ctx, n)
+		if schema != tc.schema || encoding != tc.encoding || known != tc.known {
+			t.Errorf("TopicSchema(%s) = %q, %q, %v; want %q, %q, %v", tc.topic, schema, encoding, known, tc.schema, tc.encoding, tc.known)
+		}
+	}
+}
