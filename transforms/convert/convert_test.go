@@ -202,6 +202,11 @@ func TestIntegers(t *testing.T) {
 		{"tiny fraction via exponent", []string{"a Int32"}, `{"a":1e-1}`, nil, `is not a whole number`},
 		{"huge exponent", []string{"a Int64"}, `{"a":1e19}`, nil, `is out of range for Int64`},
 		{"very huge exponent", []string{"a Int64"}, `{"a":1e99999999999}`, nil, `is out of range for Int64`},
+		// More digits than the exponent bound of a short number: 10^2000000 × 10^-1999999999 is a
+		// fraction, and 10^-1000000 × 10^2000001 out of range, whatever the bound keeps of the
+		// exponent's digits.
+		{"fraction with millions of digits", []string{"a Int64"}, `{"a":1` + strings.Repeat("0", 2_000_000) + `e-1999999999}`, nil, `is not a whole number`},
+		{"out of range with millions of digits", []string{"a Int64"}, `{"a":0.` + strings.Repeat("0", 999_999) + `1e1999999999}`, nil, `is out of range for Int64`},
 		{"string with trailing garbage", []string{"a Int32"}, `{"a":"42abc"}`, nil, `"42abc" is not a number`},
 		{"empty string", []string{"a Int32"}, `{"a":""}`, nil, `"" is not a number`},
 		{"leading space", []string{"a Int32"}, `{"a":" 42"}`, nil, `is not a number`},

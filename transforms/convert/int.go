@@ -152,7 +152,7 @@ func parseWhole(text []byte) (neg bool, mag uint64, whole, inRange bool) {
 			i++
 		}
 		for ; i < len(text); i++ {
-			if exp < 1_000_000 { // beyond this, any non-zero mantissa is out of range or a fraction
+			if exp < maxExponent { // beyond this, any non-zero mantissa is out of range or a fraction
 				exp = exp*10 + int(text[i]-'0')
 			}
 		}
