@@ -186,13 +186,15 @@ func insertBothForms(t *testing.T, srv *chtest.ModernServer, conn driver.Conn, t
 // TestFloatBitsAsTheEngineParses has the ClickHouse 26 engine store each value twice, once as the
 // pipeline converts it (the parse stage's RowBinary, as insertBothForms sends it) and once as
 // the engine's own JSONEachRow parses the same JSON, and compares the stored bits: the rounding
-// of Float32, the cut of BFloat16 (the upper 16 bits of the nearest Float32), and the NaN that
-// "nan" and "-nan" give (the quiet NaN with no payload, and its sign).
+// of Float32, the cut of BFloat16 (the upper 16 bits of the nearest Float32), the NaN that
+// "nan" and "-nan" give (the quiet NaN with no payload, and its sign), and numbers of more than
+// 800 digits before an exponent that brings them back to 1.
 func TestFloatBitsAsTheEngineParses(t *testing.T) {
 	srv := chtest.StartModern(t)
 	conn := srv.Conn(t)
 	values := []string{`0.1`, `-0.1`, `"0.1"`, `1.5`, `1.00390625`, `1.01171875`, `16777217`, `0.30000000000000004`,
-		`3.39e38`, `3.4e38`, `1e-40`, `-1e-50`, `1e-400`, `"NaN"`, `"-nan"`, `"Infinity"`, `"-Infinity"`}
+		`3.39e38`, `3.4e38`, `1e-40`, `-1e-50`, `1e-400`, `"NaN"`, `"-nan"`, `"Infinity"`, `"-Infinity"`,
+		`1` + strings.Repeat("0", 800) + `e-800`, `"-1` + strings.Repeat("0", 5000) + `.5e-5000"`}
 	for _, typ := range []string{"Float64", "Float32", "BFloat16"} {
 		table := "float_bits_" + strings.ToLower(typ)
 		srv.MustExec(t, "CREATE TABLE "+table+" (id UInt16, x "+typ+") ENGINE = MergeTree ORDER BY id")

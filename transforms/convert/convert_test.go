@@ -226,6 +226,12 @@ func TestFloats(t *testing.T) {
 		{"Float32 overflow", []string{"a Float32"}, `{"a":3.5e38}`, nil, `column "a" (Float32): 3.5e38 is out of range for Float32`},
 		{"Float64 overflow", []string{"a Float64"}, `{"a":-1e400}`, nil, `is out of range for Float64`},
 		{"Float64 overflow in a string", []string{"a Float64"}, `{"a":"1e400"}`, nil, `is out of range for Float64`},
+		// More than 800 digits before the decimal point, which strconv.ParseFloat alone misplaces:
+		// 10^800 × 10^-800 is 1 (it read 0.1), 10^20000 × 10^-19690 beyond Float64 (it read 0).
+		{"many digits and an exponent", []string{"a Float64", "b Float32", "c Float64"},
+			`{"a":1` + strings.Repeat("0", 800) + `e-800,"b":"-1` + strings.Repeat("0", 800) + `.5e-800","c":0.` + strings.Repeat("0", 900) + `1e901}`,
+			[]any{1.0, float32(-1), 1.0}, ""},
+		{"many digits beyond Float64", []string{"a Float64"}, `{"a":1` + strings.Repeat("0", 20000) + `e-19690}`, nil, `is out of range for Float64`},
 		{"bare NaN is not JSON", []string{"a Float64"}, `{"a":NaN}`, nil, `payload: invalid JSON at byte 5`},
 		{"word", []string{"a Float64"}, `{"a":"abc"}`, nil, `"abc" is not a number`},
 		{"boolean", []string{"a Float64"}, `{"a":true}`, nil, `true is a boolean; Float64 takes a number`},

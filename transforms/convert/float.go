@@ -31,7 +31,7 @@ func (e floatEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 	switch v.kind {
 	case kindNumber:
 		var err error
-		if f, err = strconv.ParseFloat(bytesString(v.raw), e.bits); err != nil && math.IsInf(f, 0) {
+		if f, err = parseFloat(v.raw, e.bits); err != nil && math.IsInf(f, 0) {
 			return dst, errValue(v, fmt.Sprintf("is out of range for %s", e.name()))
 		}
 	case kindString:
@@ -44,7 +44,7 @@ func (e floatEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 			if end, ok := numberEnd(s, 0); !ok || end != len(s) || len(s) == 0 {
 				return dst, errValue(v, notANumber(v, fmt.Sprintf("%s takes a number or one of \"NaN\", \"Infinity\", \"-Infinity\"", e.name())))
 			}
-			if f, err = strconv.ParseFloat(bytesString(s), e.bits); err != nil && math.IsInf(f, 0) {
+			if f, err = parseFloat(s, e.bits); err != nil && math.IsInf(f, 0) {
 				return dst, errValue(v, fmt.Sprintf("is out of range for %s", e.name()))
 			}
 		}
@@ -55,6 +55,32 @@ func (e floatEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 		return binary.LittleEndian.AppendUint32(dst, float32Bits(f)), nil
 	}
 	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
+}
+
+// parseFloat is strconv.ParseFloat (bits 32 or 64) of text, which follows JSON's number grammar.
+// A text of more than 800 bytes is first written again as its significant digits with one before
+// the decimal point and an exponent (parseExact): strconv keeps 800 digits of a number's
+// integer part and then misplaces its decimal point, so that 1 followed by 800 zeros and e-800,
+// which is 1, read as 0.1, and 1 followed by 20000 zeros and e-19690, beyond Float64, as 0.
+func parseFloat(text []byte, bits int) (float64, error) {
+	if len(text) <= 800 {
+		return strconv.ParseFloat(bytesString(text), bits)
+	}
+	n := parseExact(text, nil)
+	var b []byte
+	if n.neg {
+		b = append(b, '-')
+	}
+	switch len(n.digits) {
+	case 0:
+		b = append(b, '0')
+	case 1:
+		b = append(b, n.digits[0])
+	default:
+		b = append(append(b, n.digits[0], '.'), n.digits[1:]...)
+	}
+	b = strconv.AppendInt(append(b, 'e'), int64(n.exp+len(n.digits)-1), 10)
+	return strconv.ParseFloat(bytesString(b), bits)
 }
 
 // float32Bits returns the bits of f as a Float32: rounded to the nearest (ties to even), a NaN

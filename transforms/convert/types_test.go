@@ -280,6 +280,7 @@ func TestBFloat16(t *testing.T) {
 		{"beyond Float64", []string{"a BFloat16"}, `{"a":1e400}`, nil, `column "a" (BFloat16): 1e400 is out of range for BFloat16`},
 		{"beyond Float64, negative", []string{"a BFloat16"}, `{"a":-1e400}`, nil, `column "a" (BFloat16): -1e400 is out of range for BFloat16`},
 		{"string beyond Float64", []string{"a BFloat16"}, `{"a":"1e999999999"}`, nil, `column "a" (BFloat16): "1e999999999" is out of range for BFloat16`},
+		{"many digits and an exponent", []string{"a BFloat16"}, `{"a":1` + strings.Repeat("0", 800) + `e-800}`, []any{float32(1)}, ""},
 		{"word", []string{"a BFloat16"}, `{"a":"x"}`, nil, `"x" is not a number; BFloat16 takes a number or one of "NaN", "Infinity", "-Infinity"`},
 		{"no digit before the point", []string{"a BFloat16"}, `{"a":".5"}`, nil,
 			`column "a" (BFloat16): ".5" is not a number as JSON writes one (a JSON number has a digit before its decimal point; RFC 8259, section 6); BFloat16 takes a number or one of "NaN", "Infinity", "-Infinity"`},
