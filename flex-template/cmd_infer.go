@@ -234,7 +234,7 @@ func doubleOfInteger(text string) (stored string, rounded bool) {
 	if text == "" || strings.ContainsAny(text, "xXpP_iInN") {
 		return "", false // JSON writes no hexadecimal, separator, Inf or NaN
 	}
-	f, err := strconv.ParseFloat(text, 64)
+	f, err := convert.ParseFloat([]byte(text), 64) // not strconv alone: it misreads numbers of over 800 digits
 	switch {
 	case errors.Is(err, strconv.ErrRange) && math.IsInf(f, 0):
 		if strings.Trim(strings.TrimPrefix(text, "-"), "0123456789") == "" {

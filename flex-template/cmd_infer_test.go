@@ -355,7 +355,10 @@ func TestRoundedInFloat(t *testing.T) {
 	for text, want := range map[string]string{"18446744073709551615": "18446744073709552000", "123456789012345678": "123456789012345680", "1e400": "",
 		// An integer written with a fraction or an exponent is an integer too.
 		"12345678901234567.0": "12345678901234568", "1.2345678901234567e16": "12345678901234568", "-123456789012345678E0": "-123456789012345680",
-		"9007199254740993.5": "", "1e20": "", "9007199254740992.0": "", "1" + strings.Repeat("0", 400): "infinity", "1" + strings.Repeat("0", 40): "10000000000000000303786028427003666890752", "0.5": "", "-0.0": "", "0x20000000000001p0": ""} {
+		"9007199254740993.5": "", "1e20": "", "9007199254740992.0": "", "1" + strings.Repeat("0", 400): "infinity", "1" + strings.Repeat("0", 40): "10000000000000000303786028427003666890752", "0.5": "", "-0.0": "", "0x20000000000001p0": "",
+		// More than 800 digits before an exponent, which strconv alone misread (as 10^-180 and
+		// 1.2345678901234567): 10^20, a double exactly, and 12345678901234567, which no double is.
+		"1" + strings.Repeat("0", 1000) + "e-980": "", "12345678901234567" + strings.Repeat("0", 800) + "e-800": "12345678901234568"} {
 		if got, _ := doubleOfInteger(text); got != want {
 			t.Errorf("doubleOfInteger(%s) = %q, want %q", text, got, want)
 		}

@@ -41,7 +41,7 @@ func (bfloat16Encoder) encode(dst []byte, v value, c *Converter) ([]byte, error)
 	default:
 		return dst, errValue(v, fmt.Sprintf("is %s; BFloat16 takes a number", v.kind))
 	}
-	f, err := parseFloat(text, 32)
+	f, err := ParseFloat(text, 32)
 	if err != nil && math.IsInf(f, 0) {
 		return dst, errValue(v, "is out of range for BFloat16")
 	}

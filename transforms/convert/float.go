@@ -31,7 +31,7 @@ func (e floatEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 	switch v.kind {
 	case kindNumber:
 		var err error
-		if f, err = parseFloat(v.raw, e.bits); err != nil && math.IsInf(f, 0) {
+		if f, err = ParseFloat(v.raw, e.bits); err != nil && math.IsInf(f, 0) {
 			return dst, errValue(v, fmt.Sprintf("is out of range for %s", e.name()))
 		}
 	case kindString:
@@ -44,7 +44,7 @@ func (e floatEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 			if end, ok := numberEnd(s, 0); !ok || end != len(s) || len(s) == 0 {
 				return dst, errValue(v, notANumber(v, fmt.Sprintf("%s takes a number or one of \"NaN\", \"Infinity\", \"-Infinity\"", e.name())))
 			}
-			if f, err = parseFloat(s, e.bits); err != nil && math.IsInf(f, 0) {
+			if f, err = ParseFloat(s, e.bits); err != nil && math.IsInf(f, 0) {
 				return dst, errValue(v, fmt.Sprintf("is out of range for %s", e.name()))
 			}
 		}
@@ -57,13 +57,18 @@ func (e floatEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) 
 	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
 }
 
-// parseFloat is strconv.ParseFloat (bits 32 or 64) of text, which follows JSON's number grammar.
-// A text of more than 800 bytes is first written again as its significant digits with one before
-// the decimal point and an exponent (parseExact): strconv keeps 800 digits of a number's
-// integer part and then misplaces its decimal point, so that 1 followed by 800 zeros and e-800,
-// which is 1, read as 0.1, and 1 followed by 20000 zeros and e-19690, beyond Float64, as 0.
-func parseFloat(text []byte, bits int) (float64, error) {
+// ParseFloat is strconv.ParseFloat (bits 32 or 64) of text, with its errors (*strconv.NumError:
+// ErrRange with ±Inf beyond the type's range). A number of JSON's grammar (RFC 8259, section 6)
+// of more than 800 bytes is first written again as its significant digits with one before the
+// decimal point and an exponent (parseExact): strconv keeps 800 digits of a number's integer
+// part and then misplaces its decimal point, so that 1 followed by 800 zeros and e-800, which
+// is 1, read as 0.1, and 1 followed by 20000 zeros and e-19690, beyond Float64, as 0. Any other
+// text goes to strconv as it is.
+func ParseFloat(text []byte, bits int) (float64, error) {
 	if len(text) <= 800 {
+		return strconv.ParseFloat(bytesString(text), bits)
+	}
+	if end, ok := numberEnd(text, 0); !ok || end != len(text) {
 		return strconv.ParseFloat(bytesString(text), bits)
 	}
 	n := parseExact(text, nil)

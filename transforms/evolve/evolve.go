@@ -52,6 +52,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
@@ -117,7 +118,7 @@ func inferNumber(n []byte) (Kind, error) {
 			}
 		}
 	}
-	f, err := strconv.ParseFloat(string(n), 64)
+	f, err := convert.ParseFloat(n, 64) // not strconv alone: it misreads numbers of over 800 digits
 	switch {
 	case err == nil:
 		return Float64, nil

@@ -46,6 +46,10 @@ var ruleTable = []struct {
 	{`-2.5E-3`, Float64, "Nullable(Float64)", "Nullable(Float64)", "Nullable(Float64)"},
 	{`1e400`, String, "Nullable(String)", "Nullable(String)", "Nullable(String)"},
 	{`1` + strings.Repeat("0", 400), String, "Nullable(String)", "Nullable(String)", "Nullable(String)"},
+	// Beyond Float64 written with more than 800 digits, which strconv alone read as 0, and 1 so
+	// written, which it read as 0.1.
+	{`1` + strings.Repeat("0", 20000) + `e-19690`, String, "Nullable(String)", "Nullable(String)", "Nullable(String)"},
+	{`1` + strings.Repeat("0", 800) + `e-800`, Float64, "Nullable(Float64)", "Nullable(Float64)", "Nullable(Float64)"},
 	{`"text"`, String, "Nullable(String)", "Nullable(String)", "Nullable(String)"},
 	{`""`, String, "Nullable(String)", "Nullable(String)", "Nullable(String)"},
 	{`"2024-01-02T03:04:05Z"`, String, "Nullable(String)", "Nullable(String)", "Nullable(String)"},

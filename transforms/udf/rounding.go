@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 )
 
 // A JavaScript number is an IEEE 754 double (ECMA-262, the Number type): JSON.parse gives the
@@ -31,6 +33,7 @@ type rounding struct {
 type roundedLiteral struct {
 	literal, printed string // the first of the payload's literals that prints so, and that print, with their sign
 	fraction         bool   // the literal is no integer (1.0000000000000001, which prints as 1)
+	misread          bool   // the literal has over 800 digits, which JSON.parse reads as another number (readLong)
 	asString         bool   // the literal is a JSON string's whole text (or of base 16, 8 or 2, which JSON has not): the function made a number of it
 	from             string // where the literal is when not in the payload: `the attribute "uid"`, "the message id"
 }
@@ -121,7 +124,10 @@ func (r *rounding) read(tok, from string, asString bool) *rounding {
 	if _, base := radixRun(strings.TrimPrefix(tok, "-"), 0); base != 0 {
 		return r.readRadix(tok, base, from)
 	}
-	if significantDigits(tok) < minRoundingDigits || len(tok) > maxNumberText {
+	if len(tok) > maxNumberText {
+		return r.readLong(tok, from, asString)
+	}
+	if significantDigits(tok) < minRoundingDigits {
 		return r
 	}
 	if o, ok := order(tok); ok && o < -1 {
@@ -164,6 +170,24 @@ func (r *rounding) read(tok, from string, asString bool) *rounding {
 		return r // written as it prints
 	}
 	return r.note(printed, exact, roundedLiteral{literal: tok, printed: printed, fraction: fraction, from: from, asString: asString})
+}
+
+// readLong notes tok, a number's text of more than maxNumberText bytes, when JSON.parse misreads
+// it: goja's JSON.parse (encoding/json) and Number() read a number with strconv.ParseFloat,
+// which keeps 800 digits of its integer part and then misplaces the decimal point (1 followed
+// by 800 zeros and e-800, which is 1, reads as 0.1; convert.ParseFloat reads it right). A
+// misread that prints as an integer or a fraction is noted as rounded, as read notes one.
+func (r *rounding) readLong(tok, from string, asString bool) *rounding {
+	got, err := strconv.ParseFloat(tok, 64)
+	want, werr := convert.ParseFloat([]byte(tok), 64)
+	if (err != nil && werr != nil) || got == want || math.IsInf(got, 0) || math.IsNaN(got) {
+		return r // misread alike, or not misread
+	}
+	shown := tok
+	if len(shown) > 40 {
+		shown = fmt.Sprintf("%s…%s (a number of %d characters)", tok[:20], tok[len(tok)-12:], len(tok))
+	}
+	return r.note(jsText(math.Abs(got)), false, roundedLiteral{literal: shown, printed: jsText(math.Abs(got)), misread: true, from: from, asString: asString})
 }
 
 // note records a literal that prints as printed (without a sign): exact elsewhere when exact,
@@ -261,6 +285,10 @@ func (r *rounding) check(output string, payload string, others ...source) error 
 				if lit.fraction {
 					why = "a JavaScript number holds 15 to 17 significant digits, so it was rounded to an integer when the function made a number of it"
 				}
+			}
+			if lit.misread {
+				why = "the JavaScript engine reads a number of more than 800 characters as another value (its parser keeps 800 digits before the decimal point)"
+				advice = "write the number with fewer digits (1e10, not 1 with 800 zeros and e-790)"
 			}
 			return fmt.Errorf("returned %s where %s holds %s: %s; the message is dead-lettered rather than stored changed (%s)",
 				lit.printed, where, lit.literal, why, advice)
@@ -490,9 +518,17 @@ func significantDigits(tok string) int {
 }
 
 // jsText is the text JavaScript prints for the non-negative double f (Number.prototype.toString):
-// the fewest significant digits that read back as f, written out in full below 10^21 and with an
-// exponent from it on (1e+21, 1.2345678901234568e+23), as Go's shortest formats give them.
+// the fewest significant digits that read back as f, written out in full from 10^-6 to below
+// 10^21 and with an exponent beyond (1e+21, 1.2345678901234568e+23, 1e-7: Go's shortest
+// formats, with the exponent's leading zero that Go writes and JavaScript does not taken out).
 func jsText(f float64) string {
+	if f != 0 && f < 1e-6 {
+		s := strconv.FormatFloat(f, 'e', -1, 64)
+		if i := strings.Index(s, "e-0"); i >= 0 {
+			s = s[:i+2] + s[i+3:]
+		}
+		return s
+	}
 	if f < 1e21 {
 		return strconv.FormatFloat(f, 'f', -1, 64)
 	}

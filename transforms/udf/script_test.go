@@ -88,6 +88,10 @@ function keepRef(payload) { var e = JSON.parse(payload); return JSON.stringify({
 		{"roundTrip", `{"a":{"x":1},"b":{"x":2}}`, msg, `{"a":{"x":1},"b":{"x":2}}`, false},
 		{"roundTrip", `{"s":"{\"a\":1,\"a\":2}"}`, msg, `{"s":"{\"a\":1,\"a\":2}"}`, false},
 		{"unicode", `{"a":1,"a":2}`, msg, `{"a":1,"a":2}→✓`, false},
+		// A number of more than 800 digits that JSON.parse misreads, in a payload passed on as it
+		// is (the converter reads it right), or misread in a field the output leaves out.
+		{"unicode", `{"x":1` + strings.Repeat("0", 800) + `e-800}`, msg, `{"x":1` + strings.Repeat("0", 800) + `e-800}→✓`, false},
+		{"withoutId", `{"id":1` + strings.Repeat("0", 800) + `e-800,"n":2}`, msg, `{"n":2}`, false},
 	}
 	for _, tt := range tests {
 		fn := load(t, src, tt.fn, time.Second)
@@ -158,6 +162,10 @@ function reviverLoops(payload) {
 		// JSON.parse rounds an integer beyond 2^53 to the nearest double: the output would carry a
 		// value the message never held.
 		{"roundTrip", `{"id":9007199254740993}`, Error{Function: "roundTrip", Reason: rounded("9007199254740992", "9007199254740993")}},
+		// A number of more than 800 digits before its exponent: goja's JSON.parse (strconv)
+		// misplaces its decimal point, 10^800 × 10^-800 read as 0.1, 10^1000 × 10^-995 as 10^-196.
+		{"roundTrip", `{"x":1` + strings.Repeat("0", 800) + `e-800}`, Error{Function: "roundTrip", Reason: misread("0.1", "10000000000000000000…0000000e-800 (a number of 806 characters)")}},
+		{"roundTrip", `{"x":"keep","y":1` + strings.Repeat("0", 1000) + `e-995}`, Error{Function: "roundTrip", Reason: misread("1e-196", "10000000000000000000…0000000e-995 (a number of 1006 characters)")}},
 		{"roundTrip", `{"s":"a\"b","ids":[1,-18446744073709551615]}`, Error{Function: "roundTrip", Reason: rounded("-18446744073709552000", "-18446744073709551615")}},
 		{"idAsString", `{"id":12345678901234567891}`, Error{Function: "idAsString", Reason: rounded("12345678901234567000", "12345678901234567891")}},
 		// The payload holds the rounded digits too, once: the output's second copy is the other's.
@@ -257,6 +265,14 @@ func rounded(got, literal string) string {
 	return "returned " + got + " where the payload holds " + literal + ": a JavaScript number is exact only up to 2^53 " +
 		"(9007199254740992), so JSON.parse rounded it; the message is dead-lettered rather than stored changed " +
 		"(have the producer send such a value as a string, or take it from the payload's text, not from JSON.parse)"
+}
+
+// misread is the reason of a UDF whose output carries the number of more than 800 characters of
+// the payload as JSON.parse misreads it.
+func misread(got, literal string) string {
+	return "returned " + got + " where the payload holds " + literal + ": the JavaScript engine reads a number of more than 800 " +
+		"characters as another value (its parser keeps 800 digits before the decimal point); the message is dead-lettered rather " +
+		"than stored changed (write the number with fewer digits (1e10, not 1 with 800 zeros and e-790))"
 }
 
 // twice is the reason of a UDF that parsed an object (at where) holding a name twice.
