@@ -399,6 +399,9 @@ func (w *topicWriter) create(ctx context.Context, cio *cmdIO, subscription strin
 // client retries a Publish for up to 60 s) it publishes no more of msgs, and waits only for those
 // under way: a topic that does not answer costs a minute, not a minute per thousand messages. A
 // message counted as failed may have reached Pub/Sub too (an answer lost), as the error says.
+// Once ctx is cancelled (an interrupt) it publishes no more either, and still waits for the
+// outcome of those under way, which the client goes on publishing: the count is of the
+// messages that reached the topic, not of those answered before the interrupt.
 func (w *topicWriter) publish(ctx context.Context, p *progress, msgs []*pubsub.Message) (int, error) {
 	results := make(chan *pubsub.PublishResult, 1000)
 	stop := make(chan struct{})
@@ -418,7 +421,7 @@ func (w *topicWriter) publish(ctx context.Context, p *progress, msgs []*pubsub.M
 	n, failed := 0, 0
 	var firstErr error
 	for r := range results {
-		if _, err := r.Get(ctx); err != nil {
+		if _, err := r.Get(context.WithoutCancel(ctx)); err != nil {
 			if failed++; firstErr == nil {
 				firstErr = err
 				close(stop)
@@ -429,6 +432,9 @@ func (w *topicWriter) publish(ctx context.Context, p *progress, msgs []*pubsub.M
 		p.update(p.base + n)
 	}
 	p.base += n
+	if firstErr == nil && n < len(msgs) { // cancelled before every message was tried
+		firstErr = ctx.Err()
+	}
 	if firstErr != nil {
 		return n, fmt.Errorf("publishing to %s: %w (%d under way failed, and the %d after them were not tried; a failed one may have reached Pub/Sub all the same, its answer lost)",
 			w.topic, firstErr, failed, len(msgs)-n-failed)

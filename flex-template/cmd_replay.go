@@ -916,7 +916,9 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 				return fail(fmt.Errorf("%w; replayed %d before this pull; of its %d, %d were published (and those that failed may have been), and all %d stay on %s, unacknowledged: "+
 					"the next run publishes them again", err, replayed, len(batch), n, len(batch), r.subscription))
 			}
-			if err := acker.Ack(ctx, acks); err != nil {
+			// Published, they are acknowledged after an interrupt too, or the next run would
+			// publish them again.
+			if err := acker.Ack(context.WithoutCancel(ctx), acks); err != nil {
 				heldAcks = append(heldAcks, acks...)
 				return fail(fmt.Errorf("acknowledging on %s: %w (their %d messages were published and will be delivered again)", r.subscription, err, len(acks)))
 			}
