@@ -272,7 +272,8 @@ func TestInferFromSubscription(t *testing.T) {
 	// A Pull that fails is said, not taken for an empty subscription.
 	missing := "projects/" + pubsubtest.Project + "/subscriptions/no-such-sub"
 	_, errOut, code = infer(t, append(conn, "--fromSubscription="+missing)...)
-	if code != exitFailed || !strings.Contains(errOut, "--fromSubscription: pulling from "+missing+": ") || !strings.Contains(errOut, "NotFound") || strings.Contains(errOut, "no answer") {
+	if code != exitFailed || !strings.Contains(errOut, "--fromSubscription: "+missing+" does not exist in the Pub/Sub emulator") ||
+		!strings.Contains(errOut, "publish --create --topic=projects/<project>/topics/<its topic> --subscription="+missing) || strings.Contains(errOut, "no answer") {
 		t.Errorf("a subscription that does not exist: exit %d, want 1\n%s", code, errOut)
 	}
 	// Nothing listens at PUBSUB_EMULATOR_HOST: said at once.

@@ -21,6 +21,8 @@ import (
 	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
@@ -153,6 +155,21 @@ func runReplay(ctx context.Context, cio *cmdIO, args []string) int {
 	}
 	r.from = "clickhouse://" + o.ClickHouseDatabase + "." + r.table
 	return r.fromDeadLetterTable(ctx, cio, o)
+}
+
+// checkTopic checks --topic before anything is read (not in a dry run, which publishes nothing):
+// a missing one (on the emulator, which forgets all when it stops) is named with the command that
+// creates it, instead of a Publish's bare NotFound after the first dead letters were read (from a
+// subscription: pulled, a delivery attempt spent).
+func (r *replay) checkTopic(ctx context.Context) error {
+	if r.dryRun {
+		return nil
+	}
+	topic, _ := psclient.ParseTopic(r.topic)
+	if err := psclient.Check(ctx, topic); err != nil {
+		return fmt.Errorf("--topic %w", err)
+	}
+	return nil
 }
 
 // replay is one run of replay.
@@ -336,6 +353,9 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 	columns, err := deadletter.Columns(ctx, conn, o.ClickHouseDatabase, r.table)
 	if err != nil {
 		return failure(cio, "replay", fmt.Errorf("--fromTable: %w", err))
+	}
+	if err := r.checkTopic(ctx); err != nil {
+		return failure(cio, "replay", err)
 	}
 	if r.delete {
 		// ALTER TABLE ... DELETE is a mutation, which ClickHouse has for the MergeTree engines
@@ -790,6 +810,12 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	}
 	if err == nil && s.GetTopic() == r.topic {
 		return usageError(cio, "replay", fmt.Errorf("--fromSubscription %s is on --topic %s: it would deliver the replayed messages again; give a subscription on the dead-letter topic", r.subscription, r.topic))
+	}
+	if err != nil && status.Code(err) == codes.NotFound {
+		return failure(cio, "replay", fmt.Errorf("--fromSubscription %w", psclient.NotFound(r.subscription, err)))
+	}
+	if err := r.checkTopic(ctx); err != nil {
+		return failure(cio, "replay", err)
 	}
 	var w *topicWriter
 	p := newProgress(cio, "published", r.topic)

@@ -24,6 +24,7 @@ import (
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
@@ -261,6 +262,8 @@ func pullWithin(ctx context.Context, subs *pubsubapi.SubscriptionAdminClient, re
 		return &pubsubpb.PullResponse{}, nil // nothing to pull within timeout
 	case timedOut:
 		return nil, fmt.Errorf("pulling from %s: no answer within %v: %w", req.Subscription, timeout, retried())
+	case status.Code(err) == codes.NotFound:
+		return nil, psclient.NotFound(req.Subscription, err)
 	default:
 		return nil, fmt.Errorf("pulling from %s: %w", req.Subscription, err)
 	}

@@ -819,6 +819,28 @@ func TestReplayFromTopic(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "it would deliver the replayed messages again") {
 		t.Errorf("a subscription on --topic: exit %d, want 2\n%s", code, errOut)
 	}
+
+	// A topic or a subscription that does not exist is named, with the command that creates it,
+	// before anything is pulled (it was a Publish's bare NotFound after a pull); the dead letter
+	// stays on its subscription.
+	e.Publish(t, dlTopic, msgs[0])
+	missingTopic, missingSub := "projects/"+pubsubtest.Project+"/topics/missing", "projects/"+pubsubtest.Project+"/subscriptions/missing"
+	for _, tc := range []struct{ args, want []string }{
+		{[]string{"--topic=" + missingTopic, "--fromSubscription=" + dlSub},
+			[]string{"--topic " + missingTopic + " does not exist in the Pub/Sub emulator", "publish --create --topic=" + missingTopic}},
+		{[]string{"--topic=" + input, "--fromSubscription=" + missingSub},
+			[]string{"--fromSubscription " + missingSub + " does not exist in the Pub/Sub emulator", "publish --create --topic=projects/<project>/topics/<its topic> --subscription=" + missingSub}},
+	} {
+		_, errOut, code = runCommand(t, "", append([]string{"replay"}, tc.args...)...)
+		for _, want := range tc.want {
+			if code != 1 || !strings.Contains(errOut, want) {
+				t.Errorf("replay %v: exit %d, want 1 and %q\n%s", tc.args, code, want, errOut)
+			}
+		}
+	}
+	if got := pullAll(t, e, dlSub); len(got) != 1 {
+		t.Errorf("the dead-letter subscription delivers %d messages, want the 1 left", len(got))
+	}
 }
 
 // TestReplayFromTopicSlowPublish: the dead letters of a pull stay with replay while their publish
@@ -1045,7 +1067,7 @@ func TestReplayFromTopicSameReplayID(t *testing.T) {
 
 	missing := "projects/" + pubsubtest.Project + "/subscriptions/no-such-sub"
 	out, errOut, code = runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+missing)
-	if code != 1 || !strings.Contains(errOut, "pulling from "+missing+": ") || !strings.Contains(errOut, "NotFound") || strings.Contains(errOut, "no answer") {
+	if code != 1 || !strings.Contains(errOut, "--fromSubscription "+missing+" does not exist in the Pub/Sub emulator") || strings.Contains(errOut, "no answer") {
 		t.Errorf("a subscription that does not exist: exit %d, want 1\n%s%s", code, out, errOut)
 	}
 }

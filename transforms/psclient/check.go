@@ -199,6 +199,16 @@ func permission(name, perm, role string, resp *iampb.TestIamPermissionsResponse,
 	}
 }
 
+// NotFound explains err, a call's NotFound for the topic or subscription name, in the sentence
+// of the checks: the name, and on the emulator (which holds nothing until it is told) the
+// publish --create command that creates it. Any other err is returned as it is.
+func NotFound(name string, err error) error {
+	if status.Code(err) != codes.NotFound {
+		return err
+	}
+	return answer(name, err)
+}
+
 // answer turns the error of a Get into the check's result.
 func answer(name string, err error) error {
 	switch {
