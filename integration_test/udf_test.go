@@ -329,3 +329,41 @@ func TestUDFSlowBuiltins(t *testing.T) {
 	}
 	e.checkAllAcked(t, ids)
 }
+
+// TestUDFOutputNarrowedColumnWhileRunning: a column narrowed (UInt16 to UInt8) after the parse
+// stage converted the output of a UDF that renames a field, and before its batch is written. The
+// write stage converts the output again; the row whose value no longer fits is a dead letter with
+// the message as published, whose field has another name than the error's, so its stack trace
+// ends with the output it failed on, as the parse stage's does; the other row is inserted.
+func TestUDFOutputNarrowedColumnWhileRunning(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rename.js")
+	if err := os.WriteFile(path, []byte(`function rename(payload) { var e = JSON.parse(payload); return JSON.stringify({id: e.id, n: e.count}); }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32, n UInt16) ENGINE = MergeTree ORDER BY id`)
+	e.opts.JavascriptTextTransformGcsPath = path
+	e.opts.JavascriptTextTransformFunctionName = "rename"
+	// As TestNarrowedColumnWhileRunning: the messages go out just after a window of 10 s starts,
+	// and the parse stage keeps the schema it read at start-up.
+	e.opts.WindowSeconds = pipeline.GivenInt(10)
+	e.opts.StopAfterIdle = pipeline.GivenInt(15)
+	e.opts.SchemaRefreshSeconds = 0
+	r := e.start(t)
+	time.Sleep(time.Second)
+	time.Sleep(time.Until(time.Now().Truncate(10 * time.Second).Add(10*time.Second + 200*time.Millisecond)))
+	ids := e.ps.Publish(t, e.topic, &pubsubpb.PubsubMessage{Data: []byte(`{"id":1,"count":300}`)}, &pubsubpb.PubsubMessage{Data: []byte(`{"id":2,"count":5}`)})
+	time.Sleep(2 * time.Second) // converted by the parse stage, not yet written
+	e.srv.MustExec(t, "ALTER TABLE events MODIFY COLUMN n UInt8")
+	r.wait(t, 60*time.Second)
+	if got := e.srv.MustQuery(t, "SELECT id, n FROM events ORDER BY id"); got != "2\t5" {
+		t.Errorf("rows %q, want only id 2", got)
+	}
+	got := strings.ReplaceAll(e.srv.MustQuery(t, "SELECT raw_message, error_message, stack_trace FROM dead_letters"), `\n`, "\n")
+	for _, want := range []string{`{"id":1,"count":300}`, `converting the output of the javascript UDF: column "n" (UInt8): 300 is out of range`,
+		"stage: write (converting again after the table changed)\ncolumn: n\n", "\nudf output: {\"id\":1,\"n\":300}"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("dead letter %q does not contain %q", got, want)
+		}
+	}
+	e.checkAllAcked(t, ids)
+}
