@@ -293,7 +293,8 @@ func (f *udfFn) reloaded(ctx context.Context, r reloaded) {
 // transformed ones, as elements of at most maxElementBytes of output each (a heartbeat, without
 // messages, passes on); the dropped ones' ack ids go out as one []string. It fails only when the
 // function's process cannot be started again after a call ended it, which is no fault of the
-// messages: the runner retries the bundle.
+// messages: the bundle fails (Dataflow retries it; on the local runner the run ends, and gives
+// back the messages it had not acknowledged).
 func (f *udfFn) ProcessElement(ctx context.Context, ms flow.Messages, emit func(flow.Messages), emitDeadLetter func(flow.DeadLetter), emitDropped func([]string)) error {
 	f.reload(ctx)
 	if len(ms.Messages) == 0 {
