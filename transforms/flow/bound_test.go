@@ -54,3 +54,24 @@ func TestDeadLetterErrorsBounded(t *testing.T) {
 		t.Errorf("a short error changed: %q, %q", small.ErrorMessage, small.StackTrace)
 	}
 }
+
+// TestWithUDFOutput: the UDF's output ends the stack trace, cut to MaxShownOutput bytes on a
+// character boundary, and stays there when the trace is as long as a trace may be (the bound cut
+// it off when it was added after the trace was bounded).
+func TestWithUDFOutput(t *testing.T) {
+	if got, want := WithUDFOutput("stage: write\nerror: x", []byte(`{"n":300}`)), "stage: write\nerror: x\nudf output: {\"n\":300}"; got != want {
+		t.Errorf("WithUDFOutput = %q, want %q", got, want)
+	}
+	output := []byte(strings.Repeat("é", MaxShownOutput)) // 2 bytes each: the cut falls within one
+	for _, trace := range []string{"stage: parse", StackTrace("parse", "", errors.New(strings.Repeat("e", 3*MaxErrorBytes)))} {
+		got := WithUDFOutput(trace, output)
+		_, line, _ := strings.Cut(got, "\nudf output: ")
+		if want := strings.Repeat("é", MaxShownOutput/2) + text.Ellipsis; line != want || len(got) > MaxErrorBytes || !utf8.ValidString(got) {
+			t.Errorf("a trace of %d bytes: %d bytes (valid UTF-8 %v), its output line %s; want at most %d and the line %s",
+				len(trace), len(got), utf8.ValidString(got), text.Cut(line, 40), MaxErrorBytes, text.Cut(want, 40))
+		}
+		if BoundError(got) != got {
+			t.Errorf("a trace of %d bytes: bounded again, it changes", len(trace))
+		}
+	}
+}

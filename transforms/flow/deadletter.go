@@ -83,17 +83,41 @@ const MaxErrorBytes = 16 << 10
 // BoundError returns s when it is at most MaxErrorBytes, else its start, cut on a character
 // boundary and ended with an ellipsis (…) and a note of how many bytes were left out, in
 // MaxErrorBytes in all.
-func BoundError(s string) string {
-	if len(s) <= MaxErrorBytes {
+func BoundError(s string) string { return boundTo(s, MaxErrorBytes) }
+
+// boundTo is BoundError with limit in place of MaxErrorBytes.
+func boundTo(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
 	// The note's length with the most digits the count can have: what is kept depends on it.
 	note := func(n int) string { return fmt.Sprintf(" (%d bytes more were cut)", n) }
-	n := MaxErrorBytes - len(ellipsis) - len(note(len(s)))
+	n := limit - len(ellipsis) - len(note(len(s)))
 	for n > 0 && !utf8.RuneStart(s[n]) { // on a character's first byte
 		n--
 	}
 	return s[:n] + ellipsis + note(len(s)-n)
+}
+
+// MaxShownOutput is how many bytes of the JavaScript UDF's output a dead letter's stack trace
+// shows (WithUDFOutput).
+const MaxShownOutput = 1000
+
+// WithUDFOutput returns trace, a StackTrace, ended with the line "udf output: <output>": the
+// JavaScript UDF's output, which the dead letter's error is about and its payload, the message as
+// published, does not show. The output is cut to MaxShownOutput bytes on a character boundary
+// and ended with an ellipsis (…), and trace is bounded (BoundError) so that the line stays within
+// MaxErrorBytes.
+func WithUDFOutput(trace string, output []byte) string {
+	n := min(len(output), MaxShownOutput)
+	for n < len(output) && n > 0 && !utf8.RuneStart(output[n]) {
+		n--
+	}
+	line := "\nudf output: " + string(output[:n])
+	if n < len(output) {
+		line += ellipsis
+	}
+	return boundTo(trace, MaxErrorBytes-len(line)) + line
 }
 
 // ellipsis ends a text BoundError cut (text.Ellipsis; the values layer imports no plumbing).

@@ -26,7 +26,6 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
-	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 var (
@@ -535,10 +534,6 @@ func (f *parseFn) flush(emitRows func(beam.EventTime, flow.Rows)) {
 	f.gathered, f.gatheredBytes = flow.Rows{}, 0
 }
 
-// maxShownOutput is how many bytes of the JavaScript UDF's output a dead letter's stack trace
-// shows.
-const maxShownOutput = 1000
-
 // NewDeadLetter builds the dead-letter record of a message that failed to parse. The record
 // holds the payload as published; when the JavaScript UDF transformed the message and a value of
 // its output failed, the error says that its output is what failed ("converting the output of
@@ -554,7 +549,7 @@ func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
 				"(RFC 8259, section 8.1): have the function leave it out (JSON.stringify writes none)"
 		}
 		message = "converting the output of the javascript UDF: " + message
-		trace = flow.StackTrace("parse (the output of the javascript UDF)", column, err) + "\nudf output: " + text.Cut(m.Data, maxShownOutput)
+		trace = flow.WithUDFOutput(flow.StackTrace("parse (the output of the javascript UDF)", column, err), m.Data)
 	}
 	return flow.DeadLetter{
 		Payload:        m.Published(),

@@ -272,7 +272,7 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Row
 		if r.Transformed && !convert.OnlyMetadata(err) {
 			// The row is the JavaScript UDF's output, which the error is about and the dead
 			// letter, holding the message as published, does not show: as the parse stage's.
-			trace += "\nudf output: " + text.Cut(r.Payload, maxShownOutput)
+			trace = flow.WithUDFOutput(trace, r.Payload)
 		}
 		emitDeadLetter(r.Row.DeadLetter(err.Error(), trace, time.Now()))
 	}
@@ -295,10 +295,6 @@ func (f *insertFn) ProcessElement(ctx context.Context, shard int, batch flow.Row
 	}
 	return nil
 }
-
-// maxShownOutput is how many bytes of the JavaScript UDF's output a dead letter's stack trace
-// shows, as the parse stage's do.
-const maxShownOutput = 1000
 
 // inOrder returns the rows of a batch in the order of their message ids, and where the ids are
 // the same (rows without one) in the order of what the rows convert from: payload, publish time,
