@@ -127,6 +127,8 @@ func TestConfigurationErrors(t *testing.T) {
 			"clickHouseUrl: the option load_balancing of the URL is none of clickhouse-go's, so it is sent to the server as a setting, and clickhouse-go sends no setting of text over the native protocol"},
 		{"wrong password", map[string]string{"clickHousePassword": configPassword}, `clickHousePassword: ClickHouse refused the password of user "default"`},
 		{"password in the URL", map[string]string{"clickHouseUrl": "clickhouse://default:" + configPassword + "@127.0.0.1:1"}, "clickHouseUrl: nothing listens at clickhouse://default:xxxxx@127.0.0.1:1"},
+		{"wrong password in the URL", map[string]string{"clickHouseUrl": strings.Replace(o.ClickHouseURL, "://", "://default:"+configPassword+"@", 1)},
+			`clickHouseUrl: ClickHouse refused the password of user "default" at clickhouse://default:xxxxx@`},
 		{"unknown user", map[string]string{"clickHouseUsername": "nobody"}, `clickHouseUsername: ClickHouse at`},
 		{"missing database", map[string]string{"clickHouseDatabase": "no_such_db"}, `clickHouseDatabase: database "no_such_db" does not exist`},
 		{"missing table", map[string]string{"clickHouseTable": "nope"}, "clickHouseTable: table " + o.ClickHouseDatabase + ".nope does not exist"},

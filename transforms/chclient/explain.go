@@ -113,6 +113,10 @@ func explain(err error, c Config, askedForCert bool) error {
 	var dns *net.DNSError
 	proxy := proxyAnswer(err, c, scheme, isEx)
 	switch {
+	case isEx && (ex.Code == 193 || ex.Code == 516) && c.Password == "" && passwordInURL(c.URL):
+		// The password given only in the URL (user:password@ or ?password=), which parseURL uses.
+		return &ConfigError{FieldURL, Hintf("ClickHouse refused the password of user %q at %s, which the URL holds (%s is not set): check %s and the password in %s",
+			c.Username, url, FieldPassword, FieldUsername, FieldURL), err}
 	case isEx && (ex.Code == 193 || ex.Code == 516):
 		return &ConfigError{FieldPassword, Hintf("ClickHouse refused the password of user %q at %s: check %s and %s", c.Username, url, FieldUsername, FieldPassword), err}
 	case isEx && ex.Code == 194 && c.Password.IsVersion():

@@ -56,6 +56,12 @@ func TestHTTPRefusalExplained(t *testing.T) {
 			host := strings.TrimPrefix(srv.URL, "http://")
 			openRefused(t, Config{URL: srv.URL, Username: "default", Password: "s3cret-pw", Compression: "none"},
 				strings.ReplaceAll(tc.want, "HOST", host)+" (", "s3cret-pw")
+			if tc.name == "26, authentication failed" {
+				// The password given in the URL alone: the URL is what to check.
+				openRefused(t, Config{URL: "http://default:s3cret-pw@" + host, Username: "default", Compression: "none"},
+					`ClickHouse URL: ClickHouse refused the password of user "default" at http://default:xxxxx@`+host+
+						`, which the URL holds (ClickHouse password is not set): check ClickHouse user and the password in ClickHouse URL (`, "s3cret-pw")
+			}
 		})
 	}
 }
