@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
@@ -110,6 +111,15 @@ func (l launch) String() string {
 	}
 }
 
+// sameNameLine begins what the Go SDK's Dataflow runner (v2.77.0, dataflowlib.Execute) logs when
+// the service refused an asynchronous launch's job (409) because an active job has its name: it
+// then returns that job as the launch's result, as if it had been submitted.
+const sameNameLine = "Unable to submit job because job with same name is already actively running"
+
+// sameNameReturned is set (runnerFilter) when the runner logs sameNameLine: the launch submitted
+// nothing, and the job id it got back is the other job's.
+var sameNameReturned atomic.Bool
+
 // report prints the outcome of beam.Run to w. It never reads the metrics of a Dataflow result:
 // the runner returns a nil result for a template or a dry run, and an asynchronous result, whose
 // metrics are nil (reading them panics), for a direct launch.
@@ -122,6 +132,14 @@ func report(w io.Writer, res beam.PipelineResult, l launch) error {
 	case l.dataflow:
 		if isNil(res) || res.JobID() == "" {
 			return fmt.Errorf("the Dataflow runner returned no job id: the job may not have been submitted; see the log above")
+		}
+		if sameNameReturned.Load() {
+			// The check before staging (findRunningJob) found none: another launch of the name
+			// (or an update of it) submitted its job while this one staged its files.
+			return fmt.Errorf("--job_name=%s: nothing was submitted: while this launch staged its files, a job of that name became active in "+
+				"projects/%s/locations/%s (id %s, another launch's, with its own parameters), and Dataflow runs one active job of a name: "+
+				"give --update to replace it (docs/deploy.md), another --job_name, or drain it first (gcloud dataflow jobs drain %s --region=%s --project=%s)",
+				stringFlag("job_name"), l.project, l.region, res.JobID(), res.JobID(), l.region, l.project)
 		}
 		id := res.JobID()
 		fmt.Fprintf(w, "Dataflow job submitted: %s\n", id)

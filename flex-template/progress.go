@@ -59,7 +59,8 @@ var quietRunner atomic.Bool
 // runnerFilter is a slog.Handler that, when quietRunner is set, drops the records below WARN that
 // the Beam SDK or prism logs (the runner's start-up, job and worker lines: "Serving
 // JobManagement", "Job[job-001] state: RUNNING", "[SDK] ..."), found by the function that logged
-// them; the pipeline's own records, and every warning and error, pass.
+// them; the pipeline's own records, and every warning and error, pass. It sets sameNameReturned
+// when the Dataflow runner says that it returns another job of the same name.
 type runnerFilter struct{ slog.Handler }
 
 func (h runnerFilter) Enabled(ctx context.Context, l slog.Level) bool {
@@ -67,6 +68,9 @@ func (h runnerFilter) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h runnerFilter) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, sameNameLine) && fromBeam(r.PC) {
+		sameNameReturned.Store(true)
+	}
 	if r.Level < slog.LevelWarn && quietRunner.Load() && fromBeam(r.PC) {
 		return nil
 	}

@@ -128,6 +128,10 @@ func TestLaunch(t *testing.T) {
 		running bool
 		// denyList: the Dataflow stand-in refuses to list jobs (no dataflow.jobs.list).
 		denyList bool
+		// runningLater: the Dataflow stand-in has a running job named launchJobName once it has
+		// answered the launch's look-up, as if another launch had submitted it meanwhile; the
+		// launch fails after staging its files.
+		runningLater bool
 		// check checks more of the job (the one written or submitted), given the output and the
 		// id of the running job.
 		check func(t *testing.T, job *df.Job, out string, dataflow *gcptest.Dataflow, runningID string)
@@ -239,6 +243,16 @@ func TestLaunch(t *testing.T) {
 			fails:   "pubsub-to-clickhouse: --job_name=" + launchJobName + ": a job of that name is already running in projects/p/locations/us-central1 (id ",
 		},
 		{
+			// A job of the same name submitted by another launch while this one stages: the
+			// service refuses this job, and the runner returns the other one as if submitted.
+			name: "direct launch, a job of the same name submitted meanwhile",
+			args: []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
+				"--staging_location=gs://" + launchBucket + "/staging", "--job_name=" + launchJobName},
+			runningLater: true,
+			fails: "pubsub-to-clickhouse: --job_name=" + launchJobName + ": nothing was submitted: while this launch staged its files, " +
+				"a job of that name became active in projects/p/locations/us-central1 (id ",
+		},
+		{
 			name: "direct launch, --update without --job_name",
 			args: []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
 				"--staging_location=gs://" + launchBucket + "/staging", "--update"},
@@ -305,6 +319,9 @@ func TestLaunch(t *testing.T) {
 			if tc.denyList {
 				dataflow.DenyList()
 			}
+			if tc.runningLater {
+				runningID = dataflow.AddRunningAfterList(launchProject, launchRegion, launchJobName)
+			}
 			password := tc.password
 			if password == "" {
 				password = launchSecret
@@ -333,8 +350,11 @@ func TestLaunch(t *testing.T) {
 				if err == nil || !strings.Contains(out, tc.fails) {
 					t.Errorf("the launch: %v, want it to fail saying %q; output:\n%s", err, tc.fails, out)
 				}
-				if objects := gcs.Objects(t, launchBucket, ""); len(objects) != 0 || len(dataflow.Jobs()) != 0 {
+				if objects := gcs.Objects(t, launchBucket, ""); (len(objects) != 0 && !tc.runningLater) || len(dataflow.Jobs()) != 0 {
 					t.Errorf("a failed launch staged %q and submitted %d jobs", objects, len(dataflow.Jobs()))
+				}
+				if tc.runningLater && !strings.Contains(out, "(id "+runningID+", another launch's") {
+					t.Errorf("the launch does not name the other launch's job %s; output:\n%s", runningID, out)
 				}
 				if tc.usage && (err == nil || err.Error() != "exit status 2" || len(sm.Accesses()) != accessesBefore) {
 					t.Errorf("a usage error: %v, and %d reads of Secret Manager, want exit status 2 and none", err, len(sm.Accesses())-accessesBefore)

@@ -34,6 +34,7 @@ type Dataflow struct {
 	jobs     []*df.Job
 	raw      [][]byte
 	running  []*df.Job // jobs that AddRunning made
+	later    []*df.Job // jobs that AddRunningAfterList made, running after the next list
 	replaced map[string]bool
 	denyList bool
 	requests []Request
@@ -75,6 +76,16 @@ func (d *Dataflow) AddRunning(project, location, name string) string {
 	defer d.mu.Unlock()
 	job := &df.Job{Id: d.newID(), Name: name, ProjectId: project, Location: location, Type: "JOB_TYPE_STREAMING"}
 	d.running = append(d.running, job)
+	return job.Id
+}
+
+// AddRunningAfterList is AddRunning once the stand-in has answered the next list of jobs, as if
+// another launch had submitted the job just after it, and returns the job's id.
+func (d *Dataflow) AddRunningAfterList(project, location, name string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	job := &df.Job{Id: d.newID(), Name: name, ProjectId: project, Location: location, Type: "JOB_TYPE_STREAMING"}
+	d.later = append(d.later, job)
 	return job.Id
 }
 
@@ -254,6 +265,7 @@ func (d *Dataflow) list(w http.ResponseWriter, r *http.Request) {
 			out = append(out, d.state(j))
 		}
 	}
+	d.running, d.later = append(d.running, d.later...), nil
 	d.mu.Unlock()
 	writeJSON(w, &df.ListJobsResponse{Jobs: out})
 }
