@@ -180,12 +180,13 @@ type update struct {
 	jobID   string // the running job's id
 }
 
-// findRunningJob looks up, for a Flex Template launch with --update, the running job that the new
-// one replaces: the active job named --job_name in the project and region, through the Dataflow
-// API (--dataflow_endpoint when set). The Go SDK's runner does this itself only when it submits
-// the job; under --template_location it writes the job without replaceJobId
-// (runners/dataflow/dataflowlib, Execute and Submit), so the launch would collide with the running
-// job's name. It returns a zero update when --update is not set.
+// findRunningJob looks up, for a Dataflow launch with --update, the running job that the new one
+// replaces: the active job named --job_name in the project and region, through the Dataflow API
+// (--dataflow_endpoint when set), before anything is staged. The Go SDK's runner does this itself
+// only when it submits the job, after staging; under --template_location it writes the job
+// without replaceJobId (runners/dataflow/dataflowlib, Execute and Submit), so the launch would
+// collide with the running job's name (markReplacement). It returns a zero update when --update
+// is not set.
 //
 // A direct launch without --update and with a --job_name that a running job has is refused: the
 // service would refuse the job (409), and the Go SDK's runner, asynchronous here, then returns the
@@ -203,8 +204,7 @@ func findRunningJob(ctx context.Context, l launch) (update, error) {
 		slog.Info("dry run: the running job that --update replaces is not looked up; the launch looks it up", "job_name", name)
 		return update{jobName: name}, nil
 	}
-	if !l.dataflow || l.template == "" {
-		// A direct launch: the runner finds the job itself (dataflowlib.Submit).
+	if !l.dataflow {
 		return update{jobName: name}, nil
 	}
 	client, err := dataflowlib.NewClient(ctx, stringFlag("dataflow_endpoint"))

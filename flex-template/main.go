@@ -268,7 +268,7 @@ func run(ctx context.Context, o pipeline.Options) error {
 	if err != nil {
 		return err
 	}
-	if upd.jobID != "" {
+	if upd.jobID != "" && l.template != "" {
 		if err := markReplacement(ctx, l.template, upd); err != nil {
 			return err
 		}

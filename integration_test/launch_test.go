@@ -226,6 +226,14 @@ func TestLaunch(t *testing.T) {
 				"Unable to find running job with name " + launchJobName + "; the job's service account needs the permission dataflow.jobs.list",
 		},
 		{
+			// The look-up comes before staging for a direct launch too (the runner's own comes after).
+			name: "direct launch, --update without a running job",
+			args: []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
+				"--staging_location=gs://" + launchBucket + "/staging", "--update", "--job_name=" + launchJobName},
+			fails: `pubsub-to-clickhouse: --update: finding the running job named "` + launchJobName + `" in projects/p/locations/us-central1: ` +
+				"Unable to find running job with name " + launchJobName + "; the job's service account needs the permission dataflow.jobs.list",
+		},
+		{
 			// The job's service account may not list jobs: the look-up says which permission.
 			name:     "flex launcher, --update without dataflow.jobs.list",
 			args:     append(append([]string{"--runner=dataflow"}, flexArgs...), "--update", "--job_name="+launchJobName),
