@@ -4,6 +4,7 @@ import (
 	"context"
 	"debug/elf"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -98,6 +99,24 @@ func checkLocations() error {
 		}
 	}
 	return nil
+}
+
+// missingBucket returns err, the Dataflow runner's, naming the locations it writes to when err
+// says that a bucket does not exist: the runner returns the storage client's error as it is
+// (gcsx.Upload, which with this client no longer creates a missing bucket), "storage: bucket
+// doesn't exist: googleapi: Error 404", which names neither the bucket nor the flag.
+func missingBucket(err error, l launch) error {
+	if !errors.Is(err, storage.ErrBucketNotExist) {
+		return err
+	}
+	where, which := "--staging_location="+stringFlag("staging_location"), "the bucket does not exist"
+	if l.template != "" {
+		where, which = where+" or --template_location="+l.template, "a bucket of theirs does not exist"
+	}
+	return fmt.Errorf("%s: %s (the runner stages the worker binary and the model there, and writes the job of a "+
+		"template launch to --template_location): check the bucket's name, or create it (gcloud storage buckets create gs://BUCKET "+
+		"--project=%s --location=%s) and grant the job's service account roles/storage.objectAdmin on it (docs/deploy.md) (%w)",
+		where, which, l.project, l.region, err)
 }
 
 // checkRequired refuses a Dataflow launch (a dry run too) without a project, a region or a staging

@@ -265,6 +265,9 @@ func run(ctx context.Context, o pipeline.Options) error {
 	if !l.dataflow {
 		givenBack = releaseUnacknowledged(ctx, err == nil)
 	}
+	if err != nil && l.dataflow {
+		return missingBucket(err, l)
+	}
 	if err != nil {
 		return err
 	}

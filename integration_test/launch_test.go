@@ -302,6 +302,13 @@ func TestLaunch(t *testing.T) {
 				"so give gs://<bucket>/<path>",
 		},
 		{
+			// The runner's own error names neither the bucket nor the flag.
+			name: "direct launch, a staging bucket that does not exist",
+			args: []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
+				"--staging_location=gs://no-such-bucket/staging"},
+			fails: "pubsub-to-clickhouse: --staging_location=gs://no-such-bucket/staging: the bucket does not exist",
+		},
+		{
 			name:     "flex launcher, a label the service would refuse",
 			args:     append(append([]string{"--runner=dataflow"}, flexArgs...), "--labels=Team=data"),
 			template: templateURL,
