@@ -129,9 +129,10 @@ func TestLaunch(t *testing.T) {
 		// denyList: the Dataflow stand-in refuses to list jobs (no dataflow.jobs.list).
 		denyList bool
 		// runningLater: the Dataflow stand-in has a running job named launchJobName once it has
-		// answered the launch's look-up, as if another launch had submitted it meanwhile; the
-		// launch fails after staging its files.
+		// answered the launch's look-up, as if another launch had submitted it meanwhile.
 		runningLater bool
+		// staged: the launch fails after staging its files.
+		staged bool
 		// check checks more of the job (the one written or submitted), given the output and the
 		// id of the running job.
 		check func(t *testing.T, job *df.Job, out string, dataflow *gcptest.Dataflow, runningID string)
@@ -256,9 +257,18 @@ func TestLaunch(t *testing.T) {
 			name: "direct launch, a job of the same name submitted meanwhile",
 			args: []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
 				"--staging_location=gs://" + launchBucket + "/staging", "--job_name=" + launchJobName},
-			runningLater: true,
+			runningLater: true, staged: true,
 			fails: "pubsub-to-clickhouse: --job_name=" + launchJobName + ": nothing was submitted: while this launch staged its files, " +
 				"a job of that name became active in projects/p/locations/us-central1 (id ",
+		},
+		{
+			// The same, where the look-up cannot list the jobs: it warns and goes on, and the
+			// service refuses the job; the runner's own look-up then fails on the permission.
+			name: "direct launch, a job of the same name running, dataflow.jobs.list denied",
+			args: []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
+				"--staging_location=gs://" + launchBucket + "/staging", "--job_name=" + launchJobName},
+			running: true, denyList: true, staged: true,
+			fails: "pubsub-to-clickhouse: --job_name=" + launchJobName + ": nothing was submitted: a job of that name is active in projects/p/locations/us-central1",
 		},
 		{
 			name: "direct launch, --update without --job_name",
@@ -365,7 +375,7 @@ func TestLaunch(t *testing.T) {
 				if err == nil || !strings.Contains(out, tc.fails) {
 					t.Errorf("the launch: %v, want it to fail saying %q; output:\n%s", err, tc.fails, out)
 				}
-				if objects := gcs.Objects(t, launchBucket, ""); (len(objects) != 0 && !tc.runningLater) || len(dataflow.Jobs()) != 0 {
+				if objects := gcs.Objects(t, launchBucket, ""); (len(objects) != 0 && !tc.staged) || len(dataflow.Jobs()) != 0 {
 					t.Errorf("a failed launch staged %q and submitted %d jobs", objects, len(dataflow.Jobs()))
 				}
 				if tc.runningLater && !strings.Contains(out, "(id "+runningID+", another launch's") {
