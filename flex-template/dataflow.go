@@ -85,7 +85,10 @@ func checkWorkerBinary(path string, given bool) error {
 // checkLocations refuses a --staging_location, --temp_location or --template_location that is not
 // a Cloud Storage path, gs://<bucket>[/<path>]: the Beam runner panics on the first two
 // (gcsx.ParseObject) after the start-up checks, and the workers could not read them; it refuses
-// the third after staging the worker binary, naming the staging location.
+// the third after staging the worker binary, naming the staging location. It also refuses a path
+// that the runner, which reads each location as a URL (gcsx.ParseObject), would not read as it is
+// written: a "%" that starts no escape (the runner panics), an escape such as %20 (it would
+// stage to the decoded name), "#" or "?" (it would drop them and what follows).
 func checkLocations() error {
 	for _, name := range []string{"staging_location", "temp_location", "template_location"} {
 		v := stringFlag(name)
@@ -97,6 +100,14 @@ func checkLocations() error {
 			return fmt.Errorf("--%s=%s: not a Cloud Storage path: a Dataflow job stages its files in Cloud Storage, "+
 				"so give gs://<bucket>/<path>, e.g. gs://my-bucket/staging", name, v)
 		}
+		read := "an error"
+		if bucket, object, err := gcsx.ParseObject(v); err != nil {
+			read = err.Error()
+		} else if read = gcsx.MakeObject(bucket, object); strings.TrimSuffix(read, "/") == strings.TrimSuffix(v, "/") {
+			continue
+		}
+		return fmt.Errorf("--%s=%s: the Beam runner reads a location as a URL, which gives %s, not this path: "+
+			"give a path without %%, # and ?", name, v, read)
 	}
 	return nil
 }

@@ -312,6 +312,22 @@ func TestLaunch(t *testing.T) {
 				"so give gs://<bucket>/<path>",
 		},
 		{
+			// The runner reads the location as a URL: it would panic on "%of" after the checks.
+			name: "direct launch, a staging location with a % that starts no escape",
+			args: []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
+				"--staging_location=gs://" + launchBucket + "/50%off"},
+			usage: true,
+			fails: "pubsub-to-clickhouse: --staging_location=gs://" + launchBucket + "/50%off: the Beam runner reads a location as a URL",
+		},
+		{
+			// ... and would stage to gs://staging-bucket/staging, dropping "#2".
+			name:     "flex launcher, a staging location with #",
+			args:     append(append([]string{"--runner=dataflow"}, flexArgs...), "--staging_location=gs://"+launchBucket+"/staging#2"),
+			template: templateURL, usage: true,
+			fails: "pubsub-to-clickhouse: --staging_location=gs://" + launchBucket + "/staging#2: the Beam runner reads a location as a URL, " +
+				"which gives gs://" + launchBucket + "/staging, not this path",
+		},
+		{
 			// The runner's own error names neither the bucket nor the flag.
 			name: "direct launch, a staging bucket that does not exist",
 			args: []string{"--runner=dataflow", "--project=" + launchProject, "--region=" + launchRegion,
