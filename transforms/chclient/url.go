@@ -533,8 +533,6 @@ func queryOption(seg string) (rawKey, key, value string, hasValue bool) {
 	return rawKey, strings.ToLower(key), value, hasValue
 }
 
-// userinfoOf returns the user and password of the userinfo of rest (what follows "://"),
-// percent-decoded (as the driver decodes them): the text before the last "@" of the authority.
 // passwordInURL reports whether rawURL, a clickHouseUrl, holds a password: in its userinfo
 // (user:password@) or as a "password" query parameter.
 func passwordInURL(rawURL string) bool {
@@ -543,6 +541,8 @@ func passwordInURL(rawURL string) bool {
 	return hasPW || queryOf(rest).Has("password")
 }
 
+// userinfoOf returns the user and password of the userinfo of rest (what follows "://"),
+// percent-decoded (as the driver decodes them): the text before the last "@" of the authority.
 func userinfoOf(rest string) (user, password string, hasPassword bool) {
 	authority, _, _ := strings.Cut(rest, "?")
 	authority, _, _ = strings.Cut(authority, "/")
