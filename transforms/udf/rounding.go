@@ -33,7 +33,7 @@ type rounding struct {
 type roundedLiteral struct {
 	literal, printed string // the first of the payload's literals that prints so, and that print, with their sign
 	fraction         bool   // the literal is no integer (1.0000000000000001, which prints as 1)
-	misread          bool   // the literal has over 800 digits, which JSON.parse reads as another number (readLong)
+	misread          bool   // the literal has over maxNumberText characters, and JSON.parse reads it as another number (readLong)
 	asString         bool   // the literal is a JSON string's whole text (or of base 16, 8 or 2, which JSON has not): the function made a number of it
 	from             string // where the literal is when not in the payload: `the attribute "uid"`, "the message id"
 }
@@ -86,16 +86,18 @@ func digits(s string) int {
 const minRoundingDigits = 16
 
 // maxNumberText bounds the numbers read as exact fractions (math/big), whose cost grows faster
-// than their length: a number's text longer than this is left alone (an integer of more than
-// 309 digits is beyond a double's range, and prints as no integer).
+// than their length: a number's text longer than this is only compared with what JSON.parse
+// misreads it as (readLong; an integer of more than 309 digits is beyond a double's range, and
+// prints as no integer).
 const maxNumberText = 800
 
 // roundingOf reads the JSON text payload's numbers, in its strings too (a string may hold JSON
 // that the function parses), and returns what JSON.parse would round: a number whose text has
-// 16 significant digits or more and whose double prints as an integer of another value. It reads
-// any text: what is not JSON gives nothing or a few needless entries, never an error. nil when
-// nothing would be rounded (the payload is read once, byte by byte, and a number of fewer digits
-// is not read further). The texts of others (messageSources) are read after the payload, alike.
+// 16 significant digits or more and whose double prints as an integer of another value, or one
+// of more than maxNumberText characters that it misreads (readLong). It reads any text: what is
+// not JSON gives nothing or a few needless entries, never an error. nil when nothing would be
+// rounded (the payload is read once, byte by byte, and a number of fewer digits is not read
+// further). The texts of others (messageSources) are read after the payload, alike.
 func roundingOf(payload string, others ...source) *rounding {
 	var r *rounding
 	numbers(payload, func(tok string, asString bool) { r = r.read(tok, "", asString) })
@@ -119,7 +121,8 @@ func roundingOf(payload string, others ...source) *rounding {
 // read notes tok, a number's text in the text from (the payload when ""), the whole text of a
 // JSON string of it or not (asString), when it has 16 significant digits or more: rounded when
 // its double prints as another integer, exact elsewhere when it prints otherwise than written but
-// as the same value. It returns r, made when nil and needed.
+// as the same value; one of more than maxNumberText characters goes to readLong. It returns r,
+// made when nil and needed.
 func (r *rounding) read(tok, from string, asString bool) *rounding {
 	if _, base := radixRun(strings.TrimPrefix(tok, "-"), 0); base != 0 {
 		return r.readRadix(tok, base, from)
