@@ -290,7 +290,7 @@ func (r *rounding) check(output string, payload string, others ...source) error 
 				}
 			}
 			if lit.misread {
-				why = "the JavaScript engine reads a number of more than 800 characters as another value (its parser keeps 800 digits before the decimal point)"
+				why = "the JavaScript engine reads a number of more than 800 digits before its decimal point as another value (its parser keeps 800 of them, and puts the decimal point after them)"
 				advice = "write the number with fewer digits (1e10, not 1 with 800 zeros and e-790)"
 			}
 			return fmt.Errorf("returned %s where %s holds %s: %s; the message is dead-lettered rather than stored changed (%s)",

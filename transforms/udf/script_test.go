@@ -267,12 +267,12 @@ func rounded(got, literal string) string {
 		"(have the producer send such a value as a string, or take it from the payload's text, not from JSON.parse)"
 }
 
-// misread is the reason of a UDF whose output carries the number of more than 800 characters of
-// the payload as JSON.parse misreads it.
+// misread is the reason of a UDF whose output carries the number of more than 800 digits before
+// its decimal point of the payload as JSON.parse misreads it.
 func misread(got, literal string) string {
 	return "returned " + got + " where the payload holds " + literal + ": the JavaScript engine reads a number of more than 800 " +
-		"characters as another value (its parser keeps 800 digits before the decimal point); the message is dead-lettered rather " +
-		"than stored changed (write the number with fewer digits (1e10, not 1 with 800 zeros and e-790))"
+		"digits before its decimal point as another value (its parser keeps 800 of them, and puts the decimal point after them); " +
+		"the message is dead-lettered rather than stored changed (write the number with fewer digits (1e10, not 1 with 800 zeros and e-790))"
 }
 
 // twice is the reason of a UDF that parsed an object (at where) holding a name twice.
