@@ -225,7 +225,8 @@ func TestRouteHeartbeats(t *testing.T) {
 }
 
 // TestNewDeadLetterOfUDFOutput: a message the JavaScript UDF transformed says so when the routing
-// read a field of the output, and not when it read an attribute, which is the message's own.
+// read a field of the output, and shows that output at the end of its stack trace; not when it
+// read an attribute, which is the message's own.
 func TestNewDeadLetterOfUDFOutput(t *testing.T) {
 	m := flow.Message{Data: []byte(`{"kind":1}`), Original: []byte(`{"k":1}`), Transformed: true}
 	field := NewDeadLetter(m, &Error{By: By{Name: "kind"}, Missing: true})
@@ -235,6 +236,9 @@ func TestNewDeadLetterOfUDFOutput(t *testing.T) {
 	attr := NewDeadLetter(m, &Error{By: By{Attribute: true, Name: "t"}, Missing: true})
 	if want := `routeBy attribute:t: the message has no attribute "t", so it names no table`; attr.ErrorMessage != want {
 		t.Errorf("routed by an attribute: %q, want %q", attr.ErrorMessage, want)
+	}
+	if !strings.HasSuffix(field.StackTrace, "\nudf output: {\"kind\":1}") || strings.Contains(attr.StackTrace, "udf output") {
+		t.Errorf("stack traces %q, %q; want the output read at the end of the first alone", field.StackTrace, attr.StackTrace)
 	}
 	if string(attr.Payload) != `{"k":1}` || string(field.Payload) != `{"k":1}` {
 		t.Errorf("payloads %q, %q; want the message as published", attr.Payload, field.Payload)

@@ -88,15 +88,16 @@ func (f *routeFn) ProcessElement(ctx context.Context, et beam.EventTime, ms flow
 // UDF's output is what was routed when the message is its output and the routing read a field of
 // it (an attribute is the message's own, which the UDF does not change).
 func NewDeadLetter(m flow.Message, err error) flow.DeadLetter {
-	message := err.Error()
+	message, trace := err.Error(), flow.StackTrace("route", "", err)
 	var re *Error
 	if m.Transformed && !(errors.As(err, &re) && re.By.Attribute) {
 		message = "routing the output of the javascript UDF: " + message
+		trace = flow.WithUDFOutput(trace, m.Data) // the output read, as the parse and write stages show it
 	}
 	return flow.DeadLetter{
 		Payload:        m.Published(),
 		ErrorMessage:   message,
-		StackTrace:     flow.StackTrace("route", "", err),
+		StackTrace:     trace,
 		FailedAtMillis: time.Now().UnixMilli(),
 		MessageID:      m.ID,
 		Attributes:     m.Attributes,
