@@ -13,6 +13,7 @@ import (
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // columnsOf returns the columns of the table events as "name type" lines, in table order.
@@ -215,6 +216,57 @@ func TestNewColumnsLimits(t *testing.T) {
 				t.Errorf("dead letters:\n%s\nwant\n%s", got, want)
 			}
 		})
+	}
+}
+
+// TestNewColumnsBeyondMaxQuerySize: columns added until the INSERT that names them all is longer
+// than ClickHouse's default max_query_size (256 KiB: here 1,060 columns of 240-byte names, then 20
+// more added by the pipeline) still take their rows: the INSERT raises max_query_size for itself.
+// It used to fail with code 62, "Max query size exceeded", whatever its rows, so that once the
+// pipeline had added the columns every message was a dead letter, those without a new field too.
+func TestNewColumnsBeyondMaxQuerySize(t *testing.T) {
+	const existing, added = 1060, 20
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	name := func(i int) string { return fmt.Sprintf("%s%04d", strings.Repeat("w", 236), i) }
+	var alter []string
+	for i := range existing {
+		alter = append(alter, fmt.Sprintf("ADD COLUMN `%s` Nullable(Int64)", name(i)))
+	}
+	// One statement in the request's body: the URL and the default max_query_size hold less.
+	if _, err := e.srv.Post("", []byte("ALTER TABLE events "+strings.Join(alter, ", ")), "max_query_size=1000000"); err != nil {
+		t.Fatal(err)
+	}
+	e.opts.AddNewColumns = true
+	e.opts.BatchRowCount = pipeline.GivenInt(100)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	var msgs []string
+	for i := range added {
+		msgs = append(msgs, fmt.Sprintf(`{"id":%d,"%s":%d}`, i, name(i), i), // a column the table has
+			fmt.Sprintf(`{"id":%d,"%s":%d}`, existing+i, name(existing+i), existing+i)) // a new one
+	}
+	msgs = append(msgs, `{"id":5000}`)
+	e.publishJSON(t, msgs...)
+	c := counters(e.run(t))
+	t.Logf("counters: %v", c)
+
+	rows, dead := e.checkAccounted(t, len(msgs), "id")
+	if rows != len(msgs) || dead != 0 {
+		t.Errorf("%d rows and %d dead letters, want %d and 0; dead letters: %s", rows, dead, len(msgs),
+			text.Cut(e.srv.MustQuery(t, "SELECT error_message FROM dead_letters LIMIT 1"), 300))
+	}
+	if c["columns-added"] != added {
+		t.Errorf("columns-added = %d, want %d", c["columns-added"], added)
+	}
+	for i := range added {
+		for _, id := range []int{i, existing + i} {
+			q := fmt.Sprintf("SELECT `%s` FROM events WHERE id = %d", name(id), id)
+			if got := e.srv.MustQuery(t, q); got != strconv.Itoa(id) {
+				t.Errorf("column %d of row %d = %q, want %d", id, id, got, id)
+			}
+		}
+	}
+	if got := e.srv.MustQuery(t, "SELECT count() FROM events WHERE id = 5000"); got != "1" {
+		t.Errorf("the row without a field beside id: %s rows, want 1", got)
 	}
 }
 

@@ -201,6 +201,28 @@ func InsertSettings(settings clickhouse.Settings, withToken bool, columns []stri
 	return s
 }
 
+// defaultMaxQuerySize is ClickHouse's default max_query_size, in bytes: the most of a query's
+// text its SQL parser reads (an INSERT's data excepted), so that an INSERT naming columns whose
+// names, quoted and separated, add up to more fails with code 62, "Max query size exceeded",
+// whatever its rows (ClickHouse docs, "Settings: max_query_size"; on 18.16, 1,100 columns of
+// 240-byte names).
+const defaultMaxQuerySize = 256 << 10
+
+// withQuerySize returns settings with max_query_size raised to hold statement, the INSERT
+// clickhouse-go sends (with " FORMAT Native" appended, and 1 KiB to spare), when statement is
+// longer than defaultMaxQuerySize; else settings as they are. settings itself is never modified.
+func withQuerySize(settings clickhouse.Settings, statement string) clickhouse.Settings {
+	if len(statement) <= defaultMaxQuerySize-1<<10 {
+		return settings
+	}
+	s := maps.Clone(settings)
+	if s == nil {
+		s = clickhouse.Settings{}
+	}
+	s["max_query_size"] = len(statement) + 1<<10
+	return s
+}
+
 // missingColumn is how clickhouse-go v2.51.0's HTTP transport says, before it sends an INSERT,
 // that the table has no column the INSERT names (conn_http_batch.go: it reads DESCRIBE TABLE
 // first). Over the native protocol the server says so itself, with code 16 NO_SUCH_COLUMN_IN_TABLE.
@@ -274,7 +296,8 @@ func (e *TypesChangedError) Error() string {
 // for (a Typed) or without (then nothing checks that the server's type is still that one). The INSERT carries
 // InsertSettings(settings, withToken, columns, id): the resolved insert settings and, on a server
 // that takes it, the deduplication token of the columns and id, so that sending the same rows
-// again is deduplicated.
+// again is deduplicated; and max_query_size when the statement is longer than the server's
+// default takes (withQuerySize).
 //
 // Insert makes one attempt and never retries: the caller decides what a failure means (see
 // Classify) and retries with Retry. A failure of clickhouse-go to take a column's values, and
@@ -293,8 +316,9 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 	if len(values) != len(columns) {
 		return fmt.Errorf("INSERT into %s.%s names %d columns but has %d columns of values", database, table, len(columns), len(values))
 	}
-	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(InsertSettings(settings, withToken, columns, id)))
-	batch, err := conn.PrepareBatch(ctx, InsertStatement(database, table, columns))
+	statement := InsertStatement(database, table, columns)
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(withQuerySize(InsertSettings(settings, withToken, columns, id), statement)))
+	batch, err := conn.PrepareBatch(ctx, statement)
 	if err != nil {
 		if m := missingColumn.FindStringSubmatch(err.Error()); m != nil {
 			if _, fromServer := Code(err); !fromServer {
