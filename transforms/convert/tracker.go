@@ -14,6 +14,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // Tracker follows one table's schema for a stage: its columns, read from system.columns
@@ -101,7 +102,7 @@ func (t *Tracker) ChangedElsewhere() bool {
 // Refresh reads the table's schema through conn and builds its converter. A column type
 // without a converter is an error naming the column (after a first successful Refresh, "table
 // db.t changed: ..."); on any error the Tracker keeps what it had. A schema that differs from
-// the previous one is logged once, with the new columns.
+// the previous one is logged once, with the columns added, gone and changed.
 func (t *Tracker) Refresh(ctx context.Context, conn driver.Conn) error {
 	tab, err := schema.Fetch(ctx, conn, t.Database, t.Table)
 	if err != nil {
@@ -121,7 +122,9 @@ func (t *Tracker) Set(tab *schema.Table) error {
 		return fmt.Errorf("table %s.%s: %w", t.Database, t.Table, err)
 	}
 	if t.conv != nil && conv.SchemaHash() != t.conv.SchemaHash() {
-		slog.Info(t.Stage+": the table's schema changed", "table", t.Table, "columns", strings.Join(conv.Columns(), ", "))
+		added, gone, changed := columnChanges(t.table, tab)
+		slog.Info(t.Stage+": the table's schema changed", "table", t.Table, "columns", len(tab.Columns),
+			"added", logNames(added), "gone", logNames(gone), "changed", logNames(changed))
 	}
 	t.seen = t.changesOf().read(tab)
 	var leftOut []string
@@ -140,6 +143,41 @@ func (t *Tracker) Set(tab *schema.Table) error {
 	t.table, t.conv, t.read = tab, conv, time.Now()
 	return nil
 }
+
+// columnChanges returns the names of the columns that after has and before has not (added), that
+// before has and after has not (gone), and that both have with another type or default
+// (changed), each in its table's order.
+func columnChanges(before, after *schema.Table) (added, gone, changed []string) {
+	was := make(map[string]schema.Column, len(before.Columns))
+	for _, c := range before.Columns {
+		was[c.Name] = c
+	}
+	is := make(map[string]bool, len(after.Columns))
+	for _, c := range after.Columns {
+		is[c.Name] = true
+		switch b, ok := was[c.Name]; {
+		case !ok:
+			added = append(added, c.Name)
+		case b.TypeName != c.TypeName || b.DefaultKind != c.DefaultKind || b.DefaultExpression != c.DefaultExpression:
+			changed = append(changed, c.Name)
+		}
+	}
+	for _, c := range before.Columns {
+		if !is[c.Name] {
+			gone = append(gone, c.Name)
+		}
+	}
+	return added, gone, changed
+}
+
+// maxLoggedNames is the most bytes of column names a log line of a schema change holds per list:
+// a table of thousands of columns (addNewColumns adds up to 10000 per worker) would otherwise log
+// every name at every change, a line of hundreds of KB each time, more than a Cloud Logging entry
+// holds (256 KB).
+const maxLoggedNames = 1 << 10
+
+// logNames returns names joined with ", ", cut to maxLoggedNames bytes.
+func logNames(names []string) string { return text.Cut(strings.Join(names, ", "), maxLoggedNames) }
 
 // ChangedError is the error of Refresh (and Set) when the table, read again, has changed so that
 // no converter can be built for it (a column of a type without converter added, a column of

@@ -1,12 +1,15 @@
 package convert
 
 import (
+	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 func trackerTable(t *testing.T, types ...string) *schema.Table {
@@ -130,5 +133,36 @@ func TestChangedElsewhere(t *testing.T) {
 	set(old, parse2)
 	if got, want := news(), []string{"parse.elsewhere", "write.elsewhere"}; !slices.Equal(got, want) {
 		t.Errorf("the read again of the change reported to %v, want %v", got, want)
+	}
+}
+
+// TestTrackerLogsTheChange: a schema change is logged with the columns added, gone and changed,
+// not with every column of the table: a table of 3,000 columns of 100-byte names, read again
+// after each of its changes, used to log 300 KB at each, more than a Cloud Logging entry holds.
+func TestTrackerLogsTheChange(t *testing.T) {
+	var out strings.Builder
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&out, nil)))
+	wide := func(n int, types ...string) *schema.Table {
+		tab := trackerTable(t, types...)
+		nullable := trackerTable(t, "Nullable(Int64)").Columns[0]
+		for i := range n {
+			nullable.Name = fmt.Sprintf("%s%04d", strings.Repeat("n", 96), i)
+			tab.Columns = append(tab.Columns, nullable)
+		}
+		return tab
+	}
+	tr := &Tracker{Stage: "parse", Database: "db", Table: "logged"}
+	before, after := wide(3000, "UInt8", "String"), wide(3001, "UInt8", "UInt8")
+	after.Columns = slices.Delete(after.Columns, 0, 1) // a gone, b changed
+	for _, tab := range []*schema.Table{before, after} {
+		if err := tr.Set(tab); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := out.String()
+	want := fmt.Sprintf(`level=INFO msg="parse: the table's schema changed" table=logged columns=3002 added=%s3000 gone=a changed=b`+"\n", strings.Repeat("n", 96))
+	if !strings.HasSuffix(got, want) || len(got) > 4<<10 {
+		t.Errorf("logged %d bytes:\n%s\nwant a line ending\n%s", len(got), text.Cut(got, 1000), want)
 	}
 }
