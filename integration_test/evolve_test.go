@@ -684,7 +684,7 @@ func TestNewColumnsRoutedTableDetached(t *testing.T) {
 
 // TestNewFieldsBecomeColumnsOnModern: the built binary with addNewColumns against the ClickHouse
 // 26 engine: the launch's check of the grant (CHECK GRANT there) passes for its user, each new
-// field becomes a column by ADD COLUMN IF NOT EXISTS, a boolean a Nullable(Bool), and every
+// field becomes a column by ADD COLUMN, a boolean a Nullable(Bool), and every
 // message is a row with its values.
 func TestNewFieldsBecomeColumnsOnModern(t *testing.T) {
 	srv := chtest.StartModern(t)

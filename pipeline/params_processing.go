@@ -516,7 +516,8 @@ var processingParameters = []parameter{
 			"field goes to unknownFieldsColumn when that is set; positive.",
 		regex: `^([1-9][0-9]*)?$`,
 		doc: "With `addNewColumns`: the most columns one worker adds to one table while it runs, counted by each worker process on its own (a " +
-			"job of N workers adds at most N times this many; a restart counts anew). A column another worker added first does not count. A new " +
+			"job of N workers adds at most N times this many; a restart counts anew). A column another worker added first does not count (but with " +
+			"`addNewColumnsOnCluster`, whose `ADD COLUMN IF NOT EXISTS` succeeds either way, one that two workers add at once counts for both). A new " +
 			"field beyond the limit is refused: the message is a dead letter whose error names `addNewColumnsMax`, or the field goes to " +
 			"`unknownFieldsColumn` when that is set. Positive; a value other than the default without `addNewColumns` is refused.",
 	},

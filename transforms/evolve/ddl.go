@@ -113,11 +113,14 @@ func AddColumn(database, tableName, column, definition, onCluster string) string
 	return addColumn(database, tableName, column, definition, onCluster, " IF NOT EXISTS")
 }
 
-// AddColumn is the package's AddColumn for this server: without IF NOT EXISTS where the server
-// lacks it (ClickHouse 18.16), where a second ADD of the same column fails with code 44, which
-// AlreadyExists recognises.
+// AddColumn is the ADD COLUMN that schema evolution runs on this server: without IF NOT EXISTS,
+// so that the server refuses a column that exists (code 44 on ClickHouse 18.16, 15 on current
+// releases), which AlreadyExists recognises, and a worker knows whether it added the column or
+// another did first (addNewColumnsMax counts only its own), where IF NOT EXISTS succeeds either
+// way. With onCluster, the package's AddColumn where the server has IF NOT EXISTS: a replica
+// that has the column already does not fail the distributed DDL.
 func (s Server) AddColumn(database, tableName, column, definition, onCluster string) string {
-	if s.AddIfNotExists {
+	if s.AddIfNotExists && onCluster != "" {
 		return AddColumn(database, tableName, column, definition, onCluster)
 	}
 	return addColumn(database, tableName, column, definition, onCluster, "")
@@ -128,17 +131,20 @@ func addColumn(database, tableName, column, definition, onCluster, ifNotExists s
 		" ADD COLUMN" + ifNotExists + " " + chclient.QuoteIdent(column) + " " + definition
 }
 
-// codeColumnExists is ClickHouse's ILLEGAL_COLUMN, which an ADD COLUMN of an existing column
-// fails with ("Cannot add column x: column with this name already exists"): on servers without
-// IF NOT EXISTS, and on 19.3, where the clause did not stop it (ClickHouse issue #4565).
-const codeColumnExists = 44
+// The codes of an ADD COLUMN of an existing column ("Cannot add column x: column with this name
+// already exists"): ILLEGAL_COLUMN on ClickHouse 18.16 (and on 19.3 with IF NOT EXISTS, which did
+// not stop it there: ClickHouse issue #4565), DUPLICATE_COLUMN on current releases (26.7).
+const (
+	codeColumnExists    = 44
+	codeDuplicateColumn = 15
+)
 
 // AlreadyExists reports whether err, of an ADD COLUMN, is the server's refusal to add a column
 // that exists: the column is there, the statement's aim is met (its type is what the table
 // says, which may not be the one asked: read the schema again). Any other error is false.
 func AlreadyExists(err error) bool {
 	code, ok := chclient.Code(err)
-	return ok && code == codeColumnExists && strings.Contains(err.Error(), "already exists")
+	return ok && (code == codeColumnExists || code == codeDuplicateColumn) && strings.Contains(err.Error(), "already exists")
 }
 
 // CreateTable returns a CREATE TABLE of the columns, in their order, one a line:

@@ -159,7 +159,8 @@ type Server struct {
 	// allow_experimental_json_type).
 	JSON bool
 	// AddIfNotExists: ALTER TABLE … ADD COLUMN IF NOT EXISTS, ClickHouse 19.1 and later
-	// (ClickHouse pull request #3900; 18.16 refuses the clause with code 62, a syntax error).
+	// (ClickHouse pull request #3900; 18.16 refuses the clause with code 62, a syntax error);
+	// Server.AddColumn uses it ON CLUSTER only.
 	AddIfNotExists bool
 }
 

@@ -243,6 +243,8 @@ func TestDDL(t *testing.T) {
 			"ALTER TABLE `db`.`t` ADD COLUMN `n` Nullable(UInt8)"},
 		{Server{AddIfNotExists: true}.AddColumn("db", "t", "n", "Nullable(UInt8)", "c"),
 			"ALTER TABLE `db`.`t` ON CLUSTER `c` ADD COLUMN IF NOT EXISTS `n` Nullable(UInt8)"},
+		{Server{AddIfNotExists: true}.AddColumn("db", "t", "n", "Nullable(UInt8)", ""), // so that the server says whether the column was there
+			"ALTER TABLE `db`.`t` ADD COLUMN `n` Nullable(UInt8)"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got  %s\nwant %s", tc.got, tc.want)
@@ -367,7 +369,9 @@ func TestAlreadyExists(t *testing.T) {
 	}{
 		{&clickhouse.Exception{Code: 44, Message: "Cannot add column n: column with this name already exists"}, true},
 		{fmt.Errorf("adding: %w", &clickhouse.Exception{Code: 44, Message: "Cannot add column n: column with this name already exists"}), true},
+		{&clickhouse.Exception{Code: 15, Message: "Cannot add column `n`: column with this name already exists. (DUPLICATE_COLUMN)"}, true}, // 26.7
 		{&clickhouse.Exception{Code: 44, Message: "Sorting key cannot contain nullable columns"}, false},
+		{&clickhouse.Exception{Code: 15, Message: "Column n specified more than once"}, false},
 		{&clickhouse.Exception{Code: 62, Message: "Syntax error"}, false},
 		{errors.New("column with this name already exists"), false},
 		{nil, false},

@@ -43,12 +43,11 @@ func TestOnServer(t *testing.T) {
 	if err := conn.Exec(ctx, add); err != nil {
 		t.Fatalf("%s: %v", add, err)
 	}
-	// The second ADD, and one of another type for an existing column: a no-op where the server
-	// has IF NOT EXISTS, else refused as existing; either way the column keeps its type.
+	// The second ADD, and one of another type for an existing column: refused as existing; the
+	// column keeps its type.
 	other := server.AddColumn(srv.Database, "events", "count", "Nullable(String)", "")
 	for _, q := range []string{add, other} {
-		err := conn.Exec(ctx, q)
-		if server.AddIfNotExists && err != nil || !server.AddIfNotExists && !AlreadyExists(err) {
+		if err := conn.Exec(ctx, q); !AlreadyExists(err) {
 			t.Errorf("%s on a column that exists: %v", q, err)
 		}
 	}
@@ -193,8 +192,9 @@ var modernSample = []string{
 
 // TestOnModern: on the ClickHouse 26 engine (skipped where it is not installed), booleans are
 // Bool columns and, with ObjectsAsJSON, objects a JSON DEFAULT '{}' column, which takes an
-// object, null and a missing field alike; ADD COLUMN IF NOT EXISTS of an existing column is a
-// no-op, whatever the type asked.
+// object, null and a missing field alike; the ADD COLUMN of a column that exists is refused as
+// existing (AlreadyExists), and ADD COLUMN IF NOT EXISTS of it is a no-op, whatever the type
+// asked.
 func TestOnModern(t *testing.T) {
 	ctx := context.Background()
 	srv := chtest.StartModern(t)
@@ -203,13 +203,21 @@ func TestOnModern(t *testing.T) {
 	if !server.Bool || !server.JSON || !server.AddIfNotExists {
 		t.Fatalf("ClickHouse %s: %+v, want every capability", srv.Version, server)
 	}
+	add := server.AddColumn(srv.Database, "events", last.Name, last.Type, "")
+	if err := conn.Exec(ctx, add); err != nil {
+		t.Fatalf("%s: %v", add, err)
+	}
+	for _, add := range []string{add, server.AddColumn(srv.Database, "events", "ok", "Nullable(String)", "")} {
+		if err := conn.Exec(ctx, add); !AlreadyExists(err) {
+			t.Errorf("%s on a column that exists: %v, want it refused as existing", add, err)
+		}
+	}
 	for _, add := range []string{
-		server.AddColumn(srv.Database, "events", last.Name, last.Type, ""),
-		server.AddColumn(srv.Database, "events", last.Name, last.Type, ""),
-		server.AddColumn(srv.Database, "events", "ok", "Nullable(String)", ""),
+		AddColumn(srv.Database, "events", last.Name, last.Type, ""),
+		AddColumn(srv.Database, "events", "ok", "Nullable(String)", ""),
 	} {
 		if err := conn.Exec(ctx, add); err != nil {
-			t.Fatalf("%s: %v", add, err)
+			t.Errorf("%s: %v", add, err)
 		}
 	}
 	got := srv.MustQuery(t, "SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = 'events' ORDER BY position FORMAT TSVRaw")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -331,6 +332,60 @@ func TestSchemaChangeReadElsewhere(t *testing.T) {
 	}
 	if got, want := run("not_read", false), `column "n" (UInt8): 300 is out of range for UInt8 (0 to 255)`; got != want {
 		t.Errorf("before any stage read the change: %q, want %q", got, want)
+	}
+}
+
+// TestAddColumnsAtOnceCountedOnce: two instances of the stage (two bundles, or two workers) that
+// meet the same new fields at once, each reading the table before the other's ADD COLUMN, add
+// each column once, and only the one that added it counts it against addNewColumnsMax; each
+// message converts against its column. On ClickHouse 18.16 the second ADD is refused as existing;
+// on the ClickHouse 26 engine (skipped where it is not installed) it was ADD COLUMN IF NOT
+// EXISTS, which succeeds either way, so that both counted the column (and logged it as added):
+// 20 of the limit taken for 10 columns.
+func TestAddColumnsAtOnceCountedOnce(t *testing.T) {
+	for _, modern := range []bool{false, true} {
+		t.Run(map[bool]string{false: "18.16", true: "26.7"}[modern], func(t *testing.T) {
+			var srv *chtest.Server
+			if modern {
+				srv = chtest.StartModern(t).Server
+			} else {
+				srv = chtest.New(t)
+			}
+			srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+			cfg := Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true, Limits: evolve.Limits{Max: 100}}
+			ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), "bundle")
+			fs := []*parseFn{{Config: cfg}, {Config: cfg}}
+			for _, f := range fs {
+				if err := f.Setup(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const fields = 10
+			for k := range fields {
+				var both sync.WaitGroup
+				for i, f := range fs {
+					both.Go(func() {
+						p := fmt.Sprintf(`{"id":%d,"c%d":1}`, i, k)
+						var rows []flow.Row
+						emitRows := func(_ beam.EventTime, rs flow.Rows) { rows = append(rows, rs.Rows...) }
+						err := f.ProcessElement(ctx, 0, flow.Messages{Messages: []flow.Message{{ID: fmt.Sprint(k, i), Data: []byte(p)}}}, emitRows,
+							func(d flow.DeadLetter) { t.Errorf("%s: a dead letter: %s", p, d.ErrorMessage) })
+						if err != nil {
+							t.Errorf("%s: %v", p, err)
+						}
+						f.FinishBundle(emitRows, nil)
+						if conv := f.tracker.Converter(); len(rows) != 1 || rows[0].Schema != conv.SchemaHash() || !f.hasColumn(fmt.Sprint("c", k)) {
+							t.Errorf("%s: rows %v, not of the schema with its column", p, rows)
+						}
+					})
+				}
+				both.Wait()
+			}
+			cols := srv.MustQuery(t, fmt.Sprintf("SELECT count() FROM system.columns WHERE database = '%s' AND table = 'events'", srv.Database))
+			if got := taken(fs[0].evolver.key); cols != fmt.Sprint(fields+1) || got != fields {
+				t.Errorf("%s columns, %d counted against addNewColumnsMax; want %d and %d", cols, got, fields+1, fields)
+			}
+		})
 	}
 }
 
