@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
@@ -155,7 +157,7 @@ func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
 	if !f.execute {
 		return exitOK
 	}
-	if err := conn.Exec(ctx, ddl); err != nil {
+	if err := conn.Exec(clickhouse.Context(ctx, clickhouse.WithSettings(chclient.WithQuerySize(nil, ddl))), ddl); err != nil {
 		return failure(cio, "infer", fmt.Errorf("creating table %s.%s: %w%s", o.ClickHouseDatabase, o.ClickHouseTable, err, nullableKeyHint(err, f.orderBy)))
 	}
 	fmt.Fprintf(cio.Err, "pubsub-to-clickhouse infer: created table %s.%s with %s\n", o.ClickHouseDatabase, o.ClickHouseTable, count(len(sample.Columns()), "column"))

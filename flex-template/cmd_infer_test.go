@@ -20,6 +20,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/shared"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // wikiColumns are the columns that the first 200 Wikipedia edits give on ClickHouse 18.16 (no
@@ -132,6 +133,30 @@ func TestInferWikipedia(t *testing.T) {
 	_, errOut, code = infer(t, append(conn, "--execute", file)...)
 	if code != exitFailed || !strings.Contains(errOut, "creating table "+srv.Database+".wiki") || !strings.Contains(errOut, "already exists") {
 		t.Errorf("a second --execute: exit %d, stderr %s; want 1 and the server's error", code, errOut)
+	}
+}
+
+// TestInferWide: --execute creates a table of more columns than a CREATE TABLE of ClickHouse's
+// default max_query_size (256 KiB) holds: 1,200 fields of 240-byte names. It used to fail with
+// code 62, "Max query size exceeded", exit 1, where the DDL it printed was right.
+func TestInferWide(t *testing.T) {
+	srv := chtest.New(t)
+	fields := []string{`"id":1`}
+	for i := range 1200 {
+		fields = append(fields, fmt.Sprintf(`"%s%04d":%d`, strings.Repeat("w", 236), i, i))
+	}
+	file := filepath.Join(t.TempDir(), "wide.jsonl")
+	if err := os.WriteFile(file, []byte("{"+strings.Join(fields, ",")+"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := infer(t, "--clickHouseUrl="+srv.URL, "--clickHouseDatabase="+srv.Database, "--clickHouseUsername=default",
+		"--clickHouseTable=wide", "--execute", file)
+	if code != exitOK || !strings.Contains(errOut, "created table "+srv.Database+".wide with 1201 columns") {
+		t.Fatalf("exit %d, stderr %s; want 0 and the table created", code, text.Cut(errOut, 500))
+	}
+	got := srv.MustQuery(t, "SELECT count(), countIf(type = 'Nullable(Int64)') FROM system.columns WHERE database = currentDatabase() AND table = 'wide'")
+	if got != "1201\t1201" {
+		t.Errorf("columns, Nullable(Int64) ones: %s, want 1201 of each", got)
 	}
 }
 

@@ -204,14 +204,15 @@ func InsertSettings(settings clickhouse.Settings, withToken bool, columns []stri
 // defaultMaxQuerySize is ClickHouse's default max_query_size, in bytes: the most of a query's
 // text its SQL parser reads (an INSERT's data excepted), so that an INSERT naming columns whose
 // names, quoted and separated, add up to more fails with code 62, "Max query size exceeded",
-// whatever its rows (ClickHouse docs, "Settings: max_query_size"; on 18.16, 1,100 columns of
-// 240-byte names).
+// whatever its rows, as does a CREATE TABLE of them (ClickHouse docs, "Settings:
+// max_query_size"; on 18.16, 1,100 columns of 240-byte names).
 const defaultMaxQuerySize = 256 << 10
 
-// withQuerySize returns settings with max_query_size raised to hold statement, the INSERT
-// clickhouse-go sends (with " FORMAT Native" appended, and 1 KiB to spare), when statement is
-// longer than defaultMaxQuerySize; else settings as they are. settings itself is never modified.
-func withQuerySize(settings clickhouse.Settings, statement string) clickhouse.Settings {
+// WithQuerySize returns settings with max_query_size raised to hold statement (and what
+// clickhouse-go appends to an INSERT, " FORMAT Native", with 1 KiB to spare), when statement is
+// longer than defaultMaxQuerySize; else settings as they are (nil stays nil). settings itself is
+// never modified.
+func WithQuerySize(settings clickhouse.Settings, statement string) clickhouse.Settings {
 	if len(statement) <= defaultMaxQuerySize-1<<10 {
 		return settings
 	}
@@ -297,7 +298,7 @@ func (e *TypesChangedError) Error() string {
 // InsertSettings(settings, withToken, columns, id): the resolved insert settings and, on a server
 // that takes it, the deduplication token of the columns and id, so that sending the same rows
 // again is deduplicated; and max_query_size when the statement is longer than the server's
-// default takes (withQuerySize).
+// default takes (WithQuerySize).
 //
 // Insert makes one attempt and never retries: the caller decides what a failure means (see
 // Classify) and retries with Retry. A failure of clickhouse-go to take a column's values, and
@@ -317,7 +318,7 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 		return fmt.Errorf("INSERT into %s.%s names %d columns but has %d columns of values", database, table, len(columns), len(values))
 	}
 	statement := InsertStatement(database, table, columns)
-	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(withQuerySize(InsertSettings(settings, withToken, columns, id), statement)))
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(WithQuerySize(InsertSettings(settings, withToken, columns, id), statement)))
 	batch, err := conn.PrepareBatch(ctx, statement)
 	if err != nil {
 		if m := missingColumn.FindStringSubmatch(err.Error()); m != nil {
