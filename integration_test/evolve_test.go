@@ -481,6 +481,34 @@ func TestAddNewColumnsNeedsALTER(t *testing.T) {
 	}
 }
 
+// TestAddNewColumnsRefusesTablesThatPassRowsOn: a launch with addNewColumns into a Distributed or
+// a Buffer table stops before the job starts, naming the engine: an ADD COLUMN changes that table
+// alone, not the tables it writes to. The launch used to pass: into a Distributed table the first
+// message with a new field failed every INSERT naming it, with code 16 from the shard's table, and
+// the job with them; into a Buffer table the new field's values vanished at the flush.
+func TestAddNewColumnsRefusesTablesThatPassRowsOn(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "local")
+	bin, _ := launchBinary(t)
+	for engine, ddl := range map[string]string{
+		"Distributed": fmt.Sprintf(`CREATE TABLE {table} (id UInt32) ENGINE = Distributed(test_shard_localhost, %s, local)`, srv.Database),
+		"Buffer":      fmt.Sprintf(`CREATE TABLE {table} (id UInt32) ENGINE = Buffer(%s, local, 1, 1, 2, 1, 100, 1, 1000)`, srv.Database),
+	} {
+		srv.MustExec(t, "DROP TABLE IF EXISTS events")
+		srv.MustExec(t, "DROP TABLE IF EXISTS dead_letters")
+		e := newE2EOn(t, srv, ddl)
+		out, err := runLaunch(t, bin, nil, e.binaryArgs("", "--addNewColumns=true"))
+		want := fmt.Sprintf("addNewColumns: `%s`.`events` has the engine %s, which passes its rows on to other tables: an ADD COLUMN changes `%s`.`events` alone",
+			srv.Database, engine, srv.Database)
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("the launch into a %s table: %v; output lacks %q:\n%s", engine, err, want, out)
+		}
+		if cols := e.columnsOf(t); cols != "id\tUInt32" {
+			t.Errorf("%s: columns %q, want id alone", engine, cols)
+		}
+	}
+}
+
 // TestCheckShowsNewColumns: check with addNewColumns lists the ALTER TABLE of each column the
 // file's new fields would become, by the pipeline's rule (the first value's type; a later value
 // that wants another is pointed out) and limits, and adds none.

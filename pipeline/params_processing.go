@@ -491,7 +491,8 @@ var processingParameters = []parameter{
 			"it or is a dead letter by the usual rules. A `null` value adds no column (it names no type). The limits are `addNewColumnsMax`, " +
 			"`addNewColumnsPattern` and `addNewColumnsExcluded`: a field they refuse makes the message a dead letter whose error names the " +
 			"field, its value and the rule, or, when `unknownFieldsColumn` is set, stays in that column. The user needs `ALTER ADD COLUMN` on " +
-			"the table, which the launch checks ([deploy.md](deploy.md#adding-columns-addnewcolumns)); " +
+			"the table, which the launch checks ([deploy.md](deploy.md#adding-columns-addnewcolumns)), as it refuses a `Distributed` or `Buffer` " +
+			"table, whose `ADD COLUMN` leaves the tables it writes to as they are; " +
 			"[conversion.md](conversion.md#new-fields-become-new-columns) says the rest.",
 	},
 	{

@@ -24,11 +24,18 @@ const codeSyntaxError = 62
 //     CHECK GRANT ALTER ADD COLUMN ON database.table answers 0. A server that answers CHECK
 //     GRANT with a syntax error (code 62) is older, and only the settings are checked.
 //
-// A failure to ask is an error too. The check is what can be known before the first ALTER: a
-// table whose engine takes no ALTER, or a cluster (ON CLUSTER) that refuses it, is found only
-// then, and the message is a dead letter that says so.
+// It is an error too that the table's engine passes its rows on to other tables (passesOn, read
+// from system.tables; a refusal to read it is not), whose columns an ADD COLUMN of the table
+// leaves as they are. A failure to ask is an error too. The check is what can be known before the
+// first ALTER: a table whose engine takes no ALTER, or a cluster (ON CLUSTER) that refuses it, is
+// found only then, and the message is a dead letter that says so.
 func CheckAlter(ctx context.Context, conn driver.Conn, database, tableName, user string) error {
 	t := table(database, tableName)
+	var engine string
+	if err := conn.QueryRow(ctx, "SELECT engine FROM system.tables WHERE database = ? AND name = ?", database, tableName).Scan(&engine); err == nil && passesOn[engine] != "" {
+		return fmt.Errorf("%s has the engine %s, which passes its rows on to other tables: an ADD COLUMN changes %s alone, not them, so that %s; "+
+			"add the columns to those tables and to %s yourself, or turn addNewColumns off", t, engine, t, passesOn[engine], t)
+	}
 	rows, err := conn.Query(ctx, "SELECT name, value FROM system.settings WHERE name IN ('readonly', 'allow_ddl')")
 	if err != nil {
 		return fmt.Errorf("reading the settings readonly and allow_ddl from system.settings: %w", err)
@@ -67,6 +74,14 @@ func CheckAlter(ctx context.Context, conn driver.Conn, database, tableName, user
 			user, t, t, chclient.QuoteIdent(user))
 	}
 	return nil
+}
+
+// passesOn are the table engines that write what is inserted to other tables, with what becomes
+// of an INSERT naming a column that only the table itself has (checked on ClickHouse 18.16).
+var passesOn = map[string]string{
+	"Distributed": "the shards' tables then refuse the rows of every INSERT naming a new column (code 16, no such column: at the INSERT, " +
+		"which the messages behind it wait for, with insertDistributedSync; in the background sends without)",
+	"Buffer": "its flushes then leave the new columns' values out, since a Buffer table writes the columns its destination has",
 }
 
 // checkGrant runs the CHECK GRANT query q and reports whether its one value is 1 (UInt8) or true
