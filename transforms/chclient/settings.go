@@ -79,12 +79,15 @@ func knownSettings(ctx context.Context, conn driver.Conn, names []string) (known
 }
 
 // LogOnce logs each distinct message once per process, so that every worker thread's Setup does
-// not repeat it.
-func LogOnce(msg string, args ...any) {
+// not repeat it, and reports whether it logged it now. Each distinct message is kept for the
+// life of the process: give it a bounded number of them.
+func LogOnce(msg string, args ...any) bool {
 	key := fmt.Sprint(append([]any{msg}, args...)...)
 	if _, dup := logged.LoadOrStore(key, true); !dup {
 		slog.Info(msg, args...)
+		return true
 	}
+	return false
 }
 
 // LogLeftOut logs, once per process (LogOnce), the insert settings ResolveSettings left out,

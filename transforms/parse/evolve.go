@@ -322,11 +322,33 @@ func (f *parseFn) hasColumn(name string) bool {
 	return slices.ContainsFunc(f.tracker.Schema().Columns, func(c schema.Column) bool { return c.Name == name })
 }
 
-// logKept logs, once per field and worker, each refused field kept in unknownFieldsColumn.
+// maxKeptLogged is how many refused fields kept in unknownFieldsColumn logKept logs per table and
+// worker: a stream whose field names are its data (a session id as a key) brings a new one in
+// most messages, and a line for each, each kept by chclient.LogOnce for the life of the worker,
+// grew the log and the memory without end.
+const maxKeptLogged = 100
+
+// keptLogged counts, per table (the key of added), the fields logKept has logged.
+var keptLogged = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
+// logKept logs, once per field and worker, each refused field kept in unknownFieldsColumn, for
+// the first maxKeptLogged fields of the table; then, once, that it logs no more.
 func (f *parseFn) logKept(refused []*evolve.Refusal) {
+	keptLogged.Lock()
+	defer keptLogged.Unlock()
 	for _, r := range refused {
-		chclient.LogOnce("parse: a new field does not become a column; it is kept in "+convert.OptionUnknownFields.String(),
-			"table", f.Table, "field", r.Field, "rule", r.Param+": "+r.Rule)
+		if keptLogged.n[f.evolver.key] >= maxKeptLogged {
+			chclient.LogOnce("parse: more new fields do not become columns; they are kept in "+convert.OptionUnknownFields.String()+
+				" without a line each", "table", f.Table, "fields logged", maxKeptLogged)
+			return
+		}
+		if chclient.LogOnce("parse: a new field does not become a column; it is kept in "+convert.OptionUnknownFields.String(),
+			"table", f.Table, "field", r.Field, "rule", r.Param+": "+r.Rule) {
+			keptLogged.n[f.evolver.key]++
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -386,6 +387,34 @@ func TestAddColumnsAtOnceCountedOnce(t *testing.T) {
 				t.Errorf("%s columns, %d counted against addNewColumnsMax; want %d and %d", cols, got, fields+1, fields)
 			}
 		})
+	}
+}
+
+// TestKeptFieldsLoggedBounded: with unknownFieldsColumn, new fields beyond addNewColumnsMax are
+// kept there and logged one by one for the first maxKeptLogged of the table only, then once that
+// the others are not: a stream whose every message has a field of its own (a session id as a key)
+// logged a line per message, each kept in memory for the life of the worker.
+func TestKeptFieldsLoggedBounded(t *testing.T) {
+	var out strings.Builder
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&out, nil)))
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, unknown String) ENGINE = MergeTree ORDER BY id`, "kept")
+	var payloads []string
+	for i := range 3 * maxKeptLogged {
+		payloads = append(payloads, fmt.Sprintf(`{"id":%d,"session_%s_%d":%d}`, i, srv.Database, i, i))
+	}
+	got, _, _ := runEvolve(t, Config{ClickHouse: srv.Config(), Table: "kept", AddNewColumns: true, Limits: evolve.Limits{Max: 1},
+		FromMessage: convert.Options{UnknownFields: "unknown"}}, payloads)
+	for i, g := range got {
+		if g != "row" {
+			t.Fatalf("%s: %s, want a row", payloads[i], g)
+		}
+	}
+	one := strings.Count(out.String(), `msg="parse: a new field does not become a column; it is kept in unknownFieldsColumn"`)
+	more := strings.Count(out.String(), `msg="parse: more new fields do not become columns; they are kept in unknownFieldsColumn without a line each"`)
+	if one != maxKeptLogged || more != 1 {
+		t.Errorf("%d lines of a field kept and %d of more, want %d and 1", one, more, maxKeptLogged)
 	}
 }
 
