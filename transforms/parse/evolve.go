@@ -337,6 +337,9 @@ var keptLogged = struct {
 // logKept logs, once per field and worker, each refused field kept in unknownFieldsColumn, for
 // the first maxKeptLogged fields of the table; then, once, that it logs no more.
 func (f *parseFn) logKept(refused []*evolve.Refusal) {
+	if len(refused) == 0 {
+		return
+	}
 	keptLogged.Lock()
 	defer keptLogged.Unlock()
 	for _, r := range refused {
