@@ -656,7 +656,7 @@ var regexExamples = map[string]regexExample{
 	},
 	"addNewColumnsExcluded": {
 		accept: []string{"", "debug", "debug,trace_id", "my field,x"},
-		reject: []string{",", "a,", ",a", "a,,b"},
+		reject: []string{",", "a,", ",a", "a,,b", "debug, trace", "debug ,trace", " debug", "debug "},
 		with:   map[string]string{"addNewColumns": "true"},
 	},
 	"addNewColumnsOnCluster": {

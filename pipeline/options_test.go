@@ -786,6 +786,8 @@ func TestValidateRules(t *testing.T) {
 			"is set, but addNewColumns is not"},
 		{"addNewColumnsExcluded empty name", func(o *Options) { o.AddNewColumns, o.AddNewColumnsExcluded = true, "a,,b" }, "addNewColumnsExcluded", "a,,b",
 			"name 2 of 3 is empty"},
+		{"addNewColumnsExcluded spaced", func(o *Options) { o.AddNewColumns, o.AddNewColumnsExcluded = true, "debug, trace" }, "addNewColumnsExcluded", "debug, trace",
+			`name 2 of 2, " trace", starts or ends with a space: names are matched exactly, so it would never match the field "trace"`},
 		{"addNewColumnsExcluded without addNewColumns", func(o *Options) { o.AddNewColumnsExcluded = "debug" }, "addNewColumnsExcluded", "debug",
 			"is set, but addNewColumns is not"},
 		{"addNewColumnsOnCluster spaced", func(o *Options) { o.AddNewColumns, o.AddNewColumnsOnCluster = true, "c " }, "addNewColumnsOnCluster", "c ",

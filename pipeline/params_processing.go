@@ -555,12 +555,12 @@ var processingParameters = []parameter{
 			return withAddNewColumns(o, "it names the fields that addNewColumns never makes columns")
 		}),
 		label: "Fields never added",
-		help: "With addNewColumns: comma-separated names of fields that never become columns, as written (case-sensitive, spaces kept). A message " +
+		help: "With addNewColumns: comma-separated names of fields that never become columns, as written (case-sensitive; no space around the commas). A message " +
 			"with such a field is a dead letter naming addNewColumnsExcluded, or the field goes to unknownFieldsColumn when that is set. Unset by " +
 			"default. For example, debug,trace_id.",
-		regex: `^([^,]+(,[^,]+)*)?$`,
+		regex: `^(([^ ,]|[^ ,][^,]*[^ ,])(,([^ ,]|[^ ,][^,]*[^ ,]))*)?$`,
 		doc: "With `addNewColumns`: comma-separated names of fields that never become columns, matched exactly (case-sensitive; a name holds no " +
-			"`,`). A message with such a field is a dead letter whose error names `addNewColumnsExcluded`, or the field goes to " +
+			"`,`, and one that starts or ends with a space is refused: `debug, trace` would never exclude `trace`). A message with such a field is a dead letter whose error names `addNewColumnsExcluded`, or the field goes to " +
 			"`unknownFieldsColumn` when that is set.",
 	},
 	{

@@ -168,6 +168,11 @@ func excludedFields(v string) ([]string, error) {
 		if n == "" {
 			return nil, fmt.Errorf("name %d of %d is empty (two commas in a row, or a comma at an end); give comma-separated field names", i+1, len(names))
 		}
+		if t := strings.TrimSpace(n); t != n {
+			// "debug, trace" would exclude the field " trace", never "trace".
+			return nil, fmt.Errorf("name %d of %d, %q, starts or ends with a space: names are matched exactly, so it would never match the field %q; "+
+				"write the list without spaces around the commas (debug,trace_id)", i+1, len(names), n, t)
+		}
 	}
 	return names, nil
 }
