@@ -112,6 +112,10 @@ func checkLocations() error {
 	return nil
 }
 
+// oneActiveJob says what to do about the active job of the launch's --job_name, which every
+// launch that meets one says in its error.
+const oneActiveJob = "Dataflow runs one active job of a name: give --update to replace it (docs/deploy.md), another --job_name, or drain it first"
+
 // missingBucket returns err, the Dataflow runner's, naming the locations it writes to when err
 // says that a bucket does not exist: the runner returns the storage client's error as it is
 // (gcsx.Upload, which with this client no longer creates a missing bucket), "storage: bucket
@@ -263,9 +267,8 @@ func noRunningJob(ctx context.Context, l launch, name string) error {
 		job, err = dataflowlib.GetRunningJobByName(client, l.project, l.region, name)
 		switch {
 		case err == nil:
-			return fmt.Errorf("--job_name=%s: a job of that name is already running in projects/%s/locations/%s (id %s), and Dataflow runs one "+
-				"active job of a name: give --update to replace it (docs/deploy.md), another --job_name, or drain it first "+
-				"(gcloud dataflow jobs drain %s --region=%s --project=%s)", name, l.project, l.region, job.Id, job.Id, l.region, l.project)
+			return fmt.Errorf("--job_name=%s: a job of that name is already running in projects/%s/locations/%s (id %s), and "+oneActiveJob+
+				" (gcloud dataflow jobs drain %s --region=%s --project=%s)", name, l.project, l.region, job.Id, job.Id, l.region, l.project)
 		case strings.HasPrefix(err.Error(), "Unable to find running job"):
 			return nil // dataflowlib.GetRunningJobByName's answer when none of that name runs
 		}

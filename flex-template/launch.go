@@ -137,8 +137,8 @@ func report(w io.Writer, res beam.PipelineResult, l launch) error {
 			// The check before staging (findRunningJob) found none: another launch of the name
 			// (or an update of it) submitted its job while this one staged its files.
 			return fmt.Errorf("--job_name=%s: nothing was submitted: while this launch staged its files, a job of that name became active in "+
-				"projects/%s/locations/%s (id %s, another launch's, with its own parameters), and Dataflow runs one active job of a name: "+
-				"give --update to replace it (docs/deploy.md), another --job_name, or drain it first (gcloud dataflow jobs drain %s --region=%s --project=%s)",
+				"projects/%s/locations/%s (id %s, another launch's, with its own parameters), and "+oneActiveJob+
+				" (gcloud dataflow jobs drain %s --region=%s --project=%s)",
 				stringFlag("job_name"), l.project, l.region, res.JobID(), res.JobID(), l.region, l.project)
 		}
 		id := res.JobID()

@@ -268,9 +268,8 @@ func run(ctx context.Context, o pipeline.Options) error {
 	if err != nil && sameNameReturned.Load() {
 		// The service refused the job (409), and the runner could not look up the active job of
 		// that name (without dataflow.jobs.list, which the check before staging warned of).
-		return fmt.Errorf("--job_name=%s: nothing was submitted: a job of that name is active in projects/%s/locations/%s, and Dataflow runs one "+
-			"active job of a name: give --update to replace it (docs/deploy.md), another --job_name, or drain it first (the runner could not "+
-			"look that job up: %w)", stringFlag("job_name"), l.project, l.region, err)
+		return fmt.Errorf("--job_name=%s: nothing was submitted: a job of that name is active in projects/%s/locations/%s, and "+oneActiveJob+
+			" (the runner could not look that job up: %w)", stringFlag("job_name"), l.project, l.region, err)
 	}
 	if err != nil && l.dataflow {
 		return missingBucket(err, l)

@@ -773,6 +773,33 @@ func replayTopics(t *testing.T) (e *pubsubtest.Emulator, input, inputSub, dlTopi
 	return e, input, inputSub, dlTopic, dlSub
 }
 
+// slowPublishes returns a server option of the emulator under which every Publish to topic takes
+// takes, and a channel closed when the first of them arrives.
+func slowPublishes(topic string, takes time.Duration) (grpc.ServerOption, <-chan struct{}) {
+	publishing := make(chan struct{})
+	var once sync.Once
+	return grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if p, ok := req.(*pubsubpb.PublishRequest); ok && p.GetTopic() == topic {
+			once.Do(func() { close(publishing) })
+			time.Sleep(takes)
+		}
+		return handler(ctx, req)
+	}), publishing
+}
+
+// publishDeadLetters publishes n dead letters, as the dead-letter stage publishes them, of the
+// payloads {"id":0} to {"id":n-1} to topic, and returns them.
+func publishDeadLetters(t *testing.T, e *pubsubtest.Emulator, topic string, n int) []*pubsubpb.PubsubMessage {
+	t.Helper()
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range n {
+		m := deadletter.TopicMessage(flow.DeadLetter{Payload: fmt.Appendf(nil, `{"id":%d}`, i), ErrorMessage: "bad", FailedAtMillis: int64(i + 1)})
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes})
+	}
+	e.Publish(t, topic, msgs...)
+	return msgs
+}
+
 func TestReplayFromTopic(t *testing.T) {
 	e, input, inputSub, dlTopic, dlSub := replayTopics(t)
 	var msgs []*pubsubpb.PubsubMessage
@@ -853,16 +880,8 @@ func TestReplayFromTopicSlowPublish(t *testing.T) {
 	const ackDeadline, publishTakes = 2 * time.Second, 4 * time.Second
 	pstest.SetMinAckDeadline(time.Second)
 	defer pstest.ResetMinAckDeadline()
-	publishing := make(chan struct{}) // closed when the first Publish to the input topic arrives
-	var once sync.Once
 	input := "projects/" + pubsubtest.Project + "/topics/input"
-	slow := grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if p, ok := req.(*pubsubpb.PublishRequest); ok && p.GetTopic() == input {
-			once.Do(func() { close(publishing) })
-			time.Sleep(publishTakes)
-		}
-		return handler(ctx, req)
-	})
+	slow, publishing := slowPublishes(input, publishTakes)
 	e := pubsubtest.StartServing(t, []grpc.ServerOption{slow})
 	if got := e.Topic(t, "input"); got != input {
 		t.Fatalf("the input topic is %s, want %s", got, input)
@@ -870,12 +889,7 @@ func TestReplayFromTopicSlowPublish(t *testing.T) {
 	inputSub := e.Subscription(t, input, "input-sub", time.Minute)
 	dlTopic := e.Topic(t, "dead-letters")
 	dlSub := e.Subscription(t, dlTopic, "dead-letters-sub", ackDeadline)
-	var msgs []*pubsubpb.PubsubMessage
-	for i := range 20 {
-		m := deadletter.TopicMessage(flow.DeadLetter{Payload: fmt.Appendf(nil, `{"id":%d}`, i), ErrorMessage: "bad", FailedAtMillis: int64(i + 1)})
-		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes})
-	}
-	e.Publish(t, dlTopic, msgs...)
+	msgs := publishDeadLetters(t, e, dlTopic, 20)
 
 	type result struct {
 		out, errOut string
@@ -921,27 +935,14 @@ func TestReplayFromTopicSlowPublish(t *testing.T) {
 // run replayed each of them twice. Every Publish to the input topic takes 2 s (an interceptor of
 // the emulator's server); the interrupt comes while the first is under way.
 func TestReplayFromTopicInterrupted(t *testing.T) {
-	publishing := make(chan struct{}) // closed when the first Publish to the input topic arrives
-	var once sync.Once
 	input := "projects/" + pubsubtest.Project + "/topics/input"
-	slow := grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if p, ok := req.(*pubsubpb.PublishRequest); ok && p.GetTopic() == input {
-			once.Do(func() { close(publishing) })
-			time.Sleep(2 * time.Second)
-		}
-		return handler(ctx, req)
-	})
+	slow, publishing := slowPublishes(input, 2*time.Second)
 	e := pubsubtest.StartServing(t, []grpc.ServerOption{slow})
 	e.Topic(t, "input")
 	inputSub := e.Subscription(t, input, "input-sub", time.Minute)
 	dlTopic := e.Topic(t, "dead-letters")
 	dlSub := e.Subscription(t, dlTopic, "dead-letters-sub", 10*time.Second)
-	var msgs []*pubsubpb.PubsubMessage
-	for i := range 20 {
-		m := deadletter.TopicMessage(flow.DeadLetter{Payload: fmt.Appendf(nil, `{"id":%d}`, i), ErrorMessage: "bad", FailedAtMillis: int64(i + 1)})
-		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes})
-	}
-	e.Publish(t, dlTopic, msgs...)
+	msgs := publishDeadLetters(t, e, dlTopic, 20)
 
 	bin, _ := launchBinary(t)
 	cmd := exec.Command(bin, "replay", "--topic="+input, "--fromSubscription="+dlSub, "--replayId=int")
@@ -986,12 +987,7 @@ func TestReplayFromTopicAckFails(t *testing.T) {
 	inputSub := e.Subscription(t, input, "input-sub", time.Minute)
 	dlTopic := e.Topic(t, "dead-letters")
 	dlSub := e.Subscription(t, dlTopic, "dead-letters-sub", 10*time.Second)
-	var msgs []*pubsubpb.PubsubMessage
-	for i := range 3 {
-		m := deadletter.TopicMessage(flow.DeadLetter{Payload: fmt.Appendf(nil, `{"id":%d}`, i), ErrorMessage: "bad", FailedAtMillis: int64(i + 1)})
-		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: m.Data, Attributes: m.Attributes})
-	}
-	e.Publish(t, dlTopic, msgs...)
+	msgs := publishDeadLetters(t, e, dlTopic, 3)
 
 	out, errOut, code := runCommand(t, "", "replay", "--topic="+input, "--fromSubscription="+dlSub, "--replayId=ackfails")
 	failing.Store(false)

@@ -80,20 +80,7 @@ func TestOneBadRowInBatch(t *testing.T) {
 // bytes and a stack trace that names the stage and the column, and the other row is inserted.
 func TestNarrowedColumnWhileRunning(t *testing.T) {
 	e := newE2E(t, `CREATE TABLE {table} (id UInt32, n UInt16) ENGINE = MergeTree ORDER BY id`)
-	// Fixed windows of 10 s, aligned to the epoch; the messages go out just after a window
-	// starts, so that it closes about 8 s after the ALTER. (Published at any time, they could fall
-	// at the end of a window that closes before the ALTER; the server's MODIFY COLUMN then casts
-	// the stored 300 to UInt8, 44, as ClickHouse does with the rows it holds.)
-	e.opts.WindowSeconds = pipeline.GivenInt(10)
-	e.opts.StopAfterIdle = pipeline.GivenInt(15) // longer than the wait for a window's start
-	e.opts.SchemaRefreshSeconds = 0              // the parse stage keeps the schema it read at start-up
-	r := e.start(t)
-	time.Sleep(time.Second)
-	time.Sleep(time.Until(time.Now().Truncate(10 * time.Second).Add(10*time.Second + 200*time.Millisecond)))
-	ids := e.ps.Publish(t, e.topic, &pubsubpb.PubsubMessage{Data: []byte(`{"id":1,"n":300}`)}, &pubsubpb.PubsubMessage{Data: []byte(`{"id":2,"n":5}`)})
-	time.Sleep(2 * time.Second) // converted by the parse stage, not yet written
-	e.srv.MustExec(t, "ALTER TABLE events MODIFY COLUMN n UInt8")
-	r.wait(t, 60*time.Second)
+	ids := e.narrowWhileRunning(t, `{"id":1,"n":300}`, `{"id":2,"n":5}`)
 	if got := e.srv.MustQuery(t, "SELECT id, n FROM events ORDER BY id"); got != "2\t5" {
 		t.Errorf("rows %q, want only id 2", got)
 	}
@@ -104,6 +91,32 @@ func TestNarrowedColumnWhileRunning(t *testing.T) {
 		}
 	}
 	e.checkAllAcked(t, ids)
+}
+
+// narrowWhileRunning runs e's pipeline in fixed windows of 10 s, aligned to the epoch, with
+// schemaRefreshSeconds=0 (the parse stage keeps the schema it read at start-up), publishes
+// payloads just after a window starts, narrows the table's column n to UInt8 2 s later, while
+// their rows, converted by the parse stage, wait for the window to close (about 8 s after the
+// ALTER), waits for the run to end and returns the messages' ids. (Published at any time, they
+// could fall at the end of a window that closes before the ALTER; the server's MODIFY COLUMN
+// then casts a stored 300 to UInt8, 44, as ClickHouse does with the rows it holds.)
+func (e *e2e) narrowWhileRunning(t *testing.T, payloads ...string) []string {
+	t.Helper()
+	e.opts.WindowSeconds = pipeline.GivenInt(10)
+	e.opts.StopAfterIdle = pipeline.GivenInt(15) // longer than the wait for a window's start
+	e.opts.SchemaRefreshSeconds = 0
+	r := e.start(t)
+	time.Sleep(time.Second)
+	time.Sleep(time.Until(time.Now().Truncate(10 * time.Second).Add(10*time.Second + 200*time.Millisecond)))
+	var msgs []*pubsubpb.PubsubMessage
+	for _, p := range payloads {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(p)})
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	time.Sleep(2 * time.Second) // converted by the parse stage, not yet written
+	e.srv.MustExec(t, "ALTER TABLE events MODIFY COLUMN n UInt8")
+	r.wait(t, 60*time.Second)
+	return ids
 }
 
 // TestColumnTypeChangedAfterTheWriteStageReadIt: a column's type changed after both stages read

@@ -343,18 +343,7 @@ func TestUDFOutputNarrowedColumnWhileRunning(t *testing.T) {
 	e := newE2E(t, `CREATE TABLE {table} (id UInt32, n UInt16) ENGINE = MergeTree ORDER BY id`)
 	e.opts.JavascriptTextTransformGcsPath = path
 	e.opts.JavascriptTextTransformFunctionName = "rename"
-	// As TestNarrowedColumnWhileRunning: the messages go out just after a window of 10 s starts,
-	// and the parse stage keeps the schema it read at start-up.
-	e.opts.WindowSeconds = pipeline.GivenInt(10)
-	e.opts.StopAfterIdle = pipeline.GivenInt(15)
-	e.opts.SchemaRefreshSeconds = 0
-	r := e.start(t)
-	time.Sleep(time.Second)
-	time.Sleep(time.Until(time.Now().Truncate(10 * time.Second).Add(10*time.Second + 200*time.Millisecond)))
-	ids := e.ps.Publish(t, e.topic, &pubsubpb.PubsubMessage{Data: []byte(`{"id":1,"count":300}`)}, &pubsubpb.PubsubMessage{Data: []byte(`{"id":2,"count":5}`)})
-	time.Sleep(2 * time.Second) // converted by the parse stage, not yet written
-	e.srv.MustExec(t, "ALTER TABLE events MODIFY COLUMN n UInt8")
-	r.wait(t, 60*time.Second)
+	ids := e.narrowWhileRunning(t, `{"id":1,"count":300}`, `{"id":2,"count":5}`)
 	if got := e.srv.MustQuery(t, "SELECT id, n FROM events ORDER BY id"); got != "2\t5" {
 		t.Errorf("rows %q, want only id 2", got)
 	}

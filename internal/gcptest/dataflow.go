@@ -72,20 +72,21 @@ func StartDataflow(t testing.TB) *Dataflow {
 // AddRunning adds a running job named name in projects/project/locations/location, as if it had
 // been launched earlier, and returns its id. Jobs does not return it.
 func (d *Dataflow) AddRunning(project, location, name string) string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	job := &df.Job{Id: d.newID(), Name: name, ProjectId: project, Location: location, Type: "JOB_TYPE_STREAMING"}
-	d.running = append(d.running, job)
-	return job.Id
+	return d.addRunning(&d.running, project, location, name)
 }
 
 // AddRunningAfterList is AddRunning once the stand-in has answered the next list of jobs, as if
 // another launch had submitted the job just after it, and returns the job's id.
 func (d *Dataflow) AddRunningAfterList(project, location, name string) string {
+	return d.addRunning(&d.later, project, location, name)
+}
+
+// addRunning appends a streaming job named name to *jobs, a list of d's, and returns its id.
+func (d *Dataflow) addRunning(jobs *[]*df.Job, project, location, name string) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	job := &df.Job{Id: d.newID(), Name: name, ProjectId: project, Location: location, Type: "JOB_TYPE_STREAMING"}
-	d.later = append(d.later, job)
+	*jobs = append(*jobs, job)
 	return job.Id
 }
 
