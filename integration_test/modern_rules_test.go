@@ -396,3 +396,29 @@ func TestModernDeduplicationToken(t *testing.T) {
 		t.Errorf("rows after each INSERT (first, the same again, other messages) (-want +got):\n%s", diff)
 	}
 }
+
+// TestModernDeduplicateOff: with insertDeduplicate=false, chclient.Insert sends the same rows with
+// the same identity twice into a MergeTree with non_replicated_deduplication_window, and both are
+// stored. From 26.2 the engine's deduplicate_insert (default enable) overrides insert_deduplicate,
+// so that insert_deduplicate=0 alone left the second INSERT dropped.
+func TestModernDeduplicateOff(t *testing.T) {
+	srv := chtest.StartModern(t)
+	conn := srv.Conn(t)
+	ctx := context.Background()
+	opts := pipeline.Defaults()
+	opts.InsertDeduplicate = false
+	settings, withToken, _, err := chclient.ResolveSettings(ctx, conn, opts.InsertSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.MustExec(t, "CREATE TABLE events (id UInt32, s String) ENGINE = MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100")
+	id := chclient.Identity{IDs: []string{"1", "2"}, Data: [][]byte{[]byte("a"), []byte("b")}}
+	for range 2 {
+		if err := chclient.Insert(ctx, conn, srv.Database, "events", []string{"id", "s"}, []any{[]uint32{1, 2}, []string{"a", "b"}}, settings, withToken, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := srv.MustQuery(t, "SELECT count() FROM events"); got != "4" {
+		t.Errorf("%s rows after the same INSERT twice with insertDeduplicate=false, want 4 (settings sent: %v)", got, settings)
+	}
+}

@@ -180,12 +180,15 @@ var processingParameters = []parameter{
 		usage: "ClickHouse setting insert_deduplicate: drop a retried insert of the same block into a Replicated*MergeTree table. " +
 			"true or false; give --insertDeduplicate=false to turn it off.",
 		label: "Deduplicate retried INSERTs",
-		help: "ClickHouse setting insert_deduplicate: a retried INSERT of the same rows is dropped as a duplicate by Replicated*MergeTree tables (and " +
+		help: "ClickHouse setting insert_deduplicate (and deduplicate_insert, enable or disable, from ClickHouse 26.2, where it overrides " +
+			"insert_deduplicate): a retried INSERT of the same rows is dropped as a duplicate by Replicated*MergeTree tables (and " +
 			"by MergeTree tables with non_replicated_deduplication_window set). Each INSERT also carries an insert_deduplication_token derived from " +
 			"its messages, on servers that know that setting.",
 		regex: `^(true|false|True|False|TRUE|FALSE|t|f|T|F|1|0)?$`,
 		doc: "ClickHouse setting `insert_deduplicate`: an INSERT of a block already inserted is dropped, by `Replicated*MergeTree` tables and by " +
-			"`MergeTree` tables with `non_replicated_deduplication_window` set.",
+			"`MergeTree` tables with `non_replicated_deduplication_window` set. Also sent as `deduplicate_insert` (`enable` or `disable`) to " +
+			"ClickHouse 26.2 and newer, where that setting overrides `insert_deduplicate` and is `enable` by default, so that `false` turns " +
+			"deduplication off there too.",
 	},
 	{
 		name: "insertQuorum", group: "Insert tuning", kind: kindOptionalInt,

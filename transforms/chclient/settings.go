@@ -15,7 +15,9 @@ import (
 // Settings are the insert settings of the template (ClickHouse docs, "Settings"). They are sent
 // with every INSERT, but only those the server knows: ClickHouse 18.16 rejects unknown settings.
 type Settings struct {
-	// Deduplicate is insert_deduplicate (insertDeduplicate).
+	// Deduplicate is insert_deduplicate (insertDeduplicate), and deduplicate_insert (enable or
+	// disable) on servers that have it (ClickHouse 26.2 and newer), where it overrides
+	// insert_deduplicate and defaults to enable: insert_deduplicate=0 alone turns nothing off there.
 	Deduplicate bool
 	// Quorum is insert_quorum (insertQuorum), sent only when QuorumSet; 0 disables the quorum.
 	Quorum    int
@@ -34,6 +36,7 @@ const TokenSetting = "insert_deduplication_token"
 func (s Settings) wanted() clickhouse.Settings {
 	m := clickhouse.Settings{
 		"insert_deduplicate":      boolSetting(s.Deduplicate),
+		"deduplicate_insert":      map[bool]string{true: "enable", false: "disable"}[s.Deduplicate],
 		"insert_distributed_sync": boolSetting(s.DistributedSync),
 		"max_insert_block_size":   s.MaxInsertBlockSize,
 	}
