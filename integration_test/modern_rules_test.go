@@ -364,7 +364,10 @@ func TestModernDeduplicationRepeatedIDs(t *testing.T) {
 // TestModernDeduplicationToken: chclient.Insert sends the same rows with the same identity twice.
 // The engine takes insert_deduplication_token (ResolveSettings finds it), and stores them once on a
 // MergeTree with non_replicated_deduplication_window, twice on one without; the same rows of
-// other messages (another identity) are stored again.
+// other messages (another identity) are stored again. The INSERTs say wait_for_async_insert=1, so
+// that one a current server queues (async_insert, on by default from 26.2) is answered once its
+// rows are in the table, whatever a user's profile says; the engine here runs every INSERT at
+// once, so only that the setting is sent and taken is shown.
 func TestModernDeduplicationToken(t *testing.T) {
 	srv := chtest.StartModern(t)
 	conn := srv.Conn(t)
@@ -375,6 +378,9 @@ func TestModernDeduplicationToken(t *testing.T) {
 	}
 	if !withToken {
 		t.Fatalf("ResolveSettings: the engine takes no %s", chclient.TokenSetting)
+	}
+	if got := fmt.Sprint(settings["wait_for_async_insert"]); got != "1" {
+		t.Errorf("wait_for_async_insert sent as %s, want 1 (settings sent: %v)", got, settings)
 	}
 	columns := []string{"id", "s"}
 	values := []any{[]uint32{1, 2, 3}, []string{"a", "b", "c"}}

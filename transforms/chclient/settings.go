@@ -29,6 +29,13 @@ type Settings struct {
 	MaxInsertBlockSize int
 }
 
+// waitForAsyncInsert is sent with every INSERT to servers that know it (ClickHouse 21.11 and
+// newer): an INSERT the server queues (async_insert, on by default from ClickHouse 26.2) is
+// answered once the queue is flushed into the table, not once it is queued, whatever the user's
+// profile says, so that a success still means the rows are stored before their messages are
+// acknowledged.
+const waitForAsyncInsert = "wait_for_async_insert"
+
 // TokenSetting is the per-INSERT deduplication token (ClickHouse 22.2 and newer).
 const TokenSetting = "insert_deduplication_token"
 
@@ -36,9 +43,13 @@ const TokenSetting = "insert_deduplication_token"
 func (s Settings) wanted() clickhouse.Settings {
 	m := clickhouse.Settings{
 		"insert_deduplicate":      boolSetting(s.Deduplicate),
-		"deduplicate_insert":      map[bool]string{true: "enable", false: "disable"}[s.Deduplicate],
+		"deduplicate_insert":      "disable",
 		"insert_distributed_sync": boolSetting(s.DistributedSync),
 		"max_insert_block_size":   s.MaxInsertBlockSize,
+		waitForAsyncInsert:        1,
+	}
+	if s.Deduplicate {
+		m["deduplicate_insert"] = "enable"
 	}
 	if s.QuorumSet {
 		m["insert_quorum"] = s.Quorum
