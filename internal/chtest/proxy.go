@@ -2,7 +2,6 @@ package chtest
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"net/url"
 	"sync"
@@ -25,6 +24,9 @@ type Proxy struct {
 	cutAfter int64
 	// marker, when set, resets every connection whose upload holds it (CutUploadsHolding).
 	marker []byte
+	// lose, when set, has the answer of the next connection whose upload holds it lost
+	// (LoseAnswer).
+	lose []byte
 
 	uploaded atomic.Int64 // bytes sent to the server
 }
@@ -46,6 +48,15 @@ func (p *Proxy) CutUploads(n int, after int64) {
 func (p *Proxy) CutUploadsHolding(marker []byte) {
 	p.mu.Lock()
 	p.marker = marker
+	p.mu.Unlock()
+}
+
+// LoseAnswer has the next connection whose upload holds marker (within one read) send it to
+// the server whole, and resets the client's side of it once the server answers: a statement
+// the server ran, whose answer the client never gets.
+func (p *Proxy) LoseAnswer(marker []byte) {
+	p.mu.Lock()
+	p.lose = marker
 	p.mu.Unlock()
 }
 
@@ -128,8 +139,9 @@ func (p *Proxy) serve() {
 	}
 }
 
-// upload copies client to server, and resets both when a cut is due.
-func (p *Proxy) upload(server, client net.Conn) {
+// upload copies client to server, and resets both when a cut is due; lost is set when the
+// answer to what it sent is to be lost (LoseAnswer).
+func (p *Proxy) upload(server, client net.Conn, lost *atomic.Bool) {
 	buf := make([]byte, 32<<10)
 	var sent int64
 	var tail []byte // the end of the last read, for a marker across two reads
@@ -144,6 +156,10 @@ func (p *Proxy) upload(server, client net.Conn) {
 			marked := len(p.marker) > 0 && bytes.Contains(append(tail, buf[:n]...), p.marker)
 			if len(p.marker) > 0 {
 				tail = append(tail[:0], buf[max(0, n-len(p.marker)):n]...)
+			}
+			if len(p.lose) > 0 && bytes.Contains(buf[:n], p.lose) {
+				p.lose = nil
+				lost.Store(true)
 			}
 			p.mu.Unlock()
 			if cut || marked {
@@ -182,8 +198,9 @@ func (p *Proxy) pipe(client net.Conn) {
 	p.conns[server] = true
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { p.upload(server, client); done <- struct{}{} }()
-	go func() { io.Copy(client, server); done <- struct{}{} }()
+	var lost atomic.Bool
+	go func() { p.upload(server, client, &lost); done <- struct{}{} }()
+	go func() { p.download(client, server, &lost); done <- struct{}{} }()
 	<-done
 	client.Close()
 	server.Close()
@@ -191,4 +208,28 @@ func (p *Proxy) pipe(client net.Conn) {
 	delete(p.conns, client)
 	delete(p.conns, server)
 	p.mu.Unlock()
+}
+
+// download copies server to client, and resets the client's side instead of passing on the
+// server's answer once lost is set.
+func (p *Proxy) download(client, server net.Conn, lost *atomic.Bool) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := server.Read(buf)
+		if n > 0 && lost.Load() {
+			if tc, ok := client.(*net.TCPConn); ok {
+				tc.SetLinger(0)
+			}
+			client.Close()
+			return
+		}
+		if n > 0 {
+			if _, werr := client.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }

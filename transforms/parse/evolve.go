@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -261,18 +262,23 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 // (chclient.Transient, with chclient.SetupRetry). It returns the refusal of a DDL the server
 // refuses (any other failure), and an error when the server stays unreachable. A column that
 // exists already (another worker added it) is success. The reservation of the column (reserve)
-// is kept only for a column this worker added.
+// is kept only for a column this worker added, or may have: one that exists at a retry after an
+// attempt that failed once the statement could have reached the server (its answer lost), which
+// that attempt may have added.
 func (f *parseFn) addColumn(ctx context.Context, c driver.Conn, n evolve.Field) (*evolve.Refusal, error) {
 	e := f.evolver
 	def := e.rule.Definition(n.Kind)
 	ddl := e.rule.Server.AddColumn(f.ClickHouse.Database, f.Table, n.Name, def, e.checker.Limits().OnCluster)
+	lost := false // an attempt failed after connecting: the server may have run the statement
 	_, err := f.ddlRetry().DoIf(ctx, func() error { return c.Exec(ctx, ddl) },
 		func(err error) bool { return chclient.Classify(err) == chclient.Transient },
 		func(attempt int, err error) {
+			var op *net.OpError
+			lost = lost || !errors.As(err, &op) || op.Op != "dial"
 			slog.Warn("parse: adding a column failed; retrying", "table", f.Table, "column", n.Name, "attempt", attempt, "error", err)
 		})
 	switch {
-	case err == nil:
+	case err == nil, lost && evolve.AlreadyExists(err):
 		columnsAdded.Inc(ctx, 1)
 		f.byTable.Inc(ctx, "columns-added", 1)
 		slog.Info("parse: added a column for a new field", "table", f.Table, "column", n.Name, "type", def, "value", text.Cut(n.Value, 100))

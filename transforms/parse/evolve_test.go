@@ -490,3 +490,30 @@ func TestDroppedColumnAddedAgainWithoutRefresh(t *testing.T) {
 		t.Errorf("columns %q, want n added again", cols)
 	}
 }
+
+// TestAddColumnAnswerLostCounted: the answer to an ADD COLUMN is lost (the connection reset
+// once the server has run it, as when the server stops or the network cuts at that moment); the
+// retry is refused as existing. The column is still the one this worker added: it counts
+// against addNewColumnsMax (at most 1 here), so that the next new field is beyond the limit.
+// Until 2026-12-07 the refusal counted as another worker's column, and a worker added one more
+// column than the limit for each answer lost.
+func TestAddColumnAnswerLostCounted(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+	p := srv.Proxy(t)
+	cfg := Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true, Limits: evolve.Limits{Max: 1}}
+	cfg.ClickHouse.URL = p.URL()
+	p.LoseAnswer([]byte("ADD COLUMN `a`"))
+	got, f, _ := runEvolve(t, cfg, []string{`{"id":1,"a":1}`, `{"id":2,"b":2}`})
+	want := []string{"row", `addNewColumnsMax: field "b" (value 2) is beyond the limit: this worker has added 1 columns to the table, ` +
+		`the message would add 1 more, and it adds at most 1; the message is a dead letter`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	if cols := srv.MustQuery(t, fmt.Sprintf("SELECT name FROM system.columns WHERE database = '%s' AND table = 'events'", srv.Database)); cols != "id\na" {
+		t.Errorf("columns %q, want id and a", cols)
+	}
+	if n := taken(f.evolver.key); n != 1 {
+		t.Errorf("%d columns counted against addNewColumnsMax, want 1", n)
+	}
+}
