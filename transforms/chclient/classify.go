@@ -251,6 +251,14 @@ func Code(err error) (int32, bool) {
 	return ex.Code, true
 }
 
+// LoginRefused reports whether code is the server's refusal of the connection's user rather than
+// of the table: 192 UNKNOWN_USER, 193 WRONG_PASSWORD, 194 REQUIRED_PASSWORD, 195
+// IP_ADDRESS_NOT_ALLOWED, 516 AUTHENTICATION_FAILED (the user dropped, its password changed, its
+// addresses narrowed since the connection's password was read).
+func LoginRefused(code int32) bool {
+	return code == 192 || code == 193 || code == 194 || code == 195 || code == 516
+}
+
 // CodeName returns the name of a code this package knows (ACCESS_DENIED), or "".
 func CodeName(code int32) string {
 	for _, m := range []map[int32]string{dataCodes, schemaCodes, memoryCodes, transientCodes, refusedCodes} {

@@ -588,10 +588,15 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 	case class == chclient.Refused:
 		insertFailures.Inc(ctx, 1)
 		code, _ := chclient.Code(err)
+		check := fmt.Sprintf("check that the table exists and that %s %q may insert into it", chclient.FieldUsername, f.ClickHouse.Username)
+		if chclient.LoginRefused(code) {
+			check = fmt.Sprintf("the server no longer lets %s %q log in (the user dropped, its password changed, or its allowed addresses narrowed): "+
+				"check %s and %s (a password in Secret Manager is read again when the stages start again)",
+				chclient.FieldUsername, f.ClickHouse.Username, chclient.FieldUsername, chclient.FieldPassword)
+		}
 		return fmt.Errorf("ClickHouse refuses every INSERT into %s.%s, whatever the rows (code %d %s), after %d attempts: %w; "+
-			"no split can fix this, so nothing was dead-lettered and the messages stay unacknowledged: "+
-			"check that the table exists and that %s %q may insert into it",
-			f.ClickHouse.Database, f.Table, code, chclient.CodeName(code), attempts, err, chclient.FieldUsername, f.ClickHouse.Username)
+			"no split can fix this, so nothing was dead-lettered and the messages stay unacknowledged: %s",
+			f.ClickHouse.Database, f.Table, code, chclient.CodeName(code), attempts, err, check)
 	}
 	insertFailures.Inc(ctx, 1)
 	return fmt.Errorf("INSERT of %d rows into %s.%s failed after %d attempts (%s error): %w", len(b.Rows), f.ClickHouse.Database, f.Table, attempts, class, err)

@@ -245,6 +245,18 @@ func TestProcessElement(t *testing.T) {
 			},
 		},
 		{
+			name: "a password refused while the job runs fails the bundle naming the user and the password, not the table",
+			rows: 2, retries: 1,
+			send: func(int, []string) error { return serverError(193, "Wrong password for user writer") },
+			want: outcome{
+				Inserts: [][]string{ids("m-1", "m-2"), ids("m-1", "m-2")},
+				Err: `ClickHouse refuses every INSERT into db.events, whatever the rows (code 193 WRONG_PASSWORD), after 2 attempts: ` +
+					`code: 193, message: Wrong password for user writer; no split can fix this, so nothing was dead-lettered and the messages stay ` +
+					`unacknowledged: the server no longer lets ClickHouse user "writer" log in (the user dropped, its password changed, or its allowed ` +
+					`addresses narrowed): check ClickHouse user and ClickHouse password`,
+			},
+		},
+		{
 			name: "an empty batch sends nothing",
 			rows: 0, retries: 3,
 			send: func(int, []string) error { return errors.New("no INSERT expected") },
