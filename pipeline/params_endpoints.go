@@ -138,7 +138,9 @@ var endpointParameters = []parameter{
 			"is dropped. A secret that cannot be read stops the launch with a sentence that names it and the permission. A value that looks like a " +
 			"Secret Manager name but is not a global secret version's (`projects/p/secrets/s`, a regional `projects/p/locations/l/secrets/...`) is " +
 			"refused, and so is a secret version's name with spaces around it or text before it (the full resource name " +
-			"`//secretmanager.googleapis.com/projects/...`); any other value is the password itself; unset or empty is no password (ClickHouse's default user has none). The pipeline never " +
+			"`//secretmanager.googleapis.com/projects/...`); any other value is the password itself; unset or empty is no password (ClickHouse's default user has none). Over `https://` the password cannot hold a " +
+			"line break or another control character (a tab passes): clickhouse-go sends it there in an HTTP header, and the start-up stops saying so; " +
+			"`http://` and the native protocol (`clickhouse://host:9440?secure=true` over TLS) take it. The pipeline never " +
 			"prints a password (logs, errors and the job's pipeline options show `xxxxx`), but a password given as text travels with the job graph " +
 			"([deploy.md](deploy.md#the-password-in-secret-manager)), and the launcher warns about it. With a secret version, `clickHouseUrl` must " +
 			"hold no password. The Flex Template metadata has no password type (Google's own templates declare their password parameters as plain " +

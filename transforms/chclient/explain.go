@@ -151,6 +151,17 @@ func explain(err error, c Config, askedForCert bool) error {
 		return &ConfigError{FieldPassword, Hintf("%s refused user %q (HTTP %d %s) without a ClickHouse error code, which ClickHouse gives with each of its refusals: "+
 			"a proxy, load balancer or firewall in front of ClickHouse may refuse this machine, or the user name or the password is wrong, or the user "+
 			"may not log in from here: check %s and %s", in, c.Username, httpErr.StatusCode, http.StatusText(httpErr.StatusCode), FieldUsername, FieldPassword), err}
+	case strings.Contains(msg, `invalid header field value for "X-Clickhouse-Key"`):
+		// Over https:// clickhouse-go sends the password in a header, which net/http refuses
+		// to send with a control character (a line break, NUL, DEL; a tab passes) before
+		// dialling; http:// sends it as Basic authentication, the native protocol in its login.
+		field := FieldPassword
+		if c.Password == "" {
+			field = FieldURL // the password of the URL, which parseURL uses
+		}
+		return &ConfigError{field, Hintf("the password holds a line break or another control character, which https:// cannot send: clickhouse-go sends " +
+			"the password over https:// in an HTTP header (X-ClickHouse-Key), where control characters are not allowed; use the native protocol over " +
+			"TLS (clickhouse://host:9440?secure=true), or a password without control characters"), err}
 	case errors.As(err, &dns):
 		return &ConfigError{FieldURL, Hintf("the host of %s does not resolve: check the host name", url), err}
 	case strings.Contains(msg, "proxyconnect"):

@@ -7,12 +7,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/gcptest"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 )
 
 // TestHTTPRefusalExplained: a refusal of the credentials over http:// is said as over the native
@@ -62,6 +65,20 @@ func TestHTTPRefusalExplained(t *testing.T) {
 					`ClickHouse URL: ClickHouse refused the password of user "default" at http://default:xxxxx@`+host+
 						`, which the URL holds (ClickHouse password is not set): check ClickHouse user and the password in ClickHouse URL (`, "s3cret-pw")
 			}
+		})
+	}
+}
+
+// TestHTTPSControlCharacterPassword: over https:// a password with a line break or another
+// control character cannot be sent (clickhouse-go puts it in a header), and Open says so naming
+// the field that holds it, before anything is dialled; the password is not in the text.
+func TestHTTPSControlCharacterPassword(t *testing.T) {
+	for _, pw := range []string{"line\nbreak", "cr\rlf", "nul\x00byte", "del\x7f"} {
+		t.Run(strconv.Quote(pw), func(t *testing.T) {
+			openRefused(t, Config{URL: "https://127.0.0.1:1", Username: "default", Password: secret.String(pw)},
+				"ClickHouse password: the password holds a line break or another control character, which https:// cannot send", pw)
+			openRefused(t, Config{URL: "https://default:" + url.PathEscape(pw) + "@127.0.0.1:1", Username: "default"},
+				"ClickHouse URL: the password holds a line break or another control character, which https:// cannot send", pw, url.PathEscape(pw))
 		})
 	}
 }
