@@ -340,8 +340,10 @@ var keptLogged = struct {
 	n map[string]int
 }{n: map[string]int{}}
 
-// logKept logs, once per field and worker, each refused field kept in unknownFieldsColumn, for
-// the first maxKeptLogged fields of the table; then, once, that it logs no more.
+// logKept logs, once per field and worker, each refused field kept in unknownFieldsColumn, its
+// name cut to 100 bytes (a name of any length is a field, and a line over 256 KB is more than
+// Cloud Logging takes), for the first maxKeptLogged fields of the table; then, once, that it logs
+// no more.
 func (f *parseFn) logKept(refused []*evolve.Refusal) {
 	if len(refused) == 0 {
 		return
@@ -355,7 +357,7 @@ func (f *parseFn) logKept(refused []*evolve.Refusal) {
 			return
 		}
 		if chclient.LogOnce("parse: a new field does not become a column; it is kept in "+convert.OptionUnknownFields.String(),
-			"table", f.Table, "field", r.Field, "rule", r.Param+": "+r.Rule) {
+			"table", f.Table, "field", text.Cut(r.Field, 100), "rule", r.Param+": "+r.Rule) {
 			keptLogged.n[f.evolver.key]++
 		}
 	}

@@ -418,6 +418,32 @@ func TestKeptFieldsLoggedBounded(t *testing.T) {
 	}
 }
 
+// TestKeptFieldLongNameLogCut: a field kept in unknownFieldsColumn is logged with its name cut to
+// 100 bytes: a message with a field name of 300,000 bytes made a line of 300 KB, more than Cloud
+// Logging takes in an entry (256 KB).
+func TestKeptFieldLongNameLogCut(t *testing.T) {
+	var out strings.Builder
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&out, nil)))
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, unknown String) ENGINE = MergeTree ORDER BY id`, "kept")
+	name := srv.Database + strings.Repeat("a", 300_000)
+	got, _, rows := runEvolve(t, Config{ClickHouse: srv.Config(), Table: "kept", AddNewColumns: true,
+		FromMessage: convert.Options{UnknownFields: "unknown"}}, []string{`{"id":1,"` + name + `":2}`})
+	if len(got) != 1 || got[0] != "row" || len(rows) != 1 {
+		t.Fatalf("%v, %d rows; want a row", got, len(rows))
+	}
+	var line string
+	for l := range strings.Lines(out.String()) {
+		if strings.Contains(l, `msg="parse: a new field does not become a column; it is kept in unknownFieldsColumn"`) {
+			line = l
+		}
+	}
+	if len(line) > 1024 || !strings.Contains(line, "field="+name[:100]) {
+		t.Errorf("the line of the field kept is %d bytes (%.300q...), want at most 1 KiB naming the field's first 100 bytes", len(line), line)
+	}
+}
+
 // TestRoutedBoundNamesTheFieldsLeft: in a routed pipeline, when routedWait runs out while the
 // columns are being added (here the ADD COLUMN waits for a query that reads the table, as
 // ClickHouse 18.16 makes it), the dead letter names the fields that are not columns, each once:
