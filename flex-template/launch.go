@@ -165,6 +165,21 @@ func isNil(res beam.PipelineResult) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
+// failedMetricsLine returns the metricsLine of the result that a failed local run returns with
+// its error: the metrics counted until it failed, or "" for a result without them (the runner
+// could not read them, or failed before the job ran; its Metrics method then panics).
+func failedMetricsLine(res beam.PipelineResult) (line string) {
+	if isNil(res) {
+		return ""
+	}
+	defer func() {
+		if recover() != nil {
+			line = ""
+		}
+	}()
+	return metricsLine(res)
+}
+
 // metricsLine formats the pipeline's metrics on one line, "metrics: name=value ...",
 // distributions as count/sum/min/max; "" when there are none. A metric that several steps report
 // (a routed pipeline's stages, one set per table) is one entry: counters summed, distributions

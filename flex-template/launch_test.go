@@ -47,6 +47,22 @@ func TestMetricsLineMergesSteps(t *testing.T) {
 	}
 }
 
+// TestFailedMetricsLine: a failed local run's result gives its metrics line; one without metrics
+// (whose Metrics panics) and none give "".
+func TestFailedMetricsLine(t *testing.T) {
+	res := metrics.NewResults([]metrics.CounterResult{{Attempted: 3, Key: metrics.StepKey{Step: "Write", Name: "insert-retries", Namespace: flow.Namespace}}},
+		nil, nil, nil, nil)
+	if got, want := failedMetricsLine(&asyncResult{metrics: res}), "metrics: insert-retries=3"; got != want {
+		t.Errorf("failedMetricsLine = %q, want %q", got, want)
+	}
+	if got := failedMetricsLine(&asyncResult{}); got != "" {
+		t.Errorf("failedMetricsLine of a result without metrics = %q, want none", got)
+	}
+	if got := failedMetricsLine(nil); got != "" {
+		t.Errorf("failedMetricsLine(nil) = %q, want none", got)
+	}
+}
+
 // TestReport feeds the result handling what the runners return: a typed nil for a template
 // written by the Flex Template launch, a plain nil for a dry run, an asynchronous Dataflow
 // result whose metrics panic, and a local result.

@@ -275,6 +275,13 @@ func run(ctx context.Context, o pipeline.Options) error {
 		return missingBucket(err, l)
 	}
 	if err != nil {
+		if !l.dataflow {
+			// What the run counted until it failed (insert-failures, insert-retries), which its
+			// error does not say.
+			if line := failedMetricsLine(res); line != "" {
+				fmt.Println(line)
+			}
+		}
 		return err
 	}
 	if upd.jobID != "" && l.template != "" {

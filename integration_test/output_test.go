@@ -64,6 +64,8 @@ func TestLocalRunOutput(t *testing.T) {
 // connection is read-only, readonly=2 in the URL, code 164) gives back the messages it had not
 // acknowledged, so that they can be pulled at once; before, they stayed leased for the 60 s ack
 // deadline the source last extended, and a restart in that time received nothing and ended idle.
+// It prints the metrics it counted until it failed, as a run that ends by itself does; before, a
+// failed run printed none.
 func TestFailedRunGivesBackMessages(t *testing.T) {
 	const n = 20
 	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
@@ -82,6 +84,11 @@ func TestFailedRunGivesBackMessages(t *testing.T) {
 		t.Fatalf("the run succeeded, want it to fail on the table that refuses INSERTs:\n%s", out)
 	}
 	checkNothingLeft(t, tmp)
+	for _, want := range []string{"metrics: ", fmt.Sprintf("messages-received=%d", n), fmt.Sprintf("rows-parsed-ok=%d", n)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %s:\n%s", want, out)
+		}
+	}
 	if want := fmt.Sprintf(`msg="gave back the messages not acknowledged: Pub/Sub redelivers them at once, to the next run" messages=%d`, n); !strings.Contains(out, want) {
 		t.Errorf("the output lacks %s:\n%s", want, out)
 	}
