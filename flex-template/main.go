@@ -236,8 +236,10 @@ func run(ctx context.Context, o pipeline.Options) error {
 		slog.Info("javascript UDF", "path", cfg.Path, "function", cfg.Function, "reload", orNever(cfg.Reload), "timeout per message", udf.DefaultTimeout)
 	}
 
+	stopProgress := func() {}
 	if !l.dataflow && o.ProgressSeconds > 0 {
-		defer startProgress(o.InputSubscription, time.Duration(o.ProgressSeconds)*time.Second)()
+		stopProgress = startProgress(o.InputSubscription, time.Duration(o.ProgressSeconds)*time.Second)
+		defer stopProgress()
 	}
 	if l.dryRun {
 		slog.Info("dry run: the JavaScript UDF, the ClickHouse table and the dead-letter destinations are not checked")
@@ -261,6 +263,7 @@ func run(ctx context.Context, o pipeline.Options) error {
 	res, err := beam.Run(ctx, l.runner, p)
 	// The run has ended: a signal from here on ends the process as it would without the drain.
 	drained := stopDrain()
+	stopProgress() // its last line: the counts as the run ended, before any give-back
 	givenBack := 0
 	if !l.dataflow {
 		givenBack = releaseUnacknowledged(ctx, err == nil)

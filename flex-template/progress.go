@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,34 +20,41 @@ const quietEvery = time.Minute
 
 // startProgress logs the progress of the run's source on subscription (psclient.Progress) every
 // interval while it changes, and once every quietEvery while it does not, from the moment the
-// source has started; the returned function stops it.
+// source has started; the returned function stops it, logging the progress a last time when it
+// changed since the last line (the run's last acknowledgements, which the run can end before the
+// next interval), and may be called more than once.
 func startProgress(subscription string, every time.Duration) (stop func()) {
-	done := make(chan struct{})
+	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(finished)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		var last psclient.Progress
 		var lastAt time.Time
 		for {
+			final := false
 			select {
 			case <-done:
-				return
+				final = true
 			case <-t.C:
 			}
-			a, ok := psclient.LookupAcker(subscription)
-			if !ok {
-				continue // the source has not started yet
+			if a, ok := psclient.LookupAcker(subscription); ok { // else the source has not started yet
+				p := a.Progress()
+				same := p.Read == last.Read && p.Inserted == last.Inserted && p.DeadLettered == last.DeadLettered && p.Dropped == last.Dropped && p.Unacked == last.Unacked
+				if !same || !final && (lastAt.IsZero() || time.Since(lastAt) >= quietEvery) {
+					slog.Info("progress: " + p.String())
+					last, lastAt = p, time.Now()
+				}
 			}
-			p := a.Progress()
-			same := p.Read == last.Read && p.Inserted == last.Inserted && p.DeadLettered == last.DeadLettered && p.Dropped == last.Dropped && p.Unacked == last.Unacked
-			if same && !lastAt.IsZero() && time.Since(lastAt) < quietEvery {
-				continue
+			if final {
+				return
 			}
-			slog.Info("progress: " + p.String())
-			last, lastAt = p, time.Now()
 		}
 	}()
-	return func() { close(done) }
+	return sync.OnceFunc(func() {
+		close(done)
+		<-finished
+	})
 }
 
 // beamPackages is the prefix of the Beam SDK's functions, prism's included.

@@ -18,7 +18,9 @@ import (
 // --progressSeconds, the last one with every message read, inserted or dead-lettered, and
 // acknowledged; the pipeline's own start-up lines and the final metrics; none of the runner's
 // INFO lines (prism's job service, the job's states, the SDK worker's). With
-// --progressSeconds=0 there is no progress line.
+// --progressSeconds=0 there is no progress line. A run that ends before its first interval logs
+// one line, the counts at its end: before, the last acknowledgements of a run, which it may end
+// right after (a drain, the last batch's dead letters), were in no progress line.
 func TestLocalRunOutput(t *testing.T) {
 	e := newE2E(t, `CREATE TABLE {table} (id UInt32, n UInt8) ENGINE = MergeTree ORDER BY id`)
 	e.opts.WindowSeconds = pipeline.GivenInt(1)
@@ -57,6 +59,13 @@ func TestLocalRunOutput(t *testing.T) {
 	e.checkAllAcked(t, ids)
 	if strings.Contains(out, "progress:") {
 		t.Errorf("--progressSeconds=0 logged progress:\n%s", out)
+	}
+
+	ids = e.ps.Publish(t, e.topic, &pubsubpb.PubsubMessage{Data: []byte(`{"id":5,"n":5}`)}, &pubsubpb.PubsubMessage{Data: []byte(`{"id":6,"n":600}`)})
+	out = e.runBinary(t, "", "--progressSeconds=3600")
+	e.checkAllAcked(t, ids)
+	if lines, want := progress.FindAllString(out, -1), `msg="progress: 2 messages read, 1 row inserted, 1 dead letter, 0 unacknowledged"`; len(lines) != 1 || lines[0] != want {
+		t.Errorf("the progress lines of a run shorter than --progressSeconds are %q, want %s\n%s", lines, want, out)
 	}
 }
 
