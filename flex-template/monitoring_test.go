@@ -139,6 +139,14 @@ func TestMonitoringFiles(t *testing.T) {
 			case c.GetConditionPrometheusQueryLanguage() != nil:
 				cp := c.GetConditionPrometheusQueryLanguage()
 				checkPromQL(t, file, cp.GetQuery(), counters)
+				// The dead letters the job makes, stage by stage (docs/operations.md, "How they
+				// relate"): a routed job whose messages lost their routing value made only
+				// dead-letters-unrouted, and the policy did not fire.
+				for _, n := range []string{"udf-failed", "rows-parse-failed", "rows-rejected-by-clickhouse", "dead-letters-unrouted"} {
+					if file == "alert-dead-letters.json" && !strings.Contains(cp.GetQuery(), n) {
+						t.Errorf("%s: the query %q leaves out the dead letters counted in %s", file, cp.GetQuery(), n)
+					}
+				}
 				if !regexp.MustCompile(`\)\s*>\s*[0-9]+$`).MatchString(cp.GetQuery()) {
 					t.Errorf("%s: the PromQL condition %q does not end with a threshold (> N)", file, cp.GetQuery())
 				}
