@@ -35,7 +35,7 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 		if t.rest.StartMillis == 0 {
 			t.rest.StartMillis = now.UnixMilli()
 			t.rest.LastMillis = t.rest.StartMillis
-			capBytes := "none (a cap only in the combined mode, windowSeconds with batchRowCount, and with batchByteSize above 0)"
+			capBytes := "none (a cap only in the combined mode: windowSeconds with batchRowCount, or neither)"
 			if fn.MaxOutstandingBytes > 0 {
 				capBytes = fmt.Sprint(fn.MaxOutstandingBytes)
 			}
