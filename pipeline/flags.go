@@ -124,11 +124,18 @@ func (e rangeError) Error() string {
 	return fmt.Sprintf("out of range: a whole number from %d to %d", math.MinInt, math.MaxInt)
 }
 
-// beyondInt returns p's rule for s when s is a number beyond an int (see parameter.beyond).
+// beyondInt returns p's rule for s when s is a number beyond an int (see parameter.beyond), or
+// -0 where p's rule refuses 0: parseInt's "give 0" would send the user to a value refused too
+// (batchRowCount, windowSeconds).
 func beyondInt(p parameter, s string) (rule string, ok bool) {
 	var r rangeError
 	if _, err := parseInt(s); errors.As(err, &r) {
 		return p.beyond(r.negative), true
+	}
+	if s == "-0" {
+		if rule := p.ruleAt(0); rule != "" {
+			return rule, true
+		}
 	}
 	return "", false
 }

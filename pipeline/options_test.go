@@ -344,6 +344,10 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"--windowSeconds=+10", "-windowSeconds: has a leading +"},
 		{"--windowSeconds= 10", "-windowSeconds: has spaces around it"},
 		{"--maxRetries=-0", "-maxRetries: is -0: give 0"},
+		// -0 where 0 breaks the rule too: the rule, not "give 0".
+		{"--batchRowCount=-0", "-batchRowCount: must be a positive number of rows (leave it empty for unset)"},
+		{"--batchByteSize=-0", "-batchByteSize: must be a positive number of bytes (default 16777216)"},
+		{"--windowSeconds=-0", "-windowSeconds: must be a positive number of seconds"},
 		{"--insertDeduplicate= false", "-insertDeduplicate: has spaces around it: give true or false alone"},
 		{"--insertDistributedSync=true ", "-insertDistributedSync: has spaces around it"},
 		{"--maxInsertBlockSize=1e6", "-maxInsertBlockSize: not a whole number"},

@@ -190,19 +190,26 @@ func (p parameter) beyond(negative bool) string {
 	if !negative {
 		return p.most.rule()
 	}
+	if rule := p.ruleAt(math.MinInt); rule != "" {
+		return rule
+	}
+	return fmt.Sprintf("out of range: a whole number to %d", p.most.most) // no table entry comes here (TestBeyond)
+}
+
+// ruleAt returns what p's rule says of the integer v, with the other parameters at their
+// defaults; "" when the rule takes it.
+func (p parameter) ruleAt(v int) string {
 	o := Defaults()
 	switch f := p.field(&o).(type) {
 	case *int:
-		*f = math.MinInt
+		*f = v
 	case *OptionalInt:
-		*f = GivenInt(math.MinInt)
+		*f = GivenInt(v)
 	}
-	if p.rule != nil {
-		if rule := p.rule(p, o); rule != "" {
-			return rule
-		}
+	if p.rule == nil {
+		return ""
 	}
-	return fmt.Sprintf("out of range: a whole number to %d", p.most.most) // no table entry comes here (TestBeyond)
+	return p.rule(p, o)
 }
 
 // str returns the value of a string parameter in o.
