@@ -261,6 +261,11 @@ func run(ctx context.Context, o pipeline.Options) error {
 	p, s := beam.NewPipelineWithRoot()
 	pipeline.Build(s, checked, src)
 	res, err := beam.Run(ctx, l.runner, p)
+	if !l.dataflow {
+		// Acknowledgements of stored messages that Pub/Sub did not take (unreachable) are retried
+		// until their ack deadline: wait for them, a second signal still stopping the wait.
+		psclient.AwaitRetries(ctx)
+	}
 	// The run has ended: a signal from here on ends the process as it would without the drain.
 	drained := stopDrain()
 	stopProgress() // its last line: the counts as the run ended, before any give-back

@@ -612,6 +612,87 @@ func TestSecondInterruptWhilePulling(t *testing.T) {
 	}
 }
 
+// TestInterruptWaitsForAcknowledgements: a drain whose INSERT commits while Pub/Sub is
+// unreachable (a proxy in front of the emulator, down from just before the interrupt): the
+// acknowledgement fails in line (30 s) and is left to the acknowledger's loop, which tries it
+// once a second for 60 s after it began. The drained run waits for that loop, which
+// acknowledges every message once Pub/Sub is back, 15 s after the failure in line, and exits
+// with status 130: nothing comes again. (The run ended once the acknowledgement failed in line,
+// tried it once more for 10 s while Pub/Sub was still away and exited saying that every message
+// was acknowledged: none was, and all came again once their deadline passed, to be stored twice.)
+func TestInterruptWaitsForAcknowledgements(t *testing.T) {
+	const n = 500
+	e := newE2EApart(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	proxy := chtest.NewProxy(t, e.ps.Addr)
+	// The subscription's deadline outlasts the test: Pub/Sub goes away before the run first
+	// extends it, and a message comes again only if it is never acknowledged.
+	sub := e.ps.Subscription(t, e.topic, "events-sub-600s", 600*time.Second)
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range n {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d}`, i))})
+	}
+	e.ps.Publish(t, e.topic, msgs...)
+	bin, _ := launchBinary(t)
+	o := e.opts
+	cmd := exec.Command(bin, "--runner=prism", "--inputSubscription="+sub, "--clickHouseUrl="+o.ClickHouseURL,
+		"--clickHouseDatabase="+o.ClickHouseDatabase, "--clickHouseTable=events", "--clickHouseUsername=default",
+		"--clickHousePassword=", "--clickHouseDeadLetterTable=dead_letters", "--batchRowCount=100000", "--windowSeconds=600")
+	cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+proxy.Addr())
+	log := new(lockedBuffer)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	// Every message pulled and held: its row waits for a batch of 100,000 or 600 s.
+	waitUntil(t, 60*time.Second, fmt.Sprintf("the run pulling all %d messages", n), log, func() bool {
+		pulled := 0
+		for _, m := range e.ps.Server.Messages() {
+			if m.Deliveries > 0 {
+				pulled++
+			}
+		}
+		return pulled == n
+	})
+	proxy.Down()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 60*time.Second, "the acknowledgement failing in line", log, func() bool {
+		return strings.Contains(log.String(), "ack: acknowledging failed; retrying every tick")
+	})
+	time.Sleep(15 * time.Second)
+	proxy.Up()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("the run did not exit within 60 s of Pub/Sub's return\n%s", log.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("the interrupted run exited %d, want 130\n%s", code, log.String())
+	}
+	if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(id) FROM events"); got != fmt.Sprintf("%d\t%d", n, n) {
+		t.Errorf("rows, distinct ids = %q, want %d of each", got, n)
+	}
+	unacked := 0
+	for _, m := range e.ps.Server.Messages() {
+		if m.Acks == 0 {
+			unacked++
+		}
+	}
+	if unacked > 0 {
+		t.Errorf("%d of the %d messages stored were never acknowledged: Pub/Sub delivers them again\n%s", unacked, n, log.String())
+	}
+}
+
 // TestLaterInsertOfABatchFails: a batch whose rows give two sets of columns is two INSERTs. The
 // first commits; the second never does (the proxy cuts every upload that holds its rows), so the
 // run fails once its retries are spent. The first INSERT's messages were acknowledged as it

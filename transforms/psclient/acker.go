@@ -542,6 +542,35 @@ func (a *Acker) extendDue(now time.Time) {
 	}
 }
 
+// AwaitRetries waits until the Acker's loop has no acknowledgement left to retry (Ack): each
+// acknowledged, refused, or past its time to retry (Settings.Deadline after its Ack began, when
+// Pub/Sub delivers it again), or until the loop stops (Release, Close) or ctx is done. For the
+// end of a local run, before Release: the messages stored while Pub/Sub was unreachable are
+// then acknowledged when it comes back, rather than tried once more and delivered again.
+func (a *Acker) AwaitRetries(ctx context.Context) {
+	logged := false
+	for {
+		a.mu.Lock()
+		n := a.retrying
+		a.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if !logged {
+			logged = true
+			slog.Warn("ack: waiting for the acknowledgements Pub/Sub has not taken, retried every tick while the ack deadline holds",
+				"subscription", a.sub, "ids", n, "atMost", a.settings.Deadline)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.done:
+			return
+		case <-time.After(a.settings.Tick):
+		}
+	}
+}
+
 // Release gives back the messages the Acker still tracks: it sets their ack deadline to 0
 // (ModifyAckDeadline), so that Pub/Sub redelivers them at once rather than when the deadline the
 // Acker last extended passes (up to Settings.Deadline later), and stops tracking them. For the end
@@ -677,6 +706,17 @@ func ReleaseAll(ctx context.Context) (int, error) {
 		}
 	}
 	return released, errors.Join(errs...)
+}
+
+// AwaitRetries waits for the acknowledgements every Acker of the process registry is retrying
+// (Acker.AwaitRetries); for the end of a local run, before ReleaseAll.
+func AwaitRetries(ctx context.Context) {
+	registryMu.Lock()
+	ackers := slices.Collect(maps.Values(registry))
+	registryMu.Unlock()
+	for _, a := range ackers {
+		a.AwaitRetries(ctx)
+	}
 }
 
 // SetDefaultAckSettings sets the AckSettings of the Managers that ForSubscription creates from now on
