@@ -301,24 +301,30 @@ func run(ctx context.Context, o pipeline.Options) error {
 		return err
 	}
 	if drained != nil {
-		return interrupted{sig: drained, givenBack: givenBack}
+		return interrupted{sig: drained, givenBack: givenBack, ackFailed: psclient.AckFailures()}
 	}
 	return nil
 }
 
 // interrupted is run's error after a local run that an interrupt or a SIGTERM drained
 // (drainOnInterrupt): every message it read was stored, dead-lettered or dropped by the UDF, and
-// acknowledged, but the run did not end by itself, and the process exits as a shell reports a
-// process ended by the signal (code).
+// acknowledged unless Pub/Sub did not take the acknowledgement (ackFailed), but the run did not
+// end by itself, and the process exits as a shell reports a process ended by the signal (code).
 type interrupted struct {
 	sig       os.Signal
-	givenBack int // messages read and not acknowledged when the run ended, a fault (releaseUnacknowledged)
+	givenBack int   // messages read and not acknowledged when the run ended, a fault (releaseUnacknowledged)
+	ackFailed int64 // messages stored whose acknowledgement Pub/Sub did not take (psclient.AckFailures)
 }
 
 func (i interrupted) Error() string {
 	if i.givenBack > 0 {
 		return fmt.Sprintf("interrupted (%v): drained, but %d messages read were neither stored, dead-lettered nor dropped, and were "+
 			"given back (the warning above); the rest stay on the subscription for the next run", i.sig, i.givenBack)
+	}
+	if i.ackFailed > 0 {
+		return fmt.Sprintf("interrupted (%v): drained, but the acknowledgements of %d messages stored failed (the warnings above): "+
+			"Pub/Sub delivers them again, and a table that does not deduplicate stores them twice; the rest stay on the subscription "+
+			"for the next run", i.sig, i.ackFailed)
 	}
 	return fmt.Sprintf("interrupted (%v): drained: the messages read were stored, dead-lettered or dropped by the javascript UDF, "+
 		"and acknowledged; the rest stay on the subscription for the next run", i.sig)

@@ -613,15 +613,56 @@ func TestSecondInterruptWhilePulling(t *testing.T) {
 }
 
 // TestInterruptWaitsForAcknowledgements: a drain whose INSERT commits while Pub/Sub is
-// unreachable (a proxy in front of the emulator, down from just before the interrupt): the
-// acknowledgement fails in line (30 s) and is left to the acknowledger's loop, which tries it
-// once a second for 60 s after it began. The drained run waits for that loop, which
-// acknowledges every message once Pub/Sub is back, 15 s after the failure in line, and exits
-// with status 130: nothing comes again. (The run ended once the acknowledgement failed in line,
-// tried it once more for 10 s while Pub/Sub was still away and exited saying that every message
-// was acknowledged: none was, and all came again once their deadline passed, to be stored twice.)
+// unreachable (drainDuringPubSubOutage): the acknowledgement fails in line (30 s) and is left to
+// the acknowledger's loop, which tries it once a second for 60 s after it began. The drained run
+// waits for that loop, which acknowledges every message once Pub/Sub is back, 15 s after the
+// failure in line, and exits with status 130: nothing comes again. (The run ended once the
+// acknowledgement failed in line, tried it once more for 10 s while Pub/Sub was still away and
+// exited saying that every message was acknowledged: none was, and all came again once their
+// deadline passed, to be stored twice.)
 func TestInterruptWaitsForAcknowledgements(t *testing.T) {
 	const n = 500
+	e, proxy, cmd, log := drainDuringPubSubOutage(t, n)
+	time.Sleep(15 * time.Second)
+	proxy.Up()
+	waitForExit(t, cmd, 60*time.Second, log)
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("the interrupted run exited %d, want 130\n%s", code, log.String())
+	}
+	if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(id) FROM events"); got != fmt.Sprintf("%d\t%d", n, n) {
+		t.Errorf("rows, distinct ids = %q, want %d of each", got, n)
+	}
+	if unacked := e.unacknowledged(); unacked > 0 {
+		t.Errorf("%d of the %d messages stored were never acknowledged: Pub/Sub delivers them again\n%s", unacked, n, log.String())
+	}
+}
+
+// TestInterruptOutlastedByPubSubOutage: as TestInterruptWaitsForAcknowledgements, with Pub/Sub
+// away until the run has exited: the run gives up its acknowledgements 60 s after they began,
+// and its last line says that those of the 500 messages stored failed and that Pub/Sub delivers
+// them again. (It said that every message read was acknowledged.)
+func TestInterruptOutlastedByPubSubOutage(t *testing.T) {
+	const n = 500
+	e, _, cmd, log := drainDuringPubSubOutage(t, n)
+	waitForExit(t, cmd, 90*time.Second, log)
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("the interrupted run exited %d, want 130\n%s", code, log.String())
+	}
+	if unacked := e.unacknowledged(); unacked != n {
+		t.Fatalf("%d of the %d messages unacknowledged, want all: Pub/Sub was away until the end\n%s", unacked, n, log.String())
+	}
+	want := fmt.Sprintf("interrupted (interrupt): drained, but the acknowledgements of %d messages stored failed", n)
+	if out := log.String(); !strings.Contains(out, want) || strings.Contains(out, "UDF, and acknowledged") {
+		t.Errorf("the run's last line does not say that the acknowledgements failed (want %q)\n%s", want, out)
+	}
+}
+
+// drainDuringPubSubOutage publishes n messages {"id":i}, runs the binary on them through a proxy
+// in front of e's emulator, holding their rows (a batch of 100,000 or 600 s), then takes Pub/Sub
+// away (proxy.Down) and interrupts the run, and returns once the drain's acknowledgement has
+// failed in line (its INSERT has committed): the proxy is still down, the run still running.
+func drainDuringPubSubOutage(t *testing.T, n int) (*e2e, *chtest.Proxy, *exec.Cmd, *lockedBuffer) {
+	t.Helper()
 	e := newE2EApart(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
 	proxy := chtest.NewProxy(t, e.ps.Addr)
 	// The subscription's deadline outlasts the test: Pub/Sub goes away before the run first
@@ -649,7 +690,6 @@ func TestInterruptWaitsForAcknowledgements(t *testing.T) {
 			cmd.Wait()
 		}
 	})
-	// Every message pulled and held: its row waits for a batch of 100,000 or 600 s.
 	waitUntil(t, 60*time.Second, fmt.Sprintf("the run pulling all %d messages", n), log, func() bool {
 		pulled := 0
 		for _, m := range e.ps.Server.Messages() {
@@ -666,31 +706,31 @@ func TestInterruptWaitsForAcknowledgements(t *testing.T) {
 	waitUntil(t, 60*time.Second, "the acknowledgement failing in line", log, func() bool {
 		return strings.Contains(log.String(), "ack: acknowledging failed; retrying every tick")
 	})
-	time.Sleep(15 * time.Second)
-	proxy.Up()
+	return e, proxy, cmd, log
+}
+
+// waitForExit waits for cmd, at most limit; past it the test fails with the run's log.
+func waitForExit(t *testing.T, cmd *exec.Cmd, limit time.Duration, log fmt.Stringer) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(60 * time.Second):
+	case <-time.After(limit):
 		cmd.Process.Kill()
-		t.Fatalf("the run did not exit within 60 s of Pub/Sub's return\n%s", log.String())
+		t.Fatalf("the run did not exit within %v\n%s", limit, log.String())
 	}
-	if code := cmd.ProcessState.ExitCode(); code != 130 {
-		t.Errorf("the interrupted run exited %d, want 130\n%s", code, log.String())
-	}
-	if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(id) FROM events"); got != fmt.Sprintf("%d\t%d", n, n) {
-		t.Errorf("rows, distinct ids = %q, want %d of each", got, n)
-	}
-	unacked := 0
+}
+
+// unacknowledged counts the messages of e's emulator that no subscription acknowledged.
+func (e *e2e) unacknowledged() int {
+	n := 0
 	for _, m := range e.ps.Server.Messages() {
 		if m.Acks == 0 {
-			unacked++
+			n++
 		}
 	}
-	if unacked > 0 {
-		t.Errorf("%d of the %d messages stored were never acknowledged: Pub/Sub delivers them again\n%s", unacked, n, log.String())
-	}
+	return n
 }
 
 // TestLaterInsertOfABatchFails: a batch whose rows give two sets of columns is two INSERTs. The

@@ -559,7 +559,7 @@ func (a *Acker) AwaitRetries(ctx context.Context) {
 		if !logged {
 			logged = true
 			slog.Warn("ack: waiting for the acknowledgements Pub/Sub has not taken, retried every tick while the ack deadline holds",
-				"subscription", a.sub, "ids", n, "atMost", a.settings.Deadline)
+				"subscription", a.sub, "ids", n)
 		}
 		select {
 		case <-ctx.Done():
@@ -717,6 +717,19 @@ func AwaitRetries(ctx context.Context) {
 	for _, a := range ackers {
 		a.AwaitRetries(ctx)
 	}
+}
+
+// AckFailures returns how many acknowledgements of the Ackers of the process registry failed for
+// good (AckStats.AckFailed): messages stored whose acknowledgement Pub/Sub did not take, which it
+// delivers again. For the end of a local run, after ReleaseAll.
+func AckFailures() int64 {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	var n int64
+	for _, a := range registry {
+		n += a.ackFailed.Load()
+	}
+	return n
 }
 
 // SetDefaultAckSettings sets the AckSettings of the Managers that ForSubscription creates from now on
