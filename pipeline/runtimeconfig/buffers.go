@@ -17,10 +17,18 @@ func installPool() { experimental.SetDefaultBufferPool(new(Pool)) }
 // Pool is the pool of buffers gRPC reads and writes messages in, once Apply has installed it:
 // the SDK harness's data and state channels (what a Dataflow worker receives its elements and
 // state on), the Pub/Sub client's Pulls, Secret Manager's calls. It is gRPC's default pool
-// (mem.DefaultBufferPool, grpc-go 1.84) with less clearing: buffers of 256 B, 4 KiB, 16 KiB
-// (the largest HTTP/2 frame gRPC reads), 32 KiB and 1 MiB, each size in a sync.Pool of its own,
-// and larger ones in one more. Get(n) returns a buffer of length n, all zeros; Put takes back a
-// buffer Get returned, at any length. The zero Pool is ready to use.
+// (mem.DefaultBufferPool, grpc-go 1.84) with less clearing, and with its larger buffers bounded:
+// buffers of 256 B, 4 KiB, 16 KiB (the largest HTTP/2 frame gRPC reads), 32 KiB and 1 MiB, each
+// size in a sync.Pool of its own, and larger ones in a list of at most maxLargeKept bytes. Get(n)
+// returns a buffer of length n, all zeros; Put takes back a buffer Get returned, at any length.
+// The zero Pool is ready to use.
+//
+// gRPC's default keeps every larger buffer given back in one sync.Pool until the garbage
+// collector empties it, and hands one out only when it holds the length asked for (else it puts
+// it back and allocates another): with messages of a megabyte and more, of lengths that vary,
+// the buffers piled up between collections. 1,500 messages of 1 MiB of random base64 peaked at
+// 6.97 GB with such a pool, and at 4.53 GB with none above 1 MiB (the local runner in the
+// process, the default parameters; docs/operations.md, "Large messages").
 //
 // gRPC's default clears the whole capacity of a buffer it hands out again: a message of 40 KiB
 // read into a buffer of the 1 MiB tier clears 1 MiB. Pool clears the n bytes handed out, so
@@ -34,8 +42,15 @@ func installPool() { experimental.SetDefaultBufferPool(new(Pool)) }
 // five rounds; docs/operations.md, "Cost per message").
 type Pool struct {
 	tiers [len(tierSizes)]sync.Pool
-	large sync.Pool
+
+	mu    sync.Mutex
+	large []*[]byte // the larger buffers kept, at most maxLargeKept bytes of capacity in all
+	kept  int       // their capacities, summed
 }
+
+// maxLargeKept bounds the capacity of the buffers above 1 MiB that a Pool keeps (64 MiB): what
+// the demo's Pulls and the data channel's elements reuse, and no more.
+const maxLargeKept = 64 << 20
 
 // tierSizes are the capacities of the tiers, ascending (grpc-go's defaultBufferPoolSizeExponents).
 var tierSizes = [...]int{1 << 8, 1 << 12, 1 << 14, 1 << 15, 1 << 20}
@@ -54,11 +69,8 @@ func (p *Pool) Get(n int) *[]byte {
 			return &b
 		}
 	}
-	if b, ok := p.large.Get().(*[]byte); ok {
-		if cap(*b) >= n {
-			return cleared(b, n)
-		}
-		p.large.Put(b)
+	if b := p.takeLarge(n); b != nil {
+		return cleared(b, n)
 	}
 	// Rounded up to a page, as gRPC's pool does: sizes that vary a little reuse one buffer.
 	b := make([]byte, n, (n+4095)&^4095)
@@ -72,13 +84,40 @@ func cleared(b *[]byte, n int) *[]byte {
 	return b
 }
 
+// takeLarge takes from the larger buffers kept the smallest that holds n bytes, or returns nil.
+func (p *Pool) takeLarge(n int) *[]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best := -1
+	for i, b := range p.large {
+		if c := cap(*b); c >= n && (best < 0 || c < cap(*p.large[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	b := p.large[best]
+	p.large[best] = p.large[len(p.large)-1]
+	p.large[len(p.large)-1] = nil
+	p.large = p.large[:len(p.large)-1]
+	p.kept -= cap(*b)
+	return b
+}
+
 // Put keeps b in the largest tier whose size its capacity reaches (so Get hands it out only
-// for a length it holds), or with the large buffers above 1 MiB; a buffer smaller than 256 B
-// is left to the garbage collector.
+// for a length it holds), or with the larger buffers above 1 MiB while they stay within
+// maxLargeKept (a larger buffer beyond that, and one smaller than 256 B, is left to the garbage
+// collector).
 func (p *Pool) Put(b *[]byte) {
 	c := cap(*b)
 	if c > tierSizes[len(tierSizes)-1] {
-		p.large.Put(b)
+		p.mu.Lock()
+		if p.kept+c <= maxLargeKept {
+			p.large = append(p.large, b)
+			p.kept += c
+		}
+		p.mu.Unlock()
 		return
 	}
 	for i := len(tierSizes) - 1; i >= 0; i-- {
