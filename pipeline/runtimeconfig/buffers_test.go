@@ -136,3 +136,31 @@ func TestMessagesThroughGRPC(t *testing.T) {
 		t.Errorf("gRPC took %d buffers from the pool and gave back %d: the pool was not gRPC's default", poisoned.gets.Load()-gets, poisoned.puts.Load())
 	}
 }
+
+// TestLargeBuffersBounded: the buffers above 1 MiB given back are kept up to maxLargeKept bytes
+// of capacity, the rest left to the garbage collector, and Get hands out the smallest kept that
+// holds the length asked for (a pool that kept every one until a collection peaked at 6.5 to
+// 7.3 GB on messages of 1 MiB of random base64, against 4.4 to 4.5).
+func TestLargeBuffersBounded(t *testing.T) {
+	var p Pool
+	for range 2 * maxLargeKept / (3 << 20) {
+		b := make([]byte, 3<<20)
+		p.Put(&b)
+	}
+	if p.kept > maxLargeKept || p.kept < maxLargeKept-(3<<20) {
+		t.Errorf("kept %d bytes of buffers above 1 MiB, want at most %d and no room for one more", p.kept, maxLargeKept)
+	}
+	p = Pool{}
+	for _, size := range []int{4 << 20, 2 << 20, 3 << 20} {
+		b := make([]byte, size)
+		p.Put(&b)
+	}
+	for _, tc := range []struct{ n, cap int }{{3 << 20, 3 << 20}, {1<<20 + 1, 2 << 20}, {1<<20 + 1, 4 << 20}} {
+		if b := p.Get(tc.n); cap(*b) != tc.cap {
+			t.Errorf("Get(%d) = a buffer of capacity %d, want the smallest kept that holds it, %d", tc.n, cap(*b), tc.cap)
+		}
+	}
+	if p.kept != 0 || len(p.large) != 0 {
+		t.Errorf("%d buffers (%d bytes) kept after all were handed out", len(p.large), p.kept)
+	}
+}
