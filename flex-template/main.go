@@ -323,7 +323,7 @@ func (i interrupted) Error() string {
 	}
 	if i.ackFailed > 0 {
 		return fmt.Sprintf("interrupted (%v): drained, but the acknowledgements of %d messages stored failed (the warnings above): "+
-			"Pub/Sub delivers them again, and a table that does not deduplicate stores them twice; the rest stay on the subscription "+
+			"Pub/Sub delivers them again, and the next run stores them a second time (in other batches: a deduplicating table too); the rest stay on the subscription "+
 			"for the next run", i.sig, i.ackFailed)
 	}
 	return fmt.Sprintf("interrupted (%v): drained: the messages read were stored, dead-lettered or dropped by the javascript UDF, "+
