@@ -284,8 +284,9 @@ func run(ctx context.Context, o pipeline.Options) error {
 	}
 	if err != nil {
 		if !l.dataflow {
-			// What the run counted until it failed (insert-failures, insert-retries), which its
-			// error does not say.
+			// What the run counted until it failed (insert-retries, dead letters), which its error
+			// does not say; the failed bundle's last counts (its insert-failures) never reach the
+			// runner (docs/operations.md).
 			if line := failedMetricsLine(res); line != "" {
 				fmt.Println(line)
 			}
