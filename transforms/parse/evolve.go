@@ -391,6 +391,18 @@ func (f *parseFn) ddlRetry() chclient.Retry {
 	return chclient.SetupRetry
 }
 
+// reachable clears the table's mark in unreachable when a read of its schema that began at
+// since, after the failure that set the mark, succeeded: the table is back, and its messages with
+// new fields need not wait out unreachableFor as dead letters.
+func (e *evolver) reachable(since time.Time) {
+	unreachable.Lock()
+	defer unreachable.Unlock()
+	if at, ok := unreachable.at[e.key]; ok && since.After(at) {
+		delete(unreachable.at, e.key)
+		delete(unreachable.err, e.key)
+	}
+}
+
 // tableAway tells what becomes of a message whose fields could not become columns because the
 // table could not be read or altered (err: its server unreachable, the table detached).
 // Unrouted, or when ctx has ended, the bundle fails with err (dead is nil), and the runner retries

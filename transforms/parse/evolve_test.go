@@ -46,22 +46,28 @@ func runEvolveAfter(t *testing.T, cfg Config, after func(), payloads []string) (
 		after()
 	}
 	for i, p := range payloads {
-		id := fmt.Sprint(i)
-		emitRows := func(_ beam.EventTime, rs flow.Rows) { rows = append(rows, rs.Rows...) }
-		var dead *flow.DeadLetter
-		err := f.ProcessElement(ctx, 0, flow.Messages{Messages: []flow.Message{{ID: id, Data: []byte(p)}}}, emitRows,
-			func(d flow.DeadLetter) { dead = &d })
-		if err != nil {
-			t.Fatalf("message %s: %v", p, err)
-		}
-		f.FinishBundle(emitRows, nil)
-		if dead != nil {
-			got = append(got, dead.ErrorMessage)
-		} else {
-			got = append(got, "row")
-		}
+		outcome, rs := processOne(t, ctx, f, fmt.Sprint(i), p)
+		got, rows = append(got, outcome), append(rows, rs...)
 	}
 	return got, f, rows
+}
+
+// processOne has f process the message id with payload p as a bundle of its own, and returns
+// "row" and its rows, or its dead letter's error.
+func processOne(t *testing.T, ctx context.Context, f *parseFn, id, p string) (outcome string, rows []flow.Row) {
+	t.Helper()
+	emitRows := func(_ beam.EventTime, rs flow.Rows) { rows = append(rows, rs.Rows...) }
+	var dead *flow.DeadLetter
+	err := f.ProcessElement(ctx, 0, flow.Messages{Messages: []flow.Message{{ID: id, Data: []byte(p)}}}, emitRows,
+		func(d flow.DeadLetter) { dead = &d })
+	if err != nil {
+		t.Fatalf("message %s: %v", p, err)
+	}
+	f.FinishBundle(emitRows, nil)
+	if dead != nil {
+		return dead.ErrorMessage, rows
+	}
+	return "row", rows
 }
 
 // TestAddColumns: with AddNewColumns the parse stage adds a column for each new field, of the
@@ -541,5 +547,43 @@ func TestAddColumnAnswerLostCounted(t *testing.T) {
 	}
 	if n := taken(f.evolver.key); n != 1 {
 		t.Errorf("%d columns counted against addNewColumnsMax, want 1", n)
+	}
+}
+
+// TestRoutedTableBackAskedAgain: in a routed pipeline, a table that could not be altered to add a
+// column (detached) is not asked again for unreachableFor (30 s), its messages with new fields
+// dead letters at once; once a read of its schema begun after that failure succeeds
+// (schemaRefreshSeconds), the table is back and is asked again. Until 2026-12-07 a message with a
+// new field was still a dead letter ("it was not asked") for the rest of the 30 s.
+func TestRoutedTableBackAskedAgain(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+	ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), "bundle")
+	f := &parseFn{Config: Config{ClickHouse: srv.Config(), Table: "events", Routed: true, AddNewColumns: true,
+		Limits: evolve.Limits{Max: 5}, SchemaRefresh: 100 * time.Millisecond}}
+	if err := f.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Teardown()
+	srv.MustExec(t, "DETACH TABLE events")
+	if got, _ := processOne(t, ctx, f, "1", `{"id":1,"a":1}`); !strings.Contains(got, `cannot become a column now`) {
+		t.Fatalf("the first new field, the table detached: %q, want a dead letter saying it cannot become a column now", got)
+	}
+	srv.MustExec(t, "ATTACH TABLE events")
+	// A message starts a read of the schema in the background, and a later one takes it.
+	deadline := time.Now().Add(10 * time.Second)
+	for f.background == nil && time.Now().Before(deadline) {
+		time.Sleep(150 * time.Millisecond)
+		processOne(t, ctx, f, "2", `{"id":2}`)
+	}
+	for f.background != nil && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		f.takeBackground()
+	}
+	if got, _ := processOne(t, ctx, f, "3", `{"id":3,"a":3}`); got != "row" {
+		t.Errorf("a new field once the table is back and read again: %q, want a row", got)
+	}
+	if cols := srv.MustQuery(t, fmt.Sprintf("SELECT name FROM system.columns WHERE database = '%s' AND table = 'events'", srv.Database)); cols != "id\na" {
+		t.Errorf("columns %q, want id and a", cols)
 	}
 }

@@ -343,6 +343,9 @@ func (f *parseFn) takeBackground() {
 	if err == nil && r.server != nil {
 		f.evolver.rule.Server, f.serverKnown = *r.server, true
 	}
+	if err == nil && f.evolver != nil {
+		f.evolver.reachable(r.started)
+	}
 	switch {
 	case err == nil && f.unread != nil:
 		f.unread = nil
