@@ -426,6 +426,13 @@ func TestKilledAndRestarted(t *testing.T) {
 // that ended must have left nothing in its TMPDIR (checkNothingLeft).
 func startLocalRun(t *testing.T, e *e2e, clickHouseURL string, extra ...string) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
+	return startLocalRunThrough(t, e, clickHouseURL, e.ps.Addr, extra...)
+}
+
+// startLocalRunThrough is startLocalRun reaching e's emulator at pubsubAddr (a proxy in front of
+// it).
+func startLocalRunThrough(t *testing.T, e *e2e, clickHouseURL, pubsubAddr string, extra ...string) (*exec.Cmd, *lockedBuffer) {
+	t.Helper()
 	bin, _ := launchBinary(t)
 	o := e.opts
 	args := append([]string{"--runner=prism", "--inputSubscription=" + o.InputSubscription, "--clickHouseUrl=" + clickHouseURL,
@@ -433,7 +440,7 @@ func startLocalRun(t *testing.T, e *e2e, clickHouseURL string, extra ...string) 
 		"--clickHousePassword=", "--clickHouseDeadLetterTable=dead_letters"}, extra...)
 	cmd := exec.Command(bin, args...)
 	tmp := t.TempDir()
-	cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+e.ps.Addr, "TMPDIR="+tmp)
+	cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+pubsubAddr, "TMPDIR="+tmp)
 	log := new(lockedBuffer)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -667,29 +674,13 @@ func drainDuringPubSubOutage(t *testing.T, n int) (*e2e, *chtest.Proxy, *exec.Cm
 	proxy := chtest.NewProxy(t, e.ps.Addr)
 	// The subscription's deadline outlasts the test: Pub/Sub goes away before the run first
 	// extends it, and a message comes again only if it is never acknowledged.
-	sub := e.ps.Subscription(t, e.topic, "events-sub-600s", 600*time.Second)
+	e.opts.InputSubscription = e.ps.Subscription(t, e.topic, "events-sub-600s", 600*time.Second)
 	var msgs []*pubsubpb.PubsubMessage
 	for i := range n {
 		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d}`, i))})
 	}
 	e.ps.Publish(t, e.topic, msgs...)
-	bin, _ := launchBinary(t)
-	o := e.opts
-	cmd := exec.Command(bin, "--runner=prism", "--inputSubscription="+sub, "--clickHouseUrl="+o.ClickHouseURL,
-		"--clickHouseDatabase="+o.ClickHouseDatabase, "--clickHouseTable=events", "--clickHouseUsername=default",
-		"--clickHousePassword=", "--clickHouseDeadLetterTable=dead_letters", "--batchRowCount=100000", "--windowSeconds=600")
-	cmd.Env = append(os.Environ(), "PUBSUB_EMULATOR_HOST="+proxy.Addr())
-	log := new(lockedBuffer)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
+	cmd, log := startLocalRunThrough(t, e, e.opts.ClickHouseURL, proxy.Addr(), "--batchRowCount=100000", "--windowSeconds=600")
 	waitUntil(t, 60*time.Second, fmt.Sprintf("the run pulling all %d messages", n), log, func() bool {
 		pulled := 0
 		for _, m := range e.ps.Server.Messages() {

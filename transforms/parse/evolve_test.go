@@ -396,16 +396,24 @@ func TestAddColumnsAtOnceCountedOnce(t *testing.T) {
 	}
 }
 
+// keptTable makes the table kept (id UInt32, unknown String), for fields kept in unknownFieldsColumn,
+// and logs to the returned builder until the test ends.
+func keptTable(t *testing.T) (*strings.Builder, *chtest.Server) {
+	out := new(strings.Builder)
+	def := slog.Default()
+	t.Cleanup(func() { slog.SetDefault(def) })
+	slog.SetDefault(slog.New(slog.NewTextHandler(out, nil)))
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, unknown String) ENGINE = MergeTree ORDER BY id`, "kept")
+	return out, srv
+}
+
 // TestKeptFieldsLoggedBounded: with unknownFieldsColumn, new fields beyond addNewColumnsMax are
 // kept there and logged one by one for the first maxKeptLogged of the table only, then once that
 // the others are not: a stream whose every message has a field of its own (a session id as a key)
 // logged a line per message, each kept in memory for the life of the worker.
 func TestKeptFieldsLoggedBounded(t *testing.T) {
-	var out strings.Builder
-	defer slog.SetDefault(slog.Default())
-	slog.SetDefault(slog.New(slog.NewTextHandler(&out, nil)))
-	srv := chtest.New(t)
-	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, unknown String) ENGINE = MergeTree ORDER BY id`, "kept")
+	out, srv := keptTable(t)
 	var payloads []string
 	for i := range 3 * maxKeptLogged {
 		payloads = append(payloads, fmt.Sprintf(`{"id":%d,"session_%s_%d":%d}`, i, srv.Database, i, i))
@@ -428,11 +436,7 @@ func TestKeptFieldsLoggedBounded(t *testing.T) {
 // 100 bytes: a message with a field name of 300,000 bytes made a line of 300 KB, more than Cloud
 // Logging takes in an entry (256 KB).
 func TestKeptFieldLongNameLogCut(t *testing.T) {
-	var out strings.Builder
-	defer slog.SetDefault(slog.Default())
-	slog.SetDefault(slog.New(slog.NewTextHandler(&out, nil)))
-	srv := chtest.New(t)
-	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, unknown String) ENGINE = MergeTree ORDER BY id`, "kept")
+	out, srv := keptTable(t)
 	name := srv.Database + strings.Repeat("a", 300_000)
 	got, _, rows := runEvolve(t, Config{ClickHouse: srv.Config(), Table: "kept", AddNewColumns: true,
 		FromMessage: convert.Options{UnknownFields: "unknown"}}, []string{`{"id":1,"` + name + `":2}`})
