@@ -110,7 +110,7 @@ func (c *Converter) expandObject(g int, v value) {
 		}
 		if k, ok := gr.subs[string(name)]; ok {
 			if i := gr.cols[k]; c.columns[i].origin != "" {
-				c.notRead(i, val)
+				c.notRead(c.columns[i].name, val)
 				continue
 			}
 			if !c.fillColumn(g, gr.cols[k], val, key) {
@@ -128,6 +128,7 @@ func (c *Converter) expandObject(g int, v value) {
 			continue
 		}
 		if gr.computed[string(name)] {
+			c.notRead(full, val)
 			continue
 		}
 		c.groupError(g, key, "", fmt.Sprintf("names no column: the table has no column %q, and nothing given under %q is dropped", full, gr.name))
@@ -169,9 +170,10 @@ func (c *Converter) expandArray(g int, v value) {
 			k, ok := gr.subs[string(name)]
 			switch {
 			case !ok && gr.computed[string(name)]:
+				c.notRead(gr.name+"."+string(name), val)
 				continue
 			case ok && c.columns[gr.cols[k]].origin != "":
-				c.notRead(gr.cols[k], val)
+				c.notRead(c.columns[gr.cols[k]].name, val)
 				continue
 			case !ok:
 				c.groupError(g, key, path, fmt.Sprintf("names no column: the table has no column %q, and nothing given under %q is dropped", gr.name+"."+string(name), gr.name))

@@ -427,16 +427,16 @@ type unknownField struct {
 	at       int
 }
 
-// notRead handles a key of a group's value (expandObject, expandArray) that names column col,
-// which is filled from the message: as the column's own field would be, it is not read, and goes
-// to unknownFieldsColumn, under the column's name ({"u":{"id":1}} gives "u.id":1, as
-// {"u.id":1} does).
-func (c *Converter) notRead(col int, val value) {
+// notRead handles a key of a group's value (expandObject, expandArray) that names the column
+// name, which is filled from the message or never written: as the column's own field would be,
+// it is not read, and goes to unknownFieldsColumn, under the column's name ({"u":{"id":1}} gives
+// "u.id":1, as {"u.id":1} does).
+func (c *Converter) notRead(name string, val value) {
 	if c.unknownCol < 0 {
 		return
 	}
 	start := len(c.unknownKeys)
-	c.unknownKeys, _ = appendJSONString(c.unknownKeys, c.columns[col].name)
+	c.unknownKeys, _ = appendJSONString(c.unknownKeys, name)
 	c.unknown = append(c.unknown, unknownField{key: c.unknownKeys[start:len(c.unknownKeys):len(c.unknownKeys)], val: val.raw, at: c.expandAt})
 	c.unknownLate = true
 }

@@ -424,6 +424,17 @@ func TestInjectedColumnsInGroups(t *testing.T) {
 		{"unknownFieldsColumn under the group", []string{"u.name String", "u.extra String"}, "", "u.extra",
 			[]string{`{"u":{"name":"q","extra":"z"}}`, `{"u.name":"q","u.extra":"z"}`},
 			[]any{"q", `{"u.extra":"z"}`}},
+		// A key of a column never written is kept as its top-level field is, under the column's
+		// name; it was dropped before, while the field "n.m" was kept.
+		{"a MATERIALIZED column under the group, unknown fields", []string{"k UInt8", "n.a Array(UInt8)", "n.m Array(UInt8) MATERIALIZED n.a", "extra String"}, "", "extra",
+			[]string{`{"k":1,"n":{"a":[1],"m":[2]},"z":3}`, `{"k":1,"n.a":[1],"n.m":[2],"z":3}`, `{"k":1,"n":{"m":[2],"a":[1]},"z":3}`},
+			[]any{uint8(1), []uint8{1}, `{"n.m":[2],"z":3}`}},
+		{"a MATERIALIZED column under the group, an array of objects", []string{"k UInt8", "n.a Array(UInt8)", "n.m Array(UInt8) MATERIALIZED n.a", "extra String"}, "", "extra",
+			[]string{`{"k":1,"n":[{"a":1,"m":2}],"z":3}`, `{"k":1,"n.a":[1],"n.m":2,"z":3}`},
+			[]any{uint8(1), []uint8{1}, `{"n.m":2,"z":3}`}},
+		{"an ALIAS column under a deeper group", []string{"x.y.z String", "x.y.w String ALIAS x.y.z", "extra String"}, "", "extra",
+			[]string{`{"x":{"y":{"z":"p","w":"q"}}}`, `{"x":{"y.z":"p","y.w":"q"}}`, `{"x.y":{"z":"p","w":"q"}}`, `{"x.y.z":"p","x.y.w":"q"}`},
+			[]any{"p", `{"x.y.w":"q"}`}},
 		{"a metadata column whose name is a group's", []string{"u String", "u.id String", "extra String"}, "ordering_key=u", "extra",
 			[]string{`{"u":{"id":"zz"},"u.id":"x"}`},
 			[]any{"k1", "x", `{"u":{"id":"zz"}}`}},
