@@ -332,7 +332,8 @@ var processingParameters = []parameter{
 			"UInt64 (Unix milliseconds) or String (RFC 3339); attributes into Map(String, String) or String (a JSON object); message_id (Pub/Sub's " +
 			"ids are decimal numbers of up to 19 digits) into String, FixedString(N) with N >= 19, UInt64, Int128, UInt128, Int256, UInt256 or " +
 			"Decimal(P, S) with P - S >= 19, not Int64 (at most 9223372036854775807); ordering_key and attribute.NAME as JSON strings (so \"42\" fills " +
-			"a UInt32). A missing attribute, or an empty ordering key, is a missing field (the column's DEFAULT, NULL, or a dead letter). A column " +
+			"a UInt32). A missing attribute is a missing field (the column's DEFAULT, NULL, or a dead letter); a message without an ordering key " +
+			"gives the column's DEFAULT, NULL, or \"\" (a dead letter only where the column takes no \"\"). A column " +
 			"named here is not read from the payload. Each pair is checked against the table at launch. Unset by default. For example, " +
 			"message_id=msg_id,publish_time=published_at,attribute.source=src.",
 		regex: `^((message_id|publish_time|ordering_key|attributes|attribute\.[^,=]+)=[^,]+(,(message_id|publish_time|ordering_key|attributes|attribute\.[^,=]+)=[^,]+)*)?$`,
