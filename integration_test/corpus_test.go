@@ -23,7 +23,7 @@ type corpus struct {
 	// key lists the columns (or expressions) whose values identify a line; each must be one of
 	// the columns want returns.
 	key []string
-	// want returns, for a line, the expected text of some columns as read back with
+	// want returns, for a line, the expected text of every column as read back with
 	// FORMAT JSONEachRow (strings as they are, numbers in decimal, NULL for null).
 	want func(t *testing.T, line map[string]json.RawMessage) map[string]string
 }
@@ -69,7 +69,7 @@ var corpora = []corpus{
 			}
 			return map[string]string{
 				"id": str(t, l["id"]), "type": str(t, l["type"]), "actor": compact(t, l["actor"]),
-				"payload": compact(t, l["payload"]), "public": boolNum(l["public"]),
+				"repo": compact(t, l["repo"]), "payload": compact(t, l["payload"]), "public": boolNum(l["public"]),
 				"toUnixTimestamp(created_at)": unix(t, l["created_at"]), "org": org,
 			}
 		},
@@ -83,8 +83,11 @@ var corpora = []corpus{
 			}
 			opt := func(k string) string {
 				if raw, ok := l[k]; ok {
-					if raw[0] == '"' {
+					switch raw[0] {
+					case '"':
 						return str(t, raw)
+					case 't', 'f': // a boolean into Nullable(UInt8)
+						return boolNum(raw)
 					}
 					return compact(t, raw)
 				}
@@ -95,7 +98,8 @@ var corpora = []corpus{
 				"severity": severity, "toUnixTimestamp(timestamp)": unix(t, l["timestamp"]),
 				"toUnixTimestamp(receiveTimestamp)": unix(t, l["receiveTimestamp"]),
 				"protoPayload":                      opt("protoPayload"), "jsonPayload": opt("jsonPayload"), "textPayload": opt("textPayload"),
-				"labels": opt("labels"), "trace": opt("trace"),
+				"httpRequest": opt("httpRequest"), "labels": opt("labels"), "operation": opt("operation"),
+				"trace": opt("trace"), "spanId": opt("spanId"), "traceSampled": opt("traceSampled"),
 			}
 		},
 	},
@@ -114,8 +118,11 @@ var corpora = []corpus{
 			return map[string]string{
 				"toUnixTimestamp(time)": unix(t, l["time"]), "channel": str(t, l["channel"]), "page": str(t, l["page"]),
 				"comment": str(t, l["comment"]), "user": str(t, l["user"]), "delta": string(l["delta"]),
-				"isAnonymous": boolNum(l["isAnonymous"]), "isRobot": boolNum(l["isRobot"]),
-				"cityName": nullable("cityName"), "countryIsoCode": nullable("countryIsoCode"), "metroCode": nullable("metroCode"),
+				"added": string(l["added"]), "deleted": string(l["deleted"]), "namespace": str(t, l["namespace"]),
+				"isAnonymous": boolNum(l["isAnonymous"]), "isMinor": boolNum(l["isMinor"]), "isNew": boolNum(l["isNew"]),
+				"isRobot": boolNum(l["isRobot"]), "isUnpatrolled": boolNum(l["isUnpatrolled"]),
+				"cityName": nullable("cityName"), "countryIsoCode": nullable("countryIsoCode"), "countryName": nullable("countryName"),
+				"regionIsoCode": nullable("regionIsoCode"), "regionName": nullable("regionName"), "metroCode": nullable("metroCode"),
 			}
 		},
 	},
