@@ -338,6 +338,7 @@ func TestPayloads(t *testing.T) {
 		{"bad escape", []string{"a String"}, `{"a":"\x"}`, nil, `invalid escape \x`},
 		{"raw control character", []string{"a String"}, "{\"a\":\"a\tb\"}", nil, `control character`},
 		{"invalid JSON in an ignored field", []string{"a Int8"}, `{"a":1,"b":[1,]}`, nil, `payload: invalid JSON at byte 14`},
+		{"a lone surrogate in an ignored field's name", []string{"a Int8"}, `{"a":1,"\ud800":2}`, nil, `payload: field name "\ud800" holds \uD800, a lone UTF-16 surrogate that has no UTF-8 form`},
 		{"too deep", []string{"a String"}, `{"a":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`, nil, `nesting deeper than 1000 levels`},
 	})
 }
