@@ -293,7 +293,7 @@ dead letters by error kind (a message with several failing columns counts under 
 			file + ":3: dead letter: javascript UDF fix failed: threw Error: boom 6 at line 4",
 			file + `:4: dead letter: converting the output of the javascript UDF: column "id" (UInt32): -1 `,
 			// Not UTF-8: a dead letter before any call, of the parse stage's kind.
-			file + ":5: dead letter: payload: not valid UTF-8 (first bad byte at offset 18)",
+			file + ":5: dead letter: payload: not valid UTF-8 (first bad byte at offset 18: 0xFF, in the value of field \"who\")",
 			"       1  javascript UDF\n       1  payload: not one JSON object of distinct fields in UTF-8\n",
 		} {
 			if !strings.Contains(out, want) {

@@ -330,7 +330,14 @@ func TestPayloads(t *testing.T) {
 		{"a value and more", []string{"a Int8"}, `"a": 1,`, nil, `payload: the payload is "a" followed by : 1, at byte 3, not a JSON object; a message must hold exactly one JSON object`},
 		{"byte order mark", []string{"a Int8"}, "\xef\xbb\xbf{\"a\":1}", nil, `payload: the payload starts with a UTF-8 byte order mark (EF BB BF), which JSON text may not (RFC 8259, section 8.1): the publisher should leave it out`},
 		{"two objects", []string{"a Int8"}, `{"a":1}{"a":2}`, nil, `payload: unexpected text after the JSON object at byte 7`},
-		{"invalid UTF-8", []string{"a Nullable(String)"}, "{\"a\":\"\xff\xfe\"}", nil, `payload: not valid UTF-8 (first bad byte at offset 6)`},
+		{"invalid UTF-8", []string{"a Nullable(String)"}, "{\"a\":\"\xff\xfe\"}", nil, `payload: not valid UTF-8 (first bad byte at offset 6: 0xFF, in the value of field "a")`},
+		// The field the bad byte is in, from the bytes before it: a nested value is its
+		// top-level field's, a ',' or '"' inside a string or a nested value ends nothing.
+		{"invalid UTF-8 deep in a later field", []string{"a String"}, "{\"a\":[1,{\"b,\":\"\\\"}\"}],\"c\" : {\"d\":[\"\xc3\"]}}", nil, `payload: not valid UTF-8 (first bad byte at offset 35: 0xC3, in the value of field "c")`},
+		{"invalid UTF-8 in the first field's name", []string{"a String"}, "{\"\xe9t\xe9\":1}", nil, `payload: not valid UTF-8 (first bad byte at offset 2: 0xE9, in the first field's name)`},
+		{"invalid UTF-8 in a later field's name", []string{"a String"}, "{\"a\":\"x\", \"\xe9\":1}", nil, `payload: not valid UTF-8 (first bad byte at offset 11: 0xE9, in a field name after field "a")`},
+		{"invalid UTF-8 after the object", []string{"a String"}, "{\"a\":\"x\"}\xff", nil, `payload: not valid UTF-8 (first bad byte at offset 9: 0xFF)`},
+		{"invalid UTF-8 in no object", []string{"a String"}, "[\"\xff\"]", nil, `payload: not valid UTF-8 (first bad byte at offset 2: 0xFF)`},
 		{"unterminated", []string{"a Int8"}, `{"a":1`, nil, `payload: invalid JSON at byte 6`},
 		{"trailing comma", []string{"a Int8"}, `{"a":1,}`, nil, `payload: invalid JSON at byte 7`},
 		{"single quotes", []string{"a Int8"}, `{'a':1}`, nil, `expected a field name in double quotes`},

@@ -10,14 +10,106 @@ import (
 // UTF-8: every payload must be valid UTF-8 before its JSON is scanned.
 
 // CheckUTF8 returns nil when payload is valid UTF-8, else the *PayloadError a payload that is not
-// gets ("payload: not valid UTF-8 (first bad byte at offset N)"): the rule of every message,
-// also of one the JavaScript UDF would take, since JavaScript strings hold U+FFFD where the bytes
-// were not UTF-8.
+// gets: the rule of every message, also of one the JavaScript UDF would take, since JavaScript
+// strings hold U+FFFD where the bytes were not UTF-8. The error gives the first bad byte's offset
+// (from 0) and value, and the top-level field it is in when the payload reads as a JSON object up
+// to there: "payload: not valid UTF-8 (first bad byte at offset 6: 0xFF, in the value of field
+// "a")", or "in a field name after field "a"" (a name is not printed, being no text), or nothing
+// more when the byte is outside any field.
 func CheckUTF8(payload []byte) error {
 	if validUTF8(payload) {
 		return nil
 	}
-	return &PayloadError{Rule: fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(payload))}
+	at := firstInvalidUTF8(payload)
+	where := ""
+	if inName, field, ok := fieldAt(payload, at); ok && inName && field == nil {
+		where = ", in the first field's name"
+	} else if ok && inName {
+		where = fmt.Sprintf(", in a field name after field %q", field)
+	} else if ok {
+		where = fmt.Sprintf(", in the value of field %q", field)
+	}
+	return &PayloadError{Rule: fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d: 0x%02X%s)", at, payload[at], where)}
+}
+
+// fieldAt tells where offset at of payload, a JSON object whose bytes before at are UTF-8, is: in
+// a top-level field's name (inName; field is then the field before it, nil for the first), or in
+// the value of the top-level field named field (its name as written, escapes undecoded). ok is
+// false when at is outside the object's fields or the bytes before it are not the start of a
+// JSON object (a field name not a string, a value without its ':'); the syntax of the values is
+// not checked, only strings and brackets followed.
+func fieldAt(payload []byte, at int) (inName bool, field []byte, ok bool) {
+	i := 0
+	skipSpace := func() {
+		for i < at && (payload[i] == ' ' || payload[i] == '\t' || payload[i] == '\n' || payload[i] == '\r') {
+			i++
+		}
+	}
+	// str steps over the string starting at i ('"'); it reports false when at comes first.
+	str := func() bool {
+		for i++; i < at; i++ {
+			switch payload[i] {
+			case '\\':
+				i++
+			case '"':
+				i++
+				return true
+			}
+		}
+		return false
+	}
+	skipSpace()
+	if i >= at || payload[i] != '{' {
+		return false, nil, false
+	}
+	i++
+	var last []byte
+	for {
+		skipSpace()
+		if i >= at || payload[i] != '"' {
+			return false, nil, false
+		}
+		start := i
+		if !str() {
+			return true, last, true
+		}
+		name := payload[start+1 : i-1]
+		skipSpace()
+		if i >= at || payload[i] != ':' {
+			return false, nil, false
+		}
+		depth := 0
+		for i++; ; i++ {
+			if i >= at {
+				return false, name, true
+			}
+			switch payload[i] {
+			case '"':
+				if !str() {
+					return false, name, true
+				}
+				i--
+			case '[', '{':
+				depth++
+			case ']', '}':
+				depth--
+			case ',':
+				if depth > 0 {
+					continue
+				}
+			default:
+				continue
+			}
+			if depth < 0 || (depth == 0 && payload[i] == ',') {
+				break
+			}
+		}
+		if payload[i] != ',' {
+			return false, nil, false // the object's end
+		}
+		i++
+		last = name
+	}
 }
 
 func firstInvalidUTF8(b []byte) int {
