@@ -56,7 +56,11 @@ var endpointParameters = []parameter{
 			"also `gzip`, `deflate`, `br`; see also `clickHouseCompression`), `compress_level`, `dial_timeout`, `read_timeout` (Go durations such as " +
 			"`10s`), `max_open_conns`, `max_idle_conns`, `conn_max_lifetime`, `connection_open_strategy`, `block_buffer_size`, " +
 			"`max_compression_buffer`, `hosts`, `alt_hosts`, `http_proxy`, `http_path` and `client_info_product` act as clickhouse-go documents " +
-			"them; `skip_verify` (certificate verification off) and `debug` are refused; any other query option is a ClickHouse setting sent with " +
+			"them; `skip_verify` (certificate verification off) and `debug` are refused, and so are the settings the pipeline sends with every " +
+			"INSERT in place of the URL's, naming the parameter that sets them (`insert_deduplicate` and `deduplicate_insert`: `insertDeduplicate`; " +
+			"`insert_distributed_sync` and `distributed_foreground_insert`: `insertDistributedSync`; `max_insert_block_size`: `maxInsertBlockSize`; " +
+			"`insert_quorum`: `insertQuorum`; `wait_for_async_insert`, always 1, and `insert_deduplication_token`, derived from the messages); " +
+			"any other query option is a ClickHouse setting sent with " +
 			"every query (a misspelt one is refused by the server at start-up; on the native protocol clickhouse-go sends only numeric and boolean " +
 			"settings, so a text setting such as `load_balancing=random` fails at the first query with \"unsupported data type\"). Each option is " +
 			"given once, options are separated by `&` (a `;` is refused), a fragment (`#...`) is refused, and the values of `compress`, " +

@@ -57,6 +57,23 @@ func (s Settings) wanted() clickhouse.Settings {
 	return m
 }
 
+// insertSettingSources are the settings Settings.wanted and InsertSettings send with every
+// INSERT, each with where its value comes from and what a user who wants it should do. A
+// clickHouseUrl option of one of these names would be overridden at every INSERT without a
+// word, so the URL's rules refuse it (queryRule) with this text.
+var insertSettingSources = map[string]string{
+	"insert_deduplicate":      "from the parameter insertDeduplicate: give it there",
+	"deduplicate_insert":      "from the parameter insertDeduplicate: give it there",
+	"insert_distributed_sync": "from the parameter insertDistributedSync: give it there",
+	// distributed_foreground_insert: insert_distributed_sync's name in newer releases,
+	// which keeps the old one as an alias.
+	"distributed_foreground_insert": "as insert_distributed_sync, from the parameter insertDistributedSync: give it there",
+	"max_insert_block_size":         "from the parameter maxInsertBlockSize: give it there",
+	"insert_quorum":                 "when the parameter insertQuorum is set: give it there",
+	waitForAsyncInsert:              "as 1, so that a success means the rows are stored: remove it",
+	TokenSetting:                    "derived from the INSERT's messages: remove it",
+}
+
 func boolSetting(b bool) int {
 	if b {
 		return 1

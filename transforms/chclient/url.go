@@ -35,6 +35,9 @@ import (
 //     http_proxy, http_path, client_info_product: honoured;
 //   - skip_verify (certificate verification off) and debug (protocol traces, with the data, on
 //     standard output): refused;
+//   - the settings that the pipeline sends with every INSERT (insertSettingSources:
+//     insert_deduplicate, max_insert_block_size, ...), which would override the URL's: refused,
+//     naming the parameter that sets them;
 //   - any other query option: a ClickHouse setting sent with every query, as the driver does
 //     (the server refuses an unknown one at the first query, so a misspelt option stops the
 //     start-up).
@@ -285,6 +288,9 @@ func queryRule(scheme, rest string) string {
 			if scheme == "clickhouse" {
 				return fmt.Sprintf("option %q is for http:// and https:// URLs; the native protocol (clickhouse://) ignores it", name)
 			}
+		}
+		if source, ok := insertSettingSources[name]; ok {
+			return fmt.Sprintf("option %q is a setting that the pipeline sends with every INSERT in place of the URL's, %s", name, source)
 		}
 	}
 	return ""

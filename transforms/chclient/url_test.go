@@ -124,6 +124,15 @@ func TestURLOptionsRefused(t *testing.T) {
 		// Two of one credential in the URL, which the driver would resolve without a word.
 		{"clickhouse://u:other@h:9000?password=" + pw, Config{}, "holds two passwords that differ, in user:password@ and in ?password=: give the password once"},
 		{"clickhouse://u@h:9000?username=v", Config{}, `names two users, "u" in user@ and "v" in ?username=: give the user once`},
+		// The settings each INSERT carries replaced these without a word.
+		{"http://h?insert_deduplicate=0", Config{Username: "u"}, `option "insert_deduplicate" is a setting that the pipeline sends with every INSERT in place of the URL's, from the parameter insertDeduplicate: give it there`},
+		{"https://h?deduplicate_insert=disable", Config{Username: "u"}, "from the parameter insertDeduplicate"},
+		{"clickhouse://h?max_insert_block_size=7", Config{Username: "u"}, "from the parameter maxInsertBlockSize"},
+		{"http://h?insert_distributed_sync=0", Config{Username: "u"}, "from the parameter insertDistributedSync"},
+		{"http://h?distributed_foreground_insert=0", Config{Username: "u"}, "as insert_distributed_sync, from the parameter insertDistributedSync"},
+		{"http://h?insert_quorum=2", Config{Username: "u"}, "when the parameter insertQuorum is set"},
+		{"http://h?wait_for_async_insert=0", Config{Username: "u"}, `option "wait_for_async_insert" is a setting that the pipeline sends with every INSERT in place of the URL's, as 1`},
+		{"http://h?insert_deduplication_token=x", Config{Username: "u"}, "derived from the INSERT's messages: remove it"},
 	} {
 		c := tc.c
 		c.URL = tc.url
