@@ -9,10 +9,14 @@ package integration_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -24,6 +28,7 @@ import (
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/certtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
@@ -427,4 +432,72 @@ func TestModernDeduplicateOff(t *testing.T) {
 	if got := srv.MustQuery(t, "SELECT count() FROM events"); got != "4" {
 		t.Errorf("%s rows after the same INSERT twice with insertDeduplicate=false, want 4 (settings sent: %v)", got, settings)
 	}
+}
+
+// certificateAuth is an HTTPS proxy in front of the stand-in (which checks no user) that
+// authenticates as a ClickHouse server does (authenticateUserByHTTP.cpp): a request with the
+// header X-ClickHouse-SSL-Certificate-Auth: on asks for the user to be authenticated by the TLS
+// client certificate, and without one is refused, 403 with code 516 AUTHENTICATION_FAILED.
+// Every other request is passed on.
+type certificateAuth struct {
+	proxy *httputil.ReverseProxy
+
+	mu      sync.Mutex
+	refused int
+}
+
+func (p *certificateAuth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("X-ClickHouse-SSL-Certificate-Auth") == "on" && len(r.TLS.PeerCertificates) == 0 {
+		p.mu.Lock()
+		p.refused++
+		p.mu.Unlock()
+		w.Header().Set("X-ClickHouse-Exception-Code", "516")
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, "Code: 516. DB::Exception: Invalid authentication: SSL certificate authentication requires nonempty certificate's "+
+			"Common Name or Subject Alternative Name. (AUTHENTICATION_FAILED) (version 26.7.2.1)\n")
+		return
+	}
+	p.proxy.ServeHTTP(w, r)
+}
+
+// TestModernHTTPSWithoutPassword: over https://, a user without a password (ClickHouse's default
+// user) and no client certificate. clickhouse-go asks for authentication by the client
+// certificate whenever the password is empty, which a server refuses when none is presented
+// (code 516): the built binary could not start. It now authenticates by the empty password, as
+// over http://, and every message is a row, acknowledged.
+func TestModernHTTPSWithoutPassword(t *testing.T) {
+	const n = 50
+	srv := chtest.StartModern(t)
+	e := newE2EOn(t, srv.Server, `CREATE TABLE {table} (id UInt32, s String) ENGINE = MergeTree ORDER BY id`)
+	ca := certtest.NewCA(t, "test CA")
+	pair := ca.Issue(t, certtest.Options{Hosts: []string{"127.0.0.1"}})
+	cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &certificateAuth{proxy: httputil.NewSingleHostReverseProxy(target)}
+	hs := httptest.NewUnstartedServer(proxy)
+	hs.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequestClientCert}
+	hs.StartTLS()
+	t.Cleanup(hs.Close)
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range n {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprintf(`{"id":%d,"s":"m%d"}`, i, i))})
+	}
+	ids := e.ps.Publish(t, e.topic, msgs...)
+	e.opts.BatchRowCount = pipeline.GivenInt(1000)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.runBinary(t, hs.URL, "--clickHouseCaCertificate="+ca.WriteFile(t, t.TempDir(), "ca"))
+
+	if rows, dls := e.checkAccounted(t, n, "id"); rows != n || dls != 0 {
+		t.Errorf("%d rows and %d dead letters, want %d rows and none", rows, dls, n)
+	}
+	if proxy.refused != 0 {
+		t.Errorf("%d requests asked for authentication by a client certificate without one", proxy.refused)
+	}
+	e.checkAllAcked(t, ids)
 }

@@ -185,7 +185,9 @@ var endpointParameters = []parameter{
 		regex: `^([^ -].*[^ ]|[^ -])?$`,
 		doc: "PEM client certificate presented to a server that asks for one (mutual TLS: ClickHouse's `openSSL.server.verificationMode` `strict` or " +
 			"`relaxed`), in the forms of `clickHouseCaCertificate`, for a `clickHouseUrl` with TLS. Give `clickHouseClientKey` with it. A " +
-			"certificate outside its validity period is refused at start-up.",
+			"certificate outside its validity period is refused at start-up. Over `https://` without `clickHousePassword`, the certificate also " +
+			"authenticates the user (clickhouse-go sends `X-ClickHouse-SSL-Certificate-Auth: on`: a user `IDENTIFIED WITH ssl_certificate`); " +
+			"without a certificate, a user without a password is authenticated by its empty password, as over `http://`.",
 	},
 	{
 		name: "clickHouseClientKey", group: "Target", kind: kindRef,

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -234,7 +235,38 @@ func (r *Resolved) options() (*clickhouse.Options, error) {
 	if o.TLS != nil {
 		o.TLS = r.tls.Clone()
 	}
+	if checked := o.TransportFunc; checked != nil && o.TLS != nil && o.Auth.Password == "" && r.cfg.ClientCertificate == "" {
+		o.TransportFunc = func(t *http.Transport) (http.RoundTripper, error) {
+			next, err := checked(t)
+			return passwordAuth{next}, err
+		}
+	}
 	return o, nil
+}
+
+// passwordAuth is the round tripper of an https:// connection without a password and without a
+// client certificate. clickhouse-go v2.51.0 sends every request over https:// without a
+// password with the header X-ClickHouse-SSL-Certificate-Auth: on, which asks the server to
+// authenticate the user by its client certificate instead of a password (ClickHouse's
+// authenticateUserByHTTP.cpp); with no certificate presented the server refuses every request,
+// code 516 AUTHENTICATION_FAILED ("SSL certificate authentication requires nonempty
+// certificate's Common Name or Subject Alternative Name"), so that a user without a password
+// (ClickHouse's default user) could not connect over https://. passwordAuth sends the requests
+// without that header: the server then authenticates the user of X-ClickHouse-User with the
+// empty password, as over http://. With a client certificate the header stays: that is
+// authentication by the certificate, of a user IDENTIFIED WITH ssl_certificate.
+type passwordAuth struct{ next http.RoundTripper }
+
+// certificateAuthHeader is the header by which a client asks ClickHouse to authenticate the
+// user by its TLS client certificate ("on").
+const certificateAuthHeader = "X-ClickHouse-SSL-Certificate-Auth"
+
+func (t passwordAuth) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get(certificateAuthHeader) != "" {
+		req = req.Clone(req.Context()) // a RoundTripper does not change the request it is given
+		req.Header.Del(certificateAuthHeader)
+	}
+	return t.next.RoundTrip(req)
 }
 
 // Open opens a connection pool and pings the server. Errors name the server address and the
