@@ -24,6 +24,16 @@ func TestMain(m *testing.M) { os.Exit(flowtest.Main(m)) }
 func init() {
 	register.Function2x0(messageIDs)
 	register.Function2x0(deadLetterIDs)
+	register.DoFn2x0[flow.Messages, func(string)](&tableIDsFn{})
+}
+
+// tableIDsFn emits "<Table>: <id>" for each message.
+type tableIDsFn struct{ Table string }
+
+func (f *tableIDsFn) ProcessElement(ms flow.Messages, emit func(string)) {
+	for _, m := range ms.Messages {
+		emit(f.Table + ": " + m.ID)
+	}
 }
 
 func messageIDs(ms flow.Messages, emit func(string)) {
@@ -196,6 +206,39 @@ func TestRoute(t *testing.T) {
 	}
 	if unrouted != int64(len(wantDead)) {
 		t.Errorf("dead-letters-unrouted = %d; want %d", unrouted, len(wantDead))
+	}
+}
+
+// TestRouteManyTables: a routing to more tables than one beam.Partition takes (its function's
+// arguments, reflect.FuncOf's 128) gives each table its own messages, the last group short; the
+// launch of a routing to 125 tables or more panicked with "reflect.FuncOf: too many arguments".
+func TestRouteManyTables(t *testing.T) {
+	const n = 300 // three groups of partitions, the last short
+	var entries []Entry
+	var ms flow.Messages
+	var want []any
+	for i := range n {
+		entries = append(entries, Entry{fmt.Sprintf("v%d", i), fmt.Sprintf("t%d", i)})
+		for j := range i%3 + 1 {
+			id := fmt.Sprintf("m%d.%d", i, j)
+			ms.Messages = append(ms.Messages, flow.Message{ID: id, Data: fmt.Appendf(nil, `{"type":"v%d"}`, i)})
+			want = append(want, fmt.Sprintf("t%d: %s", i, id))
+		}
+	}
+	spec := New(By{Name: "type"}, entries, "")
+	p, s := beam.NewPipelineWithRoot()
+	tables, dead := Route(s, spec, beam.Create(s, ms))
+	if len(tables) != n {
+		t.Fatalf("Route gave %d collections; want %d", len(tables), n)
+	}
+	var ids []beam.PCollection
+	for i, c := range tables {
+		ids = append(ids, beam.ParDo(s, &tableIDsFn{Table: spec.Tables[i]}, c))
+	}
+	passert.EqualsList(s, beam.Flatten(s, ids...), want)
+	passert.Empty(s, dead)
+	if err := ptest.Run(p); err != nil {
+		t.Fatal(err)
 	}
 }
 

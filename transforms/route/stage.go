@@ -21,6 +21,8 @@ func init() {
 	register.Emitter3[beam.EventTime, int, flow.Messages]()
 	register.Emitter1[flow.DeadLetter]()
 	register.Function2x1(tableOf)
+	register.Function2x1(groupOf)
+	register.Function2x1(inGroupOf)
 }
 
 // Route splits msgs (a PCollection<flow.Messages>) by table: it returns one PCollection of
@@ -34,14 +36,34 @@ func init() {
 func Route(s beam.Scope, spec Spec, msgs beam.PCollection) (tables []beam.PCollection, deadLetters beam.PCollection) {
 	s = s.Scope("Route")
 	keyed, deadLetters := beam.ParDo2(s, &routeFn{Spec: spec}, msgs)
-	for _, p := range beam.Partition(s, len(spec.Tables), tableOf, keyed) {
+	var parts []beam.PCollection
+	if n := len(spec.Tables); n <= maxPartition {
+		parts = beam.Partition(s, n, tableOf, keyed)
+	} else {
+		// Groups of maxPartition tables, each partitioned again: the graph of a routing to at
+		// most maxPartition tables stays as it was.
+		for g, group := range beam.Partition(s, (n+maxPartition-1)/maxPartition, groupOf, keyed) {
+			parts = append(parts, beam.Partition(s, min(maxPartition, n-g*maxPartition), inGroupOf, group)...)
+		}
+	}
+	for _, p := range parts {
 		tables = append(tables, beam.DropKey(s, p))
 	}
 	return tables, deadLetters
 }
 
+// maxPartition is the most outputs Route gives one beam.Partition of its KV<int, flow.Messages>:
+// its function's type has an argument per output and four more, and reflect.FuncOf takes at
+// most 128 (a routing to 125 tables or more panicked at launch, until 2026-12-07).
+const maxPartition = 124
+
 // tableOf is the partition function of Route: the table index the routing stage keyed by.
 func tableOf(table int, _ flow.Messages) int { return table }
+
+// groupOf and inGroupOf are Route's partition functions beyond maxPartition tables: the group of
+// maxPartition tables of the table index, and the index within its group.
+func groupOf(table int, _ flow.Messages) int   { return table / maxPartition }
+func inGroupOf(table int, _ flow.Messages) int { return table % maxPartition }
 
 // routeFn keys each message by its table's index. Exported fields are its configuration.
 type routeFn struct {
