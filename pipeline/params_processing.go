@@ -448,7 +448,8 @@ var processingParameters = []parameter{
 			"is checked at launch as `clickHouseTable` is (each failure names its pair). Each table has its own schema (refreshed on its own, " +
 			"`schemaRefreshSeconds`), its own conversion with `metadataColumns` and `unknownFieldsColumn` (which each table must then have), " +
 			"and its own batches: `batchRowCount`, `windowSeconds` and `maxInsertBlockSize` hold per table, and one table's outage or rejected " +
-			"rows never hold up another's (with `addNewColumns`, a message with a new field for a table that is down is a dead letter instead: " +
+			"rows never hold up another's (on the local runner, while fewer than 8 tables are down at once: " +
+			"[conversion.md](conversion.md#routing-to-several-tables); with `addNewColumns`, a message with a new field for a table that is down is a dead letter instead: " +
 			"[conversion.md](conversion.md)).",
 	},
 	{
