@@ -107,9 +107,9 @@ var processingParameters = []parameter{
 			"are large ([operations.md](operations.md#large-messages)). To batch by rows alone, as before this parameter, set it above " +
 			"`batchRowCount` times the largest message. In the fixed-window mode a window's rows are one batch whatever their size, and the " +
 			"write stage cuts its INSERTs at this many bytes of converted rows (RowBinary; a row larger is an INSERT alone), which bounds each " +
-			"INSERT but not the memory of the window's batch. On Dataflow, batches of dead letters are bounded the same way (their payload, " +
-			"error message, stack trace, ids and attributes); on the local runner, what the source holds unacknowledged bounds them. The " +
-			"dead-letter table's INSERTs are cut at this size too.",
+			"INSERT but not the memory of the window's batch. Batches of dead letters are bounded the same way (their payload, error " +
+			"message, stack trace, ids and attributes); on the local runner they are cut from groups that what the source holds " +
+			"unacknowledged bounds (in the count mode, `batchRowCount` records). The dead-letter table's INSERTs are cut at this size too.",
 	},
 	{
 		name: "maxInsertBlockSize", group: "Insert tuning", kind: kindInt, def: 1_000_000,

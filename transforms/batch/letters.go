@@ -44,8 +44,9 @@ func init() {
 // whole run 15%). In the combined mode a pane cannot grow past what the local source holds
 // unacknowledged (source.Config.MaxOutstandingBytes; every dead letter's message is
 // unacknowledged until the dead letter is written), and the time trigger releases a pane the cap
-// keeps from filling; in the count mode the pipeline sets no such cap, since nothing would. The
-// dead-letter stage cuts its INSERTs at Mode.Bytes either way.
+// keeps from filling; in the count mode the pipeline sets no such cap, since nothing would. A
+// pane's records leave the GroupByKey in batches that end at Mode.Bytes as the stateful
+// batcher's do (concatLettersFn), and the dead-letter stage cuts its INSERTs at Mode.Bytes.
 //
 // In the fixed-window mode a batch is every record of one shard that arrives within Mode.Window
 // after its first, by processing time, not the rows' event-time windows: the watermark of the
@@ -85,7 +86,11 @@ func DeadLetters(s beam.Scope, cfg Config, letters beam.PCollection) beam.PColle
 				trigger.AfterProcessingTime().PlusDelay(mode.Window),
 			}))), beam.PanesDiscard(), beam.AllowedLateness(0))
 	}
-	return beam.ParDo(s, &concatLettersFn{}, beam.GroupByKey(s, windowed))
+	concat := &concatLettersFn{}
+	if mode.Rows > 0 {
+		concat.MaxBytes = mode.Bytes
+	}
+	return beam.ParDo(s, concat, beam.GroupByKey(s, windowed))
 }
 
 // statefulLetters is DeadLetters' stateful batcher of the count and combined modes: lettersTimeFn
@@ -330,15 +335,30 @@ func (f *gatherLettersFn) flush(emit func(beam.EventTime, string, flow.DeadLette
 	f.gathered, f.bytes = flow.DeadLetters{}, 0
 }
 
-// concatLettersFn makes the records of one window of one shard one batch.
-type concatLettersFn struct{}
+// concatLettersFn makes the records of one pane of one shard batches: with MaxBytes (the count
+// and combined modes), a batch ends before the record that would take it above MaxBytes bytes
+// (flow.DeadLetter.Bytes), a larger record a batch alone, as the stateful batcher's do; without
+// (the fixed-window mode), the pane is one batch. Each
+// batch crosses to the dead-letter stage as one element, which the SDK encodes whole in a buffer
+// of its own: a pane of hundreds of megabytes as one batch took several times its size at once.
+type concatLettersFn struct {
+	MaxBytes int64 // bytes per batch; 0: no bound
+}
 
-func (concatLettersFn) ProcessElement(shard int, letters func(*flow.DeadLetter) bool, emit func(int, flow.DeadLetters)) {
+func (f *concatLettersFn) ProcessElement(shard int, letters func(*flow.DeadLetter) bool, emit func(int, flow.DeadLetters)) {
 	var out flow.DeadLetters
+	var size int64
 	var r flow.DeadLetter
 	for letters(&r) {
-		out.Letters = append(out.Letters, r)
+		n := r.Bytes()
+		if f.MaxBytes > 0 && len(out.Letters) > 0 && size+n > f.MaxBytes {
+			emit(shard, out)
+			out, size = flow.DeadLetters{}, 0
+		}
+		out.Letters, size = append(out.Letters, r), size+n
 		r = flow.DeadLetter{}
 	}
-	emit(shard, out)
+	if len(out.Letters) > 0 {
+		emit(shard, out)
+	}
 }

@@ -233,6 +233,31 @@ func TestDeadLettersBatches(t *testing.T) {
 	}
 }
 
+// TestDeadLettersLocalByteBound runs the local runner's batcher of dead letters (a GroupByKey,
+// then concatLettersFn) in the combined mode: the pane of 600 records (about 130 KB: a bounded
+// input's pane fires whole on prism, as a pane the source's cap keeps from filling fires at its
+// time bound) leaves it in batches of at most the byte bound, a larger record alone, each record
+// once. It was one batch of the whole pane, which the SDK encodes at once: a pane of 300 MB of dead
+// letters took gigabytes.
+func TestDeadLettersLocalByteBound(t *testing.T) {
+	const n, limit = 600, 700
+	sizes := make([]int, n)
+	for i := range sizes {
+		sizes[i] = 20 + (i*104729)%400
+	}
+	sizes[7] = 2 * limit
+	p, s := beam.NewPipelineWithRoot()
+	in := beam.CreateList(s, lettersOfSize(sizes...))
+	batches := beam.DropKey(s, DeadLetters(s, Config{Mode: Mode{Rows: 1000, Bytes: limit, Window: time.Hour}, Shards: 1}, in))
+	ids := beam.ParDo(s, letterIDs, batches)
+	passert.Count(s, stats.Count(s, ids), "distinct ids", n)
+	passert.Count(s, ids, "ids", n)
+	passert.Empty(s, beam.ParDo(s, &oversizedLettersFn{Limit: limit}, batches))
+	if err := ptest.Run(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestDeadLettersEmitEveryRecordOnce: 600 records of many sizes, two shards, a time bound due at
 // almost every arrival, a count and a byte bound: the stateful batcher emits every record exactly
 // once, and no batch of more than one record above the byte bound.
