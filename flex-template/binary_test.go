@@ -280,6 +280,9 @@ func TestBinary(t *testing.T) {
 			env   []string
 			lines int // when not 0, the output has exactly that many lines
 		}{
+			// A newcomer's first try: the binary alone, which the check for a first argument that
+			// is not a command read past the end of.
+			{"no arguments", nil, 2, "pubsub-to-clickhouse: invalid template parameters:\ninputSubscription \"\": is required", nil, 0},
 			{"a flag's value that is not a number", append([]string{"--windowSeconds=2s"}, params...), 2,
 				`pubsub-to-clickhouse: --windowSeconds "2s": not a whole number in decimal digits (leave it empty for unset) (--help lists the flags)`, nil, 1},
 			{"a boolean flag's value that is not a boolean", append([]string{"--insertDeduplicate=yes please"}, params...), 2,

@@ -74,7 +74,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "pubsub-to-clickhouse:", err)
 		os.Exit(exitUsage)
 	}
-	if rest := flag.CommandLine.Args(); len(rest) == len(os.Args)-1 && !strings.HasPrefix(rest[0], "-") {
+	if rest := flag.CommandLine.Args(); len(rest) > 0 && len(rest) == len(os.Args)-1 && !strings.HasPrefix(rest[0], "-") {
 		// The first argument is neither a flag nor a subcommand.
 		fmt.Fprintf(os.Stderr, "pubsub-to-clickhouse: %q is not a command (the commands are %s; without one the pipeline runs, "+
 			"and takes only flags): see pubsub-to-clickhouse --help\n", rest[0], commandNames())
