@@ -186,6 +186,13 @@ func explain(err error, c Config, askedForCert bool) error {
 		return &ConfigError{FieldURL, Hintf("the server at %s accepted the connection but did not answer the native protocol's handshake in time: "+
 			"it may be overloaded, or the network slow (the ?dial_timeout= option waits longer); if it never answered, check that this is "+
 			"the native port (9000, or 9440 with ?secure=true)", url), err}
+	case scheme != "clickhouse" && errors.Is(err, clickhouse.ErrAcquireConnTimeout):
+		// Over HTTP clickhouse-go gives the dial and its first query the dial timeout, and says
+		// its end as a full pool ("you can increase the number of max open conn"): at Open the
+		// pool is empty, so the server did not answer.
+		return &ConfigError{FieldURL, Hintf("the server at %s did not answer within the dial timeout (10 s unless the URL's ?dial_timeout= says otherwise): "+
+			"check the host and the port (HTTP 8123, HTTPS 8443), that ClickHouse runs there, and that no firewall drops the connection; an overloaded "+
+			"server or a slow network may need a longer ?dial_timeout=", url), err}
 	case scheme == "clickhouse" && strings.Contains(msg, "handshake") && !UsesTLS(c.URL):
 		return &ConfigError{FieldURL, Hintf("the server at %s did not complete the native protocol's handshake: is this the native protocol's TLS port (9440)? Add ?secure=true for it. An HTTP port (8123, 8443)? Use http:// or https://. Else give the native port (9000)", url), err}
 	case scheme == "clickhouse" && strings.Contains(msg, "handshake"):

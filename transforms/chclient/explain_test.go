@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -184,5 +185,32 @@ func TestProxyAnswerThroughTunnel(t *testing.T) {
 		if got := proxyAnswer(tc.err, Config{URL: tc.url, Username: "default"}, scheme, false); got != tc.want {
 			t.Errorf("%s, %v: %d, want %d", tc.url, tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestSilentServerExplained: over http:// and https:// a server that takes the connection and
+// never answers (a firewall or load balancer in front of a stopped server, the wrong host) ends
+// the first query at the dial timeout, which clickhouse-go says as a full pool ("increase the
+// number of max open conn"); Open says that the server did not answer and what to check.
+func TestSilentServerExplained(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	for _, scheme := range []string{"http", "https"} {
+		t.Run(scheme, func(t *testing.T) {
+			c := Config{URL: scheme + "://" + silent.Addr().String() + "?dial_timeout=1s", Username: "default", Password: "S3cret-pw-51"}
+			openRefused(t, c, "ClickHouse URL: the server at "+c.URL+" did not answer within the dial timeout", "S3cret-pw-51")
+		})
 	}
 }
