@@ -134,11 +134,8 @@ func run(ctx context.Context, o pipeline.Options) error {
 	if err != nil {
 		return badArgs(err)
 	}
-	removeTempDir := func() {}
 	if !l.dataflow {
 		localrunner.Configure()
-		removeTempDir = localrunner.TempDir()
-		defer removeTempDir()
 		quietRunner.Store(true) // the runner's INFO lines are its own business; its warnings pass
 	}
 	if l.dataflow && o.ClickHouse().PasswordAsText() {
@@ -256,6 +253,10 @@ func run(ctx context.Context, o pipeline.Options) error {
 
 	stopDrain := func() os.Signal { return nil }
 	if !l.dataflow {
+		// Made once the start-up checks are done: an interrupt during them ends the process at
+		// once, which would leave the directory behind.
+		removeTempDir := localrunner.TempDir()
+		defer removeTempDir()
 		stopDrain = drainOnInterrupt(removeTempDir)
 	}
 	p, s := beam.NewPipelineWithRoot()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -574,6 +575,35 @@ func TestSecondInterruptGivesBack(t *testing.T) {
 	}
 	if rows := e.srv.MustQuery(t, "SELECT count() FROM events"); rows != "0" {
 		t.Errorf("%s rows inserted by a run whose server was down", rows)
+	}
+}
+
+// TestInterruptDuringStartUp: an interrupt while the start-up checks wait for a ClickHouse that
+// does not answer ends the run at once, before anything runs, and leaves nothing in its TMPDIR
+// (startLocalRun's checkNothingLeft). (The run's temporary directory was made before the checks,
+// and the process ended by the signal left it behind.)
+func TestInterruptDuringStartUp(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	cmd, log := startLocalRun(t, e, "clickhouse://"+silent.Addr().String()+"?dial_timeout=60s")
+	waitUntil(t, 30*time.Second, "the start-up checks", log, func() bool { return strings.Contains(log.String(), "msg=target") })
+	time.Sleep(500 * time.Millisecond) // in the check of the table, which waits for the server's hello
+	interruptAndWait(t, cmd, 10*time.Second, log)
+	if cmd.ProcessState.Success() || strings.Contains(log.String(), "source: reader started") {
+		t.Errorf("the run interrupted at start-up: %v, want it ended before the source started\n%s", cmd.ProcessState, log.String())
 	}
 }
 
