@@ -74,10 +74,16 @@ func NewCheckedClient(ctx context.Context, project string) (*pubsub.Client, erro
 	return NewClient(ctx, project)
 }
 
-// checkEmulator returns what is wrong with PUBSUB_EMULATOR_HOST=host: a scheme or a path, no
-// port, nothing listening at host:port (connection refused within 2 s), or something there that
-// is plainly not a gRPC server (speaksHTTP2).
+// checkEmulator returns what is wrong with PUBSUB_EMULATOR_HOST=host: white space or a control
+// character (a quoted value's space, a carriage return from a file saved on Windows), a scheme or
+// a path, no port, nothing listening at host:port (connection refused within 2 s), or something
+// there that is plainly not a gRPC server (speaksHTTP2).
 func checkEmulator(ctx context.Context, host string) error {
+	if strings.IndexFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		// A space made the calls wait for their deadline (a minute for a publish), then say only
+		// "context deadline exceeded".
+		return fmt.Errorf("PUBSUB_EMULATOR_HOST=%q: holds white space or a control character: give the emulator's host:port alone (e.g. 127.0.0.1:8085)", host)
+	}
 	if strings.Contains(host, "/") {
 		return fmt.Errorf("PUBSUB_EMULATOR_HOST=%s: give the emulator's host:port alone, without a scheme or path (e.g. 127.0.0.1:8085)", host)
 	}

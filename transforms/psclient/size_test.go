@@ -123,9 +123,9 @@ func TestCheckMessage(t *testing.T) {
 	}
 }
 
-// TestCheckEmulator: a PUBSUB_EMULATOR_HOST with a scheme, without a port, where nothing
-// listens, or where another service answers (an HTTP/1 server such as ClickHouse's port 8123, an
-// SSH server) is said at once; the emulator passes, and so does a server that says nothing or
+// TestCheckEmulator: a PUBSUB_EMULATOR_HOST with white space around the emulator's address, with a
+// scheme, without a port, where nothing listens, or where another service answers (an HTTP/1
+// server such as ClickHouse's port 8123, an SSH server) is said at once; the emulator passes, and so does a server that says nothing or
 // closes the connection without a word (the calls then say what they meet).
 func TestCheckEmulator(t *testing.T) {
 	e := pubsubtest.Start(t)
@@ -143,6 +143,8 @@ func TestCheckEmulator(t *testing.T) {
 	for host, want := range map[string]string{
 		"http://127.0.0.1:8085":      "without a scheme or path",
 		"127.0.0.1":                  "give the emulator's host:port, with the port it prints",
+		" " + e.Addr:                 "holds white space or a control character",
+		e.Addr + "\r":                "holds white space or a control character",
 		dead:                         "nothing listens there: start the emulator",
 		web.Listener.Addr().String(): "something listens there, but it is not a Pub/Sub emulator: it answered as an HTTP/1 server",
 		garbage:                      `something listens there, but it is not a Pub/Sub emulator: it answered "SSH-2.0-x"`,
