@@ -81,6 +81,7 @@ func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
 		if err := w.create(ctx, cio, *subscription); err != nil {
 			return failure(cio, "publish", err)
 		}
+		w.warnUnsubscribed(ctx, cio, "what is published to it before a subscription is made")
 		fmt.Fprintln(cio.Err, "no FILE: nothing published")
 		return exitOK
 	}
@@ -120,6 +121,7 @@ func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
 			return failure(cio, "publish", err)
 		}
 	}
+	w.warnUnsubscribed(ctx, cio, "these messages")
 	p := newProgress(cio, "published", w.topic)
 	n, err := w.publish(ctx, p, msgs)
 	p.done(n, err)
@@ -355,6 +357,15 @@ func openTopicWriter(ctx context.Context, topic string) (*topicWriter, error) {
 func (w *topicWriter) close() {
 	w.publisher.Stop()
 	w.client.Close()
+}
+
+// warnUnsubscribed says on standard error that the topic keeps nothing published to it (no
+// subscription, no retention: psclient.TopicKeeps), so that what names will be lost.
+func (w *topicWriter) warnUnsubscribed(ctx context.Context, cio *cmdIO, what string) {
+	name, _ := psclient.ParseTopic(w.topic)
+	if subscribed, retained, known := psclient.TopicKeeps(ctx, name); known && !subscribed && !retained {
+		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse publish: warning: %v\n", psclient.NoSubscriptionError(name, what))
+	}
 }
 
 // create creates the topic and, when subscription is not empty, a subscription on it; one that

@@ -160,7 +160,8 @@ func runReplay(ctx context.Context, cio *cmdIO, args []string) int {
 // checkTopic checks --topic before anything is read (not in a dry run, which publishes nothing):
 // a missing one (on the emulator, which forgets all when it stops) is named with the command that
 // creates it, instead of a Publish's bare NotFound after the first dead letters were read (from a
-// subscription: pulled, a delivery attempt spent).
+// subscription: pulled, a delivery attempt spent); one without a subscription (and without the
+// topic's own retention) is refused, since every message published there would be lost.
 func (r *replay) checkTopic(ctx context.Context) error {
 	if r.dryRun {
 		return nil
@@ -168,6 +169,11 @@ func (r *replay) checkTopic(ctx context.Context) error {
 	topic, _ := psclient.ParseTopic(r.topic)
 	if err := psclient.Check(ctx, topic); err != nil {
 		return fmt.Errorf("--topic %w", err)
+	}
+	// What is published to a topic without a subscription is lost, and replay deletes or
+	// acknowledges the dead letters it has published.
+	if subscribed, retained, known := psclient.TopicKeeps(ctx, topic); known && !subscribed && !retained {
+		return fmt.Errorf("--topic %w; replayed nothing (give the topic of the pipeline's input subscription)", psclient.NoSubscriptionError(topic, "every message replayed there"))
 	}
 	return nil
 }

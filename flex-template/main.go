@@ -533,6 +533,15 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 				"and its message stays unacknowledged and comes back; give a topic without a schema, unless the input topic has this "+
 				"schema too", "topic", topic.String(), "schema", schema, "encoding", encoding)
 		}
+		// Pub/Sub keeps a message only for the subscriptions that exist when it is published.
+		if subscribed, retained, known := psclient.TopicKeeps(ctx, topic); known && !subscribed && !retained {
+			if o.ClickHouseDeadLetterTable == "" {
+				return pipeline.Labelled(psclient.NoSubscriptionError(topic, "every dead letter published there"), "")
+			}
+			slog.Warn("deadLetterTopic has no subscription, and Pub/Sub delivers a message only to the subscriptions that exist when it is "+
+				"published: the dead letters published there reach no one, and are kept in the dead-letter table alone; create a "+
+				"subscription on it to read them", "topic", topic.String())
+		}
 	}
 	return nil
 }

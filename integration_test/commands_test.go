@@ -357,7 +357,7 @@ func TestPublishCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("publish: exit %d\n%s", code, errOut)
 	}
-	if !strings.Contains(errOut, "created topic "+topic) || !strings.Contains(errOut, "published 2 messages to "+topic+" in ") {
+	if !strings.Contains(errOut, "created topic "+topic) || !strings.Contains(errOut, "published 2 messages to "+topic+" in ") || strings.Contains(errOut, "warning") {
 		t.Errorf("publish's report:\n%s", errOut)
 	}
 	want := []pulled{
@@ -405,6 +405,14 @@ func TestPublishCommand(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, `-:2: the message has neither data nor attributes, which Pub/Sub refuses`) {
 		t.Errorf("an empty message: exit %d, want 2\n%s", code, errOut)
 	}
+	// A topic without a subscription: what is published there is lost, which publish says.
+	lonely := e.Topic(t, "no-subscription")
+	_, errOut, code = runCommand(t, `{"id":1}`+"\n", "publish", "--topic="+lonely, "-")
+	if code != 0 || !strings.Contains(errOut, "pubsub-to-clickhouse publish: warning: "+lonely+" has no subscription, and Pub/Sub delivers a message "+
+		"only to the subscriptions that exist when it is published: these messages would reach no one and be lost") {
+		t.Errorf("publish to a topic without a subscription: exit %d, want 0 and a warning\n%s", code, errOut)
+	}
+
 	// --create with a --subscription that exists on another topic: it would not receive them.
 	other := e.Topic(t, "other")
 	otherSub := e.Subscription(t, other, "other-sub", time.Minute)
@@ -546,6 +554,19 @@ func TestReplayFromTable(t *testing.T) {
 	}
 	if got := ch.MustQuery(t, "SELECT raw_message FROM dl ORDER BY failed_at"); got != `{"id":1,"n":300}`+"\n"+`{"id":2}\n` {
 		t.Errorf("after --delete the table holds:\n%s", got)
+	}
+
+	// A topic without a subscription keeps nothing published to it: a replay there with
+	// --delete lost its dead letters, reporting them replayed and deleted.
+	lonely := e.Topic(t, "no-subscription")
+	out, errOut, code = runCommand(t, "", append([]string{"replay", "--topic=" + lonely, "--fromTable=dl", "--replayId=r1", "--delete"}, chFlags(ch)...)...)
+	if code != 1 || out != "" || !strings.Contains(errOut, "--topic "+lonely+" has no subscription, and Pub/Sub delivers a message only to the subscriptions "+
+		"that exist when it is published: every message replayed there would reach no one and be lost; create a subscription on it first "+
+		"(pubsub-to-clickhouse publish --create --topic="+lonely+" --subscription=projects/"+pubsubtest.Project+"/subscriptions/<name>); replayed nothing") {
+		t.Errorf("replay --delete to a topic without a subscription: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	if got := ch.MustQuery(t, "SELECT count() FROM dl"); got != "2" {
+		t.Errorf("after a replay to a topic without a subscription the table holds %s rows, want 2", got)
 	}
 
 	// Without --delete the rows stay; the bytes are the original's, newline included.

@@ -597,3 +597,33 @@ func TestDeadLetterTopicWithSchema(t *testing.T) {
 		t.Errorf("the launch does not warn of the dead-letter topic's schema %s:\n%s", schema, out)
 	}
 }
+
+// TestDeadLetterTopicWithoutSubscription: Pub/Sub delivers a message only to the subscriptions
+// that exist when it is published, so the dead letters published to a topic without one were
+// lost without a word. As the only dead-letter destination such a topic stops the launch, naming
+// the command that makes a subscription; beside the dead-letter table it is warned of.
+func TestDeadLetterTopicWithoutSubscription(t *testing.T) {
+	bin, _ := launchBinary(t)
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	lonely := e.ps.Topic(t, "dead-letters-unread")
+	o := e.opts
+	flags := connectionFlags(o.InputSubscription, o.ClickHouseURL, o.ClickHouseDatabase)
+	flags["deadLetterTopic"] = lonely
+	flags["stopAfterIdle"] = "1"
+	const warning = `msg="deadLetterTopic has no subscription, and Pub/Sub delivers a message only to the subscriptions that exist when it is published: ` +
+		`the dead letters published there reach no one, and are kept in the dead-letter table alone; create a subscription on it to read them"`
+	out, err := launchOnPrism(t, bin, flags)
+	if err != nil || !strings.Contains(out, warning) || !strings.Contains(out, "topic="+lonely) {
+		t.Errorf("the launch beside a dead-letter table: %v, want it to run and to warn that the topic has no subscription:\n%s", err, out)
+	}
+	flags["clickHouseDeadLetterTable"] = ""
+	checkStartupFailures(t, bin, flags, []startupFailure{{"the topic as the only destination", nil,
+		"deadLetterTopic " + lonely + " has no subscription, and Pub/Sub delivers a message only to the subscriptions that exist when it is published: " +
+			"every dead letter published there would reach no one and be lost; create a subscription on it first " +
+			"(pubsub-to-clickhouse publish --create --topic=" + lonely + " --subscription=projects/" + pubsubtest.Project + "/subscriptions/<name>)"}})
+	// With a subscription it passes without a word.
+	e.ps.Subscription(t, lonely, "dead-letters-read", time.Minute)
+	if out, err := launchOnPrism(t, bin, flags); err != nil || strings.Contains(out, "has no subscription") {
+		t.Errorf("the launch with a subscription on the topic: %v\n%s", err, out)
+	}
+}

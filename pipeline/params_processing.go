@@ -53,7 +53,10 @@ var processingParameters = []parameter{
 			"(`NOT attributes:errorMessage`). A topic with a schema gets a warning too, when the job may read the topic (`pubsub.topics.get`): " +
 			"Pub/Sub refuses a message whose data does not conform to it, and a dead letter's data is the message as it came in, so such a dead " +
 			"letter is refused at every attempt and its message comes back unacknowledged; give a topic without a schema, unless the input " +
-			"topic validates against the same one.",
+			"topic validates against the same one. Pub/Sub delivers a message only to the subscriptions that exist when it is published, so " +
+			"a topic without a subscription (and without message retention of its own) keeps no dead letter: the launch refuses it as the only " +
+			"dead-letter destination, and beside `clickHouseDeadLetterTable` warns of it, when the job may list the topic's subscriptions " +
+			"(`roles/pubsub.publisher` may not: the check then passes).",
 	},
 	{
 		name: "windowSeconds", group: "Batching", kind: kindOptionalInt,

@@ -5,6 +5,7 @@ package pubsubtest
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,16 +88,23 @@ func StartLocal(ctx context.Context) (*Local, error) {
 	return e, nil
 }
 
-// Create creates topic and otherTopics (full names), and subscription on topic with an ack
-// deadline of 60 s.
+// Create creates topic and otherTopics (full names), subscription on topic, and on each of
+// otherTopics a subscription of the topic's id (a dead-letter topic's: Pub/Sub keeps nothing
+// published to a topic without one), each with an ack deadline of 60 s.
 func (e *Local) Create(ctx context.Context, subscription, topic string, otherTopics ...string) error {
+	subs := map[string]string{topic: subscription}
+	for _, t := range otherTopics {
+		subs[t] = strings.Replace(t, "/topics/", "/subscriptions/", 1)
+	}
 	for _, t := range append([]string{topic}, otherTopics...) {
 		if _, err := e.Topics.CreateTopic(ctx, &pubsubpb.Topic{Name: t}); err != nil {
 			return err
 		}
+		if _, err := e.Subscriptions.CreateSubscription(ctx, &pubsubpb.Subscription{Name: subs[t], Topic: t, AckDeadlineSeconds: 60}); err != nil {
+			return err
+		}
 	}
-	_, err := e.Subscriptions.CreateSubscription(ctx, &pubsubpb.Subscription{Name: subscription, Topic: topic, AckDeadlineSeconds: 60})
-	return err
+	return nil
 }
 
 // Close stops the emulator and its clients.

@@ -12,6 +12,7 @@ package psclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/googleapis/gax-go/v2"
+	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -142,6 +144,49 @@ func TopicSchema(ctx context.Context, n Name) (schema, encoding string, known bo
 		return s.GetSchema(), s.GetEncoding().String(), true
 	}
 	return "", "", true
+}
+
+// TopicKeeps reports whether Pub/Sub keeps what is published to topic n for anyone to read:
+// subscribed when a subscription is attached to it (ListTopicSubscriptions), retained when the
+// topic itself keeps its messages (its message_retention_duration, GetTopic), so that a
+// subscription made later can seek back to them. Pub/Sub delivers a message only to the
+// subscriptions that exist when it is published (https://cloud.google.com/pubsub/docs/subscriber):
+// with neither, what is published there is lost. known is false when Pub/Sub does not say (the
+// listing or GetTopic denied, as to roles/pubsub.publisher, or failed).
+func TopicKeeps(ctx context.Context, n Name) (subscribed, retained, known bool) {
+	client, err := NewCheckedClient(ctx, n.Project)
+	if err != nil {
+		return false, false, false
+	}
+	defer client.Close()
+	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	t, err := client.TopicAdminClient.GetTopic(cctx, &pubsubpb.GetTopicRequest{Topic: n.String()})
+	if err != nil {
+		return false, false, false
+	}
+	retained = t.GetMessageRetentionDuration().AsDuration() > 0
+	it := client.TopicAdminClient.ListTopicSubscriptions(cctx, &pubsubpb.ListTopicSubscriptionsRequest{Topic: n.String(), PageSize: 1})
+	switch _, err := it.Next(); {
+	case err == nil:
+		return true, retained, true
+	case errors.Is(err, iterator.Done):
+		return false, retained, true
+	}
+	return false, retained, false
+}
+
+// NoSubscriptionError is the error of a topic that keeps nothing published to it (TopicKeeps:
+// no subscription, no retention), for a caller whose messages would then be lost: what names
+// them ("every dead letter"); the error gives the command that makes a subscription (on the
+// emulator, this binary's publish --create).
+func NoSubscriptionError(n Name, what string) error {
+	create := fmt.Sprintf("gcloud pubsub subscriptions create <name> --topic=%s --project=%s", n.ID, n.Project)
+	if os.Getenv("PUBSUB_EMULATOR_HOST") != "" {
+		create = fmt.Sprintf("pubsub-to-clickhouse publish --create --topic=%s --subscription=projects/%s/subscriptions/<name>", n, n.Project)
+	}
+	return &CheckError{n, fmt.Errorf("%s has no subscription, and Pub/Sub delivers a message only to the subscriptions that exist when "+
+		"it is published: %s would reach no one and be lost; create a subscription on it first (%s)", n, what, create)}
 }
 
 // MessageOrdering reports whether the subscription n delivers in order (its
