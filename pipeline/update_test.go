@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -152,6 +153,35 @@ func TestRoutedStepNames(t *testing.T) {
 		}
 		if _, ok := transforms["Parse"]; ok {
 			t.Errorf("mode %s: the routed graph has a step Parse outside Tables/", mode)
+		}
+	}
+}
+
+// TestRoutingATableAdded: adding a table to a running job's routing (routeTables, then --update)
+// keeps every step of the old graph under its name, in every batching mode, also across the
+// routing's groups of tables (beyond 124): beam.Partition named its step after the number of
+// tables (Route/Partition(2)), which a table added renamed.
+func TestRoutingATableAdded(t *testing.T) {
+	pairs := func(n int) string {
+		var p []string
+		for i := range n {
+			p = append(p, fmt.Sprintf("v%d=t%d", i, i))
+		}
+		return strings.Join(p, ",")
+	}
+	for mode, window := range map[string]OptionalInt{"fixed": GivenInt(10), "combined": {}} {
+		for _, n := range []int{2, 123, 200} {
+			steps := func(tables int) map[string]*pipepb.PTransform {
+				o := graphOptions("dead_letters", "", "", window, OptionalInt{})
+				o.RouteBy, o.RouteTables = "attribute:event_type", pairs(tables)
+				return dataflowModel(t, o)
+			}
+			before, after := steps(n), steps(n+1)
+			for name := range before {
+				if _, ok := after[name]; !ok {
+					t.Errorf("mode %s: with a table added to %d, the step %q is gone", mode, n, name)
+				}
+			}
 		}
 	}
 }

@@ -36,14 +36,17 @@ func init() {
 func Route(s beam.Scope, spec Spec, msgs beam.PCollection) (tables []beam.PCollection, deadLetters beam.PCollection) {
 	s = s.Scope("Route")
 	keyed, deadLetters := beam.ParDo2(s, &routeFn{Spec: spec}, msgs)
+	// A Partition of maxPartition outputs, whatever the number of tables (the outputs past the
+	// last table stay empty): beam.Partition names its step after its number of outputs
+	// (Partition(2)), so that one of the tables' number renamed it when a table was added, and a
+	// running job's update (--update) found a step of the old job missing.
 	var parts []beam.PCollection
 	if n := len(spec.Tables); n <= maxPartition {
-		parts = beam.Partition(s, n, tableOf, keyed)
+		parts = beam.Partition(s, maxPartition, tableOf, keyed)[:n]
 	} else {
-		// Groups of maxPartition tables, each partitioned again: the graph of a routing to at
-		// most maxPartition tables stays as it was.
-		for g, group := range beam.Partition(s, (n+maxPartition-1)/maxPartition, groupOf, keyed) {
-			parts = append(parts, beam.Partition(s, min(maxPartition, n-g*maxPartition), inGroupOf, group)...)
+		// Groups of maxPartition tables, each partitioned again.
+		for g, group := range beam.Partition(s, maxPartition, groupOf, keyed)[:(n+maxPartition-1)/maxPartition] {
+			parts = append(parts, beam.Partition(s, maxPartition, inGroupOf, group)[:min(maxPartition, n-g*maxPartition)]...)
 		}
 	}
 	for _, p := range parts {
@@ -52,9 +55,11 @@ func Route(s beam.Scope, spec Spec, msgs beam.PCollection) (tables []beam.PColle
 	return tables, deadLetters
 }
 
-// maxPartition is the most outputs Route gives one beam.Partition of its KV<int, flow.Messages>:
-// its function's type has an argument per output and four more, and reflect.FuncOf takes at
-// most 128 (a routing to 125 tables or more panicked at launch, until 2026-12-07).
+// maxPartition is the number of outputs of Route's beam.Partition of its KV<int, flow.Messages>,
+// the most it takes: its function's type has an argument per output and four more, and
+// reflect.FuncOf takes at most 128 (a routing to 125 tables or more panicked at launch, until
+// 2026-12-07). Beyond maxPartition tables the messages are partitioned by groups of
+// maxPartition tables, then within each group: up to maxPartition² tables.
 const maxPartition = 124
 
 // tableOf is the partition function of Route: the table index the routing stage keyed by.
