@@ -3,6 +3,7 @@ package integration_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
@@ -67,4 +68,29 @@ func TestMessagesThatGiveNoColumn(t *testing.T) {
 		}
 		e.checkAllAcked(t, ids)
 	})
+}
+
+// TestDefaultChangedWhileRunning: DEFAULTs changed while the job runs (ALTER TABLE ... MODIFY
+// COLUMN ... DEFAULT), with schemaRefreshSeconds=0, so that neither stage reads the table again.
+// A message that leaves a column out gets the new DEFAULT, which the server computes; so does
+// one that gives no column a value, whose INSERT names a column and gives it that column's
+// DEFAULT expression. Before, that expression was the one the stage had read at start-up: the
+// row {} held the old DEFAULT of that column beside the new one of the other, a row of neither
+// schema.
+func TestDefaultChangedWhileRunning(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (a UInt32 DEFAULT 1, b UInt32 DEFAULT 2, k UInt32 DEFAULT 0) ENGINE = MergeTree ORDER BY k`)
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.StopAfterIdle = pipeline.GivenInt(8)
+	e.opts.SchemaRefreshSeconds = 0
+	r := e.start(t)
+	time.Sleep(time.Second)
+	ids := e.ps.Publish(t, e.topic, &pubsubpb.PubsubMessage{Data: []byte(`{"k":1}`)})
+	e.watch(t, 1, 30*time.Second)
+	e.srv.MustExec(t, "ALTER TABLE events MODIFY COLUMN a UInt32 DEFAULT 10, MODIFY COLUMN b UInt32 DEFAULT 20")
+	ids = append(ids, e.ps.Publish(t, e.topic, &pubsubpb.PubsubMessage{Data: []byte(`{"k":2}`)}, &pubsubpb.PubsubMessage{Data: []byte(`{}`)})...)
+	r.wait(t, 60*time.Second)
+	if got, want := e.srv.MustQuery(t, "SELECT a, b, k FROM events ORDER BY k"), "10\t20\t0\n1\t2\t1\n10\t20\t2"; got != want {
+		t.Errorf("rows:\n%s\nwant:\n%s", got, want)
+	}
+	e.checkAllAcked(t, ids)
 }

@@ -242,13 +242,29 @@ func (b *Block) fill(cols []interface{ Append([]byte) error }) error {
 // the server then computes every other column's DEFAULT as for any INSERT. c is the first column
 // whose DEFAULT expression the server can compute alone (one that names another column fails
 // with code 47, UNKNOWN_IDENTIFIER, and the next is tried), or a Nullable column without a
-// DEFAULT, given NULL. When no column will do, the rows cannot be inserted: a *chclient.RowsError
-// saying so (a data error: the rows go to the dead letter). Any other server error is returned as
-// it is, for the caller to classify (a DEFAULT the server cannot compute, such as a division by
-// zero, is a data error of those rows).
+// DEFAULT, given NULL. c's DEFAULT is the table's as it is now, read again from system.columns
+// (schema.Fetch) before the INSERT, as the server's are for the other columns: the stage's
+// schema may predate an ALTER ... MODIFY COLUMN that changed it, and the row would then hold
+// c's old DEFAULT beside the new ones of the others. When no column will do, the rows cannot be
+// inserted: a *chclient.RowsError saying so (a data error: the rows go to the dead letter). Any
+// other server error, or a failure to read the table, is returned as it is, for the caller to
+// classify (a DEFAULT the server cannot compute, such as a division by zero, is a data error of
+// those rows).
 func (b *Block) insertDefaults(ctx context.Context, conn driver.Conn, database, table string, settings clickhouse.Settings) error {
+	current, err := schema.Fetch(ctx, conn, database, table)
+	if err != nil {
+		return err
+	}
+	now := make(map[string]schema.Column, len(current.Columns))
+	for _, c := range current.Columns {
+		now[c.Name] = c
+	}
 	var tried []string
 	for _, c := range b.table {
+		c, ok := now[c.Name]
+		if !ok || !c.Writable() {
+			continue // dropped, or made MATERIALIZED or ALIAS, since the stage read the table
+		}
 		expr := ""
 		_, nullable := c.Type.Unwrap()
 		switch {
