@@ -313,9 +313,12 @@ var processingParameters = []parameter{
 		regex: `^(0|[1-9][0-9]*)?$`,
 		doc: "How often each worker reads the table's columns again, in seconds; 0 means never. A column added while the job runs is filled from then " +
 			"on, without a restart; until a worker's next refresh (at most this many seconds) the new column's field is ignored and the column gets " +
-			"its DEFAULT. A DEFAULT added or changed while the job runs is the same: until the next refresh a message without the field gets " +
-			"what the old schema gave it (the old DEFAULT, or NULL for a Nullable column without one), since the INSERT names the column and the " +
-			"server's DEFAULT then does not apply. A dropped or changed column is noticed anyway at the next INSERT that fails because of it: the write stage reads the " +
+			"its DEFAULT. A DEFAULT changed while the job runs applies at once: the INSERT leaves out the column of a field a message lacks, and " +
+			"the server computes the column's DEFAULT as it is now. A DEFAULT added to a column that had none is like a column added: until the next " +
+			"refresh a message without the field gets what the old schema gave it (NULL for a Nullable column, `[]` for an Array, else it is a dead " +
+			"letter), since the INSERT names the column and the server's DEFAULT then does not apply. A DEFAULT removed (on 18.16 by `MODIFY COLUMN " +
+			"c T` without one) leaves such a message, until the next refresh, the value the server gives a column an INSERT leaves out (`0`, `''`), " +
+			"where the new schema makes it a dead letter. A dropped or changed column is noticed anyway at the next INSERT that fails because of it: the write stage reads the " +
 			"schema again, converts the batch's messages again against the new columns, and retries, and the parse stage of that worker reads it again " +
 			"at its next message (but with 0, which never reads it again, unless `addNewColumns` is set: a column it added and someone dropped since is then added again), so that a column widened while the job runs (`UInt8` made `UInt16`) stops dead-lettering the values it now takes. " +
 			"Until then, and on a worker whose write stage has not met the change, a message is judged by the columns as the stage last read them. The dead-letter table is read again at the " +
