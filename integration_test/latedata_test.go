@@ -45,18 +45,25 @@ func keepTimestamp(m *pb.PubsubMessage) flow.Messages {
 // prism cannot run) messages whose publish times are an hour behind the watermark, as a seek,
 // a dead-letter replay or a backlog after an outage makes them, in fixed-window mode (allowed
 // lateness 0): every row lands. The control keeps the publish times as timestamps and shows that
-// Beam then drops such late data, which on Dataflow would already be acknowledged.
+// Beam then drops such late data, which on Dataflow would already be acknowledged. A third case
+// has the publish times, and the watermark with them, ahead of the worker's clock, as a worker
+// whose clock is behind Pub/Sub's sees them (here by an hour, where a skew of a millisecond
+// drops the messages published within it after a window's end): restamped at receipt, they
+// were behind the watermark and dropped, and are now kept at their publish time.
 func TestLateDataFixedWindows(t *testing.T) {
 	const n = 50
 	for _, tc := range []struct {
 		name    string
 		convert func(s beam.Scope, col beam.PCollection) beam.PCollection
 		late    bool // whether the rows are expected to be dropped as late
+		// The watermark before the messages come, and their publish time, from now.
+		watermark, published time.Duration
 	}{
-		{"restamped at receipt", source.FromPubsub, false},
+		{"restamped at receipt", source.FromPubsub, false, 0, -time.Hour},
 		{"control: publish time kept", func(s beam.Scope, col beam.PCollection) beam.PCollection {
 			return beam.ParDo(s, keepTimestamp, col)
-		}, true},
+		}, true, 0, -time.Hour},
+		{"publish time ahead of the clock", source.FromPubsub, false, time.Hour, time.Hour},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := chtest.New(t)
@@ -74,15 +81,14 @@ func TestLateDataFixedWindows(t *testing.T) {
 
 			now := time.Now()
 			cfg := teststream.NewConfig()
-			if err := cfg.AdvanceWatermark(now.UnixMilli()); err != nil {
+			if err := cfg.AdvanceWatermark(now.Add(tc.watermark).UnixMilli()); err != nil {
 				t.Fatal(err)
 			}
 			var payloads []any
 			for i := range n {
 				payloads = append(payloads, []byte(fmt.Sprintf(`{"id":%d}`, i)))
 			}
-			// Published an hour ago: behind the watermark.
-			if err := cfg.AddElementList(now.Add(-time.Hour).UnixMilli(), payloads); err != nil {
+			if err := cfg.AddElementList(now.Add(tc.published).UnixMilli(), payloads); err != nil {
 				t.Fatal(err)
 			}
 			if err := cfg.AdvanceWatermarkToInfinity(); err != nil {

@@ -44,7 +44,9 @@ func ReadDataflow(s beam.Scope, cfg Config) beam.PCollection {
 // backlog after an outage would make data that is behind the watermark: late data, which fixed
 // windows with allowed lateness 0 drop after Dataflow has acknowledged it. Restamped at receipt,
 // an element is never behind the watermark (which trails the oldest unacknowledged publish
-// time); during a backlog, windows close once the watermark catches up instead.
+// time); during a backlog, windows close once the watermark catches up instead. An element is
+// never restamped before its own timestamp: on a worker whose clock is behind Pub/Sub's, the
+// time of receipt can precede the publish time, and the watermark with it.
 //
 // A message without a message id (seen from older runners) gets one derived from its payload,
 // attributes, publish time and ordering key (see DerivedID), counted in the metric messages-without-id and
@@ -80,7 +82,7 @@ func (fn *fromPubsubFn) ProcessElement(ctx context.Context, et beam.EventTime, m
 				"derived id", out.ID)
 		}
 	}
-	emit(mtime.Now(), flow.Messages{Messages: []flow.Message{out}})
+	emit(max(mtime.Now(), et), flow.Messages{Messages: []flow.Message{out}})
 }
 
 // DerivedID returns the id given to a message that has none: "derived-" and the first 16 bytes,
