@@ -555,7 +555,8 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 // written. So a batch gets few messages of each key at a time: with batchRowCount alone, a batch
 // that fewer keys feed than it needs waits without end for messages Pub/Sub holds back until it
 // is inserted (with stopAfterIdle the run ends idle, its backlog kept); with a window or a time
-// bound, a key's backlog drains a delivery per windowSeconds. Messages without an ordering key
+// bound, a key's backlog drains a delivery per windowSeconds (a fixed window a second later: it
+// closes once the watermark, which trails the clock by a second, passes its end). Messages without an ordering key
 // are not ordered, and a subscription of many keys may fill its batches all the same, so this
 // warns rather than refuses. Dataflow acknowledges on receipt, before the INSERT, and is not
 // concerned; a subscription Pub/Sub will not describe (pubsub.subscriptions.get denied) passes.
@@ -574,10 +575,14 @@ func checkOrderedDelivery(ctx context.Context, o pipeline.Options) {
 			"subscription", o.InputSubscription)
 		return
 	}
+	pace := mode.Window.String()
+	if mode.Rows == 0 {
+		pace += " and a second more (a window closes once the watermark, a second behind the clock, passes its end)"
+	}
 	slog.Warn(fmt.Sprintf("inputSubscription has message ordering enabled: %s, so each ordering key gives a batch few messages "+
-		"(on the emulator one), about one delivery every %v: a backlog of one key drains at that pace; read from a subscription "+
+		"(on the emulator one), about one delivery every %s: a backlog of one key drains at that pace; read from a subscription "+
 		"without message ordering (the ordering_key metadata column and the dead letters keep the keys all the same) for throughput",
-		why, mode.Window), "subscription", o.InputSubscription)
+		why, pace), "subscription", o.InputSubscription)
 }
 
 // checkTable checks table (clickHouseTable or a table of routeTables) as each worker's parse

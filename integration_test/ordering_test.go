@@ -20,7 +20,8 @@ import (
 // for messages Pub/Sub holds back until it is inserted: the run takes a message or so of each key
 // and then stops as idle (without stopAfterIdle it would wait without end); the launch warns of
 // it, which it did not before. With windowSeconds as well the launch warns that a key drains a
-// delivery per window, and every message is a row with its ordering key.
+// delivery per window, and every message is a row with its ordering key; with windowSeconds
+// alone, that a key drains a delivery per window and a second more, as it does.
 func TestOrderedInputSubscription(t *testing.T) {
 	bin, _ := launchBinary(t)
 	e := newE2EApart(t, "CREATE TABLE {table} (k UInt32, ok String) ENGINE = MergeTree ORDER BY k")
@@ -60,6 +61,34 @@ func TestOrderedInputSubscription(t *testing.T) {
 	want := "20\t20\t20"
 	if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(k), countIf(ok = concat('key', toString(k % 2))) FROM events"); got != want {
 		t.Errorf("rows: count, distinct k, with their ordering key: %s, want %s", got, want)
+	}
+	e.checkAllAcked(t, ids)
+
+	// windowSeconds alone: a window closes once the watermark, which trails the clock by a
+	// second, passes its end, so a key drains a delivery per window and a second more (the
+	// warning said a delivery per window).
+	const n = 6
+	msgs = msgs[:0]
+	for i := range n {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: fmt.Appendf(nil, `{"k":%d}`, 100+i), OrderingKey: "key9"})
+	}
+	ids = e.ps.Publish(t, e.topic, msgs...)
+	e.opts.BatchRowCount = pipeline.OptionalInt{}
+	start = time.Now()
+	out, err = runLaunch(t, bin, env, e.binaryArgs("", "--metadataColumns=ordering_key=ok"))
+	if err != nil {
+		t.Fatalf("the fixed-window mode: %v\n%s", err, out)
+	}
+	ran := time.Since(start)
+	t.Logf("the fixed-window mode ran %v for %d deliveries of one key", ran.Round(time.Second), n)
+	if !strings.Contains(out, "about one delivery every 1s and a second more") {
+		t.Errorf("the fixed-window mode on an ordered subscription does not warn of its pace:\n%s", out)
+	}
+	if ran < (n-1)*1500*time.Millisecond {
+		t.Errorf("%d deliveries of one key took %v, less than (n-1) windows and a second more each: the warning overstates the wait", n, ran)
+	}
+	if got := e.srv.MustQuery(t, "SELECT count(), countIf(ok = 'key9') FROM events WHERE k >= 100"); got != fmt.Sprintf("%d\t%d", n, n) {
+		t.Errorf("rows of key9: count, with the key: %s, want %d of each", got, n)
 	}
 	e.checkAllAcked(t, ids)
 }
