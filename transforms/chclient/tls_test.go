@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -229,5 +230,75 @@ func TestSecretPassword(t *testing.T) {
 		if got := secretPassword([]byte(in)); got != want {
 			t.Errorf("secretPassword(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestHTTPSCertificateAuthHeader: over https:// clickhouse-go asks the server to authenticate
+// the user by a TLS client certificate (X-ClickHouse-SSL-Certificate-Auth: on) whenever the
+// password is empty, which a server refuses when no certificate is presented (code 516): without
+// a password and without a certificate the header is not sent, so that the empty password
+// authenticates the user, as over http://. With a client certificate it stays on (a user
+// IDENTIFIED WITH ssl_certificate), and with a password clickhouse-go sends it off.
+func TestHTTPSCertificateAuthHeader(t *testing.T) {
+	ca := certtest.NewCA(t, "test CA")
+	server := ca.Issue(t, certtest.Options{Hosts: []string{"127.0.0.1"}})
+	client := ca.Issue(t, certtest.Options{Hosts: []string{"ingest"}, Client: true})
+	pair, err := tls.X509KeyPair(server.CertPEM, server.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string // the header of each request, "(none)" when absent
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := "(none)"
+		if v := r.Header.Values("X-ClickHouse-SSL-Certificate-Auth"); len(v) > 0 {
+			h = strings.Join(v, ",")
+		}
+		mu.Lock()
+		seen = append(seen, h)
+		mu.Unlock()
+		w.Header().Set("X-ClickHouse-Exception-Code", "516")
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, "Code: 516. DB::Exception: default: Authentication failed. (AUTHENTICATION_FAILED)\n")
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequestClientCert}
+	srv.StartTLS()
+	defer srv.Close()
+	dir := t.TempDir()
+	caFile := ca.WriteFile(t, dir, "ca")
+	certFile, keyFile := client.WriteFiles(t, dir, "client")
+	for _, tc := range []struct {
+		name  string
+		query string // after the URL's "?dial_timeout=5s"
+		c     Config
+		want  string
+	}{
+		{"no password, no certificate", "", Config{}, "(none)"},
+		{"a password", "", Config{Password: "Header-pw-71"}, "off"},
+		{"a password in the URL", "&password=Header-pw-71", Config{}, "off"},
+		{"a client certificate, no password", "", Config{ClientCertificate: certFile, ClientKey: keyFile}, "on"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			c := tc.c
+			c.URL, c.Username, c.CACertificate = srv.URL+"?dial_timeout=5s"+tc.query, "default", caFile
+			if conn, err := Open(context.Background(), c); err == nil {
+				conn.Close()
+				t.Fatal("Open succeeded against a server that refuses every request")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) == 0 {
+				t.Fatal("no request reached the server")
+			}
+			for _, h := range seen {
+				if h != tc.want {
+					t.Errorf("X-ClickHouse-SSL-Certificate-Auth %s, want %s (all requests: %v)", h, tc.want, seen)
+					break
+				}
+			}
+		})
 	}
 }
