@@ -496,6 +496,8 @@ func TestModernHTTPSWithoutPassword(t *testing.T) {
 	if rows, dls := e.checkAccounted(t, n, "id"); rows != n || dls != 0 {
 		t.Errorf("%d rows and %d dead letters, want %d rows and none", rows, dls, n)
 	}
+	proxy.mu.Lock()
+	defer proxy.mu.Unlock()
 	if proxy.refused != 0 {
 		t.Errorf("%d requests asked for authentication by a client certificate without one", proxy.refused)
 	}

@@ -55,8 +55,8 @@ var processingParameters = []parameter{
 			"letter is refused at every attempt and its message comes back unacknowledged; give a topic without a schema, unless the input " +
 			"topic validates against the same one. Pub/Sub delivers a message only to the subscriptions that exist when it is published, so " +
 			"a topic without a subscription (and without message retention of its own) keeps no dead letter: the launch refuses it as the only " +
-			"dead-letter destination, and beside `clickHouseDeadLetterTable` warns of it, when the job may list the topic's subscriptions " +
-			"(`roles/pubsub.publisher` may not: the check then passes).",
+			"dead-letter destination, and beside `clickHouseDeadLetterTable` warns of it, when the job may read the topic and list its subscriptions " +
+			"(`GetTopic`, `pubsub.topics.get`, and `ListTopicSubscriptions`; `roles/pubsub.publisher` allows neither: the check then passes).",
 	},
 	{
 		name: "windowSeconds", group: "Batching", kind: kindOptionalInt,
