@@ -344,7 +344,11 @@ func TestPayloads(t *testing.T) {
 		{"leading zero", []string{"a Int8"}, `{"a":01}`, nil, `payload: invalid JSON`},
 		{"bad escape", []string{"a String"}, `{"a":"\x"}`, nil, `invalid escape \x`},
 		{"raw control character", []string{"a String"}, "{\"a\":\"a\tb\"}", nil, `control character`},
-		{"invalid JSON in an ignored field", []string{"a Int8"}, `{"a":1,"b":[1,]}`, nil, `payload: invalid JSON at byte 14`},
+		{"invalid JSON in an ignored field", []string{"a Int8"}, `{"a":1,"b":[1,]}`, nil, `payload: invalid JSON at byte 14: unexpected character ']', expected a value (in the value of field "b")`},
+		// The field a syntax error is in, from the bytes before it, as for a byte not UTF-8.
+		{"invalid JSON deep in a field", []string{"a String"}, `{"b":1,"a":{"c":[1,"\x"]}}`, nil, `payload: invalid JSON at byte 20: invalid escape \x in a string (in the value of field "a")`},
+		{"invalid JSON in a field's name", []string{"a String"}, `{"a":"x","b\x":1}`, nil, `payload: invalid JSON at byte 11: invalid escape \x in a string (in a field name after field "a")`},
+		{"a missing comma after a value", []string{"a Int8"}, `{"a":1 "b":2}`, nil, `payload: invalid JSON at byte 7: unexpected character '"' in an object, expected "," or "}" (in the value of field "a")`},
 		{"a lone surrogate in an ignored field's name", []string{"a Int8"}, `{"a":1,"\ud800":2}`, nil, `payload: field name "\ud800" holds \uD800, a lone UTF-16 surrogate that has no UTF-8 form`},
 		{"too deep", []string{"a String"}, `{"a":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`, nil, `nesting deeper than 1000 levels`},
 	})

@@ -72,7 +72,7 @@ func (c *Converter) scanFields(dst, b []byte, utf8Checked bool) (row []byte, don
 			if !ok {
 				var err error
 				if keyEnd, keyEscaped, err = scanString(b, i); err != nil {
-					return dst, 0, &PayloadError{Rule: err.Error()}
+					return dst, 0, syntaxRule(b, err)
 				}
 			}
 			if i = keyEnd; i >= len(b) || b[i] != ':' {
@@ -87,7 +87,7 @@ func (c *Converter) scanFields(dst, b []byte, utf8Checked bool) (row []byte, don
 			if i < len(b) && b[i] == '"' {
 				e, escaped, err := scanString(b, i)
 				if err != nil {
-					return dst, 0, &PayloadError{Rule: err.Error()}
+					return dst, 0, syntaxRule(b, err)
 				}
 				v, end = value{kind: kindString, raw: b[i:e], escaped: escaped}, e
 			} else if k, n := literalAt(b, i); k != kindNone {
@@ -95,7 +95,7 @@ func (c *Converter) scanFields(dst, b []byte, utf8Checked bool) (row []byte, don
 			} else {
 				var err error
 				if v, end, err = scanValue(b, i, 1); err != nil {
-					return dst, 0, &PayloadError{Rule: err.Error()}
+					return dst, 0, syntaxRule(b, err)
 				}
 			}
 			if !ok {
@@ -155,7 +155,7 @@ func (c *Converter) scanFields(dst, b []byte, utf8Checked bool) (row []byte, don
 			}
 			if i = end; i >= len(b) || b[i] != ',' && b[i] != '}' {
 				if i = skipSpace(b, i); i >= len(b) {
-					return dst, 0, &PayloadError{Rule: (&syntaxError{i, "unexpected end of the payload in an object"}).Error()}
+					return dst, 0, syntaxRule(b, &syntaxError{i, "unexpected end of the payload in an object"})
 				}
 			}
 			if b[i] == '}' {
@@ -163,7 +163,7 @@ func (c *Converter) scanFields(dst, b []byte, utf8Checked bool) (row []byte, don
 				break
 			}
 			if b[i] != ',' {
-				return dst, 0, &PayloadError{Rule: (&syntaxError{i, describeAt(b, i) + ` in an object, expected "," or "}"`}).Error()}
+				return dst, 0, syntaxRule(b, &syntaxError{i, describeAt(b, i) + ` in an object, expected "," or "}"`})
 			}
 			i = skipSpace(b, i+1)
 		}

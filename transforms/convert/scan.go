@@ -56,6 +56,19 @@ func (e *syntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at byte %d: %s", e.offset, e.msg)
 }
 
+// syntaxRule is the *PayloadError of err, met scanning payload: err's text and, for a
+// *syntaxError inside the object's fields, the top-level field it is in (fieldWhere), so that the
+// dead letter names it: "invalid JSON at byte 14: ... (in the value of field "b")".
+func syntaxRule(payload []byte, err error) *PayloadError {
+	var se *syntaxError
+	if errors.As(err, &se) {
+		if where := fieldWhere(payload, se.offset); where != "" {
+			return &PayloadError{Rule: err.Error() + " (" + where + ")"}
+		}
+	}
+	return &PayloadError{Rule: err.Error()}
+}
+
 // isSpace reports JSON's white space; most bytes it sees are above ' ', which one comparison tells.
 func isSpace(c byte) bool { return c <= ' ' && (c == ' ' || c == '\t' || c == '\n' || c == '\r') }
 

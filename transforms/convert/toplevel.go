@@ -31,7 +31,7 @@ func walkTopLevel(payload []byte, fn func(name []byte, v value) error) error {
 	}
 	v, end, err := scanValue(payload, i, 0)
 	if err != nil {
-		return &PayloadError{Rule: err.Error()}
+		return syntaxRule(payload, err)
 	}
 	if v.kind != kindObject {
 		return notOneObject(payload, v, end)

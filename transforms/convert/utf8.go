@@ -21,15 +21,26 @@ func CheckUTF8(payload []byte) error {
 		return nil
 	}
 	at := firstInvalidUTF8(payload)
-	where := ""
-	if inName, field, ok := fieldAt(payload, at); ok && inName && field == nil {
-		where = ", in the first field's name"
-	} else if ok && inName {
-		where = fmt.Sprintf(", in a field name after field %q", field)
-	} else if ok {
-		where = fmt.Sprintf(", in the value of field %q", field)
+	where := fieldWhere(payload, at)
+	if where != "" {
+		where = ", " + where
 	}
 	return &PayloadError{Rule: fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d: 0x%02X%s)", at, payload[at], where)}
+}
+
+// fieldWhere says where offset at of payload is (fieldAt): `in the value of field "a"`, `in the
+// first field's name`, `in a field name after field "a"`, or "" outside the object's fields.
+func fieldWhere(payload []byte, at int) string {
+	inName, field, ok := fieldAt(payload, at)
+	switch {
+	case !ok:
+		return ""
+	case inName && field == nil:
+		return "in the first field's name"
+	case inName:
+		return fmt.Sprintf("in a field name after field %q", field)
+	}
+	return fmt.Sprintf("in the value of field %q", field)
 }
 
 // fieldAt tells where offset at of payload, a JSON object whose bytes before at are UTF-8, is: in
