@@ -283,7 +283,7 @@ var processingParameters = []parameter{
 		rule:  atLeast(1, "must be a positive number of seconds (leave it empty to run until stopped)"),
 		most:  yearOfSeconds,
 		doc: "For local runs on Beam's prism runner: it ends the run once no message has arrived for that many seconds and the messages " +
-			"read are written and acknowledged (with fixed windows, once their window has closed: up to `windowSeconds` more; with " +
+			"read are written and acknowledged (with fixed windows, once their window has closed: up to `windowSeconds` and a second more, the watermark trailing the clock by a second; with " +
 			"`batchRowCount` and `windowSeconds` both, a last batch short of `batchRowCount` rows waits for its time bound, up to " +
 			"`windowSeconds` after its first row; the log says `idle, waiting for outstanding messages` meanwhile). On " +
 			"Dataflow the source is Dataflow's own Pub/Sub read and the flag has no effect (drain the job instead), so the template does not offer " +
