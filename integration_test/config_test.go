@@ -74,6 +74,26 @@ func checkFailures(t *testing.T, bin string, base map[string]string, failures []
 	}
 }
 
+// silentServer returns the address (host:port) of a port that accepts connections and never
+// answers, until the test ends: a server too slow to say its hello.
+func silentServer(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	return l.Addr().String()
+}
+
 // configPassword is the wrong password that TestConfigurationErrors gives.
 const configPassword = "s3cr3t-PW"
 
@@ -87,20 +107,7 @@ func TestConfigurationErrors(t *testing.T) {
 	defer tlsPort.Close()
 	tlsHost := strings.TrimPrefix(tlsPort.URL, "https://")
 	// A port that accepts connections and never answers: a server too slow to say its hello.
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
+	silent := silentServer(t)
 	o := e.opts
 	base := connectionFlags(o.InputSubscription, o.ClickHouseURL, o.ClickHouseDatabase)
 	base["deadLetterTopic"] = o.DeadLetterTopic
@@ -110,8 +117,8 @@ func TestConfigurationErrors(t *testing.T) {
 		// then stops at the missing table).
 		{"a second host that does not answer", map[string]string{"clickHouseUrl": o.ClickHouseURL + ",127.0.0.1:1", "clickHouseTable": "missing_table"},
 			`msg="clickHouseUrl: a host does not answer; the job's connections go to the other hosts while it does not (check its name and port if it should)" host=127.0.0.1:1 position="2 of 2"`},
-		{"a server that does not answer", map[string]string{"clickHouseUrl": "clickhouse://" + silent.Addr().String() + "?dial_timeout=1s"},
-			"clickHouseUrl: the server at clickhouse://" + silent.Addr().String() + "?dial_timeout=1s accepted the connection but did not answer the native protocol's handshake in time"},
+		{"a server that does not answer", map[string]string{"clickHouseUrl": "clickhouse://" + silent + "?dial_timeout=1s"},
+			"clickHouseUrl: the server at clickhouse://" + silent + "?dial_timeout=1s accepted the connection but did not answer the native protocol's handshake in time"},
 		{"the host does not resolve", map[string]string{"clickHouseUrl": "clickhouse://no-such-host.invalid:9000"}, "clickHouseUrl: the host of clickhouse://no-such-host.invalid:9000 does not resolve"},
 		{"native protocol to the HTTP port", map[string]string{"clickHouseUrl": "clickhouse://127.0.0.1:8123"}, "clickHouseUrl: clickhouse://127.0.0.1:8123 uses the native protocol (clickhouse://), but 127.0.0.1:8123 is ClickHouse's HTTP interface (it answers GET /ping): use http://127.0.0.1:8123, or the native port (9000) with clickhouse://"},
 		{"https to a plain port", map[string]string{"clickHouseUrl": "https://127.0.0.1:8123"}, "clickHouseUrl: https://127.0.0.1:8123 uses https://, but the server answers plain HTTP"},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -584,21 +583,8 @@ func TestSecondInterruptGivesBack(t *testing.T) {
 // and the process ended by the signal left it behind.)
 func TestInterruptDuringStartUp(t *testing.T) {
 	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
-	cmd, log := startLocalRun(t, e, "clickhouse://"+silent.Addr().String()+"?dial_timeout=60s")
+	silent := silentServer(t)
+	cmd, log := startLocalRun(t, e, "clickhouse://"+silent+"?dial_timeout=60s")
 	waitUntil(t, 30*time.Second, "the start-up checks", log, func() bool { return strings.Contains(log.String(), "msg=target") })
 	time.Sleep(500 * time.Millisecond) // in the check of the table, which waits for the server's hello
 	interruptAndWait(t, cmd, 10*time.Second, log)
