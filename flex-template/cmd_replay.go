@@ -510,6 +510,9 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 		return code
 	}
 	deleted, err := deleteRows(ctx, cio, conn, o.ClickHouseDatabase, r.table, hash, toDelete, r.deleteWait)
+	if submitted := (deleteSubmitted{}); errors.As(err, &submitted) { // it says what becomes of the rows
+		return failure(cio, "replay", fmt.Errorf("deleting the replayed rows of %s: %w", r.from, err))
+	}
 	if err != nil {
 		return failure(cio, "replay", fmt.Errorf("deleting the replayed rows of %s: %w (they were replayed; delete them by hand, or a replay publishes them again)", r.from, err))
 	}
@@ -609,6 +612,10 @@ func copiesNotSelected(ctx context.Context, conn driver.Conn, table, hash string
 	return more, nil
 }
 
+// deleteSubmitted is an error of deleteRows once its DELETE was submitted: ClickHouse goes on
+// with the mutation whatever replay does, and the error says so.
+type deleteSubmitted struct{ error }
+
 // deleteRows deletes the rows of database.table whose hash (the expression hash, rowHash) is one
 // of hashes, with one mutation per 10,000 hashes (within ClickHouse's default max_query_size of
 // 256 KiB), and waits up to wait for those mutations to finish, saying on standard error every
@@ -616,7 +623,8 @@ func copiesNotSelected(ctx context.Context, conn driver.Conn, table, hash string
 // found by their hash alone, not by the replay's condition again, which may have changed
 // meaning since (a --where with now() or rand()). ClickHouse runs a table's mutations in order,
 // so a mutation of the table that never finishes (one whose expression throws, on ClickHouse
-// 18.16, stays unfinished for ever) holds up these: after wait the error names it.
+// 18.16, stays unfinished for ever) holds up these: after wait the error names it. An error once
+// the DELETE is submitted (wait passed, an interrupt) is a deleteSubmitted.
 func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, table, hash string, hashes []uint64, wait time.Duration) (int, error) {
 	type mutation struct {
 		ID, Command string
@@ -670,16 +678,23 @@ func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, tab
 	if err != nil {
 		return 0, err
 	}
+	// Submitted whole, even after an interrupt (a statement each, quick): an interrupt stops the
+	// wait below, not the DELETE, which ClickHouse goes on with.
 	for _, in := range lists {
-		if err := conn.Exec(ctx, "ALTER TABLE "+quoted+" DELETE WHERE "+in); err != nil {
+		if err := conn.Exec(context.WithoutCancel(ctx), "ALTER TABLE "+quoted+" DELETE WHERE "+in); err != nil {
 			return 0, err
 		}
 	}
 	deadline := time.Now().Add(wait)
 	nextNote := time.Now().Add(30 * time.Second)
 	seen := map[string]bool{} // our mutations, once system.mutations shows them
+	what := "the DELETE (its mutation not yet in system.mutations)"
 	for {
 		now, err := mutations()
+		if ctx.Err() != nil {
+			return 0, deleteSubmitted{fmt.Errorf("interrupted while waiting for %s to finish: ClickHouse goes on with it, and the rows are deleted when it finishes; "+
+				"until then a replay of the same rows publishes them again; see system.mutations", what)}
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -713,21 +728,19 @@ func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, tab
 			waitingOn = fmt.Sprintf("; ClickHouse runs a table's mutations in order, and the table's mutation %s of %s (%s) has not finished either",
 				m.ID, m.Created.UTC().Format(time.RFC3339), flow.OneLine(text.Cut([]byte(m.Command), 200)))
 		}
-		what := "the DELETE (its mutation not yet in system.mutations)"
 		if len(ours) > 0 {
 			what = "the DELETE (mutation " + ours[0].ID + ")"
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("%s has not finished after %v (--deleteWait)%s: the rows are deleted when it finishes, "+
-				"and until then a replay of the same rows publishes them again; see system.mutations (and KILL MUTATION, on a server that has it)", what, wait, waitingOn)
+			return 0, deleteSubmitted{fmt.Errorf("%s has not finished after %v (--deleteWait)%s: the rows are deleted when it finishes, "+
+				"and until then a replay of the same rows publishes them again; see system.mutations (and KILL MUTATION, on a server that has it)", what, wait, waitingOn)}
 		}
 		if time.Now().After(nextNote) {
 			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: waiting for %s to finish%s\n", what, waitingOn)
 			nextNote = time.Now().Add(30 * time.Second)
 		}
 		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
+		case <-ctx.Done(): // said at the top
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -707,6 +707,47 @@ func TestReplayFromTable(t *testing.T) {
 	}
 }
 
+// TestReplayDeleteInterrupted: an interrupt while replay --delete waits for its DELETE stops the
+// wait, not the DELETE, a mutation ClickHouse goes on with: replay says so, naming it, and exits
+// 130. (It said "context canceled (they were replayed; delete them by hand, or a replay publishes
+// them again)", as though nothing would be deleted.) A mutation that never finishes (its
+// expression throws: 18.16 keeps it unfinished for ever) holds the DELETE up until the interrupt.
+func TestReplayDeleteInterrupted(t *testing.T) {
+	ch := chtest.New(t)
+	e := pubsubtest.Start(t)
+	topic := e.Topic(t, "input")
+	sub := e.Subscription(t, topic, "input-sub", time.Minute)
+	ch.MustExec(t, deadletter.CreateTable(ch.Database, "dl"))
+	ch.MustExec(t, `INSERT INTO dl (raw_message, error_message, stack_trace, failed_at) VALUES ('{"id":1}', 'e', 's', now())`)
+	ch.MustExec(t, "ALTER TABLE dl DELETE WHERE throwIf(length(raw_message) > 0) = 1")
+
+	bin, _ := launchBinary(t)
+	cmd := exec.Command(bin, append([]string{"replay", "--topic=" + topic, "--fromTable=dl", "--replayId=r1", "--delete", "--deleteWait=2m"}, chFlags(ch)...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ours := "SELECT mutation_id FROM system.mutations WHERE database = currentDatabase() AND table = 'dl' AND command LIKE '%cityHash64(%'"
+	for deadline := time.Now().Add(time.Minute); ch.MustQuery(t, ours) == ""; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("replay --delete has submitted no DELETE within a minute\n%s", out.String())
+		}
+	}
+	time.Sleep(time.Second) // replay reads system.mutations every 200 ms: it has seen its mutation
+	interruptAndWait(t, cmd, time.Minute, &out)
+	mutation := ch.MustQuery(t, ours)
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(out.String(), "replayed 1 dead letter") ||
+		!strings.Contains(out.String(), "interrupted while waiting for the DELETE (mutation "+mutation+") to finish: ClickHouse goes on with it, and the rows are deleted when it finishes") ||
+		strings.Contains(out.String(), "delete them by hand") {
+		t.Errorf("replay --delete interrupted while it waits for the DELETE: exit %d, want 130 and the DELETE said to go on\n%s", code, out.String())
+	}
+	if got := pullAll(t, e, sub); len(got) != 1 || got[0].Data != `{"id":1}` {
+		t.Errorf("replay --delete interrupted published %v", got)
+	}
+}
+
 // TestReplayTooLarge: a dead letter that the replay's own attributes (replayed_from, replay_id)
 // would take past what the Pub/Sub client publishes, or that Pub/Sub would refuse for another
 // reason (psclient.CheckMessage), is left where it is (in the table, not
