@@ -601,6 +601,56 @@ func TestRoutingTableDetachedAfterSchemaChange(t *testing.T) {
 	}
 }
 
+// TestRoutedTableLosesUnknownFieldsColumn: a routed table whose column of unknownFieldsColumn is
+// dropped while the job runs can no longer be converted to; its write stage, whose INSERT then
+// fails, reads the table again with the INSERT's retries, as for a table detached, while the
+// other table's rows land, and inserts its rows once the column is back. Until 2026-12-07 the
+// stage failed its bundle at the first read, and the local run ended within milliseconds, the
+// other table's INSERTs under way cancelled.
+func TestRoutedTableLosesUnknownFieldsColumn(t *testing.T) {
+	e := newE2E(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`)
+	for _, table := range []string{"ra", "rb"} {
+		e.srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, kind String, unk String) ENGINE = MergeTree ORDER BY id`, table)
+	}
+	e.opts.RouteBy = "field:kind"
+	e.opts.RouteTables = "a=ra,b=rb"
+	e.opts.RouteUnlisted = "deadLetter"
+	e.opts.UnknownFieldsColumn = "unk"
+	e.opts.WindowSeconds = pipeline.GivenInt(1)
+	e.opts.MaxRetries = 40
+	e.opts.RetryInitialBackoffMillis = 200
+	e.opts.RetryMaxBackoffMillis = 1000
+	var msgs []string
+	for i := range 20 {
+		msgs = append(msgs, fmt.Sprintf(`{"id":%d,"kind":%q,"z":%d}`, i, []string{"a", "b"}[i%2], i))
+	}
+	e.publishJSON(t, msgs[:10]...)
+	r := e.start(t)
+	e.waitForRows(t, r, "ra", 5, 60*time.Second)
+	e.waitForRows(t, r, "rb", 5, 60*time.Second)
+
+	e.srv.MustExec(t, "ALTER TABLE rb DROP COLUMN unk")
+	e.publishJSON(t, msgs[10:]...)
+	e.waitForRows(t, r, "ra", 10, 15*time.Second)
+	e.srv.MustExec(t, "ALTER TABLE rb ADD COLUMN unk String")
+	e.waitForRows(t, r, "rb", 10, 30*time.Second)
+	r.wait(t, 60*time.Second)
+	// rb's rows of before the DROP lost their unk with the column.
+	for table, want := range map[string]string{"ra": "10\t10\t10", "rb": "10\t10\t5\t5"} {
+		q := "SELECT count(), uniqExact(id), countIf(unk = concat('{\"z\":', toString(id), '}'))"
+		if table == "rb" {
+			q += ", countIf(id >= 10 AND unk != '')"
+		}
+		if got := e.srv.MustQuery(t, q+" FROM "+table); got != want {
+			t.Errorf("%s: rows, distinct ids, rows keeping z in unk (and those published after the DROP) = %q, want %q: %s",
+				table, got, want, e.srv.MustQuery(t, "SELECT id, unk FROM "+table+" ORDER BY id"))
+		}
+	}
+	if got := e.srv.MustQuery(t, "SELECT count() FROM dead_letters"); got != "0" {
+		t.Errorf("%s dead letters, want none: %s", got, e.srv.MustQuery(t, "SELECT error_message FROM dead_letters"))
+	}
+}
+
 // TestRoutingSlowSchemaReadHoldsUpOnlyItsTable: on ClickHouse 18.16 an ALTER TABLE waits for
 // the queries that read the table, and a read of the table's columns in system.columns waits
 // behind it. A routed table's parse stage reads its columns every schemaRefreshSeconds, in the

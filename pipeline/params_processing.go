@@ -358,7 +358,8 @@ var processingParameters = []parameter{
 			"(the launch logs a warning naming the column; with `unknownFieldsColumn` the payload's field goes there). Malformed pairs, an unknown " +
 			"key and a column named twice are refused before anything starts; a column the table lacks, one never written (`MATERIALIZED`, `ALIAS`) " +
 			"or a type that cannot take the value stops the launch with a sentence naming `metadataColumns`, the pair and the rule, as does each " +
-			"worker, also when a schema refresh finds the column gone.",
+			"worker; a column gone while the job runs makes the table's INSERTs wait for it, retried (`maxRetries`, then the bundle fails) " +
+			"([conversion.md](conversion.md#message-metadata-in-columns)).",
 	},
 	{
 		name: "unknownFieldsColumn", group: "Target", kind: kindString,

@@ -217,26 +217,23 @@ func (f *insertFn) refreshSchema(ctx context.Context) error {
 
 // refreshRetrying is refreshSchema for a batch under way, whose rows need the table as it is
 // now. A table that cannot be read (detached, dropped and not created again yet, the server
-// unreachable) is read again with the INSERT's retries (Config.Retry), as an INSERT into such a
-// table is (chclient.Refused, Transient), and only then fails the bundle, with nothing
-// dead-lettered or acknowledged. Until 2026-12-07 the first failed read failed the bundle: a
-// table detached after a change of its columns (ALTER TABLE ... ADD COLUMN) that the parse stage
-// had read and this stage had not ended a local run at once, every routed table's with it,
-// where an INSERT into the same detached table is retried maxRetries times. A table that can no
-// longer be converted to (convert.ChangedError: a column of metadataColumns or
-// unknownFieldsColumn dropped, a column of a type without converter added) fails at once, as
-// before: reading it again gives the same.
+// unreachable), or can no longer be converted to (convert.ChangedError: a column of
+// metadataColumns or unknownFieldsColumn dropped, a column of a type without converter added),
+// is read again with the INSERT's retries (Config.Retry), as an INSERT into such a table is
+// (chclient.Refused, Transient), and only then fails the bundle, with nothing dead-lettered or
+// acknowledged. Until 2026-12-07 the first failed read failed the bundle: a table detached after
+// a change of its columns (ALTER TABLE ... ADD COLUMN) that the parse stage had read and this
+// stage had not ended a local run at once, every routed table's with it, where an INSERT into the
+// same detached table is retried maxRetries times; and so did, within milliseconds, a table that
+// lost its column of unknownFieldsColumn, cancelling the INSERTs under way into the other tables,
+// where the user could have added the column again while the retries ran.
 func (f *insertFn) refreshRetrying(ctx context.Context) error {
-	attempts, err := f.Retry.DoIf(ctx, func() error { return f.refreshSchema(ctx) }, func(err error) bool {
-		var changed *convert.ChangedError
-		return !errors.As(err, &changed)
-	}, func(n int, err error) {
+	attempts, err := f.Retry.DoIf(ctx, func() error { return f.refreshSchema(ctx) }, func(error) bool { return true }, func(n int, err error) {
 		insertRetries.Inc(ctx, 1)
 		slog.Warn("write: reading the table's schema again failed; retrying", "table", f.Table, "attempt", n, "error", err)
 	})
-	var changed *convert.ChangedError
-	if err == nil || errors.As(err, &changed) {
-		return err
+	if err == nil {
+		return nil
 	}
 	insertFailures.Inc(ctx, 1)
 	return fmt.Errorf("reading the schema of %s.%s again, for rows converted against other columns, failed after %d attempts: %w; "+
