@@ -47,9 +47,9 @@ const (
 
 // routedRetry is the retry policy of adding a column in a routed pipeline: one retry, where an
 // unrouted one waits as a worker's start-up does (chclient.SetupRetry, about a minute and a
-// half). The parse stage runs before the messages are parted by table, so its wait holds up the
-// messages of every table, and the routeTables promise is that one table's outage holds up only
-// its own. routedWait bounds the whole, connecting included (a server that drops packets would
+// half). The parse stages of every table run in the routing's stage, before each table's
+// batches, so its wait holds up the messages of every table, and the routeTables promise is that
+// one table's outage holds up only its own. routedWait bounds the whole, connecting included (a server that drops packets would
 // take the dial timeout, 10 s, per attempt; a variable for tests).
 var (
 	routedRetry = chclient.Retry{MaxRetries: 1, InitialBackoff: 500 * time.Millisecond, MaxBackoff: time.Second}
