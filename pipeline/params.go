@@ -171,13 +171,12 @@ func (p parameter) consoleRegex() string {
 	return strings.Replace(p.regex, positive, p.most.digits(), 1)
 }
 
-// boundBeforeEnding returns help with the sentence of a bound, t, before what help says of unset
-// or of the default, which ends it; at its end when it says neither.
+// boundBeforeEnding returns help with the sentence of a bound, t, before what help says of unset,
+// which ends it; at its end when it says nothing of it (the default, which Parameters adds, then
+// follows).
 func boundBeforeEnding(help, t string) string {
-	for _, ending := range []string{" Unset by default", " Default "} {
-		if i := strings.Index(help, ending); i >= 0 {
-			return help[:i] + " " + t + help[i:]
-		}
+	if i := strings.Index(help, " Unset by default"); i >= 0 {
+		return help[:i] + " " + t + help[i:]
 	}
 	return help + " " + t
 }

@@ -99,7 +99,7 @@ var processingParameters = []parameter{
 			"positive. With batchRowCount set, or neither batchRowCount nor windowSeconds, a batch is inserted once it holds batchRowCount " +
 			"rows, or once the next row would take it above this size, whichever comes first; a message larger than this is inserted alone. " +
 			"It bounds the memory a batch takes on the worker when messages are large. With windowSeconds alone a window's rows are one " +
-			"batch, inserted in INSERTs of at most this size. Default 16 MiB.",
+			"batch, inserted in INSERTs of at most this size.",
 		regex: `^([1-9][0-9]*)?$`,
 		doc: "Largest size of one batch, in bytes of its messages: each message's payload with its message id, attributes and ordering key, " +
 			"and about 10 bytes more; with a JavaScript UDF, the function's output and its input (the payload as published), so about twice " +

@@ -75,7 +75,7 @@ func TestParameterTable(t *testing.T) {
 			t.Errorf("%s: group %q (of %q), label %q, help %q: a template parameter needs all three", p.name, p.group, groups, p.label, p.help)
 		case p.group == "" && (p.label != "" || p.help != "" || p.regex != "" || p.typ != ""):
 			t.Errorf("%s: not a template parameter, but it has a console label, help, regex or type", p.name)
-		case strings.Contains(p.help, "Default:"):
+		case strings.Contains(p.help, "Default"):
 			t.Errorf("%s: help states its default, which Parameters adds: %q", p.name, p.help)
 		case p.doc == "":
 			t.Errorf("%s: no reference text (doc)", p.name)
