@@ -137,7 +137,13 @@ func runPublish(ctx context.Context, cio *cmdIO, args []string) int {
 // attributeFlag is the repeated --attribute=key=value.
 type attributeFlag map[string]string
 
-func (a attributeFlag) String() string { return fmt.Sprint(map[string]string(a)) }
+// String is "" for no attribute, so that --help gives the flag no default.
+func (a attributeFlag) String() string {
+	if len(a) == 0 {
+		return ""
+	}
+	return fmt.Sprint(map[string]string(a))
+}
 
 func (a *attributeFlag) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")

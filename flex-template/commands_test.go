@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,25 @@ func TestURLSecretsHiddenByCommands(t *testing.T) {
 		code := tc.run(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), tc.args)
 		if code == exitOK || strings.Contains(out.String()+errOut.String(), tok) || !strings.Contains(errOut.String(), "127.0.0.1:1") {
 			t.Errorf("%s: exit %d; want a failure to reach 127.0.0.1:1 that does not show %q; standard error:\n%s", tc.name, code, tok, errOut.String())
+		}
+	}
+}
+
+// TestCommandHelpDefaults: a command's --help gives a flag's default as a user would type it, and
+// none for a flag without one (not Go's empty map, "map[]", of --attribute).
+func TestCommandHelpDefaults(t *testing.T) {
+	for name, run := range map[string]func(context.Context, *cmdIO, []string) int{
+		"check": runCheck, "publish": runPublish, "replay": runReplay, "infer": runInfer,
+	} {
+		var out, errOut strings.Builder
+		if code := run(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), []string{"--help"}); code != exitOK {
+			t.Errorf("%s --help: exit %d, want %d", name, code, exitOK)
+		}
+		help := out.String() + errOut.String()
+		for _, def := range regexp.MustCompile(`\(default [^\n]*`).FindAllString(help, -1) {
+			if strings.ContainsAny(def, "[]{}") {
+				t.Errorf("%s --help gives a default in Go's syntax: %s", name, def)
+			}
 		}
 	}
 }
