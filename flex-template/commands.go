@@ -233,15 +233,15 @@ func parseCommandArgs(cio *cmdIO, fs *flag.FlagSet, args []string) ([]string, er
 			fmt.Fprintf(cio.Err, "pubsub-to-clickhouse %s: %s\n(pubsub-to-clickhouse help %[1]s lists the flags)\n", fs.Name(), commandFlagProblem(fs, err))
 			return nil, err
 		}
-		args = fs.Args()
-		if len(args) == 0 {
+		rest := fs.Args()
+		if len(rest) == 0 {
 			return positional, nil
 		}
-		if args[0] == "--" {
-			return append(positional, args[1:]...), nil
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" { // Parse stopped at "--", which it drops
+			return append(positional, rest...), nil
 		}
-		positional = append(positional, args[0])
-		args = args[1:]
+		positional = append(positional, rest[0])
+		args = rest[1:]
 	}
 }
 

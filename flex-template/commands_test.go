@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,28 @@ func TestCommandHelpDefaults(t *testing.T) {
 			if strings.ContainsAny(def, "[]{}") {
 				t.Errorf("%s --help gives a default in Go's syntax: %s", name, def)
 			}
+		}
+	}
+}
+
+// TestCommandArgsEndOfFlags: "--" ends a command's flags, so that every argument after it is a
+// file name, one that starts with "-" or looks like a flag included; flags and file names before
+// it come in any order.
+func TestCommandArgsEndOfFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--stackTrace=false", "a.jsonl", "--", "-b.jsonl", "--stackTrace", "c.jsonl"}, []string{"a.jsonl", "-b.jsonl", "--stackTrace", "c.jsonl"}},
+		{[]string{"--", "-b.jsonl", "--stackTrace"}, []string{"-b.jsonl", "--stackTrace"}},
+		{[]string{"a.jsonl", "--stackTrace=false", "b.jsonl"}, []string{"a.jsonl", "b.jsonl"}},
+	} {
+		var out, errOut strings.Builder
+		fs := newCommandFlags(newCmdIO(strings.NewReader(""), &out, &errOut), "check", "", "")
+		stackTrace := fs.Bool("stackTrace", false, "")
+		got, err := parseCommandArgs(newCmdIO(strings.NewReader(""), &out, &errOut), fs, tc.args)
+		if err != nil || !slices.Equal(got, tc.want) || *stackTrace {
+			t.Errorf("%q: files %q, --stackTrace %v, error %v (%s); want files %q, no --stackTrace", tc.args, got, *stackTrace, err, errOut.String(), tc.want)
 		}
 	}
 }
