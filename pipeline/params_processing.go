@@ -619,8 +619,8 @@ var processingParameters = []parameter{
 		}),
 		label: "Cloud Storage path to the JavaScript UDF source",
 		help: "The Cloud Storage path of the .js file that defines a JavaScript user-defined function (UDF) to reshape each message before it is " +
-			"converted, as in Google's templates. The function receives the message data as a string (and, if it declares a second parameter, an " +
-			"object with messageId, attributes and publishTime) and returns the JSON text to insert, or null, undefined or an empty string to drop " +
+			"converted, as in Google's templates. The function receives the message data as a string (and, as a second argument, whatever " +
+			"parameters it declares, an object with messageId, attributes and publishTime) and returns the JSON text to insert, or null, undefined or an empty string to drop " +
 			"the message. A message it fails on (it throws, returns another type, or runs longer than 1 second) goes to the dead letter with its " +
 			"original data. Set it together with javascriptTextTransformFunctionName. For example, gs://my-bucket/udfs/transform.js.",
 		typ:   "JAVASCRIPT_UDF_FILE",
