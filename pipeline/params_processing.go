@@ -491,8 +491,9 @@ var processingParameters = []parameter{
 			"inferred from its value, and the message is converted against it. true or false.",
 		label: "Add a column for each new field",
 		help: "Schema evolution: a top-level field of a message that no column of the table takes becomes a new Nullable column (ALTER TABLE ... " +
-			"ADD COLUMN), of a type inferred from its value (a whole number Nullable(Int64), a fraction Nullable(Float64), true/false Nullable(Bool) " +
-			"or Nullable(UInt8) before ClickHouse 21.12, a string, array or object Nullable(String)), and the message is converted against the table " +
+			"ADD COLUMN), of a type inferred from its value (a whole number Nullable(Int64), or Nullable(UInt64) above Int64's range, another number " +
+			"Nullable(Float64), true/false Nullable(Bool) or Nullable(UInt8) before ClickHouse 21.12, a string, array or object, or a number beyond " +
+			"Float64's range, Nullable(String)), and the message is converted against the table " +
 			"as it then is. A field that addNewColumnsMax, addNewColumnsPattern or addNewColumnsExcluded refuses makes the message a dead letter that " +
 			"says why, or goes to unknownFieldsColumn when that is set. The ClickHouse user needs ALTER ADD COLUMN on the table.",
 		regex: `^(true|false|True|False|TRUE|FALSE|t|f|T|F|1|0)?$`,
