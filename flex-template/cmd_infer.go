@@ -79,6 +79,8 @@ func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
 	switch {
 	case f.fromSubscription != "" && len(files) > 0:
 		return usageError(cio, "infer", errors.New("give FILEs or --fromSubscription, not both"))
+	case f.fromSubscription != "" && f.perFile:
+		return usageError(cio, "infer", errors.New("--perFile is for FILEs; each message of a subscription is one already"))
 	case f.fromSubscription != "":
 		if f.samples < 1 {
 			return usageError(cio, "infer", fmt.Errorf("--samples=%d: must be 1 or more messages", f.samples))
@@ -92,6 +94,8 @@ func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
 		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse infer: read %s from %s and released them unacknowledged\n", count(len(msgs), "message"), f.fromSubscription)
 	case len(files) == 0:
 		return usageError(cio, "infer", errors.New("no FILE given: name a file of JSON lines, a directory of messages, or - for standard input; or give --fromSubscription"))
+	case given(fs, "samples"):
+		return usageError(cio, "infer", errors.New("--samples is for --fromSubscription; of FILEs every message is read"))
 	default:
 		if msgs, err = readInputs(cio.In, files, f.perFile, inputNotes(cio, "infer")); err != nil {
 			return usageError(cio, "infer", err)

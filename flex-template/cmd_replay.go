@@ -9,7 +9,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"maps"
 	"slices"
@@ -115,6 +114,9 @@ func runReplay(ctx context.Context, cio *cmdIO, args []string) int {
 	if r.samples < 0 {
 		problems = append(problems, fmt.Errorf("--samples %d: must be 0 or more", r.samples))
 	}
+	if given(fs, "samples") && !r.dryRun {
+		problems = append(problems, errors.New("--samples is for --dry-run, which prints that many messages; a replay prints none"))
+	}
 	if !r.since.IsZero() && !r.until.IsZero() && !r.since.Before(r.until) {
 		problems = append(problems, fmt.Errorf("--since %s is not before --until %s: the range holds no dead letter", *since, *until))
 	}
@@ -125,9 +127,7 @@ func runReplay(ctx context.Context, cio *cmdIO, args []string) int {
 		if _, err := psclient.ParseSubscription(r.subscription); err != nil {
 			problems = append(problems, fmt.Errorf("--fromSubscription %q: %w", r.subscription, err))
 		}
-		deleteWaitSet := false
-		fs.Visit(func(f *flag.Flag) { deleteWaitSet = deleteWaitSet || f.Name == "deleteWait" })
-		for name, set := range map[string]bool{"--where": r.where != "", "--since": *since != "", "--until": *until != "", "--delete": r.delete, "--deleteWait": deleteWaitSet} {
+		for name, set := range map[string]bool{"--where": r.where != "", "--since": *since != "", "--until": *until != "", "--delete": r.delete, "--deleteWait": given(fs, "deleteWait")} {
 			if set {
 				problems = append(problems, fmt.Errorf("%s is for --fromTable; a subscription delivers all it holds", name))
 			}

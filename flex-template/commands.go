@@ -198,6 +198,13 @@ func newCommandFlags(cio *cmdIO, name, synopsis, description string) *flag.FlagS
 	return fs
 }
 
+// given reports whether the flag name of fs was given on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // errHelp is parseCommandArgs's error after --help: the usage is printed, and the command exits
 // 0.
 var errHelp = errors.New("help requested")

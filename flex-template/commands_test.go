@@ -34,6 +34,13 @@ func TestCommandFlagProblems(t *testing.T) {
 			"pubsub-to-clickhouse replay: --replayId \"" + strings.Repeat("r", 40) + "…\": the value of the attribute \"replay_id\" is 1025 bytes, over Pub/Sub's 1024\n"},
 		{runReplay, []string{"--replayId=r\xff", "--topic=projects/my-project/topics/events", "--fromSubscription=projects/my-project/subscriptions/dead"},
 			"pubsub-to-clickhouse replay: --replayId \"r\\xff\": the value of the attribute \"replay_id\" is not valid UTF-8, which Pub/Sub requires of attributes\n"},
+		// A flag that the rest of the command line makes meaningless is refused, not ignored.
+		{runInfer, []string{"--clickHouseUrl=clickhouse://127.0.0.1:1", "--clickHouseDatabase=d", "--clickHouseUsername=u", "--clickHouseTable=t", "--samples=10", "m.jsonl"},
+			"pubsub-to-clickhouse infer: --samples is for --fromSubscription; of FILEs every message is read\n"},
+		{runInfer, []string{"--clickHouseUrl=clickhouse://127.0.0.1:1", "--clickHouseDatabase=d", "--clickHouseUsername=u", "--clickHouseTable=t", "--perFile", "--fromSubscription=projects/my-project/subscriptions/events-sub"},
+			"pubsub-to-clickhouse infer: --perFile is for FILEs; each message of a subscription is one already\n"},
+		{runReplay, []string{"--samples=10", "--topic=projects/my-project/topics/events", "--fromSubscription=projects/my-project/subscriptions/dead"},
+			"pubsub-to-clickhouse replay: --samples is for --dry-run, which prints that many messages; a replay prints none\n"},
 	} {
 		var out, errOut strings.Builder
 		code := tc.run(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), tc.args)
