@@ -145,6 +145,9 @@ func runReplay(ctx context.Context, cio *cmdIO, args []string) int {
 		if r.deleteWait <= 0 {
 			problems = append(problems, fmt.Errorf("--deleteWait=%v: must be a positive duration", r.deleteWait))
 		}
+		if given(fs, "deleteWait") && !r.delete {
+			problems = append(problems, errors.New("--deleteWait is for --delete, which waits for its DELETE; without it nothing is deleted"))
+		}
 	}
 	if len(problems) > 0 {
 		return usageError(cio, "replay", errors.Join(problems...))

@@ -41,6 +41,8 @@ func TestCommandFlagProblems(t *testing.T) {
 			"pubsub-to-clickhouse infer: --perFile is for FILEs; each message of a subscription is one already\n"},
 		{runReplay, []string{"--samples=10", "--topic=projects/my-project/topics/events", "--fromSubscription=projects/my-project/subscriptions/dead"},
 			"pubsub-to-clickhouse replay: --samples is for --dry-run, which prints that many messages; a replay prints none\n"},
+		{runReplay, []string{"--deleteWait=1m", "--topic=projects/my-project/topics/events", "--fromTable=dl", "--clickHouseUrl=clickhouse://127.0.0.1:1", "--clickHouseDatabase=d", "--clickHouseUsername=u"},
+			"pubsub-to-clickhouse replay: --deleteWait is for --delete, which waits for its DELETE; without it nothing is deleted\n"},
 	} {
 		var out, errOut strings.Builder
 		code := tc.run(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), tc.args)
