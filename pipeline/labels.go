@@ -10,6 +10,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -85,11 +86,12 @@ func LabelledSettings(err error, o Options) error {
 	var ce *chclient.ConfigError
 	var ex *clickhouse.Exception
 	if errors.As(err, &ex) && ex.Code == 115 && garbledSetting.MatchString(ex.Message) {
-		// Not a name the URL gave: the server read the settings out of step.
-		return fmt.Errorf("%s: the server misread the settings of the URL: over the native protocol, clickhouse-go sends each setting "+
+		// Not a name the URL gave: the server read the settings out of step. The server's text is
+		// quoted, its name being bytes of the value (a raw NUL in the error line otherwise).
+		return &labelled{text: fmt.Sprintf("%s: the server misread the settings of the URL: over the native protocol, clickhouse-go sends each setting "+
 			"as an unsigned number to a server of protocol revision 54429 or below (ClickHouse 18.16 is 54412), so a negative "+
 			"value (as max_threads=-1) reaches it as another and puts it out of step; give such a setting in the user's profile "+
-			"on the server, or use http:// or https:// (%w)", ClickHouseParam(chclient.FieldURL), err)
+			"on the server, or use http:// or https:// (%s)", ClickHouseParam(chclient.FieldURL), strconv.QuoteToGraphic(err.Error())), err: err}
 	}
 	if errors.As(err, &ex) && settingValueCodes[ex.Code] && !errors.As(err, &ce) {
 		if names := o.urlSettings(); len(names) > 0 {

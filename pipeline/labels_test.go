@@ -82,7 +82,7 @@ func TestLabelledSettings(t *testing.T) {
 		{errors.New("connection refused"), withSettings, "connection refused"},
 	} {
 		got := LabelledSettings(tc.err, tc.o)
-		if !strings.HasPrefix(got.Error(), tc.want) || !errors.Is(got, tc.err) {
+		if !strings.HasPrefix(got.Error(), tc.want) || !errors.Is(got, tc.err) || strings.ContainsRune(got.Error(), 0) {
 			t.Errorf("LabelledSettings(%q, %s) = %q, want %q wrapping the error", tc.err, tc.o.ClickHouseURL, got, tc.want)
 		}
 	}
