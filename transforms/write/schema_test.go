@@ -249,3 +249,41 @@ func TestUncheckedRowsReadNoFreshSchema(t *testing.T) {
 		t.Errorf("%s rows, want 3", got)
 	}
 }
+
+// TestRowsWithoutPublishTime: a row that reaches the write stage without its message's publish
+// time (PublishTimeMillis 0: the parse stage keeps it only when the template has metadata
+// columns, so a row buffered in the batch stage of a Dataflow job without them and written after
+// an --update that added metadataColumns publish_time=...) is a dead letter naming the pair, not
+// a row whose column holds 1970-01-01; a row with its publish time is stored with it.
+func TestRowsWithoutPublishTime(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, pt DateTime('UTC')) ENGINE = MergeTree ORDER BY id`, "events")
+	ctx := context.Background()
+	meta, err := convert.ParseMetadataColumns("publish_time=pt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &insertFn{Config: Config{ClickHouse: srv.Config(), Table: "events", Settings: chclient.Settings{MaxInsertBlockSize: 1000},
+		FromMessage: convert.Options{Metadata: meta}}}
+	if err := f.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Teardown()
+	rows := flow.Rows{Rows: []flow.Row{
+		{Payload: []byte(`{"id":1}`), Schema: f.conv.SchemaHash(), MessageID: "m1", PublishTimeMillis: time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC).UnixMilli()},
+		{Payload: []byte(`{"id":2}`), Schema: f.conv.SchemaHash(), MessageID: "m2"},
+	}}
+	dead := map[string]string{}
+	if err := f.ProcessElement(ctx, 0, rows, func(d flow.DeadLetter) { dead[d.MessageID] = d.ErrorMessage }, func([]string) {}); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.MustQuery(t, "SELECT id, pt FROM events ORDER BY id"); got != "1\t2026-03-10 12:00:00" {
+		t.Errorf("rows %q, want 1\\t2026-03-10 12:00:00 alone", got)
+	}
+	if got := dead["m2"]; !strings.Contains(got, `metadataColumns: pair "publish_time=pt"`) || !strings.Contains(got, "no publish time") {
+		t.Errorf("dead letter of m2: %q, want one naming the pair publish_time=pt and the publish time it lacks", got)
+	}
+	if len(dead) != 1 {
+		t.Errorf("%d dead letters, want 1: %v", len(dead), dead)
+	}
+}

@@ -452,6 +452,10 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 			f.meta = convert.Meta{ID: r.MessageID, PublishTimeMillis: r.PublishTimeMillis, OrderingKey: r.OrderingKey, Attributes: r.Attributes}
 			meta = &f.meta
 		}
+		if err := noPublishTime(f.FromMessage.Metadata, r.PublishTimeMillis); err != nil {
+			reject(r, "write (the row has no publish time)", err)
+			continue
+		}
 		var err error
 		if unchecked {
 			arena, err = f.conv.ConvertMessage(arena, r.Payload, meta)
@@ -489,6 +493,24 @@ func (f *insertFn) insertRows(ctx context.Context, rows []*Row, reject func(*Row
 	for _, b := range blocks {
 		if err := f.insertBlock(ctx, b, reject, refreshes); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// noPublishTime returns the error of a row without its message's publish time (publishTimeMillis
+// 0) when metadata has a publish_time pair, else nil. The parse stage keeps a row's publish time
+// only when the template has metadata columns, so a row that a Dataflow job without them held in
+// its batch stage, and that is written after an update (--update) added such a pair, has none:
+// converted, its column would hold 1970-01-01 00:00:00 (Unix time 0).
+func noPublishTime(metadata []convert.MetadataColumn, publishTimeMillis int64) error {
+	if publishTimeMillis != 0 {
+		return nil
+	}
+	for _, m := range metadata {
+		if m.Key == convert.KeyPublishTime {
+			return &convert.OptionError{Option: convert.OptionMetadata, Pair: m.String(),
+				Rule: "the row has no publish time: its message was read before an update of the job (--update) added this pair, and waited in the batch stage, which keeps the publish time only when the job has metadata columns; replay this dead letter to store the message (with the publish time of the replay)"}
 		}
 	}
 	return nil
