@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
@@ -412,6 +414,63 @@ func TestBufferPacksWithItsCompression(t *testing.T) {
 		letters := flow.DeadLetters{Letters: []flow.DeadLetter{{MessageID: "m"}}}
 		if _, out := (&shardFn{NumShards: 2, Compression: c}).ProcessElement(letters); !reflect.DeepEqual(out, letters) {
 			t.Errorf("shardFn with %v changed a dead letter: %+v", c, out)
+		}
+	}
+}
+
+// fakeTimers is a timers.Provider that keeps the timers set, by family.
+type fakeTimers map[string]timers.TimerMap
+
+func (f fakeTimers) Set(t timers.TimerMap) { f[t.Family] = t }
+
+// TestTimerBeforeDueSetAgain: the time-bound timer of countTimeFn and lettersTimeFn that fires
+// before its batch is due, as the timers of the batches under way do after an update that raised
+// windowSeconds (set by the job before it, 10 s after their first row, now 60 s), sets itself
+// again for when the batch is due, and the batch is emitted when it fires then. Before, such a
+// timer did nothing, and the batch waited for the next element of its shard.
+func TestTimerBeforeDueSetAgain(t *testing.T) {
+	const windowMillis = 60_000
+	count, size, started := state.MakeValueState[int64]("count"), state.MakeValueState[int64]("bytes"), state.MakeValueState[int64]("started")
+	end, pane := timers.InEventTime("endOfWindow"), timers.InProcessingTime("paneTimeout")
+	rows := &countTimeFn{Rows: 100, WindowMillis: windowMillis, Buffer: state.MakeBagState[flow.Packed]("buffer"),
+		Count: count, Bytes: size, Started: started, EndOfWindow: end, PaneTimeout: pane}
+	letters := &lettersTimeFn{Rows: 100, WindowMillis: windowMillis, Buffer: state.MakeBagState[flow.DeadLetter]("buffer"),
+		Count: count, Bytes: size, Started: started, EndOfWindow: end, PaneTimeout: pane}
+	for _, fn := range []struct {
+		name       string
+		add, timer func(sp state.Provider, tp timers.Provider, emitted *int)
+	}{
+		{"countTimeFn", func(sp state.Provider, tp timers.Provider, emitted *int) {
+			rows.ProcessElement(window.GlobalWindow{}, sp, tp, "0", flow.Pack(flow.Rows{Rows: []flow.Row{{MessageID: "a", Payload: []byte("{}")}}}),
+				func(_ int, b flow.Rows) { *emitted += len(b.Rows) })
+		}, func(sp state.Provider, tp timers.Provider, emitted *int) {
+			rows.OnTimer(context.Background(), 0, sp, tp, "0", timers.Context{Family: pane.Family}, func(_ int, b flow.Rows) { *emitted += len(b.Rows) })
+		}},
+		{"lettersTimeFn", func(sp state.Provider, tp timers.Provider, emitted *int) {
+			letters.ProcessElement(window.GlobalWindow{}, sp, tp, "0", flow.DeadLetters{Letters: []flow.DeadLetter{letter("a", 10)}},
+				func(_ int, b flow.DeadLetters) { *emitted += len(b.Letters) })
+		}, func(sp state.Provider, tp timers.Provider, emitted *int) {
+			letters.OnTimer(context.Background(), 0, sp, tp, "0", timers.Context{Family: pane.Family}, func(_ int, b flow.DeadLetters) { *emitted += len(b.Letters) })
+		}},
+	} {
+		fs, tp, emitted := newFakeState(t), fakeTimers{}, 0
+		fn.add(fs, tp, &emitted)
+		first := time.Now().Add(-20 * time.Second).UnixMilli() // the batch began 20 s ago; its timer fires now
+		fs.values["started"] = first
+		delete(tp, pane.Family)
+		fs.newCall()
+		fn.timer(fs, tp, &emitted)
+		if emitted != 0 {
+			t.Errorf("%s: %d emitted by a timer 40 s before the batch is due", fn.name, emitted)
+		}
+		if got, want := tp[pane.Family].FireTimestamp.Milliseconds(), first+windowMillis; got != want {
+			t.Errorf("%s: after a timer fired 40 s early, the time-bound timer is set for %d, want %d (when the batch is due)", fn.name, got, want)
+		}
+		fs.values["started"] = time.Now().Add(-windowMillis * time.Millisecond).UnixMilli() // due: the timer set again fires
+		fs.newCall()
+		fn.timer(fs, tp, &emitted)
+		if emitted != 1 {
+			t.Errorf("%s: %d emitted by the timer set again, when the batch is due; want 1", fn.name, emitted)
 		}
 	}
 }

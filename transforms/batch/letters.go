@@ -170,6 +170,10 @@ func (fn *lettersTimeFn) ProcessElement(w beam.Window, sp state.Provider, tp tim
 // OnTimer emits the buffered records as one batch: at the end of the window, or when the batch is due.
 func (fn *lettersTimeFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(int, flow.DeadLetters)) {
 	if timer.Family == fn.PaneTimeout.Family {
+		if due, early := fn.buffer().early(sp); early {
+			fn.PaneTimeout.Set(tp, due)
+			return
+		}
 		fn.buffer().flushIfDue(sp, key, emit)
 		return
 	}

@@ -127,7 +127,11 @@ func (fn *countFn) buffer() buffer {
 // runners that fire them (Dataflow), where the source sends no heartbeats. It never clears a
 // timer (prism hangs when a DoFn clears a processing-time timer in OnTimer, which is why the
 // SDK's GroupIntoBatches is not used): setting the timer again when a batch starts replaces the
-// earlier setting, and a timer that fires before its batch is due does nothing.
+// earlier setting, and a timer that fires before its batch is due sets itself again for when it
+// is due. That happens after an update (--update) that raised windowSeconds, the timers of the
+// batches under way set by the job before it: when such a timer did nothing, their rows waited
+// for the next element of their shard, and on a shard that no longer gets any (numShards
+// lowered) for the drain.
 type countTimeFn struct {
 	Rows         int64            // rows per batch, positive
 	MaxBytes     int64            // bytes per batch (flow.RowBytes); 0: no bound
@@ -152,6 +156,10 @@ func (fn *countTimeFn) ProcessElement(w beam.Window, sp state.Provider, tp timer
 // OnTimer emits the buffered rows as one batch: at the end of the window, or when the batch is due.
 func (fn *countTimeFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, timer timers.Context, emit func(int, flow.Rows)) {
 	if timer.Family == fn.PaneTimeout.Family {
+		if due, early := fn.buffer().early(sp); early {
+			fn.PaneTimeout.Set(tp, due)
+			return
+		}
 		fn.buffer().flushIfDue(sp, key, emit)
 		return
 	}

@@ -71,6 +71,19 @@ func (t tally) due(sp state.Provider) bool {
 	return ok && started > 0 && time.Now().UnixMilli()-started >= t.windowMillis
 }
 
+// early reports whether a batch is buffered that is not due yet, and when it will be: a
+// time-bound timer that fires before then is set again for it (countTimeFn, lettersTimeFn).
+func (t tally) early(sp state.Provider) (due time.Time, early bool) {
+	if t.windowMillis <= 0 {
+		return time.Time{}, false
+	}
+	started, ok, err := t.started.Read(sp)
+	if err != nil {
+		panic(err)
+	}
+	return time.UnixMilli(started + t.windowMillis), ok && started > 0 && time.Now().UnixMilli()-started < t.windowMillis
+}
+
 // clear forgets the batch's count, size and start.
 func (t tally) clear(sp state.Provider) {
 	if err := t.count.Clear(sp); err != nil {
