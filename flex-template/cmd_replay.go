@@ -861,17 +861,22 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	// The messages of a batch stay with replay while it is published, however long that takes (a
 	// large batch, a slow or retried publish): the Acker extends their ack deadline from the pull
 	// until they are acknowledged, or else Pub/Sub would deliver them again once the
-	// subscription's deadline (10 s by default) passed, and they would be replayed twice. Deferred
+	// subscription's deadline (10 s by default) passed, and they would be replayed twice. So do
+	// the messages held to the end (a dry run's, those left): delivered again while the run goes
+	// on, a pull of only those would end it, and its count, with others still to come. Deferred
 	// after releaseAcks, it runs before it: its extensions stop before anything is handed back.
-	var acker *psclient.Acker
-	if !r.dryRun {
-		if acker, err = psclient.NewAcker(ctx, r.subscription, replayAckSettings(s.GetAckDeadlineSeconds())); err != nil {
-			return fail(fmt.Errorf("--fromSubscription %s: %w", r.subscription, err))
-		}
-		defer func() {
-			acker.Release(context.WithoutCancel(ctx)) // a failed batch's, also in heldAcks
-			acker.Close()
-		}()
+	acker, err := psclient.NewAcker(ctx, r.subscription, replayAckSettings(s.GetAckDeadlineSeconds()))
+	if err != nil {
+		return fail(fmt.Errorf("--fromSubscription %s: %w", r.subscription, err))
+	}
+	defer func() {
+		acker.Release(context.WithoutCancel(ctx)) // those held, and a failed batch's, also in heldAcks
+		acker.Close()
+	}()
+	// hold keeps a message to the end of the run, unacknowledged, its lease extended.
+	hold := func(ackID string) {
+		heldAcks = append(heldAcks, ackID)
+		acker.Track(ackID)
 	}
 	replayed, cut := 0, 0 // cut: messages the dead-letter stage cut to fit the topic
 	tooLarge := 0         // messages Pub/Sub would refuse with the replay's attributes (psclient.CheckMessage)
@@ -890,7 +895,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 		for _, rm := range resp.GetReceivedMessages() {
 			m := rm.GetMessage()
 			if seen[m.GetMessageId()] {
-				heldAcks = append(heldAcks, rm.GetAckId()) // redelivered while held
+				hold(rm.GetAckId()) // delivered again while held
 				continue
 			}
 			seen[m.GetMessageId()] = true
@@ -926,7 +931,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 				*left++
 				p.clear()
 				fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: leaving message %s on %s, unacknowledged: %s\n", m.GetMessageId(), r.subscription, why)
-				heldAcks = append(heldAcks, rm.GetAckId())
+				hold(rm.GetAckId())
 				heldKeys.add(m.GetOrderingKey())
 				continue
 			}
@@ -937,7 +942,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			msg := r.message(m.GetData(), attrs, m.GetOrderingKey())
 			if err := psclient.CheckMessage(msg, r.topic); err != nil {
 				tooLarge++
-				heldAcks = append(heldAcks, rm.GetAckId())
+				hold(rm.GetAckId())
 				heldKeys.add(m.GetOrderingKey())
 				p.clear()
 				fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: leaving message %s on %s, unacknowledged: %v\n", m.GetMessageId(), r.subscription, err)
@@ -945,7 +950,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			}
 			if r.dryRun {
 				dry = append(dry, msg)
-				heldAcks = append(heldAcks, rm.GetAckId())
+				hold(rm.GetAckId())
 				continue
 			}
 			batch = append(batch, msg)

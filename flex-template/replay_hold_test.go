@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"google.golang.org/grpc"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
+)
+
+// TestReplayDryRunHoldsItsMessages: the messages a dry run from a subscription holds to its end
+// keep their lease while it goes on. The second Pull is held up past the subscription's ack
+// deadline (1 s); the message of the first is not delivered again. Before, it was: Pub/Sub
+// handed it out again, and a pull that brought only such messages ended the run and its count
+// with others still to come (a Pull returns what it has at hand, not all there is).
+func TestReplayDryRunHoldsItsMessages(t *testing.T) {
+	var pulls, delivered atomic.Int32
+	slowSecondPull := grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if info.FullMethod == "/google.pubsub.v1.Subscriber/Pull" && pulls.Add(1) == 2 {
+			time.Sleep(2500 * time.Millisecond)
+		}
+		resp, err := handler(ctx, req)
+		if r, ok := resp.(*pubsubpb.PullResponse); ok {
+			delivered.Add(int32(len(r.GetReceivedMessages())))
+		}
+		return resp, err
+	})
+	e := pubsubtest.StartServing(t, []grpc.ServerOption{slowSecondPull})
+	dead := e.Topic(t, "dead")
+	sub := e.Subscription(t, dead, "dead-sub", time.Second)
+	events := e.Topic(t, "events")
+	e.Publish(t, dead, &pubsubpb.PubsubMessage{Data: []byte(`{"a":1}`)})
+
+	var out, errOut strings.Builder
+	code := runReplay(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut),
+		[]string{"--dry-run", "--topic=" + events, "--fromSubscription=" + sub})
+	if code != exitOK || !strings.Contains(out.String(), "1 dead letter") {
+		t.Fatalf("exit %d, standard output\n%s\nstandard error\n%s", code, out.String(), errOut.String())
+	}
+	if pulls.Load() < 2 {
+		t.Fatalf("%d pulls: the run ended before the held-up one", pulls.Load())
+	}
+	if n := delivered.Load(); n != 1 {
+		t.Errorf("the message was delivered %d times during the dry run, want once: its lease was not kept", n)
+	}
+	// Handed back at the end, it is there for the next reader at once.
+	if got := e.PullAll(t, sub); len(got) != 1 {
+		t.Errorf("%d messages on %s after the dry run, want 1", len(got), sub)
+	}
+}
