@@ -797,8 +797,9 @@ const clockMargin = time.Minute
 const pullTimeout = 10 * time.Second
 
 // replayAckSettings are the settings of the Acker that keeps the ack deadlines of a batch being
-// published extended, for a subscription whose ack deadline is ackDeadlineSeconds (0: unknown,
-// GetSubscription denied; Pub/Sub's least is 10 s). The first extension comes within a third of
+// published extended (and of the messages replay and infer hold to their end), for a
+// subscription whose ack deadline is ackDeadlineSeconds (0: unknown, GetSubscription denied;
+// Pub/Sub's least is 10 s). The first extension comes within a third of
 // it (the Acker's 5 s at most); each asks for the Acker's 60 s.
 func replayAckSettings(ackDeadlineSeconds int32) psclient.AckSettings {
 	var s psclient.AckSettings

@@ -303,8 +303,10 @@ const peekTimeout = 5 * time.Second
 // and acknowledges none: once read, every message pulled is released with a zero ack deadline,
 // so that it is delivered again at once, to whoever reads the subscription. Each counts one
 // delivery attempt more (a subscription's dead-letter policy counts them); while the sample is
-// taken, a running job does not see them. A message delivered twice during the sample is kept
-// once. Where is "<subscription>#<n>", n from 1, and the message id.
+// taken, a running job does not see them, and their ack deadline is extended (as replay's are),
+// or else, past the subscription's deadline, they would come back and a pull of only those would
+// end the sample early. A message delivered twice during the sample is kept once. Where is
+// "<subscription>#<n>", n from 1, and the message id.
 func peekSubscription(ctx context.Context, subscription string, max int) ([]inputMessage, error) {
 	name, err := psclient.ParseSubscription(subscription)
 	if err != nil {
@@ -316,10 +318,22 @@ func peekSubscription(ctx context.Context, subscription string, max int) ([]inpu
 	}
 	defer client.Close()
 	subs := client.SubscriptionAdminClient
+	// The subscription's ack deadline, if the role may read it (pubsub.subscriptions.get).
+	gctx, cancel := context.WithTimeout(ctx, peekTimeout)
+	sub, _ := subs.GetSubscription(gctx, &pubsubpb.GetSubscriptionRequest{Subscription: subscription})
+	cancel()
 	var out []inputMessage
 	var held []string
 	seen := map[string]bool{}
 	defer func() { releaseAcks(ctx, subs, subscription, held) }()
+	acker, err := psclient.NewAcker(ctx, subscription, replayAckSettings(sub.GetAckDeadlineSeconds()))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", subscription, err)
+	}
+	defer func() { // before releaseAcks: the extensions stop before the messages are handed back
+		acker.Release(context.WithoutCancel(ctx))
+		acker.Close()
+	}()
 	for len(out) < max {
 		resp, err := pullWithin(ctx, subs, &pubsubpb.PullRequest{Subscription: subscription, MaxMessages: int32(min(max-len(out), 1000))}, peekTimeout)
 		if err != nil {
@@ -328,6 +342,7 @@ func peekSubscription(ctx context.Context, subscription string, max int) ([]inpu
 		fresh := 0
 		for _, rm := range resp.GetReceivedMessages() {
 			held = append(held, rm.GetAckId())
+			acker.Track(rm.GetAckId())
 			m := rm.GetMessage()
 			if seen[m.GetMessageId()] || len(out) >= max {
 				continue

@@ -53,3 +53,33 @@ func TestReplayDryRunHoldsItsMessages(t *testing.T) {
 		t.Errorf("%d messages on %s after the dry run, want 1", len(got), sub)
 	}
 }
+
+// TestPeekSubscriptionHoldsItsMessages: infer's sample from a subscription keeps the leases of
+// the messages it has read while it pulls more, as replay's dry run does.
+func TestPeekSubscriptionHoldsItsMessages(t *testing.T) {
+	var pulls, delivered atomic.Int32
+	slowSecondPull := grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if info.FullMethod == "/google.pubsub.v1.Subscriber/Pull" && pulls.Add(1) == 2 {
+			time.Sleep(2500 * time.Millisecond)
+		}
+		resp, err := handler(ctx, req)
+		if r, ok := resp.(*pubsubpb.PullResponse); ok {
+			delivered.Add(int32(len(r.GetReceivedMessages())))
+		}
+		return resp, err
+	})
+	e := pubsubtest.StartServing(t, []grpc.ServerOption{slowSecondPull})
+	topic := e.Topic(t, "events")
+	sub := e.Subscription(t, topic, "events-sub", time.Second)
+	e.Publish(t, topic, &pubsubpb.PubsubMessage{Data: []byte(`{"a":1}`)})
+	msgs, err := peekSubscription(context.Background(), sub, 10)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("peekSubscription = %d messages, %v; want 1", len(msgs), err)
+	}
+	if n := delivered.Load(); pulls.Load() < 2 || n != 1 {
+		t.Errorf("%d pulls delivered the message %d times, want once in 2 pulls or more: its lease was not kept", pulls.Load(), n)
+	}
+	if got := e.PullAll(t, sub); len(got) != 1 {
+		t.Errorf("%d messages on %s after the sample, want 1", len(got), sub)
+	}
+}
