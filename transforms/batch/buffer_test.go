@@ -474,3 +474,38 @@ func TestTimerBeforeDueSetAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchTimeFromArrival: the rows (or records) an element leaves after the batches it fills
+// start a batch whose time runs from the element's arrival, not from when those batches were
+// inserted (the write stage is fused after the batcher, so emit returns once they are): a slow
+// INSERT made the rows after it wait windowSeconds more besides.
+func TestBatchTimeFromArrival(t *testing.T) {
+	const insert = 300 * time.Millisecond // what emit takes, as a slow INSERT
+	for _, tc := range []struct {
+		name string
+		add  func(fs *fakeState)
+	}{{
+		name: "rows",
+		add: func(fs *fakeState) {
+			b := buffer{tally: testTally(2, 0, 60_000), bag: state.MakeBagState[flow.Packed]("buffer")}
+			b.add(fs, "0", flow.Pack(flow.Rows{Rows: []flow.Row{{MessageID: "a"}, {MessageID: "b"}, {MessageID: "c"}}}),
+				func(int, flow.Rows) { time.Sleep(insert) })
+		},
+	}, {
+		name: "dead letters",
+		add: func(fs *fakeState) {
+			b := letterBuffer{tally: testTally(2, 0, 60_000), bag: state.MakeBagState[flow.DeadLetter]("buffer")}
+			b.add(fs, "0", flow.DeadLetters{Letters: lettersOfSize(10, 10, 10)}, func(int, flow.DeadLetters) { time.Sleep(insert) })
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFakeState(t)
+			arrived := time.Now().UnixMilli()
+			tc.add(fs)
+			started, _ := fs.values["started"].(int64)
+			if late := started - arrived; late < 0 || late >= insert.Milliseconds() {
+				t.Errorf("the batch of the rows left started %d ms after the element arrived, want about 0 (the batch before took %v to insert)", late, insert)
+			}
+		})
+	}
+}

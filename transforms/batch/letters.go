@@ -131,7 +131,7 @@ type lettersFn struct {
 }
 
 func (fn *lettersFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, group flow.DeadLetters, emit func(int, flow.DeadLetters)) {
-	if fn.buffer().add(sp, key, group, emit) {
+	if fn.buffer().add(sp, key, group, emit) > 0 {
 		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime())
 	}
 }
@@ -161,9 +161,9 @@ type lettersTimeFn struct {
 }
 
 func (fn *lettersTimeFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, group flow.DeadLetters, emit func(int, flow.DeadLetters)) {
-	if fn.buffer().add(sp, key, group, emit) {
+	if started := fn.buffer().add(sp, key, group, emit); started > 0 {
 		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime())
-		fn.PaneTimeout.Set(tp, time.Now().Add(time.Duration(fn.WindowMillis)*time.Millisecond))
+		fn.PaneTimeout.Set(tp, time.UnixMilli(started+fn.WindowMillis))
 	}
 }
 
@@ -196,14 +196,16 @@ type letterBuffer struct {
 // first when the time bound has passed since the first of them; then, record by record, the
 // batch so far before a record that would take it above the byte bound, and the batch with a
 // record that fills it (Rows records, or the byte bound reached); it buffers the rest. It
-// reports whether a new batch started (its first records are buffered now), for the caller to
-// set its timers. A group that completes no batch is added to the bag without reading it.
-func (b letterBuffer) add(sp state.Provider, key string, group flow.DeadLetters, emit func(int, flow.DeadLetters)) (started bool) {
+// returns the Unix ms at which a new batch started (its first records are buffered now: when
+// the group arrived, as buffer.add's), for the caller to set its timers, or 0 when none did. A
+// group that completes no batch is added to the bag without reading it.
+func (b letterBuffer) add(sp state.Provider, key string, group flow.DeadLetters, emit func(int, flow.DeadLetters)) (started int64) {
+	arrived := time.Now().UnixMilli()
 	count, size := b.readCount(sp), b.readBytes(sp)
 	due := count > 0 && b.due(sp)
 	if !due && b.fits(count, size, group.Letters) {
 		if len(group.Letters) == 0 {
-			return false
+			return 0
 		}
 		for _, r := range group.Letters {
 			size += b.bytesOf(&r)
@@ -211,8 +213,11 @@ func (b letterBuffer) add(sp state.Provider, key string, group flow.DeadLetters,
 				panic(err)
 			}
 		}
-		b.set(sp, count == 0, count+int64(len(group.Letters)), size)
-		return count == 0
+		if count > 0 {
+			arrived = 0 // the records join the buffered batch
+		}
+		b.set(sp, arrived, count+int64(len(group.Letters)), size)
+		return arrived
 	}
 	pending := b.read(sp)
 	shard := shardOf(key)
@@ -234,7 +239,7 @@ func (b letterBuffer) add(sp state.Provider, key string, group flow.DeadLetters,
 	}
 	empty(sp, b.bag, b.tally)
 	if len(pending) == 0 {
-		return false
+		return 0
 	}
 	// What is left came after the last batch emitted (this call emitted one: see fits), so it
 	// starts a new batch.
@@ -243,8 +248,8 @@ func (b letterBuffer) add(sp state.Provider, key string, group flow.DeadLetters,
 			panic(err)
 		}
 	}
-	b.set(sp, true, int64(len(pending)), size)
-	return true
+	b.set(sp, arrived, int64(len(pending)), size)
+	return arrived
 }
 
 // fits reports whether letters, added to count buffered records of size bytes, complete no batch:

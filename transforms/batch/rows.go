@@ -109,7 +109,7 @@ type countFn struct {
 }
 
 func (fn *countFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, rows flow.Packed, emit func(int, flow.Rows)) {
-	if fn.buffer().add(sp, key, rows, emit) {
+	if fn.buffer().add(sp, key, rows, emit) > 0 {
 		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime())
 	}
 }
@@ -147,9 +147,9 @@ type countTimeFn struct {
 }
 
 func (fn *countTimeFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, key string, rows flow.Packed, emit func(int, flow.Rows)) {
-	if fn.buffer().add(sp, key, rows, emit) {
+	if started := fn.buffer().add(sp, key, rows, emit); started > 0 {
 		fn.EndOfWindow.Set(tp, w.MaxTimestamp().ToTime())
-		fn.PaneTimeout.Set(tp, time.Now().Add(time.Duration(fn.WindowMillis)*time.Millisecond))
+		fn.PaneTimeout.Set(tp, time.UnixMilli(started+fn.WindowMillis))
 	}
 }
 
@@ -186,15 +186,18 @@ type buffer struct {
 // add adds the rows of one element (none for a heartbeat): first it emits the buffered rows as
 // one batch if the time bound has passed since their first row, then every full batch of the
 // buffered rows and the element's, in arrival order (see full), and buffers the rest. It
-// reports whether a new batch started (its first rows are buffered now), for the caller to set
-// its timers. An element that fills no batch is buffered as it came, without being decoded: its
+// returns the Unix ms at which a new batch started (its first rows are buffered now), for the
+// caller to set its timers, or 0 when none did: the time the element arrived, not the time the
+// batches it emitted were inserted (the write stage is fused after this one), which the time
+// bound of the rows it keeps would otherwise wait for besides. An element that fills no batch is buffered as it came, without being decoded: its
 // row count and size (flow.Packed.RowBytes) say so.
 //
 // The groups it decodes share pooled buffers (flow.Packed.UnpackPooled), given back when it
 // returns: a batch it emits is valid only during emit, which the write stage, fused after this
 // one, consumes before it returns (it inserts the rows, and its dead letters are encoded as they
 // are emitted).
-func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(int, flow.Rows)) (started bool) {
+func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(int, flow.Rows)) (started int64) {
+	arrived := time.Now().UnixMilli()
 	count, size := b.readCount(sp), b.readBytes(sp)
 	due := b.due(sp)
 	grown := size
@@ -207,10 +210,13 @@ func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(i
 	}
 	if !due && count+int64(rows.Rows) < b.rows && (b.maxBytes <= 0 || grown < b.maxBytes) {
 		if rows.Rows == 0 {
-			return false
+			return 0
 		}
-		put(sp, b.bag, b.tally, rows, count == 0, count+int64(rows.Rows), grown)
-		return count == 0
+		if count > 0 {
+			arrived = 0 // the rows join the buffered batch
+		}
+		put(sp, b.bag, b.tally, rows, arrived, count+int64(rows.Rows), grown)
+		return arrived
 	}
 	var held held
 	defer held.release()
@@ -239,10 +245,10 @@ func (b buffer) add(sp state.Provider, key string, rows flow.Packed, emit func(i
 	}
 	empty(sp, b.bag, b.tally)
 	if len(pending) == 0 {
-		return false
+		return 0
 	}
-	put(sp, b.bag, b.tally, flow.Pack(flow.Rows{Rows: pending, Compression: b.compression}), true, int64(len(pending)), rest)
-	return true
+	put(sp, b.bag, b.tally, flow.Pack(flow.Rows{Rows: pending, Compression: b.compression}), arrived, int64(len(pending)), rest)
+	return arrived
 }
 
 // full returns how many rows from the start of pending make a full batch: b.rows rows, or with

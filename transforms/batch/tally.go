@@ -41,11 +41,11 @@ func (t tally) readBytes(sp state.Provider) int64 {
 	return size
 }
 
-// set records that count rows of size bytes are buffered; start says they begin a new batch
-// (its time runs from now).
-func (t tally) set(sp state.Provider, start bool, count, size int64) {
-	if start && t.windowMillis > 0 {
-		if err := t.started.Write(sp, time.Now().UnixMilli()); err != nil {
+// set records that count rows of size bytes are buffered; started is the Unix ms at which the
+// batch they begin started (its time runs from then), 0 when they continue the buffered one.
+func (t tally) set(sp state.Provider, started, count, size int64) {
+	if started > 0 && t.windowMillis > 0 {
+		if err := t.started.Write(sp, started); err != nil {
 			panic(err)
 		}
 	}
@@ -101,13 +101,13 @@ func (t tally) clear(sp state.Provider) {
 	}
 }
 
-// put buffers elem in bag, after which count rows (or records) of size bytes are buffered; start
-// says they begin a new batch.
-func put[T any](sp state.Provider, bag state.Bag[T], t tally, elem T, start bool, count, size int64) {
+// put buffers elem in bag, after which count rows (or records) of size bytes are buffered;
+// started is as set's.
+func put[T any](sp state.Provider, bag state.Bag[T], t tally, elem T, started, count, size int64) {
 	if err := bag.Add(sp, elem); err != nil {
 		panic(err)
 	}
-	t.set(sp, start, count, size)
+	t.set(sp, started, count, size)
 }
 
 // empty forgets a batch: its bag and its tally.
