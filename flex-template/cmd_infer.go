@@ -186,48 +186,103 @@ func nullableKeyHint(err error, orderBy string) string {
 // sample (msgs) that the column would not store as it is: an integer a double does not hold
 // exactly (beyond 2^53, most of them), which the server stores as the nearest double. A column
 // of integers and fractions is Float64 (evolve's rule), and the note says so before the table
-// is made.
+// is made, naming the types that would hold every value of the column in the sample.
 func roundedInFloat(columns []evolve.Column, msgs []inputMessage) []string {
 	var notes []string
 	for _, c := range columns {
 		if !strings.Contains(c.Type, "Float64") {
 			continue
 		}
+		var values []string
+		note := "" // the note but for the types
 		for _, m := range msgs {
 			text, found, err := convert.TopLevel(m.Data, c.Name)
 			if err != nil || !found {
 				continue
 			}
-			if stored, rounded := doubleOfInteger(text); rounded {
-				notes = append(notes, fmt.Sprintf("column %s is %s, which stores the integer %s (%s) as %s: declare it %s by hand to keep such values",
-					chclient.QuoteIdent(c.Name), c.Type, text, flow.OneLine(m.Where), stored, integerTypes(text)))
-				break
+			values = append(values, text)
+			if stored, rounded := doubleOfInteger(text); rounded && note == "" {
+				note = fmt.Sprintf("column %s is %s, which stores the integer %s (%s) as %s: declare it ",
+					chclient.QuoteIdent(c.Name), c.Type, text, flow.OneLine(m.Where), stored)
 			}
+		}
+		if note != "" {
+			notes = append(notes, note+integerTypes(values)+" by hand to keep such values")
 		}
 	}
 	return notes
 }
 
-// integerTypes names the types that hold the integer that text (a JSON number of an integer
-// value) writes: Int64 and UInt64 for the integers of their ranges, Decimal for those of up to 38
-// digits (Decimal(38, 0), the widest Decimal of every server), String for the others.
-func integerTypes(text string) string {
-	exact, ok := new(big.Rat).SetString(text)
-	if !ok || !exact.IsInt() {
-		return "Decimal"
+// integerTypes names the types that hold every number of texts (the values of a column in the
+// sample, JSON numbers) as it is: Int64 and UInt64 when each is an integer of their range, Decimal
+// when their digits fit one of up to 38 (Decimal(38, S), the widest Decimal of every server),
+// String otherwise. A type that would refuse another value of the sample (UInt64 a negative one,
+// either integer type a fraction, a Decimal 1e-99) is not named: declared by hand, it would make
+// that message a dead letter.
+func integerTypes(texts []string) string {
+	int64s, uint64s := true, true
+	whole, scale := 0, 0 // the most digits before and after the decimal point
+	for _, text := range texts {
+		neg, digits, exp, ok := decimalDigits(text)
+		if !ok || digits == "" { // no number, or zero, which every type holds
+			continue
+		}
+		whole, scale = max(whole, len(digits)+exp), max(scale, -exp)
+		if exp < 0 || len(digits)+exp > 20 { // a fraction, or beyond 64 bits
+			int64s, uint64s = false, false
+			continue
+		}
+		n, _ := new(big.Int).SetString(digits+strings.Repeat("0", exp), 10)
+		if neg {
+			n.Neg(n)
+		}
+		int64s, uint64s = int64s && n.IsInt64(), uint64s && n.IsUint64()
 	}
-	n := exact.Num()
-	switch {
-	case n.IsInt64() && n.Sign() >= 0:
-		return "Int64, UInt64 or Decimal"
-	case n.IsInt64():
-		return "Int64 or Decimal"
-	case n.IsUint64():
-		return "UInt64 or Decimal"
-	case len(new(big.Int).Abs(n).String()) <= 38:
-		return "Decimal"
+	var types []string
+	for _, t := range []struct {
+		ok   bool
+		name string
+	}{{int64s, "Int64"}, {uint64s, "UInt64"}, {whole+scale <= 38, "Decimal"}} {
+		if t.ok {
+			types = append(types, t.name)
+		}
 	}
-	return "String"
+	switch len(types) {
+	case 0:
+		return "String"
+	case 1:
+		return types[0]
+	}
+	return strings.Join(types[:len(types)-1], ", ") + " or " + types[len(types)-1]
+}
+
+// decimalDigits returns the value of text, a JSON number, as its sign and its significant digits
+// times 10^exp, without leading or trailing zeros ("" for zero): 1.50e3 is "15" and 2, -0.001 is
+// "1" and -3. ok is false when text is no JSON number. An exponent beyond int32 counts as 2^40,
+// which no type holds, rather than be written out.
+func decimalDigits(text string) (neg bool, digits string, exp int, ok bool) {
+	s, neg := strings.CutPrefix(text, "-")
+	mantissa, e, hasExp := strings.Cut(strings.ToLower(s), "e")
+	if hasExp {
+		n, err := strconv.ParseInt(e, 10, 32)
+		if err != nil {
+			n = 1 << 40
+			if strings.HasPrefix(e, "-") {
+				n = -n
+			}
+		}
+		exp = int(n)
+	}
+	whole, fraction, _ := strings.Cut(mantissa, ".")
+	if whole == "" || strings.Trim(whole+fraction, "0123456789") != "" {
+		return false, "", 0, false
+	}
+	digits = strings.TrimLeft(whole+fraction, "0")
+	trimmed := strings.TrimRight(digits, "0")
+	if trimmed == "" {
+		return false, "", 0, true
+	}
+	return neg, trimmed, exp - len(fraction) + len(digits) - len(trimmed), true
 }
 
 // doubleOfInteger returns, for text that is a JSON number of an integer value (digits, perhaps

@@ -346,37 +346,55 @@ func TestNullableKeyHint(t *testing.T) {
 
 // TestRoundedInFloat: a Float64 column inferred from integers and fractions gets a note for the
 // first integer of the sample that a double does not hold exactly, with the value it would
-// store (a string of digits too, which such a column takes as a number); integers a double holds
-// (2^53, 2^60) and other columns get none.
+// store (a string of digits too, which such a column takes as a number), and the types that hold
+// every value of the column in the sample; integers a double holds (2^53, 2^60) and other columns
+// get none.
 func TestRoundedInFloat(t *testing.T) {
 	columns := []evolve.Column{{Name: "id", Type: "Nullable(Int64)"}, {Name: "v", Type: "Nullable(Float64)"}, {Name: "w", Type: "Nullable(Float64)"},
-		{Name: "x", Type: "Nullable(Float64)"}}
+		{Name: "x", Type: "Nullable(Float64)"}, {Name: "y", Type: "Nullable(Float64)"}, {Name: "z", Type: "Nullable(Float64)"}}
 	msgs := []inputMessage{
-		{Where: "f:1", Data: []byte(`{"id":9007199254740993,"v":1.5,"w":9007199254740992}`)},
-		{Where: "f:2", Data: []byte(`{"id":1,"v":-9007199254740993,"w":1152921504606846976}`)},
-		{Where: "f:3", Data: []byte(`{"id":1,"v":18446744073709551615,"w":"9007199254740993","x":1.5}`)},
-		{Where: "f:4", Data: []byte(`{"id":1,"x":12345678901234567.0}`)},
+		{Where: "f:1", Data: []byte(`{"id":9007199254740993,"v":1.5,"w":9007199254740992,"y":-0,"z":1e-99999999}`)},
+		{Where: "f:2", Data: []byte(`{"id":1,"v":-9007199254740993,"w":1152921504606846976,"y":1e3,"z":9007199254740993}`)},
+		{Where: "f:3", Data: []byte(`{"id":1,"v":18446744073709551615,"w":"9007199254740993","x":1.5,"y":0.0e-99999999}`)},
+		{Where: "f:4", Data: []byte(`{"id":1,"x":12345678901234567.0,"y":9007199254740993}`)},
 	}
-	want := []string{"column `v` is Nullable(Float64), which stores the integer -9007199254740993 (f:2) as -9007199254740992: declare it Int64 or Decimal by hand to keep such values",
+	// Neither integer type for a column with a fraction (v, x: 1.5), which it would refuse, nor a
+	// Decimal for one of more digits than a Decimal holds (z: 10^-99999999); integers in other
+	// forms (-0, 1e3, 0.0e-99999999) are integers.
+	want := []string{"column `v` is Nullable(Float64), which stores the integer -9007199254740993 (f:2) as -9007199254740992: declare it Decimal by hand to keep such values",
 		// A string of digits converts into a Float64 column as the number it writes.
 		"column `w` is Nullable(Float64), which stores the integer 9007199254740993 (f:3) as 9007199254740992: declare it Int64, UInt64 or Decimal by hand to keep such values",
-		"column `x` is Nullable(Float64), which stores the integer 12345678901234567.0 (f:4) as 12345678901234568: declare it Int64, UInt64 or Decimal by hand to keep such values"}
+		"column `x` is Nullable(Float64), which stores the integer 12345678901234567.0 (f:4) as 12345678901234568: declare it Decimal by hand to keep such values",
+		"column `y` is Nullable(Float64), which stores the integer 9007199254740993 (f:4) as 9007199254740992: declare it Int64, UInt64 or Decimal by hand to keep such values",
+		"column `z` is Nullable(Float64), which stores the integer 9007199254740993 (f:2) as 9007199254740992: declare it String by hand to keep such values"}
 	if diff := cmp.Diff(want, roundedInFloat(columns, msgs)); diff != "" {
 		t.Errorf("notes (-want +got):\n%s", diff)
 	}
-	// The types named are those that hold the integer: not Int64 for one beyond its range, nor
+	// The types named are those that hold the integer and the column's other values: not Int64
+	// for one beyond its range, nor UInt64 beside a negative one (-1, which it refuses), nor
 	// either integer type for one beyond 64 bits.
 	wide := []inputMessage{
-		{Where: "g:1", Data: []byte(`{"a":18446744073709551615,"b":-9223372036854775809,"c":123456789012345678901234567890,"d":1` + strings.Repeat("0", 40) + `}`)},
-		{Where: "g:2", Data: []byte(`{"a":-1,"b":0.5,"c":0.5,"d":0.5}`)},
+		{Where: "g:1", Data: []byte(`{"a":18446744073709551615,"b":-9223372036854775809,"c":123456789012345678901234567890,"d":1` + strings.Repeat("0", 40) + `,"e":18446744073709551615}`)},
+		{Where: "g:2", Data: []byte(`{"a":-1,"b":0.5,"c":0.5,"d":0.5,"e":1}`)},
 	}
-	floats := []evolve.Column{{Name: "a", Type: "Nullable(Float64)"}, {Name: "b", Type: "Nullable(Float64)"}, {Name: "c", Type: "Nullable(Float64)"}, {Name: "d", Type: "Nullable(Float64)"}}
-	wantWide := []string{"column `a` is Nullable(Float64), which stores the integer 18446744073709551615 (g:1) as 18446744073709552000: declare it UInt64 or Decimal by hand to keep such values",
+	floats := []evolve.Column{{Name: "a", Type: "Nullable(Float64)"}, {Name: "b", Type: "Nullable(Float64)"}, {Name: "c", Type: "Nullable(Float64)"}, {Name: "d", Type: "Nullable(Float64)"},
+		{Name: "e", Type: "Nullable(Float64)"}}
+	wantWide := []string{"column `a` is Nullable(Float64), which stores the integer 18446744073709551615 (g:1) as 18446744073709552000: declare it Decimal by hand to keep such values",
 		"column `b` is Nullable(Float64), which stores the integer -9223372036854775809 (g:1) as -9223372036854776000: declare it Decimal by hand to keep such values",
 		"column `c` is Nullable(Float64), which stores the integer 123456789012345678901234567890 (g:1) as 123456789012345680000000000000: declare it Decimal by hand to keep such values",
-		"column `d` is Nullable(Float64), which stores the integer 1" + strings.Repeat("0", 40) + " (g:1) as 10000000000000000303786028427003666890752: declare it String by hand to keep such values"}
+		"column `d` is Nullable(Float64), which stores the integer 1" + strings.Repeat("0", 40) + " (g:1) as 10000000000000000303786028427003666890752: declare it String by hand to keep such values",
+		"column `e` is Nullable(Float64), which stores the integer 18446744073709551615 (g:1) as 18446744073709552000: declare it UInt64 or Decimal by hand to keep such values"}
 	if diff := cmp.Diff(wantWide, roundedInFloat(floats, wide)); diff != "" {
 		t.Errorf("notes of integers beyond Int64 (-want +got):\n%s", diff)
+	}
+	for text, want := range map[string]struct {
+		neg    bool
+		digits string
+		exp    int
+	}{"1.50e3": {false, "15", 2}, "-0.001": {true, "1", -3}, "-0.0e5": {false, "", 0}, "100": {false, "1", 2}, "1e-99999999999": {false, "1", -1 << 40}} {
+		if neg, digits, exp, ok := decimalDigits(text); !ok || neg != want.neg || digits != want.digits || exp != want.exp {
+			t.Errorf("decimalDigits(%s) = %v, %q, %d, %v, want %v", text, neg, digits, exp, ok, want)
+		}
 	}
 	for text, want := range map[string]string{"18446744073709551615": "18446744073709552000", "123456789012345678": "123456789012345680", "1e400": "",
 		// An integer written with a fraction or an exponent is an integer too.
