@@ -323,14 +323,12 @@ func peekSubscription(ctx context.Context, subscription string, max int) ([]inpu
 	sub, _ := subs.GetSubscription(gctx, &pubsubpb.GetSubscriptionRequest{Subscription: subscription})
 	cancel()
 	var out []inputMessage
-	var held []string
 	seen := map[string]bool{}
-	defer func() { releaseAcks(ctx, subs, subscription, held) }()
 	acker, err := psclient.NewAcker(ctx, subscription, replayAckSettings(sub.GetAckDeadlineSeconds()))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", subscription, err)
 	}
-	defer func() { // before releaseAcks: the extensions stop before the messages are handed back
+	defer func() { // every message pulled is handed back (ModifyAckDeadline 0)
 		acker.Release(context.WithoutCancel(ctx))
 		acker.Close()
 	}()
@@ -341,7 +339,6 @@ func peekSubscription(ctx context.Context, subscription string, max int) ([]inpu
 		}
 		fresh := 0
 		for _, rm := range resp.GetReceivedMessages() {
-			held = append(held, rm.GetAckId())
 			acker.Track(rm.GetAckId())
 			m := rm.GetMessage()
 			if seen[m.GetMessageId()] || len(out) >= max {
