@@ -568,6 +568,12 @@ func TestDeadLetterTableDownHoldsUpNoRows(t *testing.T) {
 	if got := e.srv.MustQuery(t, "SELECT count(), uniqExact(id) FROM ta"); got != want+"\t"+want {
 		t.Errorf("ta holds %s rows (count, distinct ids), want %s of each", got, want)
 	}
+	// On the topic, which has no stack trace, errorMessage names each one's table.
+	for _, m := range e.ps.PullAll(t, e.dlqCheck) {
+		if table := map[string]string{"a": "ta", "b": "tb"}[m.Attributes["r"]]; !strings.HasPrefix(m.Attributes["errorMessage"], "table "+table+": ") {
+			t.Errorf("dead letter %s (r=%s) on the topic: errorMessage %q does not name its table %s", m.Data, m.Attributes["r"], m.Attributes["errorMessage"], table)
+		}
+	}
 	e.checkAllAcked(t, ids)
 }
 

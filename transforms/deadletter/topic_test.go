@@ -48,6 +48,24 @@ func TestTopicMessage(t *testing.T) {
 	}
 }
 
+// TestTopicMessageNamesTable: a routed message's dead letter names its table in errorMessage,
+// since the stack trace that names it in the table is not published; one without a table (the
+// route stage's own, or without routeBy) is as it was.
+func TestTopicMessageNamesTable(t *testing.T) {
+	for _, tc := range []struct{ trace, want string }{
+		{flow.WithTable("stage: parse\nerror: bad (*errors.errorString)", "clicks"), "table clicks: bad"},
+		{flow.WithTable("stage: write", "db.orders"), "table db.orders: bad"},
+		{"stage: parse\nerror: bad (*errors.errorString)", "bad"},
+		{"stage: route", "bad"},
+		{"", "bad"},
+	} {
+		m := TopicMessage(flow.DeadLetter{Payload: []byte(`{}`), ErrorMessage: "bad", StackTrace: tc.trace, FailedAtMillis: 1})
+		if got := m.Attributes[AttrErrorMessage]; got != tc.want {
+			t.Errorf("stack trace %q: errorMessage %q, want %q", tc.trace, got, tc.want)
+		}
+	}
+}
+
 // TestTopicMessageOwnNames: an original attribute named as one the stage adds is left out and
 // counted in attributesOmitted, so a message cannot pass for one the stage cut, and replay (which
 // leaves such a message) loses none of its attributes.

@@ -652,7 +652,8 @@ const MaxTopicAttributes = psclient.MaxAttributes
 
 // TopicMessage is the dead-letter topic's message for r: the original payload bytes, ordering key
 // and attributes, with the attributes errorMessage (a byte that is not part of valid UTF-8 shown
-// as \xXX, cut to Pub/Sub's 1024-byte limit on a UTF-8 boundary) and failedAt (RFC 3339, UTC, milliseconds, e.g. 2026-01-15T10:30:00.123Z) set.
+// as \xXX, cut to Pub/Sub's 1024-byte limit on a UTF-8 boundary; with routeBy, "table <t>: "
+// before it, the table flow.WithTable named in the stack trace) and failedAt (RFC 3339, UTC, milliseconds, e.g. 2026-01-15T10:30:00.123Z) set.
 //
 // An original attribute named as one of AddedAttributes is left out and counted in
 // attributesOmitted: kept, it would be read as this stage's own (a message that says
@@ -684,6 +685,12 @@ func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 	}
 	kept, truncated := len(keys), false
 	var sum string // of the payload, once it is cut
+	// The stack trace, which names a routed message's table, is not published: errorMessage
+	// names it instead.
+	errorMessage := r.ErrorMessage
+	if table := flow.TableOf(r.StackTrace); table != "" {
+		errorMessage = "table " + table + ": " + errorMessage
+	}
 	build := func() map[string]string {
 		attrs := make(map[string]string, kept+6)
 		for _, k := range keys[:kept] {
@@ -691,7 +698,7 @@ func TopicMessage(r flow.DeadLetter) *pubsub.Message {
 		}
 		// Pub/Sub takes UTF-8 attributes alone, and the server's error in a rejected row's may
 		// quote a value cut inside a character (18.16: "parsed just '2024-01-01 00:00:0\xc3'").
-		attrs[AttrErrorMessage] = text.CutWithin(flow.ValidUTF8(r.ErrorMessage), maxAttributeValueBytes)
+		attrs[AttrErrorMessage] = text.CutWithin(flow.ValidUTF8(errorMessage), maxAttributeValueBytes)
 		attrs[AttrFailedAt] = r.FailedAt().Format(FailedAtLayout)
 		if omitted := len(keys) - kept + named; omitted > 0 {
 			attrs[AttrAttributesOmitted] = strconv.Itoa(omitted)

@@ -140,6 +140,17 @@ func WithTable(trace, table string) string {
 	return stage + "\ntable: " + OneLine(table) + "\n" + rest
 }
 
+// TableOf returns the table WithTable named in trace, "" when it names none.
+func TableOf(trace string) string {
+	_, rest, _ := strings.Cut(trace, "\n")
+	line, _, _ := strings.Cut(rest, "\n")
+	table, ok := strings.CutPrefix(line, "table: ")
+	if !ok {
+		return ""
+	}
+	return table
+}
+
 func writeChain(b *strings.Builder, err error, indent string) {
 	prefix := "error: "
 	for err != nil && b.Len() <= MaxErrorBytes {
