@@ -6,8 +6,10 @@ SHELL := /bin/bash
 
 # Starts a ClickHouse server on loopback when none answers (scripts/clickhouse.sh), then runs every
 # test: unit tests, pipeline tests on prism, and the end-to-end tests against the server; then the
-# tests of the HTTP stand-in over the ClickHouse 26 engine (test-modern).
-test: clickhouse check
+# tests of the HTTP stand-in over the ClickHouse 26 engine (test-modern). The binary is built first
+# (build): the end-to-end tests build it again as the Dockerfile does, and then find its packages
+# compiled, rather than compile them while every package's tests run beside.
+test: clickhouse check build
 	$(GO) test -count=1 -timeout 30m ./...
 	@$(MAKE) --no-print-directory test-modern
 
