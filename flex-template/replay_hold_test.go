@@ -13,14 +13,11 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
 )
 
-// TestReplayDryRunHoldsItsMessages: the messages a dry run from a subscription holds to its end
-// keep their lease while it goes on. The second Pull is held up past the subscription's ack
-// deadline (1 s); the message of the first is not delivered again. Before, it was: Pub/Sub
-// handed it out again, and a pull that brought only such messages ended the run and its count
-// with others still to come (a Pull returns what it has at hand, not all there is).
-func TestReplayDryRunHoldsItsMessages(t *testing.T) {
-	var pulls, delivered atomic.Int32
-	slowSecondPull := grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// slowSecondPull starts an emulator whose second Pull waits 2.5 s before it is served (past a
+// subscription's 1 s ack deadline), and counts the Pulls and the messages they deliver.
+func slowSecondPull(t *testing.T) (e *pubsubtest.Emulator, pulls, delivered *atomic.Int32) {
+	pulls, delivered = new(atomic.Int32), new(atomic.Int32)
+	slow := grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if info.FullMethod == "/google.pubsub.v1.Subscriber/Pull" && pulls.Add(1) == 2 {
 			time.Sleep(2500 * time.Millisecond)
 		}
@@ -30,7 +27,16 @@ func TestReplayDryRunHoldsItsMessages(t *testing.T) {
 		}
 		return resp, err
 	})
-	e := pubsubtest.StartServing(t, []grpc.ServerOption{slowSecondPull})
+	return pubsubtest.StartServing(t, []grpc.ServerOption{slow}), pulls, delivered
+}
+
+// TestReplayDryRunHoldsItsMessages: the messages a dry run from a subscription holds to its end
+// keep their lease while it goes on. The second Pull is held up past the subscription's ack
+// deadline (1 s); the message of the first is not delivered again. Before, it was: Pub/Sub
+// handed it out again, and a pull that brought only such messages ended the run and its count
+// with others still to come (a Pull returns what it has at hand, not all there is).
+func TestReplayDryRunHoldsItsMessages(t *testing.T) {
+	e, pulls, delivered := slowSecondPull(t)
 	dead := e.Topic(t, "dead")
 	sub := e.Subscription(t, dead, "dead-sub", time.Second)
 	events := e.Topic(t, "events")
@@ -57,18 +63,7 @@ func TestReplayDryRunHoldsItsMessages(t *testing.T) {
 // TestPeekSubscriptionHoldsItsMessages: infer's sample from a subscription keeps the leases of
 // the messages it has read while it pulls more, as replay's dry run does.
 func TestPeekSubscriptionHoldsItsMessages(t *testing.T) {
-	var pulls, delivered atomic.Int32
-	slowSecondPull := grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if info.FullMethod == "/google.pubsub.v1.Subscriber/Pull" && pulls.Add(1) == 2 {
-			time.Sleep(2500 * time.Millisecond)
-		}
-		resp, err := handler(ctx, req)
-		if r, ok := resp.(*pubsubpb.PullResponse); ok {
-			delivered.Add(int32(len(r.GetReceivedMessages())))
-		}
-		return resp, err
-	})
-	e := pubsubtest.StartServing(t, []grpc.ServerOption{slowSecondPull})
+	e, pulls, delivered := slowSecondPull(t)
 	topic := e.Topic(t, "events")
 	sub := e.Subscription(t, topic, "events-sub", time.Second)
 	e.Publish(t, topic, &pubsubpb.PubsubMessage{Data: []byte(`{"a":1}`)})
