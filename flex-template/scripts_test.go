@@ -744,3 +744,57 @@ func TestMakeClickHouseModern(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestStopStalePidFile runs the stop targets of the servers that scripts/ start in the background
+// (make clickhouse-stop, clickhouse-modern-stop, emulator-stop) on a pid file whose process has
+// ended and whose id is now another process's, here a sleep of the test's own, as after a reboot
+// or a kill -9: they leave that process alone and remove the pid file; and the emulator's status
+// does not take that process for the emulator (make emulator would say "already running" and start
+// nothing).
+func TestStopStalePidFile(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	for _, tc := range []struct{ target, dirVar, pidFile string }{
+		{"clickhouse-stop", "CLICKHOUSE_DIR", "server.pid"},
+		{"clickhouse-modern-stop", "CHMODERN_DIR", "server.pid"},
+		{"emulator-stop", "EMULATOR_DIR", "emulator-8085.pid"},
+	} {
+		t.Run(tc.target, func(t *testing.T) {
+			other := exec.Command("sleep", "60")
+			if err := other.Start(); err != nil {
+				t.Fatal(err)
+			}
+			ended := make(chan error, 1)
+			go func() { ended <- other.Wait() }()
+			t.Cleanup(func() { other.Process.Kill(); <-ended })
+			dir := filepath.Join(t.TempDir(), "a dir")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			pidFile := filepath.Join(dir, tc.pidFile)
+			if err := os.WriteFile(pidFile, []byte(strconv.Itoa(other.Process.Pid)+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			env := []string{tc.dirVar + "=" + dir, "PUBSUB_EMULATOR_PORT=8085"}
+			if tc.target == "emulator-stop" {
+				if out, err := command(t, "..", env, "scripts/emulator.sh", "status"); err == nil {
+					t.Errorf("scripts/emulator.sh status takes process %d (a sleep) for the emulator\n%s", other.Process.Pid, out)
+				}
+			}
+			out, err := command(t, "..", env, "make", "-s", tc.target)
+			if err != nil {
+				t.Fatalf("make %s: %v\n%s", tc.target, err, out)
+			}
+			select {
+			case err := <-ended:
+				ended <- err
+				t.Errorf("make %s stopped process %d, a sleep whose id the pid file held (%v)\n%s", tc.target, other.Process.Pid, err, out)
+			case <-time.After(500 * time.Millisecond):
+			}
+			if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
+				t.Errorf("the pid file is still there (%v)\n%s", err, out)
+			}
+		})
+	}
+}

@@ -153,7 +153,7 @@ start() {
   return 1
 }
 
-stop() { stop_pidfile "$server_dir/server.pid" 5; }
+stop() { stop_pidfile "$server_dir/server.pid" 5 "-path $server_dir/data "; }
 
 case "${1:-}" in
   install) install ;;

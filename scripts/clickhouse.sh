@@ -68,7 +68,7 @@ start() {
   return 1
 }
 
-stop() { stop_pidfile "$dir/server.pid" 30; }
+stop() { stop_pidfile "$dir/server.pid" 30 "--config-file=$dir/config.xml "; }
 
 case "${1:-}" in
   install) install ;;

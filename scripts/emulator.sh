@@ -13,7 +13,9 @@ dir=${EMULATOR_DIR:-/tmp/pubsub-to-clickhouse-emulator}
 pidfile=$dir/emulator-$port.pid
 log=$dir/emulator-$port.log
 
-running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+# running tells whether the emulator of the pid file runs: a process of that id whose command line
+# is the emulator's on this port (after a reboot or a kill -9, the id may be another process's).
+running() { pid_of "$pidfile" "bin/emulator -port $port " >/dev/null; }
 
 # stop_command is the command that stops this emulator: make emulator-stop, with the port and the
 # directory when they are not the defaults (without them it would look for another pid file).
@@ -49,7 +51,7 @@ start() {
       echo "export PUBSUB_EMULATOR_HOST=127.0.0.1:$port"
       return 0
     fi
-    running || break
+    kill -0 "$(cat "$pidfile")" 2>/dev/null || break
     sleep 0.1
   done
   echo "emulator: it did not start; its log ($log):" >&2
@@ -63,7 +65,12 @@ stop() {
     echo "emulator: none started on port $port (no $pidfile; for an emulator started with PUBSUB_EMULATOR_PORT or EMULATOR_DIR, give the same here)"
     return 0
   fi
-  stop_pidfile "$pidfile" 5
+  if ! running; then
+    echo "emulator: none running on port $port ($pidfile names process $(head -c 20 "$pidfile"), which has ended or is another program); removed the pid file"
+    rm -f "$pidfile"
+    return 0
+  fi
+  stop_pidfile "$pidfile" 5 "bin/emulator -port $port "
   echo "emulator: stopped on port $port"
 }
 
