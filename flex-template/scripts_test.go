@@ -798,3 +798,49 @@ func TestStopStalePidFile(t *testing.T) {
 		})
 	}
 }
+
+// TestClickHouseStartPortTaken runs scripts/clickhouse.sh start with an HTTP port that another
+// process holds: the server exits at once, and the script says so within seconds (it waited the
+// whole 60 s for an answer before), names the ports, and leaves no pid file of a process that has
+// ended.
+func TestClickHouseStartPortTaken(t *testing.T) {
+	if _, err := exec.LookPath("clickhouse-server"); err != nil {
+		if _, err := os.Stat("/usr/sbin/clickhouse-server"); err != nil {
+			t.Skip("no clickhouse-server binary (PATH, /usr/sbin)")
+		}
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcpPort := free.Addr().(*net.TCPAddr).Port
+	free.Close()
+	httpPort := taken.Addr().(*net.TCPAddr).Port
+	// The server listens on ::1 as well, and gives up only when no address is left to it.
+	if taken6, err := net.Listen("tcp", fmt.Sprintf("[::1]:%d", httpPort)); err == nil {
+		defer taken6.Close()
+	}
+	dir := filepath.Join(t.TempDir(), "a dir")
+	env := []string{"CLICKHOUSE_DIR=" + dir, fmt.Sprintf("CLICKHOUSE_TCP_PORT=%d", tcpPort), fmt.Sprintf("CLICKHOUSE_HTTP_PORT=%d", httpPort)}
+	t.Cleanup(func() { command(t, "..", env, "scripts/clickhouse.sh", "stop") })
+	start := time.Now()
+	out, err := command(t, "..", env, "scripts/clickhouse.sh", "start")
+	took := time.Since(start)
+	if err == nil {
+		t.Fatalf("scripts/clickhouse.sh start succeeded with its HTTP port %d taken\n%s", httpPort, out)
+	}
+	if took > 30*time.Second {
+		t.Errorf("scripts/clickhouse.sh start took %v to give up on a server that had exited", took.Round(time.Second))
+	}
+	if want := fmt.Sprintf("CLICKHOUSE_HTTP_PORT=%d", httpPort); !strings.Contains(out, want) {
+		t.Errorf("scripts/clickhouse.sh start does not name the ports (%s)\n%s", want, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "server.pid")); !os.IsNotExist(err) {
+		t.Errorf("the pid file of the server that exited is still there (%v)", err)
+	}
+}

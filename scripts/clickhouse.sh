@@ -56,14 +56,22 @@ start() {
   nohup setsid $bin --config-file="$dir/config.xml" >"$dir/log/stdout.log" 2>&1 </dev/null &
   echo $! >"$dir/server.pid"
   cd - >/dev/null
+  local pid
+  pid=$(cat "$dir/server.pid")
   for _ in $(seq 1 120); do
     if answers; then
       echo "clickhouse: server answers on 127.0.0.1:$tcp_port (data in $dir)"
       return 0
     fi
+    kill -0 "$pid" 2>/dev/null || break
     sleep 0.5
   done
-  echo "clickhouse: server did not answer within 60 s; last log lines:" >&2
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "clickhouse: server did not answer within 60 s (it still runs: CLICKHOUSE_DIR=$(printf %q "$dir") scripts/clickhouse.sh stop); last log lines:" >&2
+  else
+    rm -f "$dir/server.pid"
+    echo "clickhouse: server exited without answering (a port taken? CLICKHOUSE_TCP_PORT=$tcp_port, CLICKHOUSE_HTTP_PORT=$http_port); last log lines:" >&2
+  fi
   tail -n 30 "$dir/log/clickhouse-server.err.log" "$dir/log/stdout.log" >&2 || true
   return 1
 }
