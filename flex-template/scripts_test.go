@@ -844,3 +844,76 @@ func TestClickHouseStartPortTaken(t *testing.T) {
 		t.Errorf("the pid file of the server that exited is still there (%v)", err)
 	}
 }
+
+// TestRelativeServerDir starts ClickHouse (scripts/clickhouse.sh) and the Pub/Sub emulator
+// (scripts/emulator.sh) with a relative CLICKHOUSE_DIR and EMULATOR_DIR from a directory of the
+// test's own, then stops them from there: the files are in that directory, and the stop finds
+// them. Before, clickhouse.sh changed into the directory and then looked for it again inside
+// itself, and emulator.sh put its pid file under the repository's root, so that the stop from the
+// caller's directory found none and left the emulator running.
+func TestRelativeServerDir(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := make([]int, 3)
+	listeners := make([]net.Listener, len(ports))
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listeners[i] = l
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	for _, l := range listeners {
+		l.Close()
+	}
+	for _, tc := range []struct {
+		script, pidFile string
+		env             []string
+	}{
+		{"clickhouse.sh", "server.pid", []string{fmt.Sprintf("CLICKHOUSE_TCP_PORT=%d", ports[0]), fmt.Sprintf("CLICKHOUSE_HTTP_PORT=%d", ports[1]), "CLICKHOUSE_DIR=rel"}},
+		{"emulator.sh", fmt.Sprintf("emulator-%d.pid", ports[2]), []string{fmt.Sprintf("PUBSUB_EMULATOR_PORT=%d", ports[2]), "EMULATOR_DIR=rel"}},
+	} {
+		t.Run(tc.script, func(t *testing.T) {
+			if tc.script == "clickhouse.sh" {
+				if _, err := exec.LookPath("clickhouse-server"); err != nil {
+					if _, err := os.Stat("/usr/sbin/clickhouse-server"); err != nil {
+						t.Skip("no clickhouse-server binary (PATH, /usr/sbin)")
+					}
+				}
+			}
+			cwd := t.TempDir()
+			script := filepath.Join(root, "scripts", tc.script)
+			pidFile := filepath.Join(cwd, "rel", tc.pidFile)
+			t.Cleanup(func() {
+				command(t, cwd, tc.env, script, "stop")
+				// Where the script put it when it took the directory as the repository's.
+				command(t, root, tc.env, script, "stop")
+				os.RemoveAll(filepath.Join(root, "rel"))
+			})
+			out, err := command(t, cwd, tc.env, script, "start")
+			if err != nil {
+				t.Fatalf("%s start: %v\n%s", tc.script, err, out)
+			}
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				t.Fatalf("%s start from %s with a relative directory: %v\n%s", tc.script, cwd, err, out)
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatalf("the pid file holds %q", b)
+			}
+			if out, err := command(t, cwd, tc.env, script, "stop"); err != nil {
+				t.Fatalf("%s stop: %v\n%s", tc.script, err, out)
+			}
+			if err := syscall.Kill(pid, 0); err == nil {
+				t.Errorf("process %d still runs after %s stop from the same directory", pid, tc.script)
+			}
+		})
+	}
+}

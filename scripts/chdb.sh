@@ -105,6 +105,9 @@ path() {
 }
 
 server_dir=${CHMODERN_DIR:-/tmp/pubsub-to-clickhouse-chmodern}
+# A relative directory is the caller's (start changes to the repository's root): the stop run
+# from the same place then finds the pid file.
+case $server_dir in /*) ;; *) server_dir=$PWD/$server_dir ;; esac
 port=${CHMODERN_PORT:-18123}
 
 # stop_command is the command that stops this stand-in: make clickhouse-modern-stop, with the

@@ -13,6 +13,8 @@ set -euo pipefail
 . "$(dirname "$0")/pidfile.sh"
 
 dir=${CLICKHOUSE_DIR:-/tmp/pubsub-to-clickhouse-ch}
+# A relative directory is the caller's: start changes into it, and the server reads its paths there.
+case $dir in /*) ;; *) dir=$PWD/$dir ;; esac
 tcp_port=${CLICKHOUSE_TCP_PORT:-9000}
 http_port=${CLICKHOUSE_HTTP_PORT:-8123}
 

@@ -10,6 +10,9 @@ source "$(dirname "$0")/pidfile.sh"
 
 port=${PUBSUB_EMULATOR_PORT:-8085}
 dir=${EMULATOR_DIR:-/tmp/pubsub-to-clickhouse-emulator}
+# A relative directory is the caller's (start changes to the repository's root): the stop run
+# from the same place then finds the pid file.
+case $dir in /*) ;; *) dir=$PWD/$dir ;; esac
 pidfile=$dir/emulator-$port.pid
 log=$dir/emulator-$port.log
 
