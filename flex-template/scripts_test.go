@@ -917,3 +917,49 @@ func TestRelativeServerDir(t *testing.T) {
 		})
 	}
 }
+
+// TestClickHouseStartWithoutClient runs scripts/clickhouse.sh start with a PATH that has every
+// tool it uses but clickhouse-client, by which it tells whether a server answers: it says so at
+// once and starts nothing. Before, it started a server (beside a running one of the same
+// directory, whose pid it then lost), waited 60 s for an answer it could not see, and left the
+// server running.
+func TestClickHouseStartWithoutClient(t *testing.T) {
+	bin := t.TempDir()
+	for _, tool := range []string{"bash", "env", "dirname", "mkdir", "sed", "id", "seq", "sleep", "cat", "nohup", "setsid", "tail", "tr", "head", "rm", "ps", "timeout", "clickhouse-server"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			continue
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l2.Close()
+	dir := filepath.Join(t.TempDir(), "a dir")
+	env := []string{"CLICKHOUSE_DIR=" + dir, fmt.Sprintf("CLICKHOUSE_TCP_PORT=%d", l.Addr().(*net.TCPAddr).Port),
+		fmt.Sprintf("CLICKHOUSE_HTTP_PORT=%d", l2.Addr().(*net.TCPAddr).Port)}
+	t.Cleanup(func() { command(t, "..", env, "scripts/clickhouse.sh", "stop") })
+	start := time.Now()
+	out, err := command(t, "..", append(env, "PATH="+bin), "scripts/clickhouse.sh", "start")
+	if err == nil {
+		t.Errorf("scripts/clickhouse.sh start without clickhouse-client succeeded\n%s", out)
+	}
+	if !strings.Contains(out, "clickhouse-client is not installed") {
+		t.Errorf("scripts/clickhouse.sh start without clickhouse-client does not say so\n%s", out)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("scripts/clickhouse.sh start without clickhouse-client took %v", took.Round(time.Second))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "server.pid")); !os.IsNotExist(err) {
+		t.Errorf("scripts/clickhouse.sh start without clickhouse-client started a server (%v)", err)
+	}
+}

@@ -33,11 +33,8 @@ install() {
   $sudo apt-get install -y -qq clickhouse-server clickhouse-client >/dev/null
 }
 
-start() {
-  if answers; then
-    echo "clickhouse: a server already answers on 127.0.0.1:$tcp_port"
-    return 0
-  fi
+# start_server writes the configuration of $dir and starts a server with it in the background.
+start_server() {
   mkdir -p "$dir"/{data,tmp,user_files,format_schemas,log}
   # The packaged config, with this directory's paths and ports, on IPv4 loopback only.
   sed -e "s#/var/lib/clickhouse/#$dir/data/#g" \
@@ -58,8 +55,28 @@ start() {
   nohup setsid $bin --config-file="$dir/config.xml" >"$dir/log/stdout.log" 2>&1 </dev/null &
   echo $! >"$dir/server.pid"
   cd - >/dev/null
+}
+
+start() {
+  # Without the client, no server would ever seem to answer: start would start one beside a running
+  # one, and wait 60 s for it.
+  if ! command -v clickhouse-client >/dev/null 2>&1; then
+    echo "clickhouse: clickhouse-client is not installed (it tells whether a server answers): scripts/clickhouse.sh install" >&2
+    return 1
+  fi
+  if answers; then
+    echo "clickhouse: a server already answers on 127.0.0.1:$tcp_port"
+    return 0
+  fi
   local pid
-  pid=$(cat "$dir/server.pid")
+  # The server of this directory, still starting or not answering: another one would fail to lock
+  # its data, and its pid would take the place of the running server's in server.pid.
+  if pid=$(pid_of "$dir/server.pid" "--config-file=$dir/config.xml "); then
+    echo "clickhouse: the server of $dir runs already (pid $pid); waiting for it to answer on 127.0.0.1:$tcp_port" >&2
+  else
+    start_server
+    pid=$(cat "$dir/server.pid")
+  fi
   for _ in $(seq 1 120); do
     if answers; then
       echo "clickhouse: server answers on 127.0.0.1:$tcp_port (data in $dir)"
