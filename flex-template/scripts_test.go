@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -961,5 +962,33 @@ func TestClickHouseStartWithoutClient(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "server.pid")); !os.IsNotExist(err) {
 		t.Errorf("scripts/clickhouse.sh start without clickhouse-client started a server (%v)", err)
+	}
+}
+
+// TestClickHouseStatusSilentServer runs scripts/clickhouse.sh status against a port that accepts
+// connections and says nothing, as a hung or stopped server does: it answers "no" within
+// seconds. Before, clickhouse-client waited its receive timeout, 300 s, and start as long at each
+// of its 120 tries.
+func TestClickHouseStatusSilentServer(t *testing.T) {
+	if _, err := exec.LookPath("clickhouse-client"); err != nil {
+		t.Skip("no clickhouse-client")
+	}
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "scripts/clickhouse.sh", "status")
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), fmt.Sprintf("CLICKHOUSE_TCP_PORT=%d", silent.Addr().(*net.TCPAddr).Port))
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("scripts/clickhouse.sh status still waited for a silent server after %v\n%s", time.Since(start).Round(time.Second), out)
+	}
+	if err == nil {
+		t.Errorf("scripts/clickhouse.sh status took a silent port for a server\n%s", out)
 	}
 }

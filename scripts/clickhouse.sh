@@ -18,8 +18,10 @@ case $dir in /*) ;; *) dir=$PWD/$dir ;; esac
 tcp_port=${CLICKHOUSE_TCP_PORT:-9000}
 http_port=${CLICKHOUSE_HTTP_PORT:-8123}
 
+# answers asks the server for SELECT 1, for at most 5 s: a server that accepts the connection and
+# then says nothing (stopped, hung) would hold clickhouse-client for its receive timeout, 300 s.
 answers() {
-  clickhouse-client --host 127.0.0.1 --port "$tcp_port" --query 'SELECT 1' >/dev/null 2>&1
+  timeout 5 clickhouse-client --host 127.0.0.1 --port "$tcp_port" --query 'SELECT 1' >/dev/null 2>&1
 }
 
 install() {
@@ -77,7 +79,8 @@ start() {
     start_server
     pid=$(cat "$dir/server.pid")
   fi
-  for _ in $(seq 1 120); do
+  local deadline=$((SECONDS + 60))
+  while ((SECONDS < deadline)); do
     if answers; then
       echo "clickhouse: server answers on 127.0.0.1:$tcp_port (data in $dir)"
       return 0
