@@ -5,6 +5,12 @@ host=${CLICKHOUSE_HOST:-127.0.0.1}
 port=${CLICKHOUSE_TCP_PORT:-9000}
 go=${GO:-go}
 
+# kill_prism: stops the prism whose pid $work/prism.pid holds, for the scripts' EXIT traps: started in
+# the background, prism ignores SIGINT, so Ctrl-C left it running and holding the job port.
+kill_prism() {
+  if [ -f "$work/prism.pid" ]; then kill "$(cat "$work/prism.pid")" 2>/dev/null || true; fi
+}
+
 client() { clickhouse-client --host "$host" --port "$port" "$@"; }
 
 # cpu_of <stdin file> <command...>: prints the command's user + system CPU seconds.

@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d /tmp/dataflow-shape.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap 'kill_prism; rm -rf "$work"' EXIT
 source scripts/bench-lib.sh
 
 runs=${RUNS:-3}
@@ -36,6 +36,7 @@ shuffle=${SHUFFLE_COMPRESSION:-minlz}
 with_prism() {
   bin/prism -job_port "$jobport" -serve_http=false >"$work/prism.log" 2>&1 &
   local prism=$! out
+  echo "$prism" >"$work/prism.pid"
   sleep 2
   if ! out=$("$@" 2>&1); then
     echo "$out" | tail -20 >&2
@@ -44,6 +45,7 @@ with_prism() {
   fi
   kill "$prism"
   wait "$prism" 2>/dev/null || true
+  rm -f "$work/prism.pid"
   echo "$out"
 }
 

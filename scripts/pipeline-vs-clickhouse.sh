@@ -47,6 +47,7 @@ work=$(mktemp -d)
 cleanup() {
   client --query "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
   client --query "DROP DATABASE IF EXISTS ${db}_pipeline" >/dev/null 2>&1 || true
+  kill_prism
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -96,6 +97,7 @@ pipeline_cpu() {
   if [ -n "$runner_flags" ]; then
     bin/prism -job_port "$prism_port" -serve_http=false >"$work/prism.log" 2>&1 &
     prism=$!
+    echo "$prism" >"$work/prism.pid"
     sleep 2
   fi
   if ! out=$("$work/demo" -binary "$1" -corpus "${2:-$work/corpus.jsonl}" -ddl "$shared/data/wikipedia_edits.sql" \
@@ -108,6 +110,7 @@ pipeline_cpu() {
   if [ -n "$prism" ]; then
     kill "$prism"
     wait "$prism" 2>/dev/null || true
+    rm -f "$work/prism.pid"
   fi
   sed -n 's/^pipeline process CPU: \([0-9.]*\) s.*/\1/p' <<<"$out"
 }

@@ -25,7 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d /tmp/sdk-vs-runner.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap 'kill_prism; rm -rf "$work"' EXIT
 source scripts/bench-lib.sh
 
 runs=${RUNS:-3}
@@ -65,6 +65,7 @@ for ((r = 1; r <= runs; r++)); do
   for i in $(round_order "$r" "${#binaries[@]}"); do
     bin/prism -job_port "$port" -serve_http=false >"$work/prism.log" 2>&1 &
     prism=$!
+    echo "$prism" >"$work/prism.pid"
     sleep 2
     before=$(ticks "$prism")
     out=$(demo_run "${binaries[$i]}" "$messages" "${extra[$i]}") || {
@@ -87,6 +88,7 @@ for ((r = 1; r <= runs; r++)); do
     fi
     kill "$prism"
     wait "$prism" 2>/dev/null || true
+    rm -f "$work/prism.pid"
     sdk=$(demo_cpu "$out")
     runner=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$messages" 'BEGIN { printf "%.2f", t / hz * 100000 / n }')
     echo "round $r ${names[$i]}: binary $sdk, prism $runner CPU-s per 100,000 messages"
