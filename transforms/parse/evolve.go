@@ -104,6 +104,31 @@ type evolver struct {
 	key     string      // the table's key in added
 	// refused holds, per field, the server's refusal of its ADD COLUMN and when it came.
 	refused map[string]refusedDDL
+	// sweepAt is the size of refused at which refuse next drops the refusals older than
+	// refusedFor.
+	sweepAt int
+}
+
+// minSweep is the least size of evolver.refused at which refuse drops the refusals older than
+// refusedFor.
+const minSweep = 64
+
+// refuse keeps r, the refusal of field name's column, for refusedFor. Once the refusals kept
+// have doubled since the last sweep (at minSweep first), those older than refusedFor go: a
+// stream whose field names are its data (a session id as a key) brings a new one in most
+// messages, and while the server refuses its ADD COLUMNs (a grant revoked, a cluster gone, a
+// column of a type without converter added), each refusal, kept for the life of the worker,
+// grew the memory without end.
+func (e *evolver) refuse(name string, r *evolve.Refusal) {
+	if len(e.refused) >= e.sweepAt {
+		for n, d := range e.refused {
+			if time.Since(d.at) >= refusedFor {
+				delete(e.refused, n)
+			}
+		}
+		e.sweepAt = max(minSweep, 2*len(e.refused))
+	}
+	e.refused[name] = refusedDDL{r, time.Now()}
 }
 
 type refusedDDL struct {
@@ -240,7 +265,7 @@ func (f *parseFn) addColumns(ctx context.Context, conv *convert.Converter, m flo
 			return reread, dead, err
 		}
 		if r != nil {
-			e.refused[n.Name] = refusedDDL{r, time.Now()}
+			e.refuse(n.Name, r)
 			refused = append(refused, r)
 			continue
 		}
@@ -446,7 +471,7 @@ func (f *parseFn) unusable(fields []evolve.Field, refused []*evolve.Refusal, cha
 		r := &evolve.Refusal{Param: evolve.ParamAdd, Field: n.Name, Value: text.Cut(n.Value, 100),
 			Rule: fmt.Sprintf("cannot become a column now: the table, read again to add it, can no longer be converted to (%v); "+
 				"the worker goes on with the table as it read it before, without the field", changed), Err: changed}
-		f.evolver.refused[n.Name] = refusedDDL{r, time.Now()}
+		f.evolver.refuse(n.Name, r)
 		refused = append(refused, r)
 	}
 	if f.FromMessage.UnknownFields == "" {

@@ -256,6 +256,53 @@ func TestRefusedDDLIsCached(t *testing.T) {
 	}
 }
 
+// TestRefusedDDLsExpire: the refusals kept for refusedFor go once older, though their fields
+// never come again: a stream whose field names are its data, while the server refuses every ADD
+// COLUMN, kept one per name for the life of the worker.
+func TestRefusedDDLsExpire(t *testing.T) {
+	srv := chtest.New(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
+	ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), "bundle")
+	f := &parseFn{Config: Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true, Limits: evolve.Limits{Max: 100, OnCluster: "no_such_cluster"}}}
+	if err := f.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	send := func(data string) {
+		t.Helper()
+		conv := f.tracker.Converter()
+		if err := f.convert(conv, flow.Message{Data: []byte(data)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, dead, err := f.addColumns(ctx, conv, flow.Message{Data: []byte(data)}); err != nil || dead == nil {
+			t.Fatalf("%s: dead letter %v, error %v: want a dead letter", data, dead, err)
+		}
+	}
+	message := func(prefix string) string {
+		fields := make([]string, 80)
+		for i := range fields {
+			fields[i] = fmt.Sprintf(`"%s%d":1`, prefix, i)
+		}
+		return `{"id":1,` + strings.Join(fields, ",") + `}`
+	}
+	send(message("s"))
+	if n := len(f.evolver.refused); n != 80 {
+		t.Fatalf("%d refusals kept, want 80", n)
+	}
+	for name, d := range f.evolver.refused {
+		f.evolver.refused[name] = refusedDDL{d.r, time.Now().Add(-refusedFor)}
+	}
+	send(message("t"))
+	if n := len(f.evolver.refused); n != 80 {
+		t.Errorf("%d refusals kept after 80 new fields, with the 80 before older than refusedFor: want 80", n)
+	}
+	for name := range f.evolver.refused {
+		if strings.HasPrefix(name, "s") {
+			t.Errorf("the refusal of %q, older than refusedFor, is still kept", name)
+			break
+		}
+	}
+}
+
 // TestAddColumnsRefusesNamesThatBreakTheTable: a new field is not added where the column would
 // break the table for every later message: under a flattened Nested group (n.b beside n.a
 // Array(UInt8): the group's array of objects would no longer convert), under a column (s.x
