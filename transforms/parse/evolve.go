@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -316,7 +317,7 @@ func (f *parseFn) addColumn(ctx context.Context, c driver.Conn, n evolve.Field) 
 		return nil, fmt.Errorf("adding the column %q to %s.%s: %w", n.Name, f.ClickHouse.Database, f.Table, err)
 	}
 	release(e.key, 1)
-	slog.Warn("parse: the server refused to add a column", "table", f.Table, "column", n.Name, "statement", ddl, "error", err)
+	f.logRefused(n.Name, ddl, err)
 	return &evolve.Refusal{Param: evolve.ParamAdd, Field: n.Name, Value: text.Cut(n.Value, 100),
 		Rule: fmt.Sprintf("cannot become a column: the server refused %s: %v", ddl, chclient.ServerError(err)), Err: err}, nil
 }
@@ -386,6 +387,33 @@ func (f *parseFn) logKept(refused []*evolve.Refusal) {
 			keptLogged.n[f.evolver.key]++
 		}
 	}
+}
+
+// refusedLogged counts, per table (the key of added) and the server's error code, the refused
+// ADD COLUMNs logRefused has logged.
+var refusedLogged = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
+// logRefused logs the server's refusal of ddl, the ADD COLUMN of column, for the first
+// maxKeptLogged refusals of the table with the same error code (chclient.Code; 0 for an error
+// that is not the server's), then once that it logs no more of that code: a stream whose field
+// names are its data, while the server refuses every ADD COLUMN (a grant revoked, a cluster of
+// addNewColumnsOnCluster gone), logged a line for almost every message (16,377 for 20,000). A
+// refusal with another code, a new cause, is logged as the first of its code.
+func (f *parseFn) logRefused(column, ddl string, err error) {
+	code, _ := chclient.Code(err)
+	key := f.evolver.key + "\x00" + strconv.Itoa(int(code))
+	refusedLogged.Lock()
+	defer refusedLogged.Unlock()
+	if refusedLogged.n[key] >= maxKeptLogged {
+		chclient.LogOnce("parse: the server refuses more ADD COLUMNs with this error code; they are not logged one by one (each message's dead letter, or the field in "+
+			convert.OptionUnknownFields.String()+", still says why)", "table", f.Table, "code", code, "refusals logged", maxKeptLogged)
+		return
+	}
+	refusedLogged.n[key]++
+	slog.Warn("parse: the server refused to add a column", "table", f.Table, "column", text.Cut(column, 100), "statement", text.Cut(ddl, 1000), "error", err)
 }
 
 // openRetrying opens a connection to the server for adding columns, retrying a failure by

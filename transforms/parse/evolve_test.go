@@ -479,6 +479,30 @@ func TestKeptFieldsLoggedBounded(t *testing.T) {
 	}
 }
 
+// TestRefusedLoggedBounded: ADD COLUMNs the server refuses (here ON CLUSTER a cluster it does not
+// have, code 170) are logged one by one for the first maxKeptLogged of the table and error code,
+// then once that the others are not: a stream whose every message has a field of its own, while
+// the server refused every ADD COLUMN, logged a line for almost every message.
+func TestRefusedLoggedBounded(t *testing.T) {
+	out, srv := keptTable(t)
+	var payloads []string
+	for i := range 2 * maxKeptLogged {
+		payloads = append(payloads, fmt.Sprintf(`{"id":%d,"session_%s_%d":%d}`, i, srv.Database, i, i))
+	}
+	got, _, _ := runEvolve(t, Config{ClickHouse: srv.Config(), Table: "kept", AddNewColumns: true, Limits: evolve.Limits{Max: 1000, OnCluster: "no_such_cluster"},
+		FromMessage: convert.Options{UnknownFields: "unknown"}}, payloads)
+	for i, g := range got {
+		if g != "row" {
+			t.Fatalf("%s: %s, want a row", payloads[i], g)
+		}
+	}
+	one := strings.Count(out.String(), `msg="parse: the server refused to add a column"`)
+	more := strings.Count(out.String(), `msg="parse: the server refuses more ADD COLUMNs with this error code;`)
+	if one != maxKeptLogged || more != 1 {
+		t.Errorf("%d lines of a refusal and %d of more, want %d and 1", one, more, maxKeptLogged)
+	}
+}
+
 // TestKeptFieldLongNameLogCut: a field kept in unknownFieldsColumn is logged with its name cut to
 // 100 bytes: a message with a field name of 300,000 bytes made a line of 300 KB, more than Cloud
 // Logging takes in an entry (256 KB).
