@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
-	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"google.golang.org/grpc/codes"
@@ -771,16 +770,6 @@ func (r *replay) publish(ctx context.Context, cio *cmdIO, msgs []*pubsub.Message
 	return n, err
 }
 
-// releaseAcks hands the messages of ackIDs back to subscription at once (an ack deadline of 0),
-// each once, at most 1,000 a request; on a failure they come back at their ack deadline.
-func releaseAcks(ctx context.Context, subs *pubsubapi.SubscriptionAdminClient, subscription string, ackIDs []string) {
-	ackIDs = slices.Compact(slices.Sorted(slices.Values(ackIDs))) // each once
-	for start := 0; start < len(ackIDs); start += 1000 {
-		ids := ackIDs[start:min(start+1000, len(ackIDs))]
-		subs.ModifyAckDeadline(context.WithoutCancel(ctx), &pubsubpb.ModifyAckDeadlineRequest{Subscription: subscription, AckIds: ids, AckDeadlineSeconds: 0})
-	}
-}
-
 // whereCodes are the codes of ClickHouse's refusal of a query whose fault is most likely the
 // condition of --where: SYNTAX_ERROR (62), UNKNOWN_IDENTIFIER (47), UNKNOWN_FUNCTION (46),
 // ILLEGAL_TYPE_OF_ARGUMENT (43), TYPE_MISMATCH (53), ILLEGAL_TYPE_OF_COLUMN_FOR_FILTER (59),
@@ -855,30 +844,22 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	}
 	seen := map[string]bool{}
 	var dry []*pubsub.Message
-	// Messages pulled and not acknowledged go back to the subscription at once when the replay
-	// ends, however it ends: a dry run's, those left, and a failed batch's.
-	var heldAcks []string
-	defer func() { releaseAcks(ctx, subs, r.subscription, heldAcks) }()
 	// The messages of a batch stay with replay while it is published, however long that takes (a
 	// large batch, a slow or retried publish): the Acker extends their ack deadline from the pull
 	// until they are acknowledged, or else Pub/Sub would deliver them again once the
 	// subscription's deadline (10 s by default) passed, and they would be replayed twice. So do
 	// the messages held to the end (a dry run's, those left): delivered again while the run goes
-	// on, a pull of only those would end it, and its count, with others still to come. Deferred
-	// after releaseAcks, it runs before it: its extensions stop before anything is handed back.
+	// on, a pull of only those would end it, and its count, with others still to come. Every
+	// message pulled and not acknowledged goes back to the subscription at once when the replay
+	// ends, however it ends (Release): a dry run's, those left, and a failed batch's.
 	acker, err := psclient.NewAcker(ctx, r.subscription, replayAckSettings(s.GetAckDeadlineSeconds()))
 	if err != nil {
 		return fail(fmt.Errorf("--fromSubscription %s: %w", r.subscription, err))
 	}
 	defer func() {
-		acker.Release(context.WithoutCancel(ctx)) // those held, and a failed batch's, also in heldAcks
+		acker.Release(context.WithoutCancel(ctx))
 		acker.Close()
 	}()
-	// hold keeps a message to the end of the run, unacknowledged, its lease extended.
-	hold := func(ackID string) {
-		heldAcks = append(heldAcks, ackID)
-		acker.Track(ackID)
-	}
 	replayed, cut := 0, 0 // cut: messages the dead-letter stage cut to fit the topic
 	tooLarge := 0         // messages Pub/Sub would refuse with the replay's attributes (psclient.CheckMessage)
 	again := 0            // dead letters of messages this run replayed, which failed again
@@ -896,7 +877,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 		for _, rm := range resp.GetReceivedMessages() {
 			m := rm.GetMessage()
 			if seen[m.GetMessageId()] {
-				hold(rm.GetAckId()) // delivered again while held
+				acker.Track(rm.GetAckId()) // delivered again while held
 				continue
 			}
 			seen[m.GetMessageId()] = true
@@ -915,7 +896,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 				switch {
 				case a[deadletter.AttrErrorMessage] == "" && a[deadletter.AttrFailedAt] == "":
 					for _, other := range resp.GetReceivedMessages() { // none of this pull is published
-						heldAcks = append(heldAcks, other.GetAckId())
+						acker.Track(other.GetAckId())
 					}
 					return fail(fmt.Errorf("--fromSubscription %s delivers this replay's own messages (replay_id=%s, without the dead-letter stage's errorMessage and failedAt): it is on --topic %s, not on the dead-letter topic; stopped after %d", r.subscription, r.id, r.topic, replayed))
 				case err != nil: // not the stage's time: when it failed cannot be told
@@ -932,7 +913,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 				*left++
 				p.clear()
 				fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: leaving message %s on %s, unacknowledged: %s\n", m.GetMessageId(), r.subscription, why)
-				hold(rm.GetAckId())
+				acker.Track(rm.GetAckId())
 				heldKeys.add(m.GetOrderingKey())
 				continue
 			}
@@ -943,7 +924,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			msg := r.message(m.GetData(), attrs, m.GetOrderingKey())
 			if err := psclient.CheckMessage(msg, r.topic); err != nil {
 				tooLarge++
-				hold(rm.GetAckId())
+				acker.Track(rm.GetAckId())
 				heldKeys.add(m.GetOrderingKey())
 				p.clear()
 				fmt.Fprintf(cio.Err, "pubsub-to-clickhouse replay: leaving message %s on %s, unacknowledged: %v\n", m.GetMessageId(), r.subscription, err)
@@ -951,7 +932,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			}
 			if r.dryRun {
 				dry = append(dry, msg)
-				hold(rm.GetAckId())
+				acker.Track(rm.GetAckId())
 				continue
 			}
 			batch = append(batch, msg)
@@ -965,15 +946,14 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			n, err := w.publish(ctx, p, batch)
 			if err != nil {
 				// Nothing of this batch is acknowledged: it is delivered again at once, and a second
-				// run replays the published ones again.
-				heldAcks = append(heldAcks, acks...)
+				// run replays the published ones again (tracked, they are handed back by Release).
 				return fail(fmt.Errorf("%w; replayed %d before this pull; of its %d, %d were published (and those that failed may have been), and all %d stay on %s, unacknowledged: "+
 					"the next run publishes them again", err, replayed, len(batch), n, len(batch), r.subscription))
 			}
 			// Published, they are acknowledged after an interrupt too, or the next run would
 			// publish them again.
 			if err := acker.Ack(context.WithoutCancel(ctx), acks); err != nil {
-				heldAcks = append(heldAcks, acks...)
+				acker.Track(acks...) // the failed Ack stopped tracking them: handed back by Release
 				return fail(fmt.Errorf("acknowledging on %s: %w (their %d messages were published and will be delivered again)", r.subscription, err, len(acks)))
 			}
 			replayed += n
