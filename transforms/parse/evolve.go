@@ -360,8 +360,9 @@ func (f *parseFn) hasColumn(name string) bool {
 // grew the log and the memory without end.
 const maxKeptLogged = 100
 
-// keptLogged counts, per table (the key of added), the fields logKept has logged.
-var keptLogged = struct {
+// logged counts the lines of a kind logKept and logRefused have logged, by "kept" or
+// "refused", the table (the key of added) and, for refusals, the server's error code.
+var logged = struct {
 	sync.Mutex
 	n map[string]int
 }{n: map[string]int{}}
@@ -374,27 +375,21 @@ func (f *parseFn) logKept(refused []*evolve.Refusal) {
 	if len(refused) == 0 {
 		return
 	}
-	keptLogged.Lock()
-	defer keptLogged.Unlock()
+	key := "kept\x00" + f.evolver.key
+	logged.Lock()
+	defer logged.Unlock()
 	for _, r := range refused {
-		if keptLogged.n[f.evolver.key] >= maxKeptLogged {
+		if logged.n[key] >= maxKeptLogged {
 			chclient.LogOnce("parse: more new fields do not become columns; they are kept in "+convert.OptionUnknownFields.String()+
 				" without a line each", "table", f.Table, "fields logged", maxKeptLogged)
 			return
 		}
 		if chclient.LogOnce("parse: a new field does not become a column; it is kept in "+convert.OptionUnknownFields.String(),
 			"table", f.Table, "field", text.Cut(r.Field, 100), "rule", r.Param+": "+r.Rule) {
-			keptLogged.n[f.evolver.key]++
+			logged.n[key]++
 		}
 	}
 }
-
-// refusedLogged counts, per table (the key of added) and the server's error code, the refused
-// ADD COLUMNs logRefused has logged.
-var refusedLogged = struct {
-	sync.Mutex
-	n map[string]int
-}{n: map[string]int{}}
 
 // logRefused logs the server's refusal of ddl, the ADD COLUMN of column, for the first
 // maxKeptLogged refusals of the table with the same error code (chclient.Code; 0 for an error
@@ -404,15 +399,15 @@ var refusedLogged = struct {
 // refusal with another code, a new cause, is logged as the first of its code.
 func (f *parseFn) logRefused(column, ddl string, err error) {
 	code, _ := chclient.Code(err)
-	key := f.evolver.key + "\x00" + strconv.Itoa(int(code))
-	refusedLogged.Lock()
-	defer refusedLogged.Unlock()
-	if refusedLogged.n[key] >= maxKeptLogged {
+	key := "refused\x00" + f.evolver.key + "\x00" + strconv.Itoa(int(code))
+	logged.Lock()
+	defer logged.Unlock()
+	if logged.n[key] >= maxKeptLogged {
 		chclient.LogOnce("parse: the server refuses more ADD COLUMNs with this error code; they are not logged one by one (each message's dead letter, or the field in "+
 			convert.OptionUnknownFields.String()+", still says why)", "table", f.Table, "code", code, "refusals logged", maxKeptLogged)
 		return
 	}
-	refusedLogged.n[key]++
+	logged.n[key]++
 	slog.Warn("parse: the server refused to add a column", "table", f.Table, "column", text.Cut(column, 100), "statement", text.Cut(ddl, 1000), "error", err)
 }
 

@@ -228,7 +228,7 @@ func (f *insertFn) refreshSchema(ctx context.Context) error {
 // lost its column of unknownFieldsColumn, cancelling the INSERTs under way into the other tables,
 // where the user could have added the column again while the retries ran.
 func (f *insertFn) refreshRetrying(ctx context.Context) error {
-	attempts, err := f.Retry.DoIf(ctx, func() error { return f.refreshSchema(ctx) }, func(error) bool { return true }, func(n int, err error) {
+	attempts, err := f.Retry.Do(ctx, func() error { return f.refreshSchema(ctx) }, func(n int, err error) {
 		insertRetries.Inc(ctx, 1)
 		slog.Warn("write: reading the table's schema again failed; retrying", "table", f.Table, "attempt", n, "error", err)
 	})
