@@ -175,12 +175,14 @@ func CreateTable(database, tableName string, columns []Column, engine, orderBy s
 		return "", err
 	}
 	// An engine's own ORDER BY is kept; otherwise the key goes before its SETTINGS, which
-	// ClickHouse takes last (18.16 refuses an ORDER BY after them).
+	// ClickHouse takes last of the engine's clauses (18.16 refuses an ORDER BY after them), and
+	// before the table's COMMENT, which a newer server takes after the engine and its clauses
+	// (it refuses an ORDER BY after it, code 62).
 	mergeTree := isMergeTree(engine) && clauseAt(engine, "ORDER BY") < 0
 	if mergeTree && orderBy == "" {
 		orderBy = "tuple()"
 	}
-	if i := clauseAt(engine, "SETTINGS"); mergeTree && i >= 0 {
+	if i := firstClause(engine, "SETTINGS", "COMMENT"); mergeTree && i >= 0 {
 		engine = strings.TrimSpace(engine[:i]) + "\nORDER BY " + orderBy + "\n" + engine[i:]
 		mergeTree = false // written
 	}
@@ -214,6 +216,18 @@ func CheckOrderBy(engine, orderBy string) error {
 		return fmt.Errorf("ORDER BY %s with engine %s: the engine has its ORDER BY already; give it in one place", orderBy, engine)
 	}
 	return nil
+}
+
+// firstClause returns where engine (SQL) holds the first of the clause keywords (clauseAt); -1
+// when it holds none.
+func firstClause(engine string, keywords ...string) int {
+	first := -1
+	for _, k := range keywords {
+		if i := clauseAt(engine, k); i >= 0 && (first < 0 || i < first) {
+			first = i
+		}
+	}
+	return first
 }
 
 // clauseAt returns where engine (SQL) holds the clause keyword (words separated by one space,
@@ -265,7 +279,7 @@ func clauseAt(engine, keyword string) int {
 			}
 			j += len(word)
 		}
-		if matched && (j == len(engine) || isSpace(engine[j]) || engine[j] == '(') {
+		if matched && (j == len(engine) || isSpace(engine[j]) || engine[j] == '(' || engine[j] == '\'') {
 			return i
 		}
 	}

@@ -291,6 +291,19 @@ func TestDDL(t *testing.T) {
 	if err != nil || got != want {
 		t.Errorf("CreateTable with an engine's SETTINGS: %v\n%s", err, cmp.Diff(want, got))
 	}
+	// The key goes before the table's COMMENT too (a newer server refuses it after), and before
+	// the first of COMMENT and SETTINGS when the engine has both.
+	for engine, want := range map[string]string{
+		"MergeTree COMMENT 'x'":                                  "MergeTree\nORDER BY (`a b`)\nCOMMENT 'x'",
+		"MergeTree comment'ORDER BY'":                            "MergeTree\nORDER BY (`a b`)\ncomment'ORDER BY'",
+		"MergeTree SETTINGS index_granularity = 64 COMMENT 'x'":  "MergeTree\nORDER BY (`a b`)\nSETTINGS index_granularity = 64 COMMENT 'x'",
+		"MergeTree PARTITION BY f('COMMENT') COMMENT 'SETTINGS'": "MergeTree PARTITION BY f('COMMENT')\nORDER BY (`a b`)\nCOMMENT 'SETTINGS'",
+	} {
+		got, err = CreateTable("db", "t", cols[:1], engine, "(`a b`)")
+		if want := "CREATE TABLE `db`.`t`\n(\n    `a b` Nullable(Int64)\n)\nENGINE = " + want; err != nil || got != want {
+			t.Errorf("CreateTable with engine %s: %v\n%s", engine, err, cmp.Diff(want, got))
+		}
+	}
 	got, err = CreateTable("db", "t", cols[:1], "ReplicatedReplacingMergeTree('/t/{shard}', '{replica}')", "")
 	want = "CREATE TABLE `db`.`t`\n(\n    `a b` Nullable(Int64)\n)\nENGINE = ReplicatedReplacingMergeTree('/t/{shard}', '{replica}')\nORDER BY tuple()"
 	if err != nil || got != want {
