@@ -192,9 +192,10 @@ type replay struct {
 }
 
 // checkWhere refuses a --where condition with a closing parenthesis it did not open (outside
-// its strings, quoted names and comments): replay puts the condition in parentheses of its own,
-// beside those of --since and --until, and such a one would close them, so that "0) OR (1" chose
-// every row of the table, whatever the time range. Other faults are the server's to name.
+// its strings, quoted names, heredoc strings and comments): replay puts the condition in
+// parentheses of its own, beside those of --since and --until, and such a one would close them,
+// so that "0) OR (1" chose every row of the table, whatever the time range. Other faults are the
+// server's to name.
 func checkWhere(where string) error {
 	depth := 0
 	for i := 0; i < len(where); i++ {
@@ -203,6 +204,17 @@ func checkWhere(where string) error {
 			for i++; i < len(where) && where[i] != c; i++ {
 				if where[i] == '\\' {
 					i++
+				}
+			}
+		case c == '$' && (i == 0 || !isWordByte(where[i-1])):
+			// A heredoc string of newer servers, $$text$$ or $tag$text$tag$ (ClickHouse's lexer,
+			// src/Parsers/Lexer.cpp: a token that begins with $, up to the next $, is the tag,
+			// and the text runs to the tag's next appearance); without a closing tag the $ is
+			// a word's, as the lexer reads it. 18.16 has none and refuses the $.
+			if tag := strings.IndexByte(where[i+1:], '$'); tag >= 0 {
+				open := where[i : i+tag+2]
+				if end := strings.Index(where[i+len(open):], open); end >= 0 {
+					i += len(open) + end + len(open) - 1
 				}
 			}
 		case strings.HasPrefix(where[i:], "--"):
@@ -226,6 +238,13 @@ func checkWhere(where string) error {
 		}
 	}
 	return nil
+}
+
+// isWordByte reports whether c continues a word of ClickHouse's SQL (a name, a number, a
+// keyword): an ASCII letter or digit, _ or $, which a name holds after its first character
+// (ClickHouse's isWordCharASCII, and the $ its lexer takes in a bare word).
+func isWordByte(c byte) bool {
+	return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // parseReplayTime reads --since or --until: RFC 3339, or a Go duration before now; "" is zero.

@@ -12,7 +12,9 @@ import (
 // --since and --until; it is a usage error naming the flag, the value and the rule, before
 // ClickHouse is asked anything. Parentheses in strings, quoted names and comments are text.
 func TestReplayWhereParentheses(t *testing.T) {
-	for _, where := range []string{"0) OR (1", "error_message LIKE '%a%') OR (1 = 1", "(1))", ")"} {
+	// A heredoc string ends at its tag; a $ in a name, or one without a closing tag, opens none.
+	for _, where := range []string{"0) OR (1", "error_message LIKE '%a%') OR (1 = 1", "(1))", ")", "raw_message = $$a$$) OR (1", "a$b$ = 1) OR ($b$",
+		"$) OR (1", "raw_message = $t$x$t$ AND 1) OR (1"} {
 		var out, errOut strings.Builder
 		args := []string{"--topic=projects/my-project/topics/events", "--fromTable=dl", "--clickHouseUrl=clickhouse://127.0.0.1:1",
 			"--clickHouseDatabase=d", "--clickHouseUsername=u", "--clickHousePassword=", "--since=1h", "--where=" + where}
@@ -25,6 +27,8 @@ func TestReplayWhereParentheses(t *testing.T) {
 	for _, where := range []string{
 		"error_message LIKE '%)%'", `raw_message = 'a\')'`, "raw_message = 'it''s )'", "`a)` = 1", `"a)" = 1`,
 		"1 -- a comment )\n", "1 /* ) */", "(1) AND ((2))", "", "bogus((",
+		// Heredoc strings of newer servers: $$text$$ and $tag$text$tag$, quotes inside as text.
+		"raw_message = $$a)$$", "raw_message = $t$a) $$ ' $t$", "$$)$$ = $x$($x$", "f($$)$$)",
 	} {
 		if err := checkWhere(where); err != nil {
 			t.Errorf("checkWhere(%q) = %v, want nil", where, err)
