@@ -150,7 +150,7 @@ func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
 	if len(sample.Columns()) == 0 {
 		return failure(cio, "infer", fmt.Errorf("no column inferred: no field of the %s had a value other than null", count(sample.Messages(), "message")))
 	}
-	for _, note := range roundedInFloat(sample.Columns(), msgs) {
+	for _, note := range roundedInFloat(sample.Columns(), msgs, server) {
 		fmt.Fprintf(cio.Out, "-- %s\n", note)
 	}
 	ddl, err := evolve.CreateTable(o.ClickHouseDatabase, o.ClickHouseTable, sample.Columns(), f.engine, f.orderBy)
@@ -186,8 +186,8 @@ func nullableKeyHint(err error, orderBy string) string {
 // sample (msgs) that the column would not store as it is: an integer a double does not hold
 // exactly (beyond 2^53, most of them), which the server stores as the nearest double. A column
 // of integers and fractions is Float64 (evolve's rule), and the note says so before the table
-// is made, naming the types that would hold every value of the column in the sample.
-func roundedInFloat(columns []evolve.Column, msgs []inputMessage) []string {
+// is made, naming the types of server that would hold every value of the column in the sample.
+func roundedInFloat(columns []evolve.Column, msgs []inputMessage, server evolve.Server) []string {
 	var notes []string
 	for _, c := range columns {
 		if !strings.Contains(c.Type, "Float64") {
@@ -207,20 +207,31 @@ func roundedInFloat(columns []evolve.Column, msgs []inputMessage) []string {
 			}
 		}
 		if note != "" {
-			notes = append(notes, note+integerTypes(values)+" by hand to keep such values")
+			notes = append(notes, note+integerTypes(values, server)+" by hand to keep such values")
 		}
 	}
 	return notes
 }
 
-// integerTypes names the types that hold every number of texts (the values of a column in the
-// sample, JSON numbers) as it is: Int64 and UInt64 when each is an integer of their range, Decimal
-// when their digits fit one of up to 38 (Decimal(38, S), the widest Decimal of every server),
-// String otherwise. A type that would refuse another value of the sample (UInt64 a negative one,
-// either integer type a fraction, a Decimal 1e-99) is not named: declared by hand, it would make
-// that message a dead letter.
-func integerTypes(texts []string) string {
-	int64s, uint64s := true, true
+// integerTypes names the types of server that hold every number of texts (the values of a column
+// in the sample, JSON numbers) as it is: the narrowest signed and the narrowest unsigned integer
+// type of each integer's range (Int64 and UInt64; Int128, UInt128, Int256 and UInt256 where the
+// server has them, Server.BigIntegers), and Decimal when their digits fit one (up to 38 digits,
+// Decimal(38, S), the widest of every server; up to 76, Decimal(76, S), where the server has big
+// integers); String when none does. A type that would refuse another value of the sample (an
+// unsigned one a negative value, an integer type a fraction, a Decimal 1e-99) is not named:
+// declared by hand, it would make that message a dead letter.
+func integerTypes(texts []string, server evolve.Server) string {
+	bits := []uint{64}
+	maxDecimalDigits := 38
+	if server.BigIntegers {
+		bits, maxDecimalDigits = []uint{64, 128, 256}, 76
+	}
+	signed := make([]bool, len(bits))   // Int<bits[i]> holds every value
+	unsigned := make([]bool, len(bits)) // UInt<bits[i]> holds every value
+	for i := range bits {
+		signed[i], unsigned[i] = true, true
+	}
 	whole, scale := 0, 0 // the most digits before and after the decimal point
 	for _, text := range texts {
 		neg, digits, exp, ok := decimalDigits(text)
@@ -228,24 +239,36 @@ func integerTypes(texts []string) string {
 			continue
 		}
 		whole, scale = max(whole, len(digits)+exp), max(scale, -exp)
-		if exp < 0 || len(digits)+exp > 20 { // a fraction, or beyond 64 bits
-			int64s, uint64s = false, false
+		if exp < 0 || len(digits)+exp > 78 { // a fraction, or beyond 256 bits (2^256 has 78 digits)
+			clear(signed)
+			clear(unsigned)
 			continue
 		}
 		n, _ := new(big.Int).SetString(digits+strings.Repeat("0", exp), 10)
-		if neg {
-			n.Neg(n)
+		for i, b := range bits {
+			// Int<b> holds -2^(b-1) to 2^(b-1) - 1; UInt<b> holds 0 to 2^b - 1.
+			abs := n
+			if neg {
+				abs = new(big.Int).Sub(n, big.NewInt(1)) // -n fits when n - 1 < 2^(b-1)
+			}
+			signed[i] = signed[i] && abs.BitLen() < int(b)
+			unsigned[i] = unsigned[i] && !neg && n.BitLen() <= int(b)
 		}
-		int64s, uint64s = int64s && n.IsInt64(), uint64s && n.IsUint64()
 	}
 	var types []string
-	for _, t := range []struct {
-		ok   bool
-		name string
-	}{{int64s, "Int64"}, {uint64s, "UInt64"}, {whole+scale <= 38, "Decimal"}} {
-		if t.ok {
-			types = append(types, t.name)
+	for _, kind := range []struct {
+		prefix string
+		fits   []bool
+	}{{"Int", signed}, {"UInt", unsigned}} {
+		for i, b := range bits {
+			if kind.fits[i] {
+				types = append(types, fmt.Sprintf("%s%d", kind.prefix, b))
+				break
+			}
 		}
+	}
+	if whole+scale <= maxDecimalDigits {
+		types = append(types, "Decimal")
 	}
 	switch len(types) {
 	case 0:

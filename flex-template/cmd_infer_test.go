@@ -229,7 +229,9 @@ func TestInferComments(t *testing.T) {
 }
 
 // TestInferModern: on the ClickHouse 26 engine (skipped where it is not installed), booleans are
-// Bool columns and, with --objectsAsJSON, objects JSON columns, created by --execute.
+// Bool columns and, with --objectsAsJSON, objects JSON columns, created by --execute; an
+// --engine with the table's COMMENT has the sorting key before it, and the note on a rounded
+// integer names the big integer types.
 func TestInferModern(t *testing.T) {
 	srv := chtest.StartModern(t)
 	file := filepath.Join(t.TempDir(), "sample.jsonl")
@@ -249,6 +251,25 @@ func TestInferModern(t *testing.T) {
 	got := srv.MustQuery(t, "SELECT name, type, default_expression FROM system.columns WHERE database = currentDatabase() AND table = 't' ORDER BY position FORMAT TSVRaw")
 	if want := "id\tNullable(Int64)\t\nok\tNullable(Bool)\t\nobj\tJSON\t'{}'\narr\tNullable(String)\t"; got != want {
 		t.Errorf("system.columns:\n%s\nwant\n%s", got, want)
+	}
+
+	// The table's COMMENT comes after the sorting key, which 26 refuses after it (code 62); the
+	// note on an integer a Float64 rounds names the big integer types 26 has.
+	if err := os.WriteFile(file, []byte("{\"v\": 18446744073709551615}\n{\"v\": -1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = infer(t, "--clickHouseUrl="+srv.URL, "--clickHouseDatabase="+srv.Database, "--clickHouseUsername=default",
+		"--clickHouseTable=t2", "--engine=MergeTree COMMENT 'made by infer'", "--execute", file)
+	if code != exitOK {
+		t.Fatalf("--engine with a COMMENT: exit %d\n%s", code, errOut)
+	}
+	want = "-- inferred from 2 messages\n-- column `v` is Nullable(Float64), which stores the integer 18446744073709551615 (" + file + ":1) as 18446744073709552000: " +
+		"declare it Int128 or Decimal by hand to keep such values\nCREATE TABLE `" + srv.Database + "`.`t2`\n(\n    `v` Nullable(Float64)\n)\nENGINE = MergeTree\nORDER BY tuple()\nCOMMENT 'made by infer';\n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("printed (-want +got):\n%s", diff)
+	}
+	if got := srv.MustQuery(t, "SELECT comment, sorting_key FROM system.tables WHERE database = currentDatabase() AND name = 't2' FORMAT TSVRaw"); got != "made by infer\t" {
+		t.Errorf("system.tables: comment and sorting key %q, want %q", got, "made by infer\t")
 	}
 }
 
@@ -367,7 +388,7 @@ func TestRoundedInFloat(t *testing.T) {
 		"column `x` is Nullable(Float64), which stores the integer 12345678901234567.0 (f:4) as 12345678901234568: declare it Decimal by hand to keep such values",
 		"column `y` is Nullable(Float64), which stores the integer 9007199254740993 (f:4) as 9007199254740992: declare it Int64, UInt64 or Decimal by hand to keep such values",
 		"column `z` is Nullable(Float64), which stores the integer 9007199254740993 (f:2) as 9007199254740992: declare it String by hand to keep such values"}
-	if diff := cmp.Diff(want, roundedInFloat(columns, msgs)); diff != "" {
+	if diff := cmp.Diff(want, roundedInFloat(columns, msgs, evolve.Server{})); diff != "" {
 		t.Errorf("notes (-want +got):\n%s", diff)
 	}
 	// The types named are those that hold the integer and the column's other values: not Int64
@@ -384,8 +405,36 @@ func TestRoundedInFloat(t *testing.T) {
 		"column `c` is Nullable(Float64), which stores the integer 123456789012345678901234567890 (g:1) as 123456789012345680000000000000: declare it Decimal by hand to keep such values",
 		"column `d` is Nullable(Float64), which stores the integer 1" + strings.Repeat("0", 40) + " (g:1) as 10000000000000000303786028427003666890752: declare it String by hand to keep such values",
 		"column `e` is Nullable(Float64), which stores the integer 18446744073709551615 (g:1) as 18446744073709552000: declare it UInt64 or Decimal by hand to keep such values"}
-	if diff := cmp.Diff(wantWide, roundedInFloat(floats, wide)); diff != "" {
+	if diff := cmp.Diff(wantWide, roundedInFloat(floats, wide, evolve.Server{})); diff != "" {
 		t.Errorf("notes of integers beyond Int64 (-want +got):\n%s", diff)
+	}
+	// A server with big integers (ClickHouse 21.7 and later) has the narrowest integer types of
+	// each range named, and Decimals of up to 76 digits.
+	modern, err := evolve.ServerOf("26.7.3.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := append(wide, inputMessage{Where: "g:3", Data: []byte(`{"f":1` + strings.Repeat("0", 40) + `,"g":1` + strings.Repeat("0", 80) + `}`)},
+		inputMessage{Where: "g:4", Data: []byte(`{"f":1,"g":1}`)})
+	wantModern := []string{"column `a` is Nullable(Float64), which stores the integer 18446744073709551615 (g:1) as 18446744073709552000: declare it Int128 or Decimal by hand to keep such values",
+		"column `b` is Nullable(Float64), which stores the integer -9223372036854775809 (g:1) as -9223372036854776000: declare it Decimal by hand to keep such values",
+		"column `c` is Nullable(Float64), which stores the integer 123456789012345678901234567890 (g:1) as 123456789012345680000000000000: declare it Decimal by hand to keep such values",
+		"column `d` is Nullable(Float64), which stores the integer 1" + strings.Repeat("0", 40) + " (g:1) as 10000000000000000303786028427003666890752: declare it Decimal by hand to keep such values",
+		"column `e` is Nullable(Float64), which stores the integer 18446744073709551615 (g:1) as 18446744073709552000: declare it Int128, UInt64 or Decimal by hand to keep such values",
+		"column `f` is Nullable(Float64), which stores the integer 1" + strings.Repeat("0", 40) + " (g:3) as 10000000000000000303786028427003666890752: declare it Int256, UInt256 or Decimal by hand to keep such values",
+		"column `g` is Nullable(Float64), which stores the integer 1" + strings.Repeat("0", 80) + " (g:3) as 100000000000000000026609864708367276537402401181200809098131977453489758916313088: declare it String by hand to keep such values"}
+	if diff := cmp.Diff(wantModern, roundedInFloat(append(floats, evolve.Column{Name: "f", Type: "Nullable(Float64)"}, evolve.Column{Name: "g", Type: "Nullable(Float64)"}), huge, modern)); diff != "" {
+		t.Errorf("notes on a server with big integers (-want +got):\n%s", diff)
+	}
+	// The bounds of each range: Int128 holds -2^127 but not 2^127, UInt128 2^128 - 1 but not 2^128.
+	for values, want := range map[string]string{
+		"-170141183460469231731687303715884105728": "Int128 or Decimal", "170141183460469231731687303715884105728": "Int256, UInt128 or Decimal",
+		"340282366920938463463374607431768211455": "Int256, UInt128 or Decimal", "340282366920938463463374607431768211456": "Int256, UInt256 or Decimal",
+		"-9223372036854775808": "Int64 or Decimal", "9223372036854775808": "Int128, UInt64 or Decimal",
+	} {
+		if got := integerTypes([]string{values}, modern); got != want {
+			t.Errorf("integerTypes(%s) on 26 = %q, want %q", values, got, want)
+		}
 	}
 	for text, want := range map[string]struct {
 		neg    bool

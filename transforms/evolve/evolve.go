@@ -162,6 +162,11 @@ type Server struct {
 	// (ClickHouse pull request #3900; 18.16 refuses the clause with code 62, a syntax error);
 	// Server.AddColumn uses it ON CLUSTER only.
 	AddIfNotExists bool
+	// BigIntegers: Int128, UInt128, Int256, UInt256 and Decimal of up to 76 digits (Decimal256)
+	// without a setting: ClickHouse 21.7 and later (ClickHouse pull requests #23631, "Make big
+	// integers production ready", and #24812, which removed allow_experimental_bigint_types;
+	// 18.16 has none of them). Only infer's notes name them; no inferred column has them.
+	BigIntegers bool
 }
 
 // ServerOf returns the Server of a ClickHouse version as SELECT version() gives it: "18.16.1",
@@ -177,7 +182,7 @@ func ServerOf(version string) (Server, error) {
 		return Server{}, fmt.Errorf("ClickHouse version %q is not MAJOR.MINOR…", version)
 	}
 	atLeast := func(ma, mi int) bool { return major > ma || major == ma && minor >= mi }
-	return Server{Bool: atLeast(21, 12), JSON: atLeast(25, 3), AddIfNotExists: atLeast(19, 1)}, nil
+	return Server{Bool: atLeast(21, 12), JSON: atLeast(25, 3), AddIfNotExists: atLeast(19, 1), BigIntegers: atLeast(21, 7)}, nil
 }
 
 // ServerOfConn returns the Server of the server conn is connected to, by SELECT version().

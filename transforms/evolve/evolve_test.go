@@ -174,11 +174,13 @@ func TestServerOf(t *testing.T) {
 	}{
 		{"18.16.1", Server{}},
 		{"19.1.6", Server{AddIfNotExists: true}},
-		{"21.11.11.1", Server{AddIfNotExists: true}},
-		{"21.12.2.17", Server{Bool: true, AddIfNotExists: true}},
-		{"25.2.1", Server{Bool: true, AddIfNotExists: true}},
-		{"25.3.1.2703", Server{Bool: true, JSON: true, AddIfNotExists: true}},
-		{"26.7.2.1", Server{Bool: true, JSON: true, AddIfNotExists: true}},
+		{"21.6.9.7", Server{AddIfNotExists: true}},
+		{"21.7.2.7", Server{AddIfNotExists: true, BigIntegers: true}},
+		{"21.11.11.1", Server{AddIfNotExists: true, BigIntegers: true}},
+		{"21.12.2.17", Server{Bool: true, AddIfNotExists: true, BigIntegers: true}},
+		{"25.2.1", Server{Bool: true, AddIfNotExists: true, BigIntegers: true}},
+		{"25.3.1.2703", Server{Bool: true, JSON: true, AddIfNotExists: true, BigIntegers: true}},
+		{"26.7.2.1", Server{Bool: true, JSON: true, AddIfNotExists: true, BigIntegers: true}},
 	} {
 		got, err := ServerOf(tc.version)
 		if err != nil || got != tc.want {
