@@ -377,7 +377,7 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 		return failure(cio, "replay", err)
 	}
 	defer conn.Close()
-	columns, err := deadletter.Columns(ctx, conn, o.ClickHouseDatabase, r.table)
+	columns, err := deadletter.ColumnsToRead(ctx, conn, o.ClickHouseDatabase, r.table)
 	if err != nil {
 		return failure(cio, "replay", fmt.Errorf("--fromTable: %w", err))
 	}

@@ -94,7 +94,14 @@ func CheckTable(ctx context.Context, conn driver.Conn, database, table string) e
 // Columns checks the dead-letter table as CheckTable does and returns the columns the stage
 // fills: the four, then the optional columns the table has, in the order of optionalColumns.
 func Columns(ctx context.Context, conn driver.Conn, database, table string) ([]string, error) {
-	columns, _, err := columnTypes(ctx, conn, database, table, nil)
+	columns, _, err := columnsOf(ctx, conn, database, table, nil, schema.Fetch)
+	return columns, err
+}
+
+// ColumnsToRead is Columns of a dead-letter table that is only read (replay's --fromTable): a
+// View of one, or a Merge table over several, passes as a table of the same columns does.
+func ColumnsToRead(ctx context.Context, conn driver.Conn, database, table string) ([]string, error) {
+	columns, _, err := columnsOf(ctx, conn, database, table, nil, schema.FetchToRead)
 	return columns, err
 }
 
@@ -105,8 +112,14 @@ func Columns(ctx context.Context, conn driver.Conn, database, table string) ([]s
 // leftOut (with its type, for a warning) instead of failing the check (the rows still land,
 // without that column), since the table was right when the job started.
 func columnTypes(ctx context.Context, conn driver.Conn, database, table string, leftOut func(column, typ string)) (columns, types []string, err error) {
+	return columnsOf(ctx, conn, database, table, leftOut, schema.Fetch)
+}
+
+// columnsOf is columnTypes of the schema that fetch reads.
+func columnsOf(ctx context.Context, conn driver.Conn, database, table string, leftOut func(column, typ string),
+	fetch func(ctx context.Context, conn driver.Conn, database, table string) (*schema.Table, error)) (columns, types []string, err error) {
 	running := leftOut != nil
-	t, err := schema.Fetch(ctx, conn, database, table)
+	t, err := fetch(ctx, conn, database, table)
 	switch {
 	case errors.Is(err, schema.ErrNotFound):
 		return nil, nil, &tableError{err: err, hint: "create it with: " + CreateTable(database, table)}

@@ -122,10 +122,21 @@ func nearTable(ctx context.Context, conn driver.Conn, database, table string) st
 	return ""
 }
 
-// Fetch reads the schema of database.table. It fails when the table does not exist (ErrNotFound)
-// or has no writable column, and when a column type does not parse; each error names the table.
+// Fetch reads the schema of database.table, a table to insert into. It fails when the table does
+// not exist (ErrNotFound) or has no writable column, when it is a View or of an engine that takes
+// no INSERT (readOnlyEngines), and when a column type does not parse; each error names the table.
 // A failure to read system.columns (the connection, a privilege) is returned as it came, wrapped.
 func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Table, error) {
+	return fetch(ctx, conn, database, table, true)
+}
+
+// FetchToRead is Fetch of a table that is only read (replay's dead-letter table): a View, or a
+// table of an engine that takes no INSERT (a Merge table over several), is no error.
+func FetchToRead(ctx context.Context, conn driver.Conn, database, table string) (*Table, error) {
+	return fetch(ctx, conn, database, table, false)
+}
+
+func fetch(ctx context.Context, conn driver.Conn, database, table string, toInsert bool) (*Table, error) {
 	t := &Table{Database: database, Name: table}
 	if err := conn.QueryRow(ctx, "SELECT timezone()").Scan(&t.ServerTimeZone); err != nil {
 		return nil, fmt.Errorf("reading the server time zone: %w", err)
@@ -151,14 +162,9 @@ func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Tabl
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading the columns of table %s.%s: %w", database, table, err)
 	}
-	var engine string
-	if err := conn.QueryRow(ctx, "SELECT engine FROM system.tables WHERE database = ? AND name = ?", database, table).Scan(&engine); err == nil {
-		switch {
-		case engine == "View":
-			return nil, fmt.Errorf("%s.%s is a View, which cannot be inserted into: give the table the view reads from", database, table)
-		case readOnlyEngines[engine] || strings.HasPrefix(engine, "System"):
-			return nil, fmt.Errorf("%s.%s has the engine %s, which cannot be inserted into (the server refuses every INSERT, code 48): "+
-				"give a table of an engine that stores what is inserted (MergeTree, or a Distributed table over one)", database, table, engine)
+	if toInsert {
+		if err := takesNoInsert(ctx, conn, database, table); err != nil {
+			return nil, err
 		}
 	}
 	for i, c := range t.Columns {
@@ -180,4 +186,22 @@ func Fetch(ctx context.Context, conn driver.Conn, database, table string) (*Tabl
 		return nil, fmt.Errorf("table %s.%s %w (all are MATERIALIZED or ALIAS)", database, table, ErrNoWritableColumn)
 	}
 	return t, nil
+}
+
+// takesNoInsert returns an error naming database.table when system.tables says it is a View or
+// of an engine that takes no INSERT (readOnlyEngines, the system tables' engines); nil otherwise,
+// and when system.tables cannot be read (the INSERT then says what is wrong).
+func takesNoInsert(ctx context.Context, conn driver.Conn, database, table string) error {
+	var engine string
+	if err := conn.QueryRow(ctx, "SELECT engine FROM system.tables WHERE database = ? AND name = ?", database, table).Scan(&engine); err != nil {
+		return nil
+	}
+	switch {
+	case engine == "View":
+		return fmt.Errorf("%s.%s is a View, which cannot be inserted into: give the table the view reads from", database, table)
+	case readOnlyEngines[engine] || strings.HasPrefix(engine, "System"):
+		return fmt.Errorf("%s.%s has the engine %s, which cannot be inserted into (the server refuses every INSERT, code 48): "+
+			"give a table of an engine that stores what is inserted (MergeTree, or a Distributed table over one)", database, table, engine)
+	}
+	return nil
 }
