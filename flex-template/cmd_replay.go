@@ -645,7 +645,8 @@ type deleteSubmitted struct{ error }
 // meaning since (a --where with now() or rand()). ClickHouse runs a table's mutations in order,
 // so a mutation of the table that never finishes (one whose expression throws, on ClickHouse
 // 18.16, stays unfinished for ever) holds up these: after wait the error names it. An error once
-// the DELETE is submitted (wait passed, an interrupt) is a deleteSubmitted.
+// the DELETE is submitted (wait passed, an interrupt, or a DELETE after the first of several
+// failed) is a deleteSubmitted.
 func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, table, hash string, hashes []uint64, wait time.Duration) (int, error) {
 	type mutation struct {
 		ID, Command string
@@ -701,9 +702,15 @@ func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, tab
 	}
 	// Submitted whole, even after an interrupt (a statement each, quick): an interrupt stops the
 	// wait below, not the DELETE, which ClickHouse goes on with.
-	for _, in := range lists {
+	for i, in := range lists {
 		if err := conn.Exec(context.WithoutCancel(ctx), "ALTER TABLE "+quoted+" DELETE WHERE "+in); err != nil {
-			return 0, err
+			if i == 0 {
+				return 0, err
+			}
+			// The DELETEs before it were submitted, and ClickHouse goes on with them.
+			return 0, deleteSubmitted{fmt.Errorf("DELETE %d of %d failed: %w; the %d before it, of the first %d replayed rows' hashes, were submitted, and ClickHouse "+
+				"deletes those rows when they finish (see system.mutations); the rows of the other %d of the %d hashes were replayed and are kept: "+
+				"delete them by hand, or a replay publishes them again", i+1, len(lists), err, i, i*perMutation, len(hashes)-i*perMutation, len(hashes))}
 		}
 	}
 	deadline := time.Now().Add(wait)
