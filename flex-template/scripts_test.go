@@ -992,3 +992,32 @@ func TestClickHouseStatusSilentServer(t *testing.T) {
 		t.Errorf("scripts/clickhouse.sh status took a silent port for a server\n%s", out)
 	}
 }
+
+// TestBenchPrismPortTaken: the side-by-side scripts start prism with start_prism
+// (scripts/bench-lib.sh), which stops the script, naming the port and PRISM_PORT, when something
+// already listens on the job port. Before, prism failed to bind and the runs went to whatever held
+// the port (a prism left running), whose CPU the script did not measure.
+func TestBenchPrismPortTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	out, err := command(t, "..", []string{"WORK=" + t.TempDir()}, "bash", "-c",
+		fmt.Sprintf(`work=$WORK; source scripts/bench-lib.sh; start_prism %d; echo "started $prism"`, port))
+	var exit *exec.ExitError
+	if want := fmt.Sprintf("something already listens on 127.0.0.1:%d (a prism left running?): stop it, or set PRISM_PORT to a free port", port); !errors.As(err, &exit) ||
+		exit.ExitCode() != 1 || !strings.Contains(out, want) || strings.Contains(out, "started") {
+		t.Errorf("start_prism on a taken port: %v\n%s\nwant exit 1 and %q", err, out, want)
+	}
+	for _, script := range []string{"sdk-vs-runner.sh", "pipeline-vs-clickhouse.sh", "dataflow-shape.sh"} {
+		b, err := os.ReadFile(filepath.Join("..", "scripts", script))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "bin/prism -job_port") || !strings.Contains(string(b), "start_prism ") {
+			t.Errorf("scripts/%s starts prism without start_prism", script)
+		}
+	}
+}

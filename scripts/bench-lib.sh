@@ -11,6 +11,33 @@ kill_prism() {
   if [ -f "$work/prism.pid" ]; then kill "$(cat "$work/prism.pid")" 2>/dev/null || true; fi
 }
 
+# start_prism <job port>: starts bin/prism in the background on the port, its pid in $prism and in
+# $work/prism.pid, its log in $work/prism.log, and returns once it accepts connections there. It
+# stops the script when something else holds the port (the runs would go to that runner, and its
+# CPU would be measured as none of prism's) or when prism exits or does not listen within 10 s.
+start_prism() {
+  local p=$1 i
+  if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+    echo "something already listens on 127.0.0.1:$p (a prism left running?): stop it, or set PRISM_PORT to a free port" >&2
+    exit 1
+  fi
+  bin/prism -job_port "$p" -serve_http=false >"$work/prism.log" 2>&1 &
+  prism=$!
+  echo "$prism" >"$work/prism.pid"
+  for ((i = 0; i < 100; i++)); do
+    if ! kill -0 "$prism" 2>/dev/null; then
+      echo "prism exited at start; its log:" >&2
+      cat "$work/prism.log" >&2
+      exit 1
+    fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "prism does not listen on 127.0.0.1:$p after 10 s; its log:" >&2
+  cat "$work/prism.log" >&2
+  exit 1
+}
+
 client() { clickhouse-client --host "$host" --port "$port" "$@"; }
 
 # cpu_of <stdin file> <command...>: prints the command's user + system CPU seconds.

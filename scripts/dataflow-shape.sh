@@ -34,10 +34,8 @@ shuffle=${SHUFFLE_COMPRESSION:-minlz}
 
 # with_prism <command...>: runs the command with a fresh prism on $jobport, printing its output.
 with_prism() {
-  bin/prism -job_port "$jobport" -serve_http=false >"$work/prism.log" 2>&1 &
-  local prism=$! out
-  echo "$prism" >"$work/prism.pid"
-  sleep 2
+  local prism out
+  start_prism "$jobport"
   if ! out=$("$@" 2>&1); then
     echo "$out" | tail -20 >&2
     kill "$prism"

@@ -95,10 +95,7 @@ clickhouse_cpu() {
 pipeline_cpu() {
   local out prism=
   if [ -n "$runner_flags" ]; then
-    bin/prism -job_port "$prism_port" -serve_http=false >"$work/prism.log" 2>&1 &
-    prism=$!
-    echo "$prism" >"$work/prism.pid"
-    sleep 2
+    start_prism "$prism_port"
   fi
   if ! out=$("$work/demo" -binary "$1" -corpus "${2:-$work/corpus.jsonl}" -ddl "$shared/data/wikipedia_edits.sql" \
     -database "${db}_pipeline" -clickhouse "clickhouse://$host:$port" -clickhouse-http "http://$host:$http_port" \

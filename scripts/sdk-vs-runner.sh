@@ -63,10 +63,7 @@ results=$work/results
 for ((r = 1; r <= runs; r++)); do
   of=()
   for i in $(round_order "$r" "${#binaries[@]}"); do
-    bin/prism -job_port "$port" -serve_http=false >"$work/prism.log" 2>&1 &
-    prism=$!
-    echo "$prism" >"$work/prism.pid"
-    sleep 2
+    start_prism "$port"
     before=$(ticks "$prism")
     out=$(demo_run "${binaries[$i]}" "$messages" "${extra[$i]}") || {
       echo "$out" | tail -20 >&2
