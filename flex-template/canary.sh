@@ -302,6 +302,14 @@ if ((dry_run)); then
   echo "Dry run: the commands and queries follow; nothing is run. curl's -K file holds --clickhouse-user and CLICKHOUSE_PASSWORD."
 fi
 
+# The tools the steps call, before anything is asked or published (a dry run only prints them).
+if ((!dry_run)); then
+  command -v gcloud >/dev/null 2>&1 ||
+    fail "gcloud is not on PATH: canary.sh reads the job's state and publishes with the Google Cloud CLI (https://cloud.google.com/sdk/docs/install); --dry-run prints the commands without it"
+  command -v curl >/dev/null 2>&1 ||
+    fail "curl is not on PATH: canary.sh counts the rows through ClickHouse's HTTP interface with it; --dry-run prints the queries without it"
+fi
+
 # 1. The job, and ClickHouse.
 describe=(gcloud dataflow jobs describe "$job_id" --region="$region" --project="$project" "--format=value(currentState)")
 show "${describe[@]}"

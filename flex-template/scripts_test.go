@@ -1021,3 +1021,41 @@ func TestBenchPrismPortTaken(t *testing.T) {
 		}
 	}
 }
+
+// TestCanaryWithoutGcloud: without gcloud on PATH, canary.sh says so, and that --dry-run needs
+// none, before it asks or publishes anything (exit 1). Before, it ran gcloud all the same and
+// said "could not read the state of job ... (is --job-id right, in --region and --project?)".
+func TestCanaryWithoutGcloud(t *testing.T) {
+	// PATH as it is, but a directory holding gcloud is replaced by one of links to all else in it.
+	var path []string
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if _, err := os.Stat(filepath.Join(dir, "gcloud")); err != nil {
+			path = append(path, dir)
+			continue
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		links := t.TempDir()
+		for _, e := range entries {
+			if e.Name() != "gcloud" {
+				if err := os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(links, e.Name())); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		path = append(path, links)
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := command(t, ".", []string{"CLICKHOUSE_PASSWORD=x", "PATH=" + strings.Join(path, string(os.PathListSeparator))}, bash, "canary.sh", "--project", "my-project", "--region", "us-central1",
+		"--job-id", "2026-12-01_01_02_03-1234567890", "--topic", "events", "--clickhouse-url", "http://127.0.0.1:1", "--database", "d", "--table", "t")
+	var exit *exec.ExitError
+	if want := "canary.sh: gcloud is not on PATH: canary.sh reads the job's state and publishes with the Google Cloud CLI"; !errors.As(err, &exit) ||
+		exit.ExitCode() != 1 || !strings.Contains(out, want) || strings.Contains(out, "could not read the state") {
+		t.Errorf("canary.sh without gcloud: %v\n%s\nwant exit 1 and %q", err, out, want)
+	}
+}
