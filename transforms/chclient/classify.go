@@ -146,7 +146,8 @@ var (
 	}
 	// refusedCodes: checked against 26.7's errorCodeToName on 2026-12-02; 48, 60, 81 and 164
 	// provoked on 26.7 (a Merge table, a dropped table and database, readonly = 1); the engine
-	// has no users, so the codes of users and grants (192 to 195, 291, 497, 516) are not.
+	// has no users, so the codes of users and grants (192 to 195, 291, 497, 516) and of settings
+	// profiles (452) are not.
 	refusedCodes = map[int32]string{
 		48:  "NOT_IMPLEMENTED", // e.g. a table engine that takes no INSERT
 		60:  "UNKNOWN_TABLE",
@@ -157,6 +158,10 @@ var (
 		194: "REQUIRED_PASSWORD",
 		195: "IP_ADDRESS_NOT_ALLOWED",
 		291: "DATABASE_ACCESS_DENIED",
+		// A constraint of the user's settings profile (ClickHouse docs, "Constraints on
+		// Settings": "Setting x should not be changed", "shouldn't be greater than ...") refuses a
+		// setting the INSERT carries, which every INSERT of the job carries alike (from 19.x).
+		452: "SETTING_CONSTRAINT_VIOLATION",
 		497: "ACCESS_DENIED",
 		516: "AUTHENTICATION_FAILED",
 	}
@@ -258,6 +263,10 @@ func Code(err error) (int32, bool) {
 func LoginRefused(code int32) bool {
 	return code == 192 || code == 193 || code == 194 || code == 195 || code == 516
 }
+
+// SettingRefused reports whether code is the server's refusal of a setting the INSERT carries,
+// by a constraint of the user's settings profile: 452 SETTING_CONSTRAINT_VIOLATION.
+func SettingRefused(code int32) bool { return code == 452 }
 
 // CodeName returns the name of a code this package knows (ACCESS_DENIED), or "".
 func CodeName(code int32) string {

@@ -48,6 +48,7 @@ func TestClassify(t *testing.T) {
 		{"authentication failed", ex(516), Refused},
 		{"table dropped", ex(60), Refused},
 		{"storage takes no INSERT", ex(48), Refused},
+		{"a settings profile's constraint", &clickhouse.Exception{Code: 452, Message: "Setting max_insert_block_size should not be changed"}, Refused},
 		{"an unknown element of an Enum in a CAST (18.16)", ex(49), Unknown},
 		{"a bad separator", ex(36), Unknown},
 		{"read after EOF of a parsed value", ex(32), Unknown},

@@ -608,6 +608,12 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 		insertFailures.Inc(ctx, 1)
 		code, _ := chclient.Code(err)
 		check := fmt.Sprintf("check that the table exists and that %s %q may insert into it", chclient.FieldUsername, f.ClickHouse.Username)
+		if chclient.SettingRefused(code) {
+			check = fmt.Sprintf("a constraint of %s %q's settings profile refuses a setting that every INSERT carries (the error names it): "+
+				"those of the parameters insertDeduplicate, insertDistributedSync, maxInsertBlockSize and insertQuorum, and the options in the %s; "+
+				"give the parameter a value the constraint allows, or have the constraint relaxed",
+				chclient.FieldUsername, f.ClickHouse.Username, chclient.FieldURL)
+		}
 		if chclient.LoginRefused(code) {
 			check = fmt.Sprintf("the server no longer lets %s %q log in (the user dropped, its password changed, or its allowed addresses narrowed): "+
 				"check %s and %s (a password in Secret Manager is read again when the stages start again)",

@@ -257,6 +257,20 @@ func TestProcessElement(t *testing.T) {
 			},
 		},
 		{
+			name: "a settings constraint that refuses a setting every INSERT carries is retried, then fails the bundle naming it; no split, no dead letter",
+			rows: 2, retries: 1,
+			send: func(int, []string) error {
+				return serverError(452, "Setting max_insert_block_size shouldn't be greater than 100000")
+			},
+			want: outcome{
+				Inserts: [][]string{ids("m-1", "m-2"), ids("m-1", "m-2")},
+				Err: `ClickHouse refuses every INSERT into db.events, whatever the rows (code 452 SETTING_CONSTRAINT_VIOLATION), after 2 attempts: ` +
+					`code: 452, message: Setting max_insert_block_size shouldn't be greater than 100000; no split can fix this, so nothing was ` +
+					`dead-lettered and the messages stay unacknowledged: a constraint of ClickHouse user "writer"'s settings profile refuses a ` +
+					`setting that every INSERT carries`,
+			},
+		},
+		{
 			name: "an empty batch sends nothing",
 			rows: 0, retries: 3,
 			send: func(int, []string) error { return errors.New("no INSERT expected") },
