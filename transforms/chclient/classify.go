@@ -142,7 +142,14 @@ var (
 		394:  "QUERY_WAS_CANCELLED",
 		425:  "SYSTEM_ERROR",
 		439:  "CANNOT_SCHEDULE_TASK",
-		999:  "KEEPER_EXCEPTION",
+		// The INSERT waited lock_acquire_timeout (120 s by default, from 20.x) for its lock on
+		// the table, which an ALTER, TRUNCATE, RENAME or DROP held or queued for behind a long
+		// query: "READ locking attempt on "db.t" has timed out! (120000ms) Possible deadlock
+		// avoided. Client should retry." (IStorage::lockForShare).
+		473: "DEADLOCK_AVOIDED",
+		// SYSTEM RESTART REPLICA (or its start-up) is re-initialising the replicated table.
+		733: "TABLE_IS_BEING_RESTARTED",
+		999: "KEEPER_EXCEPTION",
 	}
 	// refusedCodes: checked against 26.7's errorCodeToName on 2026-12-02; 48, 60, 81 and 164
 	// provoked on 26.7 (a Merge table, a dropped table and database, readonly = 1); the engine
@@ -157,6 +164,9 @@ var (
 		193: "WRONG_PASSWORD",
 		194: "REQUIRED_PASSWORD",
 		195: "IP_ADDRESS_NOT_ALLOWED",
+		// An INSERT that found the table while a DROP or DETACH of it was under way ("Table is
+		// dropped or detached"); the next finds no table (60), or the table attached again.
+		218: "TABLE_IS_DROPPED",
 		291: "DATABASE_ACCESS_DENIED",
 		// A constraint of the user's settings profile (ClickHouse docs, "Constraints on
 		// Settings": "Setting x should not be changed", "shouldn't be greater than ...") refuses a

@@ -271,6 +271,20 @@ func TestProcessElement(t *testing.T) {
 			},
 		},
 		{
+			name: "a table lock that timed out (an ALTER, TRUNCATE or DROP waiting behind a long query) is retried with the same rows, never split or dead-lettered",
+			rows: 2, retries: 3,
+			send: func(calls int, _ []string) error {
+				if calls <= 3 {
+					return serverError(473, `READ locking attempt on "db.events" has timed out! (120000ms) Possible deadlock avoided. Client should retry.`)
+				}
+				return nil
+			},
+			want: outcome{
+				Inserts: [][]string{ids("m-1", "m-2"), ids("m-1", "m-2"), ids("m-1", "m-2"), ids("m-1", "m-2")},
+				Stored:  [][]string{ids("a-1", "a-2")},
+			},
+		},
+		{
 			name: "an empty batch sends nothing",
 			rows: 0, retries: 3,
 			send: func(int, []string) error { return errors.New("no INSERT expected") },
