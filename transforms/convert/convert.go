@@ -94,7 +94,7 @@ type Converter struct {
 	under      [][]int        // per column, the groups it is under
 	elemFields map[string]int // "t.a" for element a of a Tuple or Nested column t -> t's index
 
-	eager   bool    // the table has no groups: scanFields may encode the columns
+	eager   bool    // the table has no groups and no Nested structure: scanFields may encode the columns
 	meta    *Meta   // the metadata of the current message (ConvertMessage)
 	fields  []value // per column, the field's value in the current payload
 	scratch []byte  // unescaped string text
@@ -222,7 +222,10 @@ func NewWith(t *schema.Table, o Options) (*Converter, error) {
 	}
 	c.nested = nestedGroups(c.columns)
 	c.buildGroups(t)
-	c.eager = c.groups == nil && c.elemFields == nil
+	// Eager encoding keeps of a value only its kind, and the lengths of a Nested structure's
+	// arrays are counted after the scan (checkNested): a table with such a structure encodes after
+	// the scan, also where its prefix is no group (n String beside n.a and n.b).
+	c.eager = c.groups == nil && c.elemFields == nil && c.nested == nil
 	h := fnv.New64a()
 	for _, col := range c.columns {
 		fmt.Fprintf(h, "%s\x00%s\x00%v\x00", col.name, col.typeName, col.hasDefault)

@@ -11,7 +11,7 @@ import (
 
 // scanFields validates payload and records, per column, the value of its field. While the fields
 // come in table order and convert, without a gap, it also encodes them (c.eager: tables without
-// groups, whose rows are the columns' values one after the other): it returns dst with the
+// groups or Nested structures, whose rows are the columns' values one after the other): it returns dst with the
 // columns before done encoded, where Convert goes on; of those columns' values it may keep only
 // the kind. A column that fails is left to Convert, which encodes it again and records its error,
 // so that the row and the errors are those of encoding every column after the scan. When err is

@@ -184,3 +184,23 @@ func TestNestedTypeColumns(t *testing.T) {
 			typ + `"x" is a string; Nested(a UInt8, b String) takes a JSON array of objects or an object of arrays`},
 	})
 }
+
+// TestNestedBesideColumnOfItsPrefix: with a column named as the part before the dot of a Nested
+// structure's columns (n String beside n.a and n.b), the name n is no group, and a payload whose
+// fields come in table order is encoded while it is scanned, keeping of each value only its kind.
+// The check of the arrays' lengths then counted the elements of a value it no longer had, and
+// panicked (index out of range) on every such message, valid ones too: the parse stage's bundle
+// failed, again at each retry, and check crashed. The lengths are checked in every order.
+func TestNestedBesideColumnOfItsPrefix(t *testing.T) {
+	columns := []string{"n String", "n.a Array(UInt8)", "n.b Array(String)"}
+	runExact(t, []exactCase{
+		{"in table order", columns, `{"n":"s","n.a":[1,2],"n.b":["x","y"]}`, []any{"s", []uint8{1, 2}, []string{"x", "y"}}, ""},
+		{"in table order, one Nested column missing", columns, `{"n":"s","n.a":[]}`, []any{"s", []uint8{}, []string{}}, ""},
+		{"another field in between", columns, `{"n":"s","n.a":[1,2],"x":1,"n.b":["x","y"]}`, []any{"s", []uint8{1, 2}, []string{"x", "y"}}, ""},
+		{"out of order", columns, `{"n.b":["x","y"],"n":"s","n.a":[1,2]}`, []any{"s", []uint8{1, 2}, []string{"x", "y"}}, ""},
+		{"in table order, arrays of different lengths", columns, `{"n":"s","n.a":[1,2],"n.b":["x"]}`, nil,
+			`column "n.b" (Array(String)): ["x"] has 1 element, but column "n.a" has 2; the arrays of the Nested structure "n" must be equally long in a row`},
+		{"in table order, a missing Nested column", columns, `{"n":"s","n.a":[1]}`, nil,
+			`column "n.b" (Array(String)): is missing (an empty array), but column "n.a" has 1; the arrays of the Nested structure "n" must be equally long in a row`},
+	})
+}
