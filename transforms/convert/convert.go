@@ -110,6 +110,8 @@ type Converter struct {
 	cells       []cell      // scratch of expandArray
 	seen        []int       // scratch of expandArray
 	synth       []byte      // the arrays expandArray builds
+	filled      []byte      // the arrays of missing elements fillNested builds
+	wasFilled   []bool      // per column, whether fillNested gave it its value
 
 	// Columns filled from the message (metadata.go).
 	injected    []injection    // the metadata columns; nil when none
@@ -292,6 +294,9 @@ func (c *Converter) convert(dst []byte, payload []byte, m *Meta, utf8Checked boo
 	if c.unknownCol >= 0 {
 		c.setUnknown()
 	}
+	if c.nested != nil {
+		c.fillNested()
+	}
 	if len(c.late) > 1 {
 		c.sortLate()
 	}
@@ -359,7 +364,7 @@ func (c *Converter) Release() {
 	c.cells = c.cells[:0]
 	clear(c.unknown[:cap(c.unknown)])
 	c.unknown = c.unknown[:0]
-	for _, b := range []*[]byte{&c.scratch, &c.synth, &c.unknownKeys, &c.unknownBuf, &c.metaBuf} {
+	for _, b := range []*[]byte{&c.scratch, &c.synth, &c.filled, &c.unknownKeys, &c.unknownBuf, &c.metaBuf} {
 		if cap(*b) > maxKeptScratch {
 			*b = nil
 		}

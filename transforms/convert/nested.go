@@ -18,8 +18,11 @@ import (
 // first dot (as the server groups them), and a row whose arrays differ is an error of the later
 // column:
 // column "n.b" (Array(String)): ["x"] has 1 element, but column "n.a" has 2; …
-// A missing field or null counts as an empty array. A column the server fills with its DEFAULT is
-// left out of the check (the server builds it to the right length).
+// A missing field of a column without DEFAULT whose elements may be missing (Nullable, Array or
+// Map elements) is as long as the group's first given array, each element missing (fillNested),
+// as ClickHouse fills such a column that an INSERT leaves out; another missing field, or null,
+// counts as an empty array. A column the server fills with its DEFAULT is left out of the check
+// (the server builds it to the right length).
 //
 // Fields. A Nested structure n takes any one of three forms in a message:
 //   - a field per column: {"n.a":[3,4],"n.b":["y","z"]}, each an Array as any other column;
@@ -214,9 +217,58 @@ func nestedGroups(cols []column) []nestedGroup {
 	return out
 }
 
+// fillNested gives each missing column of a Nested group (no field, no key in the group's object)
+// that has no DEFAULT, and whose elements may be missing (Nullable, Array or Map elements), as
+// many missing elements as the group's first given array has: the value [null,null,…], which
+// its encoder makes NULLs or empty values, as an array of objects without the key gives them,
+// and as ClickHouse fills a column of a Nested structure that an INSERT leaves out (18.16 and
+// 26.7: n.d Array(Nullable(UInt8)) beside n.a = [1,2] is [NULL,NULL]). A column of other
+// elements stays missing, an empty array that checkNested refuses beside a longer one.
+func (c *Converter) fillNested() {
+	c.filled = c.filled[:0]
+	if c.wasFilled == nil {
+		c.wasFilled = make([]bool, len(c.columns))
+	}
+	clear(c.wasFilled)
+	for _, g := range c.nested {
+		n := -1
+		for _, i := range g.columns {
+			if v := c.fields[i]; v.kind == kindArray && (c.failed == nil || !c.failed[i]) {
+				n = countElements(v.raw)
+				break
+			}
+		}
+		if n <= 0 {
+			continue
+		}
+		for _, i := range g.columns {
+			col := &c.columns[i]
+			if c.fields[i].kind != kindNone || col.hasDefault || col.origin != "" || (c.failed != nil && c.failed[i]) || len(col.typ.Elems) != 1 {
+				continue
+			}
+			elem := col.typ.Elems[0]
+			if _, nullable := unwrapColumn(elem); !nullable && !emptyOnNull(elem) {
+				continue
+			}
+			start := len(c.filled)
+			c.filled = append(c.filled, '[')
+			for j := 0; j < n; j++ {
+				if j > 0 {
+					c.filled = append(c.filled, ',')
+				}
+				c.filled = append(c.filled, "null"...)
+			}
+			c.filled = append(c.filled, ']')
+			c.fields[i] = value{kind: kindArray, raw: c.filled[start:len(c.filled):len(c.filled)]}
+			c.wasFilled[i] = true
+		}
+	}
+}
+
 // checkNested appends an error for each column of a Nested group whose array length differs from
 // the group's first given column. Columns whose group field failed, and values that are not
-// arrays, have their error already.
+// arrays, have their error already; a column that fillNested made as long as the first given
+// array is left out, so that an error names only what the message gave (or lacks).
 func (c *Converter) checkNested(errs []*ValueError) []*ValueError {
 	for _, g := range c.nested {
 		first, firstLen := -1, 0
@@ -226,7 +278,7 @@ func (c *Converter) checkNested(errs []*ValueError) []*ValueError {
 			if v.kind == kindNone && col.hasDefault {
 				continue // the server computes it, to the right length
 			}
-			if c.failed != nil && c.failed[i] {
+			if c.failed != nil && c.failed[i] || c.wasFilled[i] {
 				continue
 			}
 			if v.kind != kindArray && v.kind != kindNull && v.kind != kindNone {

@@ -204,3 +204,31 @@ func TestNestedBesideColumnOfItsPrefix(t *testing.T) {
 			`column "n.b" (Array(String)): is missing (an empty array), but column "n.a" has 1; the arrays of the Nested structure "n" must be equally long in a row`},
 	})
 }
+
+// TestNestedMissingColumnAsLongAsTheOthers: a column of a Nested structure that the message does
+// not give (a column added to the structure later, n.d beside n.a and n.b), without DEFAULT and
+// of elements that may be missing (Nullable, Array, Map), is as long as the structure's other
+// arrays, each element missing, in all three forms alike: as the array of objects gave it already,
+// and as ClickHouse fills such a column when an INSERT leaves it out ([NULL,NULL] on 18.16 and
+// 26.7). Before, the field-per-column and object-of-arrays forms made it [] and dead-lettered the
+// message for arrays of different lengths. Of other elements, it is still refused.
+func TestNestedMissingColumnAsLongAsTheOthers(t *testing.T) {
+	columns := cols("n.d Array(Nullable(UInt8))", "n.e Array(Array(String))")
+	want := []any{uint32(1), []uint8{3, 4}, []string{"y", "z"}, []*uint8{nil, nil}, [][]string{{}, {}}}
+	runExact(t, []exactCase{
+		{"a field per column", columns, `{"id":1,"n.a":[3,4],"n.b":["y","z"]}`, want, ""},
+		{"an object of arrays", columns, `{"id":1,"n":{"a":[3,4],"b":["y","z"]}}`, want, ""},
+		{"an array of objects, as before", columns, `{"id":1,"n":[{"a":3,"b":"y"},{"a":4,"b":"z"}]}`, want, ""},
+		{"given, it is the value given", columns, `{"id":1,"n.a":[3,4],"n.b":["y","z"],"n.d":[1,null],"n.e":[["p"],[]]}`,
+			[]any{uint32(1), []uint8{3, 4}, []string{"y", "z"}, []*uint8{ptr(uint8(1)), nil}, [][]string{{"p"}, {}}}, ""},
+		{"every column missing", columns, `{"id":1}`, []any{uint32(1), []uint8{}, []string{}, []*uint8{}, [][]string{}}, ""},
+		{"null is an empty array, as before", columns, `{"id":1,"n.a":[3,4],"n.b":["y","z"],"n.d":null}`, nil,
+			`column "n.d" (Array(Nullable(UInt8))): null is an empty array, but column "n.a" has 2; the arrays of the Nested structure "n" must be equally long in a row`},
+		{"elements that cannot be missing", cols("n.d Array(UInt8)"), `{"id":1,"n.a":[3,4],"n.b":["y","z"]}`, nil,
+			`column "n.d" (Array(UInt8)): is missing (an empty array), but column "n.a" has 2; the arrays of the Nested structure "n" must be equally long in a row`},
+		{"a filled column is no party to a length error", columns, `{"id":1,"n.b":["y","z"]}`, nil,
+			`column "n.b" (Array(String)): ["y","z"] has 2 elements, but column "n.a" has 0; the arrays of the Nested structure "n" must be equally long in a row`},
+		{"the first given array sets the length", columns, `{"id":1,"n.a":[3,4],"n.b":["y"]}`, nil,
+			`column "n.b" (Array(String)): ["y"] has 1 element, but column "n.a" has 2; the arrays of the Nested structure "n" must be equally long in a row`},
+	})
+}
