@@ -200,7 +200,7 @@ func (c *Converter) expandArray(g int, v value) {
 			}
 		}
 		if n > 0 && !named && col.hasDefault {
-			continue // the server computes the column, to the right length
+			continue // the server computes the column (and rejects one of another length: nested.go)
 		}
 		elemType := gr.elems[k]
 		_, nullable := unwrapColumn(elemType)

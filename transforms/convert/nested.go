@@ -21,8 +21,11 @@ import (
 // A missing field of a column without DEFAULT whose elements may be missing (Nullable, Array or
 // Map elements) is as long as the group's first given array, each element missing (fillNested),
 // as ClickHouse fills such a column that an INSERT leaves out; another missing field, or null,
-// counts as an empty array. A column the server fills with its DEFAULT is left out of the check
-// (the server builds it to the right length).
+// counts as an empty array. A column the server fills with its DEFAULT is left out of the check:
+// the server computes the expression, and rejects the INSERT when its array is of another length
+// (code 190 on 18.16 and 26.7: a constant DEFAULT [7] beside n.a = [1,2]), after which the write
+// stage dead-letters the row alone; a DEFAULT built from another column (arrayMap(x -> 0, n.a))
+// fits.
 //
 // Fields. A Nested structure n takes any one of three forms in a message:
 //   - a field per column: {"n.a":[3,4],"n.b":["y","z"]}, each an Array as any other column;
@@ -40,8 +43,8 @@ import (
 //     for Nullable, [] for Array, else an error).
 //   - an array of objects, when every writable column under P is an Array: element i of column P.k
 //     is the value of key k of object i. A column that no object names takes its DEFAULT when it
-//     has one (the server builds it to the right length); else, and in every object that lacks
-//     the key, the element is as null: NULL for a Nullable element type, empty for an Array or Map
+//     has one (the server computes it; see above for one of another length); else, and in every
+//     object that lacks the key, the element is as null: NULL for a Nullable element type, empty for an Array or Map
 //     element type, else an error (element [0]: is missing, and the element type String is not
 //     Nullable). An empty array gives [] to every column. The keys are the names after "P.", and
 //     the elements must be objects.
@@ -276,7 +279,7 @@ func (c *Converter) checkNested(errs []*ValueError) []*ValueError {
 			col := &c.columns[i]
 			v := c.fields[i]
 			if v.kind == kindNone && col.hasDefault {
-				continue // the server computes it, to the right length
+				continue // the server computes it (and rejects one of another length)
 			}
 			if c.failed != nil && c.failed[i] || c.wasFilled[i] {
 				continue
