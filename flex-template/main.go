@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
@@ -451,8 +452,9 @@ func checkOtherHosts(ctx context.Context, o pipeline.Options) {
 
 // preflight checks, before the job starts, what every worker checks in its Setup: the JavaScript
 // UDF's file and function, the table and its column types, the credentials, with addNewColumns
-// that the user may add columns (evolve.CheckAlter), the dead-letter table and topic, and which
-// insert settings the server takes; it warns of the hosts of clickHouseUrl after the first that
+// that the user may add columns (evolve.CheckAlter), the dead-letter table and topic, which
+// insert settings the server takes, and that it takes an INSERT into each table with them
+// (chclient.CheckInsert, insertRefused); it warns of the hosts of clickHouseUrl after the first that
 // do not answer (checkOtherHosts).
 func preflight(ctx context.Context, o pipeline.Options) error {
 	if cfg, ok := o.UDF(); ok {
@@ -497,6 +499,24 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 	send, token, leftOut, err := chclient.ResolveSettings(ctx, conn, o.InsertSettings())
 	if err != nil {
 		return err
+	}
+	// An INSERT of no rows into each table, with the settings every INSERT carries: a readonly
+	// profile, a missing grant or a constraint on one of the settings would refuse every INSERT,
+	// which the write stage can only retry, holding every message.
+	tables := o.Tables()
+	if o.ClickHouseDeadLetterTable != "" {
+		tables = append(tables, o.ClickHouseDeadLetterTable)
+	}
+	for _, table := range tables {
+		if err := chclient.CheckInsert(ctx, conn, o.ClickHouseDatabase, table, send); err != nil {
+			if refused := insertRefused(err, o, table, send); refused != nil {
+				return refused
+			}
+			// Not the user's right or a setting: what the INSERTs meet (a table engine's own
+			// failure), which the write stage says and deals with.
+			slog.Warn("an INSERT of no rows into the table failed at launch; the job starts all the same, and its INSERTs say what becomes of the rows",
+				"table", o.ClickHouseDatabase+"."+table, "error", err)
+		}
 	}
 	if token {
 		send[chclient.TokenSetting] = "(per INSERT)"
@@ -544,6 +564,29 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 		}
 	}
 	return nil
+}
+
+// insertRefused is the launch's error for the server's refusal of an INSERT of no rows into
+// table (chclient.CheckInsert) by clickHouseUsername, with what to do: a readonly profile (164
+// READONLY), a missing grant (497 ACCESS_DENIED) or a constraint on a setting every INSERT
+// carries (452, chclient.SettingRefused), which would refuse every INSERT alike. nil for another
+// error.
+func insertRefused(err error, o pipeline.Options, table string, send clickhouse.Settings) error {
+	var what string
+	switch code, _ := chclient.Code(err); {
+	case code == 164:
+		what = "the user's settings profile is readonly (readonly=1 or 2), which refuses every INSERT: give a user whose profile may write"
+	case code == 497:
+		what = fmt.Sprintf("grant it: GRANT INSERT ON %s.%s TO %s", chclient.QuoteIdent(o.ClickHouseDatabase), chclient.QuoteIdent(table), chclient.QuoteIdent(o.ClickHouseUsername))
+	case chclient.SettingRefused(code):
+		what = "a constraint of the user's settings profile refuses one of the settings every INSERT carries (" + fmt.Sprint(send) +
+			": those of the parameters insertDeduplicate, insertDistributedSync, maxInsertBlockSize and insertQuorum): give the parameter a value " +
+			"the constraint allows, or have it relaxed"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%s: the server refuses an INSERT into %s.%s by %s %q (an INSERT of no rows, tried at launch): %w; %s",
+		pipeline.ClickHouseParam(chclient.FieldUsername), o.ClickHouseDatabase, table, chclient.FieldUsername, o.ClickHouseUsername, err, what)
 }
 
 // checkOrderedDelivery warns, for a local run, of how the input subscription's message ordering

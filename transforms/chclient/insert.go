@@ -289,6 +289,22 @@ func (e *TypesChangedError) Error() string {
 	return b.String()
 }
 
+// CheckInsert begins an INSERT into database.table with settings (the resolved insert settings)
+// and ends it before any row is sent: the server checks the statement, the user's right to insert
+// (a readonly profile, code 164; a missing grant, 497 on servers with access control) and the
+// settings (a constraint of the user's profile, 452) when it reads the statement, over the
+// native protocol; the error is the server's, as it came. Over HTTP, where clickhouse-go sends
+// an INSERT with its rows, no INSERT is sent: clickhouse-go reads the table's columns (DESC TABLE,
+// with the settings), which checks the settings and the user's right to read the table alone.
+func CheckInsert(ctx context.Context, conn driver.Conn, database, table string, settings clickhouse.Settings) error {
+	batch, err := conn.PrepareBatch(clickhouse.Context(ctx, clickhouse.WithSettings(settings)), "INSERT INTO "+QuoteIdent(database)+"."+QuoteIdent(table))
+	if err != nil {
+		return err
+	}
+	batch.Abort() // no row: nothing is inserted
+	return nil
+}
+
 // Insert sends one INSERT of a block of rows through clickhouse-go's batch API: the statement is
 // InsertStatement(database, table, columns), and values[i] is the whole column columns[i], either
 // in the Native format (a Native), a String column's values as Go strings (a Strings), or one

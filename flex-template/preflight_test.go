@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/pubsubtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/pipeline"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
+)
+
+// TestPreflightInsertRefused: a user whose settings profile is readonly (code 164, "Cannot insert
+// into table in readonly mode"; a missing grant, 497, and a constraint on an insert setting,
+// 452, are refused the same way on newer servers) fails the launch, naming the table, the user
+// and what to do. Before, the launch passed (the checks only read), and every INSERT was refused
+// and retried, holding every message. The INSERT tried has no rows: nothing is inserted.
+func TestPreflightInsertRefused(t *testing.T) {
+	const user, password = "reader", "Reader-pw-6c1e"
+	srv := chtest.StartOwn(t)
+	srv.MustExec(t, "CREATE TABLE "+srv.Database+".events (id UInt32) ENGINE = MergeTree ORDER BY id")
+	if err := os.MkdirAll(filepath.Join(srv.Dir, "users.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(srv.Dir, "users.d", user+".xml"), []byte(`<yandex>
+  <profiles><readonly_profile><readonly>1</readonly></readonly_profile></profiles>
+  <users>
+    <`+user+`>
+      <password>`+password+`</password>
+      <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+      <profile>readonly_profile</profile>
+      <quota>default</quota>
+    </`+user+`>
+  </users>
+</yandex>
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := srv.Query("SELECT 1", "user="+user, "password="+password); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("user %s: %v", user, err)
+		}
+	}
+	e := pubsubtest.Start(t)
+	o := pipeline.Defaults()
+	o.InputSubscription = e.Subscription(t, e.Topic(t, "events"), "events-sub", 10*time.Second)
+	o.ClickHouseURL = srv.URL
+	o.ClickHouseDatabase = srv.Database
+	o.ClickHouseTable = "events"
+	o.ClickHouseUsername = user
+	o.ClickHousePassword = secret.String(password)
+	err := preflight(context.Background(), o)
+	for _, want := range []string{"clickHouseUsername: the server refuses an INSERT into " + srv.Database + `.events by ClickHouse user "reader" (an INSERT of no rows, tried at launch)`,
+		"Cannot insert into table in readonly mode", "the user's settings profile is readonly (readonly=1 or 2), which refuses every INSERT"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("preflight: %v\nwant it to hold %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), password) {
+		t.Errorf("the error shows the password: %v", err)
+	}
+	// The user default, who may insert, passes, and the INSERT of no rows inserted none.
+	o.ClickHouseUsername, o.ClickHousePassword = "default", ""
+	if err := preflight(context.Background(), o); err != nil {
+		t.Errorf("preflight as default: %v", err)
+	}
+	if got := srv.MustQuery(t, "SELECT count() FROM "+srv.Database+".events"); got != "0" {
+		t.Errorf("%s rows in the table after the launch's checks, want 0", got)
+	}
+}
