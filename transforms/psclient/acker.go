@@ -9,12 +9,14 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/googleapis/gax-go/v2/apierror"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -246,8 +248,10 @@ func (a *Acker) forget(id string) {
 // stops tracking them. Ids whose request still fails with a transient error (Pub/Sub unreachable
 // for a while) stay tracked, their deadlines extended, and the Acker's loop tries to acknowledge
 // them once a tick until Settings.Deadline after the Ack began (retryAcks): a message stored
-// during an outage of Pub/Sub shorter than that is not delivered again. Other failures are returned (the message is redelivered once its
-// deadline passes). Empty ids are ignored.
+// during an outage of Pub/Sub shorter than that is not delivered again. So are the ids to which
+// Pub/Sub, on a subscription with exactly-once delivery, gives a transient failure of their own
+// in a failed request (ackResults). Other failures are returned (the message is redelivered
+// once its deadline passes). Empty ids are ignored.
 func (a *Acker) Ack(ctx context.Context, ackIDs []string) error {
 	ids := make([]string, 0, len(ackIDs))
 	for _, id := range ackIDs {
@@ -280,21 +284,28 @@ func (a *Acker) Ack(ctx context.Context, ackIDs []string) error {
 	began := time.Now()
 	var errs []error
 	for _, chunk := range chunks(ids, a.settings.MaxIDsPerRequest) {
-		switch err := a.ackChunk(ctx, chunk); {
-		case err == nil:
-			a.acked.Add(int64(len(chunk)))
+		err := a.ackChunk(ctx, chunk)
+		acked, retry, failed := ackResults(chunk, err)
+		if len(acked) > 0 {
+			a.acked.Add(int64(len(acked)))
 			a.mu.Lock()
 			if a.retrying > 0 { // untrack forgets the others
-				for _, id := range chunk {
+				for _, id := range acked {
 					a.forget(id) // also one an earlier Ack left to retryAcks
 				}
 			}
 			a.mu.Unlock()
-		case (transient(err) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() == nil && a.retryLater(chunk, began, err):
-			// Pub/Sub unreachable (the client retries Unavailable within rpcTimeout): left to
-			// the loop.
-		default:
-			a.ackFailed.Add(int64(len(chunk)))
+		}
+		// Pub/Sub unreachable (the client retries Unavailable within rpcTimeout), or ids whose
+		// failure exactly-once delivery says is transient: left to the loop.
+		if len(retry) > 0 && (ctx.Err() != nil || !a.retryLater(retry, began, err)) {
+			failed = append(failed, retry...)
+		}
+		if len(failed) > 0 {
+			a.ackFailed.Add(int64(len(failed)))
+			if len(failed) < len(chunk) {
+				err = fmt.Errorf("%d of its %d ids: %w", len(failed), len(chunk), err)
+			}
 			errs = append(errs, err)
 		}
 	}
@@ -418,21 +429,60 @@ func (a *Acker) retryAcks(now time.Time) {
 		ctx, cancel := context.WithTimeout(a.ctx, retryTimeout)
 		err := a.acknowledge(ctx, chunk)
 		cancel()
-		if err != nil && (transient(err) || errors.Is(err, context.DeadlineExceeded) || a.ctx.Err() != nil) {
+		if err != nil && a.ctx.Err() != nil {
+			return
+		}
+		acked, retry, failed := ackResults(chunk, err)
+		if len(retry) == len(chunk) {
 			return // Pub/Sub still away: the rest at the next tick, so that extensions are not held up
 		}
-		if err == nil {
-			a.acked.Add(int64(len(chunk)))
-		} else {
-			a.ackFailed.Add(int64(len(chunk)))
-			slog.Warn("ack: acknowledging failed; Pub/Sub will redeliver the messages", "subscription", a.sub, "ids", len(chunk), "error", err)
+		// The ids of retry (exactly-once delivery's transient failures) stay, tried again at
+		// the next tick.
+		a.acked.Add(int64(len(acked)))
+		if len(failed) > 0 {
+			a.ackFailed.Add(int64(len(failed)))
+			slog.Warn("ack: acknowledging failed; Pub/Sub will redeliver the messages", "subscription", a.sub, "ids", len(failed), "error", err)
 		}
 		a.mu.Lock()
-		for _, id := range chunk {
+		for _, id := range acked {
+			a.forget(id)
+		}
+		for _, id := range failed {
 			a.forget(id)
 		}
 		a.mu.Unlock()
 	}
+}
+
+// ackResults sorts the ids of one Acknowledge request by its outcome, err: all acked when it
+// succeeded; all to retry when it failed with a transient error (transient, or the caller's
+// deadline); otherwise by the failure Pub/Sub gives each id. On a subscription with exactly-once
+// delivery, Pub/Sub answers a request of which some ids cannot be acknowledged with an error
+// whose ErrorInfo metadata map each such id to its failure: one that starts with TRANSIENT_
+// (TRANSIENT_FAILURE_UNORDERED_ACK_ID, for one) is worth retrying, any other
+// (PERMANENT_FAILURE_INVALID_ACK_ID: an expired or malformed ack id) is not; an id the metadata
+// do not name failed with the request's error. This is the client library's own reading
+// (cloud.google.com/go/pubsub/v2, iterator.go, processResults;
+// https://cloud.google.com/pubsub/docs/exactly-once-delivery).
+func ackResults(ids []string, err error) (acked, retry, failed []string) {
+	switch {
+	case err == nil:
+		return ids, nil, nil
+	case transient(err) || errors.Is(err, context.DeadlineExceeded):
+		return nil, ids, nil
+	}
+	var perID map[string]string
+	if apiErr, ok := apierror.FromError(err); ok {
+		perID = apiErr.Metadata()
+	}
+	for _, id := range ids {
+		if strings.HasPrefix(perID[id], "TRANSIENT_") {
+			retry = append(retry, id)
+		} else {
+			failed = append(failed, id)
+		}
+	}
+	return nil, retry, failed
 }
 
 // transient reports whether a failed request is worth retrying.

@@ -13,6 +13,7 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -636,5 +637,78 @@ func TestAckRetriedThenAckedAgain(t *testing.T) {
 	}
 	if st := a.Stats(); st.Outstanding != 0 || st.Acked != 1 || st.AckRequests != 2 {
 		t.Errorf("stats: %+v, want none outstanding, 1 acked in 2 requests", st)
+	}
+}
+
+// exactlyOnceFailure is a pstest reactor that fails the first Acknowledge as Pub/Sub does on a
+// subscription with exactly-once delivery when some of its ids cannot be acknowledged: a
+// status with an ErrorInfo whose metadata give each such id's failure
+// (TRANSIENT_FAILURE_..., worth retrying, or PERMANENT_FAILURE_INVALID_ACK_ID), which the
+// client library reads (cloud.google.com/go/pubsub/v2, iterator.go, processResults). The
+// request's other ids are taken by the Acknowledge that follows.
+type exactlyOnceFailure struct {
+	mu       sync.Mutex
+	failures map[string]string // ack id -> failure, of the first Acknowledge
+	code     codes.Code
+	done     bool
+}
+
+func (r *exactlyOnceFailure) React(req any) (bool, any, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return false, nil, nil
+	}
+	r.done = true
+	st, err := status.New(r.code, "Some acknowledgement ids in the request were invalid. This could be because the acknowledgement ids have expired or the acknowledgement ids were malformed.").
+		WithDetails(&errdetails.ErrorInfo{Reason: "EXACTLY_ONCE_ACKID_FAILURE", Domain: "pubsub.googleapis.com", Metadata: r.failures})
+	if err != nil {
+		panic(err)
+	}
+	return true, nil, st.Err()
+}
+
+// TestAckExactlyOnceTransientRetried: on a subscription with exactly-once delivery, an
+// Acknowledge fails with a code that is not transient and says per id which failures are
+// (TRANSIENT_FAILURE_*): those ids are retried by the loop, as the client library retries them,
+// and acknowledged; an id Pub/Sub refuses for good is not. Before, the whole request was taken
+// as failed: the message stored whose ack only met a passing failure was delivered again, and
+// stored twice.
+func TestAckExactlyOnceTransientRetried(t *testing.T) {
+	for _, code := range []codes.Code{codes.InvalidArgument, codes.FailedPrecondition} {
+		t.Run(code.String(), func(t *testing.T) {
+			react := &exactlyOnceFailure{code: code}
+			f := newFixture(t, 10*time.Second, pstest.ServerReactorOption{FuncName: "Acknowledge", Reactor: react})
+			byData := map[string]string{} // ack id by payload
+			ids := f.publishAndPull(t, 3, func(ackIDs, data []string) {
+				for i, id := range ackIDs {
+					byData[data[i]] = id
+				}
+			})
+			react.failures = map[string]string{byData["m1"]: "TRANSIENT_FAILURE_UNORDERED_ACK_ID", byData["m2"]: "PERMANENT_FAILURE_INVALID_ACK_ID"}
+			a := newAcker(t, AckSettings{Tick: 50 * time.Millisecond, Deadline: 10 * time.Second})
+			a.Track(ids...)
+			err := a.Ack(context.Background(), ids)
+			if err == nil || !strings.Contains(err.Error(), "PERMANENT_FAILURE_INVALID_ACK_ID") {
+				t.Errorf("Ack = %v, want an error naming the id refused for good", err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for a.Outstanding() > 0 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			acks := map[string]int{}
+			for _, m := range f.srv.Messages() {
+				acks[string(m.Data)] = m.Acks
+			}
+			if acks["m1"] != 1 {
+				t.Errorf("the message whose id met a transient failure: acknowledged %d times in Pub/Sub, want 1 (retried); acks by payload: %v", acks["m1"], acks)
+			}
+			if acks["m2"] != 0 {
+				t.Errorf("the message whose id Pub/Sub refused for good: acknowledged %d times, want 0", acks["m2"])
+			}
+			if st := a.Stats(); st.Outstanding != 0 || st.AckRetried != 1 || st.Acked != 1 || st.AckFailed != 2 {
+				t.Errorf("stats: %+v; want none outstanding, 1 retried and acknowledged, 2 failed (the refused id and the one the failed request named no failure of)", st)
+			}
+		})
 	}
 }
