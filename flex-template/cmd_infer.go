@@ -35,7 +35,8 @@ const inferDescription = "Reads the messages of the files and prints the CREATE 
 	"message per regular file (symbolic links followed; what else it holds is skipped with a line on standard error); - is standard input. " +
 	"Inputs that hold no message at all are a usage error. With --fromSubscription the sample is up to --samples messages pulled from a " +
 	"subscription and acknowledged by none: each is released at once when the sample is read, so it is delivered again, one " +
-	"delivery attempt more (which a dead-letter policy of the subscription counts).\n" +
+	"delivery attempt more (which a dead-letter policy of the subscription counts). On a subscription with message ordering the " +
+	"sample holds only the first messages of each ordering key, which a comment says.\n" +
 	"Exit status: 0 when the statement is printed (and run), 1 when no column could be inferred or ClickHouse failed, " +
 	"2 on a usage error."
 
@@ -75,6 +76,7 @@ func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
 		return usageError(cio, "infer", fmt.Errorf("--engine, --orderBy: %w", err))
 	}
 	var msgs []inputMessage
+	var heldBack string // peekSubscription's
 	var err error
 	switch {
 	case f.fromSubscription != "" && len(files) > 0:
@@ -88,7 +90,7 @@ func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
 		if _, err := psclient.ParseSubscription(f.fromSubscription); err != nil {
 			return usageError(cio, "infer", fmt.Errorf("--fromSubscription %q %w", f.fromSubscription, err))
 		}
-		if msgs, err = peekSubscription(ctx, f.fromSubscription, f.samples); err != nil {
+		if msgs, heldBack, err = peekSubscription(ctx, f.fromSubscription, f.samples); err != nil {
 			return failure(cio, "infer", fmt.Errorf("--fromSubscription: %w", err))
 		}
 		fmt.Fprintf(cio.Err, "pubsub-to-clickhouse infer: read %s from %s and released them unacknowledged\n", count(len(msgs), "message"), f.fromSubscription)
@@ -141,6 +143,9 @@ func runInfer(ctx context.Context, cio *cmdIO, args []string) int {
 		fmt.Fprintf(cio.Out, " (%d skipped: %s)", nUnpublishable, unpublishable)
 	}
 	fmt.Fprintln(cio.Out)
+	if heldBack != "" {
+		fmt.Fprintf(cio.Out, "-- %s\n", heldBack)
+	}
 	if pending := sample.Pending(); len(pending) > 0 {
 		fmt.Fprintf(cio.Out, "-- not inferred, only null in the sample (no column until a value comes): %s\n", quoteAll(pending))
 	}

@@ -457,3 +457,39 @@ func TestRoundedInFloat(t *testing.T) {
 		}
 	}
 }
+
+// TestInferFromOrderedSubscription: on a subscription with message ordering, Pub/Sub delivers no
+// later message of an ordering key while an earlier one is unacknowledged, and infer
+// acknowledges none, so its sample holds the first message of each key alone. The output says
+// so; before, it said "inferred from 2 messages" and nothing more, and the fields that only the
+// later messages of a key had were not in the table, with nothing to tell why.
+func TestInferFromOrderedSubscription(t *testing.T) {
+	srv := chtest.New(t)
+	e := pubsubtest.Start(t)
+	topic := e.Topic(t, "events")
+	sub := "projects/" + pubsubtest.Project + "/subscriptions/events-ordered"
+	if _, err := e.Client.SubscriptionAdminClient.CreateSubscription(context.Background(), &pubsubpb.Subscription{
+		Name: sub, Topic: topic, AckDeadlineSeconds: 60, EnableMessageOrdering: true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range 20 {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: fmt.Appendf(nil, `{"id":%d,"later%d":1}`, i, i), OrderingKey: fmt.Sprint("k", i%2)})
+	}
+	e.Publish(t, topic, msgs...)
+	conn := []string{"--clickHouseUrl=" + srv.URL, "--clickHouseDatabase=" + srv.Database, "--clickHouseUsername=default", "--clickHouseTable=t"}
+	out, errOut, code := infer(t, append(conn, "--fromSubscription="+sub)...)
+	note := `-- messages read have 2 ordering keys ("k0", "k1"): the subscription has message ordering, and Pub/Sub delivers no later message of a key ` +
+		"while an earlier one is unacknowledged, so the sample holds only the first messages of each key, and a field that only later messages of a key have is not in it\n"
+	if code != exitOK || !strings.HasPrefix(out, "-- inferred from 2 messages\n"+note) {
+		t.Errorf("infer from an ordered subscription: exit %d\n%s\nwant it to start with\n-- inferred from 2 messages\n%s\nstderr:\n%s", code, out, note, errOut)
+	}
+	// Without message ordering nothing is held back, and nothing said.
+	plain := e.Subscription(t, topic, "events-plain", 60*time.Second)
+	e.Publish(t, topic, msgs...)
+	out, errOut, code = infer(t, append(conn, "--fromSubscription="+plain)...)
+	if code != exitOK || !strings.HasPrefix(out, "-- inferred from 20 messages\nCREATE TABLE") {
+		t.Errorf("infer from a subscription without message ordering: exit %d\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -307,26 +308,34 @@ const peekTimeout = 5 * time.Second
 // or else, past the subscription's deadline, they would come back and a pull of only those would
 // end the sample early. A message delivered twice during the sample is kept once. Where is
 // "<subscription>#<n>", n from 1, and the message id.
-func peekSubscription(ctx context.Context, subscription string, max int) ([]inputMessage, error) {
+//
+// heldBack is "" unless messages of the sample have ordering keys and the subscription has
+// message ordering (or does not say, pubsub.subscriptions.get denied): then Pub/Sub delivers no
+// later message of a key while an earlier one is unacknowledged
+// (https://cloud.google.com/pubsub/docs/ordering), so that the sample holds only the first
+// messages of each key, and heldBack says so in a sentence that names the keys.
+func peekSubscription(ctx context.Context, subscription string, max int) (_ []inputMessage, heldBack string, _ error) {
 	name, err := psclient.ParseSubscription(subscription)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	client, err := psclient.NewCheckedClient(ctx, name.Project)
 	if err != nil {
-		return nil, fmt.Errorf("%s: creating the Pub/Sub client: %w", subscription, err)
+		return nil, "", fmt.Errorf("%s: creating the Pub/Sub client: %w", subscription, err)
 	}
 	defer client.Close()
 	subs := client.SubscriptionAdminClient
-	// The subscription's ack deadline, if the role may read it (pubsub.subscriptions.get).
+	// The subscription's ack deadline and message ordering, if the role may read them
+	// (pubsub.subscriptions.get).
 	gctx, cancel := context.WithTimeout(ctx, peekTimeout)
-	sub, _ := subs.GetSubscription(gctx, &pubsubpb.GetSubscriptionRequest{Subscription: subscription})
+	sub, subErr := subs.GetSubscription(gctx, &pubsubpb.GetSubscriptionRequest{Subscription: subscription})
 	cancel()
 	var out []inputMessage
+	var keys orderingKeys
 	seen := map[string]bool{}
 	acker, err := psclient.NewAcker(ctx, subscription, replayAckSettings(sub.GetAckDeadlineSeconds()))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", subscription, err)
+		return nil, "", fmt.Errorf("%s: %w", subscription, err)
 	}
 	defer func() { // every message pulled is handed back (ModifyAckDeadline 0)
 		acker.Release(context.WithoutCancel(ctx))
@@ -335,7 +344,7 @@ func peekSubscription(ctx context.Context, subscription string, max int) ([]inpu
 	for len(out) < max {
 		resp, err := pullWithin(ctx, subs, &pubsubpb.PullRequest{Subscription: subscription, MaxMessages: int32(min(max-len(out), 1000))}, peekTimeout)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		fresh := 0
 		for _, rm := range resp.GetReceivedMessages() {
@@ -346,11 +355,31 @@ func peekSubscription(ctx context.Context, subscription string, max int) ([]inpu
 			}
 			seen[m.GetMessageId()] = true
 			fresh++
+			keys.add(m.GetOrderingKey())
 			out = append(out, inputMessage{Where: fmt.Sprintf("%s#%d (message %s)", subscription, len(out)+1, m.GetMessageId()), Data: m.GetData()})
 		}
 		if fresh == 0 {
 			break
 		}
 	}
-	return out, nil
+	return out, orderedHeldBack(keys, subErr == nil, sub.GetEnableMessageOrdering(), "the sample holds only the first messages of each key, "+
+		"and a field that only later messages of a key have is not in it"), nil
+}
+
+// orderedHeldBack is the sentence of a command that holds the messages it pulled (infer's sample,
+// replay's dry run) and so may not have been delivered the later messages of their ordering keys
+// (keys): "" when there is none, or when the subscription is known (known) to have no message
+// ordering (ordered). what says what that means for the command.
+func orderedHeldBack(keys orderingKeys, known, ordered bool, what string) string {
+	if len(keys) == 0 || (known && !ordered) {
+		return ""
+	}
+	subscription := "the subscription has message ordering"
+	if !known {
+		subscription = "if the subscription has message ordering (Pub/Sub would not say: pubsub.subscriptions.get denied)"
+	}
+	sorted := slices.Clone(keys)
+	slices.Sort(sorted)
+	return fmt.Sprintf("messages read have %s (%s): %s, and Pub/Sub delivers no later message of a key while an earlier one is unacknowledged, "+
+		"so %s", count(len(keys), "ordering key"), sorted, subscription, what)
 }

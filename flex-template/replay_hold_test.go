@@ -67,7 +67,7 @@ func TestPeekSubscriptionHoldsItsMessages(t *testing.T) {
 	topic := e.Topic(t, "events")
 	sub := e.Subscription(t, topic, "events-sub", time.Second)
 	e.Publish(t, topic, &pubsubpb.PubsubMessage{Data: []byte(`{"a":1}`)})
-	msgs, err := peekSubscription(context.Background(), sub, 10)
+	msgs, _, err := peekSubscription(context.Background(), sub, 10)
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("peekSubscription = %d messages, %v; want 1", len(msgs), err)
 	}
