@@ -501,7 +501,7 @@ func (r *replay) fromDeadLetterTable(ctx context.Context, cio *cmdIO, o pipeline
 			count(len(refused), "dead letter"), r.from, flow.OneLine(errors.Join(refused...).Error()))
 	}
 	if r.dryRun {
-		r.printDryRun(cio, msgs)
+		r.printDryRun(cio, msgs, "")
 		return code
 	}
 	n, err := r.publish(ctx, cio, msgs)
@@ -774,12 +774,20 @@ func deleteRows(ctx context.Context, cio *cmdIO, conn driver.Conn, database, tab
 	}
 }
 
-// printDryRun prints the count and the first samples of a dry run.
-func (r *replay) printDryRun(cio *cmdIO, msgs []*pubsub.Message) {
-	fmt.Fprintf(cio.Out, "dry run: would replay %s from %s to %s (replay_id=%s); nothing published, deleted or acknowledged\n",
-		count(len(msgs), "dead letter"), r.from, r.topic, r.id)
+// printDryRun prints the count and the first samples of a dry run. heldBack is "" or, from a
+// subscription with message ordering, orderedHeldBack's sentence: the count is then a least.
+func (r *replay) printDryRun(cio *cmdIO, msgs []*pubsub.Message, heldBack string) {
+	atLeast := ""
+	if heldBack != "" {
+		atLeast = "at least "
+	}
+	fmt.Fprintf(cio.Out, "dry run: would replay %s%s from %s to %s (replay_id=%s); nothing published, deleted or acknowledged\n",
+		atLeast, count(len(msgs), "dead letter"), r.from, r.topic, r.id)
 	for i, m := range msgs[:min(r.samples, len(msgs))] {
 		printSample(cio, i, m)
+	}
+	if heldBack != "" {
+		fmt.Fprintln(cio.Out, heldBack)
 	}
 }
 
@@ -841,6 +849,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	gctx, cancel := context.WithTimeout(ctx, pullTimeout)
 	retry, retried := recordRetries()
 	s, err := subs.GetSubscription(gctx, &pubsubpb.GetSubscriptionRequest{Subscription: r.subscription}, retry)
+	subKnown := err == nil // s says the subscription's topic, ack deadline and message ordering
 	noAnswer := errors.Is(gctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	if err != nil && noAnswer {
@@ -892,6 +901,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	unreadable := 0       // dead letters with this run's replay id whose failedAt is not the stage's
 	start := time.Now()
 	var heldKeys orderingKeys // of the messages left unacknowledged
+	var dryKeys orderingKeys  // of the messages a dry run holds
 	for {
 		resp, err := pullWithin(ctx, subs, &pubsubpb.PullRequest{Subscription: r.subscription, MaxMessages: 1000}, pullTimeout)
 		if err != nil {
@@ -958,6 +968,7 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 			}
 			if r.dryRun {
 				dry = append(dry, msg)
+				dryKeys.add(m.GetOrderingKey())
 				acker.Track(rm.GetAckId())
 				continue
 			}
@@ -987,7 +998,10 @@ func (r *replay) fromTopic(ctx context.Context, cio *cmdIO) int {
 	}
 	code := exitOK
 	if r.dryRun {
-		r.printDryRun(cio, dry)
+		// Held to the end, the messages of a dry run hold back the later ones of their ordering
+		// keys on a subscription with message ordering: the count is of the first of each key.
+		r.printDryRun(cio, dry, orderedHeldBack(dryKeys, subKnown, s.GetEnableMessageOrdering(), "a dry run, which acknowledges none, "+
+			"reads only the first dead letters of each key, and the count is of those: the replay itself, which acknowledges each once published, reads the others"))
 	} else {
 		// An acknowledgement that failed with a transient error was left to the Acker, which
 		// retries it while the deadline it set holds; Release tries it once more. Those that

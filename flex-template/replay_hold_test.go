@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -76,5 +77,44 @@ func TestPeekSubscriptionHoldsItsMessages(t *testing.T) {
 	}
 	if got := e.PullAll(t, sub); len(got) != 1 {
 		t.Errorf("%d messages on %s after the sample, want 1", len(got), sub)
+	}
+}
+
+// TestReplayDryRunOrderedSubscription: a dry run from a subscription with message ordering holds
+// the messages it reads, so Pub/Sub delivers it no later message of their ordering keys: it
+// reads the first of each key alone, and its count says "at least" and why. Before, it said
+// "would replay 2 dead letters" of the 6 that the replay itself then replayed.
+func TestReplayDryRunOrderedSubscription(t *testing.T) {
+	e := pubsubtest.Start(t)
+	dead := e.Topic(t, "dead")
+	sub := "projects/" + pubsubtest.Project + "/subscriptions/dead-ordered"
+	if _, err := e.Client.SubscriptionAdminClient.CreateSubscription(context.Background(), &pubsubpb.Subscription{
+		Name: sub, Topic: dead, AckDeadlineSeconds: 60, EnableMessageOrdering: true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	events := e.Topic(t, "events")
+	e.Subscription(t, events, "events-sub", 60*time.Second)
+	var msgs []*pubsubpb.PubsubMessage
+	for i := range 6 {
+		msgs = append(msgs, &pubsubpb.PubsubMessage{Data: fmt.Appendf(nil, `{"id":%d}`, i), OrderingKey: fmt.Sprint("k", i%2),
+			Attributes: map[string]string{"errorMessage": "bad", "failedAt": "2026-01-01T00:00:00.000Z"}})
+	}
+	e.Publish(t, dead, msgs...)
+
+	var out, errOut strings.Builder
+	code := runReplay(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut),
+		[]string{"--dry-run", "--topic=" + events, "--fromSubscription=" + sub})
+	want := `messages read have 2 ordering keys ("k0", "k1"): the subscription has message ordering, and Pub/Sub delivers no later message of a key while an earlier one is unacknowledged, ` +
+		"so a dry run, which acknowledges none, reads only the first dead letters of each key, and the count is of those: the replay itself, which acknowledges each once published, reads the others\n"
+	if code != exitOK || !strings.HasPrefix(out.String(), "dry run: would replay at least 2 dead letters from "+sub) || !strings.Contains(out.String(), want) {
+		t.Errorf("dry run: exit %d, standard output\n%s\nwant \"would replay at least 2 dead letters\" and\n%s\nstandard error\n%s", code, out.String(), want, errOut.String())
+	}
+	// The replay itself replays all 6.
+	out.Reset()
+	errOut.Reset()
+	code = runReplay(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), []string{"--topic=" + events, "--fromSubscription=" + sub})
+	if code != exitOK || !strings.HasPrefix(out.String(), "replayed 6 dead letters from "+sub) {
+		t.Errorf("replay: exit %d, standard output\n%s\nstandard error\n%s", code, out.String(), errOut.String())
 	}
 }
