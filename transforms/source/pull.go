@@ -170,10 +170,17 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 
 	arrived := time.Now()
 	ackIDs, sizes := make([]string, len(msgs)), make([]int, len(msgs))
+	again, highest := 0, int32(0) // messages received again, and their highest delivery attempt
 	for i, m := range msgs {
 		ackIDs[i], sizes[i] = m.GetAckId(), messageBytes(m.GetMessage())
+		if a := m.GetDeliveryAttempt(); a > 1 {
+			again, highest = again+1, max(highest, a)
+		}
 	}
 	fn.acks.TrackSized(ackIDs, sizes)
+	if again > 0 {
+		fn.redelivered(ctx, arrived, again, highest)
+	}
 	out := flow.Messages{Messages: make([]flow.Message, len(msgs))}
 	for i, m := range msgs {
 		pos := rest.Next + int64(i)
@@ -308,6 +315,29 @@ func (fn *readFn) pull(ctx context.Context, n int, now bool) (*pubsubpb.PullResp
 		return nil, err
 	}
 	return resp, nil
+}
+
+// redelivered counts n messages received again (metric messages-redelivered), the highest of
+// their delivery attempts being highest, and warns of them at most once per logEvery. Pub/Sub
+// gives a delivery attempt (ReceivedMessage.delivery_attempt, 1 for the first) only on a
+// subscription with a dead-letter policy, which forwards a message to the policy's topic once it
+// has been delivered max_delivery_attempts times without an acknowledgement
+// (https://cloud.google.com/pubsub/docs/handling-failures): such a message reaches neither the
+// table nor this pipeline's dead letters, and carries no error of it.
+func (fn *readFn) redelivered(ctx context.Context, now time.Time, n int, highest int32) {
+	messagesRedelivered.Inc(ctx, int64(n))
+	const msg = "source: messages delivered again (given back by a run that failed or was stopped, released by infer or a dry run of replay, or their ack deadline passed): " +
+		"a message whose delivery attempts reach the dead-letter policy's limit is forwarded by Pub/Sub to the policy's topic, " +
+		"with no error of this pipeline"
+	if now.Sub(fn.lastLog[msg]) < logEvery {
+		return
+	}
+	if fn.lastLog == nil {
+		fn.lastLog = map[string]time.Time{}
+	}
+	fn.lastLog[msg] = now
+	slog.Warn(msg, "subscription", fn.Subscription, "messages", n, "highestDeliveryAttempt", highest,
+		"maxDeliveryAttempts", fn.deadLetterPolicy.GetMaxDeliveryAttempts(), "deadLetterTopic", fn.deadLetterPolicy.GetDeadLetterTopic())
 }
 
 // logf logs msg at most once per logEvery.

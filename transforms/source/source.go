@@ -30,6 +30,11 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
 )
 
+// messagesRedelivered counts the messages the local reader receives again: those whose
+// delivery attempt, which Pub/Sub gives only on a subscription with a dead-letter policy, is 2
+// or more.
+var messagesRedelivered = beam.NewCounter(flow.Namespace, "messages-redelivered")
+
 func init() {
 	register.DoFn5x2[context.Context, *watermarkEstimator, *sdf.LockRTracker, []byte,
 		func(beam.EventTime, flow.Messages), sdf.ProcessContinuation, error](&readFn{})
@@ -247,7 +252,10 @@ type readFn struct {
 	// ackDeadline is the subscription's ack deadline (defaultAckDeadline if Setup could not
 	// read it): the messages of a lost Pull response come back after it.
 	ackDeadline time.Duration
-	lastLog     map[string]time.Time // by message, for logf
+	// deadLetterPolicy is the subscription's dead-letter policy, nil when it has none or Setup
+	// could not read it: the messages received again are logged beside its limit.
+	deadLetterPolicy *pubsubpb.DeadLetterPolicy
+	lastLog          map[string]time.Time // by message, for logf
 	// lastHeartbeat is when the reader last emitted a heartbeat (see heartbeatEvery).
 	lastHeartbeat time.Time
 }
@@ -273,23 +281,23 @@ func (fn *readFn) Setup(ctx context.Context) error {
 		fn.client = nil
 		return fmt.Errorf("source: %w", err)
 	}
-	fn.ackDeadline = fn.subscriptionAckDeadline(ctx)
+	fn.ackDeadline, fn.deadLetterPolicy = fn.subscriptionSettings(ctx)
 	return nil
 }
 
-// subscriptionAckDeadline reads the subscription's ack deadline, best effort: the reader may
-// hold only the consume permission, which does not let it get the subscription. It returns
-// defaultAckDeadline when it cannot.
-func (fn *readFn) subscriptionAckDeadline(ctx context.Context) time.Duration {
+// subscriptionSettings reads the subscription's ack deadline and dead-letter policy, best
+// effort: the reader may hold only the consume permission, which does not let it get the
+// subscription. It returns defaultAckDeadline and no policy when it cannot.
+func (fn *readFn) subscriptionSettings(ctx context.Context) (time.Duration, *pubsubpb.DeadLetterPolicy) {
 	cctx, cancel := context.WithTimeout(ctx, adminTimeout)
 	defer cancel()
 	sub, err := fn.client.SubscriptionAdminClient.GetSubscription(cctx, &pubsubpb.GetSubscriptionRequest{Subscription: fn.Subscription})
 	if err != nil || sub.GetAckDeadlineSeconds() <= 0 {
 		slog.Info("source: could not read the subscription's ack deadline; assuming the default", "subscription", fn.Subscription,
 			"ackDeadline", defaultAckDeadline, "error", err)
-		return defaultAckDeadline
+		return defaultAckDeadline, sub.GetDeadLetterPolicy()
 	}
-	return time.Duration(sub.GetAckDeadlineSeconds()) * time.Second
+	return time.Duration(sub.GetAckDeadlineSeconds()) * time.Second, sub.GetDeadLetterPolicy()
 }
 
 func (fn *readFn) Teardown() error {

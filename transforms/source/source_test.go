@@ -1140,3 +1140,51 @@ func TestReadMaxOutstandingBytes(t *testing.T) {
 	checkSeen(t, col, want)
 	em.checkAllAcknowledged(t, n)
 }
+
+// TestReadCountsRedeliveries: on a subscription with a dead-letter policy Pub/Sub gives each
+// delivery its attempt number (ReceivedMessage.delivery_attempt), and forwards a message to the
+// policy's topic once its attempts are spent, with no word of this pipeline about it. The reader
+// counts the messages it receives again (metric messages-redelivered) and logs the highest
+// attempt beside the policy's limit. Before, the attempt was decoded and dropped: a message
+// given back run after run (a run that fails gives back what it has not stored) left no trace
+// until it was gone to the policy's topic.
+func TestReadCountsRedeliveries(t *testing.T) {
+	em := newEmulator(t)
+	ctx := context.Background()
+	const policed = testProject + "/subscriptions/policed"
+	dead := testProject + "/topics/policy-dead"
+	if _, err := em.client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: dead}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := em.client.SubscriptionAdminClient.CreateSubscription(ctx, &pubsubpb.Subscription{
+		Name: policed, Topic: testTopic, AckDeadlineSeconds: 10,
+		DeadLetterPolicy: &pubsubpb.DeadLetterPolicy{DeadLetterTopic: dead, MaxDeliveryAttempts: 5},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	em.publish(0, 5, "again")
+	// Delivered once and given back, as a failed run gives back what it has not stored.
+	resp, err := em.client.SubscriptionAdminClient.Pull(ctx, &pubsubpb.PullRequest{Subscription: policed, MaxMessages: 3})
+	if err != nil || len(resp.ReceivedMessages) != 3 {
+		t.Fatalf("pull: %d messages, %v; want 3", len(resp.GetReceivedMessages()), err)
+	}
+	var ids []string
+	for _, m := range resp.ReceivedMessages {
+		ids = append(ids, m.AckId)
+	}
+	if err := em.client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: policed, AckIds: ids}); err != nil {
+		t.Fatal(err)
+	}
+
+	col := newCollector(t)
+	p, s := beam.NewPipelineWithRoot()
+	msgs := beam.ParDo(s, explode, Read(s, Config{Subscription: policed, StopAfterIdle: time.Second}))
+	beam.ParDo0(s, &ackFn{Subscription: policed, Collector: t.Name()}, msgs)
+	pr := runPipeline(t, p)
+	if got := col.count(); got != 5 {
+		t.Errorf("%d messages read, want 5", got)
+	}
+	if got := counter(pr, "messages-redelivered"); got != 3 {
+		t.Errorf("messages-redelivered = %d, want 3 (the messages given back once)", got)
+	}
+}
