@@ -68,14 +68,26 @@ func Check(ctx context.Context, n Name) error {
 }
 
 // CheckSubscription checks that the job can read the subscription n: that it exists, or at
-// least that the caller holds pubsub.subscriptions.consume on it, and that Pub/Sub (or the
-// emulator of PUBSUB_EMULATOR_HOST) answers. Its errors are *CheckError.
+// least that the caller holds pubsub.subscriptions.consume on it, that Pub/Sub (or the
+// emulator of PUBSUB_EMULATOR_HOST) answers, and, when Pub/Sub describes it, that it is not
+// detached from its topic: a detached subscription receives nothing, keeps no backlog, and its
+// Pulls fail with FAILED_PRECONDITION (the detached field of google.pubsub.v1.Subscription).
+// Its errors are *CheckError.
 func CheckSubscription(ctx context.Context, client *pubsub.Client, n Name) error {
-	return check(ctx, n, ConsumePermission, "roles/pubsub.subscriber",
+	var detached bool
+	if err := check(ctx, n, ConsumePermission, "roles/pubsub.subscriber",
 		func(ctx context.Context) error {
-			_, err := client.SubscriptionAdminClient.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: n.String()})
+			s, err := client.SubscriptionAdminClient.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: n.String()})
+			detached = s.GetDetached()
 			return err
-		}, client.SubscriptionAdminClient.TestIamPermissions)
+		}, client.SubscriptionAdminClient.TestIamPermissions); err != nil {
+		return err
+	}
+	if detached {
+		return &CheckError{n, fmt.Errorf("%s is detached from its topic: Pub/Sub delivers it no message and keeps no backlog, and refuses its Pulls "+
+			"(FAILED_PRECONDITION); create a subscription on the topic and give that one", n)}
+	}
+	return nil
 }
 
 // CheckTopic checks that the job can publish to the topic n: that it exists, or at least that

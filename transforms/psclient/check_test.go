@@ -202,3 +202,34 @@ func TestTopicSchema(t *testing.T) {
 		}
 	}
 }
+
+// detachedSubscription is a pstest reactor that answers GetSubscription with the subscription
+// detached from its topic, as Pub/Sub does after DetachSubscription (pstest's own
+// DetachSubscription does not set the field).
+type detachedSubscription struct{}
+
+func (detachedSubscription) React(req any) (bool, any, error) {
+	r := req.(*pubsubpb.GetSubscriptionRequest)
+	return true, &pubsubpb.Subscription{Name: r.GetSubscription(), Topic: topic, AckDeadlineSeconds: 10, Detached: true}, nil
+}
+
+// TestCheckDetachedSubscription: a subscription detached from its topic receives nothing and
+// keeps no backlog, and Pub/Sub answers its Pulls with FAILED_PRECONDITION (the detached field
+// of google.pubsub.v1.Subscription). The check says so, where it passed before and the run then
+// failed at its first Pull with the bare FAILED_PRECONDITION.
+func TestCheckDetachedSubscription(t *testing.T) {
+	var opts []pstest.ServerReactorOption
+	opts = append(opts, pstest.ServerReactorOption{FuncName: "GetSubscription", Reactor: detachedSubscription{}})
+	srv := pstest.NewServer(opts...)
+	t.Cleanup(func() { srv.Close() })
+	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
+	n, err := ParseSubscription(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Check(context.Background(), n)
+	want := sub + " is detached from its topic: Pub/Sub delivers it no message and keeps no backlog"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Check of a detached subscription = %v, want an error containing %q", err, want)
+	}
+}
