@@ -137,7 +137,9 @@ var endpointParameters = []parameter{
 			"`projects/<project>/secrets/<secret>/versions/<version\\|latest>` (for example " +
 			"`projects/my-project/secrets/clickhouse-password/versions/latest`). With a secret version, the job graph, the staged files and the " +
 			"job's pipeline options hold only that name: the launcher reads the password for its start-up checks and each worker reads it in the " +
-			"`Setup` of its stages, with the Secret Manager client library and the job's service account, which needs the permission " +
+			"`Setup` of its stages, and again each time the server refuses it (codes 193 `WRONG_PASSWORD`, 194, 516 `AUTHENTICATION_FAILED`), so that " +
+			"a password rotated while the job runs (a new version that `versions/latest` names, then the user's new password on the server) reaches " +
+			"the next attempt of the refused INSERT without a restart, with the Secret Manager client library and the job's service account, which needs the permission " +
 			"`secretmanager.versions.access` (`roles/secretmanager.secretAccessor` on the secret); a single trailing newline (`\\n` or `\\r\\n`) of the secret's payload " +
 			"is dropped. A secret that cannot be read stops the launch with a sentence that names it and the permission. A value that looks like a " +
 			"Secret Manager name but is not a global secret version's (`projects/p/secrets/s`, a regional `projects/p/locations/l/secrets/...`) is " +
@@ -168,7 +170,9 @@ var endpointParameters = []parameter{
 			"`clickhouse://host:9440?secure=true`; with a plain URL it is refused): a `gs://<bucket>/<object>` (read with the Cloud Storage client, " +
 			"`storage.objects.get`), a Secret Manager secret version (as for `clickHousePassword`), or a file path (local runs only: on Dataflow a " +
 			"file path is refused, since each worker reads it and workers do not have the launcher's files). Unset: the server is verified against " +
-			"the system's roots, as for ClickHouse Cloud. Given: against these certificates only. The server's certificate is always verified, and " +
+			"the system's roots, as for ClickHouse Cloud. Given: against these certificates only; each worker reads them in the `Setup` of its " +
+			"stages, and again each time the server's certificate is not signed by them (the server's certificate replaced by one of another " +
+			"authority while the job runs: replace what this names too, and the next attempt uses it). The server's certificate is always verified, and " +
 			"its name checked against each host of `clickHouseUrl` (or `tls_server_name`); there is no way to turn this off (`skip_verify` is " +
 			"refused). PEM text itself in place of a name is refused, and so is its base64 body alone (64 characters or more of base64, " +
 			"capitals, small letters and digits among them, starting as a DER body, a whole PEM file in base64 or an OpenSSH key does: " +

@@ -16,11 +16,13 @@ package chclient
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -116,13 +118,21 @@ func (c Config) Options() (*clickhouse.Options, error) {
 // Resolved is a Config with what it names read: the password of a Secret Manager secret version,
 // and the TLS configuration with its certificates and key. Its fields are unexported, so it is
 // never serialised; its String is the Config's, so it never prints them. A DoFn resolves its
-// Config once, in Setup, and opens connections with Open as often as it needs.
+// Config once, in Setup, and opens connections with Open as often as it needs; Renew reads the
+// values again when the server refuses them, for the connections opened after. Its methods may
+// be called from several goroutines at once.
 type Resolved struct {
-	cfg      Config
-	password string      // the password read from Secret Manager; "" when c.Password is the password
+	cfg Config
+	cur *atomic.Pointer[values] // the values in use; Renew replaces them
+}
+
+// values are what a Resolved read of its Config's names.
+type values struct {
+	password string      // the password read from Secret Manager; "" when Config.Password is the password
 	tls      *tls.Config // when the URL asks for TLS
 	// askedForCert is set once a server asked for a client certificate (see tlsConfig).
 	askedForCert *atomic.Bool
+	pem          [3][]byte // the PEM text of TLSParams, as read (nil where unset)
 }
 
 // secretPassword is the password a Secret Manager payload holds: the payload without one
@@ -148,13 +158,12 @@ func (c Config) Resolve(ctx context.Context) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Resolved{cfg: c}
+	r := &Resolved{cfg: c, cur: new(atomic.Pointer[values])}
+	v := &values{}
+	if v.password, err = c.readPassword(ctx); err != nil {
+		return nil, err
+	}
 	if c.Password.IsVersion() {
-		b, err := secret.Access(ctx, c.Password.Reveal())
-		if err != nil {
-			return nil, readError(FieldPassword, err)
-		}
-		r.password = secretPassword(b)
 		LogOnce(FieldPassword.String()+" read from Secret Manager", "version", c.Password)
 	}
 	if o.TLS == nil {
@@ -163,21 +172,130 @@ func (c Config) Resolve(ctx context.Context) (*Resolved, error) {
 				return nil, &ConfigError{p.Field, Hintf("is set, but %s %s does not use TLS: use https://, or clickhouse://host:9440?secure=true", FieldURL, RedactURL(c.URL)), errNoTLS}
 			}
 		}
+		r.cur.Store(v)
 		return r, nil
 	}
-	var pem [3][]byte
+	if err := c.readTLS(ctx, o.TLS, v); err != nil {
+		return nil, err
+	}
+	r.cur.Store(v)
+	return r, nil
+}
+
+// readPassword returns the password of the Secret Manager secret version that clickHousePassword
+// names; "" when it names none.
+func (c Config) readPassword(ctx context.Context) (string, error) {
+	if !c.Password.IsVersion() {
+		return "", nil
+	}
+	b, err := secret.Access(ctx, c.Password.Reveal())
+	if err != nil {
+		return "", readError(FieldPassword, err)
+	}
+	return secretPassword(b), nil
+}
+
+// readTLS reads the PEM text of the TLS parameters into v and builds v's TLS configuration on
+// base, the URL's.
+func (c Config) readTLS(ctx context.Context, base *tls.Config, v *values) error {
+	var err error
 	for i, p := range c.TLSParams() {
 		if p.Ref == "" {
 			continue
 		}
-		if pem[i], err = secret.Read(ctx, p.Ref); err != nil {
-			return nil, readError(p.Field, err)
+		if v.pem[i], err = secret.Read(ctx, p.Ref); err != nil {
+			return readError(p.Field, err)
 		}
 	}
-	if r.tls, r.askedForCert, err = tlsConfig(o.TLS, pem[0], pem[1], pem[2]); err != nil {
-		return nil, err
+	v.tls, v.askedForCert, err = tlsConfig(base, v.pem[0], v.pem[1], v.pem[2])
+	return err
+}
+
+// Renew reads again what r's Config names outside itself, as Resolve does, after a connection
+// failed with err, when err is a refusal that a newer value there may cure, and reports whether
+// the values read differ from those in use: they then take their place for the connections Open
+// opens from then on (a pool opened before keeps using the old ones: the caller opens a new
+// one). The refusals, and what is read again:
+//   - the server refused the password (ClickHouse codes 193 WRONG_PASSWORD, 194
+//     REQUIRED_PASSWORD, 516 AUTHENTICATION_FAILED; HTTP 401 or 403 without a code), when
+//     clickHousePassword names a Secret Manager secret version: the password (a rotation, a new
+//     version that versions/latest names, reaches a running job this way);
+//   - the server's certificate is not signed by the authority of clickHouseCaCertificate (the
+//     server's certificate replaced by one of another authority), or the server refused the
+//     client certificate, when these are given: the certificates and the key.
+//
+// Any other error reads nothing and returns false and nil. A failed read keeps the values in use
+// and returns its error, a *ConfigError as Resolve's: a secret version disabled or destroyed
+// while the job runs leaves the job the password it read, which the server may still take.
+func (r *Resolved) Renew(ctx context.Context, err error) (bool, error) {
+	field, ok := r.renewable(err)
+	if !ok {
+		return false, nil
 	}
-	return r, nil
+	old := r.cur.Load()
+	v := *old
+	changed := false
+	if field == FieldPassword {
+		p, err := r.cfg.readPassword(ctx)
+		if err != nil {
+			return false, err
+		}
+		v.password, changed = p, p != old.password
+	} else {
+		o, err := parseURL(r.cfg)
+		if err != nil {
+			return false, err
+		}
+		v.pem = [3][]byte{}
+		if err := r.cfg.readTLS(ctx, o.TLS, &v); err != nil {
+			return false, err
+		}
+		for i := range v.pem {
+			changed = changed || !bytes.Equal(v.pem[i], old.pem[i])
+		}
+	}
+	if !changed || !r.cur.CompareAndSwap(old, &v) {
+		// Unchanged, or another goroutine renewed them meanwhile (with values read as recently).
+		return changed, nil
+	}
+	slog.Info("ClickHouse refused a connection, and what "+field.String()+" names, read again, has changed: new connections use the new value",
+		"name", r.shownRef(field))
+	return true, nil
+}
+
+// renewable returns the field whose values Renew reads again after err, and whether there is one.
+func (r *Resolved) renewable(err error) (Field, bool) {
+	if err == nil {
+		return 0, false
+	}
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		asked := r.cur.Load().askedForCert
+		if !errors.As(explain(err, r.cfg, asked != nil && asked.Load()), &ce) {
+			return 0, false
+		}
+	}
+	c := r.cfg
+	switch ce.Field {
+	case FieldPassword:
+		return FieldPassword, c.Password.IsVersion()
+	case FieldCACertificate:
+		return FieldCACertificate, c.CACertificate != "" && UsesTLS(c.URL)
+	case FieldClientCertificate, FieldClientKey:
+		return FieldClientCertificate, c.ClientCertificate != "" && UsesTLS(c.URL)
+	}
+	return 0, false
+}
+
+// shownRef is the name of what field names, as messages show it.
+func (r *Resolved) shownRef(field Field) string {
+	switch field {
+	case FieldPassword:
+		return r.cfg.Password.String()
+	case FieldCACertificate:
+		return secret.ShownRef(r.cfg.CACertificate)
+	}
+	return secret.ShownRef(r.cfg.ClientCertificate)
 }
 
 var errNoTLS = errors.New("no TLS")
@@ -223,17 +341,20 @@ func (r Resolved) Format(f fmt.State, verb rune) {
 func (r *Resolved) Config() Config { return r.cfg }
 
 // options returns the clickhouse-go options of r: those of Config.Options with the password read
-// and the TLS configuration built.
-func (r *Resolved) options() (*clickhouse.Options, error) {
+// and the TLS configuration built, of the values in use.
+func (r *Resolved) options() (*clickhouse.Options, error) { return r.optionsOf(r.cur.Load()) }
+
+// optionsOf is options with the values v.
+func (r *Resolved) optionsOf(v *values) (*clickhouse.Options, error) {
 	o, err := parseURL(r.cfg)
 	if err != nil {
 		return nil, err
 	}
-	if r.password != "" {
-		o.Auth.Password = r.password
+	if v.password != "" {
+		o.Auth.Password = v.password
 	}
 	if o.TLS != nil {
-		o.TLS = r.tls.Clone()
+		o.TLS = v.tls.Clone()
 	}
 	if checked := o.TransportFunc; checked != nil && o.TLS != nil && o.Auth.Password == "" && r.cfg.ClientCertificate == "" {
 		o.TransportFunc = func(t *http.Transport) (http.RoundTripper, error) {
@@ -272,14 +393,33 @@ func (t passwordAuth) RoundTrip(req *http.Request) (*http.Response, error) {
 // Open opens a connection pool and pings the server. Errors name the server address and the
 // user, never the password; a likely misconfiguration (wrong port or scheme, wrong password,
 // missing database, a certificate that does not verify) is a *ConfigError that says which
-// field to fix.
+// field to fix. When the server refuses what r read (Renew: a password of Secret Manager, the
+// certificates), Open reads it again and, if it has changed, opens with the new values; an error
+// of that read is added to the refusal's.
 func (r *Resolved) Open(ctx context.Context) (driver.Conn, error) {
+	conn, err := r.open(ctx)
+	if err == nil {
+		return conn, nil
+	}
+	changed, renewErr := r.Renew(ctx, err)
+	switch {
+	case changed:
+		return r.open(ctx)
+	case renewErr != nil:
+		return nil, fmt.Errorf("%w; reading it again failed: %v", err, renewErr)
+	}
+	return nil, err
+}
+
+// open is Open with the values in use.
+func (r *Resolved) open(ctx context.Context) (driver.Conn, error) {
 	c := r.cfg
-	o, err := r.options()
+	v := r.cur.Load()
+	o, err := r.optionsOf(v)
 	if err != nil {
 		return nil, err
 	}
-	asked := r.askedForCert != nil && r.askedForCert.Load()
+	asked := v.askedForCert != nil && v.askedForCert.Load()
 	conn, err := clickhouse.Open(o)
 	if err != nil {
 		return nil, explain(fmt.Errorf("clickhouse %s: %w", RedactURL(c.URL), err), c, asked)
@@ -295,7 +435,7 @@ func (r *Resolved) Open(ctx context.Context) (driver.Conn, error) {
 		if refused := r.databaseRefused(ctx, err, o); refused != nil {
 			return nil, refused
 		}
-		asked = r.askedForCert != nil && r.askedForCert.Load()
+		asked = v.askedForCert != nil && v.askedForCert.Load()
 		return nil, explain(fmt.Errorf("clickhouse %s as user %q: %w", RedactURL(c.URL), c.Username, err), c, asked)
 	}
 	return conn, nil

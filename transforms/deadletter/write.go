@@ -361,6 +361,31 @@ func OpenTopic(ctx context.Context, topic string) (*pubsub.Client, *pubsub.Publi
 	return client, p, nil
 }
 
+// renew opens a new connection pool when err, an INSERT's failure, is the server refusing what
+// the stage read in Setup (a password of Secret Manager, the certificates: chclient.Resolved.Renew)
+// and what the stage reads again has changed since, as the write stage does. A failed read or
+// open keeps the pool; the next attempt tells.
+func (f *writeFn) renew(ctx context.Context, err error) {
+	if f.ch == nil {
+		return
+	}
+	changed, err := f.ch.Renew(ctx, err)
+	if err != nil {
+		slog.Warn("dead letter: reading ClickHouse's secrets again failed; keeping those read before", "table", f.Table, "error", err)
+		return
+	}
+	if !changed {
+		return
+	}
+	conn, err := f.ch.Open(ctx)
+	if err != nil {
+		slog.Warn("dead letter: connecting to ClickHouse with the secrets read again failed", "table", f.Table, "error", err)
+		return
+	}
+	f.conn.Close()
+	f.conn = conn
+}
+
 func (f *writeFn) Teardown() error {
 	if f.publisher != nil {
 		f.publisher.Stop()
@@ -500,6 +525,7 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 		return len(recs) == 1 || chclient.Classify(err) != chclient.Memory
 	}, func(n int, err error) {
 		slog.Warn("dead-letter INSERT failed; retrying", "table", f.Table, "rows", len(recs), "attempt", n, "error", err)
+		f.renew(ctx, err)
 	})
 	if err != nil && len(recs) > 1 && chclient.Classify(err) == chclient.Memory {
 		return err // the server's error, for insertSplitting to split on and log: the bundle goes on

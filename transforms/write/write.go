@@ -240,6 +240,33 @@ func (f *insertFn) refreshRetrying(ctx context.Context) error {
 		"nothing was dead-lettered and the messages stay unacknowledged", f.ClickHouse.Database, f.Table, attempts, err)
 }
 
+// renew opens a new connection pool when err, an INSERT's failure, is the server refusing what
+// the stage read in Setup (a password of Secret Manager, the certificates: chclient.Resolved.Renew)
+// and what the stage reads again has changed since: a password rotated while the job runs (a new
+// secret version, then the user's new password) reaches the next attempt, where the pool opened in
+// Setup would have kept the old password for every connection it opens, and failed the bundle
+// after its retries. A failed read or open keeps the pool; the next attempt tells.
+func (f *insertFn) renew(ctx context.Context, err error) {
+	if f.ch == nil {
+		return
+	}
+	changed, err := f.ch.Renew(ctx, err)
+	if err != nil {
+		slog.Warn("write: reading ClickHouse's secrets again failed; keeping those read before", "table", f.Table, "error", err)
+		return
+	}
+	if !changed {
+		return
+	}
+	conn, err := f.ch.Open(ctx)
+	if err != nil {
+		slog.Warn("write: connecting to ClickHouse with the secrets read again failed", "table", f.Table, "error", err)
+		return
+	}
+	f.conn.Close()
+	f.conn = conn
+}
+
 // Teardown closes the connection pool.
 func (f *insertFn) Teardown() error {
 	if f.conn != nil {
@@ -543,6 +570,7 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 	}, func(n int, err error) {
 		insertRetries.Inc(ctx, 1)
 		slog.Warn("INSERT failed; retrying", "table", f.Table, "rows", len(b.Rows), "attempt", n, "error", err)
+		f.renew(ctx, err)
 	})
 	if err == nil {
 		rowsInserted.Inc(ctx, int64(len(b.Rows)))
@@ -616,7 +644,7 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 		}
 		if chclient.LoginRefused(code) {
 			check = fmt.Sprintf("the server no longer lets %s %q log in (the user dropped, its password changed, or its allowed addresses narrowed): "+
-				"check %s and %s (a password in Secret Manager is read again when the stages start again)",
+				"check %s and %s (a password in Secret Manager is read again after each refusal)",
 				chclient.FieldUsername, f.ClickHouse.Username, chclient.FieldUsername, chclient.FieldPassword)
 		}
 		return fmt.Errorf("ClickHouse refuses every INSERT into %s.%s, whatever the rows (code %d %s), after %d attempts: %w; "+

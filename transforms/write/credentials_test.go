@@ -1,0 +1,64 @@
+package write
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/gcptest"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
+)
+
+// TestPasswordRotatedInSecretManager: the password of clickHousePassword's Secret Manager secret
+// version rotated while the stage runs (a new version, which versions/latest names, then the
+// user's new password on the server) reaches the next attempt of the INSERT that the server
+// refuses: the rows are inserted, with nothing dead-lettered, where the stage kept the password
+// it read in Setup for every new connection and failed the bundle with code 193 after its
+// retries (on prism, the end of the run). The secret is read again only after a refusal.
+func TestPasswordRotatedInSecretManager(t *testing.T) {
+	const version = "projects/p/secrets/clickhouse-password/versions/latest"
+	srv := chtest.StartOwn(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id String, n UInt8) ENGINE = MergeTree ORDER BY id`, "events")
+	srv.AddUser(t, "ingest", "first-Pw-1", srv.Database)
+	sm := gcptest.StartSecretManager(t)
+	sm.Add(version, []byte("first-Pw-1\n"))
+
+	cfg := srv.Config()
+	// Every connection is closed once used, so that each INSERT logs in anew, as the pool's
+	// connections do once their lifetime (an hour) has passed or the server restarted.
+	cfg.URL += "?conn_max_lifetime=10ms"
+	cfg.Username, cfg.Password = "ingest", secret.String(version)
+	ctx := context.Background()
+	f := &insertFn{Config: Config{ClickHouse: cfg, Table: "events", Settings: chclient.Settings{MaxInsertBlockSize: 1000},
+		Retry: chclient.Retry{MaxRetries: 2}}}
+	if err := f.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Teardown()
+	insert := func(from, to int) error {
+		var b flow.Rows
+		for i := from; i <= to; i++ {
+			b.Rows = append(b.Rows, flow.Row{Payload: fmt.Appendf(nil, `{"id":"m-%d","n":%d}`, i, i), Schema: f.conv.SchemaHash(), MessageID: fmt.Sprintf("m-%d", i)})
+		}
+		return f.ProcessElement(ctx, 0, b, func(d flow.DeadLetter) { t.Errorf("dead letter: %s", d.ErrorMessage) }, func([]string) {})
+	}
+	if err := insert(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	read := len(sm.Accesses())
+
+	sm.Add(version, []byte("second-Pw-2\n"))
+	srv.AddUser(t, "ingest", "second-Pw-2", srv.Database)
+	if err := insert(3, 4); err != nil {
+		t.Fatalf("after the rotation: %v", err)
+	}
+	if got := srv.MustQuery(t, "SELECT groupArray(id) FROM (SELECT id FROM events ORDER BY id)"); got != `['m-1','m-2','m-3','m-4']` {
+		t.Errorf("rows %s, want m-1 to m-4", got)
+	}
+	if n := len(sm.Accesses()) - read; n != 1 {
+		t.Errorf("the secret was read %d times after the rotation, want once (after the refusal)", n)
+	}
+}
