@@ -411,6 +411,29 @@ func (r *Resolved) Open(ctx context.Context) (driver.Conn, error) {
 	return nil, err
 }
 
+// Explain returns why a new connection cannot be opened, after err, the failure of a connection
+// in use, that is no answer of the server (a TLS handshake that fails, a connection closed in the
+// native protocol's handshake, refused, timed out): the *ConfigError of Open, which names the
+// parameter to fix (a certificate that no longer verifies, a database the user may no longer use on
+// ClickHouse 18.16, which closes the connection rather than say so). nil when err is the server's
+// answer (a ClickHouse exception, which names its cause), when ctx has ended, when a connection
+// opens, or when Open fails without an explanation.
+func (r *Resolved) Explain(ctx context.Context, err error) error {
+	if _, isEx := serverException(err); err == nil || isEx || ctx.Err() != nil {
+		return nil
+	}
+	conn, err := r.Open(ctx)
+	if err == nil {
+		conn.Close()
+		return nil
+	}
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	return err
+}
+
 // open is Open with the values in use.
 func (r *Resolved) open(ctx context.Context) (driver.Conn, error) {
 	c := r.cfg

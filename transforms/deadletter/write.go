@@ -534,6 +534,12 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 		if hint != "" {
 			hint = "; " + hint
 		}
+		if f.ch != nil {
+			// As the write stage: a new connection says which parameter to check.
+			if why := f.ch.Explain(ctx, err); why != nil {
+				err = fmt.Errorf("%w; a new connection fails too: %v", err, why)
+			}
+		}
 		// The server's error can quote a value cut inside a character, which the bundle's error
 		// (protobuf text to the runner) cannot carry.
 		return flow.ValidUTF8Error(fmt.Errorf("INSERT of %d dead letters into %s.%s failed after %d attempts (class %s): %w; the bundle fails and its records stay unacknowledged%s",

@@ -3,7 +3,9 @@ package write
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/gcptest"
@@ -60,5 +62,48 @@ func TestPasswordRotatedInSecretManager(t *testing.T) {
 	}
 	if n := len(sm.Accesses()) - read; n != 1 {
 		t.Errorf("the secret was read %d times after the rotation, want once (after the refusal)", n)
+	}
+}
+
+// TestDatabaseRevokedExplained: a user whose database is taken away while the job runs
+// (ClickHouse 18.16's allow_databases), which that server tells a new connection by closing it in
+// the native protocol's handshake, fails the bundle with the sentence that names the database
+// and allow_databases, as at start-up; before, it said only "(transient error): handshake: failed
+// to read packet ...: read: EOF".
+func TestDatabaseRevokedExplained(t *testing.T) {
+	srv := chtest.StartOwn(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id String, n UInt8) ENGINE = MergeTree ORDER BY id`, "events")
+	srv.MustExec(t, "CREATE DATABASE elsewhere")
+	srv.AddUser(t, "ingest", "Revoked-pw-5", srv.Database)
+	cfg := srv.Config()
+	cfg.URL += "?conn_max_lifetime=10ms" // each INSERT logs in anew (see TestPasswordRotatedInSecretManager)
+	cfg.Username, cfg.Password = "ingest", "Revoked-pw-5"
+	ctx := context.Background()
+	f := &insertFn{Config: Config{ClickHouse: cfg, Table: "events", Settings: chclient.Settings{MaxInsertBlockSize: 1000},
+		Retry: chclient.Retry{MaxRetries: 1}}}
+	if err := f.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Teardown()
+	srv.AddUser(t, "ingest", "Revoked-pw-5", "elsewhere")
+	// AddUser returns once the user logs in, which it did before: wait until the server has read
+	// the change (users.d files are read again every few seconds).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := srv.Query("SELECT 1", "user=ingest", "password=Revoked-pw-5"); err != nil && strings.Contains(err.Error(), "Access denied to database") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server still lets user ingest use the test's database 30 s after allow_databases took it away")
+		}
+	}
+	b := flow.Rows{Rows: []flow.Row{{Payload: []byte(`{"id":"m-1","n":1}`), Schema: f.conv.SchemaHash(), MessageID: "m-1"}}}
+	err := f.ProcessElement(ctx, 0, b, func(d flow.DeadLetter) { t.Errorf("dead letter: %s", d.ErrorMessage) }, func([]string) {})
+	want := fmt.Sprintf(`a new connection fails too: ClickHouse database: the server at %s closed the connection when user "ingest" asked for database %q, `+
+		`and let the same user in to database system: the database does not exist, or the user may not use it (allow_databases`, cfg.URL, srv.Database)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("the bundle's error: %v\nwant one containing %s", err, want)
+	}
+	if err != nil && strings.Contains(err.Error(), "Revoked-pw-5") {
+		t.Errorf("the error holds the password: %v", err)
 	}
 }

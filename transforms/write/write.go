@@ -652,5 +652,13 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 			f.ClickHouse.Database, f.Table, code, chclient.CodeName(code), attempts, err, check)
 	}
 	insertFailures.Inc(ctx, 1)
+	if f.ch != nil {
+		// A connection's failure says little of its cause (the driver's "x509: certificate signed
+		// by unknown authority", "handshake: ... EOF"): a new connection says which parameter to
+		// check, as at start-up.
+		if why := f.ch.Explain(ctx, err); why != nil {
+			err = fmt.Errorf("%w; a new connection fails too: %v", err, why)
+		}
+	}
 	return fmt.Errorf("INSERT of %d rows into %s.%s failed after %d attempts (%s error): %w", len(b.Rows), f.ClickHouse.Database, f.Table, attempts, class, err)
 }
