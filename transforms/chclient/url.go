@@ -276,9 +276,15 @@ func queryRule(scheme, rest string) string {
 			if val != "in_order" && val != "round_robin" && val != "random" {
 				return fmt.Sprintf("option \"connection_open_strategy\" takes in_order, round_robin or random, not %q", val)
 			}
-		case "dial_timeout", "read_timeout", "conn_max_lifetime":
+		case "dial_timeout", "read_timeout":
 			if d, err := time.ParseDuration(val); err == nil && d <= 0 {
 				return fmt.Sprintf("option %q must be a positive duration such as 10s, not %q", name, val)
+			}
+		case "conn_max_lifetime":
+			// clickhouse-go (v2.51.0, newConnPool) closes the connections past their lifetime on
+			// a ticker of that period: one of nanoseconds spins, and holds up the job.
+			if d, err := time.ParseDuration(val); err == nil && d < time.Second {
+				return fmt.Sprintf("option \"conn_max_lifetime\" must be a duration of 1s or more such as 1h (clickhouse-go checks the connections' age on a ticker of that period), not %q", val)
 			}
 		case "max_open_conns", "max_idle_conns":
 			if n, err := strconv.Atoi(val); err == nil && n <= 0 {

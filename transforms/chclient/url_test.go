@@ -113,6 +113,8 @@ func TestURLOptionsRefused(t *testing.T) {
 		{"clickhouse://h?connection_open_strategy=bogus", Config{Username: "u"}, "takes in_order, round_robin or random"},
 		{"clickhouse://h?max_open_conns=-3", Config{Username: "u"}, "must be a positive number"},
 		{"clickhouse://h?dial_timeout=-5s", Config{Username: "u"}, "must be a positive duration"},
+		{"clickhouse://h?conn_max_lifetime=1ns", Config{Username: "u"}, `option "conn_max_lifetime" must be a duration of 1s or more such as 1h`},
+		{"clickhouse://h?conn_max_lifetime=0s", Config{Username: "u"}, `option "conn_max_lifetime" must be a duration of 1s or more such as 1h`},
 		{"clickhouse://h?http_path=/x", Config{Username: "u"}, "the native protocol (clickhouse://) ignores it"},
 		{"clickhouse://h#frag", Config{Username: "u"}, "has a fragment"},
 		{"clickhouse://h?compress=gzip", Config{Username: "u"}, `option "compress" gzip is for http:// and https:// URLs`},
