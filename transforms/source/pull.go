@@ -125,7 +125,13 @@ func (fn *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt
 		case codes.NotFound:
 			return sdf.StopProcessing(), fmt.Errorf("source: subscription %s: pull: the subscription does not exist any more (it was there when the run started: "+
 				"deleted since?); re-create it on its topic, or give another --inputSubscription (the messages read and not acknowledged are lost with it): %w", fn.Subscription, err)
-		case codes.PermissionDenied, codes.InvalidArgument, codes.Unauthenticated, codes.FailedPrecondition:
+		case codes.FailedPrecondition:
+			// What Pub/Sub answers the Pull of a subscription detached from its topic
+			// (google.pubsub.v1.Subscription's detached field), which the start-up check refuses.
+			return sdf.StopProcessing(), fmt.Errorf("source: subscription %s: pull: Pub/Sub refuses to deliver from the subscription (FAILED_PRECONDITION, "+
+				"its answer for one detached from its topic since the run started, which delivers nothing more and keeps no backlog): "+
+				"create a subscription on the topic and give that one (the messages read and not acknowledged are lost with it): %w", fn.Subscription, err)
+		case codes.PermissionDenied, codes.InvalidArgument, codes.Unauthenticated:
 			return sdf.StopProcessing(), fmt.Errorf("source: subscription %s: pull: %w", fn.Subscription, err)
 		}
 		fn.logf(now, "source: pull failed; retrying", "error", err)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	pb "google.golang.org/genproto/googleapis/pubsub/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/flowtest"
@@ -1186,5 +1189,37 @@ func TestReadCountsRedeliveries(t *testing.T) {
 	}
 	if got := counter(pr, "messages-redelivered"); got != 3 {
 		t.Errorf("messages-redelivered = %d, want 3 (the messages given back once)", got)
+	}
+}
+
+// detachedPulls answers every Pull after the first with FAILED_PRECONDITION, as Pub/Sub answers
+// the Pulls of a subscription detached from its topic.
+type detachedPulls struct{ n atomic.Int32 }
+
+func (r *detachedPulls) React(_ any) (bool, any, error) {
+	if r.n.Add(1) > 1 {
+		return true, nil, status.Error(codes.FailedPrecondition, "Subscription is detached.")
+	}
+	return false, nil, nil
+}
+
+// TestReadDetachedMidRun: a subscription detached while the run reads it (its Pulls refused with
+// FAILED_PRECONDITION) stops the run with a sentence saying so and what to do. Before, the error
+// was the bare code.
+func TestReadDetachedMidRun(t *testing.T) {
+	em := newEmulator(t, pstest.ServerReactorOption{FuncName: "Pull", Reactor: &detachedPulls{}})
+	em.publish(0, 5, "before")
+	p, s := beam.NewPipelineWithRoot()
+	beam.ParDo0(s, &ackFn{Subscription: testSub, Collector: t.Name()}, beam.ParDo(s, explode, Read(s, Config{Subscription: testSub, StopAfterIdle: time.Minute})))
+	newCollector(t)
+	done := make(chan error, 1)
+	go func() { done <- ptest.Run(p) }()
+	select {
+	case err := <-done:
+		if want := "pull: Pub/Sub refuses to deliver from the subscription (FAILED_PRECONDITION, its answer for one detached from its topic"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the run ended with %v, want an error holding %q", err, want)
+		}
+	case <-time.After(runTimeout):
+		t.Fatal("the run did not end on the refused Pulls")
 	}
 }
