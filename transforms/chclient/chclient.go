@@ -263,6 +263,16 @@ func (r *Resolved) Renew(ctx context.Context, err error) (bool, error) {
 	return true, nil
 }
 
+// Values identifies the values a Resolved uses (the password, the TLS configuration), which
+// Renew, and Open through it, replace. A stage that keeps a pool notes the Values it opened it
+// with (Current, after Open) and opens a new pool when Current differs: Renew reports a change
+// once, to the caller that read it, while another caller (Explain's Open, or an Open after a
+// change that failed) may have taken the new values up without the pool.
+type Values struct{ v *values }
+
+// Current returns the Values r uses now.
+func (r *Resolved) Current() Values { return Values{r.cur.Load()} }
+
 // renewable returns the field whose values Renew reads again after err, and whether there is one.
 func (r *Resolved) renewable(err error) (Field, bool) {
 	if err == nil {

@@ -274,7 +274,8 @@ func (f *shardWriteFn) ProcessElement(ctx context.Context, _ state.Provider, sha
 type writeFn struct {
 	Config
 
-	ch        *chclient.Resolved // ClickHouse with its secrets read, once, in Setup
+	ch        *chclient.Resolved // ClickHouse with its secrets read in Setup, and again after a refusal (renew)
+	opened    chclient.Values    // the values f.conn was opened with (renew)
 	conn      driver.Conn
 	settings  clickhouse.Settings
 	withToken bool
@@ -323,6 +324,7 @@ func (f *writeFn) setup(ctx context.Context) error {
 		if f.conn, err = f.ch.Open(ctx); err != nil {
 			return err
 		}
+		f.opened = f.ch.Current()
 		if f.columns, f.types, err = columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, nil); err != nil {
 			return fmt.Errorf("dead letter: %w", err)
 		}
@@ -369,12 +371,13 @@ func (f *writeFn) renew(ctx context.Context, err error) {
 	if f.ch == nil {
 		return
 	}
-	changed, err := f.ch.Renew(ctx, err)
-	if err != nil {
+	if _, err := f.ch.Renew(ctx, err); err != nil {
 		slog.Warn("dead letter: reading ClickHouse's secrets again failed; keeping those read before", "table", f.Table, "error", err)
 		return
 	}
-	if !changed {
+	// Not Renew's report alone: the values may have changed before (an Open with them that
+	// failed, Explain's), and Renew reports a change once.
+	if f.ch.Current() == f.opened {
 		return
 	}
 	conn, err := f.ch.Open(ctx)
@@ -383,7 +386,7 @@ func (f *writeFn) renew(ctx context.Context, err error) {
 		return
 	}
 	f.conn.Close()
-	f.conn = conn
+	f.conn, f.opened = conn, f.ch.Current()
 }
 
 func (f *writeFn) Teardown() error {

@@ -107,3 +107,43 @@ func TestDatabaseRevokedExplained(t *testing.T) {
 		t.Errorf("the error holds the password: %v", err)
 	}
 }
+
+// TestPasswordRotatedFirstOpenFails: the password rotated (a new secret version, then the user's
+// new password on the server), and the first connection the stage opens with it, after the
+// server refused the old one, lost in its handshake (a network blip, a server restarting): the
+// next attempt opens a pool with the new password and the rows are inserted. Before, the
+// Resolved had taken up the new password while the stage kept its pool of the old one, and each
+// later Renew, finding the password read unchanged, left it so: every attempt was refused (code
+// 193) and the bundle failed.
+func TestPasswordRotatedFirstOpenFails(t *testing.T) {
+	const version = "projects/p/secrets/clickhouse-password/versions/latest"
+	srv := chtest.StartOwn(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id String, n UInt8) ENGINE = MergeTree ORDER BY id`, "events")
+	srv.AddUser(t, "ingest", "first-Pw-1", srv.Database)
+	sm := gcptest.StartSecretManager(t)
+	sm.Add(version, []byte("first-Pw-1\n"))
+	proxy := srv.Proxy(t)
+
+	cfg := srv.Config()
+	cfg.URL = proxy.URL() + "?conn_max_lifetime=10ms" // each INSERT logs in anew (see TestPasswordRotatedInSecretManager)
+	cfg.Username, cfg.Password = "ingest", secret.String(version)
+	ctx := context.Background()
+	f := &insertFn{Config: Config{ClickHouse: cfg, Table: "events", Settings: chclient.Settings{MaxInsertBlockSize: 1000},
+		Retry: chclient.Retry{MaxRetries: 3}}}
+	if err := f.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Teardown()
+	sm.Add(version, []byte("second-Pw-2\n"))
+	srv.AddUser(t, "ingest", "second-Pw-2", srv.Database)
+	// The first connection that logs in with the new password (its handshake holds it) loses
+	// the server's answer.
+	proxy.LoseAnswer([]byte("second-Pw-2"))
+	b := flow.Rows{Rows: []flow.Row{{Payload: []byte(`{"id":"m-1","n":1}`), Schema: f.conv.SchemaHash(), MessageID: "m-1"}}}
+	if err := f.ProcessElement(ctx, 0, b, func(d flow.DeadLetter) { t.Errorf("dead letter: %s", d.ErrorMessage) }, func([]string) {}); err != nil {
+		t.Fatalf("after the rotation: %v", err)
+	}
+	if got := srv.MustQuery(t, "SELECT groupArray(id) FROM events"); got != `['m-1']` {
+		t.Errorf("rows %s, want m-1", got)
+	}
+}

@@ -133,7 +133,8 @@ func (f *shardInsertFn) ProcessElement(ctx context.Context, _ state.Provider, sh
 type insertFn struct {
 	Config
 
-	ch        *chclient.Resolved // ClickHouse with its secrets read, once, in Setup
+	ch        *chclient.Resolved // ClickHouse with its secrets read in Setup, and again after a refusal (renew)
+	opened    chclient.Values    // the values f.conn was opened with (renew)
 	conn      driver.Conn
 	tracker   *convert.Tracker   // the table's schema and converter
 	seen      map[uint64]bool    // the schema hashes tracker has had
@@ -186,6 +187,7 @@ func (f *insertFn) setup(ctx context.Context) error {
 	if f.conn, err = f.ch.Open(ctx); err != nil {
 		return err
 	}
+	f.opened = f.ch.Current()
 	if err := f.refreshSchema(ctx); err != nil {
 		return err
 	}
@@ -250,12 +252,13 @@ func (f *insertFn) renew(ctx context.Context, err error) {
 	if f.ch == nil {
 		return
 	}
-	changed, err := f.ch.Renew(ctx, err)
-	if err != nil {
+	if _, err := f.ch.Renew(ctx, err); err != nil {
 		slog.Warn("write: reading ClickHouse's secrets again failed; keeping those read before", "table", f.Table, "error", err)
 		return
 	}
-	if !changed {
+	// Not Renew's report alone: the values may have changed before (an Open with them that
+	// failed, Explain's), and Renew reports a change once.
+	if f.ch.Current() == f.opened {
 		return
 	}
 	conn, err := f.ch.Open(ctx)
@@ -264,7 +267,7 @@ func (f *insertFn) renew(ctx context.Context, err error) {
 		return
 	}
 	f.conn.Close()
-	f.conn = conn
+	f.conn, f.opened = conn, f.ch.Current()
 }
 
 // Teardown closes the connection pool.
