@@ -503,11 +503,9 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 	// An INSERT of no rows into each table, with the settings every INSERT carries: a readonly
 	// profile, a missing grant or a constraint on one of the settings would refuse every INSERT,
 	// which the write stage can only retry, holding every message.
-	tables := o.Tables()
-	if o.ClickHouseDeadLetterTable != "" {
-		tables = append(tables, o.ClickHouseDeadLetterTable)
-	}
-	for _, table := range tables {
+	// The dead-letter table's is tried once the table is checked (below): a table missing, or a
+	// View, is said there, not as a failed INSERT after which "the job starts all the same".
+	checkInsert := func(table string) error {
 		if err := chclient.CheckInsert(ctx, conn, o.ClickHouseDatabase, table, send); err != nil {
 			if refused := insertRefused(err, o, table, send); refused != nil {
 				return refused
@@ -516,6 +514,12 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 			// failure), which the write stage says and deals with.
 			slog.Warn("an INSERT of no rows into the table failed at launch; the job starts all the same, and its INSERTs say what becomes of the rows",
 				"table", o.ClickHouseDatabase+"."+table, "error", err)
+		}
+		return nil
+	}
+	for _, table := range o.Tables() {
+		if err := checkInsert(table); err != nil {
+			return err
 		}
 	}
 	if token {
@@ -527,6 +531,9 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 		columns, err := deadletter.Columns(ctx, conn, o.ClickHouseDatabase, o.ClickHouseDeadLetterTable)
 		if err != nil {
 			return pipeline.Labelled(err, "clickHouseDeadLetterTable")
+		}
+		if err := checkInsert(o.ClickHouseDeadLetterTable); err != nil {
+			return err
 		}
 		// A message routed by an attribute that comes back from the table without it names no
 		// table: its dead letter cannot be replayed to where it belongs.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,5 +74,32 @@ func TestPreflightInsertRefused(t *testing.T) {
 	}
 	if got := srv.MustQuery(t, "SELECT count() FROM "+srv.Database+".events"); got != "0" {
 		t.Errorf("%s rows in the table after the launch's checks, want 0", got)
+	}
+}
+
+// TestPreflightDeadLetterTableMissing: a dead-letter table that does not exist stops the launch
+// with the sentence of the dead-letter table's check alone. Before, the INSERT of no rows into it
+// was tried first, failed (code 60) and logged "an INSERT of no rows into the table failed at
+// launch; the job starts all the same", just before the launch stopped.
+func TestPreflightDeadLetterTableMissing(t *testing.T) {
+	srv := chtest.StartOwn(t)
+	srv.MustExec(t, "CREATE TABLE "+srv.Database+".events (id UInt32) ENGINE = MergeTree ORDER BY id")
+	e := pubsubtest.Start(t)
+	o := pipeline.Defaults()
+	o.InputSubscription = e.Subscription(t, e.Topic(t, "events"), "events-sub", 10*time.Second)
+	o.ClickHouseURL = srv.URL
+	o.ClickHouseDatabase = srv.Database
+	o.ClickHouseTable = "events"
+	o.ClickHouseUsername = "default"
+	o.ClickHouseDeadLetterTable = "no_such_dead_letters"
+	var logs bytes.Buffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	err := preflight(context.Background(), o)
+	if err == nil || !strings.Contains(err.Error(), "clickHouseDeadLetterTable") || !strings.Contains(err.Error(), "CREATE TABLE") {
+		t.Errorf("preflight: %v; want the dead-letter table's error, with the CREATE TABLE to run", err)
+	}
+	if strings.Contains(logs.String(), "INSERT of no rows") {
+		t.Errorf("the launch logged its INSERT of no rows into a table it then finds missing:\n%s", logs.String())
 	}
 }
