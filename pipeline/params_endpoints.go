@@ -54,7 +54,7 @@ var endpointParameters = []parameter{
 			"`clickhouse://host:9440?secure=true`, verified as `https://` is, see `clickHouseCaCertificate`), `tls_server_name` (the name to verify " +
 			"the server's certificate against, instead of each host's), `compress` (`lz4`, `zstd`, `true` = lz4, `none`, and on `http://`/`https://` " +
 			"also `gzip`, `deflate`, `br`; see also `clickHouseCompression`), `compress_level`, `dial_timeout`, `read_timeout` (Go durations such as " +
-			"`10s`), `max_open_conns`, `max_idle_conns`, `conn_max_lifetime` (1s or more), `connection_open_strategy`, `block_buffer_size`, " +
+			"`10s`), `max_open_conns`, `max_idle_conns`, `conn_max_lifetime` (1ms or more), `connection_open_strategy`, `block_buffer_size`, " +
 			"`max_compression_buffer`, `hosts`, `alt_hosts`, `http_proxy`, `http_path` and `client_info_product` act as clickhouse-go documents " +
 			"them; `skip_verify` (certificate verification off) and `debug` are refused, and so are the settings the pipeline sends with every " +
 			"INSERT in place of the URL's, naming the parameter that sets them (`insert_deduplicate` and `deduplicate_insert`: `insertDeduplicate`; " +

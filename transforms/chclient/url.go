@@ -283,8 +283,8 @@ func queryRule(scheme, rest string) string {
 		case "conn_max_lifetime":
 			// clickhouse-go (v2.51.0, newConnPool) closes the connections past their lifetime on
 			// a ticker of that period: one of nanoseconds spins, and holds up the job.
-			if d, err := time.ParseDuration(val); err == nil && d < time.Second {
-				return fmt.Sprintf("option \"conn_max_lifetime\" must be a duration of 1s or more such as 1h (clickhouse-go checks the connections' age on a ticker of that period), not %q", val)
+			if d, err := time.ParseDuration(val); err == nil && d < time.Millisecond {
+				return fmt.Sprintf("option \"conn_max_lifetime\" must be a duration of 1ms or more such as 1h (clickhouse-go checks the connections' age on a ticker of that period), not %q", val)
 			}
 		case "max_open_conns", "max_idle_conns":
 			if n, err := strconv.Atoi(val); err == nil && n <= 0 {
