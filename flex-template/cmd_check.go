@@ -324,7 +324,8 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 
 // columnNotTaking says why the column of table t named key, a field that gives the row no value,
 // does not take it: a column of metadataColumns, or one never written (MATERIALIZED, ALIAS, or a
-// NotWritten reason); "" when no column has that name.
+// NotWritten reason), or a column of the name in another letter case (a field "Id" beside the
+// column "ID", which takes its DEFAULT or nothing); "" when no column has that name.
 func (c *checker) columnNotTaking(t *checkTarget, key string) string {
 	for _, m := range c.fromMessage.Metadata {
 		if m.Column == key {
@@ -338,6 +339,11 @@ func (c *checker) columnNotTaking(t *checkTarget, key string) string {
 			return fmt.Sprintf("its column %q is %s, computed by the server", key, col.DefaultKind)
 		case col.NotWritten != "":
 			return fmt.Sprintf("its column %q is never written: %s", key, col.NotWritten)
+		}
+	}
+	for _, col := range t.table.Columns {
+		if col.Name != key && strings.EqualFold(col.Name, key) {
+			return fmt.Sprintf("the column %q differs from it only in letter case, and ClickHouse's names are case-sensitive: did you mean %q?", col.Name, col.Name)
 		}
 	}
 	return ""

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+)
+
+// TestCheckFieldInOtherLetterCase: a field that no column takes, while a column has its name in
+// another letter case ("Id" beside the column "ID", which then takes its DEFAULT), gets a note
+// naming the column, not only "no column takes the field". Before, a dead letter's missing field
+// got that hint, and a row's dropped one did not.
+func TestCheckFieldInOtherLetterCase(t *testing.T) {
+	srv := chtest.New(t)
+	srv.MustExec(t, "CREATE TABLE "+srv.Database+".events (ID UInt32 DEFAULT 7, n UInt8) ENGINE = MergeTree ORDER BY n")
+	file := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(file, []byte(`{"Id":5,"n":1,"other":2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	code := runCheck(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), []string{"--clickHouseUrl=" + srv.URL,
+		"--clickHouseDatabase=" + srv.Database, "--clickHouseTable=events", "--clickHouseUsername=default", "--clickHousePassword=", file})
+	for _, want := range []string{
+		`  ID = DEFAULT (CAST(7, 'UInt32'))` + "\n",
+		`  note: the field "Id" is dropped: the column "ID" differs from it only in letter case, and ClickHouse's names are case-sensitive: did you mean "ID"?; unknownFieldsColumn would keep it in a String column` + "\n",
+		`  note: no column takes the field "other": dropped (unknownFieldsColumn would keep it in a String column)` + "\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("exit %d, standard output\n%s\nwant it to hold\n%s(standard error: %s)", code, out.String(), want, errOut.String())
+		}
+	}
+}
