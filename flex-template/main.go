@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
@@ -522,10 +523,11 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 			return err
 		}
 	}
+	shown := maps.Clone(send) // send stays as the dead-letter table's INSERT of no rows sends it
 	if token {
-		send[chclient.TokenSetting] = "(per INSERT)"
+		shown[chclient.TokenSetting] = "(per INSERT)"
 	}
-	slog.Info("insert settings", "sent", fmt.Sprint(send))
+	slog.Info("insert settings", "sent", fmt.Sprint(shown))
 	chclient.LogLeftOut(leftOut) // a local run's write stage, in this process, does not say it again
 	if o.ClickHouseDeadLetterTable != "" {
 		columns, err := deadletter.Columns(ctx, conn, o.ClickHouseDatabase, o.ClickHouseDeadLetterTable)
