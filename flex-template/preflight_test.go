@@ -49,12 +49,7 @@ func TestPreflightInsertRefused(t *testing.T) {
 			t.Fatalf("user %s: %v", user, err)
 		}
 	}
-	e := pubsubtest.Start(t)
-	o := pipeline.Defaults()
-	o.InputSubscription = e.Subscription(t, e.Topic(t, "events"), "events-sub", 10*time.Second)
-	o.ClickHouseURL = srv.URL
-	o.ClickHouseDatabase = srv.Database
-	o.ClickHouseTable = "events"
+	o := preflightOptions(t, srv.Server)
 	o.ClickHouseUsername = user
 	o.ClickHousePassword = secret.String(password)
 	err := preflight(context.Background(), o)
@@ -84,13 +79,7 @@ func TestPreflightInsertRefused(t *testing.T) {
 func TestPreflightDeadLetterTableMissing(t *testing.T) {
 	srv := chtest.StartOwn(t)
 	srv.MustExec(t, "CREATE TABLE "+srv.Database+".events (id UInt32) ENGINE = MergeTree ORDER BY id")
-	e := pubsubtest.Start(t)
-	o := pipeline.Defaults()
-	o.InputSubscription = e.Subscription(t, e.Topic(t, "events"), "events-sub", 10*time.Second)
-	o.ClickHouseURL = srv.URL
-	o.ClickHouseDatabase = srv.Database
-	o.ClickHouseTable = "events"
-	o.ClickHouseUsername = "default"
+	o := preflightOptions(t, srv.Server)
 	o.ClickHouseDeadLetterTable = "no_such_dead_letters"
 	var logs bytes.Buffer
 	defer slog.SetDefault(slog.Default())
@@ -102,4 +91,17 @@ func TestPreflightDeadLetterTableMissing(t *testing.T) {
 	if strings.Contains(logs.String(), "INSERT of no rows") {
 		t.Errorf("the launch logged its INSERT of no rows into a table it then finds missing:\n%s", logs.String())
 	}
+}
+
+// preflightOptions returns the parameters of a job that reads a subscription of an emulator of
+// the test's own into the table events of srv's database, as the user default.
+func preflightOptions(t *testing.T, srv *chtest.Server) pipeline.Options {
+	e := pubsubtest.Start(t)
+	o := pipeline.Defaults()
+	o.InputSubscription = e.Subscription(t, e.Topic(t, "events"), "events-sub", 10*time.Second)
+	o.ClickHouseURL = srv.URL
+	o.ClickHouseDatabase = srv.Database
+	o.ClickHouseTable = "events"
+	o.ClickHouseUsername = "default"
+	return o
 }

@@ -273,6 +273,29 @@ type Values struct{ v *values }
 // Current returns the Values r uses now.
 func (r *Resolved) Current() Values { return Values{r.cur.Load()} }
 
+// Reopen is what a stage does with its pool conn after an INSERT's failure err: Renew (read again
+// what the server refused), then, when r's values differ from opened (those conn was opened with:
+// a change Renew reports, or an earlier one whose Open failed, since Renew reports a change once),
+// open a new pool with them and close conn. It returns the pool to use and the values it was
+// opened with: conn and opened as they came when nothing changed, or when the read or the open
+// failed, which is logged as a warning naming stage and table (the next attempt tells).
+func (r *Resolved) Reopen(ctx context.Context, err error, conn driver.Conn, opened Values, stage, table string) (driver.Conn, Values) {
+	if _, err := r.Renew(ctx, err); err != nil {
+		slog.Warn(stage+": reading ClickHouse's secrets again failed; keeping those read before", "table", table, "error", err)
+		return conn, opened
+	}
+	if r.Current() == opened {
+		return conn, opened
+	}
+	fresh, err := r.Open(ctx)
+	if err != nil {
+		slog.Warn(stage+": connecting to ClickHouse with the secrets read again failed", "table", table, "error", err)
+		return conn, opened
+	}
+	conn.Close()
+	return fresh, r.Current()
+}
+
 // renewable returns the field whose values Renew reads again after err, and whether there is one.
 func (r *Resolved) renewable(err error) (Field, bool) {
 	if err == nil {

@@ -22,24 +22,13 @@ import (
 // retries (on prism, the end of the run). The secret is read again only after a refusal.
 func TestPasswordRotatedInSecretManager(t *testing.T) {
 	const version = "projects/p/secrets/clickhouse-password/versions/latest"
-	srv := chtest.StartOwn(t)
-	srv.CreateTable(t, `CREATE TABLE {table} (id String, n UInt8) ENGINE = MergeTree ORDER BY id`, "events")
-	srv.AddUser(t, "ingest", "first-Pw-1", srv.Database)
+	srv := ingestServer(t, "first-Pw-1")
 	sm := gcptest.StartSecretManager(t)
 	sm.Add(version, []byte("first-Pw-1\n"))
-
 	cfg := srv.Config()
-	// Every connection is closed once used, so that each INSERT logs in anew, as the pool's
-	// connections do once their lifetime (an hour) has passed or the server restarted.
-	cfg.URL += "?conn_max_lifetime=10ms"
 	cfg.Username, cfg.Password = "ingest", secret.String(version)
 	ctx := context.Background()
-	f := &insertFn{Config: Config{ClickHouse: cfg, Table: "events", Settings: chclient.Settings{MaxInsertBlockSize: 1000},
-		Retry: chclient.Retry{MaxRetries: 2}}}
-	if err := f.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer f.Teardown()
+	f := setUpInsert(t, cfg, 2)
 	insert := func(from, to int) error {
 		var b flow.Rows
 		for i := from; i <= to; i++ {
@@ -71,20 +60,12 @@ func TestPasswordRotatedInSecretManager(t *testing.T) {
 // and allow_databases, as at start-up; before, it said only "(transient error): handshake: failed
 // to read packet ...: read: EOF".
 func TestDatabaseRevokedExplained(t *testing.T) {
-	srv := chtest.StartOwn(t)
-	srv.CreateTable(t, `CREATE TABLE {table} (id String, n UInt8) ENGINE = MergeTree ORDER BY id`, "events")
+	srv := ingestServer(t, "Revoked-pw-5")
 	srv.MustExec(t, "CREATE DATABASE elsewhere")
-	srv.AddUser(t, "ingest", "Revoked-pw-5", srv.Database)
 	cfg := srv.Config()
-	cfg.URL += "?conn_max_lifetime=10ms" // each INSERT logs in anew (see TestPasswordRotatedInSecretManager)
 	cfg.Username, cfg.Password = "ingest", "Revoked-pw-5"
 	ctx := context.Background()
-	f := &insertFn{Config: Config{ClickHouse: cfg, Table: "events", Settings: chclient.Settings{MaxInsertBlockSize: 1000},
-		Retry: chclient.Retry{MaxRetries: 1}}}
-	if err := f.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer f.Teardown()
+	f := setUpInsert(t, cfg, 1)
 	srv.AddUser(t, "ingest", "Revoked-pw-5", "elsewhere")
 	// AddUser returns once the user logs in, which it did before: wait until the server has read
 	// the change (users.d files are read again every few seconds).
@@ -99,7 +80,7 @@ func TestDatabaseRevokedExplained(t *testing.T) {
 	b := flow.Rows{Rows: []flow.Row{{Payload: []byte(`{"id":"m-1","n":1}`), Schema: f.conv.SchemaHash(), MessageID: "m-1"}}}
 	err := f.ProcessElement(ctx, 0, b, func(d flow.DeadLetter) { t.Errorf("dead letter: %s", d.ErrorMessage) }, func([]string) {})
 	want := fmt.Sprintf(`a new connection fails too: ClickHouse database: the server at %s closed the connection when user "ingest" asked for database %q, `+
-		`and let the same user in to database system: the database does not exist, or the user may not use it (allow_databases`, cfg.URL, srv.Database)
+		`and let the same user in to database system: the database does not exist, or the user may not use it (allow_databases`, f.ClickHouse.URL, srv.Database)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("the bundle's error: %v\nwant one containing %s", err, want)
 	}
@@ -117,23 +98,15 @@ func TestDatabaseRevokedExplained(t *testing.T) {
 // 193) and the bundle failed.
 func TestPasswordRotatedFirstOpenFails(t *testing.T) {
 	const version = "projects/p/secrets/clickhouse-password/versions/latest"
-	srv := chtest.StartOwn(t)
-	srv.CreateTable(t, `CREATE TABLE {table} (id String, n UInt8) ENGINE = MergeTree ORDER BY id`, "events")
-	srv.AddUser(t, "ingest", "first-Pw-1", srv.Database)
+	srv := ingestServer(t, "first-Pw-1")
 	sm := gcptest.StartSecretManager(t)
 	sm.Add(version, []byte("first-Pw-1\n"))
 	proxy := srv.Proxy(t)
-
 	cfg := srv.Config()
-	cfg.URL = proxy.URL() + "?conn_max_lifetime=10ms" // each INSERT logs in anew (see TestPasswordRotatedInSecretManager)
+	cfg.URL = proxy.URL()
 	cfg.Username, cfg.Password = "ingest", secret.String(version)
 	ctx := context.Background()
-	f := &insertFn{Config: Config{ClickHouse: cfg, Table: "events", Settings: chclient.Settings{MaxInsertBlockSize: 1000},
-		Retry: chclient.Retry{MaxRetries: 3}}}
-	if err := f.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer f.Teardown()
+	f := setUpInsert(t, cfg, 3)
 	sm.Add(version, []byte("second-Pw-2\n"))
 	srv.AddUser(t, "ingest", "second-Pw-2", srv.Database)
 	// The first connection that logs in with the new password (its handshake holds it) loses
@@ -146,4 +119,28 @@ func TestPasswordRotatedFirstOpenFails(t *testing.T) {
 	if got := srv.MustQuery(t, "SELECT groupArray(id) FROM events"); got != `['m-1']` {
 		t.Errorf("rows %s, want m-1", got)
 	}
+}
+
+// ingestServer starts a server of the test's own with the table events (id String, n UInt8) and
+// the user ingest of password, allowed the test's database alone.
+func ingestServer(t *testing.T, password string) *chtest.OwnServer {
+	srv := chtest.StartOwn(t)
+	srv.CreateTable(t, `CREATE TABLE {table} (id String, n UInt8) ENGINE = MergeTree ORDER BY id`, "events")
+	srv.AddUser(t, "ingest", password, srv.Database)
+	return srv
+}
+
+// setUpInsert returns the stage inserting into events with cfg (its connections closed once
+// used, conn_max_lifetime=10ms, so that each INSERT logs in anew, as the pool's connections do
+// once their lifetime has passed or the server restarted) and maxRetries, set up, torn down when
+// the test ends.
+func setUpInsert(t *testing.T, cfg chclient.Config, maxRetries int) *insertFn {
+	cfg.URL += "?conn_max_lifetime=10ms"
+	f := &insertFn{Config: Config{ClickHouse: cfg, Table: "events", Settings: chclient.Settings{MaxInsertBlockSize: 1000},
+		Retry: chclient.Retry{MaxRetries: maxRetries}}}
+	if err := f.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Teardown() })
+	return f
 }

@@ -249,25 +249,9 @@ func (f *insertFn) refreshRetrying(ctx context.Context) error {
 // Setup would have kept the old password for every connection it opens, and failed the bundle
 // after its retries. A failed read or open keeps the pool; the next attempt tells.
 func (f *insertFn) renew(ctx context.Context, err error) {
-	if f.ch == nil {
-		return
+	if f.ch != nil {
+		f.conn, f.opened = f.ch.Reopen(ctx, err, f.conn, f.opened, "write", f.Table)
 	}
-	if _, err := f.ch.Renew(ctx, err); err != nil {
-		slog.Warn("write: reading ClickHouse's secrets again failed; keeping those read before", "table", f.Table, "error", err)
-		return
-	}
-	// Not Renew's report alone: the values may have changed before (an Open with them that
-	// failed, Explain's), and Renew reports a change once.
-	if f.ch.Current() == f.opened {
-		return
-	}
-	conn, err := f.ch.Open(ctx)
-	if err != nil {
-		slog.Warn("write: connecting to ClickHouse with the secrets read again failed", "table", f.Table, "error", err)
-		return
-	}
-	f.conn.Close()
-	f.conn, f.opened = conn, f.ch.Current()
 }
 
 // Teardown closes the connection pool.
