@@ -407,10 +407,13 @@ func TestAddColumnsAtOnceCountedOnce(t *testing.T) {
 			}
 			srv.CreateTable(t, `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`, "events")
 			cfg := Config{ClickHouse: srv.Config(), Table: "events", AddNewColumns: true, Limits: evolve.Limits{Max: 100}}
-			ctx := metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), "bundle")
+			// A bundle each: the two stages run at once, and Beam's metrics of one bundle are not
+			// for concurrent use (Distribution.Update writes a map: "concurrent map writes").
 			fs := []*parseFn{{Config: cfg}, {Config: cfg}}
-			for _, f := range fs {
-				if err := f.Setup(ctx); err != nil {
+			ctxs := make([]context.Context, len(fs))
+			for i, f := range fs {
+				ctxs[i] = metrics.SetBundleID(metrics.SetPTransformID(context.Background(), "parse"), fmt.Sprint("bundle-", i))
+				if err := f.Setup(ctxs[i]); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -422,7 +425,7 @@ func TestAddColumnsAtOnceCountedOnce(t *testing.T) {
 						p := fmt.Sprintf(`{"id":%d,"c%d":1}`, i, k)
 						var rows []flow.Row
 						emitRows := func(_ beam.EventTime, rs flow.Rows) { rows = append(rows, rs.Rows...) }
-						err := f.ProcessElement(ctx, 0, flow.Messages{Messages: []flow.Message{{ID: fmt.Sprint(k, i), Data: []byte(p)}}}, emitRows,
+						err := f.ProcessElement(ctxs[i], 0, flow.Messages{Messages: []flow.Message{{ID: fmt.Sprint(k, i), Data: []byte(p)}}}, emitRows,
 							func(d flow.DeadLetter) { t.Errorf("%s: a dead letter: %s", p, d.ErrorMessage) })
 						if err != nil {
 							t.Errorf("%s: %v", p, err)
