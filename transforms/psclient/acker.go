@@ -551,7 +551,7 @@ func (a *Acker) extendDue(now time.Time) {
 		return
 	}
 	secs := a.settings.deadlineSeconds()
-	var failed []string
+	var failed, lost []string
 	var lastErr error
 	for _, chunk := range chunks(due, a.settings.MaxIDsPerRequest) {
 		a.extendRequests.Add(1)
@@ -568,28 +568,66 @@ func (a *Acker) extendDue(now time.Time) {
 				return // closing
 			}
 			a.extendFailures.Add(1)
-			failed = append(failed, chunk...)
+			retry, refused := extendResults(chunk, err)
+			failed = append(failed, retry...)
+			lost = append(lost, refused...)
 			lastErr = err
 			continue
 		}
 		a.extended.Add(int64(len(chunk)))
 	}
-	if len(failed) == 0 {
+	if len(failed) == 0 && len(lost) == 0 {
 		return
 	}
-	// Retry the failed ids on the next tick.
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// Retry the failed ids on the next tick.
 	for _, id := range failed {
 		if e, ok := a.tracked[id]; ok {
 			e.next = math.MinInt64 // due at the next tick
 			a.tracked[id] = e
 		}
 	}
+	// Extend the refused ones no more: their lease is gone, and Pub/Sub delivers the message
+	// again whatever is asked. They stay tracked, for their Ack (refused too) and the count of
+	// messages outstanding.
+	for _, id := range lost {
+		if e, ok := a.tracked[id]; ok {
+			e.next = math.MaxInt64
+			a.tracked[id] = e
+		}
+	}
 	if now.Sub(a.lastWarn) >= warnEvery {
 		a.lastWarn = now
-		slog.Warn("ack: extending ack deadlines failed; retrying", "subscription", a.sub, "ids", len(failed), "error", lastErr)
+		if len(lost) > 0 {
+			slog.Warn("ack: Pub/Sub refused to extend the ack deadline of some messages for good (exactly-once delivery: their ack ids expired); it delivers them again, and their acknowledgement will be refused",
+				"subscription", a.sub, "ids", len(lost), "retrying", len(failed), "error", lastErr)
+		} else {
+			slog.Warn("ack: extending ack deadlines failed; retrying", "subscription", a.sub, "ids", len(failed), "error", lastErr)
+		}
 	}
+}
+
+// extendResults sorts the ids of a failed ModifyAckDeadline request: refused are those the
+// error's ErrorInfo metadata name with a failure that is not TRANSIENT_ (on a subscription with
+// exactly-once delivery, PERMANENT_FAILURE_INVALID_ACK_ID: the ack id expired, and no later
+// request extends it); retry are the others, tried again at the next tick. The reading is the
+// client library's (cloud.google.com/go/pubsub/v2, iterator.go, processResults), as ackResults';
+// unlike an acknowledgement, an id the metadata do not name is retried, since a failed extension
+// costs no more than a request and a given-up one a redelivery.
+func extendResults(ids []string, err error) (retry, refused []string) {
+	var perID map[string]string
+	if apiErr, ok := apierror.FromError(err); ok {
+		perID = apiErr.Metadata()
+	}
+	for _, id := range ids {
+		if f, named := perID[id]; named && !strings.HasPrefix(f, "TRANSIENT_") {
+			refused = append(refused, id)
+		} else {
+			retry = append(retry, id)
+		}
+	}
+	return retry, refused
 }
 
 // AwaitRetries waits until the Acker's loop has no acknowledgement left to retry (Ack): each
@@ -660,9 +698,20 @@ func (a *Acker) Release(ctx context.Context) (int, error) {
 	released := 0
 	var errs []error
 	for _, chunk := range chunks(ids, a.settings.MaxIDsPerRequest) {
-		err := a.client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{
-			Subscription: a.sub, AckIds: chunk, AckDeadlineSeconds: 0,
-		})
+		err := a.giveBack(ctx, chunk)
+		if err != nil {
+			// Ids Pub/Sub refuses for good (exactly-once delivery: expired) have no lease left
+			// to give back, and are delivered again as they are; the others are asked once more.
+			retry, refused := extendResults(chunk, err)
+			if len(refused) > 0 {
+				released += len(refused)
+				err = nil
+				if len(retry) > 0 {
+					err = a.giveBack(ctx, retry)
+				}
+				chunk = retry
+			}
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -673,6 +722,13 @@ func (a *Acker) Release(ctx context.Context) (int, error) {
 		return released, fmt.Errorf("ack: subscription %s: giving back %d messages: %w", a.sub, len(ids)-released, errors.Join(errs...))
 	}
 	return released, nil
+}
+
+// giveBack sets the ack deadline of ids to 0 (ModifyAckDeadline).
+func (a *Acker) giveBack(ctx context.Context, ids []string) error {
+	return a.client.SubscriptionAdminClient.ModifyAckDeadline(ctx, &pubsubpb.ModifyAckDeadlineRequest{
+		Subscription: a.sub, AckIds: ids, AckDeadlineSeconds: 0,
+	})
 }
 
 // Close stops the extension loop and closes the client. Tracked messages are redelivered once

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -710,5 +711,81 @@ func TestAckExactlyOnceTransientRetried(t *testing.T) {
 				t.Errorf("stats: %+v; want none outstanding, 1 retried and acknowledged, 2 failed (the refused id and the one the failed request named no failure of)", st)
 			}
 		})
+	}
+}
+
+// expiredAckID answers every ModifyAckDeadline that names id as Pub/Sub does on a subscription
+// with exactly-once delivery once the id's lease has expired: the request fails, its ErrorInfo
+// naming the id PERMANENT_FAILURE_INVALID_ACK_ID. It counts the requests that name id, and the
+// ids of the others, which it lets through.
+type expiredAckID struct {
+	mu      sync.Mutex
+	id      string
+	naming  int
+	others  int // ids in requests that do not name id
+	release int // of them, in requests setting the deadline to 0
+}
+
+func (r *expiredAckID) React(req any) (bool, any, error) {
+	m := req.(*pubsubpb.ModifyAckDeadlineRequest)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if slices.Contains(m.AckIds, r.id) {
+		r.naming++
+		st, err := status.New(codes.InvalidArgument, "Some acknowledgement ids in the request were invalid. This could be because the acknowledgement ids have expired or the acknowledgement ids were malformed.").
+			WithDetails(&errdetails.ErrorInfo{Reason: "EXACTLY_ONCE_ACKID_FAILURE", Domain: "pubsub.googleapis.com", Metadata: map[string]string{r.id: "PERMANENT_FAILURE_INVALID_ACK_ID"}})
+		if err != nil {
+			panic(err)
+		}
+		return true, nil, st.Err()
+	}
+	r.others += len(m.AckIds)
+	if m.AckDeadlineSeconds == 0 {
+		r.release += len(m.AckIds)
+	}
+	return false, nil, nil
+}
+
+func (r *expiredAckID) counts() (naming, others, release int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.naming, r.others, r.release
+}
+
+// TestExtendExpiredAckIDGivenUp: on a subscription with exactly-once delivery, an id whose
+// ModifyAckDeadline Pub/Sub refuses for good (expired) is extended no more, the others are, and
+// Release gives back the others. Before, every tick sent the refused id again, a request that
+// failed every time (500 in this test's 10 s, each with a warning every 10 s) for as long as the
+// message was held, and Release reported the run's end as failing to give back all three. (Pub/Sub
+// itself extends the other ids of such a request; this stand-in fails it whole, so the test
+// counts the ids of the requests that do not name the refused one.)
+func TestExtendExpiredAckIDGivenUp(t *testing.T) {
+	react := &expiredAckID{}
+	f := newFixture(t, 10*time.Second, pstest.ServerReactorOption{FuncName: "ModifyAckDeadline", Reactor: react})
+	ids := f.publishAndPull(t, 3, nil)
+	react.mu.Lock()
+	react.id = ids[1]
+	react.mu.Unlock()
+	a := newAcker(t, AckSettings{Tick: 20 * time.Millisecond, Deadline: 10 * time.Second, ExtendEvery: 20 * time.Millisecond, FirstExtendAfter: time.Millisecond})
+	a.Track(ids...)
+	// Wait until the two other ids have been extended in 3 requests without the refused one.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, others, _ := react.counts(); others >= 6 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	naming, others, _ := react.counts()
+	if naming != 1 || others < 6 {
+		t.Errorf("ModifyAckDeadline requests naming the refused id: %d, want 1; ids extended in requests without it: %d, want at least 6", naming, others)
+	}
+	if st := a.Stats(); st.Outstanding != 3 {
+		t.Errorf("outstanding = %d, want 3 (the refused id stays tracked, for its Ack)", st.Outstanding)
+	}
+	n, err := a.Release(context.Background())
+	_, _, release := react.counts()
+	if err != nil || n != 3 || release != 2 {
+		t.Errorf("Release = %d, %v; ids given back: %d; want 3 released (the refused one has no lease left), nil, 2 given back", n, err, release)
 	}
 }
