@@ -18,8 +18,11 @@ type Conn struct {
 	Zone    string      // the server's time zone
 	Columns [][4]string // the table's rows of system.columns: name, type, default_kind, default_expression
 	Engine  string      // the table's engine in system.tables; "" when it has no row
-	Fail    error       // the error of the system.columns query, if any
-	Args    []any       // the arguments of the last system.columns query
+	// EngineFull is the table's engine_full in system.tables ("Buffer(db, dest, 16, ...)"); ""
+	// gives Engine.
+	EngineFull string
+	Fail       error // the error of the system.columns query, if any
+	Args       []any // the arguments of the last system.columns query
 }
 
 // QueryRow answers "SELECT timezone()" and the query of system.tables.
@@ -30,6 +33,13 @@ func (c *Conn) QueryRow(_ context.Context, query string, args ...any) driver.Row
 	case strings.Contains(query, "FROM system.tables"):
 		if c.Engine == "" {
 			return row{err: errors.New("sql: no rows in result set")}
+		}
+		if strings.Contains(query, "engine_full") {
+			full := c.EngineFull
+			if full == "" {
+				full = c.Engine
+			}
+			return row{values: []string{c.Engine, full}}
 		}
 		return row{values: []string{c.Engine}}
 	}

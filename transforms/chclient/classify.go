@@ -194,6 +194,10 @@ func Classify(err error) Class {
 	if errors.As(err, &ae) {
 		return Schema
 	}
+	var fe *RefusedError
+	if errors.As(err, &fe) {
+		return Refused
+	}
 	var ex *clickhouse.Exception
 	if !errors.As(err, &ex) {
 		var he *clickhouse.HTTPError
@@ -307,6 +311,15 @@ type RowsError struct{ Err error }
 
 func (e *RowsError) Error() string { return e.Err.Error() }
 func (e *RowsError) Unwrap() error { return e.Err }
+
+// RefusedError is the pipeline's own finding, before an INSERT is sent, that the table cannot
+// store any rows now, whatever they are, though the server would take the INSERT: a Buffer table
+// whose destination is gone (schema.CheckBuffer). Classified Refused: retried, then the INSERT
+// fails naming Err, nothing dead-lettered.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
 
 // AppendError is a failure of clickhouse-go to take a column's values for an INSERT: the
 // values' Go type does not fit the column type the server announced, or (over HTTP) the table

@@ -118,16 +118,24 @@ func columnTypes(ctx context.Context, conn driver.Conn, database, table string, 
 // columnsOf is columnTypes of the schema that fetch reads.
 func columnsOf(ctx context.Context, conn driver.Conn, database, table string, leftOut func(column, typ string),
 	fetch func(ctx context.Context, conn driver.Conn, database, table string) (*schema.Table, error)) (columns, types []string, err error) {
+	columns, types, _, err = tableOf(ctx, conn, database, table, leftOut, fetch)
+	return columns, types, err
+}
+
+// tableOf is columnsOf that also returns the schema read, for its Buffer destination
+// (schema.CheckBuffer before each INSERT); nil with an error.
+func tableOf(ctx context.Context, conn driver.Conn, database, table string, leftOut func(column, typ string),
+	fetch func(ctx context.Context, conn driver.Conn, database, table string) (*schema.Table, error)) (columns, types []string, _ *schema.Table, err error) {
 	running := leftOut != nil
 	t, err := fetch(ctx, conn, database, table)
 	switch {
 	case errors.Is(err, schema.ErrNotFound):
-		return nil, nil, &tableError{err: err, hint: "create it with: " + CreateTable(database, table)}
+		return nil, nil, nil, &tableError{err: err, hint: "create it with: " + CreateTable(database, table)}
 	case errors.Is(err, schema.ErrNoWritableColumn):
-		return nil, nil, &tableError{err: err, hint: "a dead-letter table has the columns of: " + CreateTable(database, table)}
+		return nil, nil, nil, &tableError{err: err, hint: "a dead-letter table has the columns of: " + CreateTable(database, table)}
 	}
 	if err != nil { // reading the table failed: nothing says it is missing or wrong
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	have := map[string]schema.Column{}
 	for _, c := range t.Writable() {
@@ -170,10 +178,10 @@ func columnsOf(ctx context.Context, conn driver.Conn, database, table string, le
 		problems = []string{fmt.Sprintf("has none of the columns of a dead-letter table (%s): is it one?", strings.Join(names, ", "))}
 	}
 	if len(problems) > 0 {
-		return nil, nil, &tableError{err: fmt.Errorf("table %s.%s: %s", database, table, strings.Join(problems, "; ")),
+		return nil, nil, nil, &tableError{err: fmt.Errorf("table %s.%s: %s", database, table, strings.Join(problems, "; ")),
 			hint: "a dead-letter table has the columns of: " + CreateTable(database, table)}
 	}
-	return columns, types, nil
+	return columns, types, t, nil
 }
 
 // tableError is a dead-letter table that is missing or does not have the columns the stage
@@ -281,9 +289,10 @@ type writeFn struct {
 	withToken bool
 	client    *pubsub.Client
 	publisher *pubsub.Publisher
-	columns   []string // the table's columns the INSERT names (Columns)
-	types     []string // their types, as the server spelled them when the stage read the table
-	hinted    bool     // the CREATE TABLE of a table read again that did not fit has been logged
+	columns   []string      // the table's columns the INSERT names (Columns)
+	types     []string      // their types, as the server spelled them when the stage read the table
+	table     *schema.Table // the table as the stage read it, for its Buffer destination (schema.CheckBuffer)
+	hinted    bool          // the CREATE TABLE of a table read again that did not fit has been logged
 	readAt    time.Time
 	leftOut   map[string]string // the optional columns left out (leaveOut), by name: the type warned of
 }
@@ -325,7 +334,7 @@ func (f *writeFn) setup(ctx context.Context) error {
 			return err
 		}
 		f.opened = f.ch.Current()
-		if f.columns, f.types, err = columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, nil); err != nil {
+		if f.columns, f.types, f.table, err = tableOf(ctx, f.conn, f.ClickHouse.Database, f.Table, nil, schema.Fetch); err != nil {
 			return fmt.Errorf("dead letter: %w", err)
 		}
 		f.readAt = time.Now()
@@ -500,7 +509,15 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 		if columns == nil { // a writeFn set up by hand, as in the tests: the four columns
 			columns = columnNames
 		}
-		err := chclient.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, columns, f.values(columns, recs), f.settings, f.withToken, id)
+		// A Buffer table takes the INSERT whatever its destination, and discards at the flush
+		// what the destination cannot take: the destination is checked before each attempt.
+		err := schema.CheckBuffer(ctx, f.conn, f.table)
+		if be := (*schema.BufferError)(nil); errors.As(err, &be) {
+			err = &chclient.RefusedError{Err: err}
+		}
+		if err == nil {
+			err = chclient.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, columns, f.values(columns, recs), f.settings, f.withToken, id)
+		}
 		if err != nil && f.types != nil && chclient.Classify(err) != chclient.Transient {
 			var checkErr error
 			if hint, checkErr = f.reread(ctx); checkErr != nil {
@@ -555,7 +572,7 @@ func (f *writeFn) refresh(ctx context.Context) {
 // with each retry); for a table it cannot read, the error.
 func (f *writeFn) reread(ctx context.Context) (hint string, err error) {
 	f.readAt = time.Now()
-	columns, types, err := columnTypes(ctx, f.conn, f.ClickHouse.Database, f.Table, f.leaveOut)
+	columns, types, table, err := tableOf(ctx, f.conn, f.ClickHouse.Database, f.Table, f.leaveOut, schema.Fetch)
 	if te := (*tableError)(nil); errors.As(err, &te) {
 		if !f.hinted {
 			slog.Warn("dead letter: the dead-letter table, read again, is missing or does not fit; "+te.hint, "table", f.ClickHouse.Database+"."+f.Table, "problem", te.err)
@@ -566,7 +583,7 @@ func (f *writeFn) reread(ctx context.Context) (hint string, err error) {
 	if err != nil {
 		return "", err
 	}
-	f.columns, f.types, f.hinted = columns, types, false
+	f.columns, f.types, f.table, f.hinted = columns, types, table, false
 	return "", nil
 }
 

@@ -62,7 +62,17 @@ type Table struct {
 	// ServerTimeZone is the server's time zone (SELECT timezone()), e.g. "Etc/UTC". DateTime
 	// columns without a time zone of their own use it.
 	ServerTimeZone string
+	// Buffer is, for a table of the engine Buffer, the table it passes its rows on to at each
+	// flush (Database and Table "" for a Buffer without one); nil for any other engine, and for a
+	// Buffer whose destination Fetch cannot read from its engine_full (an expression such as
+	// currentDatabase()).
+	Buffer *Destination
 }
+
+// Destination is the table a Buffer table passes its rows on to: the first two arguments of its
+// engine, Buffer(database, table, num_layers, min_time, ...) (ClickHouse docs, "Buffer Table
+// Engine").
+type Destination struct{ Database, Table string }
 
 // NameFault returns, for the first column of t that is not written because of its name (one
 // neither EPHEMERAL nor computed whose Column.NotWritten Fetch set), an error naming the column
@@ -162,8 +172,10 @@ func fetch(ctx context.Context, conn driver.Conn, database, table string, toInse
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading the columns of table %s.%s: %w", database, table, err)
 	}
+	engine, engineFull := "", ""
 	if toInsert {
-		if err := takesNoInsert(ctx, conn, database, table); err != nil {
+		engine, engineFull = engineOf(ctx, conn, database, table)
+		if err := takesNoInsert(database, table, engine); err != nil {
 			return nil, err
 		}
 	}
@@ -185,17 +197,152 @@ func fetch(ctx context.Context, conn driver.Conn, database, table string, toInse
 		}
 		return nil, fmt.Errorf("table %s.%s %w (all are MATERIALIZED or ALIAS)", database, table, ErrNoWritableColumn)
 	}
+	if engine == "Buffer" {
+		if dest, ok := bufferDestination(engineFull); ok {
+			t.Buffer = &dest
+			if err := CheckBuffer(ctx, conn, t); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return t, nil
 }
 
-// takesNoInsert returns an error naming database.table when system.tables says it is a View or
-// of an engine that takes no INSERT (readOnlyEngines, the system tables' engines); nil otherwise,
-// and when system.tables cannot be read (the INSERT then says what is wrong).
-func takesNoInsert(ctx context.Context, conn driver.Conn, database, table string) error {
-	var engine string
-	if err := conn.QueryRow(ctx, "SELECT engine FROM system.tables WHERE database = ? AND name = ?", database, table).Scan(&engine); err != nil {
+// BufferError is what CheckBuffer finds wrong with a Buffer table's destination: rows inserted
+// into the Buffer table would not all reach a table.
+type BufferError struct{ Err error }
+
+func (e *BufferError) Error() string { return e.Err.Error() }
+func (e *BufferError) Unwrap() error { return e.Err }
+
+// CheckBuffer checks that t, a table of the engine Buffer (t and t.Buffer not nil; nil is no error),
+// passes every row inserted into it on to a table that stores it: that it has a destination, that
+// the destination exists (has columns in system.columns) and that it has every writable column
+// of t. ClickHouse takes an INSERT into a Buffer table whatever its destination, and discards at
+// the flush what the destination cannot take: every row when the destination does not exist
+// (server log "Destination table db.t doesn't exist. Block of data is discarded.", 18.16 and
+// 26.7 alike) or when there is none (ClickHouse docs, "Buffer Table Engine": "the buffer is
+// simply cleared"), and the values of a column the destination lacks ("Destination table db.t
+// doesn't have column n. The default values are used."). Such a finding is a *BufferError naming
+// both tables and the column; a failure to read system.columns is returned as it came, wrapped.
+// A destination dropped after an INSERT and before the flush (Buffer's max_time at most) still
+// loses that INSERT's rows: the check is made before each INSERT, not at the flush.
+func CheckBuffer(ctx context.Context, conn driver.Conn, t *Table) error {
+	if t == nil || t.Buffer == nil {
 		return nil
 	}
+	d := *t.Buffer
+	if d.Table == "" {
+		return &BufferError{fmt.Errorf("%s.%s has the engine Buffer without a destination table: ClickHouse clears such a buffer at each flush, "+
+			"so every row inserted would be lost; give the table it should pass its rows on to, or that table itself", t.Database, t.Name)}
+	}
+	if d.Database == "" {
+		d.Database = t.Database
+	}
+	rows, err := conn.Query(ctx, "SELECT name FROM system.columns WHERE database = ? AND table = ?", d.Database, d.Table)
+	if err != nil {
+		return fmt.Errorf("reading the columns of %s.%s, the destination of the Buffer table %s.%s: %w", d.Database, d.Table, t.Database, t.Name, err)
+	}
+	defer rows.Close()
+	have := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return fmt.Errorf("reading the columns of %s.%s, the destination of the Buffer table %s.%s: %w", d.Database, d.Table, t.Database, t.Name, err)
+		}
+		have[name] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading the columns of %s.%s, the destination of the Buffer table %s.%s: %w", d.Database, d.Table, t.Database, t.Name, err)
+	}
+	if len(have) == 0 {
+		return &BufferError{fmt.Errorf("the Buffer table %s.%s passes its rows on to %s.%s, which does not exist (or the user may not read it): "+
+			"ClickHouse takes an INSERT into the Buffer table all the same and discards its rows at the next flush "+
+			"(server log: \"Destination table %s.%s doesn't exist. Block of data is discarded.\"); create %s.%s, or give it as the table",
+			t.Database, t.Name, d.Database, d.Table, d.Database, d.Table, d.Database, d.Table)}
+	}
+	for _, c := range t.Writable() {
+		if !have[c.Name] {
+			return &BufferError{fmt.Errorf("the Buffer table %s.%s passes its rows on to %s.%s, which has no column %q: "+
+				"ClickHouse discards that column's values at each flush (server log: \"Destination table %s.%s doesn't have column %s. The default values are used.\"); "+
+				"add the column to %s.%s, or drop it from %s.%s",
+				t.Database, t.Name, d.Database, d.Table, c.Name, d.Database, d.Table, c.Name, d.Database, d.Table, t.Database, t.Name)}
+		}
+	}
+	return nil
+}
+
+// bufferDestination reads the destination of a Buffer table from its engine_full in
+// system.tables: "Buffer(db, dest, 16, ...)" (18.16 writes identifiers) or "Buffer('db', 'dest',
+// 16, ...)" (26.7 writes string literals). An argument that is neither (an expression) gives
+// false.
+func bufferDestination(engineFull string) (Destination, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(engineFull), "Buffer(")
+	if !ok {
+		return Destination{}, false
+	}
+	var args [2]string
+	for i := range args {
+		rest = strings.TrimLeft(rest, " ")
+		arg, tail, ok := sqlName(rest)
+		if !ok {
+			return Destination{}, false
+		}
+		tail = strings.TrimLeft(tail, " ")
+		if tail == "" || tail[0] != ',' {
+			return Destination{}, false
+		}
+		args[i], rest = arg, tail[1:]
+	}
+	return Destination{Database: args[0], Table: args[1]}, true
+}
+
+// sqlName reads a name at the start of s: a string literal ('x', with backslash escapes and the quote doubled),
+// a quoted identifier (`x` or "x", the quote doubled or escaped inside), or a bare identifier
+// (letters, digits, _). It returns the name, what follows it and whether s starts with one.
+func sqlName(s string) (name, rest string, ok bool) {
+	if s == "" {
+		return "", "", false
+	}
+	switch q := s[0]; q {
+	case '\'', '`', '"':
+		var b strings.Builder
+		for i := 1; i < len(s); i++ {
+			switch c := s[i]; {
+			case c == '\\' && i+1 < len(s):
+				i++
+				b.WriteByte(s[i])
+			case c == q && i+1 < len(s) && s[i+1] == q:
+				i++
+				b.WriteByte(q)
+			case c == q:
+				return b.String(), s[i+1:], true
+			default:
+				b.WriteByte(c)
+			}
+		}
+		return "", "", false
+	}
+	i := 0
+	for i < len(s) && (s[i] == '_' || s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z' || s[i] >= '0' && s[i] <= '9') {
+		i++
+	}
+	return s[:i], s[i:], i > 0
+}
+
+// engineOf returns the engine of database.table and its full clause (engine_full) as
+// system.tables gives them; "" when system.tables cannot be read (the INSERT then says what is
+// wrong).
+func engineOf(ctx context.Context, conn driver.Conn, database, table string) (engine, full string) {
+	if err := conn.QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = ? AND name = ?", database, table).Scan(&engine, &full); err != nil {
+		return "", ""
+	}
+	return engine, full
+}
+
+// takesNoInsert returns an error naming database.table when engine (system.tables) is View or
+// one that takes no INSERT (readOnlyEngines, the system tables' engines); nil otherwise.
+func takesNoInsert(database, table, engine string) error {
 	switch {
 	case engine == "View":
 		return fmt.Errorf("%s.%s is a View, which cannot be inserted into: give the table the view reads from", database, table)

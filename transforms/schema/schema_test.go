@@ -139,3 +139,26 @@ func TestFetchLeavesOutNamesClickHouseGoCannotName(t *testing.T) {
 		t.Errorf("NameFault with every name fine: %v", err)
 	}
 }
+
+// TestBufferDestination: the destination of a Buffer table, as 18.16 (identifiers) and 26.7
+// (string literals) write its engine_full; an expression is not read.
+func TestBufferDestination(t *testing.T) {
+	for _, tt := range []struct {
+		full string
+		want Destination
+		ok   bool
+	}{
+		{"Buffer(analytics, events_local, 16, 10, 100, 10000, 1000000, 10000000, 100000000)", Destination{"analytics", "events_local"}, true},
+		{`Buffer('analytics', 'events_local', 16, 10, 100, 10000, 1000000, 10000000, 100000000)`, Destination{"analytics", "events_local"}, true},
+		{"Buffer(`my db`, `it``s`, 16, 10, 100, 10000, 1000000, 10000000, 100000000)", Destination{"my db", "it`s"}, true},
+		{`Buffer('a\'b', 'c', 1, 1, 1, 1, 1, 1, 1)`, Destination{"a'b", "c"}, true},
+		{`Buffer('', '', 16, 10, 100, 10000, 1000000, 10000000, 100000000)`, Destination{}, true},
+		{"Buffer(currentDatabase(), events, 16, 10, 100, 10000, 1000000, 10000000, 100000000)", Destination{}, false},
+		{"MergeTree ORDER BY id", Destination{}, false},
+	} {
+		got, ok := bufferDestination(tt.full)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("bufferDestination(%q) = %+v, %v, want %+v, %v", tt.full, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 )
 
 // TestRowsOfANewerSchema: rows that the parse stage converted against a schema the write stage
@@ -285,5 +286,83 @@ func TestRowsWithoutPublishTime(t *testing.T) {
 	}
 	if len(dead) != 1 {
 		t.Errorf("%d dead letters, want 1: %v", len(dead), dead)
+	}
+}
+
+// TestBufferDestinationGone: a Buffer table takes an INSERT whatever its destination, and
+// ClickHouse discards at the flush what the destination cannot take ("Destination table ...
+// doesn't exist. Block of data is discarded."). With the destination dropped while the job runs,
+// the write stage took the INSERT for stored and the messages were acknowledged: the rows were
+// lost. Now the destination is checked before each INSERT: the batch fails as a refusal (retried,
+// nothing acknowledged, nothing dead-lettered), and once the destination is back the same batch
+// lands in it.
+func TestBufferDestinationGone(t *testing.T) {
+	srv := chtest.New(t)
+	dest := `CREATE TABLE {table} (id UInt32, name String) ENGINE = MergeTree ORDER BY id`
+	srv.CreateTable(t, dest, "dest")
+	// Flushed at once (min_time 0, min_rows 1), and at the latest after a second.
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, name String) ENGINE = Buffer(`+srv.Database+`, dest, 1, 0, 1, 1, 1, 1, 1)`, "events")
+	ctx := context.Background()
+	f := &insertFn{Config: Config{ClickHouse: srv.Config(), Table: "events", Settings: chclient.Settings{MaxInsertBlockSize: 1000},
+		Retry: chclient.Retry{MaxRetries: 1}}}
+	if err := f.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Teardown()
+	srv.MustExec(t, "DROP TABLE dest")
+	var batch flow.Rows
+	for i := 1; i <= 3; i++ {
+		batch.Rows = append(batch.Rows, flow.Row{Payload: fmt.Appendf(nil, `{"id":%d,"name":"n%d"}`, i, i), Schema: f.conv.SchemaHash(),
+			MessageID: fmt.Sprint("m", i), AckID: fmt.Sprint("a", i)})
+	}
+	var stored []string
+	dead := func(d flow.DeadLetter) { t.Errorf("dead letter: %s", d.ErrorMessage) }
+	err := f.ProcessElement(ctx, 0, batch, dead, func(ids []string) { stored = append(stored, ids...) })
+	want := "passes its rows on to " + srv.Database + ".dest, which does not exist"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "the messages stay unacknowledged") {
+		t.Errorf("ProcessElement with the Buffer's destination dropped: %v, want an error holding %q", err, want)
+	}
+	if len(stored) != 0 {
+		t.Errorf("messages acknowledged while the Buffer's destination is gone: %v", stored)
+	}
+	srv.CreateTable(t, dest, "dest")
+	if err := f.ProcessElement(ctx, 0, batch, dead, func(ids []string) { stored = append(stored, ids...) }); err != nil {
+		t.Fatalf("ProcessElement with the destination back: %v", err)
+	}
+	srv.MustExec(t, "OPTIMIZE TABLE events") // a Buffer's OPTIMIZE flushes it
+	if got := srv.MustQuery(t, "SELECT groupArray(id) FROM (SELECT id FROM dest ORDER BY id)"); got != "[1,2,3]" {
+		t.Errorf("rows in the destination: %s, want [1,2,3]", got)
+	}
+	if len(stored) != 3 {
+		t.Errorf("acknowledged %v, want the 3 messages", stored)
+	}
+}
+
+// TestBufferDestinationRefusedAtSetup: a Buffer table whose destination does not exist, or
+// lacks one of its columns (whose values ClickHouse discards at each flush: "Destination table
+// ... doesn't have column n. The default values are used."), is refused when the stage reads it,
+// as at launch, naming both tables and the column.
+func TestBufferDestinationRefusedAtSetup(t *testing.T) {
+	for _, tt := range []struct {
+		name, dest, want string
+	}{
+		{"no destination", "", "passes its rows on to {db}.dest, which does not exist"},
+		{"a column missing", `CREATE TABLE {table} (id UInt32) ENGINE = MergeTree ORDER BY id`,
+			`passes its rows on to {db}.dest, which has no column "name": ClickHouse discards that column's values at each flush`},
+		{"every column there", `CREATE TABLE {table} (name String, id UInt32, other UInt8) ENGINE = MergeTree ORDER BY id`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := chtest.New(t)
+			if tt.dest != "" {
+				srv.CreateTable(t, tt.dest, "dest")
+			}
+			srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, name String, m UInt8 MATERIALIZED 1) ENGINE = Buffer(`+srv.Database+`, dest, 1, 0, 1, 1, 1, 1, 1)`, "events")
+			conn := srv.Conn(t)
+			_, err := schema.Fetch(context.Background(), conn, srv.Database, "events")
+			want := strings.ReplaceAll(tt.want, "{db}", srv.Database)
+			if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+				t.Errorf("reading the Buffer table: %v, want an error holding %q", err, want)
+			}
+		})
 	}
 }

@@ -541,6 +541,15 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 	start := time.Now()
 	unknownAttempts := 0
 	attempts, err := f.Retry.DoIf(ctx, func() error {
+		// A Buffer table takes the INSERT whatever its destination, and discards at the flush
+		// what the destination cannot take: the destination is checked before each attempt.
+		if err := schema.CheckBuffer(ctx, f.conn, f.tracker.Schema()); err != nil {
+			var be *schema.BufferError
+			if errors.As(err, &be) {
+				return &chclient.RefusedError{Err: err}
+			}
+			return err
+		}
 		return b.insert(ctx, f.conn, f.ClickHouse.Database, f.Table, f.settings, f.withToken)
 	}, func(err error) bool {
 		switch chclient.Classify(err) {
@@ -633,6 +642,11 @@ func (f *insertFn) insertBlock(ctx context.Context, b *Block, reject func(*Row, 
 			check = fmt.Sprintf("the server no longer lets %s %q log in (the user dropped, its password changed, or its allowed addresses narrowed): "+
 				"check %s and %s (a password in Secret Manager is read again after each refusal)",
 				chclient.FieldUsername, f.ClickHouse.Username, chclient.FieldUsername, chclient.FieldPassword)
+		}
+		var own *chclient.RefusedError
+		if errors.As(err, &own) {
+			return fmt.Errorf("no INSERT into %s.%s can store rows now, whatever the rows, after %d attempts: %w; "+
+				"nothing was dead-lettered and the messages stay unacknowledged", f.ClickHouse.Database, f.Table, attempts, err)
 		}
 		return fmt.Errorf("ClickHouse refuses every INSERT into %s.%s, whatever the rows (code %d %s), after %d attempts: %w; "+
 			"no split can fix this, so nothing was dead-lettered and the messages stay unacknowledged: %s",

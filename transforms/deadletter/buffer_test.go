@@ -1,0 +1,44 @@
+package deadletter
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/flow"
+)
+
+// TestBufferDestinationGone: a dead-letter table of the engine Buffer whose destination is
+// dropped while the job runs took the INSERT, and ClickHouse discarded the dead letters at the
+// flush ("Destination table ... doesn't exist. Block of data is discarded."), their messages
+// acknowledged. Now the destination is checked before each INSERT: the batch fails after its
+// retries, its records unacknowledged, and lands once the destination is back.
+func TestBufferDestinationGone(t *testing.T) {
+	srv := chtest.New(t)
+	srv.MustExec(t, CreateTable(srv.Database, "dl_dest"))
+	srv.MustExec(t, "CREATE TABLE "+srv.Database+".dl AS "+srv.Database+".dl_dest ENGINE = Buffer("+srv.Database+", dl_dest, 1, 0, 1, 1, 1, 1, 1)")
+	ctx := context.Background()
+	f := &writeFn{Config: Config{ClickHouse: srv.Config(), Table: "dl", Retry: chclient.Retry{MaxRetries: 1},
+		Settings: chclient.Settings{MaxInsertBlockSize: 1000}}}
+	if err := f.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Teardown()
+	srv.MustExec(t, "DROP TABLE "+srv.Database+".dl_dest")
+	recs := []*flow.DeadLetter{{Payload: []byte("not json"), ErrorMessage: "payload: invalid JSON", StackTrace: "stage: parse", FailedAtMillis: 1700000000000, MessageID: "m1"}}
+	err := f.insert(ctx, recs)
+	want := "passes its rows on to " + srv.Database + ".dl_dest, which does not exist"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("dead letters into a Buffer table whose destination is gone: %v, want an error holding %q", err, want)
+	}
+	srv.MustExec(t, CreateTable(srv.Database, "dl_dest"))
+	if err := f.insert(ctx, recs); err != nil {
+		t.Fatalf("with the destination back: %v", err)
+	}
+	srv.MustExec(t, "OPTIMIZE TABLE "+srv.Database+".dl") // a Buffer's OPTIMIZE flushes it
+	if got := srv.MustQuery(t, "SELECT raw_message FROM "+srv.Database+".dl_dest"); got != "not json" {
+		t.Errorf("dead letters in the destination: %q, want the one", got)
+	}
+}
