@@ -160,6 +160,11 @@ var (
 		60:  "UNKNOWN_TABLE",
 		81:  "UNKNOWN_DATABASE",
 		164: "READONLY",
+		// A Distributed table over a cluster no longer in the server's remote_servers (its
+		// configuration reloaded while the job runs): "Requested cluster 'x' not found"
+		// (Clusters::getCluster). 18.16 refuses to create such a table, but not an INSERT into
+		// one whose cluster went since; every INSERT into it fails alike until the cluster is back.
+		170: "BAD_GET",
 		192: "UNKNOWN_USER",
 		193: "WRONG_PASSWORD",
 		194: "REQUIRED_PASSWORD",

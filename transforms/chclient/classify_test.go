@@ -35,6 +35,7 @@ func TestClassify(t *testing.T) {
 		{"a table lock that timed out", &clickhouse.Exception{Code: 473, Message: `READ locking attempt on "db.t" has timed out! (120000ms) Possible deadlock avoided. Client should retry.`}, Transient},
 		{"a replicated table being restarted", ex(733), Transient},
 		{"a table dropped or detached under the INSERT", ex(218), Refused},
+		{"a Distributed table whose cluster left remote_servers", ex(170), Refused},
 		{"no zookeeper", ex(225), Transient},
 		{"throwIf", ex(395), Data},
 		{"division by zero", ex(153), Data},
