@@ -34,3 +34,34 @@ func TestCheckFieldInOtherLetterCase(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckNullTableWithoutView: a table of the engine Null that no materialized view reads
+// stores nothing of what the job inserts, and its messages are acknowledged all the same: check
+// says so after the rows (and the launch warns, checkTable). Before, the rows were shown as
+// stored, with no word; with a materialized view reading the table, nothing is said.
+func TestCheckNullTableWithoutView(t *testing.T) {
+	srv := chtest.New(t)
+	srv.MustExec(t, "CREATE TABLE "+srv.Database+".events (id UInt32) ENGINE = Null")
+	file := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(file, []byte(`{"id":5}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := func() string {
+		var out, errOut strings.Builder
+		code := runCheck(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), []string{"--clickHouseUrl=" + srv.URL,
+			"--clickHouseDatabase=" + srv.Database, "--clickHouseTable=events", "--clickHouseUsername=default", "--clickHousePassword=", file})
+		if code != exitOK {
+			t.Fatalf("exit %d; standard error: %s", code, errOut.String())
+		}
+		return out.String()
+	}
+	want := "note: " + srv.Database + ".events stores none of these rows: it has the engine Null, and no materialized view reads it: ClickHouse takes every INSERT into it and stores nothing\n"
+	if out := check(); !strings.Contains(out, want) {
+		t.Errorf("standard output\n%s\nwant it to hold\n%s", out, want)
+	}
+	srv.MustExec(t, "CREATE TABLE "+srv.Database+".kept (id UInt32) ENGINE = MergeTree ORDER BY id")
+	srv.MustExec(t, "CREATE MATERIALIZED VIEW "+srv.Database+".mv TO "+srv.Database+".kept AS SELECT id FROM "+srv.Database+".events")
+	if out := check(); strings.Contains(out, "stores none") {
+		t.Errorf("with a materialized view reading the table, standard output\n%s\nsays it stores nothing", out)
+	}
+}

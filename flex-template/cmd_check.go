@@ -99,6 +99,9 @@ func runCheck(ctx context.Context, cio *cmdIO, args []string) int {
 	}
 	s.print(cio)
 	for _, table := range o.Tables() {
+		if why := c.targets[table].table.Discards; why != "" {
+			fmt.Fprintf(cio.Out, "note: %s.%s stores none of these rows: %s\n", o.ClickHouseDatabase, table, why)
+		}
 		if a := c.targets[table].adds; a != nil {
 			a.print(cio, o.ClickHouseDatabase, table)
 		}

@@ -653,6 +653,10 @@ func checkTable(ctx context.Context, conn driver.Conn, o pipeline.Options, table
 		return err
 	}
 	slog.Info("table checked", "table", o.ClickHouseDatabase+"."+table, "writable columns", len(t.Writable()), "server time zone", t.ServerTimeZone)
+	if t.Discards != "" {
+		slog.Warn("the table stores none of the rows the job inserts: "+t.Discards+"; its messages will be acknowledged all the same. "+
+			"Create the materialized view first, or give a table that stores rows", "table", o.ClickHouseDatabase+"."+table)
+	}
 	columns, sources := conv.Injected()
 	for i, col := range columns {
 		where := "ignored"

@@ -21,8 +21,10 @@ type Conn struct {
 	// EngineFull is the table's engine_full in system.tables ("Buffer(db, dest, 16, ...)"); ""
 	// gives Engine.
 	EngineFull string
-	Fail       error // the error of the system.columns query, if any
-	Args       []any // the arguments of the last system.columns query
+	// Views are the materialized views that read the table (system.tables' dependencies_table).
+	Views []string
+	Fail  error // the error of the system.columns query, if any
+	Args  []any // the arguments of the last system.columns query
 }
 
 // QueryRow answers "SELECT timezone()" and the query of system.tables.
@@ -39,7 +41,7 @@ func (c *Conn) QueryRow(_ context.Context, query string, args ...any) driver.Row
 			if full == "" {
 				full = c.Engine
 			}
-			return row{values: []string{c.Engine, full}}
+			return row{values: []string{c.Engine, full}, views: c.Views}
 		}
 		return row{values: []string{c.Engine}}
 	}
@@ -61,12 +63,19 @@ func (c *Conn) Query(_ context.Context, query string, args ...any) (driver.Rows,
 type row struct {
 	driver.Row
 	values []string
+	views  []string // dependencies_table, scanned into a *[]string after values
 	err    error
 }
 
 func (r row) Scan(dest ...any) error {
 	if r.err != nil {
 		return r.err
+	}
+	if n := len(dest); n > 0 {
+		if v, ok := dest[n-1].(*[]string); ok {
+			*v = r.views
+			dest = dest[:n-1]
+		}
 	}
 	return scan(r.values, dest)
 }

@@ -62,6 +62,12 @@ type Table struct {
 	// ServerTimeZone is the server's time zone (SELECT timezone()), e.g. "Etc/UTC". DateTime
 	// columns without a time zone of their own use it.
 	ServerTimeZone string
+	// Discards is, for a table that stores nothing of what is inserted into it, why: a table of
+	// the engine Null that no materialized view reads (system.tables' dependencies_table empty);
+	// "" otherwise, and for a table only read (FetchToRead). ClickHouse takes such a table's
+	// INSERTs and throws their rows away (ClickHouse docs, "Null Table Engine"), which is the
+	// point of one that feeds materialized views, and a loss of every row without one.
+	Discards string
 	// Buffer is, for a table of the engine Buffer, the table it passes its rows on to at each
 	// flush (Database and Table "" for a Buffer without one); nil for any other engine, and for a
 	// Buffer whose destination Fetch cannot read from its engine_full (an expression such as
@@ -174,9 +180,13 @@ func fetch(ctx context.Context, conn driver.Conn, database, table string, toInse
 	}
 	engine, engineFull := "", ""
 	if toInsert {
-		engine, engineFull = engineOf(ctx, conn, database, table)
+		var views []string
+		engine, engineFull, views = engineOf(ctx, conn, database, table)
 		if err := takesNoInsert(database, table, engine); err != nil {
 			return nil, err
+		}
+		if engine == "Null" && len(views) == 0 {
+			t.Discards = "it has the engine Null, and no materialized view reads it: ClickHouse takes every INSERT into it and stores nothing"
 		}
 	}
 	for i, c := range t.Columns {
@@ -330,14 +340,14 @@ func sqlName(s string) (name, rest string, ok bool) {
 	return s[:i], s[i:], i > 0
 }
 
-// engineOf returns the engine of database.table and its full clause (engine_full) as
-// system.tables gives them; "" when system.tables cannot be read (the INSERT then says what is
-// wrong).
-func engineOf(ctx context.Context, conn driver.Conn, database, table string) (engine, full string) {
-	if err := conn.QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = ? AND name = ?", database, table).Scan(&engine, &full); err != nil {
-		return "", ""
+// engineOf returns the engine of database.table, its full clause (engine_full) and the
+// materialized views that read it (dependencies_table) as system.tables gives them; "" and nil
+// when system.tables cannot be read (the INSERT then says what is wrong).
+func engineOf(ctx context.Context, conn driver.Conn, database, table string) (engine, full string, views []string) {
+	if err := conn.QueryRow(ctx, "SELECT engine, engine_full, dependencies_table FROM system.tables WHERE database = ? AND name = ?", database, table).Scan(&engine, &full, &views); err != nil {
+		return "", "", nil
 	}
-	return engine, full
+	return engine, full, views
 }
 
 // takesNoInsert returns an error naming database.table when engine (system.tables) is View or
