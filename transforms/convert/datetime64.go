@@ -363,7 +363,11 @@ func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, er
 		if !ok {
 			return dst, errValue(v, "is not an ISO-8601 date-time ("+isoLayouts+")")
 		}
-		if t.year < 1900 || t.year > 2299 {
+		// The range is of instants, 1900-01-01 00:00:00 to 2262-04-11 23:47:16.854775807 UTC: a
+		// wall clock of 1899 west of UTC ("1899-12-31T23:00:00-02:00"), or of 2262 east of it,
+		// may name an instant inside it, so only years that no offset (less than a day) brings
+		// into the range are refused before the instant is known.
+		if t.year < 1899 || t.year > 2262 {
 			return dst, errValue(v, e.isoRangeRule(t))
 		}
 		secs, rule := t.unix(e.zone.loc)

@@ -232,6 +232,11 @@ func TestDateTime64(t *testing.T) {
 		{"range edges", []string{"a DateTime64(3, 'UTC')", "b DateTime64(3, 'UTC')", "c DateTime64(9, 'UTC')", "d DateTime64(3, 'UTC')"},
 			`{"a":"1900-01-01T00:00:00Z","b":"2262-04-11T23:47:16.854999Z","c":"2262-04-11T23:47:16.854775807Z","d":-2208988800}`,
 			[]any{utc("1900-01-01 00:00:00"), utcNano("2262-04-11 23:47:16.854"), utcNano("2262-04-11 23:47:16.854775807"), utc("1900-01-01 00:00:00")}, ""},
+		// The range is of instants: a wall clock of 1899 (or 2262) west (east) of UTC may name an
+		// instant inside it, as ClickHouse 26's JSONEachRow stores it.
+		{"an instant in range written with a wall clock of 1899", []string{"a DateTime64(3, 'UTC')", "b DateTime64(0, 'America/New_York')", "c DateTime64(9, 'UTC')"},
+			`{"a":"1899-12-31T23:00:00-02:00","b":"1899-12-31 22:00:00","c":"2262-04-12T01:47:16.854775807+02:00"}`,
+			[]any{utc("1900-01-01 01:00:00"), utc("1900-01-01 03:00:00"), utcNano("2262-04-11 23:47:16.854775807")}, ""},
 		{"Nullable and Array", []string{"a Nullable(DateTime64(3, 'UTC'))", "b Array(DateTime64(1, 'UTC'))"}, `{"a":null,"b":[0.19]}`, []any{(*time.Time)(nil), []time.Time{utcNano("1970-01-01 00:00:00.1")}}, ""},
 		{"before 1900", []string{"a DateTime64(3, 'UTC')"}, `{"a":"1899-12-31T23:59:59Z"}`, nil,
 			`column "a" (DateTime64(3, 'UTC')): "1899-12-31T23:59:59Z" is out of range for DateTime64(3, 'UTC') (1900-01-01 00:00:00 to 2262-04-11 23:47:16.854 UTC)`},
