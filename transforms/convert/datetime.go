@@ -24,8 +24,11 @@ import (
 //
 // Ranges, checked, never clamped (ClickHouse docs, "Date", "DateTime"): Date 1970-01-01 to
 // 2149-06-06; DateTime 1970-01-01 00:00:00 UTC to 2106-02-07 06:28:15 UTC.
-// Errors: other layouts ("10/03/2024", "1.7e9", " 1704067200"), impossible dates (2023-02-29), hour
-// 24, second 60 (ClickHouse has no leap seconds), values out of range, other JSON values.
+// Errors: other layouts ("10/03/2024", "1.7e9", " 1704067200"); a text of an accepted layout whose
+// part names no day or time, said with that part and its rule: impossible dates ("2023-02-29":
+// "has day 29 in February 2023, which has 28 days"), hour 24, minute 60, second 60 (a leap
+// second: ClickHouse's date-times count Unix seconds, which have none), offsets beyond ±23:59;
+// values out of range; other JSON values.
 
 const (
 	maxDateDays     = 65535     // 2149-06-06
@@ -43,32 +46,57 @@ type civil struct {
 	offset               int  // seconds east of UTC, when hasZone
 }
 
-// parseISO parses s; ok is false when s is not one of the accepted layouts or not a real date.
-func parseISO(s []byte) (c civil, ok bool) {
+// parseISO parses s. ok is false when s is not one of the accepted layouts, or when it has one
+// but a part of it names no day of the calendar or time of the clock; why then says which part
+// and the rule it breaks ("has day 29 in February 2023, which has 28 days"), and is "" for a
+// text of another layout.
+func parseISO(s []byte) (c civil, ok bool, why string) {
 	if len(s) < 10 || s[4] != '-' || s[7] != '-' {
-		return c, false
+		return c, false, ""
 	}
 	y1, ok1 := twoDigits(s[0], s[1])
 	y2, ok2 := twoDigits(s[2], s[3])
 	m, ok3 := twoDigits(s[5], s[6])
 	d, ok4 := twoDigits(s[8], s[9])
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return c, false, ""
+	}
 	c.year, c.month, c.day = y1*100+y2, m, d
-	if !ok1 || !ok2 || !ok3 || !ok4 || c.month < 1 || c.month > 12 || c.day < 1 || c.day > daysIn(c.year, c.month) {
-		return c, false
+	switch {
+	case c.month < 1 || c.month > 12:
+		why = fmt.Sprintf("has month %02d; months are 01 to 12", c.month)
+	case c.day < 1 || c.day > daysIn(c.year, c.month):
+		why = fmt.Sprintf("has day %02d in %s %04d, which has days 01 to %d", c.day, time.Month(c.month), c.year, daysIn(c.year, c.month))
+		if c.month == 2 && c.day == 29 {
+			why = fmt.Sprintf("has day 29 in February %04d, which has 28 days (%04d is not a leap year)", c.year, c.year)
+		}
 	}
 	if len(s) == 10 {
-		return c, true
+		return c, why == "", why
 	}
 	if sep := s[10]; sep != 'T' && sep != 't' && sep != ' ' || len(s) < 19 || s[13] != ':' || s[16] != ':' {
-		return c, false
+		return c, false, ""
 	}
 	c.hasTime = true
 	h, ok1 := twoDigits(s[11], s[12])
 	mi, ok2 := twoDigits(s[14], s[15])
 	sec, ok3 := twoDigits(s[17], s[18])
+	if !ok1 || !ok2 || !ok3 {
+		return c, false, ""
+	}
 	c.hour, c.minute, c.second = h, mi, sec
-	if !ok1 || !ok2 || !ok3 || c.hour > 23 || c.minute > 59 || c.second > 59 {
-		return c, false
+	switch {
+	case why != "":
+	case c.hour == 24:
+		why = "has hour 24; hours are 00 to 23 (write the next day's 00:00:00)"
+	case c.hour > 23:
+		why = fmt.Sprintf("has hour %02d; hours are 00 to 23", c.hour)
+	case c.minute > 59:
+		why = fmt.Sprintf("has minute %02d; minutes are 00 to 59", c.minute)
+	case c.second == 60:
+		why = "has second 60, a leap second, which no ClickHouse date-time holds (seconds are 00 to 59, as in Unix time); it is not moved to a second next to it"
+	case c.second > 59:
+		why = fmt.Sprintf("has second %02d; seconds are 00 to 59", c.second)
 	}
 	i := 19
 	if i < len(s) && (s[i] == '.' || s[i] == ',') {
@@ -81,19 +109,22 @@ func parseISO(s []byte) (c civil, ok bool) {
 			i++
 		}
 		if i == start {
-			return c, false
+			return c, false, ""
 		}
 		for k := i - start; k < 9; k++ {
 			c.nanos *= 10
 		}
 	}
 	if i == len(s) {
-		return c, true
+		return c, why == "", why
 	}
 	c.hasZone = true
 	switch s[i] {
 	case 'Z', 'z':
-		return c, i+1 == len(s)
+		if i+1 != len(s) {
+			return c, false, ""
+		}
+		return c, why == "", why
 	case '+', '-':
 		sign := 1
 		if s[i] == '-' {
@@ -112,15 +143,18 @@ func parseISO(s []byte) (c civil, ok bool) {
 			hh, ok1 = twoDigits(rest[0], rest[1])
 			mm, ok2 = twoDigits(rest[3], rest[4])
 		default:
-			return c, false
+			return c, false, ""
 		}
-		if !ok1 || !ok2 || hh > 23 || mm > 59 {
-			return c, false
+		if !ok1 || !ok2 {
+			return c, false, ""
+		}
+		if why == "" && (hh > 23 || mm > 59) {
+			why = fmt.Sprintf("has the UTC offset %s; an offset's hours are 00 to 23 and its minutes 00 to 59", s[i:])
 		}
 		c.offset = sign * (hh*3600 + mm*60)
-		return c, true
+		return c, why == "", why
 	}
-	return c, false
+	return c, false, ""
 }
 
 // twoDigits reads two ASCII digits; ok is false when either is another byte.
@@ -203,10 +237,10 @@ type dateEncoder struct{}
 
 // encodeISO encodes s, the content of the string v, as an ISO-8601 date.
 func (dateEncoder) encodeISO(dst []byte, v value, s []byte) ([]byte, error) {
-	t, ok := parseISO(s)
+	t, ok, why := parseISO(s)
 	switch {
 	case !ok:
-		return dst, errValue(v, "is not an ISO-8601 date (YYYY-MM-DD)")
+		return dst, errValue(v, isoRule(why, "is not an ISO-8601 date (YYYY-MM-DD)"))
 	case t.hasTime && (t.hour != 0 || t.minute != 0 || t.second != 0 || t.nanos != 0 || t.offset != 0):
 		return dst, errValue(v, "has a time of day other than midnight UTC; a Date column takes a date (YYYY-MM-DD), and cutting the time away would change the value")
 	}
@@ -267,9 +301,9 @@ func (z zoneRange) rule(c civil, at time.Time, known bool, lo, hi time.Time, loL
 
 // encodeISO encodes s, the content of the string v, as an ISO-8601 date-time.
 func (e dateTimeEncoder) encodeISO(dst []byte, v value, s []byte) ([]byte, error) {
-	t, ok := parseISO(s)
+	t, ok, why := parseISO(s)
 	if !ok {
-		return dst, errValue(v, "is not an ISO-8601 date-time ("+isoLayouts+")")
+		return dst, errValue(v, isoRule(why, "is not an ISO-8601 date-time ("+isoLayouts+")"))
 	}
 	unix, rule := t.unix(e.zone.loc)
 	if rule != "" {
@@ -279,4 +313,13 @@ func (e dateTimeEncoder) encodeISO(dst []byte, v value, s []byte) ([]byte, error
 		return dst, errValue(v, e.zone.rule(t, time.Unix(unix, 0), true, time.Unix(0, 0), time.Unix(maxDateTimeUnix, 0), secondsLayout, secondsLayout))
 	}
 	return binary.LittleEndian.AppendUint32(dst, uint32(unix)), nil
+}
+
+// isoRule is the error of a text that parseISO refused: why, when the text has an accepted
+// layout but names no day or time, else layout, the error of a text of another layout.
+func isoRule(why, layout string) string {
+	if why != "" {
+		return why
+	}
+	return layout
 }

@@ -108,10 +108,10 @@ func epochString(s []byte, fraction bool) bool {
 // isoDay reads s, the content of the string value v, as a date for Date or Date32: YYYY-MM-DD,
 // or a date-time that is exactly midnight UTC; it returns days since 1970-01-01.
 func isoDay(v value, s []byte, typ string) (int64, error) {
-	t, ok := parseISO(s)
+	t, ok, why := parseISO(s)
 	switch {
 	case !ok:
-		return 0, errValue(v, "is not an ISO-8601 date (YYYY-MM-DD)")
+		return 0, errValue(v, isoRule(why, "is not an ISO-8601 date (YYYY-MM-DD)"))
 	case t.hasTime && (t.hour != 0 || t.minute != 0 || t.second != 0 || t.nanos != 0 || t.offset != 0):
 		return 0, errValue(v, fmt.Sprintf("has a time of day other than midnight UTC; a %s column takes a date (YYYY-MM-DD), and cutting the time away would change the value", typ))
 	}
@@ -359,9 +359,9 @@ func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, er
 			}
 			break
 		}
-		t, ok := parseISO(s)
+		t, ok, why := parseISO(s)
 		if !ok {
-			return dst, errValue(v, "is not an ISO-8601 date-time ("+isoLayouts+")")
+			return dst, errValue(v, isoRule(why, "is not an ISO-8601 date-time ("+isoLayouts+")"))
 		}
 		// The range is of instants, 1900-01-01 00:00:00 to 2262-04-11 23:47:16.854775807 UTC: a
 		// wall clock of 1899 west of UTC ("1899-12-31T23:00:00-02:00"), or of 2262 east of it,

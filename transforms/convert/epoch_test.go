@@ -148,3 +148,42 @@ func TestEpochStrings(t *testing.T) {
 		{"in an Array the element's path is named", []string{"a Array(DateTime('UTC'))"}, `{"a":["0","-5"]}`, nil, `column "a" (Array(DateTime('UTC'))): element [1]: "-5" ` + dateTimeRange},
 	})
 }
+
+// TestImpossibleDateTimesNamed: a text of an accepted ISO-8601 layout whose day, hour, minute,
+// second or offset is no calendar or clock value is a dead letter whose error names the part and
+// the rule it breaks, rather than saying the text is not in the layout it is in; a text of
+// another layout keeps the layout's error, even when its day is impossible too.
+func TestImpossibleDateTimesNamed(t *testing.T) {
+	runExact(t, []exactCase{
+		{"February 29 of a year that is no leap year", []string{"a DateTime('UTC')"}, `{"a":"2100-02-29 12:00:00"}`, nil,
+			`column "a" (DateTime('UTC')): "2100-02-29 12:00:00" has day 29 in February 2100, which has 28 days (2100 is not a leap year)`},
+		{"February 29 of a leap year is a day", []string{"a DateTime('UTC')", "b Date", "c Date32", "d DateTime64(3, 'UTC')"},
+			`{"a":"2000-02-29 12:00:00","b":"2024-02-29","c":"1904-02-29","d":"2024-02-29T00:00:00.5Z"}`,
+			[]any{utc("2000-02-29 12:00:00"), utc("2024-02-29 00:00:00"), utc("1904-02-29 00:00:00"), utcNano("2024-02-29 00:00:00.5")}, ""},
+		{"day 31 of April", []string{"a Date"}, `{"a":"2024-04-31"}`, nil,
+			`column "a" (Date): "2024-04-31" has day 31 in April 2024, which has days 01 to 30`},
+		{"day 00", []string{"a Date32"}, `{"a":"2024-01-00"}`, nil,
+			`column "a" (Date32): "2024-01-00" has day 00 in January 2024, which has days 01 to 31`},
+		{"month 13", []string{"a DateTime64(3, 'UTC')"}, `{"a":"2024-13-01T00:00:00Z"}`, nil,
+			`column "a" (DateTime64(3, 'UTC')): "2024-13-01T00:00:00Z" has month 13; months are 01 to 12`},
+		{"minute 60", []string{"a DateTime"}, `{"a":"2024-01-01 10:60:00"}`, nil,
+			`column "a" (DateTime): "2024-01-01 10:60:00" has minute 60; minutes are 00 to 59`},
+		{"second 61", []string{"a DateTime64(0, 'UTC')"}, `{"a":"2024-01-01T10:00:61Z"}`, nil,
+			`column "a" (DateTime64(0, 'UTC')): "2024-01-01T10:00:61Z" has second 61; seconds are 00 to 59`},
+		{"a leap second into DateTime64", []string{"a DateTime64(3, 'UTC')"}, `{"a":"2016-12-31T23:59:60.5Z"}`, nil,
+			`column "a" (DateTime64(3, 'UTC')): "2016-12-31T23:59:60.5Z" has second 60, a leap second, which no ClickHouse date-time holds (seconds are 00 to 59, as in Unix time); it is not moved to a second next to it`},
+		{"hour 24 into Date", []string{"a Date"}, `{"a":"2024-01-01T24:00:00Z"}`, nil,
+			`column "a" (Date): "2024-01-01T24:00:00Z" has hour 24; hours are 00 to 23 (write the next day's 00:00:00)`},
+		{"an offset of 24 hours", []string{"a DateTime('UTC')"}, `{"a":"2024-01-01T10:00:00+24:00"}`, nil,
+			`column "a" (DateTime('UTC')): "2024-01-01T10:00:00+24:00" has the UTC offset +24:00; an offset's hours are 00 to 23 and its minutes 00 to 59`},
+		{"an offset of 60 minutes", []string{"a DateTime('UTC')"}, `{"a":"2024-01-01T10:00:00-0560"}`, nil,
+			`column "a" (DateTime('UTC')): "2024-01-01T10:00:00-0560" has the UTC offset -0560; an offset's hours are 00 to 23 and its minutes 00 to 59`},
+		{"the first impossible part is named", []string{"a DateTime('UTC')"}, `{"a":"2023-02-29T24:00:00Z"}`, nil,
+			`column "a" (DateTime('UTC')): "2023-02-29T24:00:00Z" has day 29 in February 2023, which has 28 days (2023 is not a leap year)`},
+		{"another layout keeps the layout's error", []string{"a DateTime('UTC')", "b Date"}, `{"a":"2023-02-29T12:00","b":"2023-02-30x"}`, nil,
+			`column "a" (DateTime('UTC')): "2023-02-29T12:00" ` + isoDateTimeRule + `; column "b" (Date): "2023-02-30x" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"inside an array and a map key", []string{"a Array(Date)", "b Map(DateTime('UTC'), UInt8)"}, `{"a":["2024-02-29","2023-02-29"],"b":{"2024-06-31 00:00:00":1}}`, nil,
+			`column "a" (Array(Date)): element [1]: "2023-02-29" has day 29 in February 2023, which has 28 days (2023 is not a leap year); ` +
+				`column "b" (Map(DateTime('UTC'), UInt8)): element ["2024-06-31 00:00:00"] (the key): "2024-06-31 00:00:00" has day 31 in June 2024, which has days 01 to 30`},
+	})
+}

@@ -216,7 +216,8 @@ func TestDate32(t *testing.T) {
 		{"huge", []string{"a Date32"}, `{"a":1e300}`, nil, `1e300 is out of range for Date32`},
 		{"time of day", []string{"a Date32"}, `{"a":"2024-01-01T10:00:00Z"}`, nil, `has a time of day other than midnight UTC; a Date32 column takes a date (YYYY-MM-DD), and cutting the time away would change the value`},
 		{"fraction", []string{"a Date32"}, `{"a":0.5}`, nil, `0.5 is not a whole number; a number into Date32 is a count of days since 1970-01-01`},
-		{"not a date", []string{"a Date32"}, `{"a":"2023-02-29"}`, nil, `"2023-02-29" is not an ISO-8601 date (YYYY-MM-DD)`},
+		{"not a date", []string{"a Date32"}, `{"a":"2023-02-29"}`, nil, `"2023-02-29" has day 29 in February 2023, which has 28 days (2023 is not a leap year)`},
+		{"not a date in any layout", []string{"a Date32"}, `{"a":"2023/02/28"}`, nil, `"2023/02/28" is not an ISO-8601 date (YYYY-MM-DD)`},
 	})
 }
 
