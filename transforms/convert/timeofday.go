@@ -60,7 +60,7 @@ func (e timeEncoder) encode(dst []byte, v value, c *Converter) ([]byte, error) {
 		}
 		var ok bool
 		if neg, secs, nanos, cut, ok = parseTimeOfDay(s); !ok {
-			return dst, errValue(v, fmt.Sprintf("is not a time; %s takes [-]h:mm:ss[.fraction] (hours 0 to 999) or a number of seconds", e.name))
+			return dst, errValue(v, fmt.Sprintf("is not a time; %s takes [-]h:mm:ss[.fraction] (hours 0 to 999, minutes and seconds 00 to 59) or a number of seconds", e.name))
 		}
 	case kindNumber:
 		var buf [64]byte
