@@ -195,12 +195,15 @@ func daysFromCivil(y, m, d int) int64 {
 	return int64(era)*146097 + int64(doe) - 719468
 }
 
-// unix returns the instant c names, in seconds since the epoch, reading a zone-less time in loc.
+// unix returns the instant c names, in seconds since the epoch, reading a zone-less time in the
+// zone of z (the column's, else the server's).
 //
 // A zone-less time that the zone skips (clocks go forward) or repeats (clocks go back) names no
-// single instant: rule then says so, and the value is not guessed (time.Date's pick for such times
-// is unspecified, and ClickHouse's own differs).
-func (c civil) unix(loc *time.Location) (secs int64, rule string) {
+// single instant: rule then says so, naming the zone and, when the column names none, that it is
+// the server's, and the value is not guessed (time.Date's pick for such times is unspecified,
+// and ClickHouse's own differs).
+func (c civil) unix(z zoneRange) (secs int64, rule string) {
+	loc := z.loc
 	wall := daysFromCivil(c.year, c.month, c.day)*86400 + int64(c.hour*3600+c.minute*60+c.second)
 	switch {
 	case c.hasZone:
@@ -221,13 +224,17 @@ func (c civil) unix(loc *time.Location) (secs int64, rule string) {
 			found = append(found, cand)
 		}
 	}
+	where := "time zone " + loc.String()
+	if z.ofServer {
+		where = "the server's time zone, " + loc.String() + ", which the column takes as it names none"
+	}
 	switch len(found) {
 	case 1:
 		return found[0], ""
 	case 0:
-		return 0, fmt.Sprintf("does not exist in time zone %s (its clocks skip that time); give a UTC offset", loc)
+		return 0, fmt.Sprintf("does not exist in %s (its clocks skip that time); give a UTC offset", where)
 	default:
-		return 0, fmt.Sprintf("occurs twice in time zone %s (its clocks go back); give a UTC offset", loc)
+		return 0, fmt.Sprintf("occurs twice in %s (its clocks go back); give a UTC offset", where)
 	}
 }
 
@@ -305,7 +312,7 @@ func (e dateTimeEncoder) encodeISO(dst []byte, v value, s []byte) ([]byte, error
 	if !ok {
 		return dst, errValue(v, isoRule(why, "is not an ISO-8601 date-time ("+isoLayouts+")"))
 	}
-	unix, rule := t.unix(e.zone.loc)
+	unix, rule := t.unix(e.zone)
 	if rule != "" {
 		return dst, errValue(v, rule)
 	}

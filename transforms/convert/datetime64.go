@@ -334,7 +334,7 @@ func (e dateTime64Encoder) rangeRule() string {
 // its zone when that is another, and the instant c is when it is not written in UTC.
 func (e dateTime64Encoder) isoRangeRule(c civil) string {
 	p := e.precision
-	secs, rule := c.unix(e.zone.loc)
+	secs, rule := c.unix(e.zone)
 	at := time.Unix(secs, int64(c.nanos)/pow10[9-p]*pow10[9-p])
 	layout := secondsLayout
 	if p > 0 {
@@ -370,7 +370,7 @@ func (e dateTime64Encoder) encode(dst []byte, v value, c *Converter) ([]byte, er
 		if t.year < 1899 || t.year > 2262 {
 			return dst, errValue(v, e.isoRangeRule(t))
 		}
-		secs, rule := t.unix(e.zone.loc)
+		secs, rule := t.unix(e.zone)
 		if rule != "" {
 			return dst, errValue(v, rule)
 		}

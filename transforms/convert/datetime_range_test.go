@@ -51,3 +51,32 @@ func TestDateTimeRangeInZone(t *testing.T) {
 		})
 	}
 }
+
+// TestZoneGapNamesTheServersZone: a time without Z or an offset that the zone skips or repeats is
+// a dead letter naming the zone; for a DateTime or DateTime64 that names no zone the error says
+// that the zone is the server's, which the column takes, since the column's type names none.
+func TestZoneGapNamesTheServersZone(t *testing.T) {
+	for _, tc := range []struct {
+		name, column, server, payload, want string
+	}{
+		{"DateTime on the server's zone", "a DateTime", "Europe/Berlin", `{"a":"2024-03-31 02:30:00"}`,
+			`column "a" (DateTime): "2024-03-31 02:30:00" does not exist in the server's time zone, Europe/Berlin, which the column takes as it names none (its clocks skip that time); give a UTC offset`},
+		{"DateTime64 on the server's zone", "a DateTime64(3)", "America/New_York", `{"a":"2024-11-03 01:30:00.5"}`,
+			`column "a" (DateTime64(3)): "2024-11-03 01:30:00.5" occurs twice in the server's time zone, America/New_York, which the column takes as it names none (its clocks go back); give a UTC offset`},
+		{"the column's own zone", "a DateTime64(0, 'Asia/Kathmandu')", "Europe/Berlin", `{"a":"1986-01-01 00:10:00"}`,
+			`column "a" (DateTime64(0, 'Asia/Kathmandu')): "1986-01-01 00:10:00" does not exist in time zone Asia/Kathmandu (its clocks skip that time); give a UTC offset`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := table(t, tc.column)
+			tb.ServerTimeZone = tc.server
+			c, err := convert.New(tb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Convert(nil, []byte(tc.payload))
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("error\n%v\nwant\n%s", err, tc.want)
+			}
+		})
+	}
+}
