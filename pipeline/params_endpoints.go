@@ -66,7 +66,9 @@ var endpointParameters = []parameter{
 			"given once, options are separated by `&` (a `;` is refused), a fragment (`#...`) is refused, and the values of `compress`, " +
 			"`connection_open_strategy`, the timeouts and the pool sizes are checked, because the driver would silently ignore a value it does not " +
 			"know; `http_path` and `http_proxy` are refused on `clickhouse://`, which ignores them. Without options the pipeline dials for 10 s, " +
-			"reads for 5 min and keeps 4 connections per worker. A password in the URL is never printed. JDBC URLs (`jdbc:clickhouse://...`) and " +
+			"waits 5 min (`read_timeout`) for the answer to a query and for the server to take each MiB of what it sends (a server, or a proxy in " +
+			"front of it, that stops reading in the middle of an INSERT's data fails the attempt once that time has passed without progress, and " +
+			"the INSERT is retried; until 2026-12-08 it waited without end), and keeps 4 connections per worker. A password in the URL is never printed. JDBC URLs (`jdbc:clickhouse://...`) and " +
 			"`tcp://` are refused with a message that says which forms to use. On `http://` and `https://` a redirect (301, 302, 303, 307, 308, " +
 			"which ClickHouse never sends; a proxy or load balancer in front of it may) is not followed, since the password would go with the " +
 			"request to the host it names: the request fails, and is retried, with an error naming the status and where it pointed.",

@@ -27,6 +27,10 @@ type Proxy struct {
 	// lose, when set, has the answer of the next connection whose upload holds it lost
 	// (LoseAnswer).
 	lose []byte
+	// stall, when set, stalls every connection whose upload holds it (StallUploadsHolding);
+	// stalled is closed by Down, which lets them go.
+	stall   []byte
+	stalled chan struct{}
 
 	uploaded atomic.Int64 // bytes sent to the server
 }
@@ -60,6 +64,17 @@ func (p *Proxy) LoseAnswer(marker []byte) {
 	p.mu.Unlock()
 }
 
+// StallUploadsHolding stalls, from now on, every connection whose upload holds marker, before
+// the bytes that hold it reach the server: the proxy passes nothing more of it either way, reads
+// nothing more from the client and closes neither side, as a server or a network that has gone
+// silent without a reset, until Down. The server never gets the rest of the upload, so an INSERT
+// of rows holding it (sent without compression) never commits. nil stops it for new uploads.
+func (p *Proxy) StallUploadsHolding(marker []byte) {
+	p.mu.Lock()
+	p.stall = marker
+	p.mu.Unlock()
+}
+
 // Cuts returns how many cuts CutUploads has yet to make.
 func (p *Proxy) Cuts() int {
 	p.mu.Lock()
@@ -85,7 +100,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}, stalled: make(chan struct{})}
 	go p.serve()
 	t.Cleanup(func() { ln.Close(); p.Down() })
 	return p
@@ -102,6 +117,8 @@ func (p *Proxy) Down() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.down = true
+	close(p.stalled)
+	p.stalled = make(chan struct{})
 	for c := range p.conns {
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetLinger(0) // RST, as a crashed server would
@@ -140,8 +157,9 @@ func (p *Proxy) serve() {
 }
 
 // upload copies client to server, and resets both when a cut is due; lost is set when the
-// answer to what it sent is to be lost (LoseAnswer).
-func (p *Proxy) upload(server, client net.Conn, lost *atomic.Bool) {
+// answer to what it sent is to be lost (LoseAnswer); stalled is closed when the connection is
+// to stall (StallUploadsHolding), and upload then waits for Down.
+func (p *Proxy) upload(server, client net.Conn, lost *atomic.Bool, stalled chan struct{}) {
 	buf := make([]byte, 32<<10)
 	var sent int64
 	var tail []byte // the end of the last read, for a marker across two reads
@@ -154,14 +172,21 @@ func (p *Proxy) upload(server, client net.Conn, lost *atomic.Bool) {
 				p.cuts--
 			}
 			marked := len(p.marker) > 0 && bytes.Contains(append(tail, buf[:n]...), p.marker)
-			if len(p.marker) > 0 {
-				tail = append(tail[:0], buf[max(0, n-len(p.marker)):n]...)
+			stall := len(p.stall) > 0 && bytes.Contains(append(tail, buf[:n]...), p.stall)
+			if keep := max(len(p.marker), len(p.stall)); keep > 0 {
+				tail = append(tail[:0], buf[max(0, n-keep):n]...)
 			}
+			released := p.stalled
 			if len(p.lose) > 0 && bytes.Contains(buf[:n], p.lose) {
 				p.lose = nil
 				lost.Store(true)
 			}
 			p.mu.Unlock()
+			if stall {
+				close(stalled)
+				<-released
+				return
+			}
 			if cut || marked {
 				half := max(0, int(p.cutAfter-sent))
 				if marked {
@@ -199,8 +224,12 @@ func (p *Proxy) pipe(client net.Conn) {
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
 	var lost atomic.Bool
-	go func() { p.upload(server, client, &lost); done <- struct{}{} }()
-	go func() { p.download(client, server, &lost); done <- struct{}{} }()
+	stalled := make(chan struct{})
+	p.mu.Lock()
+	released := p.stalled
+	p.mu.Unlock()
+	go func() { p.upload(server, client, &lost, stalled); done <- struct{}{} }()
+	go func() { p.download(client, server, &lost, stalled, released); done <- struct{}{} }()
 	<-done
 	client.Close()
 	server.Close()
@@ -211,11 +240,18 @@ func (p *Proxy) pipe(client net.Conn) {
 }
 
 // download copies server to client, and resets the client's side instead of passing on the
-// server's answer once lost is set.
-func (p *Proxy) download(client, server net.Conn, lost *atomic.Bool) {
+// server's answer once lost is set; once stalled is closed it passes nothing more and waits
+// for released (Down).
+func (p *Proxy) download(client, server net.Conn, lost *atomic.Bool, stalled, released chan struct{}) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := server.Read(buf)
+		select {
+		case <-stalled:
+			<-released
+			return
+		default:
+		}
 		if n > 0 && lost.Load() {
 			if tc, ok := client.(*net.TCPConn); ok {
 				tc.SetLinger(0)

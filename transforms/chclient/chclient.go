@@ -389,6 +389,7 @@ func (r *Resolved) optionsOf(v *values) (*clickhouse.Options, error) {
 	if o.TLS != nil {
 		o.TLS = v.tls.Clone()
 	}
+	withIdleTimeout(o)
 	if checked := o.TransportFunc; checked != nil && o.TLS != nil && o.Auth.Password == "" && r.cfg.ClientCertificate == "" {
 		o.TransportFunc = func(t *http.Transport) (http.RoundTripper, error) {
 			next, err := checked(t)
