@@ -69,7 +69,8 @@ func dialIdle(ctx context.Context, addr string, dialTimeout, idle time.Duration,
 // idleConn is a connection on which each Write, and each Read while no read deadline is set,
 // must make progress within idle: a Write gets a deadline of idle from each chunk of at most
 // idleChunk bytes it hands the kernel (a large block to a slow network is not cut short), a Read
-// a deadline of idle from its start, unless a deadline set by its owner (SetDeadline,
+// a deadline of idle from its start or from the last Write since (a request sent on a connection
+// whose reader was waiting), unless a deadline set by its owner (SetDeadline,
 // SetReadDeadline, SetWriteDeadline: clickhouse-go's, from ReadTimeout or the query's context)
 // comes sooner. A Write or Read past its deadline fails with an error for which
 // os.IsTimeout / net.Error.Timeout is true ("i/o timeout").
@@ -79,6 +80,7 @@ type idleConn struct {
 
 	mu            sync.Mutex
 	read, written time.Time // the deadlines the owner set, zero for none
+	reading       bool      // a Read under the deadline of idle is under way
 }
 
 // idleChunk is the most bytes a Write hands the kernel under one deadline.
@@ -95,6 +97,12 @@ func (c *idleConn) Write(p []byte) (int, error) {
 		idle := time.Now().Add(c.idle)
 		d := sooner(c.written, idle)
 		err := c.Conn.SetWriteDeadline(d)
+		if err == nil && c.reading && c.read.IsZero() {
+			// A request is going out while a Read waits (net/http's connection reader waits
+			// for the next answer while the connection is idle in the pool): the answer is
+			// due within idle of the request, not of when that Read began.
+			err = c.Conn.SetReadDeadline(idle)
+		}
 		c.mu.Unlock()
 		if err != nil {
 			return n, err
@@ -120,12 +128,18 @@ func (c *idleConn) Read(p []byte) (int, error) {
 				c.mu.Unlock()
 				return 0, err
 			}
+			c.reading = true
 		}
 		c.mu.Unlock()
 	}
 	n, err := c.Conn.Read(p)
-	if err != nil && ours {
-		err = c.explain(err, "sent nothing")
+	if ours {
+		c.mu.Lock()
+		c.reading = false
+		c.mu.Unlock()
+		if err != nil {
+			err = c.explain(err, "sent nothing")
+		}
 	}
 	return n, err
 }
