@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // Class is what an INSERT's failure means for the rows, and so what the write stage does. The
@@ -309,6 +311,50 @@ func ServerError(err error) error {
 	}
 	return err
 }
+
+// MaxServerMessageBytes bounds the message of a server exception that Insert returns
+// (BoundServerMessage). ClickHouse quotes a value it cannot parse whole, as 18.16's "Cannot parse
+// string '<value>' as UInt8: syntax error at begin of string" from a DEFAULT or MATERIALIZED
+// expression over a String column of a message near Pub/Sub's 10 MB, which every log line of the
+// INSERT and the row's dead letter would then repeat (a dead letter's error message is cut at
+// flow.MaxErrorBytes from its start, which left the value and not the rule). 800 bytes leave the
+// dead-letter topic's errorMessage attribute (1024 bytes) room for "ClickHouse rejected the row:
+// code: N, message: " before it, and a routed table's name.
+const MaxServerMessageBytes = 800
+
+// BoundServerMessage returns err as it is when the server exception it holds, if any, has a
+// message of at most MaxServerMessageBytes; else an error of the same text and the same
+// exception (code, name, stack trace) whose message keeps its start and end with the number of
+// bytes cut between them (text.CutMiddle), so that it still quotes the value's start and names
+// the rule that follows it. What the exception was wrapped in (the HTTP transport's "batch
+// sendStreamQuery: [HTTP 500] ") stays in the text, not in the chain: nothing looks for it when
+// the server answered with an exception.
+func BoundServerMessage(err error) error {
+	var ex *clickhouse.Exception
+	if !errors.As(err, &ex) || len(ex.Message) <= MaxServerMessageBytes {
+		return err
+	}
+	cut := *ex
+	cut.Message = text.CutMiddle(ex.Message, MaxServerMessageBytes)
+	if err == error(ex) {
+		return &cut
+	}
+	whole := err.Error()
+	if i := strings.Index(whole, ex.Message); i >= 0 {
+		return &cutMessageError{whole[:i] + cut.Message + whole[i+len(ex.Message):], &cut}
+	}
+	return &cutMessageError{text.CutMiddle(whole, 2*MaxServerMessageBytes), &cut}
+}
+
+// cutMessageError is an error that wrapped a server exception whose message BoundServerMessage
+// cut: its text with the message cut, and the cut exception.
+type cutMessageError struct {
+	text string
+	ex   *clickhouse.Exception
+}
+
+func (e *cutMessageError) Error() string { return e.text }
+func (e *cutMessageError) Unwrap() error { return e.ex }
 
 // RowsError is the pipeline's own finding that rows cannot be inserted as they are (not the
 // server's): a data error of those rows.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -98,6 +99,40 @@ func TestServerError(t *testing.T) {
 	} {
 		if got := ServerError(tc.err).Error(); got != tc.want {
 			t.Errorf("%s: ServerError(%q) = %q, want %q", tc.name, tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestBoundServerMessage: a server exception's long message is cut in its middle, the exception
+// itself (native protocol) or in what wrapped it (HTTP transport: "batch sendStreamQuery:
+// [HTTP 500] "), with its code and class kept; a short one, and an error without one, are
+// returned as they are.
+func TestBoundServerMessage(t *testing.T) {
+	long := "Cannot parse string '" + strings.Repeat("a", 1<<20) + "' as UInt8: syntax error at begin of string"
+	const rule = "' as UInt8: syntax error at begin of string"
+	native := &clickhouse.Exception{Code: 6, Name: "DB::Exception", Message: long}
+	overHTTP := fmt.Errorf("batch sendStreamQuery: %w", &clickhouse.HTTPError{StatusCode: 500, Err: &clickhouse.Exception{Code: 6, Message: long}})
+	for _, err := range []error{native, overHTTP} {
+		got := BoundServerMessage(err)
+		ex := ServerError(got).(*clickhouse.Exception)
+		if len(ex.Message) > MaxServerMessageBytes || !strings.HasPrefix(ex.Message, "Cannot parse string 'aaa") || !strings.HasSuffix(ex.Message, rule) {
+			t.Errorf("%T: message of %d bytes %.100q…, want at most %d bytes ending %q", err, len(ex.Message), ex.Message, MaxServerMessageBytes, rule)
+		}
+		if code, _ := Code(got); code != 6 || Classify(got) != Data {
+			t.Errorf("%T: code %d, class %v, want 6 and data", err, code, Classify(got))
+		}
+		if text := got.Error(); len(text) > MaxServerMessageBytes+100 || !strings.HasSuffix(text, rule) {
+			t.Errorf("%T: text of %d bytes %.100q…", err, len(text), text)
+		}
+	}
+	if got := BoundServerMessage(overHTTP).Error(); !strings.HasPrefix(got, "batch sendStreamQuery: [HTTP 500] code: 6, message: Cannot parse") {
+		t.Errorf("text %.100q…, want what wrapped the exception kept", got)
+	}
+	short := &clickhouse.Exception{Code: 6, Message: "Cannot parse string 'a' as UInt8"}
+	other := errors.New(long)
+	for _, err := range []error{short, other, nil} {
+		if got := BoundServerMessage(err); got != err {
+			t.Errorf("BoundServerMessage(%.60v) = %.60v, want it as it is", err, got)
 		}
 	}
 }

@@ -322,7 +322,8 @@ func CheckInsert(ctx context.Context, conn driver.Conn, database, table string, 
 // returned as an *AppendError naming the column (Classify: Schema), as are Native, Strings and
 // Typed columns whose type the server names otherwise (a *TypesChangedError listing every one of them,
 // checked before any column is appended); any other failure, of the
-// server (a *clickhouse.Exception) or of the transport, is returned as it is. columns must name
+// server (a *clickhouse.Exception) or of the transport, is returned as it is, but for a server
+// message longer than MaxServerMessageBytes, cut in its middle (BoundServerMessage). columns must name
 // at least one column, and values must hold one slice per column; otherwise Insert sends nothing
 // and returns an error saying so.
 func Insert(ctx context.Context, conn driver.Conn, database, table string, columns []string, values []any,
@@ -342,7 +343,7 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 				return &AppendError{Column: m[1], Err: err, Statement: true}
 			}
 		}
-		return err
+		return BoundServerMessage(err)
 	}
 	defer batch.Abort()
 	if err := checkTypes(batch, columns, values); err != nil {
@@ -398,7 +399,7 @@ func Insert(ctx context.Context, conn driver.Conn, database, table string, colum
 		}
 	}
 	current = ""
-	return batch.Send()
+	return BoundServerMessage(batch.Send())
 }
 
 // panicLogged is whether a panic of clickhouse-go in Insert was logged with its stack.

@@ -2,7 +2,10 @@
 // terminal.
 package text
 
-import "unicode/utf8"
+import (
+	"strconv"
+	"unicode/utf8"
+)
 
 // MillisUTC is the layout of an instant in RFC 3339, in UTC, with milliseconds
 // (2026-01-15T10:30:00.123Z), as a message's publish_time and a dead letter's failedAt are given
@@ -43,4 +46,30 @@ func CutWithin(s string, n int) string {
 		return s
 	}
 	return Cut(s, n-len(Ellipsis))
+}
+
+// CutMiddle returns s when it is at most n bytes, else its start and its end with
+// " … (N bytes cut) … " between them, N the bytes left out, in at most n bytes: two thirds of
+// what remains for the start, the rest for the end, neither split inside a character. For a text
+// whose end matters as much as its start, such as a server's error message that quotes a long
+// value before the rule it broke ("Cannot parse string '…' as UInt8: syntax error"). When n is
+// too small for the note, s is cut as [CutWithin] does.
+func CutMiddle(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	note := func(cut int) string {
+		return " " + Ellipsis + " (" + strconv.Itoa(cut) + " bytes cut) " + Ellipsis + " "
+	}
+	room := n - len(note(len(s))) // the note with the most digits the count can have
+	if room < 2 {
+		return CutWithin(s, n)
+	}
+	head := Prefix(s, room*2/3)
+	tail := room - len(head)
+	start := len(s) - tail
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return head + note(start-len(head)) + s[start:]
 }

@@ -50,3 +50,23 @@ func TestCutWithin(t *testing.T) {
 		}
 	}
 }
+
+func TestCutMiddle(t *testing.T) {
+	long := "Cannot parse string '" + strings.Repeat("a", 10000) + "' as UInt8: syntax error at begin of string"
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"abcdef", 6, "abcdef"},
+		{"abcdefghijklmnopqrstuvwxyz0123456789", 30, "abcd … (30 bytes cut) … 89"}, // the note takes 24 of the 30 bytes
+		{"éééééééééééééééééééééééééééé", 30, "éé … (50 bytes cut) … é"},            // 56 bytes, never half of é
+		{"abcdefghijklmnopqrstuvwxyz", 10, "abcdefg…"},                             // no room for the note
+		{long, 160, "Cannot parse string '" + strings.Repeat("a", 67) + " … (9931 bytes cut) … aa' as UInt8: syntax error at begin of string"},
+	} {
+		got := CutMiddle(tc.in, tc.n)
+		if got != tc.want || len(got) > tc.n {
+			t.Errorf("CutMiddle(%.40q, %d) = %q (%d bytes), want %q", tc.in, tc.n, got, len(got), tc.want)
+		}
+	}
+}
