@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/internal/chtest"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // TestCheckFieldInOtherLetterCase: a field that no column takes, while a column has its name in
@@ -63,5 +65,36 @@ func TestCheckNullTableWithoutView(t *testing.T) {
 	srv.MustExec(t, "CREATE MATERIALIZED VIEW "+srv.Database+".mv TO "+srv.Database+".kept AS SELECT id FROM "+srv.Database+".events")
 	if out := check(); strings.Contains(out, "stores none") {
 		t.Errorf("with a materialized view reading the table, standard output\n%s\nsays it stores nothing", out)
+	}
+}
+
+// TestCheckNotesBounded: check's notes on the fields no column takes quote at most 20 names, each
+// cut to 200 bytes, then say how many more: a message of 10,000 fields, or with a field name of a
+// megabyte, gave a note of as many bytes, the name whole.
+func TestCheckNotesBounded(t *testing.T) {
+	srv := chtest.New(t)
+	srv.MustExec(t, "CREATE TABLE "+srv.Database+".events (id UInt32) ENGINE = MergeTree ORDER BY id")
+	var b strings.Builder
+	b.WriteString(`{"id":1,"` + strings.Repeat("n", 1<<20) + `":1`)
+	for i := range 5000 {
+		fmt.Fprintf(&b, `,"f%d":1`, i)
+	}
+	b.WriteString("}\n")
+	file := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	code := runCheck(context.Background(), newCmdIO(strings.NewReader(""), &out, &errOut), []string{"--clickHouseUrl=" + srv.URL,
+		"--clickHouseDatabase=" + srv.Database, "--clickHouseTable=events", "--clickHouseUsername=default", "--clickHousePassword=", file})
+	if code != exitOK {
+		t.Fatalf("exit %d; standard error: %s", code, errOut.String())
+	}
+	if n := out.Len(); n > 8<<10 {
+		t.Errorf("standard output is %d bytes; want at most 8 KiB", n)
+	}
+	want := `"` + strings.Repeat("n", 200) + `…", "f0", "f1", `
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), `"f18", and 4981 more: dropped`) {
+		t.Errorf("standard output\n%s\nwant the first name cut to 200 bytes, 20 names, and 4981 more", text.Cut(out.String(), 4000))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/convert"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/text"
 )
 
 // missingFieldRule starts the rule of a column whose field the payload lacks (convert).
@@ -130,11 +131,22 @@ func (u *unknownFields) keys(payload []byte, meta *convert.Meta) []string {
 	return keys
 }
 
-// quoteAll quotes each string and joins them with ", ".
+// quoteAll quotes each string and joins them with ", ": at most maxQuoted of them, each cut to
+// maxQuotedBytes (text.Cut), then how many more there are, so that a message of 10,000 fields or
+// of a name of megabytes gives a line of a few kilobytes.
 func quoteAll(ss []string) string {
-	q := make([]string, len(ss))
+	q := make([]string, 0, min(len(ss), maxQuoted+1))
 	for i, s := range ss {
-		q[i] = strconv.Quote(s)
+		if i == maxQuoted {
+			q = append(q, fmt.Sprintf("and %d more", len(ss)-maxQuoted))
+			break
+		}
+		q = append(q, strconv.Quote(text.Cut(s, maxQuotedBytes)))
 	}
 	return strings.Join(q, ", ")
 }
+
+const (
+	maxQuoted      = 20  // names quoteAll lists
+	maxQuotedBytes = 200 // bytes of each name quoteAll keeps
+)

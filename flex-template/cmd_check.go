@@ -307,7 +307,7 @@ func (c *checker) check(cio *cmdIO, where string, m flow.Message, stackTrace boo
 			var none []string // the keys that name no column; the others are said one by one
 			for _, k := range keys {
 				if why := c.columnNotTaking(t, k); why != "" {
-					fmt.Fprintf(cio.Out, "  note: the field %s is dropped: %s; unknownFieldsColumn would keep it in a String column\n", flow.OneLine(strconv.Quote(k)), flow.OneLine(why))
+					fmt.Fprintf(cio.Out, "  note: the field %s is dropped: %s; unknownFieldsColumn would keep it in a String column\n", flow.OneLine(strconv.Quote(text.Cut(k, maxQuotedBytes))), flow.OneLine(why))
 				} else {
 					none = append(none, k)
 				}
