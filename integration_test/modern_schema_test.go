@@ -32,6 +32,7 @@ const (
 	noConverter    refusal = "this pipeline has no JSON converter for it"
 	nullableTuple  refusal = "clickhouse-go v2.51.0 cannot insert a Nullable(Tuple): its column counts no row for a Tuple's values and takes no NULL for one; declare the Tuple's elements Nullable instead, or use a JSON or String column"
 	mapIPKey       refusal = "clickhouse-go v2.51.0 cannot insert a Map whose keys are IPv4 or IPv6: its Map column needs keys it can compare, and it reads IP addresses as net.IP, a slice, so every INSERT would fail with 'unsupported column type'; use String keys (the address's text)"
+	tupleName      refusal = "even between backquotes, so every INSERT into the table would fail with 'unsupported column type'; rename the element"
 )
 
 // modernSchemaCase is one column, as a CREATE TABLE writes it, and what the start-up check makes
@@ -89,8 +90,11 @@ var modernSchemaCases = []modernSchemaCase{
 	{column: "x Tuple(a UInt8, b String)", tree: &chtype.Type{Name: "Tuple", Elems: []*chtype.Type{{Name: "UInt8"}, {Name: "String"}}, FieldNames: []string{"a", "b"}}},
 	{column: "x Tuple(UInt8, String)"}, {column: "x Tuple(a Tuple(b Tuple(c UInt8)))"},
 	{column: "x Tuple(a Nullable(String), b Array(Tuple(c UInt8)))"},
-	{column: "x Tuple(`a``b` UInt8, `1` String, `x y` Int8)",
-		tree: &chtype.Type{Name: "Tuple", Elems: []*chtype.Type{{Name: "UInt8"}, {Name: "String"}, {Name: "Int8"}}, FieldNames: []string{"a`b", "1", "x y"}}},
+	{column: "x Tuple(`a``b` UInt8, `1` String, `x.y` Int8)",
+		tree: &chtype.Type{Name: "Tuple", Elems: []*chtype.Type{{Name: "UInt8"}, {Name: "String"}, {Name: "Int8"}}, FieldNames: []string{"a`b", "1", "x.y"}}},
+	{column: "x Tuple(a UInt8, `x y` Int8)", want: tupleName,
+		tree: &chtype.Type{Name: "Tuple", Elems: []*chtype.Type{{Name: "UInt8"}, {Name: "Int8"}}, FieldNames: []string{"a", "x y"}}},
+	{column: "x Nested(`a,b` UInt8, c String)", settings: []string{"flatten_nested=0"}, want: tupleName},
 	{column: "x Nullable(Tuple(a UInt8, b String))", settings: []string{"enable_nullable_tuple_type=1"}, want: nullableTuple},
 	{column: "x Array(Nullable(Tuple(UInt8, String)))", settings: []string{"enable_nullable_tuple_type=1"}, want: nullableTuple},
 	{column: "x Nullable(Point)", settings: []string{"enable_nullable_tuple_type=1"}}, // a Tuple(Float64, Float64) that clickhouse-go inserts

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/chtype"
@@ -29,7 +30,43 @@ type tupleEncoder struct {
 	index map[string]int
 }
 
+// tupleNameBreaks are, for each character that clickhouse-go v2.51.0's Tuple parser
+// (lib/column/tuple.go, Tuple.parse) reads as syntax wherever it stands, what it takes it for. The
+// parser splits the type text the server sends with an INSERT at the commas outside parentheses,
+// counts every parenthesis, and takes the text before an element's first space as its name; it
+// does not skip backquotes. ClickHouse writes such a name between backquotes, with none of these
+// characters escaped (`a b`), so the parser breaks the element there: its type becomes `b` UInt8,
+// or the elements run into each other, and clickhouse-go refuses the column ("unsupported column
+// type") before sending anything, for every INSERT into the table. The Nested parser
+// (lib/column/nested.go) rewrites Nested(…) as Array(Tuple(…)) and meets the same. Names with
+// other characters (a backquote, a dot, a quote, a tab, which ClickHouse escapes as \t) are read
+// back whole.
+var tupleNameBreaks = []struct {
+	chars, what, reads string
+}{
+	{" ", "a space", "the end of the name"},
+	{",", "a comma", "the end of the element"},
+	{"()", "a parenthesis", "the start or end of a type's arguments"},
+}
+
+// checkTupleNames refuses element names that clickhouse-go cannot read back from the type's text
+// (tupleNameBreaks).
+func checkTupleNames(names []string) error {
+	for _, n := range names {
+		for _, b := range tupleNameBreaks {
+			if strings.ContainsAny(n, b.chars) {
+				return fmt.Errorf("the element name %q has %s, which clickhouse-go v2.51.0's Tuple parser (lib/column/tuple.go) reads as %s even between backquotes, "+
+					"so every INSERT into the table would fail with 'unsupported column type'; rename the element", n, b.what, b.reads)
+			}
+		}
+	}
+	return nil
+}
+
 func newTupleEncoder(t *chtype.Type, serverLoc *time.Location) (encoder, error) {
+	if err := checkTupleNames(t.FieldNames); err != nil {
+		return nil, err
+	}
 	e := tupleEncoder{name: t.String(), names: t.FieldNames, types: t.Elems}
 	for _, et := range t.Elems {
 		enc, err := newEncoder(et, serverLoc)

@@ -422,6 +422,13 @@ func TestRefusedTypesStopAtStartUp(t *testing.T) {
 		{"t DateTime64(3, 'Nowhere/Zone')", `column "t": unsupported type DateTime64(3, 'Nowhere/Zone') (unknown time zone "Nowhere/Zone"`},
 		{"n Nothing", `column "n": unsupported type Nothing (this pipeline has no JSON converter for it)`},
 		{"q QBit(Float32, 8)", `column "q": unsupported type QBit(Float32, 8) (this pipeline has no JSON converter for it)`},
+		// A Tuple or Nested element name with a space, a comma or a parenthesis: clickhouse-go's
+		// Tuple parser cuts the type text there, backquotes or not, and every INSERT fails.
+		{"t Tuple(`a b` UInt8)", "column \"t\": unsupported type Tuple(`a b` UInt8) (the element name \"a b\" has a space, which clickhouse-go v2.51.0's Tuple parser (lib/column/tuple.go) reads as the end of the name even between backquotes, so every INSERT into the table would fail with 'unsupported column type'; rename the element)"},
+		{"t Tuple(a UInt8, `x,y` String)", "column \"t\": unsupported type Tuple(a UInt8, `x,y` String) (the element name \"x,y\" has a comma, which clickhouse-go v2.51.0's Tuple parser (lib/column/tuple.go) reads as the end of the element even between backquotes, "},
+		{"n Nested(`a(b` UInt8, c String)", "column \"n\": unsupported type Nested(`a(b` UInt8, c String) (the element name \"a(b\" has a parenthesis, which clickhouse-go v2.51.0's Tuple parser (lib/column/tuple.go) reads as the start or end of a type's arguments even between backquotes, "},
+		{"t Array(Tuple(a Tuple(`b)` UInt8)))", "column \"t\": unsupported type Array(Tuple(a Tuple(`b)` UInt8))) (the element name \"b)\" has a parenthesis, "},
+		{"m Map(String, Tuple(` a` UInt8))", "column \"m\": unsupported type Map(String, Tuple(` a` UInt8)) (the element name \" a\" has a space, "},
 	} {
 		_, err := convert.New(table(t, tc.spec))
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
