@@ -5,6 +5,7 @@ package pubsubtest
 import (
 	"context"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,9 @@ import (
 	"cloud.google.com/go/pubsub/v2/pstest"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
 )
@@ -40,13 +43,54 @@ const maxRequestBytes = 12 << 20
 // (maxRequestBytes), until the returned server is stopped. The standalone emulator
 // (integration_test/emulator) serves the same way. serverOpts are more options of the gRPC server
 // (a test's interceptor, to slow chosen calls without holding the fake's lock as a reactor does).
+//
+// It also lists a topic's subscriptions as Pub/Sub does: pstest's ListTopicSubscriptions goes on
+// listing, under a topic deleted and created again, the subscriptions of the deleted one, which
+// Pub/Sub detaches from it (their topic becomes _deleted-topic_, and nothing published to the new
+// topic reaches them); attachedOnly leaves those out.
 func Serve(l net.Listener, srv *pstest.Server, serverOpts ...grpc.ServerOption) *grpc.Server {
-	g := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxRequestBytes)}, serverOpts...)...)
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(maxRequestBytes), grpc.ChainUnaryInterceptor(attachedOnly(srv))}
+	g := grpc.NewServer(append(opts, serverOpts...)...)
 	pb.RegisterPublisherServer(g, &srv.GServer)
 	pb.RegisterSubscriberServer(g, &srv.GServer)
 	pb.RegisterSchemaServiceServer(g, &srv.GServer)
 	go g.Serve(l)
 	return g
+}
+
+// attachedOnly is a unary interceptor that answers ListTopicSubscriptions with the subscriptions
+// attached to the topic alone (GetSubscription names it as their topic), paged as pstest pages
+// (the page token an offset).
+func attachedOnly(srv *pstest.Server) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		r, ok := req.(*pb.ListTopicSubscriptionsRequest)
+		if !ok {
+			return handler(ctx, req)
+		}
+		all, err := handler(ctx, &pb.ListTopicSubscriptionsRequest{Topic: r.Topic})
+		if err != nil {
+			return all, err
+		}
+		var names []string
+		for _, name := range all.(*pb.ListTopicSubscriptionsResponse).Subscriptions {
+			if sub, err := srv.GServer.GetSubscription(ctx, &pb.GetSubscriptionRequest{Subscription: name}); err == nil && sub.Topic == r.Topic {
+				names = append(names, name)
+			}
+		}
+		from := 0
+		if r.PageToken != "" {
+			if from, err = strconv.Atoi(r.PageToken); err != nil || from < 0 {
+				return nil, status.Errorf(codes.InvalidArgument, "bad page token %q", r.PageToken)
+			}
+		}
+		from = min(from, len(names))
+		to, next := len(names), ""
+		if r.PageSize > 0 && from+int(r.PageSize) < len(names) {
+			to = from + int(r.PageSize)
+			next = strconv.Itoa(to)
+		}
+		return &pb.ListTopicSubscriptionsResponse{Subscriptions: names[from:to], NextPageToken: next}, nil
+	}
 }
 
 // Local is an emulator that a program runs (the demo, the benchmarks), not a test: pstest on a

@@ -295,6 +295,10 @@ type writeFn struct {
 	hinted    bool          // the CREATE TABLE of a table read again that did not fit has been logged
 	readAt    time.Time
 	leftOut   map[string]string // the optional columns left out (leaveOut), by name: the type warned of
+	// unasked: Pub/Sub denied the question whether the topic has a subscription
+	// (checkTopicKeeps), which is then not asked again; unread: the topic was found without
+	// one and, beside the table, warned of (once until it has one again).
+	unasked, unread bool
 }
 
 // leaveOut warns that an optional column read again is no longer a String and the INSERTs leave
@@ -644,6 +648,9 @@ func columnValue(c string, r *flow.DeadLetter) string {
 // good. Within one call the failure of a key fails the later dead letters of that key, and the
 // bundle with them.
 func (f *writeFn) publish(ctx context.Context, recs []*flow.DeadLetter) error {
+	if err := f.checkTopicKeeps(ctx, len(recs)); err != nil {
+		return err
+	}
 	resumed := map[string]bool{}
 	results := make([]*pubsub.PublishResult, len(recs))
 	for i, r := range recs {
@@ -664,6 +671,58 @@ func (f *writeFn) publish(ctx context.Context, recs []*flow.DeadLetter) error {
 		}
 	}
 	return first
+}
+
+// checkTopicKeeps asks Pub/Sub, before n dead letters are published, whether the topic still
+// keeps what is published to it (psclient.TopicKeepsWith: a subscription, or message retention
+// of its own). Pub/Sub delivers a message only to the subscriptions that exist when it is
+// published (https://cloud.google.com/pubsub/docs/subscriber), and a topic deleted and created
+// again has none of the old one's subscriptions (they are detached): a publish there succeeds
+// and reaches no one. The launch checks the topic once; this check covers a subscription
+// deleted, or the topic created again, while the job runs. As the only destination such a topic
+// is an error (the bundle fails, its records unacknowledged, as for a topic deleted); beside the
+// dead-letter table, which keeps the dead letters, a warning, once until the topic has a
+// subscription again, as at launch. When Pub/Sub does not say (the question denied, as to
+// roles/pubsub.publisher, after which it is not asked again; or the call failed) the publish goes on.
+func (f *writeFn) checkTopicKeeps(ctx context.Context, n int) error {
+	if f.unasked || f.client == nil {
+		return nil
+	}
+	name, err := psclient.ParseTopic(f.Topic)
+	if err != nil {
+		return nil // OpenTopic has taken it
+	}
+	subscribed, retained, err := psclient.TopicKeepsWith(ctx, f.client, name)
+	switch {
+	case status.Code(err) == codes.PermissionDenied:
+		f.unasked = true
+		slog.Info("dead letter: Pub/Sub does not let the job ask whether the dead-letter topic has a subscription (the listing of its subscriptions denied, "+
+			"as to roles/pubsub.publisher); its dead letters are published without asking", "topic", f.Topic, "error", err)
+		return nil
+	case err != nil: // a topic deleted: the publish says so
+		return nil
+	case subscribed || retained:
+		f.unread = false
+		return nil
+	}
+	if f.Table != "" {
+		if !f.unread {
+			f.unread = true
+			slog.Warn("dead letter: the dead-letter topic has no subscription any more (deleted, or the topic deleted and created again, "+
+				"which leaves the old subscriptions detached), and Pub/Sub delivers a message only to the subscriptions that exist when it "+
+				"is published: the dead letters published there reach no one, and are kept in the dead-letter table alone; create a "+
+				"subscription on it to read them", "topic", f.Topic, "table", f.ClickHouse.Database+"."+f.Table)
+		}
+		return nil
+	}
+	what := fmt.Sprintf("%d dead letters", n)
+	if n == 1 {
+		what = "1 dead letter"
+	}
+	return fmt.Errorf("publishing %s to %s: the topic has no subscription any more (deleted since the launch, or the topic deleted and "+
+		"created again, which detaches the old subscriptions) and keeps no messages of its own, and Pub/Sub delivers a message only to the "+
+		"subscriptions that exist when it is published: they would reach no one and be lost; create a subscription on it (%s): the bundle "+
+		"fails, its messages stay unacknowledged and come again", what, f.Topic, psclient.SubscribeCommand(name))
 }
 
 // MaxTopicMessageBytes is the largest dead-letter topic message, payload, attributes and

@@ -164,28 +164,38 @@ func TopicSchema(ctx context.Context, n Name) (schema, encoding string, known bo
 // subscription made later can seek back to them. Pub/Sub delivers a message only to the
 // subscriptions that exist when it is published (https://cloud.google.com/pubsub/docs/subscriber):
 // with neither, what is published there is lost. known is false when Pub/Sub does not say (the
-// listing or GetTopic denied, as to roles/pubsub.publisher, or failed).
+// listing or GetTopic denied, as to roles/pubsub.publisher, or failed). It makes a client of its
+// own: the start-up check of a launch (TopicKeepsWith for a client at hand).
 func TopicKeeps(ctx context.Context, n Name) (subscribed, retained, known bool) {
 	client, err := NewCheckedClient(ctx, n.Project)
 	if err != nil {
 		return false, false, false
 	}
 	defer client.Close()
+	subscribed, retained, err = TopicKeepsWith(ctx, client, n)
+	return subscribed, retained, err == nil
+}
+
+// TopicKeepsWith is TopicKeeps with client, and the error of a call that failed (nil when
+// Pub/Sub said): a PermissionDenied one says the caller may not ask (roles/pubsub.publisher may
+// not). It asks ListTopicSubscriptions first, and GetTopic only when the topic has no
+// subscription: retained is false whenever subscribed is true, and one call is made for a topic
+// with a subscription (the dead-letter stage asks before each publish).
+func TopicKeepsWith(ctx context.Context, client *pubsub.Client, n Name) (subscribed, retained bool, err error) {
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	t, err := client.TopicAdminClient.GetTopic(cctx, &pubsubpb.GetTopicRequest{Topic: n.String()})
-	if err != nil {
-		return false, false, false
-	}
-	retained = t.GetMessageRetentionDuration().AsDuration() > 0
 	it := client.TopicAdminClient.ListTopicSubscriptions(cctx, &pubsubpb.ListTopicSubscriptionsRequest{Topic: n.String(), PageSize: 1})
 	switch _, err := it.Next(); {
 	case err == nil:
-		return true, retained, true
-	case errors.Is(err, iterator.Done):
-		return false, retained, true
+		return true, false, nil
+	case !errors.Is(err, iterator.Done):
+		return false, false, err
 	}
-	return false, retained, false
+	t, err := client.TopicAdminClient.GetTopic(cctx, &pubsubpb.GetTopicRequest{Topic: n.String()})
+	if err != nil {
+		return false, false, err
+	}
+	return false, t.GetMessageRetentionDuration().AsDuration() > 0, nil
 }
 
 // NoSubscriptionError is the error of a topic that keeps nothing published to it (TopicKeeps:
@@ -193,12 +203,17 @@ func TopicKeeps(ctx context.Context, n Name) (subscribed, retained, known bool) 
 // them ("every dead letter"); the error gives the command that makes a subscription (on the
 // emulator, this binary's publish --create).
 func NoSubscriptionError(n Name, what string) error {
-	create := fmt.Sprintf("gcloud pubsub subscriptions create <name> --topic=%s --project=%s", n.ID, n.Project)
-	if os.Getenv("PUBSUB_EMULATOR_HOST") != "" {
-		create = fmt.Sprintf("pubsub-to-clickhouse publish --create --topic=%s --subscription=projects/%s/subscriptions/<name>", n, n.Project)
-	}
 	return &CheckError{n, fmt.Errorf("%s has no subscription, and Pub/Sub delivers a message only to the subscriptions that exist when "+
-		"it is published: %s would reach no one and be lost; create a subscription on it first (%s)", n, what, create)}
+		"it is published: %s would reach no one and be lost; create a subscription on it first (%s)", n, what, SubscribeCommand(n))}
+}
+
+// SubscribeCommand returns the command that creates a subscription on topic n: gcloud's, or on
+// the emulator (PUBSUB_EMULATOR_HOST set) this binary's publish --create.
+func SubscribeCommand(n Name) string {
+	if os.Getenv("PUBSUB_EMULATOR_HOST") != "" {
+		return fmt.Sprintf("pubsub-to-clickhouse publish --create --topic=%s --subscription=projects/%s/subscriptions/<name>", n, n.Project)
+	}
+	return fmt.Sprintf("gcloud pubsub subscriptions create <name> --topic=%s --project=%s", n.ID, n.Project)
 }
 
 // MessageOrdering reports whether the subscription n delivers in order (its
