@@ -42,6 +42,7 @@ import (
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/evolve"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/parse"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/psclient"
+	"github.com/ch-beam/pubsub-to-clickhouse/transforms/schema"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/secret"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/source"
 	"github.com/ch-beam/pubsub-to-clickhouse/transforms/udf"
@@ -536,6 +537,17 @@ func preflight(ctx context.Context, o pipeline.Options) error {
 		}
 		if err := checkInsert(o.ClickHouseDeadLetterTable); err != nil {
 			return err
+		}
+		// A Null table without a materialized view takes the dead letters and stores none: as the
+		// only destination every dead letter would be lost, acknowledged.
+		if why := schema.Discards(ctx, conn, o.ClickHouseDatabase, o.ClickHouseDeadLetterTable); why != "" {
+			if o.DeadLetterTopic == "" {
+				return pipeline.Labelled(fmt.Errorf("the table %s.%s stores nothing: %s; every dead letter would be lost: give the table a "+
+					"materialized view that stores them first, or give a table that stores them: %s", o.ClickHouseDatabase, o.ClickHouseDeadLetterTable,
+					why, deadletter.CreateTable(o.ClickHouseDatabase, o.ClickHouseDeadLetterTable)), "clickHouseDeadLetterTable")
+			}
+			slog.Warn("the dead-letter table stores nothing: "+why+"; the dead letters are kept on the dead-letter topic alone",
+				"table", o.ClickHouseDatabase+"."+o.ClickHouseDeadLetterTable)
 		}
 		// A message routed by an attribute that comes back from the table without it names no
 		// table: its dead letter cannot be replayed to where it belongs.

@@ -105,3 +105,26 @@ func preflightOptions(t *testing.T, srv *chtest.Server) pipeline.Options {
 	o.ClickHouseUsername = "default"
 	return o
 }
+
+// TestPreflightNullDeadLetterTable: a dead-letter table of the engine Null that no materialized
+// view reads takes every dead letter and stores none. As the only destination the launch refuses
+// it (before, it passed without a word and every dead letter was acknowledged and lost); with a
+// materialized view that stores what it takes, it passes.
+func TestPreflightNullDeadLetterTable(t *testing.T) {
+	srv := chtest.New(t)
+	db := srv.Database
+	srv.MustExec(t, "CREATE TABLE "+db+".events (id UInt32) ENGINE = MergeTree ORDER BY id")
+	srv.MustExec(t, "CREATE TABLE "+db+".dl (raw_message String, error_message String, stack_trace String, failed_at DateTime) ENGINE = Null")
+	o := preflightOptions(t, srv)
+	o.ClickHouseDeadLetterTable = "dl"
+	err := preflight(context.Background(), o)
+	want := "clickHouseDeadLetterTable: the table " + db + ".dl stores nothing: it has the engine Null, and no materialized view reads it"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("preflight: %v\nwant it to hold %q", err, want)
+	}
+	srv.MustExec(t, "CREATE TABLE "+db+".dl_stored (raw_message String, error_message String, stack_trace String, failed_at DateTime) ENGINE = MergeTree ORDER BY failed_at")
+	srv.MustExec(t, "CREATE MATERIALIZED VIEW "+db+".dl_view TO "+db+".dl_stored AS SELECT * FROM "+db+".dl")
+	if err := preflight(context.Background(), o); err != nil {
+		t.Errorf("preflight with a materialized view storing the dead letters: %v", err)
+	}
+}

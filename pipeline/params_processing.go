@@ -31,7 +31,10 @@ var processingParameters = []parameter{
 		regex: "^( *[^.` ][^.`]*)?$",
 		doc: "Table in `clickHouseDatabase` for dead letters, with the columns `raw_message String, error_message String, stack_trace String, " +
 			"failed_at DateTime`, and optionally `message_id`, `attributes` and `ordering_key` (String), which `replay` gives back " +
-			"([deploy.md](deploy.md#the-dead-letter-table) has the `CREATE TABLE`). Checked at launch and by each worker.",
+			"([deploy.md](deploy.md#the-dead-letter-table) has the `CREATE TABLE`). Checked at launch and by each worker. A table that stores " +
+			"nothing of what it takes (the engine `Null` that no materialized view reads) is refused at launch as the only dead-letter " +
+			"destination and warned of beside `deadLetterTopic`; each worker checks it again before each INSERT (one query of " +
+			"`system.tables`), and holds the dead letters back while it stores nothing and no topic is set.",
 	},
 	{
 		name: "deadLetterTopic", group: "Dead letter", kind: kindString,

@@ -42,3 +42,42 @@ func TestBufferDestinationGone(t *testing.T) {
 		t.Errorf("dead letters in the destination: %q, want the one", got)
 	}
 }
+
+// TestNullTableLosesNoDeadLetter: the dead-letter table dropped and created again as a Null table
+// while the job runs (or its materialized views dropped). ClickHouse takes every INSERT into it
+// and stores nothing, so the dead letters were acknowledged and lost. Now, as the only
+// destination, the INSERT is refused (retried, then the bundle fails, nothing acknowledged)
+// until a materialized view stores what the table takes; beside the topic it goes on, warned of.
+func TestNullTableLosesNoDeadLetter(t *testing.T) {
+	srv := chtest.New(t)
+	db := srv.Database
+	srv.MustExec(t, CreateTable(db, "dl"))
+	ctx := context.Background()
+	f := &writeFn{Config: Config{ClickHouse: srv.Config(), Table: "dl", Retry: chclient.Retry{MaxRetries: 1},
+		Settings: chclient.Settings{MaxInsertBlockSize: 1000}}}
+	if err := f.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Teardown()
+	srv.MustExec(t, "DROP TABLE "+db+".dl")
+	srv.MustExec(t, "CREATE TABLE "+db+".dl (raw_message String, error_message String, stack_trace String, failed_at DateTime, "+
+		"message_id String, attributes String, ordering_key String) ENGINE = Null")
+	batch := flow.DeadLetters{Letters: []flow.DeadLetter{{Payload: []byte("not json"), ErrorMessage: "payload: invalid JSON", StackTrace: "stage: parse",
+		FailedAtMillis: 1700000000000, MessageID: "m1", AckID: "a1"}}}
+	var acked []string
+	emit := func(ids []string) { acked = append(acked, ids...) }
+	err := f.ProcessElement(ctx, 0, batch, emit)
+	want := "the dead-letter table " + db + ".dl stores nothing: it has the engine Null, and no materialized view reads it"
+	if err == nil || !strings.Contains(err.Error(), want) || len(acked) > 0 {
+		t.Fatalf("dead letters into a Null table: acknowledged %v, error %v; want none and an error holding %q", acked, err, want)
+	}
+	// A materialized view that stores what the Null table takes: the dead letter lands there.
+	srv.MustExec(t, CreateTable(db, "dl_stored"))
+	srv.MustExec(t, "CREATE MATERIALIZED VIEW "+db+".dl_view TO "+db+".dl_stored AS SELECT * FROM "+db+".dl")
+	if err := f.ProcessElement(ctx, 0, batch, emit); err != nil || len(acked) != 1 {
+		t.Fatalf("with a materialized view: acknowledged %v, %v; want a1", acked, err)
+	}
+	if got := srv.MustQuery(t, "SELECT raw_message FROM "+db+".dl_stored"); got != "not json" {
+		t.Errorf("dead letters stored through the view: %q, want the one", got)
+	}
+}

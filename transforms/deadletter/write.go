@@ -299,6 +299,9 @@ type writeFn struct {
 	// (checkTopicKeeps), which is then not asked again; unread: the topic was found without
 	// one and, beside the table, warned of (once until it has one again).
 	unasked, unread bool
+	// discarding: the table was found to store nothing (schema.Discards) and, beside the topic,
+	// warned of (once until it stores again).
+	discarding bool
 }
 
 // leaveOut warns that an optional column read again is no longer a String and the INSERTs leave
@@ -520,6 +523,9 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 			err = &chclient.RefusedError{Err: err}
 		}
 		if err == nil {
+			err = f.checkStores(ctx)
+		}
+		if err == nil {
 			err = chclient.Insert(ctx, f.conn, f.ClickHouse.Database, f.Table, columns, f.values(columns, recs), f.settings, f.withToken, id)
 		}
 		if err != nil && f.types != nil && chclient.Classify(err) != chclient.Transient {
@@ -552,6 +558,34 @@ func (f *writeFn) insert(ctx context.Context, recs []*flow.DeadLetter) error {
 		// (protobuf text to the runner) cannot carry.
 		return flow.ValidUTF8Error(fmt.Errorf("INSERT of %d dead letters into %s.%s failed after %d attempts (class %s): %w; the bundle fails and its records stay unacknowledged%s",
 			len(recs), f.ClickHouse.Database, f.Table, attempts, chclient.Classify(err), err, hint))
+	}
+	return nil
+}
+
+// checkStores checks, before an INSERT, that the dead-letter table stores what it takes
+// (schema.Discards: not a Null table that no materialized view reads, which ClickHouse takes every
+// INSERT into and throws away). The launch refuses such a table as the only destination; this
+// covers the table dropped and created again as one, or its views dropped, while the job runs. As
+// the only destination it is a refusal (retried, then the bundle fails, nothing acknowledged);
+// beside the topic, which keeps the dead letters, a warning, once until the table stores again.
+// A writeFn not set up by Setup (f.table nil, as in some tests) is not checked.
+func (f *writeFn) checkStores(ctx context.Context) error {
+	if f.table == nil {
+		return nil
+	}
+	why := schema.Discards(ctx, f.conn, f.ClickHouse.Database, f.Table)
+	switch {
+	case why == "":
+		f.discarding = false
+		return nil
+	case f.Topic == "":
+		return &chclient.RefusedError{Err: fmt.Errorf("the dead-letter table %s.%s stores nothing: %s; the dead letters would be lost (no "+
+			"dead-letter topic is set): give the table a materialized view that stores them, or make it a table that stores rows (a MergeTree)",
+			f.ClickHouse.Database, f.Table, why)}
+	case !f.discarding:
+		f.discarding = true
+		slog.Warn("dead letter: the dead-letter table stores nothing ("+why+"): the dead letters are kept on the dead-letter topic alone; "+
+			"give the table a materialized view that stores them, or make it a table that does", "table", f.ClickHouse.Database+"."+f.Table, "topic", f.Topic)
 	}
 	return nil
 }

@@ -185,9 +185,7 @@ func fetch(ctx context.Context, conn driver.Conn, database, table string, toInse
 		if err := takesNoInsert(database, table, engine); err != nil {
 			return nil, err
 		}
-		if engine == "Null" && len(views) == 0 {
-			t.Discards = "it has the engine Null, and no materialized view reads it: ClickHouse takes every INSERT into it and stores nothing"
-		}
+		t.Discards = discards(engine, views)
 	}
 	for i, c := range t.Columns {
 		if !c.Writable() || c.DefaultKind == "EPHEMERAL" { // an EPHEMERAL one is left unwritten (convert.NewWith)
@@ -338,6 +336,24 @@ func sqlName(s string) (name, rest string, ok bool) {
 		i++
 	}
 	return s[:i], s[i:], i > 0
+}
+
+// discards is Table.Discards of a table of engine, which the materialized views views read.
+func discards(engine string, views []string) string {
+	if engine == "Null" && len(views) == 0 {
+		return "it has the engine Null, and no materialized view reads it: ClickHouse takes every INSERT into it and stores nothing"
+	}
+	return ""
+}
+
+// Discards reads from system.tables, as it is now, whether database.table stores what is
+// inserted into it, and returns Table.Discards: why it stores nothing, or "" (also when
+// system.tables cannot be read: the INSERT then says what is wrong). One query: for a stage that
+// checks the table before each INSERT, since its engine (a table dropped and created again as
+// Null) or its materialized views (dropped) may change while the job runs.
+func Discards(ctx context.Context, conn driver.Conn, database, table string) string {
+	engine, _, views := engineOf(ctx, conn, database, table)
+	return discards(engine, views)
 }
 
 // engineOf returns the engine of database.table, its full clause (engine_full) and the
