@@ -60,7 +60,7 @@ var processingParameters = []parameter{
 			"a topic without a subscription (and without message retention of its own) keeps no dead letter: the launch refuses it as the only " +
 			"dead-letter destination, and beside `clickHouseDeadLetterTable` warns of it, when the job may read the topic and list its subscriptions " +
 			"(`GetTopic`, `pubsub.topics.get`, and `ListTopicSubscriptions`; `roles/pubsub.publisher` allows neither: the check then passes). " +
-			"Each worker asks again before each publish (`ListTopicSubscriptions`), since a subscription deleted, or the topic deleted and " +
+			"Each worker asks again before a publish, at most every 10 s once it found a subscription (`ListTopicSubscriptions`), since a subscription deleted, or the topic deleted and " +
 			"created again (which detaches the old subscriptions), while the job runs leaves a topic that keeps nothing: as the only destination " +
 			"the batch of dead letters then fails, its messages unacknowledged, until the topic has a subscription; beside the table it warns once.",
 	},

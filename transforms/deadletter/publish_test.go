@@ -93,6 +93,8 @@ func TestPublishTopicWithoutSubscription(t *testing.T) {
 	e := pubsubtest.Start(t)
 	topic := e.Topic(t, "dead-letters")
 	first := e.Subscription(t, topic, "dead-letters-read", time.Minute)
+	defer func(d time.Duration) { topicRecheck = d }(topicRecheck)
+	topicRecheck = time.Hour // found with a subscription: not asked again within the hour
 	f := &writeFn{Config: Config{Topic: topic}}
 	var err error
 	if f.client, f.publisher, err = OpenTopic(ctx, topic); err != nil {
@@ -114,11 +116,17 @@ func TestPublishTopicWithoutSubscription(t *testing.T) {
 		t.Fatalf("the subscription holds %d dead letters, want 1", len(got))
 	}
 
-	// The topic deleted and created again: its subscription is detached.
+	// The topic deleted and created again: its subscription is detached. Within topicRecheck
+	// of the last answer the dead letter is published without asking, and reaches no one.
 	if err := e.Client.TopicAdminClient.DeleteTopic(ctx, &pubsubpb.DeleteTopicRequest{Topic: topic}); err != nil {
 		t.Fatal(err)
 	}
 	e.Topic(t, "dead-letters")
+	if acked, err := process("1b"); err != nil || len(acked) != 1 {
+		t.Fatalf("within topicRecheck of the answer: acknowledged %v, %v; want ack-1b, published without asking", acked, err)
+	}
+	f.keptUntil = time.Time{} // topicRecheck passed
+	topicRecheck = 0
 	acked, err := process("2")
 	if err == nil || len(acked) > 0 || !strings.Contains(err.Error(), "has no subscription") {
 		t.Fatalf("the topic created again without a subscription: acknowledged %v, error %v; want none and an error saying it has no subscription", acked, err)

@@ -299,6 +299,9 @@ type writeFn struct {
 	// (checkTopicKeeps), which is then not asked again; unread: the topic was found without
 	// one and, beside the table, warned of (once until it has one again).
 	unasked, unread bool
+	// keptUntil: the topic was found to keep what is published to it, and is not asked again
+	// until then (topicRecheck later).
+	keptUntil time.Time
 	// discarding: the table was found to store nothing (schema.Discards) and, beside the topic,
 	// warned of (once until it stores again).
 	discarding bool
@@ -707,6 +710,9 @@ func (f *writeFn) publish(ctx context.Context, recs []*flow.DeadLetter) error {
 	return first
 }
 
+// topicRecheck is how long checkTopicKeeps trusts a topic found to keep what is published to it.
+var topicRecheck = 10 * time.Second
+
 // checkTopicKeeps asks Pub/Sub, before n dead letters are published, whether the topic still
 // keeps what is published to it (psclient.TopicKeepsWith: a subscription, or message retention
 // of its own). Pub/Sub delivers a message only to the subscriptions that exist when it is
@@ -718,8 +724,12 @@ func (f *writeFn) publish(ctx context.Context, recs []*flow.DeadLetter) error {
 // dead-letter table, which keeps the dead letters, a warning, once until the topic has a
 // subscription again, as at launch. When Pub/Sub does not say (the question denied, as to
 // roles/pubsub.publisher, after which it is not asked again; or the call failed) the publish goes on.
+// A topic found to keep them is not asked again for topicRecheck: at most one admin call
+// (ListTopicSubscriptions, against Pub/Sub's quota of administrator operations) per stage
+// instance that often, however many batches it publishes; the dead letters published in that
+// time after the last subscription goes reach no one.
 func (f *writeFn) checkTopicKeeps(ctx context.Context, n int) error {
-	if f.unasked || f.client == nil {
+	if f.unasked || f.client == nil || time.Now().Before(f.keptUntil) {
 		return nil
 	}
 	name, err := psclient.ParseTopic(f.Topic)
@@ -737,6 +747,7 @@ func (f *writeFn) checkTopicKeeps(ctx context.Context, n int) error {
 		return nil
 	case subscribed || retained:
 		f.unread = false
+		f.keptUntil = time.Now().Add(topicRecheck)
 		return nil
 	}
 	if f.Table != "" {
