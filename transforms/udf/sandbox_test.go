@@ -220,38 +220,60 @@ function f(p) { if (p === "re") { /^(?=(a+)+$)/.test("a".repeat(40) + "c"); } re
 }
 
 // TestChecksOutsideTheBound: the stage's own checks of an output (the numbers JSON.parse would
-// round, among them) are not the function's time. A function that returns its payload within
-// its bound was stopped as a built-in that "did not return" when the payload held numbers the
-// check was slow on (a subnormal's text, 4.9406564584124654e-324, took it about 15 µs each:
-// 2 MB of them a second and a half), or when the function used most of its bound and the check
-// of megabytes of long ids the rest; the message was dead-lettered, and without the function
-// it was a row.
+// round, among them) are not the function's time. A function that returned its payload within its
+// bound was stopped as a built-in that "did not return" when the checks of the payload took longer
+// than the bound and the kill's grace (timeout+killGrace, the helper's watchdog): the message was
+// dead-lettered, and without the function it was a row. The payload of long ids is made large
+// enough (4 MB, up to 12 MB) that its checks, timed here first, take half as long again as the
+// watchdog's time, so that the watchdog would fire were it to cover them; the function itself
+// returns at once, well within its bound whatever the machine's load. (Until 2026-12-08 the
+// function spent 150 ms of its 200 ms in a loop, which left 50 ms for the rest of the call on a
+// loaded machine, and the checks of its 4 MB took about the 300 ms the watchdog left: with the
+// watchdog over the checks the test passed one run in three.) A payload of subnormal numbers, which
+// the checks once took 15 µs each on (2 MB of them a second and a half), is checked as well.
 func TestChecksOutsideTheBound(t *testing.T) {
-	payload := func(num string, size int) []byte {
+	const bound = 200 * time.Millisecond
+	subnormals := func(size int) []byte {
 		var b strings.Builder
 		b.WriteString(`{"v":[1`)
 		for b.Len() < size {
-			b.WriteString("," + num)
+			b.WriteString(",4.9406564584124654e-324")
 		}
 		b.WriteString(`]}`)
 		return []byte(b.String())
 	}
-	var ids strings.Builder
-	ids.WriteString(`{"ids":[1`)
-	for i := 0; ids.Len() < 4<<20; i++ {
-		fmt.Fprintf(&ids, ",%d", 9007199254740993+uint64(2*i)) // each one JSON.parse would round
+	ids := func(size int) []byte {
+		var b strings.Builder
+		b.WriteString(`{"ids":[1`)
+		for i := 0; b.Len() < size; i++ {
+			fmt.Fprintf(&b, ",%d", 9007199254740993+uint64(2*i)) // each one JSON.parse would round
+		}
+		b.WriteString(`]}`)
+		return []byte(b.String())
 	}
-	ids.WriteString(`]}`)
-	fn := load(t, `function f(p) {
-  if (p.length > 3000000) { var end = Date.now() + 150; while (Date.now() < end) {} }
-  return p;
-}`, "f", 200*time.Millisecond)
+	checks := func(p []byte) time.Duration {
+		start := time.Now()
+		if r := roundingOf(string(p)); r != nil {
+			r.check(string(p), string(p))
+		}
+		return time.Since(start)
+	}
+	long := ids(4 << 20)
+	took := checks(long)
+	for took < (bound+killGrace)*3/2 && len(long) < 12<<20 {
+		long = ids(min(2*len(long), 12<<20))
+		took = checks(long)
+	}
+	if took < bound+killGrace {
+		t.Skipf("the checks of %d MB of long ids take %v here, less than the watchdog's %v: they cannot show whether it covers them", len(long)>>20, took, bound+killGrace)
+	}
+	fn := load(t, `function f(p) { return p; }`, "f", bound)
 	for _, tc := range []struct {
 		name    string
 		payload []byte
 	}{
-		{"1.5 MB of subnormal numbers", payload("4.9406564584124654e-324", 1500<<10)},
-		{"4 MB of long ids, the function taking most of its bound", []byte(ids.String())},
+		{"1.5 MB of subnormal numbers", subnormals(1500 << 10)},
+		{fmt.Sprintf("%d MB of long ids, whose checks take %v", len(long)>>20, took.Round(time.Millisecond)), long},
 	} {
 		start := time.Now()
 		replies, err := collect(fn, []call{{Payload: tc.payload}})
