@@ -446,16 +446,19 @@ func TestAddColumnsAtOnceCountedOnce(t *testing.T) {
 	}
 }
 
-// keptTable makes the table kept (id UInt32, unknown String), for fields kept in unknownFieldsColumn,
-// and logs to the returned builder until the test ends.
-func keptTable(t *testing.T) (*strings.Builder, *chtest.Server) {
+// keptTable makes a table (id UInt32, unknown String), for fields kept in unknownFieldsColumn,
+// named kept_<database> so that each run of a test has a name of its own (the stage logs some
+// lines once per process and table name: a second run of the test in the same process, as
+// -count=2 makes, saw none of them), and logs to the returned builder until the test ends.
+func keptTable(t *testing.T) (*strings.Builder, *chtest.Server, string) {
 	out := new(strings.Builder)
 	def := slog.Default()
 	t.Cleanup(func() { slog.SetDefault(def) })
 	slog.SetDefault(slog.New(slog.NewTextHandler(out, nil)))
 	srv := chtest.New(t)
-	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, unknown String) ENGINE = MergeTree ORDER BY id`, "kept")
-	return out, srv
+	table := "kept_" + srv.Database
+	srv.CreateTable(t, `CREATE TABLE {table} (id UInt32, unknown String) ENGINE = MergeTree ORDER BY id`, table)
+	return out, srv, table
 }
 
 // TestKeptFieldsLoggedBounded: with unknownFieldsColumn, new fields beyond addNewColumnsMax are
@@ -463,12 +466,12 @@ func keptTable(t *testing.T) (*strings.Builder, *chtest.Server) {
 // the others are not: a stream whose every message has a field of its own (a session id as a key)
 // logged a line per message, each kept in memory for the life of the worker.
 func TestKeptFieldsLoggedBounded(t *testing.T) {
-	out, srv := keptTable(t)
+	out, srv, table := keptTable(t)
 	var payloads []string
 	for i := range 3 * maxKeptLogged {
 		payloads = append(payloads, fmt.Sprintf(`{"id":%d,"session_%s_%d":%d}`, i, srv.Database, i, i))
 	}
-	got, _, _ := runEvolve(t, Config{ClickHouse: srv.Config(), Table: "kept", AddNewColumns: true, Limits: evolve.Limits{Max: 1},
+	got, _, _ := runEvolve(t, Config{ClickHouse: srv.Config(), Table: table, AddNewColumns: true, Limits: evolve.Limits{Max: 1},
 		FromMessage: convert.Options{UnknownFields: "unknown"}}, payloads)
 	for i, g := range got {
 		if g != "row" {
@@ -487,12 +490,12 @@ func TestKeptFieldsLoggedBounded(t *testing.T) {
 // then once that the others are not: a stream whose every message has a field of its own, while
 // the server refused every ADD COLUMN, logged a line for almost every message.
 func TestRefusedLoggedBounded(t *testing.T) {
-	out, srv := keptTable(t)
+	out, srv, table := keptTable(t)
 	var payloads []string
 	for i := range 2 * maxKeptLogged {
 		payloads = append(payloads, fmt.Sprintf(`{"id":%d,"session_%s_%d":%d}`, i, srv.Database, i, i))
 	}
-	got, _, _ := runEvolve(t, Config{ClickHouse: srv.Config(), Table: "kept", AddNewColumns: true, Limits: evolve.Limits{Max: 1000, OnCluster: "no_such_cluster"},
+	got, _, _ := runEvolve(t, Config{ClickHouse: srv.Config(), Table: table, AddNewColumns: true, Limits: evolve.Limits{Max: 1000, OnCluster: "no_such_cluster"},
 		FromMessage: convert.Options{UnknownFields: "unknown"}}, payloads)
 	for i, g := range got {
 		if g != "row" {
@@ -510,9 +513,9 @@ func TestRefusedLoggedBounded(t *testing.T) {
 // 100 bytes: a message with a field name of 300,000 bytes made a line of 300 KB, more than Cloud
 // Logging takes in an entry (256 KB).
 func TestKeptFieldLongNameLogCut(t *testing.T) {
-	out, srv := keptTable(t)
+	out, srv, table := keptTable(t)
 	name := srv.Database + strings.Repeat("a", 300_000)
-	got, _, rows := runEvolve(t, Config{ClickHouse: srv.Config(), Table: "kept", AddNewColumns: true,
+	got, _, rows := runEvolve(t, Config{ClickHouse: srv.Config(), Table: table, AddNewColumns: true,
 		FromMessage: convert.Options{UnknownFields: "unknown"}}, []string{`{"id":1,"` + name + `":2}`})
 	if len(got) != 1 || got[0] != "row" || len(rows) != 1 {
 		t.Fatalf("%v, %d rows; want a row", got, len(rows))
