@@ -522,6 +522,7 @@ func TestReadAcknowledgesAllAndStops(t *testing.T) {
 // pulls again while Pulls come back full, with ReturnImmediately and the Pull's usual deadline,
 // so follow-up Pulls slower than a short deadline lose nothing.
 func TestReadElementOfSeveralPulls(t *testing.T) {
+	elementSizes.Delete(t.Name()) // those of a run of this test before (-count=2)
 	pulls := &pullSizes{slow: 300 * time.Millisecond}
 	em := newEmulator(t, pstest.ServerReactorOption{FuncName: "Pull", Reactor: pulls})
 	want := em.publish(0, 2500, "backlog")
