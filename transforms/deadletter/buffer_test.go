@@ -20,12 +20,7 @@ func TestBufferDestinationGone(t *testing.T) {
 	srv.MustExec(t, CreateTable(srv.Database, "dl_dest"))
 	srv.MustExec(t, "CREATE TABLE "+srv.Database+".dl AS "+srv.Database+".dl_dest ENGINE = Buffer("+srv.Database+", dl_dest, 1, 0, 1, 1, 1, 1, 1)")
 	ctx := context.Background()
-	f := &writeFn{Config: Config{ClickHouse: srv.Config(), Table: "dl", Retry: chclient.Retry{MaxRetries: 1},
-		Settings: chclient.Settings{MaxInsertBlockSize: 1000}}}
-	if err := f.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer f.Teardown()
+	f := setUpTable(t, srv, "dl")
 	srv.MustExec(t, "DROP TABLE "+srv.Database+".dl_dest")
 	recs := []*flow.DeadLetter{{Payload: []byte("not json"), ErrorMessage: "payload: invalid JSON", StackTrace: "stage: parse", FailedAtMillis: 1700000000000, MessageID: "m1"}}
 	err := f.insert(ctx, recs)
@@ -53,12 +48,7 @@ func TestNullTableLosesNoDeadLetter(t *testing.T) {
 	db := srv.Database
 	srv.MustExec(t, CreateTable(db, "dl"))
 	ctx := context.Background()
-	f := &writeFn{Config: Config{ClickHouse: srv.Config(), Table: "dl", Retry: chclient.Retry{MaxRetries: 1},
-		Settings: chclient.Settings{MaxInsertBlockSize: 1000}}}
-	if err := f.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer f.Teardown()
+	f := setUpTable(t, srv, "dl")
 	srv.MustExec(t, "DROP TABLE "+db+".dl")
 	srv.MustExec(t, "CREATE TABLE "+db+".dl (raw_message String, error_message String, stack_trace String, failed_at DateTime, "+
 		"message_id String, attributes String, ordering_key String) ENGINE = Null")
@@ -80,4 +70,17 @@ func TestNullTableLosesNoDeadLetter(t *testing.T) {
 	if got := srv.MustQuery(t, "SELECT raw_message FROM "+db+".dl_stored"); got != "not json" {
 		t.Errorf("dead letters stored through the view: %q, want the one", got)
 	}
+}
+
+// setUpTable returns a dead-letter stage of the table of srv, set up, with one retry; torn down
+// when the test ends.
+func setUpTable(t *testing.T, srv *chtest.Server, table string) *writeFn {
+	t.Helper()
+	f := &writeFn{Config: Config{ClickHouse: srv.Config(), Table: table, Retry: chclient.Retry{MaxRetries: 1},
+		Settings: chclient.Settings{MaxInsertBlockSize: 1000}}}
+	if err := f.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Teardown() })
+	return f
 }
