@@ -203,3 +203,25 @@ func (p *parser) quoted() (string, error) {
 	}
 	return "", p.errorf(start, "unterminated quoted string")
 }
+
+// ReadName reads a name at the start of s as ClickHouse's lexer does: a string literal or a
+// quoted identifier ('x', `x` or "x", escapes resolved as quoted resolves them), or a bare one
+// (letters, digits, underscores). It returns the name, what follows it, and whether s starts
+// with one (an unterminated quote, or another character, does not). For clauses the server
+// writes, such as a table engine's arguments in system.tables' engine_full.
+func ReadName(s string) (name, rest string, ok bool) {
+	p := &parser{in: s}
+	if p.eof() {
+		return "", s, false
+	}
+	switch p.in[0] {
+	case '\'', '`', '"':
+		name, err := p.quoted()
+		if err != nil {
+			return "", s, false
+		}
+		return name, p.in[p.pos:], true
+	}
+	name = p.word()
+	return name, p.in[p.pos:], name != ""
+}

@@ -292,7 +292,7 @@ func bufferDestination(engineFull string) (Destination, bool) {
 	var args [2]string
 	for i := range args {
 		rest = strings.TrimLeft(rest, " ")
-		arg, tail, ok := sqlName(rest)
+		arg, tail, ok := chtype.ReadName(rest)
 		if !ok {
 			return Destination{}, false
 		}
@@ -303,39 +303,6 @@ func bufferDestination(engineFull string) (Destination, bool) {
 		args[i], rest = arg, tail[1:]
 	}
 	return Destination{Database: args[0], Table: args[1]}, true
-}
-
-// sqlName reads a name at the start of s: a string literal ('x', with backslash escapes and the quote doubled),
-// a quoted identifier (`x` or "x", the quote doubled or escaped inside), or a bare identifier
-// (letters, digits, _). It returns the name, what follows it and whether s starts with one.
-func sqlName(s string) (name, rest string, ok bool) {
-	if s == "" {
-		return "", "", false
-	}
-	switch q := s[0]; q {
-	case '\'', '`', '"':
-		var b strings.Builder
-		for i := 1; i < len(s); i++ {
-			switch c := s[i]; {
-			case c == '\\' && i+1 < len(s):
-				i++
-				b.WriteByte(s[i])
-			case c == q && i+1 < len(s) && s[i+1] == q:
-				i++
-				b.WriteByte(q)
-			case c == q:
-				return b.String(), s[i+1:], true
-			default:
-				b.WriteByte(c)
-			}
-		}
-		return "", "", false
-	}
-	i := 0
-	for i < len(s) && (s[i] == '_' || s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z' || s[i] >= '0' && s[i] <= '9') {
-		i++
-	}
-	return s[:i], s[i:], i > 0
 }
 
 // discards is Table.Discards of a table of engine, which the materialized views views read.
